@@ -1,0 +1,132 @@
+/*
+ * slipgate configuration reader.
+ *
+ * The reader is generic: it knows the file syntax and the value types, and
+ * nothing of routes or filters.  Each module declares a table of its
+ * directives (name, type, offset into the object it configures, help text);
+ * a section is a list of such tables, so a later module adds directives to
+ * a section without touching the reader (the nginx ngx_command_t model).
+ *
+ * Syntax, one directive per line:
+ *
+ *     # comment            // comment too
+ *     name value ...       values are words or "quoted strings" with \" \\ \n \t
+ *     name [args] {        opens a block (a directive of type SG_CONF_BLOCK)
+ *         ...
+ *     }
+ *
+ * Values: INT (decimal, optional k/M/G suffix for SIZE), DURATION
+ * ("60", "60s", "500ms", "2m", "1h"; stored in milliseconds), BOOL
+ * (yes/no, on/off, true/false, 1/0), ENUM (one of `choices`, stored as its
+ * index), STRING, PATH, ADDR ("host:port", "[v6addr]:port", "*:port").
+ *
+ * Every diagnostic names file, line and column and what was expected; an
+ * unknown directive suggests the closest known name of that section.
+ */
+#ifndef SG_CONFIG_CONFIG_H
+#define SG_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum sg_conf_type {
+    SG_CONF_STRING,   /* char * (heap, owned by the object; NULL when unset) */
+    SG_CONF_PATH,     /* char *, as STRING */
+    SG_CONF_ADDR,     /* char *, syntax-checked host:port */
+    SG_CONF_INT,      /* int64_t */
+    SG_CONF_SIZE,     /* int64_t bytes, k/M/G suffixes (powers of 1024) */
+    SG_CONF_DURATION, /* int64_t milliseconds */
+    SG_CONF_BOOL,     /* bool */
+    SG_CONF_ENUM,     /* int: index into choices */
+    SG_CONF_CUSTOM,   /* handled entirely by `set` (any number of args) */
+    SG_CONF_BLOCK,    /* `name [args] { ... }`: `open` makes the child object */
+};
+
+struct sg_conf_section;
+struct sg_conf_diag;
+
+/* One parsed argument of a directive line. */
+struct sg_conf_arg {
+    const char *text; /* unquoted, escapes resolved; valid for the call */
+    int line, col;    /* where it starts */
+    bool quoted;
+};
+
+struct sg_conf_directive {
+    const char *name;
+    enum sg_conf_type type;
+    size_t offset;               /* into the section object (not for CUSTOM/BLOCK) */
+    const char *const *choices;  /* ENUM: NULL-terminated */
+    int64_t min, max;            /* INT/SIZE/DURATION bounds, inclusive; both 0 = none */
+    const char *argname;         /* for help: "ADDR:PORT", "SECONDS", ... */
+    const char *help;            /* one line */
+    /*
+     * CUSTOM: called with all args; returns 0 or a negative error after
+     * reporting through sg_conf_diag_error().  `obj` is the section object.
+     */
+    int (*set)(void *obj, const struct sg_conf_directive *d, const struct sg_conf_arg *args,
+               int nargs, struct sg_conf_diag *diag, const char *file);
+    /*
+     * BLOCK: returns the child object that the block's directives fill
+     * (owned by the parent object), or NULL after reporting an error.
+     */
+    void *(*open)(void *obj, const struct sg_conf_directive *d, const struct sg_conf_arg *args,
+                  int nargs, struct sg_conf_diag *diag, const char *file);
+    const struct sg_conf_section *child; /* BLOCK: the child's section */
+};
+
+/* A scope: the top level, or the inside of one kind of block. */
+struct sg_conf_section {
+    const char *name;                            /* "top level", "route", ... */
+    const struct sg_conf_directive *const *tables; /* NULL-terminated; each ends with {NULL} */
+};
+
+/* Collected diagnostics ("FILE:LINE:COL: error: TEXT"), caller-owned. */
+#define SG_CONF_MAX_DIAGS 32
+struct sg_conf_diag {
+    int count;                        /* errors reported (may exceed the stored ones) */
+    char msgs[SG_CONF_MAX_DIAGS][320];
+};
+
+void sg_conf_diag_init(struct sg_conf_diag *diag);
+/* Records one error; format like printf. */
+void sg_conf_diag_error(struct sg_conf_diag *diag, const char *file, int line, int col,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/*
+ * Parse `text` (`len` bytes, named `file` in diagnostics) into `obj`
+ * according to `root`.  Returns 0 when no error was reported, else
+ * SG_E_CONFIG; all errors found (not just the first) are in `diag`.
+ */
+int sg_conf_parse_text(const char *file, const char *text, size_t len,
+                       const struct sg_conf_section *root, void *obj, struct sg_conf_diag *diag);
+/* Reads the file and parses it; an unreadable file is one diagnostic. */
+int sg_conf_parse_file(const char *path, const struct sg_conf_section *root, void *obj,
+                       struct sg_conf_diag *diag);
+
+/*
+ * Set one directive of `section` on `obj` from a single textual value, as
+ * `+set NAME VALUE` does.  `origin` names the source in diagnostics
+ * ("command line").  Returns 0, -ENOENT when `section` has no such
+ * directive (no diagnostic), or SG_E_CONFIG after reporting an error.
+ */
+int sg_conf_set(const struct sg_conf_section *section, void *obj, const char *name,
+                const char *value, const char *origin, struct sg_conf_diag *diag);
+
+/* Look up a directive by name in a section; NULL if none. */
+const struct sg_conf_directive *sg_conf_find(const struct sg_conf_section *section,
+                                             const char *name);
+/* The known name closest to `name` (edit distance), or NULL if none is close. */
+const char *sg_conf_suggest(const struct sg_conf_section *section, const char *name);
+
+/* Free the STRING/PATH/ADDR members of `obj` (not BLOCK children). */
+void sg_conf_free_strings(const struct sg_conf_section *section, void *obj);
+
+/* Parse helpers shared with the command line (return 0 or -EINVAL/-ERANGE). */
+int sg_conf_parse_duration(const char *s, int64_t *ms);
+int sg_conf_parse_bool(const char *s, bool *out);
+/* Split "host:port", "[v6]:port" or "*:port"; host/port written NUL-terminated. */
+int sg_conf_split_addr(const char *s, char *host, size_t hostcap, char *port, size_t portcap);
+
+#endif

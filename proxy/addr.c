@@ -1,0 +1,124 @@
+/* Socket address helpers; see addr.h. */
+#include "proxy/addr.h"
+
+#include "config/config.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+static bool is_v4_mapped(const struct sockaddr_in6 *s6)
+{
+    return IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr);
+}
+
+char *sg_addr_format(const struct sockaddr *sa, char *buf, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN];
+
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+        snprintf(buf, cap, "%s:%d", host, ntohs(s4->sin_port));
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+        if (is_v4_mapped(s6)) {
+            inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], host, sizeof(host));
+            snprintf(buf, cap, "%s:%d", host, ntohs(s6->sin6_port));
+        } else {
+            inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+            snprintf(buf, cap, "[%s]:%d", host, ntohs(s6->sin6_port));
+        }
+    } else {
+        snprintf(buf, cap, "(family %d)", sa->sa_family);
+    }
+    return buf;
+}
+
+int sg_addr_port(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    if (sa->sa_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+    return 0;
+}
+
+socklen_t sg_addr_len(const struct sockaddr *sa)
+{
+    return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+bool sg_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
+{
+    if (a->sa_family != b->sa_family)
+        return false;
+    if (a->sa_family == AF_INET) {
+        const struct sockaddr_in *x = (const struct sockaddr_in *)a;
+        const struct sockaddr_in *y = (const struct sockaddr_in *)b;
+        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+    }
+    if (a->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)a;
+        const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)b;
+        return x->sin6_port == y->sin6_port &&
+               memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0 &&
+               x->sin6_scope_id == y->sin6_scope_id;
+    }
+    return false;
+}
+
+size_t sg_addr_host_key(const struct sockaddr *sa, unsigned char key[16])
+{
+    if (sa->sa_family == AF_INET) {
+        memcpy(key, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        return 4;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+        if (is_v4_mapped(s6)) {
+            memcpy(key, &s6->sin6_addr.s6_addr[12], 4);
+            return 4;
+        }
+        memcpy(key, &s6->sin6_addr, 16);
+        return 16;
+    }
+    return 0;
+}
+
+int sg_addr_resolve(uv_loop_t *loop, const char *spec, bool passive,
+                    struct sockaddr_storage *out, char *why, size_t whycap)
+{
+    char host[256], port[16];
+    struct addrinfo hints;
+    uv_getaddrinfo_t req;
+    const char *node;
+    int err;
+
+    /* Split the spec the way the config reader checked it. */
+    if (sg_conf_split_addr(spec, host, sizeof(host), port, sizeof(port)) < 0) {
+        snprintf(why, whycap, "'%s' is not HOST:PORT", spec);
+        return UV_EINVAL;
+    }
+    node = (host[0] == '\0' || strcmp(host, "*") == 0) ? NULL : host;
+
+    /* Numeric ports only; any family; datagram sockets. */
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_DGRAM;
+    hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+    if (!node && passive)
+        hints.ai_family = AF_INET;
+    err = uv_getaddrinfo(loop, &req, NULL, node, port, &hints);
+    if (err < 0) {
+        snprintf(why, whycap, "cannot resolve '%s': %s", spec, uv_strerror(err));
+        return err;
+    }
+
+    /* Take the first answer. */
+    memset(out, 0, sizeof(*out));
+    memcpy(out, req.addrinfo->ai_addr, req.addrinfo->ai_addrlen);
+    uv_freeaddrinfo(req.addrinfo);
+    return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * Socket address helpers: formatting, comparison, hashing keys and
+ * resolution through libuv.  IPv4-mapped IPv6 addresses (what a dual-stack
+ * [::] listener reports for IPv4 clients) are shown as plain IPv4.
+ */
+#ifndef SG_PROXY_ADDR_H
+#define SG_PROXY_ADDR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#define SG_ADDR_STRLEN 64 /* "[ffff:...:ffff]:65535" with room to spare */
+
+/* Writes "1.2.3.4:27960" or "[::1]:27960" into `buf`; returns `buf`. */
+char *sg_addr_format(const struct sockaddr *sa, char *buf, size_t cap);
+/* Port in host order, 0 for an unknown family. */
+int sg_addr_port(const struct sockaddr *sa);
+/* Length of the sockaddr for its family. */
+socklen_t sg_addr_len(const struct sockaddr *sa);
+/* Same family, address and port. */
+bool sg_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
+/*
+ * The bytes that identify the host part only (for per-source limits):
+ * 4 bytes for IPv4 and IPv4-mapped IPv6, 16 for IPv6.  Returns the length.
+ */
+size_t sg_addr_host_key(const struct sockaddr *sa, unsigned char key[16]);
+
+/*
+ * Resolve "host:port" (the config's ADDR syntax; "*" or empty host means the
+ * wildcard, which `passive` selects for listening) synchronously through
+ * libuv.  Stores the first result in `out`.  On failure returns a negative
+ * libuv error and writes a human-readable reason into `why`.
+ */
+int sg_addr_resolve(uv_loop_t *loop, const char *spec, bool passive,
+                    struct sockaddr_storage *out, char *why, size_t whycap);
+
+#endif

@@ -1,0 +1,226 @@
+/*
+ * The running proxy: start the routes, handle signals, reload on SIGHUP,
+ * shut down cleanly on SIGINT/SIGTERM (a second one exits at once) and
+ * write --stats at the end.
+ */
+#include "proxy/app.h"
+
+#include "proxy/addr.h"
+#include "protocols/error.h"
+#include "sg_version.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- shutdown ---- */
+
+static void stop(struct sg_app *app, const char *why)
+{
+    if (app->stopping)
+        return;
+    app->stopping = true;
+    sg_log(&app->log, SG_LOG_INFO, NULL, 0, "%s: shutting down", why);
+    for (struct sg_route *r = app->routes; r; r = r->next)
+        sg_route_close(r, "shutdown");
+    /* Signals stay armed for a second, forceful stop, but do not hold the loop. */
+    uv_unref((uv_handle_t *)&app->sig_int);
+    uv_unref((uv_handle_t *)&app->sig_term);
+    uv_unref((uv_handle_t *)&app->sig_hup);
+}
+
+static void append_route(struct sg_route **list, struct sg_route *r);
+
+/* ---- reload ---- */
+
+static void reload(struct sg_app *app)
+{
+    struct sg_conf_diag diag;
+    struct sg_conf *conf;
+    struct sg_route **pp, *r, *created;
+
+    /* Read everything again; a bad file changes nothing. */
+    sg_conf_diag_init(&diag);
+    if (sg_conf_load(app->config_path, app->ov, &conf, &diag) < 0) {
+        for (int i = 0; i < diag.count && i < SG_CONF_MAX_DIAGS; i++)
+            sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "reload: %s", diag.msgs[i]);
+        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "reload failed; the old configuration stays");
+        return;
+    }
+    app->log.level = conf->log_level;
+
+    /* Routes that went away close; the others take the new settings. */
+    for (pp = &app->routes; (r = *pp);) {
+        struct sg_route_conf *rc = sg_conf_route(conf, r->conf.name);
+        if (rc) {
+            sg_route_update(r, rc);
+            pp = &r->next;
+            continue;
+        }
+        sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "route removed by reload");
+        sg_route_close(r, "route removed");
+        *pp = r->next;
+        r->next = app->retired;
+        app->retired = r;
+    }
+
+    /* New routes start. */
+    for (struct sg_route_conf *rc = conf->routes; rc; rc = rc->next) {
+        bool known = false;
+        for (r = app->routes; r; r = r->next)
+            known = known || strcmp(r->conf.name, rc->name) == 0;
+        if (known)
+            continue;
+        if (sg_route_create(app, rc, &created) < 0) {
+            if (created)
+                append_route(&app->retired, created);
+            continue;
+        }
+        append_route(&app->routes, created);
+    }
+
+    sg_conf_destroy(app->conf);
+    app->conf = conf;
+    sg_log(&app->log, SG_LOG_INFO, NULL, 0, "configuration reloaded");
+}
+
+/* ---- signals ---- */
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    struct sg_app *app = h->data;
+
+    if (signum == SIGHUP) {
+        if (app->stopping)
+            return;
+        if (!app->config_path) {
+            sg_log(&app->log, SG_LOG_WARN, NULL, 0, "SIGHUP: no config file to reload");
+            return;
+        }
+        sg_log(&app->log, SG_LOG_INFO, NULL, 0, "SIGHUP: reloading %s", app->config_path);
+        reload(app);
+        return;
+    }
+    if (++app->stop_signals > 1) {
+        sg_log(&app->log, SG_LOG_WARN, NULL, 0, "second %s: exiting now", strsignal(signum));
+        _exit(128 + signum);
+    }
+    stop(app, strsignal(signum));
+}
+
+static int start_signals(struct sg_app *app)
+{
+    uv_signal_t *hs[] = {&app->sig_int, &app->sig_term, &app->sig_hup};
+    int nums[] = {SIGINT, SIGTERM, SIGHUP};
+    int err;
+
+    for (int i = 0; i < 3; i++) {
+        err = uv_signal_init(&app->loop, hs[i]);
+        if (err < 0)
+            return err;
+        hs[i]->data = app;
+        err = uv_signal_start(hs[i], on_signal, nums[i]);
+        if (err < 0)
+            return err;
+    }
+    return 0;
+}
+
+/* ---- the whole run ---- */
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static void free_routes(struct sg_route *r)
+{
+    while (r) {
+        struct sg_route *next = r->next;
+        sg_route_destroy(r);
+        r = next;
+    }
+}
+
+static void append_route(struct sg_route **list, struct sg_route *r)
+{
+    while (*list)
+        list = &(*list)->next;
+    r->next = NULL;
+    *list = r;
+}
+
+static int start_routes(struct sg_app *app)
+{
+    struct sg_route *r;
+    int failed = 0;
+
+    for (struct sg_route_conf *rc = app->conf->routes; rc; rc = rc->next) {
+        int err = sg_route_create(app, rc, &r);
+        if (r)
+            append_route(err < 0 ? &app->retired : &app->routes, r);
+        if (err < 0)
+            failed++;
+    }
+    return failed ? -1 : 0;
+}
+
+int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov,
+               const char *stats_path)
+{
+    struct sg_app app;
+    struct sg_conf_diag diag;
+    int status = 0, err;
+
+    /* Configuration first: a bad one never starts the loop. */
+    memset(&app, 0, sizeof(app));
+    app.log.level = SG_LOG_INFO;
+    sg_conf_diag_init(&diag);
+    if (sg_conf_load(config_path, ov, &app.conf, &diag) < 0) {
+        for (int i = 0; i < diag.count && i < SG_CONF_MAX_DIAGS; i++)
+            fprintf(stderr, "%s\n", diag.msgs[i]);
+        return 1;
+    }
+    app.log.level = app.conf->log_level;
+    app.config_path = config_path;
+    app.ov = ov;
+    app.stats_path = stats_path ? stats_path : app.conf->stats_file;
+    app.started_wall_ms = sg_now_wall_ms();
+
+    /* The loop, the signals, the routes. */
+    err = uv_loop_init(&app.loop);
+    if (err < 0) {
+        fprintf(stderr, "slipgate: cannot start the event loop: %s\n", uv_strerror(err));
+        sg_conf_destroy(app.conf);
+        return 1;
+    }
+    app.started_loop_ms = uv_now(&app.loop);
+    signal(SIGPIPE, SIG_IGN);
+    if (start_signals(&app) < 0 || start_routes(&app) < 0) {
+        status = 1;
+        stop(&app, "startup failed");
+    } else {
+        sg_log(&app.log, SG_LOG_INFO, NULL, 0, "slipgate %s running (pid %d)", SG_VERSION,
+               (int)getpid());
+    }
+
+    /* Serve until every route has closed. */
+    uv_run(&app.loop, UV_RUN_DEFAULT);
+
+    /* Close what is left (the signal handles) and account for it. */
+    uv_walk(&app.loop, close_walk, NULL);
+    uv_run(&app.loop, UV_RUN_DEFAULT);
+    if (app.stats_path && sg_stats_write(&app, app.stats_path) < 0)
+        status = 1;
+    if (uv_loop_close(&app.loop) != 0) {
+        sg_log(&app.log, SG_LOG_ERROR, NULL, 0, "internal error: handles left open at exit");
+        status = 1;
+    }
+    sg_log(&app.log, SG_LOG_INFO, NULL, 0, "stopped");
+    free_routes(app.routes);
+    free_routes(app.retired);
+    sg_conf_destroy(app.conf);
+    return status;
+}

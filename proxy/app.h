@@ -1,0 +1,41 @@
+/*
+ * The running proxy: one libuv loop, the logger, the configuration, the
+ * routes and the signal handlers.  Caller-owned; one per process in
+ * practice, but nothing in it is global.
+ */
+#ifndef SG_PROXY_APP_H
+#define SG_PROXY_APP_H
+
+#include "proxy/conf.h"
+#include "proxy/log.h"
+#include "proxy/route.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+struct sg_app {
+    uv_loop_t loop;
+    struct sg_logger log;
+    struct sg_conf *conf;                /* the configuration in force */
+    const char *config_path;             /* -c FILE, or NULL */
+    const struct sg_conf_overrides *ov;  /* the command line, re-applied on reload */
+    const char *stats_path;              /* --stats FILE (wins over stats_file) */
+    struct sg_route *routes;             /* serving */
+    struct sg_route *retired;            /* removed by a reload; kept for --stats */
+    uv_signal_t sig_int, sig_term, sig_hup;
+    int stop_signals;                    /* SIGINT/SIGTERM received so far */
+    bool stopping;
+    uint64_t next_session_id;
+    uint64_t started_wall_ms;
+    uint64_t started_loop_ms;
+};
+
+/* Run the proxy until a stop signal; returns the process exit status. */
+int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov,
+               const char *stats_path);
+
+/* Write the --stats JSON for every route and session to `path`. */
+int sg_stats_write(const struct sg_app *app, const char *path);
+
+#endif

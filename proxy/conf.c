@@ -1,0 +1,324 @@
+/*
+ * The proxy's directive tables and the loading sequence:
+ * defaults -> config file -> -l/-s/-p -> +set NAME VALUE -> validation.
+ */
+#include "proxy/conf.h"
+
+#include "proxy/log.h"
+#include "protocols/error.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const sg_protocol_names[] = {"auto", "q3", "q2", "qw", "nq", NULL};
+
+/* ---- route blocks ---- */
+
+static const struct sg_conf_directive route_directives[] = {
+    {.name = "listen", .type = SG_CONF_ADDR, .offset = offsetof(struct sg_route_conf, listen),
+     .argname = "ADDR:PORT",
+     .help = "address to receive clients on; [::]:PORT is dual-stack (default " SG_DEFAULT_LISTEN ")"},
+    {.name = "server", .type = SG_CONF_ADDR, .offset = offsetof(struct sg_route_conf, server),
+     .argname = "HOST:PORT", .help = "the real game server (names resolve; IPv6 as [addr]:port)"},
+    {.name = "protocol", .type = SG_CONF_ENUM, .offset = offsetof(struct sg_route_conf, protocol),
+     .choices = sg_protocol_names, .argname = "auto|q3|q2|qw|nq",
+     .help = "game protocol to decode; auto relays without decoding until a codec claims it"},
+    {.name = "idle_timeout", .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_route_conf, idle_timeout_ms), .min = 100,
+     .max = 7LL * 24 * 3600 * 1000, .argname = "DURATION",
+     .help = "end a session after this long without traffic (default 60s)"},
+    {.name = "max_sessions", .type = SG_CONF_INT,
+     .offset = offsetof(struct sg_route_conf, max_sessions), .min = 1, .max = 1000000,
+     .argname = "N", .help = "most sessions (clients) at once on this route (default 1024)"},
+    {.name = "new_sessions_per_source", .type = SG_CONF_INT,
+     .offset = offsetof(struct sg_route_conf, new_sessions_per_source), .min = 1, .max = 1000000,
+     .argname = "N", .help = "new sessions per second one source IP may open (default 10)"},
+    {NULL},
+};
+
+static const struct sg_conf_directive *const route_tables[] = {route_directives, NULL};
+
+const struct sg_conf_section sg_conf_route_section = {
+    .name = "route",
+    .tables = route_tables,
+};
+
+static void route_defaults(struct sg_route_conf *rc)
+{
+    rc->protocol = SG_PROTO_AUTO;
+    rc->idle_timeout_ms = 60000;
+    rc->max_sessions = 1024;
+    rc->new_sessions_per_source = 10;
+}
+
+static struct sg_route_conf *route_append(struct sg_conf *conf, const char *name, int line)
+{
+    struct sg_route_conf *rc = calloc(1, sizeof(*rc)), **tail;
+
+    if (!rc || !(rc->name = strdup(name))) {
+        free(rc);
+        return NULL;
+    }
+    route_defaults(rc);
+    rc->line = line;
+    for (tail = &conf->routes; *tail; tail = &(*tail)->next)
+        ;
+    *tail = rc;
+    conf->nroutes++;
+    return rc;
+}
+
+/* `route [NAME] {` opens a route; names are unique and default to routeN. */
+static void *route_open(void *obj, const struct sg_conf_directive *d,
+                        const struct sg_conf_arg *args, int nargs, struct sg_conf_diag *diag,
+                        const char *file)
+{
+    struct sg_conf *conf = obj;
+    char auto_name[32];
+    const char *name;
+    struct sg_route_conf *rc;
+
+    if (nargs > 1) {
+        sg_conf_diag_error(diag, file, args[1].line, args[1].col,
+                           "'route' takes at most one name, got %d values", nargs);
+        return NULL;
+    }
+    snprintf(auto_name, sizeof(auto_name), "route%d", conf->nroutes + 1);
+    name = nargs == 1 ? args[0].text : auto_name;
+    if (strchr(name, '.') || name[0] == '\0') {
+        sg_conf_diag_error(diag, file, args[0].line, args[0].col,
+                           "route name '%s' must be non-empty and may not contain '.'", name);
+        return NULL;
+    }
+    if (sg_conf_route(conf, name)) {
+        sg_conf_diag_error(diag, file, args[0].line, args[0].col,
+                           "route '%s' is defined twice (first at line %d)", name,
+                           sg_conf_route(conf, name)->line);
+        return NULL;
+    }
+    rc = route_append(conf, name, nargs == 1 ? args[0].line : 0);
+    if (!rc)
+        sg_conf_diag_error(diag, file, 0, 0, "out of memory");
+    return rc;
+}
+
+/* ---- the top level ---- */
+
+static const struct sg_conf_directive top_directives[] = {
+    {.name = "log_level", .type = SG_CONF_ENUM, .offset = offsetof(struct sg_conf, log_level),
+     .choices = sg_log_level_names, .argname = "error|warn|info|debug|trace",
+     .help = "how much to log (default info; -v and -q move it)"},
+    {.name = "stats_file", .type = SG_CONF_PATH, .offset = offsetof(struct sg_conf, stats_file),
+     .argname = "FILE", .help = "write a JSON summary of every session here at exit"},
+    {.name = "route", .type = SG_CONF_BLOCK, .open = route_open, .child = &sg_conf_route_section,
+     .argname = "[NAME]", .help = "a block: one listen -> server pair with its own settings"},
+    {NULL},
+};
+
+static const struct sg_conf_directive *const top_tables[] = {top_directives, NULL};
+
+const struct sg_conf_section sg_conf_top_section = {
+    .name = "top level",
+    .tables = top_tables,
+};
+
+struct sg_route_conf *sg_conf_route(struct sg_conf *conf, const char *name)
+{
+    for (struct sg_route_conf *rc = conf->routes; rc; rc = rc->next)
+        if (strcmp(rc->name, name) == 0)
+            return rc;
+    return NULL;
+}
+
+void sg_conf_destroy(struct sg_conf *conf)
+{
+    struct sg_route_conf *rc, *next;
+
+    if (!conf)
+        return;
+    for (rc = conf->routes; rc; rc = next) {
+        next = rc->next;
+        sg_conf_free_strings(&sg_conf_route_section, rc);
+        free(rc->name);
+        free(rc);
+    }
+    sg_conf_free_strings(&sg_conf_top_section, conf);
+    free(conf->file);
+    free(conf);
+}
+
+/* ---- command-line layers ---- */
+
+/* -l / -s / -p: make the single route, or override the file's only route. */
+static int apply_route_options(struct sg_conf *conf, const struct sg_conf_overrides *ov,
+                               struct sg_conf_diag *diag)
+{
+    static const struct {
+        const char *opt, *directive;
+        size_t off;
+    } opts[] = {
+        {"--listen", "listen", offsetof(struct sg_conf_overrides, listen)},
+        {"--server", "server", offsetof(struct sg_conf_overrides, server)},
+        {"--protocol", "protocol", offsetof(struct sg_conf_overrides, protocol)},
+    };
+    int rc = 0;
+
+    if (!ov->listen && !ov->server && !ov->protocol)
+        return 0;
+    if (conf->nroutes == 0 && !route_append(conf, "default", 0))
+        return -ENOMEM;
+    if (conf->nroutes > 1) {
+        sg_conf_diag_error(diag, "command line", 0, 0,
+                           "-l/-s/-p need a configuration with a single route; this one has %d "
+                           "(use +set ROUTE.server HOST:PORT instead)",
+                           conf->nroutes);
+        return SG_E_CONFIG;
+    }
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+        const char *value = *(const char *const *)((const char *)ov + opts[i].off);
+        if (value && sg_conf_set(&sg_conf_route_section, conf->routes, opts[i].directive, value,
+                                 opts[i].opt, diag) < 0)
+            rc = SG_E_CONFIG;
+    }
+    return rc;
+}
+
+/* +set NAME VALUE: top-level directive, every route's, or ROUTE.NAME. */
+static int apply_set(struct sg_conf *conf, const char *name, const char *value,
+                     struct sg_conf_diag *diag)
+{
+    const char *dot = strchr(name, '.');
+    const char *suggestion;
+    int err;
+
+    /* ROUTE.NAME targets one route. */
+    if (dot) {
+        char route[128];
+        size_t n = (size_t)(dot - name);
+        struct sg_route_conf *rc;
+        if (n >= sizeof(route))
+            n = sizeof(route) - 1;
+        memcpy(route, name, n);
+        route[n] = '\0';
+        rc = sg_conf_route(conf, route);
+        if (!rc) {
+            sg_conf_diag_error(diag, "command line", 0, 0,
+                               "+set %s: there is no route named '%s'", name, route);
+            return SG_E_CONFIG;
+        }
+        err = sg_conf_set(&sg_conf_route_section, rc, dot + 1, value, "command line", diag);
+        if (err == -ENOENT) {
+            suggestion = sg_conf_suggest(&sg_conf_route_section, dot + 1);
+            sg_conf_diag_error(diag, "command line", 0, 0,
+                               "+set %s: unknown route directive '%s'%s%s%s", name, dot + 1,
+                               suggestion ? "; did you mean '" : "", suggestion ? suggestion : "",
+                               suggestion ? "'?" : "");
+        }
+        return err < 0 ? SG_E_CONFIG : 0;
+    }
+
+    /* A top-level directive. */
+    err = sg_conf_set(&sg_conf_top_section, conf, name, value, "command line", diag);
+    if (err != -ENOENT)
+        return err < 0 ? SG_E_CONFIG : 0;
+
+    /* A route directive for every route (the default route if there is none). */
+    if (sg_conf_find(&sg_conf_route_section, name)) {
+        if (conf->nroutes == 0 && !route_append(conf, "default", 0))
+            return -ENOMEM;
+        for (struct sg_route_conf *rc = conf->routes; rc; rc = rc->next)
+            if (sg_conf_set(&sg_conf_route_section, rc, name, value, "command line", diag) < 0)
+                return SG_E_CONFIG;
+        return 0;
+    }
+    suggestion = sg_conf_suggest(&sg_conf_route_section, name);
+    if (!suggestion)
+        suggestion = sg_conf_suggest(&sg_conf_top_section, name);
+    sg_conf_diag_error(diag, "command line", 0, 0, "+set: unknown setting '%s'%s%s%s", name,
+                       suggestion ? "; did you mean '" : "", suggestion ? suggestion : "",
+                       suggestion ? "'?" : "");
+    return SG_E_CONFIG;
+}
+
+/* ---- validation ---- */
+
+static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
+{
+    const char *file = conf->file ? conf->file : "command line";
+    int rc = 0;
+
+    if (conf->nroutes == 0) {
+        sg_conf_diag_error(diag, file, 0, 0,
+                           "no route: give -s HOST:PORT, or a 'route NAME { ... }' block with a "
+                           "'server'");
+        return SG_E_CONFIG;
+    }
+    for (struct sg_route_conf *r = conf->routes; r; r = r->next) {
+        if (!r->listen && !(r->listen = strdup(SG_DEFAULT_LISTEN)))
+            return -ENOMEM;
+        if (!r->server) {
+            sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,
+                               "route '%s' has no 'server' (the real game server, HOST:PORT)",
+                               r->name);
+            rc = SG_E_CONFIG;
+        }
+        for (struct sg_route_conf *o = conf->routes; o != r; o = o->next) {
+            if (strcmp(o->listen, r->listen) == 0) {
+                sg_conf_diag_error(diag, r->line ? file : "command line", r->line,
+                                   r->line ? 1 : 0,
+                                   "routes '%s' and '%s' both listen on %s", o->name, r->name,
+                                   r->listen);
+                rc = SG_E_CONFIG;
+            }
+        }
+    }
+    return rc;
+}
+
+int sg_conf_load(const char *path, const struct sg_conf_overrides *ov, struct sg_conf **out,
+                 struct sg_conf_diag *diag)
+{
+    struct sg_conf *conf = calloc(1, sizeof(*conf));
+    int err = 0;
+
+    *out = NULL;
+    if (!conf)
+        return -ENOMEM;
+    conf->log_level = SG_LOG_INFO;
+
+    /* The file, when there is one. */
+    if (path) {
+        if (!(conf->file = strdup(path))) {
+            err = -ENOMEM;
+            goto err_conf;
+        }
+        if (sg_conf_parse_file(path, &sg_conf_top_section, conf, diag) < 0)
+            err = SG_E_CONFIG;
+    }
+
+    /* Command-line layers, in the order a player expects. */
+    if (err == 0)
+        err = apply_route_options(conf, ov, diag);
+    for (int i = 0; err == 0 && i < ov->nsets; i++)
+        err = apply_set(conf, ov->sets[2 * i], ov->sets[2 * i + 1], diag);
+    if (err == 0)
+        err = validate(conf, diag);
+    if (err < 0)
+        goto err_conf;
+
+    /* -v / -q move the level within its range. */
+    conf->log_level += ov->verbosity;
+    if (conf->log_level < SG_LOG_ERROR)
+        conf->log_level = SG_LOG_ERROR;
+    if (conf->log_level > SG_LOG_TRACE)
+        conf->log_level = SG_LOG_TRACE;
+    *out = conf;
+    return 0;
+
+err_conf:
+    sg_conf_destroy(conf);
+    return err == -ENOMEM ? err : SG_E_CONFIG;
+}

@@ -1,0 +1,71 @@
+/*
+ * The proxy's configuration: the top-level settings and one block per
+ * route.  The directive tables live beside the structs they fill
+ * (proxy/conf.c); the generic reader is config/config.h.
+ */
+#ifndef SG_PROXY_CONF_H
+#define SG_PROXY_CONF_H
+
+#include "config/config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum sg_protocol {
+    SG_PROTO_AUTO,
+    SG_PROTO_Q3,
+    SG_PROTO_Q2,
+    SG_PROTO_QW,
+    SG_PROTO_NQ,
+};
+extern const char *const sg_protocol_names[];
+
+#define SG_DEFAULT_LISTEN "0.0.0.0:27960"
+
+/* One `route NAME { ... }` block: listen -> server. */
+struct sg_route_conf {
+    char *name;
+    char *listen;       /* ADDR */
+    char *server;       /* ADDR */
+    int protocol;       /* enum sg_protocol */
+    int64_t idle_timeout_ms;
+    int64_t max_sessions;
+    int64_t new_sessions_per_source; /* per second, per source IP */
+    int line;           /* where the block opens (0: command line) */
+    struct sg_route_conf *next;
+};
+
+/* The whole file. */
+struct sg_conf {
+    int log_level;      /* enum sg_log_level */
+    char *stats_file;
+    char *file;         /* the file it came from, or NULL */
+    struct sg_route_conf *routes;
+    int nroutes;
+};
+
+/* Command-line settings layered over the file (owned by the caller). */
+struct sg_conf_overrides {
+    const char *listen, *server, *protocol; /* -l -s -p, NULL when absent */
+    int nsets;
+    const char *const *sets; /* 2 * nsets strings: NAME, VALUE pairs from +set */
+    int verbosity;           /* -v minus -q */
+};
+
+extern const struct sg_conf_section sg_conf_top_section;
+extern const struct sg_conf_section sg_conf_route_section;
+
+/*
+ * Build a configuration from `path` (may be NULL) and the command line.
+ * On success returns 0 and a heap conf in `*out` (free with
+ * sg_conf_destroy); on failure returns SG_E_CONFIG with every problem in
+ * `diag`.
+ */
+int sg_conf_load(const char *path, const struct sg_conf_overrides *ov, struct sg_conf **out,
+                 struct sg_conf_diag *diag);
+void sg_conf_destroy(struct sg_conf *conf);
+
+/* The route named `name`, or NULL. */
+struct sg_route_conf *sg_conf_route(struct sg_conf *conf, const char *name);
+
+#endif

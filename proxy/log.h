@@ -1,0 +1,44 @@
+/*
+ * Logging: one line per event on a stream (stderr by default), with a UTC
+ * timestamp, the level, the route name and the session id when there is
+ * one:  2026-11-22T03:50:07.123Z info  [default] [s12] session start ...
+ * The logger is caller-owned (one per process, hung off the app).
+ */
+#ifndef SG_PROXY_LOG_H
+#define SG_PROXY_LOG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+enum sg_log_level {
+    SG_LOG_ERROR,
+    SG_LOG_WARN,
+    SG_LOG_INFO,
+    SG_LOG_DEBUG,
+    SG_LOG_TRACE,
+};
+
+struct sg_logger {
+    int level;  /* messages above this level are skipped */
+    FILE *out;  /* borrowed; stderr when NULL */
+};
+
+/* The names used in the config file and in log lines ("error".."trace"). */
+extern const char *const sg_log_level_names[];
+
+static inline int sg_log_enabled(const struct sg_logger *lg, int level)
+{
+    return level <= lg->level;
+}
+
+/* `route` may be NULL, `sid` 0 for no session. */
+void sg_log(const struct sg_logger *lg, int level, const char *route, uint64_t sid,
+            const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#define sg_log_at(lg, lvl, route, sid, ...)                                                  \
+    do {                                                                                     \
+        if (sg_log_enabled((lg), (lvl)))                                                     \
+            sg_log((lg), (lvl), (route), (sid), __VA_ARGS__);                                \
+    } while (0)
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * slipgate's command line.
+ *
+ *   slipgate [OPTIONS] [+set NAME VALUE]...     run the proxy
+ *   slipgate demo ...                           offline demo tools
+ *
+ * Exit status: 0 success, 1 runtime or configuration error, 2 usage error.
+ */
+#include "proxy/app.h"
+#include "proxy/commands.h"
+#include "proxy/conf.h"
+#include "sg_version.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "Usage: slipgate [OPTIONS] [+set NAME VALUE]...\n"
+    "       slipgate demo COMMAND ...      (slipgate demo --help)\n"
+    "\n"
+    "A live UDP proxy for the Quake games: clients connect to slipgate, slipgate\n"
+    "relays every datagram to the real server and back.\n"
+    "\n"
+    "Options:\n"
+    "  -c, --config FILE        read routes and settings from FILE\n"
+    "  -l, --listen ADDR:PORT   where clients connect (default " SG_DEFAULT_LISTEN ";\n"
+    "                           [::]:PORT listens on IPv6 and IPv4)\n"
+    "  -s, --server HOST:PORT   the real game server (IPv6 as [addr]:port)\n"
+    "  -p, --protocol PROTO     auto|q3|q2|qw|nq (default auto: relay without decoding)\n"
+    "      --check-config       validate the configuration and exit (0 valid, 1 not)\n"
+    "      --stats FILE         write a JSON summary of every session at exit\n"
+    "  -v, --verbose            log more (repeat for debug, trace)\n"
+    "  -q, --quiet              log less (repeat for errors only)\n"
+    "      --version            print the version and exit\n"
+    "  -h, --help               print this help and exit\n"
+    "\n"
+    "  +set NAME VALUE          set any configuration directive, over the file:\n"
+    "                           a top-level one (+set log_level debug), a route\n"
+    "                           directive for every route (+set idle_timeout 30s),\n"
+    "                           or one route's (+set lan.server 10.0.0.2:27960)\n"
+    "\n"
+    "Signals: SIGINT/SIGTERM stop cleanly (a second one exits at once);\n"
+    "SIGHUP re-reads the config file without dropping live sessions.\n"
+    "\n"
+    "Examples:\n"
+    "  slipgate -s q3.example.org:27960\n"
+    "  slipgate -l [::]:27960 -s 127.0.0.1:27961 --stats /tmp/slipgate.json\n"
+    "  slipgate -c /etc/slipgate.conf +set idle_timeout 2m\n";
+
+static void usage_hint(void)
+{
+    fputs("Try 'slipgate --help' for more information.\n", stderr);
+}
+
+enum { OPT_CHECK = 256, OPT_STATS, OPT_VERSION };
+
+/* Take `+set NAME VALUE` triples out of argv (getopt would see them as operands). */
+static int extract_sets(int *argc, char **argv, const char ***sets, int *nsets)
+{
+    int out = 1, n = 0;
+    const char **pairs = calloc((size_t)*argc, sizeof(*pairs));
+
+    if (!pairs)
+        return -1;
+    for (int i = 1; i < *argc; i++) {
+        if (argv[i][0] != '+') {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (strcmp(argv[i], "+set") != 0) {
+            fprintf(stderr, "slipgate: unknown command '%s' (only +set NAME VALUE is known)\n",
+                    argv[i]);
+            free(pairs);
+            return -1;
+        }
+        if (i + 2 >= *argc) {
+            fprintf(stderr, "slipgate: +set needs a NAME and a VALUE\n");
+            free(pairs);
+            return -1;
+        }
+        pairs[2 * n] = argv[i + 1];
+        pairs[2 * n + 1] = argv[i + 2];
+        n++;
+        i += 2;
+    }
+    *argc = out;
+    argv[out] = NULL;
+    *sets = pairs;
+    *nsets = n;
+    return 0;
+}
+
+static int check_config(const char *path, const struct sg_conf_overrides *ov)
+{
+    struct sg_conf_diag diag;
+    struct sg_conf *conf;
+
+    sg_conf_diag_init(&diag);
+    if (sg_conf_load(path, ov, &conf, &diag) < 0) {
+        for (int i = 0; i < diag.count && i < SG_CONF_MAX_DIAGS; i++)
+            fprintf(stderr, "%s\n", diag.msgs[i]);
+        if (diag.count > SG_CONF_MAX_DIAGS)
+            fprintf(stderr, "(%d more errors)\n", diag.count - SG_CONF_MAX_DIAGS);
+        return 1;
+    }
+    printf("%s: configuration OK (%d route%s)\n", path ? path : "command line", conf->nroutes,
+           conf->nroutes == 1 ? "" : "s");
+    for (struct sg_route_conf *r = conf->routes; r; r = r->next)
+        printf("  route %s: %s -> %s (%s)\n", r->name, r->listen, r->server,
+               sg_protocol_names[r->protocol]);
+    sg_conf_destroy(conf);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"listen", required_argument, NULL, 'l'},
+        {"server", required_argument, NULL, 's'},
+        {"protocol", required_argument, NULL, 'p'},
+        {"check-config", no_argument, NULL, OPT_CHECK},
+        {"stats", required_argument, NULL, OPT_STATS},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct sg_conf_overrides ov = {0};
+    const char *config = NULL, *stats = NULL;
+    const char **sets = NULL;
+    bool check = false;
+    int opt, status;
+
+    /* Subcommands. */
+#ifdef SG_HAVE_CMD_DEMO
+    if (argc > 1 && strcmp(argv[1], "demo") == 0)
+        return sg_cmd_demo(argc - 1, argv + 1);
+#endif
+
+    /* Options, with +set taken out first. */
+    if (extract_sets(&argc, argv, &sets, &ov.nsets) < 0) {
+        usage_hint();
+        return 2;
+    }
+    ov.sets = sets;
+    while ((opt = getopt_long(argc, argv, "c:l:s:p:vqh", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'c': config = optarg; break;
+        case 'l': ov.listen = optarg; break;
+        case 's': ov.server = optarg; break;
+        case 'p': ov.protocol = optarg; break;
+        case 'v': ov.verbosity++; break;
+        case 'q': ov.verbosity--; break;
+        case OPT_CHECK: check = true; break;
+        case OPT_STATS: stats = optarg; break;
+        case OPT_VERSION:
+            printf("slipgate %s\n", SG_VERSION);
+            free(sets);
+            return 0;
+        case 'h':
+            fputs(usage_text, stdout);
+            free(sets);
+            return 0;
+        default:
+            usage_hint();
+            free(sets);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "slipgate: unexpected argument '%s'\n", argv[optind]);
+        usage_hint();
+        free(sets);
+        return 2;
+    }
+
+    /* Validate only, or run. */
+    status = check ? check_config(config, &ov) : sg_app_run(config, &ov, stats);
+    free(sets);
+    return status;
+}

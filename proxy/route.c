@@ -1,0 +1,443 @@
+/*
+ * Routes: the listening socket, the session table, per-source limits and
+ * the idle sweep.  See route.h for ownership rules.
+ */
+#include "proxy/route.h"
+
+#include "proxy/addr.h"
+#include "proxy/app.h"
+
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#define RATE_SLOTS 4096   /* per-source buckets per route; a power of two */
+#define RATE_PROBE 16     /* slots probed before the table counts as full */
+#define ENDED_MAX 100000  /* ended-session summaries kept for --stats */
+
+const char *const sg_drop_names[SG_DROP__COUNT] = {
+#define SG__DROP_NAME(id, name, desc) name,
+    SG_DROP_MAP(SG__DROP_NAME)
+#undef SG__DROP_NAME
+};
+
+uint64_t sg_now_wall_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+/* ---- session table ---- */
+
+static uint64_t addr_hash(const struct sg_route *r, const struct sockaddr *sa)
+{
+    unsigned char in[18];
+    unsigned char out[crypto_shorthash_BYTES];
+    size_t n = sg_addr_host_key(sa, in);
+    uint16_t port = (uint16_t)sg_addr_port(sa);
+    uint64_t h;
+
+    memcpy(in + n, &port, 2);
+    crypto_shorthash(out, in, n + 2, r->hash_key);
+    memcpy(&h, out, sizeof(h));
+    return h;
+}
+
+static struct sg_session *session_find(struct sg_route *r, const struct sockaddr *sa)
+{
+    struct sg_session *s = r->buckets[addr_hash(r, sa) & (r->nbuckets - 1)];
+    for (; s; s = s->hnext)
+        if (sg_addr_equal((const struct sockaddr *)&s->client, sa))
+            return s;
+    return NULL;
+}
+
+static void table_grow(struct sg_route *r)
+{
+    size_t n = r->nbuckets * 2;
+    struct sg_session **b = calloc(n, sizeof(*b));
+
+    if (!b)
+        return; /* keep the longer chains */
+    for (size_t i = 0; i < r->nbuckets; i++) {
+        struct sg_session *s = r->buckets[i], *next;
+        for (; s; s = next) {
+            size_t j = addr_hash(r, (struct sockaddr *)&s->client) & (n - 1);
+            next = s->hnext;
+            s->hnext = b[j];
+            b[j] = s;
+        }
+    }
+    free(r->buckets);
+    r->buckets = b;
+    r->nbuckets = n;
+}
+
+void sg_route__session_insert(struct sg_route *r, struct sg_session *s)
+{
+    size_t i;
+
+    if (r->nsessions + 1 > r->nbuckets)
+        table_grow(r);
+    i = addr_hash(r, (struct sockaddr *)&s->client) & (r->nbuckets - 1);
+    s->hnext = r->buckets[i];
+    r->buckets[i] = s;
+    s->prev = NULL;
+    s->next = r->sessions;
+    if (r->sessions)
+        r->sessions->prev = s;
+    r->sessions = s;
+    r->nsessions++;
+}
+
+void sg_route__session_remove(struct sg_route *r, struct sg_session *s)
+{
+    struct sg_session **pp = &r->buckets[addr_hash(r, (struct sockaddr *)&s->client) &
+                                         (r->nbuckets - 1)];
+    for (; *pp; pp = &(*pp)->hnext) {
+        if (*pp == s) {
+            *pp = s->hnext;
+            break;
+        }
+    }
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        r->sessions = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    r->nsessions--;
+}
+
+void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary *sum)
+{
+    if (r->nended == r->ended_cap) {
+        size_t cap = r->ended_cap ? r->ended_cap * 2 : 64;
+        struct sg_session_summary *e;
+        if (cap > ENDED_MAX || !(e = realloc(r->ended, cap * sizeof(*e)))) {
+            r->ended_omitted++;
+            return;
+        }
+        r->ended = e;
+        r->ended_cap = cap;
+    }
+    r->ended[r->nended++] = *sum;
+}
+
+/* ---- per-source rate of new sessions (token buckets) ---- */
+
+/* Returns true when the source may open one more session now. */
+static bool rate_allow(struct sg_route *r, const struct sockaddr *sa)
+{
+    unsigned char key[16];
+    size_t keylen = sg_addr_host_key(sa, key);
+    double rate = (double)r->conf.new_sessions_per_source;
+    uint64_t now = uv_now(&r->app->loop);
+    unsigned char h[crypto_shorthash_BYTES];
+    struct sg_rate_bucket *b = NULL, *victim = NULL;
+    size_t start;
+
+    /* Find the source's bucket, or a free or stale slot for it. */
+    crypto_shorthash(h, key, keylen, r->hash_key);
+    memcpy(&start, h, sizeof(start));
+    for (size_t i = 0; i < RATE_PROBE; i++) {
+        struct sg_rate_bucket *c = &r->rates[(start + i) & (RATE_SLOTS - 1)];
+        if (c->keylen == keylen && memcmp(c->key, key, keylen) == 0) {
+            b = c;
+            break;
+        }
+        /* A bucket idle long enough to be full again is as good as free. */
+        if (!victim && (c->keylen == 0 || (double)(now - c->stamp) / 1000.0 * rate >= rate))
+            victim = c;
+    }
+    if (!b) {
+        if (!victim)
+            return false; /* a flood of distinct sources filled the table */
+        b = victim;
+        memcpy(b->key, key, keylen);
+        b->keylen = (uint8_t)keylen;
+        b->tokens = rate;
+        b->stamp = now;
+    }
+
+    /* Refill, then take one token. */
+    b->tokens += (double)(now - b->stamp) / 1000.0 * rate;
+    if (b->tokens > rate)
+        b->tokens = rate;
+    b->stamp = now;
+    if (b->tokens < 1.0)
+        return false;
+    b->tokens -= 1.0;
+    return true;
+}
+
+/* ---- receiving from clients ---- */
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+    struct sg_route *r = handle->data;
+    buf->base = r->recvbuf;
+    buf->len = sizeof(r->recvbuf);
+}
+
+/* A datagram from a client that has no session yet: admit it or drop it. */
+static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
+{
+    char a[SG_ADDR_STRLEN];
+    struct sg_session *s;
+
+    if (r->nsessions >= (size_t)r->conf.max_sessions) {
+        if (r->counters.drops[SG_DROP_SESSION_LIMIT]++ == 0)
+            sg_log_at(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+                      "session limit (%lld) reached; new clients are dropped (first: %s)",
+                      (long long)r->conf.max_sessions, sg_addr_format(from, a, sizeof(a)));
+        return NULL;
+    }
+    if (!rate_allow(r, from)) {
+        r->counters.drops[SG_DROP_RATE_LIMIT]++;
+        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, 0,
+                  "drop from %s: new-session rate limit", sg_addr_format(from, a, sizeof(a)));
+        return NULL;
+    }
+    s = sg_session_create(r, from);
+    if (!s)
+        r->counters.drops[SG_DROP_NO_SOCKET]++;
+    return s;
+}
+
+static void on_client_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
+                           const struct sockaddr *from, unsigned flags)
+{
+    struct sg_route *r = handle->data;
+    struct sg_session *s;
+
+    /* Errors and the end of a read burst. */
+    if (nread < 0) {
+        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, 0, "receive error: %s",
+                  uv_strerror((int)nread));
+        return;
+    }
+    if (!from)
+        return;
+    if (flags & UV_UDP_PARTIAL) {
+        r->counters.drops[SG_DROP_TRUNCATED]++;
+        return;
+    }
+    if (r->closing || r->app->stopping) {
+        r->counters.drops[SG_DROP_SHUTDOWN]++;
+        return;
+    }
+
+    /* Find or make the client's session, then relay. */
+    s = session_find(r, from);
+    if (!s && !(s = admit(r, from)))
+        return;
+    sg_session_forward_to_server(s, buf->base, (size_t)nread);
+}
+
+/* ---- the idle sweep ---- */
+
+static void on_sweep(uv_timer_t *t)
+{
+    struct sg_route *r = t->data;
+    uint64_t now = uv_now(&r->app->loop);
+    struct sg_session *s, *next;
+
+    for (s = r->sessions; s; s = next) {
+        next = s->next;
+        if (!s->closing && now - s->last_active >= (uint64_t)r->conf.idle_timeout_ms)
+            sg_session_close(s, "idle");
+    }
+}
+
+static uint64_t sweep_interval(const struct sg_route_conf *rc)
+{
+    uint64_t iv = (uint64_t)rc->idle_timeout_ms / 4;
+    return iv < 50 ? 50 : iv > 1000 ? 1000 : iv;
+}
+
+/* ---- life cycle ---- */
+
+static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
+{
+    *dst = *src;
+    dst->next = NULL;
+    dst->name = strdup(src->name);
+    dst->listen = strdup(src->listen);
+    dst->server = strdup(src->server);
+    if (!dst->name || !dst->listen || !dst->server)
+        return UV_ENOMEM;
+    return 0;
+}
+
+static void free_conf(struct sg_route_conf *c)
+{
+    free(c->name);
+    free(c->listen);
+    free(c->server);
+    memset(c, 0, sizeof(*c));
+}
+
+static int open_listener(struct sg_route *r)
+{
+    char why[256], a[SG_ADDR_STRLEN];
+    int err;
+
+    /* Resolve both ends. */
+    err = sg_addr_resolve(&r->app->loop, r->conf.listen, true, &r->listen_addr, why,
+                          sizeof(why));
+    if (err == 0)
+        err = sg_addr_resolve(&r->app->loop, r->conf.server, false, &r->server_addr, why,
+                              sizeof(why));
+    if (err < 0) {
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
+        return err;
+    }
+
+    /* Bind; an IPv6 wildcard stays dual-stack (no UV_UDP_IPV6ONLY). */
+    err = uv_udp_init(&r->app->loop, &r->listener);
+    if (err < 0)
+        return err;
+    r->listener.data = r;
+    r->listener_open = true;
+    r->open_handles++;
+    err = uv_udp_bind(&r->listener, (struct sockaddr *)&r->listen_addr, 0);
+    if (err == 0)
+        err = uv_udp_recv_start(&r->listener, on_alloc, on_client_recv);
+    if (err < 0) {
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "cannot listen on %s: %s",
+               sg_addr_format((struct sockaddr *)&r->listen_addr, a, sizeof(a)),
+               uv_strerror(err));
+        return err;
+    }
+    return 0;
+}
+
+static void on_route_handle_closed(uv_handle_t *h)
+{
+    struct sg_route *r = h->data;
+    r->open_handles--;
+}
+
+int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct sg_route **out)
+{
+    struct sg_route *r = calloc(1, sizeof(*r));
+    char la[SG_ADDR_STRLEN], sa[SG_ADDR_STRLEN];
+    int err;
+
+    *out = NULL;
+    if (!r)
+        return UV_ENOMEM;
+    r->app = app;
+    randombytes_buf(r->hash_key, sizeof(r->hash_key));
+    r->nbuckets = 64;
+    r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
+    r->rates = calloc(RATE_SLOTS, sizeof(*r->rates));
+    err = (r->buckets && r->rates) ? copy_conf(&r->conf, rc) : UV_ENOMEM;
+    if (err < 0)
+        goto err_route;
+
+    /* The idle sweep. */
+    err = uv_timer_init(&app->loop, &r->sweep);
+    if (err < 0)
+        goto err_route;
+    r->sweep.data = r;
+    r->sweep_open = true;
+    r->open_handles++;
+    uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));
+
+    /* The listening socket. */
+    err = open_listener(r);
+    if (err < 0)
+        goto err_handles;
+
+    sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "listening on %s, relaying to %s (%s)",
+           sg_addr_format((struct sockaddr *)&r->listen_addr, la, sizeof(la)),
+           sg_addr_format((struct sockaddr *)&r->server_addr, sa, sizeof(sa)),
+           sg_protocol_names[r->conf.protocol]);
+    *out = r;
+    return 0;
+
+err_handles:
+    /* The caller runs the loop to finish closing, then destroys. */
+    sg_route_close(r, "startup failed");
+    *out = r;
+    return err;
+err_route:
+    free_conf(&r->conf);
+    free(r->buckets);
+    free(r->rates);
+    free(r);
+    return err;
+}
+
+int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
+{
+    struct sockaddr_storage server;
+    char why[256];
+    char *name;
+    int err;
+
+    /* What needs a restart is reported, not applied. */
+    if (strcmp(rc->listen, r->conf.listen) != 0)
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+               "listen changed to %s: restart slipgate to apply it", rc->listen);
+    if (rc->protocol != r->conf.protocol)
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+               "protocol changed to %s: applies to new sessions after a restart",
+               sg_protocol_names[rc->protocol]);
+
+    /* A new server applies to new sessions; live ones keep theirs. */
+    if (strcmp(rc->server, r->conf.server) != 0) {
+        err = sg_addr_resolve(&r->app->loop, rc->server, false, &server, why, sizeof(why));
+        if (err < 0) {
+            sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "reload: %s; keeping %s", why,
+                   r->conf.server);
+            return err;
+        }
+        if (!(name = strdup(rc->server)))
+            return UV_ENOMEM;
+        free(r->conf.server);
+        r->conf.server = name;
+        r->server_addr = server;
+        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "new sessions go to %s", name);
+    }
+
+    /* Limits and timeouts apply at once, to live sessions too. */
+    r->conf.idle_timeout_ms = rc->idle_timeout_ms;
+    r->conf.max_sessions = rc->max_sessions;
+    r->conf.new_sessions_per_source = rc->new_sessions_per_source;
+    uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));
+    return 0;
+}
+
+void sg_route_close(struct sg_route *r, const char *reason)
+{
+    struct sg_session *s, *next;
+
+    if (r->closing)
+        return;
+    r->closing = true;
+    for (s = r->sessions; s; s = next) {
+        next = s->next;
+        sg_session_close(s, reason);
+    }
+    if (r->sweep_open)
+        uv_close((uv_handle_t *)&r->sweep, on_route_handle_closed);
+    if (r->listener_open)
+        uv_close((uv_handle_t *)&r->listener, on_route_handle_closed);
+    r->sweep_open = r->listener_open = false;
+}
+
+void sg_route_destroy(struct sg_route *r)
+{
+    if (!r)
+        return;
+    free_conf(&r->conf);
+    free(r->buckets);
+    free(r->rates);
+    free(r->ended);
+    free(r);
+}

@@ -1,0 +1,127 @@
+/*
+ * Routes and sessions: the relay.
+ *
+ * A route is one `listen -> server` pair.  It owns the listening socket,
+ * the table of live sessions keyed by client address, the per-source rate
+ * buckets and a sweep timer that ends idle sessions.
+ *
+ * A session is one client address on one route.  It owns an upstream UDP
+ * socket of its own, so the server sees one source port per client.  It is
+ * freed only from the close callback of that socket (STYLE.md).
+ *
+ * Datagrams are forwarded from the receive buffer with uv_udp_try_send; only
+ * when the socket would block is the datagram copied into a queued send,
+ * which owns its bytes until the send callback.
+ */
+#ifndef SG_PROXY_ROUTE_H
+#define SG_PROXY_ROUTE_H
+
+#include "proxy/conf.h"
+#include "proxy/counters.h"
+#include "proxy/log.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+struct sg_app;
+struct sg_route;
+
+#define SG_MAX_DATAGRAM 65536
+#define SG_MAX_QUEUED_SENDS 256 /* per socket, beyond uv_udp_try_send */
+
+/* What is kept of a session after it ends, for --stats. */
+struct sg_session_summary {
+    uint64_t id;
+    char client[64];
+    int upstream_port;
+    uint64_t started_ms, ended_ms; /* wall clock, ms since the epoch */
+    const char *end_reason;        /* static string; NULL while active */
+    struct sg_counters counters;
+};
+
+struct sg_session {
+    struct sg_route *route;
+    struct sg_session *hnext;          /* hash chain */
+    struct sg_session *prev, *next;    /* route's list of live sessions */
+    struct sockaddr_storage client;
+    struct sockaddr_storage server;    /* the server this session talks to */
+    uv_udp_t upstream;
+    uint64_t last_active;              /* uv_now() of the last datagram either way */
+    unsigned queued;                   /* sends waiting in libuv */
+    bool closing;
+    struct sg_session_summary sum;
+};
+
+struct sg_rate_bucket {
+    unsigned char key[16];
+    uint8_t keylen;
+    double tokens;
+    uint64_t stamp; /* uv_now() of the last refill */
+};
+
+struct sg_route {
+    struct sg_app *app;
+    struct sg_route *next;
+    struct sg_route_conf conf;          /* private copy (strings owned) */
+    struct sockaddr_storage listen_addr;
+    struct sockaddr_storage server_addr;
+    uv_udp_t listener;
+    uv_timer_t sweep;
+    bool listener_open, sweep_open;     /* handles initialised and not yet closed */
+    bool closing;
+    int open_handles;                   /* handles whose close callback is pending or due */
+    unsigned listener_queued;
+
+    /* Live sessions: hash by client address (keyed SipHash) plus a list. */
+    struct sg_session **buckets;
+    size_t nbuckets, nsessions;
+    struct sg_session *sessions;
+    unsigned char hash_key[16];
+
+    /* Per-source new-session buckets (open addressing, bounded). */
+    struct sg_rate_bucket *rates;
+    size_t nrates;
+
+    /* Counters and the summaries of ended sessions. */
+    struct sg_counters counters;
+    uint64_t sessions_total;
+    struct sg_session_summary *ended;
+    size_t nended, ended_cap;
+    uint64_t ended_omitted;
+
+    char recvbuf[SG_MAX_DATAGRAM];
+};
+
+/*
+ * Create a route from `rc` (copied) and start listening.  On failure
+ * returns a negative libuv error with the reason logged.
+ */
+int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct sg_route **out);
+/* Apply settings that can change while running (timeouts, caps, server for
+ * new sessions).  Returns 0, or a negative error if `rc` cannot apply. */
+int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc);
+/* End every session with `reason` and close the route's handles; the route
+ * stays allocated (for --stats) until sg_route_destroy. */
+void sg_route_close(struct sg_route *r, const char *reason);
+/* Free a closed route (after the loop has run its close callbacks). */
+void sg_route_destroy(struct sg_route *r);
+
+/* Sessions (proxy/session.c). */
+struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *client);
+void sg_session_forward_to_server(struct sg_session *s, const char *data, size_t len);
+void sg_session_close(struct sg_session *s, const char *reason);
+
+/* Send `len` bytes on `handle`, without copying unless the socket would
+ * block.  `queued` counts the caller's outstanding queued sends. */
+int sg_udp_send(uv_udp_t *handle, const char *data, size_t len, const struct sockaddr *to,
+                unsigned *queued);
+
+/* Session table internals shared by route.c and session.c. */
+void sg_route__session_insert(struct sg_route *r, struct sg_session *s);
+void sg_route__session_remove(struct sg_route *r, struct sg_session *s);
+void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary *sum);
+uint64_t sg_now_wall_ms(void);
+
+#endif

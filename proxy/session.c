@@ -1,0 +1,245 @@
+/*
+ * Sessions: one client address on one route, with its own upstream socket.
+ *
+ *   client --> listener --> session --> upstream socket --> server
+ *   client <-- listener <-- session <-- upstream socket <-- server
+ *
+ * Only the configured server may talk to the upstream socket: anything else
+ * is dropped (never an open relay).  A session is freed from the close
+ * callback of its upstream socket, after it is out of the route's table.
+ */
+#include "proxy/addr.h"
+#include "proxy/app.h"
+#include "proxy/route.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct queued_send {
+    uv_udp_send_t req;
+    unsigned *queued;
+    char data[];
+};
+
+static void on_queued_sent(uv_udp_send_t *req, int status)
+{
+    struct queued_send *q = (struct queued_send *)req;
+    (*q->queued)--;
+    free(q);
+}
+
+int sg_udp_send(uv_udp_t *handle, const char *data, size_t len, const struct sockaddr *to,
+                unsigned *queued)
+{
+    uv_buf_t buf = uv_buf_init((char *)(uintptr_t)data, (unsigned)len);
+    struct queued_send *q;
+    int err;
+
+    /* The common case: straight from the receive buffer, no copy. */
+    if (*queued == 0) {
+        err = uv_udp_try_send(handle, &buf, 1, to);
+        if (err >= 0)
+            return 0;
+        if (err != UV_EAGAIN)
+            return err;
+    }
+
+    /* The socket would block (or others wait first): queue a copy. */
+    if (*queued >= SG_MAX_QUEUED_SENDS)
+        return UV_ENOBUFS;
+    q = malloc(sizeof(*q) + len);
+    if (!q)
+        return UV_ENOMEM;
+    memcpy(q->data, data, len);
+    q->queued = queued;
+    buf = uv_buf_init(q->data, (unsigned)len);
+    err = uv_udp_send(&q->req, handle, &buf, 1, to, on_queued_sent);
+    if (err < 0) {
+        free(q);
+        return err;
+    }
+    (*queued)++;
+    return 0;
+}
+
+/* Count a failed send once per session in the log, every time in counters. */
+static void count_send_error(struct sg_session *s, int err, const char *dir)
+{
+    struct sg_route *r = s->route;
+    enum sg_drop why = err == UV_ENOBUFS ? SG_DROP_QUEUE_FULL : SG_DROP_SEND_ERROR;
+
+    s->sum.counters.drops[why]++;
+    r->counters.drops[why]++;
+    if (sg_counters_drops(&s->sum.counters) == 1)
+        sg_log_at(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id, "send %s failed: %s", dir,
+                  uv_strerror(err));
+}
+
+/* ---- server -> client ---- */
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+    struct sg_session *s = handle->data;
+    buf->base = s->route->recvbuf;
+    buf->len = sizeof(s->route->recvbuf);
+}
+
+static void on_server_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
+                           const struct sockaddr *from, unsigned flags)
+{
+    struct sg_session *s = handle->data;
+    struct sg_route *r = s->route;
+    char a[SG_ADDR_STRLEN];
+    int err;
+
+    /* Errors (an ICMP unreachable shows up here) are not fatal. */
+    if (nread < 0) {
+        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "upstream: %s",
+                  uv_strerror((int)nread));
+        return;
+    }
+    if (!from || s->closing)
+        return;
+    if (flags & UV_UDP_PARTIAL) {
+        s->sum.counters.drops[SG_DROP_TRUNCATED]++;
+        r->counters.drops[SG_DROP_TRUNCATED]++;
+        return;
+    }
+
+    /* Only the server may answer through this socket. */
+    if (!sg_addr_equal(from, (struct sockaddr *)&s->server)) {
+        s->sum.counters.drops[SG_DROP_FOREIGN_SOURCE]++;
+        r->counters.drops[SG_DROP_FOREIGN_SOURCE]++;
+        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+                  "drop from %s: not the server", sg_addr_format(from, a, sizeof(a)));
+        return;
+    }
+
+    /* Relay to the client through the route's listening socket. */
+    s->last_active = uv_now(&r->app->loop);
+    err = sg_udp_send(&r->listener, buf->base, (size_t)nread, (struct sockaddr *)&s->client,
+                      &r->listener_queued);
+    if (err < 0) {
+        count_send_error(s, err, "to client");
+        return;
+    }
+    s->sum.counters.s2c_packets++;
+    s->sum.counters.s2c_bytes += (uint64_t)nread;
+    r->counters.s2c_packets++;
+    r->counters.s2c_bytes += (uint64_t)nread;
+}
+
+/* ---- client -> server ---- */
+
+void sg_session_forward_to_server(struct sg_session *s, const char *data, size_t len)
+{
+    struct sg_route *r = s->route;
+    int err;
+
+    s->last_active = uv_now(&r->app->loop);
+    err = sg_udp_send(&s->upstream, data, len, (struct sockaddr *)&s->server, &s->queued);
+    if (err < 0) {
+        count_send_error(s, err, "to server");
+        return;
+    }
+    s->sum.counters.c2s_packets++;
+    s->sum.counters.c2s_bytes += len;
+    r->counters.c2s_packets++;
+    r->counters.c2s_bytes += len;
+}
+
+/* ---- life cycle ---- */
+
+static int open_upstream(struct sg_session *s)
+{
+    struct sockaddr_storage any;
+    struct sockaddr_storage bound;
+    int len = sizeof(bound);
+    int err;
+
+    /* A socket of the server's family on an ephemeral port. */
+    memset(&any, 0, sizeof(any));
+    any.ss_family = s->server.ss_family;
+    err = uv_udp_init(&s->route->app->loop, &s->upstream);
+    if (err < 0)
+        return err;
+    s->upstream.data = s;
+    err = uv_udp_bind(&s->upstream, (struct sockaddr *)&any, 0);
+    if (err == 0)
+        err = uv_udp_recv_start(&s->upstream, on_alloc, on_server_recv);
+    if (err == 0 && uv_udp_getsockname(&s->upstream, (struct sockaddr *)&bound, &len) == 0)
+        s->sum.upstream_port = sg_addr_port((struct sockaddr *)&bound);
+    return err;
+}
+
+static void on_upstream_closed(uv_handle_t *h)
+{
+    struct sg_session *s = h->data;
+    struct sg_route *r = s->route;
+
+    sg_route__session_ended(r, &s->sum);
+    free(s);
+}
+
+struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *client)
+{
+    struct sg_app *app = r->app;
+    struct sg_session *s = calloc(1, sizeof(*s));
+    char a[SG_ADDR_STRLEN];
+    int err;
+
+    if (!s)
+        return NULL;
+    s->route = r;
+    memcpy(&s->client, client, sg_addr_len(client));
+    s->server = r->server_addr;
+    s->sum.id = ++app->next_session_id;
+    s->sum.started_ms = sg_now_wall_ms();
+    s->last_active = uv_now(&app->loop);
+    sg_addr_format(client, s->sum.client, sizeof(s->sum.client));
+
+    /* The upstream socket; on failure it still needs closing. */
+    err = open_upstream(s);
+    if (err < 0) {
+        sg_log(&app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
+               "cannot open a socket towards the server for %s: %s", s->sum.client,
+               uv_strerror(err));
+        if (s->upstream.loop) {
+            s->closing = true;
+            s->sum.end_reason = "no socket";
+            s->sum.ended_ms = s->sum.started_ms;
+            uv_close((uv_handle_t *)&s->upstream, on_upstream_closed);
+        } else {
+            free(s);
+        }
+        return NULL;
+    }
+
+    sg_route__session_insert(r, s);
+    r->sessions_total++;
+    sg_log_at(&app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+              "session start client=%s upstream_port=%d server=%s", s->sum.client,
+              s->sum.upstream_port, sg_addr_format((struct sockaddr *)&s->server, a, sizeof(a)));
+    return s;
+}
+
+void sg_session_close(struct sg_session *s, const char *reason)
+{
+    struct sg_route *r = s->route;
+    const struct sg_counters *c = &s->sum.counters;
+
+    if (s->closing)
+        return;
+    s->closing = true;
+    s->sum.end_reason = reason;
+    s->sum.ended_ms = sg_now_wall_ms();
+    sg_route__session_remove(r, s);
+    sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+              "session end reason=%s client=%s duration=%.1fs c2s=%llu/%lluB s2c=%llu/%lluB "
+              "drops=%llu",
+              reason, s->sum.client, (double)(s->sum.ended_ms - s->sum.started_ms) / 1000.0,
+              (unsigned long long)c->c2s_packets, (unsigned long long)c->c2s_bytes,
+              (unsigned long long)c->s2c_packets, (unsigned long long)c->s2c_bytes,
+              (unsigned long long)sg_counters_drops(c));
+    uv_close((uv_handle_t *)&s->upstream, on_upstream_closed);
+}

@@ -1,0 +1,136 @@
+/*
+ * The --stats file: one JSON object with every route and every session
+ * (live and ended) and their counters.  Written to FILE.tmp and renamed,
+ * so a reader never sees half a file.
+ */
+#include "proxy/addr.h"
+#include "proxy/app.h"
+#include "sg_version.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_counters(FILE *f, const struct sg_counters *c)
+{
+    fprintf(f,
+            "{\"c2s_packets\": %llu, \"c2s_bytes\": %llu, \"s2c_packets\": %llu, "
+            "\"s2c_bytes\": %llu, \"drops\": {",
+            (unsigned long long)c->c2s_packets, (unsigned long long)c->c2s_bytes,
+            (unsigned long long)c->s2c_packets, (unsigned long long)c->s2c_bytes);
+    for (int i = 0; i < SG_DROP__COUNT; i++)
+        fprintf(f, "%s\"%s\": %llu", i ? ", " : "", sg_drop_names[i],
+                (unsigned long long)c->drops[i]);
+    fputs("}}", f);
+}
+
+static void json_session(FILE *f, const struct sg_session_summary *s, bool *first)
+{
+    fprintf(f, "%s\n        {\"id\": %llu, \"client\": ", *first ? "" : ",",
+            (unsigned long long)s->id);
+    json_string(f, s->client);
+    fprintf(f, ", \"upstream_port\": %d, \"state\": \"%s\", \"started_ms\": %llu",
+            s->upstream_port, s->end_reason ? "ended" : "active",
+            (unsigned long long)s->started_ms);
+    if (s->end_reason) {
+        fprintf(f, ", \"ended_ms\": %llu, \"end_reason\": ", (unsigned long long)s->ended_ms);
+        json_string(f, s->end_reason);
+    }
+    fputs(", \"counters\": ", f);
+    json_counters(f, &s->counters);
+    fputc('}', f);
+    *first = false;
+}
+
+static void json_route(FILE *f, const struct sg_route *r, bool retired)
+{
+    char a[SG_ADDR_STRLEN];
+    bool first = true;
+
+    fputs("    {\"name\": ", f);
+    json_string(f, r->conf.name);
+    fputs(", \"listen\": ", f);
+    json_string(f, r->conf.listen);
+    fputs(", \"listen_addr\": ", f);
+    json_string(f, sg_addr_format((const struct sockaddr *)&r->listen_addr, a, sizeof(a)));
+    fputs(", \"server\": ", f);
+    json_string(f, r->conf.server);
+    fprintf(f,
+            ", \"protocol\": \"%s\", \"retired\": %s, \"sessions_total\": %llu, "
+            "\"sessions_active\": %zu, \"sessions_omitted\": %llu,\n      \"counters\": ",
+            sg_protocol_names[r->conf.protocol], retired ? "true" : "false",
+            (unsigned long long)r->sessions_total, r->nsessions,
+            (unsigned long long)r->ended_omitted);
+    json_counters(f, &r->counters);
+    fputs(",\n      \"sessions\": [", f);
+    for (size_t i = 0; i < r->nended; i++)
+        json_session(f, &r->ended[i], &first);
+    for (const struct sg_session *s = r->sessions; s; s = s->next)
+        json_session(f, &s->sum, &first);
+    fputs(first ? "]}" : "\n      ]}", f);
+}
+
+int sg_stats_write(const struct sg_app *app, const char *path)
+{
+    char tmp[4096];
+    bool first = true;
+    FILE *f;
+    int err = 0;
+
+    /* Write beside the target, then rename over it. */
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "stats: path too long: %s", path);
+        return -ENAMETOOLONG;
+    }
+    f = fopen(tmp, "w");
+    if (!f) {
+        err = -errno;
+        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "stats: cannot write %s: %s", tmp,
+               strerror(errno));
+        return err;
+    }
+    fprintf(f, "{\"version\": \"%s\", \"started_ms\": %llu, \"uptime_ms\": %llu,\n",
+            SG_VERSION, (unsigned long long)app->started_wall_ms,
+            (unsigned long long)(sg_now_wall_ms() - app->started_wall_ms));
+    fputs("  \"routes\": [\n", f);
+    for (const struct sg_route *r = app->routes; r; r = r->next, first = false) {
+        fputs(first ? "" : ",\n", f);
+        json_route(f, r, false);
+    }
+    for (const struct sg_route *r = app->retired; r; r = r->next, first = false) {
+        fputs(first ? "" : ",\n", f);
+        json_route(f, r, true);
+    }
+    fputs("\n  ]\n}\n", f);
+
+    /* A full disk shows up at flush or close: report it and keep the old file. */
+    if (ferror(f) || fflush(f) != 0)
+        err = -(errno ? errno : EIO);
+    if (fclose(f) != 0 && err == 0)
+        err = -errno;
+    if (err == 0 && rename(tmp, path) != 0)
+        err = -errno;
+    if (err < 0) {
+        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "stats: cannot write %s: %s", path,
+               strerror(-err));
+        remove(tmp);
+        return err;
+    }
+    sg_log(&app->log, SG_LOG_INFO, NULL, 0, "stats written to %s", path);
+    return 0;
+}

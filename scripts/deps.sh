@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install what slipgate needs to build and test on Debian 12 (bookworm),
+# only what is missing, through sudo when not root.
+#   scripts/deps.sh           build dependencies
+#   scripts/deps.sh --test    plus what the test suite uses
+set -euo pipefail
+
+pkgs=(build-essential meson ninja-build pkg-config libuv1-dev zlib1g-dev libsodium-dev
+      libpcap-dev python3)
+if [ "${1:-}" = "--test" ]; then
+  pkgs+=(clang)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+  as_root=(sudo)
+else
+  echo "slipgate: need root or sudo to install: ${missing[*]}" >&2
+  exit 1
+fi
+echo "slipgate: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
