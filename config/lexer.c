@@ -14,6 +14,7 @@
 #include "protocols/error.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ static bool at_comment(const struct cursor *c, size_t i)
 
 static int col_of(size_t i)
 {
-    return i >= (size_t)INT32_MAX ? INT32_MAX : (int)i + 1;
+    return i >= (size_t)INT_MAX ? INT_MAX : (int)i + 1;
 }
 
 /* Room for every argument text of a line: each needs at most its raw bytes plus a NUL. */
