@@ -19,9 +19,22 @@
  * ("60", "60s", "500ms", "2m", "1h"; stored in milliseconds), BOOL
  * (yes/no, on/off, true/false, 1/0), ENUM (one of `choices`, stored as its
  * index), STRING, PATH, ADDR ("host:port", "[v6addr]:port", "*:port").
+ * BOOL and ENUM words match in any case; directive names match exactly;
+ * a PATH may not be empty.
+ *
+ * Lexical details: a directive may not continue onto the next line; CRLF
+ * line ends are accepted.  '#' and '//' start a comment only where a value
+ * could start (line start, after a blank or a closing quote), so `a#b` and
+ * `http://x` are plain words.  Only an unquoted `{` or `}` is structural:
+ * `{` must be the last value of a block's line and `}` alone on its line;
+ * write "{" to pass a brace as a value.  Lines and columns count from 1;
+ * a column counts bytes (a tab is one column).  Blocks nest at most 15 deep.
  *
  * Every diagnostic names file, line and column and what was expected; an
- * unknown directive suggests the closest known name of that section.
+ * unknown directive suggests the closest known name of that section.  All
+ * errors of a file are reported: an error skips the rest of its line only,
+ * and the inside of a block that could not be opened is still checked.
+ * A non-block, non-CUSTOM directive may be given once per object.
  */
 #ifndef SG_CONFIG_CONFIG_H
 #define SG_CONFIG_CONFIG_H
@@ -64,12 +77,16 @@ struct sg_conf_directive {
     /*
      * CUSTOM: called with all args; returns 0 or a negative error after
      * reporting through sg_conf_diag_error().  `obj` is the section object.
+     * For `set` and `open`, args[-1] is the directive's own name, so an
+     * error about a missing argument can point at it.
      */
     int (*set)(void *obj, const struct sg_conf_directive *d, const struct sg_conf_arg *args,
                int nargs, struct sg_conf_diag *diag, const char *file);
     /*
      * BLOCK: returns the child object that the block's directives fill
-     * (owned by the parent object), or NULL after reporting an error.
+     * (owned by the parent object), or NULL after reporting an error (the
+     * block's inside is then checked, not stored).  A NULL `open` makes the
+     * block fill the parent object itself.
      */
     void *(*open)(void *obj, const struct sg_conf_directive *d, const struct sg_conf_arg *args,
                   int nargs, struct sg_conf_diag *diag, const char *file);
@@ -82,7 +99,13 @@ struct sg_conf_section {
     const struct sg_conf_directive *const *tables; /* NULL-terminated; each ends with {NULL} */
 };
 
-/* Collected diagnostics ("FILE:LINE:COL: error: TEXT"), caller-owned. */
+/*
+ * Collected diagnostics, caller-owned.  Each message is
+ * "FILE:LINE:COL: error: TEXT", or "FILE:LINE: error: TEXT" when the column
+ * is 0, or "ORIGIN: error: TEXT" when the line is 0 (sg_conf_set, an
+ * unreadable file).  TEXT quotes names and values in '...', clipped to 63
+ * bytes, control characters shown as '?'.
+ */
 #define SG_CONF_MAX_DIAGS 32
 struct sg_conf_diag {
     int count;                        /* errors reported (may exceed the stored ones) */
@@ -90,26 +113,37 @@ struct sg_conf_diag {
 };
 
 void sg_conf_diag_init(struct sg_conf_diag *diag);
-/* Records one error; format like printf. */
+/* Records one error; format like printf; `file` NULL reads "config"; `diag` NULL is ignored. */
 void sg_conf_diag_error(struct sg_conf_diag *diag, const char *file, int line, int col,
                         const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /*
  * Parse `text` (`len` bytes, named `file` in diagnostics) into `obj`
  * according to `root`.  Returns 0 when no error was reported, else
- * SG_E_CONFIG; all errors found (not just the first) are in `diag`.
+ * SG_E_CONFIG (-ENOMEM if memory ran out, -EINVAL for NULL `root`); all
+ * errors found (not just the first) are in `diag` (NULL: not kept).
+ * STRING/PATH/ADDR members of `obj` must be NULL or heap strings: a new
+ * value frees the old one.  `text` is borrowed for the call.
  */
 int sg_conf_parse_text(const char *file, const char *text, size_t len,
                        const struct sg_conf_section *root, void *obj, struct sg_conf_diag *diag);
-/* Reads the file and parses it; an unreadable file is one diagnostic. */
+/*
+ * Reads the file and parses it.  An unreadable file is one diagnostic
+ * ("PATH: error: cannot open file: No such file or directory") and returns
+ * the negated errno; otherwise returns as sg_conf_parse_text().
+ */
 int sg_conf_parse_file(const char *path, const struct sg_conf_section *root, void *obj,
                        struct sg_conf_diag *diag);
 
 /*
  * Set one directive of `section` on `obj` from a single textual value, as
  * `+set NAME VALUE` does.  `origin` names the source in diagnostics
- * ("command line").  Returns 0, -ENOENT when `section` has no such
- * directive (no diagnostic), or SG_E_CONFIG after reporting an error.
+ * (NULL reads "command line"), which look like "command line: error:
+ * 'max_sessions' expects an integer between 1 and 100000, got 'lots'".
+ * Returns 0, -ENOENT when `section` has no such directive (no diagnostic),
+ * or SG_E_CONFIG after reporting an error (-ENOMEM when out of memory).
+ * A CUSTOM directive's `set` gets `value` as its only argument, at line 0.
+ * With `obj` NULL the value is only checked.
  */
 int sg_conf_set(const struct sg_conf_section *section, void *obj, const char *name,
                 const char *value, const char *origin, struct sg_conf_diag *diag);
@@ -117,16 +151,29 @@ int sg_conf_set(const struct sg_conf_section *section, void *obj, const char *na
 /* Look up a directive by name in a section; NULL if none. */
 const struct sg_conf_directive *sg_conf_find(const struct sg_conf_section *section,
                                              const char *name);
-/* The known name closest to `name` (edit distance), or NULL if none is close. */
+/*
+ * The known name closest to `name` (edit distance with transpositions,
+ * ignoring case), or NULL if none is within max(2, len/3) edits (and fewer
+ * than len edits).  Returns a name from the tables (static).
+ */
 const char *sg_conf_suggest(const struct sg_conf_section *section, const char *name);
 
-/* Free the STRING/PATH/ADDR members of `obj` (not BLOCK children). */
+/* Free the STRING/PATH/ADDR members of `obj` and set them NULL (not BLOCK children). */
 void sg_conf_free_strings(const struct sg_conf_section *section, void *obj);
 
-/* Parse helpers shared with the command line (return 0 or -EINVAL/-ERANGE). */
+/*
+ * Parse helpers shared with the command line: return 0, -EINVAL for bad
+ * syntax, -ERANGE for a number that does not fit.
+ */
 int sg_conf_parse_duration(const char *s, int64_t *ms);
 int sg_conf_parse_bool(const char *s, bool *out);
-/* Split "host:port", "[v6]:port" or "*:port"; host/port written NUL-terminated. */
+/*
+ * Split "host:port", "[v6]:port" or "*:port"; host/port written
+ * NUL-terminated, the brackets removed, "*" (any address) kept as "*".
+ * A host is a name or IPv4 address (letters, digits, '.', '-', '_') or, in
+ * brackets, an IPv6 address with an optional %zone; the port is 0-65535.
+ * Returns -ERANGE for a port above 65535, -ENOSPC when a buffer is short.
+ */
 int sg_conf_split_addr(const char *s, char *host, size_t hostcap, char *port, size_t portcap);
 
 #endif

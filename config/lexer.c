@@ -125,8 +125,7 @@ static int lex_escape(struct cursor *c)
     char shown[8];
     sg_conf__clip((char[]){e, '\0'}, shown, sizeof(shown));
     sg_conf_diag_error(c->diag, c->file, c->line, col_of(c->i),
-                       "unknown escape '\\%s' in quoted string; use \\\", \\\\, \\n or \\t",
-                       shown);
+                       "unknown escape '\\%s' in quoted string; use \\\", \\\\, \\n or \\t", shown);
     return -1;
 }
 

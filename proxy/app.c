@@ -9,6 +9,7 @@
 #include "protocols/error.h"
 #include "sg_version.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,8 @@ static void stop(struct sg_app *app, const char *why)
     sg_log(&app->log, SG_LOG_INFO, NULL, 0, "%s: shutting down", why);
     for (struct sg_route *r = app->routes; r; r = r->next)
         sg_route_close(r, "shutdown");
-    /* Signals stay armed for a second, forceful stop, but do not hold the loop. */
-    uv_unref((uv_handle_t *)&app->sig_int);
-    uv_unref((uv_handle_t *)&app->sig_term);
+    /* The stop handler stays armed for a second, forceful stop. */
+    uv_unref((uv_handle_t *)&app->stop_async);
     uv_unref((uv_handle_t *)&app->sig_hup);
 }
 
@@ -87,44 +87,85 @@ static void reload(struct sg_app *app)
 
 /* ---- signals ---- */
 
-static void on_signal(uv_signal_t *h, int signum)
+/*
+ * SIGINT and SIGTERM get a plain handler rather than a uv_signal_t: the
+ * second one must end the process even when the loop is stuck (a blocked
+ * log write, say), so it cannot wait for the loop.  The handler only
+ * touches async-signal-safe things: a counter, uv_async_send and _exit.
+ * This is the one piece of process-wide state, as signal dispositions are.
+ */
+static volatile sig_atomic_t stop_signals;
+static volatile sig_atomic_t last_stop_signal;
+static uv_async_t *volatile stop_async;
+
+static void on_stop_signal(int signum)
+{
+    last_stop_signal = signum;
+    /* No message: stderr may be the very thing that is blocked. */
+    if (++stop_signals > 1)
+        _exit(128 + signum);
+    if (stop_async)
+        uv_async_send(stop_async);
+}
+
+static void on_stop_async(uv_async_t *h)
+{
+    struct sg_app *app = h->data;
+    stop(app, strsignal(last_stop_signal ? last_stop_signal : SIGTERM));
+}
+
+static void on_hup(uv_signal_t *h, int signum)
 {
     struct sg_app *app = h->data;
 
-    if (signum == SIGHUP) {
-        if (app->stopping)
-            return;
-        if (!app->config_path) {
-            sg_log(&app->log, SG_LOG_WARN, NULL, 0, "SIGHUP: no config file to reload");
-            return;
-        }
-        sg_log(&app->log, SG_LOG_INFO, NULL, 0, "SIGHUP: reloading %s", app->config_path);
-        reload(app);
+    if (app->stopping)
+        return;
+    if (!app->config_path) {
+        sg_log(&app->log, SG_LOG_WARN, NULL, 0, "SIGHUP: no config file to reload");
         return;
     }
-    if (++app->stop_signals > 1) {
-        sg_log(&app->log, SG_LOG_WARN, NULL, 0, "second %s: exiting now", strsignal(signum));
-        _exit(128 + signum);
-    }
-    stop(app, strsignal(signum));
+    sg_log(&app->log, SG_LOG_INFO, NULL, 0, "SIGHUP: reloading %s", app->config_path);
+    reload(app);
 }
 
 static int start_signals(struct sg_app *app)
 {
-    uv_signal_t *hs[] = {&app->sig_int, &app->sig_term, &app->sig_hup};
-    int nums[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
     int err;
 
-    for (int i = 0; i < 3; i++) {
-        err = uv_signal_init(&app->loop, hs[i]);
-        if (err < 0)
-            return err;
-        hs[i]->data = app;
-        err = uv_signal_start(hs[i], on_signal, nums[i]);
-        if (err < 0)
-            return err;
-    }
+    /* SIGHUP through the loop. */
+    err = uv_signal_init(&app->loop, &app->sig_hup);
+    if (err < 0)
+        return err;
+    app->sig_hup.data = app;
+    err = uv_signal_start(&app->sig_hup, on_hup, SIGHUP);
+    if (err < 0)
+        return err;
+
+    /* SIGINT / SIGTERM through the plain handler and an async wake-up. */
+    err = uv_async_init(&app->loop, &app->stop_async, on_stop_async);
+    if (err < 0)
+        return err;
+    app->stop_async.data = app;
+    stop_async = &app->stop_async;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0)
+        return -errno;
     return 0;
+}
+
+static void stop_signals_off(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    stop_async = NULL;
 }
 
 /* ---- the whole run ---- */
@@ -210,6 +251,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov,
     uv_run(&app.loop, UV_RUN_DEFAULT);
 
     /* Close what is left (the signal handles) and account for it. */
+    stop_signals_off();
     uv_walk(&app.loop, close_walk, NULL);
     uv_run(&app.loop, UV_RUN_DEFAULT);
     if (app.stats_path && sg_stats_write(&app, app.stats_path) < 0)

@@ -23,8 +23,8 @@ struct sg_app {
     const char *stats_path;              /* --stats FILE (wins over stats_file) */
     struct sg_route *routes;             /* serving */
     struct sg_route *retired;            /* removed by a reload; kept for --stats */
-    uv_signal_t sig_int, sig_term, sig_hup;
-    int stop_signals;                    /* SIGINT/SIGTERM received so far */
+    uv_signal_t sig_hup;
+    uv_async_t stop_async;               /* woken by the SIGINT/SIGTERM handler */
     bool stopping;
     uint64_t next_session_id;
     uint64_t started_wall_ms;

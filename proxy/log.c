@@ -5,6 +5,7 @@
 #include <time.h>
 
 const char *const sg_log_level_names[] = {"error", "warn", "info", "debug", "trace", NULL};
+static const char level_tags[][6] = {"error", "warn", "info", "debug", "trace"};
 
 void sg_log(const struct sg_logger *lg, int level, const char *route, uint64_t sid,
             const char *fmt, ...)
@@ -15,6 +16,9 @@ void sg_log(const struct sg_logger *lg, int level, const char *route, uint64_t s
     char stamp[40];
     va_list ap;
 
+    if (!sg_log_enabled(lg, level))
+        return;
+
     /* Timestamp in UTC with milliseconds. */
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
@@ -22,8 +26,11 @@ void sg_log(const struct sg_logger *lg, int level, const char *route, uint64_t s
 
     /* Prefix, then the message, written as one line. */
     flockfile(out);
-    fprintf(out, "%s.%03ldZ %-5s ", stamp, ts.tv_nsec / 1000000L,
-            sg_log_level_names[level < 0 ? 0 : level > SG_LOG_TRACE ? SG_LOG_TRACE : level]);
+    if (level < SG_LOG_ERROR)
+        level = SG_LOG_ERROR;
+    if (level > SG_LOG_TRACE)
+        level = SG_LOG_TRACE;
+    fprintf(out, "%s.%03ldZ %-5s ", stamp, ts.tv_nsec / 1000000L, level_tags[level]);
     if (route)
         fprintf(out, "[%s] ", route);
     if (sid)

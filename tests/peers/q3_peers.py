@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Real-peer tests for Quake 3: a real ioquake3 dedicated server (OpenArena
+data, bots), slipgate in front of it, and the real ioquake3 client
+connecting through slipgate, for each wire variant (../shared/PEERS.md).
+
+    q3_peers.py CASE [--seconds N]
+
+CASE is VARIANT or VARIANT+MODE: VARIANT one of ioq68, ioq71, oa71;
+MODE (optional) selects extra slipgate arguments (see MODES).
+
+What a pass means: the client entered the game (server log), is still in
+it after N seconds of moving and firing (a getstatus to the server lists
+it with a live ping), slipgate relayed traffic both ways with no drops and
+exited 0 on SIGTERM, and its --stats file says so.
+
+Everything runs on 127.0.0.1 with free ports; every process is started
+under a time limit and ended by PID.  Exit 77 (skip) only when the game
+packages are not installed, saying so.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+IOQ3_DIR = "/usr/lib/ioquake3"
+OA_SERVER_BASE = "/usr/lib/openarena-server"
+OA_CLIENT_BASE = "/usr/lib/openarena"
+
+VARIANTS = {
+    # name: (server cvars, client cvars)
+    "ioq68": (["com_protocol", "71", "com_legacyprotocol", "68"],
+              ["com_protocol", "68", "com_legacyprotocol", "68"]),
+    "ioq71": (["com_protocol", "71", "com_legacyprotocol", "68"],
+              ["com_protocol", "71", "com_legacyprotocol", "68"]),
+    "oa71": (["com_protocol", "71", "com_legacyprotocol", "71"],
+             ["com_protocol", "71", "com_legacyprotocol", "71"]),
+}
+
+MODES = {
+    "relay": [],
+}
+
+MOVE_CFG = ('set mv1 "+forward;+attack;wait 40;-attack;-forward;+moveleft;wait 40;'
+            '-moveleft;+right;wait 15;-right;+moveup;wait 5;-moveup;vstr mv1"\n')
+
+
+class Fail(Exception):
+    pass
+
+
+def free_udp_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def cvars(pairs):
+    out = []
+    for i in range(0, len(pairs), 2):
+        out += ["+set", pairs[i], pairs[i + 1]]
+    return out
+
+
+def getstatus(port, timeout=2.0):
+    """Ask the server directly for its status; returns the raw reply text."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(timeout)
+    try:
+        s.sendto(b"\xff\xff\xff\xffgetstatus", ("127.0.0.1", port))
+        data, _ = s.recvfrom(65536)
+        return data[4:].decode("latin-1")
+    except OSError:
+        return ""
+    finally:
+        s.close()
+
+
+def wait_for(pred, timeout, step=0.1):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("latin-1")
+    except OSError:
+        return ""
+
+
+class Procs:
+    """Processes started by this test, ended by PID whatever happens."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, name, argv, log, limit, env=None):
+        f = open(log, "wb")
+        p = subprocess.Popen(["timeout", "-k", "5", str(limit)] + argv, stdout=f,
+                             stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.procs.append((name, p, f))
+        return p
+
+    def stop(self, p, sig=signal.SIGTERM, wait=10):
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                pass
+        try:
+            return p.wait(wait)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            return p.wait(5)
+
+    def stop_all(self):
+        for name, p, f in reversed(self.procs):
+            if p.poll() is None:
+                self.stop(p, signal.SIGTERM, 5)
+            f.close()
+
+
+def slipgate_binary():
+    path = os.environ.get("SLIPGATE")
+    if not path or not os.access(path, os.X_OK):
+        raise Fail("SLIPGATE does not name the slipgate binary")
+    return path
+
+
+def run_case(case, seconds):
+    variant, _, mode = case.partition("+")
+    mode = mode or "relay"
+    if variant not in VARIANTS or mode not in MODES:
+        raise Fail(f"unknown case {case}")
+    for exe in ("ioq3ded", "ioquake3"):
+        if not os.access(os.path.join(IOQ3_DIR, exe), os.X_OK):
+            print(f"SKIP: {IOQ3_DIR}/{exe} is not installed (apt-get install ioquake3 "
+                  "ioquake3-server openarena openarena-server)")
+            sys.exit(77)
+    if not shutil.which("xvfb-run"):
+        print("SKIP: xvfb-run is not installed (apt-get install xvfb xauth)")
+        sys.exit(77)
+
+    srv_cvars, cli_cvars = VARIANTS[variant]
+    work = tempfile.mkdtemp(prefix=f"sg-peers-{variant}-")
+    procs = Procs()
+    keep = False
+    try:
+        home_srv = os.path.join(work, "srv")
+        home_cli = os.path.join(work, "cli")
+        os.makedirs(os.path.join(home_cli, "baseoa"))
+        os.makedirs(home_srv)
+        with open(os.path.join(home_cli, "baseoa", "peersmove.cfg"), "w") as f:
+            f.write(MOVE_CFG)
+        srv_port, px_port, cli_port = free_udp_port(), free_udp_port(), free_udp_port()
+        limit = seconds + 60
+
+        # The real server, with bots.
+        srv_log = os.path.join(work, "server.log")
+        srv = procs.start("server", [
+            os.path.join(IOQ3_DIR, "ioq3ded"), "+set", "com_basegame", "baseoa",
+            "+set", "fs_basepath", OA_SERVER_BASE, "+set", "fs_homepath", home_srv]
+            + cvars(srv_cvars) + [
+            "+set", "dedicated", "1", "+set", "net_enabled", "1", "+set", "net_ip", "127.0.0.1",
+            "+set", "net_port", str(srv_port), "+set", "sv_master1", "", "+set", "sv_master2", "",
+            "+set", "sv_master3", "", "+set", "bot_enable", "1", "+set", "bot_minplayers", "3",
+            "+set", "g_gametype", "0", "+set", "timelimit", "0", "+set", "fraglimit", "0",
+            "+map", "oa_dm1"], srv_log, limit)
+        if not wait_for(lambda: "sv_hostname" in getstatus(srv_port, 0.3), 20):
+            raise Fail(f"the server did not answer getstatus:\n{read(srv_log)[-2000:]}")
+
+        # slipgate in front of it.
+        stats = os.path.join(work, "stats.json")
+        px_log = os.path.join(work, "slipgate.log")
+        px = procs.start("slipgate", [
+            slipgate_binary(), "-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}",
+            "--stats", stats] + MODES[mode], px_log, limit)
+        if not wait_for(lambda: "listening on" in read(px_log), 10):
+            raise Fail(f"slipgate did not start:\n{read(px_log)}")
+
+        # The real client, through slipgate, moving and firing.
+        cli_log = os.path.join(work, "client.log")
+        env = dict(os.environ, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
+        cli = procs.start("client", [
+            "xvfb-run", "-a", "-s", "-screen 0 640x480x24",
+            os.path.join(IOQ3_DIR, "ioquake3"), "+set", "com_basegame", "baseoa",
+            "+set", "fs_basepath", OA_CLIENT_BASE, "+set", "fs_homepath", home_cli]
+            + cvars(cli_cvars) + [
+            "+set", "cl_motd", "0", "+set", "net_enabled", "1", "+set", "net_port", str(cli_port),
+            "+set", "cl_renderer", "opengl1", "+set", "r_mode", "-1",
+            "+set", "r_customwidth", "320", "+set", "r_customheight", "240",
+            "+set", "r_fullscreen", "0", "+set", "s_initsound", "0", "+set", "com_maxfps", "60",
+            "+set", "name", "peers", "+set", "cl_autoRecordDemo", "1",
+            "+set", "com_introplayed", "1", "+exec", "peersmove.cfg",
+            "+connect", f"127.0.0.1:{px_port}", "+wait", "400", "+vstr", "mv1"],
+            cli_log, limit, env=env)
+
+        # In the game, then still in it after `seconds`.
+        if not wait_for(lambda: "peers^7 entered the game" in read(srv_log), 30):
+            raise Fail("the client never entered the game\n--- server\n"
+                       f"{read(srv_log)[-1500:]}\n--- client\n{read(cli_log)[-1500:]}\n"
+                       f"--- slipgate\n{read(px_log)[-1500:]}")
+        entered = time.monotonic()
+        while time.monotonic() - entered < seconds:
+            if cli.poll() is not None:
+                raise Fail(f"the client exited early:\n{read(cli_log)[-2000:]}")
+            if px.poll() is not None:
+                raise Fail(f"slipgate exited early:\n{read(px_log)[-2000:]}")
+            time.sleep(0.5)
+        status = getstatus(srv_port)
+        players = [l for l in status.split("\n")[2:] if '"peers' in l]
+        if not players or players[0].split()[1] == "999":
+            raise Fail(f"after {seconds}s the server does not list a live 'peers':\n{status}")
+        for bad in ("timed out", "peers^7 disconnected", "Connection Interrupted"):
+            if bad in read(srv_log):
+                raise Fail(f"server log says '{bad}':\n{read(srv_log)[-2000:]}")
+
+        # Stop the client, then slipgate; check what slipgate counted.
+        procs.stop(cli)
+        rc = procs.stop(px)
+        if rc != 0:
+            raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
+        st = json.loads(read(stats))
+        sessions = [s for r in st["routes"] for s in r["sessions"]
+                    if s["client"] == f"127.0.0.1:{cli_port}"]
+        if len(sessions) != 1:
+            raise Fail(f"expected one session for the client, stats have {sessions}")
+        c = sessions[0]["counters"]
+        drops = sum(c["drops"].values())
+        # ~60 packets/s up and 20/s down while in the game.
+        if c["c2s_packets"] < 20 * seconds or c["s2c_packets"] < 10 * seconds or drops:
+            raise Fail(f"unexpected counters: {c}")
+        print(f"PASS {case}: in the game {seconds}s; c2s {c['c2s_packets']} packets, "
+              f"s2c {c['s2c_packets']} packets, 0 drops; player line: {players[0]}")
+    except Fail:
+        keep = True
+        print(f"(work files kept in {work})")
+        raise
+    finally:
+        procs.stop_all()
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    seconds = 30
+    if "--seconds" in sys.argv:
+        seconds = int(sys.argv[sys.argv.index("--seconds") + 1])
+    try:
+        run_case(sys.argv[1], seconds)
+    except Fail as e:
+        print(f"FAIL {sys.argv[1]}: {e}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
