@@ -112,10 +112,25 @@ class Procs:
         self.procs.append((name, p, f))
         return p
 
+    @staticmethod
+    def children(pid):
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
     def stop(self, p, sig=signal.SIGTERM, wait=10):
+        """Signal the program that `timeout` runs (so its exit status is the
+        program's), or the whole group when it has none."""
         if p.poll() is None:
+            kids = self.children(p.pid)
             try:
-                os.killpg(p.pid, sig)
+                if kids:
+                    for k in kids:
+                        os.kill(k, sig)
+                else:
+                    os.killpg(p.pid, sig)
             except ProcessLookupError:
                 pass
         try:

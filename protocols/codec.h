@@ -1,0 +1,110 @@
+/*
+ * The codec interface: one game protocol behind one table of function
+ * pointers (the wlroots backend_impl model).  A codec turns datagrams into
+ * decoded frames and back, and writes the game's demo files.  It does no
+ * socket I/O and knows nothing of libuv; the proxy owns the sockets.
+ *
+ * Per session the proxy calls create() once, decode() for every datagram in
+ * either direction (the codec keeps both sides' views, DESIGN.md rule 3),
+ * and encode() when a frame must be rebuilt (a filter changed it, or the
+ * route says `reencode always`).  Datagrams a codec cannot decode are still
+ * relayed by the proxy (rule 1): decode() then returns a negative error and
+ * marks the frame SG_FRAME_RAW.
+ */
+#ifndef SG_PROTOCOLS_CODEC_H
+#define SG_PROTOCOLS_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum sg_dir {
+    SG_DIR_C2S, /* client to server */
+    SG_DIR_S2C, /* server to client */
+};
+
+/* What the proxy should do with a decoded datagram. */
+enum sg_frame_kind {
+    SG_FRAME_RAW,      /* nothing to rebuild: relay the datagram as it came */
+    SG_FRAME_OOB,      /* an out-of-band (connectionless) packet: relay */
+    SG_FRAME_PARTIAL,  /* one piece of a message still incomplete */
+    SG_FRAME_MESSAGE,  /* a whole message, ready to rebuild or record */
+    SG_FRAME_REJECTED, /* the receiver will drop it (old, duplicate, bad checksum): relay */
+};
+
+/* One decoded datagram; owned by the codec state, valid until its next call. */
+struct sg_frame {
+    enum sg_dir dir;
+    enum sg_frame_kind kind;
+    int32_t sequence;       /* netchan sequence, when there is one */
+    int pieces;             /* datagrams the message came in (MESSAGE) */
+    const uint8_t *msg;     /* the message as a demo records it (MESSAGE) */
+    size_t msg_len;
+    bool new_level;         /* S2C: this message starts a level (a gamestate) */
+    char level[64];         /* with new_level: the map name, for file names */
+    void *game;             /* the codec's own decoded form */
+};
+
+/* Receives each rebuilt datagram; returns 0 or a negative error. */
+typedef int (*sg_emit_fn)(void *ctx, const uint8_t *data, size_t len);
+
+/* Counters a codec keeps per session (for logs and --stats). */
+struct sg_codec_stats {
+    uint64_t decoded, errors, messages, reencoded, reencode_identical, reencode_errors;
+    uint64_t rejected, oob;
+};
+
+struct sg_codec {
+    const char *name;        /* "q3" */
+    const char *description; /* one line */
+
+    /* Does a client's first datagram look like this game? (protocol auto) */
+    bool (*probe)(const uint8_t *data, size_t len);
+
+    /* Per-session state: create returns 0 and stores it, or -ENOMEM. */
+    int (*create)(void **state);
+    void (*destroy)(void *state); /* accepts NULL */
+
+    /*
+     * Decode one datagram in `dir` into `*frame` (codec-owned).  Returns 0,
+     * or a negative error that the proxy counts; the frame still says what
+     * to do.  `data` is borrowed for the call.
+     */
+    int (*decode)(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
+                  const struct sg_frame **frame);
+
+    /*
+     * Rebuild the frame decoded last (kind MESSAGE, or OOB when changed)
+     * for its receiver, re-encoding the message from its decoded form, and
+     * hand each datagram to `emit`.  Sets *identical when the datagrams
+     * equal the ones received.  Returns the number of datagrams or a
+     * negative error (the proxy then relays the original bytes).
+     */
+    int (*encode)(void *state, const struct sg_frame *frame, sg_emit_fn emit, void *ctx,
+                  bool *identical);
+
+    /* Demo files.  `demo_ext` is NULL for a game without a writer yet. */
+    const char *(*demo_ext)(void *state); /* "dm_68", known once the handshake is seen */
+    /* Write the demo's start: the frame's own gamestate, or (mid-level)
+     * one synthesized from tracked state.  SG_E_STATE: not possible yet. */
+    int (*demo_begin)(void *state, const struct sg_frame *frame, FILE *out);
+    /* Append one S2C message frame. */
+    int (*demo_write)(void *state, const struct sg_frame *frame, FILE *out);
+    /* Write the end marker. */
+    int (*demo_end)(void *state, FILE *out);
+
+    /* Counters and the first error's description. */
+    const struct sg_codec_stats *(*stats)(void *state);
+    const char *(*describe)(void *state); /* "ioquake3 71, challenge 0x..., qport 1234" */
+};
+
+/* The registry: every codec, NULL-terminated. */
+extern const struct sg_codec *const sg_codecs[];
+
+/* The codec called `name`, or NULL. */
+const struct sg_codec *sg_codec_find(const char *name);
+/* The first codec whose probe() claims a client's first datagram, or NULL. */
+const struct sg_codec *sg_codec_probe(const uint8_t *data, size_t len);
+
+#endif
