@@ -217,14 +217,14 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov,
 
     /* Configuration first: a bad one never starts the loop. */
     memset(&app, 0, sizeof(app));
-    app.log.level = SG_LOG_INFO;
+    app.log.restore_flags = -1;
     sg_conf_diag_init(&diag);
     if (sg_conf_load(config_path, ov, &app.conf, &diag) < 0) {
         for (int i = 0; i < diag.count && i < SG_CONF_MAX_DIAGS; i++)
             fprintf(stderr, "%s\n", diag.msgs[i]);
         return 1;
     }
-    app.log.level = app.conf->log_level;
+    sg_log_init(&app.log, STDERR_FILENO, app.conf->log_level);
     app.config_path = config_path;
     app.ov = ov;
     app.stats_path = stats_path ? stats_path : app.conf->stats_file;
@@ -235,6 +235,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov,
     if (err < 0) {
         fprintf(stderr, "slipgate: cannot start the event loop: %s\n", uv_strerror(err));
         sg_conf_destroy(app.conf);
+        sg_log_finish(&app.log);
         return 1;
     }
     app.started_loop_ms = uv_now(&app.loop);
@@ -261,6 +262,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov,
         status = 1;
     }
     sg_log(&app.log, SG_LOG_INFO, NULL, 0, "stopped");
+    sg_log_finish(&app.log);
     free_routes(app.routes);
     free_routes(app.retired);
     sg_conf_destroy(app.conf);

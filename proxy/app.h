@@ -36,6 +36,6 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov,
                const char *stats_path);
 
 /* Write the --stats JSON for every route and session to `path`. */
-int sg_stats_write(const struct sg_app *app, const char *path);
+int sg_stats_write(struct sg_app *app, const char *path);
 
 #endif

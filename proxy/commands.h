@@ -1,11 +1,16 @@
 /*
- * Subcommands of the slipgate binary.  Each takes the arguments after the
- * subcommand's name (argv[0] is the subcommand itself) and returns the
- * process exit status: 0 success, 1 errors found, 2 usage error.
+ * Offline subcommands of the slipgate binary.  Each takes the arguments
+ * after the program name, argv[0] being the subcommand itself, prints to
+ * stdout/stderr and returns the process exit code: 0 ok, 1 errors found
+ * (or a file could not be read or written), 2 usage error.
  */
 #ifndef SG_PROXY_COMMANDS_H
 #define SG_PROXY_COMMANDS_H
 
+/* `slipgate demo info|dump|reencode|cut ...`: Quake 3 demo tools. */
 int sg_cmd_demo(int argc, char **argv);
+
+/* `slipgate pcap decode FILE [--json] [--record DIR]`: Quake 3 sessions in a capture. */
+int sg_cmd_pcap(int argc, char **argv);
 
 #endif

@@ -2,7 +2,8 @@
  * Logging: one line per event on a stream (stderr by default), with a UTC
  * timestamp, the level, the route name and the session id when there is
  * one:  2026-11-22T03:50:07.123Z info  [default] [s12] session start ...
- * The logger is caller-owned (one per process, hung off the app).
+ * The logger is caller-owned (one per process, hung off the app); writing
+ * never blocks the loop (log.c).
  */
 #ifndef SG_PROXY_LOG_H
 #define SG_PROXY_LOG_H
@@ -19,9 +20,16 @@ enum sg_log_level {
 };
 
 struct sg_logger {
-    int level;  /* messages above this level are skipped */
-    FILE *out;  /* borrowed; stderr when NULL */
+    int level;               /* messages above this level are skipped */
+    int fd;                  /* borrowed; where lines go */
+    int restore_flags;       /* fd flags to put back at finish, or -1 */
+    unsigned long long dropped; /* lines lost to a blocked output, not yet reported */
 };
+
+/* Log to `fd` from now on; makes a pipe/socket/terminal non-blocking. */
+void sg_log_init(struct sg_logger *lg, int fd, int level);
+/* Put the descriptor's flags back.  Accepts a zeroed logger. */
+void sg_log_finish(struct sg_logger *lg);
 
 /* The names used in the config file and in log lines ("error".."trace"). */
 extern const char *const sg_log_level_names[];
@@ -32,7 +40,7 @@ static inline int sg_log_enabled(const struct sg_logger *lg, int level)
 }
 
 /* `route` may be NULL, `sid` 0 for no session. */
-void sg_log(const struct sg_logger *lg, int level, const char *route, uint64_t sid,
+void sg_log(struct sg_logger *lg, int level, const char *route, uint64_t sid,
             const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 #define sg_log_at(lg, lvl, route, sid, ...)                                                  \

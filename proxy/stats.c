@@ -85,7 +85,7 @@ static void json_route(FILE *f, const struct sg_route *r, bool retired)
     fputs(first ? "]}" : "\n      ]}", f);
 }
 
-int sg_stats_write(const struct sg_app *app, const char *path)
+int sg_stats_write(struct sg_app *app, const char *path)
 {
     char tmp[4096];
     bool first = true;

@@ -1,0 +1,976 @@
+#!/usr/bin/env python3
+"""Loopback integration tests: the real slipgate binary between scripted
+peers on 127.0.0.1 and ::1.
+
+    SLIPGATE=build/proxy/slipgate python3 relay_test.py CASE
+
+Exit 0 pass, 1 fail (with what differed), 77 skip (IPv6 cases only, when
+[::1] cannot be bound).  Set SLIPGATE_TEST_FORCE_NO_IPV6=1 to exercise the
+skip path.  Registered one test per case in meson.build.
+"""
+
+import collections
+import os
+import random
+import re
+import signal
+import socket
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import (V4, V6, Fail, check, fmt_addr, parse_hostport, pump,  # noqa: E402
+                     require_ipv6, loopback_mtu, free_port, main, END_RE)
+
+TAG = b'ECHO'
+DROP_KEYS = ('session_limit', 'rate_limit', 'send_error', 'foreign_source')
+COUNTER_KEYS = ('c2s_packets', 'c2s_bytes', 's2c_packets', 's2c_bytes')
+
+# Bounds for "ended by idle_timeout 1s": measured from the last datagram the
+# client saw, which is a little after the proxy's last activity.
+IDLE_MIN, IDLE_MAX = 0.85, 2.2
+
+
+# ---------------------------------------------------------------- helpers
+
+def rng_for(case):
+    seed = int(os.environ.get('SLIPGATE_TEST_SEED', '0')) or random.randrange(1, 1 << 30)
+    print('%s: random seed %d (set SLIPGATE_TEST_SEED to repeat)' % (case, seed))
+    return random.Random(seed)
+
+
+def describe(data):
+    return '%d bytes %r%s' % (len(data), data[:24], '...' if len(data) > 24 else '')
+
+
+def roundtrip(client, dest, payload, server_tag=TAG, timeout=2.0, what=''):
+    """Send one datagram through the proxy; the echo must come back intact
+    from the proxy's listen address.  Returns the reply."""
+    client.send(payload, dest)
+    r = client.recv_one(timeout)
+    check(r is not None, '%sclient %s: no echo within %.1f s for %s'
+          % (what, fmt_addr(*client.addr), timeout, describe(payload)))
+    data, src = r
+    check(data == server_tag + payload,
+          '%sclient %s: echo differs: sent %s, expected reply %s, got %s'
+          % (what, fmt_addr(*client.addr), describe(payload),
+             describe(server_tag + payload), describe(data)))
+    check(src == dest, '%sclient %s: reply came from %s, not from the proxy address %s'
+          % (what, fmt_addr(*client.addr), fmt_addr(*src), fmt_addr(*dest)))
+    return data
+
+
+def expect_silence(client, seconds, what):
+    got = client.recv(seconds)
+    check(not got, '%s: client %s received %d datagram(s) it should not have: %s'
+          % (what, fmt_addr(*client.addr), len(got),
+             ', '.join('%s from %s' % (describe(d), fmt_addr(*s)) for d, s in got[:3])))
+
+
+def route_block(name, listen, server, **opts):
+    lines = ['route %s {' % name, '    listen %s' % listen, '    server %s' % server]
+    lines += ['    %s %s' % (k, v) for k, v in opts.items()]
+    return '\n'.join(lines + ['}', ''])
+
+
+def stats_route(st, name):
+    check(isinstance(st, dict) and isinstance(st.get('routes'), list),
+          'stats: no "routes" list: %r' % (st,))
+    for r in st['routes']:
+        if r.get('name') == name:
+            return r
+    raise Fail('stats: no route named %r (routes: %r)'
+               % (name, [r.get('name') for r in st['routes']]))
+
+
+def drops(route_or_session):
+    c = route_or_session.get('counters')
+    check(isinstance(c, dict), 'stats: no "counters" object in %r' % (route_or_session,))
+    d = c.get('drops')
+    check(isinstance(d, dict), 'stats: no "counters.drops" object in %r' % (c,))
+    for k in DROP_KEYS:
+        check(isinstance(d.get(k), int), 'stats: counters.drops.%s missing or not an '
+              'integer: %r' % (k, d))
+    return d
+
+
+def counters(obj, where):
+    c = obj.get('counters')
+    check(isinstance(c, dict), 'stats %s: no "counters" object: %r' % (where, obj))
+    for k in COUNTER_KEYS:
+        check(isinstance(c.get(k), int), 'stats %s: counters.%s missing or not an integer: %r'
+              % (where, k, c))
+    return c
+
+
+def expect_counters(obj, where, c2s_p, c2s_b, s2c_p, s2c_b):
+    c = counters(obj, where)
+    got = tuple(c[k] for k in COUNTER_KEYS)
+    want = (c2s_p, c2s_b, s2c_p, s2c_b)
+    check(got == want, 'stats %s counters: expected %s, got %s' % (
+        where, dict(zip(COUNTER_KEYS, want)), dict(zip(COUNTER_KEYS, got))))
+
+
+def session_for(route, port):
+    """The stats sessions of `route` whose client port is `port`."""
+    sess = route.get('sessions')
+    check(isinstance(sess, list), 'stats: route %r has no "sessions" list' % route.get('name'))
+    out = []
+    for s in sess:
+        check(isinstance(s.get('client'), str), 'stats: session without "client": %r' % s)
+        if parse_hostport(s['client'])[1] == port:
+            out.append(s)
+    return out
+
+
+def check_ended_or_active_at_shutdown(s, where):
+    state = s.get('state')
+    check(state in ('active', 'ended'), '%s: session state %r is neither active nor ended'
+          % (where, state))
+    if state == 'ended':
+        check(s.get('end_reason') == 'shutdown', '%s: session ended with reason %r, '
+              'expected shutdown (or still active)' % (where, s.get('end_reason')))
+
+
+def stop_ok(px, sig=signal.SIGTERM):
+    rc = px.stop(sig)
+    check(rc == 0, 'slipgate exited with status %d after %s, expected 0'
+          % (rc, signal.Signals(sig).name))
+    return px.stats()
+
+
+def payload_set(rng, i, mtu, family_overhead):
+    """Payloads for client i: 1 byte, all 256 byte values, random sizes
+    2..1400, 1400 bytes, and ~8000 bytes when the loopback MTU allows."""
+    rot = i % 256
+    allbytes = bytes(range(256))
+    p = [bytes([i % 256]), allbytes[rot:] + allbytes[:rot]]
+    p += [rng.randbytes(rng.randint(2, 1400)) for _ in range(3)]
+    p.append(rng.randbytes(1400))
+    if mtu >= 8000 + family_overhead:
+        p.append(rng.randbytes(8000))
+    if i == 0 and mtu >= 16000 + family_overhead:
+        p.append(rng.randbytes(16000))
+    return p
+
+
+# ------------------------------------------------------------ concurrency
+
+def run_concurrent(h, host, case, nclients=50):
+    rng = rng_for(case)
+    srv = h.echo(host)
+    # All clients share one source IP: lift the per-source new-session rate.
+    px = h.proxy(args=['-l', fmt_addr(host, '$P0'), '-s', srv.addr, '-p', 'auto',
+                       '+set', 'new_sessions_per_source', '1000'])
+    dest = (host, px.ports[0])
+    clients = [h.client(host) for _ in range(nclients)]
+    mtu = loopback_mtu()
+    overhead = 48 if host == V6 else 28
+    sent = {c: payload_set(rng, i, mtu, overhead) for i, c in enumerate(clients)}
+    # Round-robin: every client's first datagram, then every second one, ...
+    flows = []
+    for r in range(max(len(p) for p in sent.values())):
+        for c in clients:
+            if r < len(sent[c]):
+                flows.append((c, sent[c][r]))
+    total = len(flows)
+    total_bytes = sum(len(p) for _, p in flows)
+    t0 = time.monotonic()
+    got = pump(flows, dest, TAG, timeout=20.0)
+    elapsed = time.monotonic() - t0
+
+    # Every echo came back intact, exactly once, from the proxy address.
+    problems = []
+    bad = set()
+    for i, c in enumerate(clients):
+        want = collections.Counter(TAG + p for p in sent[c])
+        have = collections.Counter(d for d, _ in got[c])
+        missing = want - have
+        extra = have - want
+        if missing or extra:
+            bad.add(i)
+            problems.append('client %d (%s): %d echo(es) missing [%s], %d unexpected [%s]'
+                            % (i, fmt_addr(*c.addr), sum(missing.values()),
+                               ', '.join(describe(d[len(TAG):]) for d in list(missing)[:3]),
+                               sum(extra.values()),
+                               ', '.join(describe(d) for d in list(extra)[:3])))
+        bad_src = {s for _, s in got[c] if s != dest}
+        if bad_src:
+            bad.add(i)
+            problems.append('client %d got replies from %s, not from the proxy %s'
+                            % (i, bad_src, fmt_addr(*dest)))
+    check(not problems, '%d of %d clients had wrong echoes:\n  %s'
+          % (len(bad), nclients, '\n  '.join(problems[:10])))
+
+    # The server saw each client's datagrams from one source of its own.
+    recs = srv.snapshot()
+    check(len(recs) == total, 'echo server received %d datagrams, sent %d' % (len(recs), total))
+    by_payload = collections.defaultdict(set)
+    for _, src, data in recs:
+        by_payload[data].add(src)
+    client_src = {}
+    for i, c in enumerate(clients):
+        srcs = set()
+        for p in sent[c]:
+            srcs |= by_payload.get(p, set())
+        check(len(srcs) == 1, 'client %d (%s): the server saw its datagrams from %d '
+              'source addresses %s, expected exactly one' % (i, fmt_addr(*c.addr), len(srcs),
+                                                             sorted(srcs)[:5]))
+        client_src[c] = srcs.pop()
+    srv_sources = srv.sources()
+    ports = {p for _, p in srv_sources}
+    check(len(srv_sources) == nclients and len(ports) == nclients,
+          'the server saw %d distinct source addresses (%d distinct ports), expected %d'
+          % (len(srv_sources), len(ports), nclients))
+    check(len(set(client_src.values())) == nclients,
+          'two clients share one upstream source: %d distinct for %d clients'
+          % (len(set(client_src.values())), nclients))
+    hosts = {a for a, _ in srv_sources}
+    check(hosts == {host}, 'the server saw source hosts %s, expected only %s' % (hosts, host))
+    client_ports = {c.port for c in clients}
+    clash = ports & client_ports
+    check(not clash, 'upstream source port(s) %s equal a client port: the proxy must '
+          'use its own socket per session' % sorted(clash))
+    check(px.ports[0] not in ports, 'the server saw datagrams from the listen port %d'
+          % px.ports[0])
+
+    # One "session start" log line per client, naming the client.
+    starts = px.session_starts()
+    logged = {parse_hostport(m.group('client'))[1] for m in starts}
+    check(len(starts) == nclients and logged == client_ports,
+          'expected %d "session start ... client=IP:PORT" lines naming the clients; got %d '
+          'lines, %d client ports missing' % (nclients, len(starts), len(client_ports - logged)))
+    check({m.group('route') for m in starts} == {'default'},
+          'session start lines name routes %s, expected [default]'
+          % {m.group('route') for m in starts})
+
+    st = stop_ok(px)
+    r = stats_route(st, 'default')
+    check(r.get('sessions_total') == nclients, 'stats: sessions_total %r, expected %d'
+          % (r.get('sessions_total'), nclients))
+    expect_counters(r, 'route default', total, total_bytes, total,
+                    total_bytes + len(TAG) * total)
+    d = drops(r)
+    check(all(v == 0 for v in d.values()), 'stats: drops should all be 0: %r' % d)
+    print('%d clients x %d datagrams (%d bytes, largest %d) relayed in %.2f s'
+          % (nclients, total // nclients, total_bytes, max(len(p) for _, p in flows), elapsed))
+
+
+def case_concurrent_v4(h):
+    run_concurrent(h, V4, 'concurrent_v4')
+
+
+def case_concurrent_v6(h):
+    require_ipv6()
+    run_concurrent(h, V6, 'concurrent_v6')
+
+
+def case_dualstack(h):
+    require_ipv6()
+    srv = h.echo(V4)
+    px = h.proxy(args=['-l', '[::]:$P0', '-s', srv.addr])
+    P = px.ports[0]
+    c4, c6 = h.client(V4), h.client(V6)
+    for k in range(3):
+        roundtrip(c4, (V4, P), b'v4-%d' % k + bytes(range(256)), what='IPv4 client: ')
+        roundtrip(c6, (V6, P), b'v6-%d' % k + bytes(range(256)), what='IPv6 client: ')
+    check(len(srv.sources()) == 2, 'server saw %d sources, expected 2 (one per client)'
+          % len(srv.sources()))
+    st = stop_ok(px)
+    r = stats_route(st, 'default')
+    check(r.get('sessions_total') == 2, 'stats: sessions_total %r, expected 2'
+          % r.get('sessions_total'))
+    s4, s6 = session_for(r, c4.port), session_for(r, c6.port)
+    check(len(s4) == 1 and len(s6) == 1, 'stats: expected one session per client port '
+          '(%d, %d), got %r' % (c4.port, c6.port, [s.get('client') for s in r['sessions']]))
+    h4 = parse_hostport(s4[0]['client'])[0]
+    h6 = parse_hostport(s6[0]['client'])[0]
+    check(h4 in ('127.0.0.1', '::ffff:127.0.0.1'), 'stats: IPv4 client shown as %r' % h4)
+    if h4 != '127.0.0.1':
+        print('note: the IPv4 client on a [::] listener is reported as %r '
+              '(IPv4-mapped), not 127.0.0.1' % s4[0]['client'])
+    check(h6 == '::1', 'stats: IPv6 client shown as %r, expected ::1' % h6)
+
+
+def case_v6_server_from_v4_client(h):
+    require_ipv6()
+    srv = h.echo(V6)
+    px = h.proxy(config=route_block('mixed', '127.0.0.1:$P0', srv.addr))
+    dest = (V4, px.ports[0])
+    clients = [h.client(V4) for _ in range(3)]
+    for i, c in enumerate(clients):
+        for k in range(3):
+            roundtrip(c, dest, b'mixed %d %d ' % (i, k) + bytes(range(256)))
+    srcs = srv.sources()
+    check(len(srcs) == 3, 'server saw %d sources, expected 3: %s' % (len(srcs), srcs))
+    check({a for a, _ in srcs} == {V6}, 'server saw source hosts %s, expected ::1'
+          % {a for a, _ in srcs})
+    st = stop_ok(px)
+    r = stats_route(st, 'mixed')
+    check(r.get('sessions_total') == 3, 'stats: sessions_total %r, expected 3'
+          % r.get('sessions_total'))
+
+
+# ------------------------------------------------------------ idle timeout
+
+def wait_idle_end(px, route, mark, t_last, what):
+    """Wait for `route`'s "session end ... reason=idle" line after log index
+    `mark`; checks it came IDLE_MIN..IDLE_MAX s after `t_last`."""
+    rx = r'\[' + re.escape(route) + r'\]\s+\[s\d+\].*session end.*reason=idle'
+    hit = px.wait_for_log(rx, max(0.0, t_last + IDLE_MAX + 1.0 - time.monotonic()), start=mark)
+    if hit is None:
+        ends = [l for l in px.log_lines(mark) if 'session end' in l]
+        raise Fail('%s: no "LEVEL [%s] [sN] ... session end ... reason=idle" log line within '
+                   '%.1f s of the last packet; session end lines seen: %s'
+                   % (what, route, time.monotonic() - t_last, ends or 'none'))
+    t, m = hit
+    dt = t - t_last
+    check(IDLE_MIN <= dt <= IDLE_MAX, '%s: idle end logged %.2f s after the last packet, '
+          'expected %.2f..%.2f s for idle_timeout 1s' % (what, dt, IDLE_MIN, IDLE_MAX))
+    check(END_RE.search(m.string), '%s: session end line does not look like '
+          '"TIMESTAMP LEVEL [ROUTE] [sN] ... session end ... reason=idle": %r'
+          % (what, m.string))
+    check(re.search(r'c2s', m.string) and re.search(r's2c', m.string),
+          '%s: the session end line carries no c2s/s2c counters: %r' % (what, m.string))
+    return m.string, dt
+
+
+def case_idle_timeout(h):
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('r1', '127.0.0.1:$P0', srv.addr, idle_timeout='1s'))
+    dest = (V4, px.ports[0])
+    c = h.client(V4)
+    mark = px.log_mark()
+    roundtrip(c, dest, b'first')
+    t_last = time.monotonic()
+    line, dt = wait_idle_end(px, 'r1', mark, t_last, 'idle_timeout 1s')
+    first_start = px.session_starts(mark)
+    check(len(first_start) == 1, 'expected 1 session start line, got %d' % len(first_start))
+    end_sid = END_RE.search(line).group('sid')
+    check(end_sid == first_start[0].group('sid'), 'session end names s%s, the start named s%s'
+          % (end_sid, first_start[0].group('sid')))
+    # The same client again: a new session.
+    mark2 = px.log_mark()
+    roundtrip(c, dest, b'second', what='after the idle end: ')
+    starts2 = px.session_starts(mark2)
+    check(len(starts2) == 1, 'a packet after the idle end should start a new session; '
+          'got %d session start lines' % len(starts2))
+    check(starts2[0].group('sid') != end_sid, 'the new session reuses id s%s' % end_sid)
+    st = stop_ok(px)
+    r = stats_route(st, 'r1')
+    check(r.get('sessions_total') == 2, 'stats: sessions_total %r, expected 2'
+          % r.get('sessions_total'))
+    ss = session_for(r, c.port)
+    check(len(ss) == 2, 'stats: expected 2 sessions for client port %d, got %d'
+          % (c.port, len(ss)))
+    idle = [s for s in ss if s.get('state') == 'ended' and s.get('end_reason') == 'idle']
+    check(len(idle) == 1, 'stats: expected one session ended with reason idle, got %r'
+          % [(s.get('state'), s.get('end_reason')) for s in ss])
+    expect_counters(idle[0], 'idle session', 1, 5, 1, 5 + len(TAG))
+    other = [s for s in ss if s is not idle[0]][0]
+    check_ended_or_active_at_shutdown(other, 'stats: second session')
+    check(idle[0].get('id') != other.get('id'), 'stats: both sessions have id %r'
+          % other.get('id'))
+    print('idle end after %.2f s: %s' % (dt, line))
+
+
+# ---------------------------------------------------------------- limits
+
+def case_session_cap(h):
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('cap', '127.0.0.1:$P0', srv.addr, max_sessions=5,
+                                    new_sessions_per_source=1000, idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    clients = [h.client(V4) for _ in range(8)]
+    for i, c in enumerate(clients[:5]):
+        roundtrip(c, dest, b'cap-%d-a' % i, what='client %d of 5 allowed: ' % i)
+    for i, c in enumerate(clients[5:], 5):
+        c.send(b'cap-%d-a' % i, dest)
+    for i, c in enumerate(clients[5:], 5):
+        expect_silence(c, 0.3, 'client %d over max_sessions 5' % i)
+    # Second round: the first five still work, the others still get nothing.
+    for i, c in enumerate(clients[:5]):
+        roundtrip(c, dest, b'cap-%d-b' % i, what='second round, client %d: ' % i)
+    for i, c in enumerate(clients[5:], 5):
+        c.send(b'cap-%d-b' % i, dest)
+    for i, c in enumerate(clients[5:], 5):
+        expect_silence(c, 0.3, 'second round, client %d over max_sessions 5' % i)
+    got = sorted(d for _, _, d in srv.snapshot())
+    check(len(srv.sources()) == 5 and len(got) == 10,
+          'server saw %d sources and %d datagrams, expected 5 and 10: %s'
+          % (len(srv.sources()), len(got), got))
+    check(all(int(d.split(b'-')[1]) < 5 for d in got),
+          'the server received datagrams of a refused client: %s' % got)
+    st = stop_ok(px)
+    r = stats_route(st, 'cap')
+    check(r.get('sessions_total') == 5, 'stats: sessions_total %r, expected 5'
+          % r.get('sessions_total'))
+    d = drops(r)
+    check(d['session_limit'] == 6, 'stats: drops.session_limit %r, expected 6 '
+          '(3 refused clients x 2 datagrams)' % d['session_limit'])
+
+
+def case_rate_cap(h):
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('rate', '127.0.0.1:$P0', srv.addr, max_sessions=1000,
+                                    new_sessions_per_source=3, idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    clients = [h.client(V4) for _ in range(10)]
+    t0 = time.monotonic()
+    for i, c in enumerate(clients):
+        c.send(b'rate-%d' % i, dest)
+    burst = time.monotonic() - t0
+    ok = []
+    deadline = t0 + 0.6
+    for i, c in enumerate(clients):
+        r = c.recv_one(max(0.0, deadline - time.monotonic()))
+        if r is not None:
+            check(r[0] == TAG + b'rate-%d' % i, 'client %d: wrong echo %r' % (i, r[0]))
+            ok.append(i)
+    check(3 <= len(ok) <= 4, '10 clients from one IP within %.0f ms with '
+          'new_sessions_per_source 3: %d got a session (%s), expected 3 (burst) to 4'
+          % (burst * 1000, len(ok), ok))
+    # After the bucket refills, another client succeeds.
+    time.sleep(max(0.0, t0 + 1.15 - time.monotonic()))
+    late = h.client(V4)
+    roundtrip(late, dest, b'rate-late', what='new client 1.15 s later: ')
+    st = stop_ok(px)
+    r = stats_route(st, 'rate')
+    check(r.get('sessions_total') == len(ok) + 1, 'stats: sessions_total %r, expected %d'
+          % (r.get('sessions_total'), len(ok) + 1))
+    d = drops(r)
+    check(d['rate_limit'] == 10 - len(ok), 'stats: drops.rate_limit %r, expected %d '
+          '(one per refused datagram)' % (d['rate_limit'], 10 - len(ok)))
+    check(d['session_limit'] == 0, 'stats: drops.session_limit %r, expected 0'
+          % d['session_limit'])
+    print('%d of 10 sessions in the first burst (%.1f ms), rate_limit drops %d'
+          % (len(ok), burst * 1000, d['rate_limit']))
+
+
+# ---------------------------------------------------------------- stats
+
+def case_stats_sigterm(h):
+    rng = rng_for('stats_sigterm')
+    srv = h.echo(V4)
+    t_start = time.monotonic()
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr, '-p', 'auto'])
+    P = px.ports[0]
+    dest = (V4, P)
+    clients = [h.client(V4) for _ in range(3)]
+    sizes = {}
+    for i, c in enumerate(clients):
+        sizes[c] = [10 + 200 * i + 37 * j for j in range(10)]
+        for n in sizes[c]:
+            roundtrip(c, dest, rng.randbytes(n))
+    t_stop = time.monotonic()
+    st = stop_ok(px)
+    t_end = time.monotonic()
+    check(isinstance(st.get('version'), str) and st['version'],
+          'stats: "version" missing or empty: %r' % st.get('version'))
+    up = st.get('uptime_ms')
+    check(isinstance(up, int), 'stats: uptime_ms %r is not an integer' % (up,))
+    lo = (t_stop - px.ready_at) * 1000 - 50
+    hi = (t_end - t_start) * 1000 + 1000
+    check(lo <= up <= hi, 'stats: uptime_ms %d, expected %.0f..%.0f' % (up, lo, hi))
+    check(len(st['routes']) == 1, 'stats: %d routes, expected 1' % len(st['routes']))
+    r = stats_route(st, 'default')
+    check(str(P) in str(r.get('listen')), 'stats: listen %r does not name port %d'
+          % (r.get('listen'), P))
+    check(str(srv.port) in str(r.get('server')), 'stats: server %r does not name port %d'
+          % (r.get('server'), srv.port))
+    check(r.get('protocol') == 'auto', 'stats: protocol %r, expected "auto"'
+          % r.get('protocol'))
+    check(r.get('sessions_total') == 3, 'stats: sessions_total %r, expected 3'
+          % r.get('sessions_total'))
+    check(isinstance(r.get('sessions_active'), int) and 0 <= r['sessions_active'] <= 3,
+          'stats: sessions_active %r' % r.get('sessions_active'))
+    check(len(r.get('sessions', [])) == 3, 'stats: %d sessions listed, expected 3'
+          % len(r.get('sessions', [])))
+    ids = set()
+    for i, c in enumerate(clients):
+        ss = session_for(r, c.port)
+        check(len(ss) == 1, 'stats: %d sessions for client %s, expected 1'
+              % (len(ss), fmt_addr(*c.addr)))
+        s = ss[0]
+        check(s['client'] == fmt_addr(*c.addr), 'stats: session client %r, expected %r'
+              % (s['client'], fmt_addr(*c.addr)))
+        check(isinstance(s.get('id'), int), 'stats: session id %r' % s.get('id'))
+        ids.add(s['id'])
+        b = sum(sizes[c])
+        expect_counters(s, 'session of client %d' % i, 10, b, 10, b + 10 * len(TAG))
+        check_ended_or_active_at_shutdown(s, 'stats: session of client %d' % i)
+        d = drops(s)
+        check(all(v == 0 for v in d.values()), 'stats: session drops not 0: %r' % d)
+    check(len(ids) == 3, 'stats: session ids not distinct: %s' % ids)
+    b = sum(sum(v) for v in sizes.values())
+    expect_counters(r, 'route default', 30, b, 30, b + 30 * len(TAG))
+    d = drops(r)
+    check(all(v == 0 for v in d.values()), 'stats: route drops not 0: %r' % d)
+    print('30 datagrams, %d bytes c2s, %d bytes s2c; uptime_ms %d' % (b, b + 120, up))
+
+
+def case_two_routes(h):
+    a, b = h.echo(V4, tag=b'A:'), h.echo(V4, tag=b'B:')
+    cfg = (route_block('alpha', '127.0.0.1:$P0', a.addr)
+           + route_block('beta', '127.0.0.1:$P1', b.addr))
+    px = h.proxy(config=cfg, routes=2)
+    da, db = (V4, px.ports[0]), (V4, px.ports[1])
+    ca = [h.client(V4) for _ in range(2)]
+    cb = [h.client(V4) for _ in range(2)]
+    both = h.client(V4)  # one client address on both routes: two sessions
+    sent_a, sent_b = [], []
+    for k in range(3):
+        for i, c in enumerate(ca + [both]):
+            p = b'to-alpha %d %d' % (i, k)
+            roundtrip(c, da, p, server_tag=b'A:', what='route alpha: ')
+            sent_a.append(p)
+        for i, c in enumerate(cb + [both]):
+            p = b'to-beta %d %d' % (i, k)
+            roundtrip(c, db, p, server_tag=b'B:', what='route beta: ')
+            sent_b.append(p)
+    got_a = sorted(d for _, _, d in a.snapshot())
+    got_b = sorted(d for _, _, d in b.snapshot())
+    check(got_a == sorted(sent_a), 'server alpha received %s, expected %s' % (got_a, sorted(sent_a)))
+    check(got_b == sorted(sent_b), 'server beta received %s, expected %s' % (got_b, sorted(sent_b)))
+    check(len(a.sources()) == 3 and len(b.sources()) == 3,
+          'servers saw %d and %d sources, expected 3 and 3'
+          % (len(a.sources()), len(b.sources())))
+    check(not ({p for _, p in a.sources()} & {p for _, p in b.sources()}),
+          'the two routes share an upstream source port')
+    st = stop_ok(px)
+    check(sorted(r.get('name') for r in st['routes']) == ['alpha', 'beta'],
+          'stats: routes %r' % [r.get('name') for r in st['routes']])
+    for name, sent, tag in (('alpha', sent_a, b'A:'), ('beta', sent_b, b'B:')):
+        r = stats_route(st, name)
+        check(r.get('sessions_total') == 3, 'stats: route %s sessions_total %r, expected 3'
+              % (name, r.get('sessions_total')))
+        n, nb = len(sent), sum(len(p) for p in sent)
+        expect_counters(r, 'route ' + name, n, nb, n, nb + n * len(tag))
+
+
+def case_unreachable_server(h):
+    live = h.echo(V4)
+    hole = h.udp_socket(V4)  # bound, never read: a silent server
+    hole_port = hole.getsockname()[1]
+    dead_port = free_port()  # nothing listens there: ICMP port unreachable
+    cfg = (route_block('dead', '127.0.0.1:$P0', '127.0.0.1:%d' % dead_port)
+           + route_block('hole', '127.0.0.1:$P1', '127.0.0.1:%d' % hole_port)
+           + route_block('live', '127.0.0.1:$P2', live.addr))
+    px = h.proxy(config=cfg, routes=3)
+    ddead, dhole, dlive = [(V4, p) for p in px.ports]
+    c = h.client(V4)
+    for k in range(50):
+        c.send(b'to-dead %d' % k, ddead)
+        c.send(b'to-hole %d' % k, dhole)
+        if k % 10 == 9:
+            time.sleep(0.01)
+    expect_silence(c, 0.5, 'no server answers on routes dead and hole')
+    check(px.alive(), 'slipgate exited (status %s) after sending to an unreachable server'
+          % px.proc.poll())
+    for k in range(5):
+        roundtrip(c, dlive, b'live-after %d' % k, what='route live after the dead server: ')
+    c2 = h.client(V4)
+    roundtrip(c2, dlive, b'live new client', what='route live, new client: ')
+    # The silent server did get all 50.
+    queued = []
+    for _ in range(200):
+        try:
+            queued.append(hole.recv(65536))
+        except BlockingIOError:
+            break
+    check(sorted(queued) == sorted(b'to-hole %d' % k for k in range(50)),
+          'the silent server received %d of 50 datagrams' % len(queued))
+    st = stop_ok(px)
+    dead = stats_route(st, 'dead')
+    dc = counters(dead, 'route dead')
+    check(dc['s2c_packets'] == 0, 'stats: route dead s2c_packets %r' % dc['s2c_packets'])
+    dd = drops(dead)
+    check(dc['c2s_packets'] + dd['send_error'] >= 1,
+          'stats: route dead counts neither sent packets nor send errors: %r' % dead['counters'])
+    hc = counters(stats_route(st, 'hole'), 'route hole')
+    check(hc['c2s_packets'] == 50 and hc['s2c_packets'] == 0,
+          'stats: route hole c2s_packets %r s2c_packets %r, expected 50 and 0'
+          % (hc['c2s_packets'], hc['s2c_packets']))
+    lc = counters(stats_route(st, 'live'), 'route live')
+    check(lc['c2s_packets'] == 6 and lc['s2c_packets'] == 6,
+          'stats: route live c2s/s2c packets %r/%r, expected 6/6'
+          % (lc['c2s_packets'], lc['s2c_packets']))
+    print('route dead: c2s_packets %d, send_error %d' % (dc['c2s_packets'], dd['send_error']))
+
+
+def case_foreign_source(h):
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('fs', '127.0.0.1:$P0', srv.addr))
+    dest = (V4, px.ports[0])
+    c = h.client(V4)
+    roundtrip(c, dest, b'hello')
+    srcs = srv.sources()
+    check(len(srcs) == 1, 'server saw %d sources, expected 1' % len(srcs))
+    upstream = srcs.pop()
+    intruder = h.udp_socket(V4)
+    for k in range(3):
+        intruder.sendto(b'FOREIGN %d' % k, upstream)
+    expect_silence(c, 0.5, 'datagrams sent to the upstream port %d by %s'
+                   % (upstream[1], fmt_addr(*intruder.getsockname()[:2])))
+    try:
+        back = intruder.recv(65536)
+        raise Fail('the intruder got a reply: %r' % back)
+    except BlockingIOError:
+        pass
+    roundtrip(c, dest, b'still works', what='after the foreign datagrams: ')
+    check(srv.sources() == {upstream}, 'the session changed upstream source: %s'
+          % srv.sources())
+    st = stop_ok(px)
+    r = stats_route(st, 'fs')
+    d = drops(r)
+    check(1 <= d['foreign_source'] <= 3, 'stats: drops.foreign_source %r, expected 1..3 '
+          '(3 datagrams from %s)' % (d['foreign_source'], fmt_addr(*intruder.getsockname()[:2])))
+    ss = session_for(r, c.port)
+    check(len(ss) == 1, 'stats: %d sessions for the client' % len(ss))
+    sc = counters(ss[0], 'session')
+    check(sc['s2c_packets'] == 2, 'stats: session s2c_packets %r, expected 2 (foreign '
+          'datagrams must not count as relayed)' % sc['s2c_packets'])
+
+
+def case_not_open_relay(h):
+    srv = h.echo(V4)
+    sink4 = h.echo(V4, echo=False)
+    sinks = [sink4]
+    sink6 = None
+    try:
+        require_ipv6()
+        sink6 = h.echo(V6, echo=False)
+        sinks.append(sink6)
+    except Exception:
+        pass
+    px = h.proxy(config=route_block('only', '127.0.0.1:$P0', srv.addr))
+    dest = (V4, px.ports[0])
+    s4 = sink4.port
+    ff = b'\xff\xff\xff\xff'
+    tricks = [
+        b'127.0.0.1:%d' % s4,
+        ff + b'connect 127.0.0.1:%d' % s4,
+        ff + b'connect "\\challenge\\1\\ip\\127.0.0.1:%d\\name\\x"' % s4,
+        ff + b'getinfo xxx',
+        ff + b'getstatus',
+        ff + b'getservers 68 empty full',
+        ff + b'getchallenge',
+        ff + b'rcon pw set sv_master1 127.0.0.1:%d' % s4,
+        ff + b'ip 127.0.0.1:%d' % s4,
+        ff + b'relay 127.0.0.1 %d' % s4,
+        # SOCKS5 UDP request header for 127.0.0.1:s4
+        b'\x00\x00\x00\x01' + socket.inet_aton(V4) + s4.to_bytes(2, 'big') + b'payload',
+        # a raw sockaddr_in
+        b'\x02\x00' + s4.to_bytes(2, 'big') + socket.inet_aton(V4) + b'\x00' * 8,
+    ]
+    if sink6:
+        tricks += [b'[::1]:%d' % sink6.port,
+                   ff + b'connect [::1]:%d' % sink6.port,
+                   b'\x00\x00\x00\x04' + socket.inet_pton(socket.AF_INET6, V6)
+                   + sink6.port.to_bytes(2, 'big') + b'payload']
+    clients = [h.client(V4) for _ in range(2)]
+    for c in clients:
+        for t in tricks:
+            roundtrip(c, dest, t, what='address-like payload: ')
+    time.sleep(0.3)
+    for s in sinks:
+        recs = s.snapshot()
+        check(not recs, 'the bystander listener %s received %d datagram(s), e.g. %s from %s'
+              % (s.addr, len(recs), describe(recs[0][2]), recs[0][1]) if recs else '')
+    got = sorted(d for _, _, d in srv.snapshot())
+    check(got == sorted(tricks * len(clients)),
+          'the configured server did not receive exactly the datagrams sent (%d vs %d)'
+          % (len(got), len(tricks) * len(clients)))
+    stop_ok(px)
+    print('%d address-like payloads x %d clients went only to the configured server'
+          % (len(tricks), len(clients)))
+
+
+# ---------------------------------------------------------------- signals
+
+def case_sighup_reload(h):
+    srv = h.echo(V4)
+    base = route_block('hup', '127.0.0.1:$P0', srv.addr, idle_timeout='30s')
+    px = h.proxy(config=base)
+    P = px.ports[0]
+    dest = (V4, P)
+    c = h.client(V4)
+    roundtrip(c, dest, b'before reload')
+    upstream = srv.sources()
+    px.write_config(route_block('hup', '127.0.0.1:%d' % P, srv.addr, idle_timeout='1s'))
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    hit = px.wait_for_log(r'(?i)reload|re-?read|config', 1.0, start=mark)
+    if hit is None:
+        time.sleep(0.2)
+        print('note: no log line mentioning the reload after SIGHUP')
+    check(px.alive(), 'slipgate exited (status %s) on SIGHUP' % px.proc.poll())
+    check(not px.session_ends(), 'a session ended on SIGHUP: %s'
+          % [m.string for m in px.session_ends()])
+    roundtrip(c, dest, b'after reload', what='right after SIGHUP: ')
+    t_last = time.monotonic()
+    check(srv.sources() == upstream, 'the session was replaced on reload: server saw %s, '
+          'then %s' % (upstream, srv.sources()))
+    line, dt = wait_idle_end(px, 'hup', mark, t_last, 'after SIGHUP to idle_timeout 1s')
+    st = stop_ok(px)
+    r = stats_route(st, 'hup')
+    check(r.get('sessions_total') == 1, 'stats: sessions_total %r, expected 1 (the reload '
+          'must keep the live session)' % r.get('sessions_total'))
+    ss = session_for(r, c.port)
+    check(len(ss) == 1 and ss[0].get('end_reason') == 'idle',
+          'stats: session %r, expected one ended with reason idle' % ss)
+    expect_counters(ss[0], 'session', 2, 25, 2, 25 + 2 * len(TAG))
+    print('reload kept the session; idle end %.2f s after the last packet' % dt)
+
+
+def case_second_signal(h):
+    srv = h.echo(V4)
+    # A single SIGINT: clean exit 0 with stats.
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr], name='sigint')
+    c = h.client(V4)
+    roundtrip(c, (V4, px.ports[0]), b'x')
+    st = stop_ok(px, signal.SIGINT)
+    check(stats_route(st, 'default').get('sessions_total') == 1,
+          'stats after SIGINT: sessions_total %r' % stats_route(st, 'default').get('sessions_total'))
+    # Two SIGTERMs 20 ms apart while traffic flows: gone within 2 s.
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr], name='twice')
+    dest = (V4, px.ports[0])
+    cs = [h.client(V4) for _ in range(5)]
+    for k, cl in enumerate(cs):
+        roundtrip(cl, dest, b'busy %d' % k)
+    for cl in cs:
+        cl.send(b'x' * 1000, dest)
+    t0 = time.monotonic()
+    px.send_signal(signal.SIGTERM)
+    time.sleep(0.02)
+    px.send_signal(signal.SIGTERM)
+    rc = px.wait_exit(2.0)
+    dt = time.monotonic() - t0
+    check(rc is not None, 'slipgate still running %.1f s after two SIGTERMs' % dt)
+    print('SIGINT: exit 0; two SIGTERMs: exit status %d after %.0f ms' % (rc, dt * 1000))
+
+
+def case_second_signal_wedged(h):
+    """The second signal is the way out of a shutdown that hangs.  Wedge the
+    proxy the simplest way: stop reading its stderr until its log writes
+    block (a pipe holds 64 KB; every new session logs a line), then send
+    SIGTERM twice: it must be gone within 2 s."""
+    srv = h.echo(V4)
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr,
+                       '+set', 'new_sessions_per_source', '1000000',
+                       '+set', 'max_sessions', '1000000'])
+    dest = (V4, px.ports[0])
+    px.pause_stderr()
+    wedged = False
+    sent = 0
+    t0 = time.monotonic()
+    for batch in range(12):  # at most 12 x 100 new sessions, at most ~3 s
+        socks = []
+        try:
+            for _ in range(100):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(s)
+                s.bind((V4, 0))
+                s.sendto(b'wedge', dest)
+                sent += 1
+        finally:
+            for s in socks:
+                s.close()
+        before = len(srv.snapshot())
+        time.sleep(0.2)
+        if len(srv.snapshot()) == before and before < sent:
+            wedged = True
+            break
+        if time.monotonic() - t0 > 10:
+            break
+    relayed = len(srv.snapshot())
+    print('stderr not drained: %d new clients sent, %d relayed, proxy %s'
+          % (sent, relayed, 'stalled' if wedged else 'kept relaying'))
+    t1 = time.monotonic()
+    px.send_signal(signal.SIGTERM)
+    time.sleep(0.05)
+    px.send_signal(signal.SIGTERM)
+    rc = px.wait_exit(2.0)
+    dt = time.monotonic() - t1
+    px.resume_stderr()
+    check(rc is not None, 'slipgate still running %.1f s after two SIGTERMs while its '
+          'stderr was blocked (%s after %d of %d new sessions): the second signal does not '
+          'exit at once' % (dt, 'relaying had stalled' if wedged else 'relaying went on',
+                            relayed, sent))
+    print('two SIGTERMs: exit status %d after %.0f ms' % (rc, dt * 1000))
+    # Logging never stalls relaying: lines that cannot be written are dropped.
+    check(not wedged and relayed == sent,
+          'relaying stalled while stderr was not read (%d of %d relayed)' % (relayed, sent))
+
+
+# ---------------------------------------------------------------- config
+
+GOOD_CONFIG = '''\
+# slipgate test configuration
+// both comment styles
+log_level info
+stats_file "%(dir)s/stats file.json"
+
+route alpha {
+    listen 127.0.0.1:27960      # trailing comment
+    server 127.0.0.1:27961
+    protocol auto
+    idle_timeout 60s
+    max_sessions 1024
+    new_sessions_per_source 10
+}
+
+route "beta" {
+    listen [::]:27970
+    server [::1]:27971
+    protocol q3
+    idle_timeout 500ms
+    max_sessions 4
+    new_sessions_per_source 1
+}
+
+route gamma {
+    listen [::1]:27980
+    server localhost:27981
+    protocol qw
+    idle_timeout 2m
+}
+'''
+
+# (name, text, line of the error or None, required regex in the message)
+BAD_CONFIGS = [
+    ('bad_duration', 'route a {\n    listen 127.0.0.1:1\n    server 127.0.0.1:2\n'
+     '    idle_timeout 5 parsecs\n}\n', 4, None),
+    ('bad_duration_unit', 'route a {\n    listen 127.0.0.1:1\n    server 127.0.0.1:2\n'
+     '    idle_timeout 5x\n}\n', 4, None),
+    ('unknown_route_directive', 'log_level info\nroute a {\n    listen 127.0.0.1:1\n'
+     '    server 127.0.0.1:2\n    idle_timout 5s\n}\n', 5, r'did you mean.*idle_timeout'),
+    ('unknown_top_directive', '# top\nlog_levle debug\n', 2, r'did you mean.*log_level'),
+    ('bad_enum', 'route a {\n    listen 127.0.0.1:1\n    server 127.0.0.1:2\n'
+     '    protocol q9\n}\n', 4, None),
+    ('bad_port', 'route a {\n    listen 127.0.0.1:99999\n    server 127.0.0.1:2\n}\n', 2, None),
+    ('bad_log_level', 'log_level loud\n', 1, None),
+    ('bad_int', 'route a {\n    listen 127.0.0.1:1\n    server 127.0.0.1:2\n'
+     '    max_sessions many\n}\n', 4, None),
+    ('unclosed_block', 'route a {\n    listen 127.0.0.1:1\n    server 127.0.0.1:2\n', None, None),
+    ('unterminated_string', 'stats_file "oops\n', 1, None),
+]
+
+
+def case_check_config(h):
+    good = h.path('good.conf')
+    with open(good, 'w') as f:
+        f.write(GOOD_CONFIG % {'dir': h.dir})
+    t0 = time.monotonic()
+    r = h.run(['--check-config', '-c', good])
+    check(r.returncode == 0, '--check-config on a valid file: exit %d, expected 0\n%s'
+          % (r.returncode, r.stderr.decode(errors='replace')[-2000:]))
+    check(time.monotonic() - t0 < 5, '--check-config took %.1f s' % (time.monotonic() - t0))
+    check(not os.path.exists(h.path('stats file.json')),
+          '--check-config started the proxy (stats_file was written)')
+    failures = []
+    for name, text, line, must in BAD_CONFIGS:
+        path = h.path(name + '.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        r = h.run(['--check-config', '-c', path])
+        err = r.stderr.decode(errors='replace')
+        if r.returncode != 1:
+            failures.append('%s: exit %d, expected 1; stderr: %r' % (name, r.returncode, err[:300]))
+            continue
+        m = re.search(re.escape(path) + r':(\d+):(\d+): error:', err)
+        if not m:
+            failures.append('%s: stderr lacks "%s:LINE:COL: error:": %r' % (name, path, err[:300]))
+            continue
+        ln, col = int(m.group(1)), int(m.group(2))
+        lines = text.split('\n')
+        if line is not None and ln != line:
+            failures.append('%s: error on line %d, expected line %d: %r' % (name, ln, line, err[:300]))
+        elif 1 <= ln <= len(lines) and not 1 <= col <= len(lines[ln - 1]) + 1:
+            failures.append('%s: column %d outside line %d (%r)' % (name, col, ln, lines[ln - 1]))
+        if must and not re.search(must, err):
+            failures.append('%s: stderr lacks /%s/: %r' % (name, must, err[:300]))
+    check(not failures, '%d of %d bad configs were not reported as specified:\n  %s'
+          % (len(failures), len(BAD_CONFIGS), '\n  '.join(failures)))
+
+
+def case_set_override(h):
+    srv = h.echo(V4)
+    cfg = (route_block('a', '127.0.0.1:$P0', srv.addr, idle_timeout='60s')
+           + route_block('b', '127.0.0.1:$P1', srv.addr, idle_timeout='60s'))
+    # 1: +set NAME VALUE applies to every route.
+    px = h.proxy(config=cfg, args=['+set', 'idle_timeout', '1s'], routes=2, name='all')
+    ca, cb = h.client(V4), h.client(V4)
+    mark = px.log_mark()
+    roundtrip(ca, (V4, px.ports[0]), b'a1')
+    roundtrip(cb, (V4, px.ports[1]), b'b1')
+    t_last = time.monotonic()
+    wait_idle_end(px, 'a', mark, t_last, '+set idle_timeout 1s, route a')
+    wait_idle_end(px, 'b', mark, t_last, '+set idle_timeout 1s, route b')
+    stop_ok(px)
+    # 2: +set ROUTE.NAME VALUE applies to that route only; +set of a
+    # top-level directive (stats_file) overrides the file's.
+    cfg2 = 'stats_file %s\n' % h.path('from-config.json') + cfg
+    override = h.path('from-set.json')
+    px = h.proxy(config=cfg2, args=['+set', 'b.idle_timeout', '1s',
+                                    '+set', 'stats_file', override],
+                 routes=2, stats=False, name='one')
+    ca, cb = h.client(V4), h.client(V4)
+    mark = px.log_mark()
+    roundtrip(ca, (V4, px.ports[0]), b'a2')
+    roundtrip(cb, (V4, px.ports[1]), b'b2')
+    t_last = time.monotonic()
+    wait_idle_end(px, 'b', mark, t_last, '+set b.idle_timeout 1s, route b')
+    time.sleep(max(0.0, t_last + IDLE_MAX - time.monotonic()))
+    ends_a = [m.string for m in px.session_ends(mark) if m.group('route') == 'a']
+    check(not ends_a, '+set b.idle_timeout 1s also ended route a\'s session: %s' % ends_a)
+    rc = px.stop()
+    check(rc == 0, 'exit status %d after SIGTERM' % rc)
+    check(os.path.exists(override), '+set stats_file %s: no stats written there' % override)
+    check(not os.path.exists(h.path('from-config.json')),
+          '+set stats_file did not override the config\'s stats_file')
+
+
+def case_cli_errors(h):
+    problems = []
+    for bad in (['--no-such-option'], ['-Z']):
+        r = h.run(bad)
+        out = (r.stderr + r.stdout).decode(errors='replace')
+        if r.returncode != 2:
+            problems.append('%s: exit %d, expected 2' % (bad[0], r.returncode))
+        if not re.search(r'(?i)usage|--help', out):
+            problems.append('%s: no usage hint in the output: %r' % (bad[0], out[:300]))
+    r = h.run(['--version'])
+    out = r.stdout.decode(errors='replace')
+    if r.returncode != 0:
+        problems.append('--version: exit %d' % r.returncode)
+    if not re.search(r'\d+\.\d+', out):
+        problems.append('--version: no version number on stdout: %r' % out[:200])
+    r = h.run(['--help'])
+    out = (r.stdout + r.stderr).decode(errors='replace')
+    if r.returncode != 0:
+        problems.append('--help: exit %d' % r.returncode)
+    for opt in ('-c', '--config', '-l', '--listen', '-s', '--server', '-p', '--protocol',
+                '--check-config', '--stats', '-v', '-q', '--version', '--help', '+set'):
+        if not re.search(r'(?<![\w+-])' + re.escape(opt) + r'(?![\w-])', out):
+            problems.append('--help does not mention %s' % opt)
+    check(not problems, 'command line:\n  ' + '\n  '.join(problems))
+
+
+def case_quiet_flag(h):
+    srv = h.echo(V4)
+    px = h.proxy(args=['-q', '-l', '127.0.0.1:$P0', '-s', srv.addr])
+    c = h.client(V4)
+    roundtrip(c, (V4, px.ports[0]), b'quiet')
+    time.sleep(0.2)
+    info = [l for l in px.log_lines() if re.search(r'(?i)\binfo\b', l)]
+    check(not info, '-q still logs info lines: %s' % info[:3])
+    stop_ok(px)
+
+
+CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
+
+if __name__ == '__main__':
+    sys.exit(main(CASES, sys.argv))
