@@ -84,15 +84,19 @@ struct sg_codec {
     int (*encode)(void *state, const struct sg_frame *frame, sg_emit_fn emit, void *ctx,
                   bool *identical);
 
-    /* Demo files.  `demo_ext` is NULL for a game without a writer yet. */
+    /*
+     * Demo files.  `demo_ext` is NULL for a game without a demo writer.
+     * record() appends an S2C MESSAGE frame to the demo being written to
+     * `out` (borrowed; a different `out` starts a new demo, which begins
+     * with a gamestate: the frame's own, or one synthesized from tracked
+     * state when recording starts mid-level).  Returns 1 written, 0 skipped
+     * (waiting for a starting point), or a negative error (a write error:
+     * recording should stop).  record_end() writes the end marker and
+     * flushes; `out` stays open.
+     */
     const char *(*demo_ext)(void *state); /* "dm_68", known once the handshake is seen */
-    /* Write the demo's start: the frame's own gamestate, or (mid-level)
-     * one synthesized from tracked state.  SG_E_STATE: not possible yet. */
-    int (*demo_begin)(void *state, const struct sg_frame *frame, FILE *out);
-    /* Append one S2C message frame. */
-    int (*demo_write)(void *state, const struct sg_frame *frame, FILE *out);
-    /* Write the end marker. */
-    int (*demo_end)(void *state, FILE *out);
+    int (*record)(void *state, const struct sg_frame *frame, FILE *out);
+    int (*record_end)(void *state, FILE *out);
 
     /* Counters and the first error's description. */
     const struct sg_codec_stats *(*stats)(void *state);

@@ -269,68 +269,19 @@ static int open_pair(struct sg_q3_demo_reader *r, struct sg_q3_demo_writer *w, c
     return 0;
 }
 
-/* Counters of a reencode or cut run. */
-struct copy_stats {
-    uint64_t messages, identical, decode_errors;
-    int end;
-};
-
-/* Decode, re-encode and write every message of r to w. */
-static int reencode_all(struct sg_q3_demo_reader *r, struct sg_q3_demo_writer *w,
-                        struct copy_stats *cs)
-{
-    static uint8_t in[SG_Q3_MAX_MSGLEN], out[SG_Q3_MAX_MSGLEN];
-    struct sg_q3_state *st = sg_q3_state_create(r->protocol);
-    struct sg_q3_svmsg msg;
-    int err = 0;
-
-    if (!st)
-        return -ENOMEM;
-    sg_q3_svmsg_init(&msg);
-    while (err >= 0) {
-        int32_t seq;
-        size_t len;
-        int n;
-
-        err = sg_q3_demo_read(r, &seq, in, &len);
-        if (err <= 0)
-            break;
-        cs->messages++;
-
-        /* messages that do not decode are copied as they are */
-        n = sg_q3_parse_server_message(st, seq, in, len, &msg);
-        if (n < 0) {
-            cs->decode_errors++;
-            err = sg_q3_demo_write(w, seq, in, len);
-            continue;
-        }
-        n = sg_q3_write_server_message(&msg, out, sizeof(out));
-        if (n < 0) {
-            err = n;
-            break;
-        }
-        cs->identical += (size_t)n == len && memcmp(in, out, len) == 0;
-        err = sg_q3_demo_write(w, seq, out, (size_t)n);
-    }
-    cs->end = err == SG_E_TRUNCATED || err == SG_E_TOOBIG || err == SG_E_MALFORMED ? err : 0;
-    sg_q3_svmsg_finish(&msg);
-    sg_q3_state_destroy(st);
-    return err < 0 && !cs->end ? err : 0;
-}
-
 /* demo reencode IN OUT */
 static int cmd_reencode(int argc, char **argv)
 {
     struct sg_q3_demo_reader r;
     struct sg_q3_demo_writer w;
-    struct copy_stats cs = {0};
+    struct sg_q3_demo_stats cs;
     int err, ferr;
 
     if (argc != 3)
         return usage("reencode takes IN and OUT");
     if (open_pair(&r, &w, argv[1], argv[2]) < 0)
         return EXIT_ERRORS;
-    err = reencode_all(&r, &w, &cs);
+    err = sg_q3_demo_reencode(&r, &w, &cs);
     ferr = sg_q3_demo_writer_finish(&w);
     sg_q3_demo_reader_finish(&r);
     if (err < 0 || ferr < 0) {
@@ -357,46 +308,6 @@ static bool parse_time(const char *s, int32_t *out)
     return true;
 }
 
-/* Feed r through a recorder to w for snapshots within [from, to]. */
-static int cut_all(struct sg_q3_demo_reader *r, struct sg_q3_demo_writer *w, int32_t from,
-                   int32_t to, struct copy_stats *cs, struct sg_q3_recorder *rec)
-{
-    static uint8_t in[SG_Q3_MAX_MSGLEN];
-    struct sg_q3_state *st = sg_q3_state_create(r->protocol);
-    struct sg_q3_svmsg msg;
-    int err = 0;
-
-    if (!st)
-        return -ENOMEM;
-    sg_q3_svmsg_init(&msg);
-    sg_q3_recorder_init(rec, w);
-    while (err >= 0) {
-        const struct sg_q3_snap *s;
-        int32_t seq;
-        size_t len;
-        int perr;
-
-        err = sg_q3_demo_read(r, &seq, in, &len);
-        if (err <= 0)
-            break;
-        cs->messages++;
-        perr = sg_q3_parse_server_message(st, seq, in, len, &msg);
-        cs->decode_errors += perr < 0;
-
-        /* in range: snapshots from `from` on, stop after `to` */
-        s = perr < 0 ? NULL : sg_q3_svmsg_snapshot(&msg);
-        if (s && s->server_time - to > 0)
-            break;
-        if (!rec->started && (!s || s->server_time - from < 0))
-            continue;
-        err = sg_q3_recorder_feed(rec, st, &msg, perr, in, len);
-    }
-    cs->end = err == SG_E_TRUNCATED ? err : 0;
-    sg_q3_svmsg_finish(&msg);
-    sg_q3_state_destroy(st);
-    return err < 0 && !cs->end ? err : 0;
-}
-
 /* demo cut IN OUT --from MS --to MS */
 static int cmd_cut(int argc, char **argv)
 {
@@ -405,8 +316,7 @@ static int cmd_cut(int argc, char **argv)
     bool have_from = false, have_to = false;
     struct sg_q3_demo_reader r;
     struct sg_q3_demo_writer w;
-    struct sg_q3_recorder *rec;
-    struct copy_stats cs = {0};
+    struct sg_q3_demo_stats cs;
     int err, ferr;
 
     /* arguments */
@@ -434,29 +344,18 @@ static int cmd_cut(int argc, char **argv)
         return usage("cut: --to is before --from");
 
     /* copy the span */
-    rec = malloc(sizeof(*rec));
-    if (!rec)
+    if (open_pair(&r, &w, in, out) < 0)
         return EXIT_ERRORS;
-    if (open_pair(&r, &w, in, out) < 0) {
-        free(rec);
-        return EXIT_ERRORS;
-    }
-    err = cut_all(&r, &w, from, to, &cs, rec);
+    err = sg_q3_demo_cut(&r, &w, from, to, &cs);
     ferr = sg_q3_demo_writer_finish(&w);
     sg_q3_demo_reader_finish(&r);
     if (err < 0 || ferr < 0) {
         fprintf(stderr, "slipgate demo: cut: %s\n", sg_strerror(err < 0 ? err : ferr));
-        sg_q3_recorder_finish(rec);
-        free(rec);
         return EXIT_ERRORS;
     }
     printf("wrote %" PRIu64 " messages (%" PRIu64 " re-encoded) from %" PRIu64 " read%s\n",
-           rec->written, rec->rewritten, cs.messages,
-           rec->started ? "" : "; no snapshot in that span");
-    err = !rec->started || cs.decode_errors || cs.end ? EXIT_ERRORS : 0;
-    sg_q3_recorder_finish(rec);
-    free(rec);
-    return err;
+           cs.written, cs.rewritten, cs.messages, cs.started ? "" : "; no snapshot in that span");
+    return !cs.started || cs.decode_errors ? EXIT_ERRORS : 0;
 }
 
 int sg_cmd_demo(int argc, char **argv)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 const char *const sg_protocol_names[] = {"auto", "q3", "q2", "qw", "nq", NULL};
+const char *const sg_reencode_names[] = {"changed", "always", NULL};
 
 /* ---- route blocks ---- */
 
@@ -36,6 +37,11 @@ static const struct sg_conf_directive route_directives[] = {
     {.name = "new_sessions_per_source", .type = SG_CONF_INT,
      .offset = offsetof(struct sg_route_conf, new_sessions_per_source), .min = 1, .max = 1000000,
      .argname = "N", .help = "new sessions per second one source IP may open (default 10)"},
+    {.name = "reencode", .type = SG_CONF_ENUM, .offset = offsetof(struct sg_route_conf, reencode),
+     .choices = sg_reencode_names, .argname = "changed|always",
+     .help = "rebuild only frames a filter changed (default), or every decoded message"},
+    {.name = "record", .type = SG_CONF_PATH, .offset = offsetof(struct sg_route_conf, record),
+     .argname = "DIR", .help = "write each session's demo files (.dm_68, ...) into DIR"},
     {NULL},
 };
 
@@ -166,8 +172,14 @@ static int apply_route_options(struct sg_conf *conf, const struct sg_conf_overri
     };
     int rc = 0;
 
+    /* --record applies to every route. */
+    if (ov->record) {
+        for (struct sg_route_conf *r = conf->routes; r; r = r->next)
+            if (sg_conf_set(&sg_conf_route_section, r, "record", ov->record, "--record", diag) < 0)
+                rc = SG_E_CONFIG;
+    }
     if (!ov->listen && !ov->server && !ov->protocol)
-        return 0;
+        return rc;
     if (conf->nroutes == 0 && !route_append(conf, "default", 0))
         return -ENOMEM;
     if (conf->nroutes > 1) {
@@ -177,6 +189,10 @@ static int apply_route_options(struct sg_conf *conf, const struct sg_conf_overri
                            conf->nroutes);
         return SG_E_CONFIG;
     }
+    if (ov->record && !conf->routes->record &&
+        sg_conf_set(&sg_conf_route_section, conf->routes, "record", ov->record, "--record",
+                    diag) < 0)
+        rc = SG_E_CONFIG;
     for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
         const char *value = *(const char *const *)((const char *)ov + opts[i].off);
         if (value && sg_conf_set(&sg_conf_route_section, conf->routes, opts[i].directive, value,

@@ -22,6 +22,12 @@ extern const char *const sg_protocol_names[];
 
 #define SG_DEFAULT_LISTEN "0.0.0.0:27960"
 
+enum sg_reencode {
+    SG_REENCODE_CHANGED, /* only frames a filter changed (default) */
+    SG_REENCODE_ALWAYS,  /* every decoded message: proves the encoder on real traffic */
+};
+extern const char *const sg_reencode_names[];
+
 /* One `route NAME { ... }` block: listen -> server. */
 struct sg_route_conf {
     char *name;
@@ -31,6 +37,8 @@ struct sg_route_conf {
     int64_t idle_timeout_ms;
     int64_t max_sessions;
     int64_t new_sessions_per_source; /* per second, per source IP */
+    int reencode;       /* enum sg_reencode */
+    char *record;       /* directory for network-side demos, or NULL */
     int line;           /* where the block opens (0: command line) */
     struct sg_route_conf *next;
 };
@@ -47,6 +55,7 @@ struct sg_conf {
 /* Command-line settings layered over the file (owned by the caller). */
 struct sg_conf_overrides {
     const char *listen, *server, *protocol; /* -l -s -p, NULL when absent */
+    const char *record;                     /* --record DIR: every route */
     int nsets;
     const char *const *sets; /* 2 * nsets strings: NAME, VALUE pairs from +set */
     int verbosity;           /* -v minus -q */

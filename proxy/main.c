@@ -31,6 +31,7 @@ static const char usage_text[] =
     "  -p, --protocol PROTO     auto|q3|q2|qw|nq (default auto: relay without decoding)\n"
     "      --check-config       validate the configuration and exit (0 valid, 1 not)\n"
     "      --stats FILE         write a JSON summary of every session at exit\n"
+    "      --record DIR         record each session's demo (.dm_68, ...) into DIR\n"
     "  -v, --verbose            log more (repeat for debug, trace)\n"
     "  -q, --quiet              log less (repeat for errors only)\n"
     "      --version            print the version and exit\n"
@@ -47,14 +48,15 @@ static const char usage_text[] =
     "Examples:\n"
     "  slipgate -s q3.example.org:27960\n"
     "  slipgate -l [::]:27960 -s 127.0.0.1:27961 --stats /tmp/slipgate.json\n"
-    "  slipgate -c /etc/slipgate.conf +set idle_timeout 2m\n";
+    "  slipgate -c /etc/slipgate.conf +set idle_timeout 2m\n"
+    "  slipgate -p q3 -s 127.0.0.1:27961 --record demos +set reencode always\n";
 
 static void usage_hint(void)
 {
     fputs("Try 'slipgate --help' for more information.\n", stderr);
 }
 
-enum { OPT_CHECK = 256, OPT_STATS, OPT_VERSION };
+enum { OPT_CHECK = 256, OPT_STATS, OPT_VERSION, OPT_RECORD };
 
 /* Take `+set NAME VALUE` triples out of argv (getopt would see them as operands). */
 static int extract_sets(int *argc, char **argv, const char ***sets, int *nsets)
@@ -123,6 +125,7 @@ int main(int argc, char **argv)
         {"protocol", required_argument, NULL, 'p'},
         {"check-config", no_argument, NULL, OPT_CHECK},
         {"stats", required_argument, NULL, OPT_STATS},
+        {"record", required_argument, NULL, OPT_RECORD},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -157,6 +160,7 @@ int main(int argc, char **argv)
         case 'q': ov.verbosity--; break;
         case OPT_CHECK: check = true; break;
         case OPT_STATS: stats = optarg; break;
+        case OPT_RECORD: ov.record = optarg; break;
         case OPT_VERSION:
             printf("slipgate %s\n", SG_VERSION);
             free(sets);

@@ -267,7 +267,8 @@ static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
     dst->name = strdup(src->name);
     dst->listen = strdup(src->listen);
     dst->server = strdup(src->server);
-    if (!dst->name || !dst->listen || !dst->server)
+    dst->record = src->record ? strdup(src->record) : NULL;
+    if (!dst->name || !dst->listen || !dst->server || (src->record && !dst->record))
         return UV_ENOMEM;
     return 0;
 }
@@ -277,6 +278,7 @@ static void free_conf(struct sg_route_conf *c)
     free(c->name);
     free(c->listen);
     free(c->server);
+    free(c->record);
     memset(c, 0, sizeof(*c));
 }
 
@@ -353,10 +355,18 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     if (err < 0)
         goto err_handles;
 
-    sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "listening on %s, relaying to %s (%s)",
+    r->codec = r->conf.protocol == SG_PROTO_AUTO ? NULL
+                                                 : sg_codec_find(sg_protocol_names[r->conf.protocol]);
+    sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "listening on %s, relaying to %s (%s%s)%s%s",
            sg_addr_format((struct sockaddr *)&r->listen_addr, la, sizeof(la)),
            sg_addr_format((struct sockaddr *)&r->server_addr, sa, sizeof(sa)),
-           sg_protocol_names[r->conf.protocol]);
+           sg_protocol_names[r->conf.protocol],
+           r->conf.reencode == SG_REENCODE_ALWAYS ? ", reencode always" : "",
+           r->conf.record ? ", recording into " : "", r->conf.record ? r->conf.record : "");
+    if (r->conf.protocol != SG_PROTO_AUTO && !r->codec)
+        sg_log(&app->log, SG_LOG_WARN, r->conf.name, 0,
+               "no %s codec in this build yet: relaying without decoding",
+               sg_protocol_names[r->conf.protocol]);
     *out = r;
     return 0;
 
@@ -404,6 +414,19 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         r->server_addr = server;
         sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "new sessions go to %s", name);
     }
+
+    /* Recording starts or stops for live sessions too (session.c checks). */
+    if ((rc->record == NULL) != (r->conf.record == NULL) ||
+        (rc->record && strcmp(rc->record, r->conf.record) != 0)) {
+        char *dir = rc->record ? strdup(rc->record) : NULL;
+        if (rc->record && !dir)
+            return UV_ENOMEM;
+        free(r->conf.record);
+        r->conf.record = dir;
+        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "recording %s%s",
+               dir ? "into " : "off", dir ? dir : "");
+    }
+    r->conf.reencode = rc->reencode;
 
     /* Limits and timeouts apply at once, to live sessions too. */
     r->conf.idle_timeout_ms = rc->idle_timeout_ms;

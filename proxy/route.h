@@ -19,6 +19,7 @@
 #include "proxy/conf.h"
 #include "proxy/counters.h"
 #include "proxy/log.h"
+#include "protocols/codec.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,7 +40,14 @@ struct sg_session_summary {
     uint64_t started_ms, ended_ms; /* wall clock, ms since the epoch */
     const char *end_reason;        /* static string; NULL while active */
     struct sg_counters counters;
+    const char *codec;             /* codec name, NULL when not decoding */
+    struct sg_codec_stats cstats;  /* the codec's counters at the end */
+    char first_error[200];         /* the codec's first error, "" if none */
+    uint32_t demos;                /* demo files written */
+    char demo[256];                /* the last demo file */
 };
+
+struct sg_recording;
 
 struct sg_session {
     struct sg_route *route;
@@ -51,6 +59,11 @@ struct sg_session {
     uint64_t last_active;              /* uv_now() of the last datagram either way */
     unsigned queued;                   /* sends waiting in libuv */
     bool closing;
+    bool probed;                       /* protocol auto: the first datagram was looked at */
+    const struct sg_codec *codec;      /* decoding this session, or NULL */
+    void *cstate;                      /* the codec's per-session state */
+    uint64_t decode_errors;            /* reported once in the log */
+    struct sg_recording *rec;          /* the demo being written, or NULL */
     struct sg_session_summary sum;
 };
 
@@ -65,6 +78,7 @@ struct sg_route {
     struct sg_app *app;
     struct sg_route *next;
     struct sg_route_conf conf;          /* private copy (strings owned) */
+    const struct sg_codec *codec;       /* from `protocol`; NULL: probe each session (auto) */
     struct sockaddr_storage listen_addr;
     struct sockaddr_storage server_addr;
     uv_udp_t listener;
@@ -111,7 +125,12 @@ void sg_route_destroy(struct sg_route *r);
 /* Sessions (proxy/session.c). */
 struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *client);
 void sg_session_forward_to_server(struct sg_session *s, const char *data, size_t len);
+void sg_session_forward_to_client(struct sg_session *s, const char *data, size_t len);
 void sg_session_close(struct sg_session *s, const char *reason);
+
+/* Demo recording (proxy/record.c): feed an S2C frame; close at session end. */
+void sg_record_frame(struct sg_session *s, const struct sg_frame *f);
+void sg_record_close(struct sg_session *s);
 
 /* Send `len` bytes on `handle`, without copying unless the socket would
  * block.  `queued` counts the caller's outstanding queued sends. */

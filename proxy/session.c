@@ -11,7 +11,9 @@
 #include "proxy/addr.h"
 #include "proxy/app.h"
 #include "proxy/route.h"
+#include "protocols/error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +77,123 @@ static void count_send_error(struct sg_session *s, int err, const char *dir)
                   uv_strerror(err));
 }
 
+/* ---- sending, either way ---- */
+
+static int send_dir(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
+{
+    struct sg_route *r = s->route;
+    const char *bytes = (const char *)data;
+    int err;
+
+    if (dir == SG_DIR_C2S)
+        err = sg_udp_send(&s->upstream, bytes, len, (struct sockaddr *)&s->server, &s->queued);
+    else
+        err = sg_udp_send(&r->listener, bytes, len, (struct sockaddr *)&s->client,
+                          &r->listener_queued);
+    if (err < 0) {
+        count_send_error(s, err, dir == SG_DIR_C2S ? "to server" : "to client");
+        return err;
+    }
+    if (dir == SG_DIR_C2S) {
+        s->sum.counters.c2s_packets++;
+        s->sum.counters.c2s_bytes += len;
+        r->counters.c2s_packets++;
+        r->counters.c2s_bytes += len;
+    } else {
+        s->sum.counters.s2c_packets++;
+        s->sum.counters.s2c_bytes += len;
+        r->counters.s2c_packets++;
+        r->counters.s2c_bytes += len;
+    }
+    return 0;
+}
+
+struct emit_ctx {
+    struct sg_session *s;
+    enum sg_dir dir;
+};
+
+static int emit(void *ctx, const uint8_t *data, size_t len)
+{
+    struct emit_ctx *e = ctx;
+    return send_dir(e->s, e->dir, data, len);
+}
+
+/* ---- decoding ---- */
+
+/* The codec for a new session: the route's, or (auto) whoever claims the first datagram. */
+static void pick_codec(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
+{
+    struct sg_route *r = s->route;
+    const struct sg_codec *codec;
+    int err;
+
+    s->probed = true;
+    codec = r->conf.protocol != SG_PROTO_AUTO ? r->codec
+            : dir == SG_DIR_C2S                ? sg_codec_probe(data, len)
+                                               : NULL;
+    if (!codec)
+        return;
+    err = codec->create(&s->cstate);
+    if (err < 0) {
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
+               "cannot start the %s decoder: %s; relaying without decoding", codec->name,
+               sg_strerror(err));
+        return;
+    }
+    s->codec = codec;
+    sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "decoding as %s",
+              codec->name);
+}
+
+/*
+ * One datagram either way: decode it, record it, and send the original
+ * bytes, or (reencode always) the message rebuilt from its decoded form.
+ * Whatever cannot be decoded or rebuilt is relayed as it came (rule 1).
+ */
+static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
+{
+    struct sg_route *r = s->route;
+    const struct sg_frame *f;
+    struct emit_ctx ctx = {s, dir};
+    bool identical;
+    int err;
+
+    s->last_active = uv_now(&r->app->loop);
+    if (!s->probed)
+        pick_codec(s, dir, data, len);
+    if (!s->codec) {
+        send_dir(s, dir, data, len);
+        return;
+    }
+
+    /* Decode; an error is counted and logged once per session. */
+    err = s->codec->decode(s->cstate, dir, data, len, &f);
+    if (err < 0 && s->decode_errors++ == 0)
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+               "first decode error (%s); the traffic is still relayed: %s",
+               dir == SG_DIR_C2S ? "client to server" : "server to client",
+               s->codec->describe(s->cstate));
+
+    /* Taps. */
+    if (dir == SG_DIR_S2C && f->kind == SG_FRAME_MESSAGE && (s->rec || r->conf.record))
+        sg_record_frame(s, f);
+
+    /* Rebuild every message when asked; pieces wait for their whole message. */
+    if (r->conf.reencode == SG_REENCODE_ALWAYS) {
+        if (f->kind == SG_FRAME_PARTIAL)
+            return;
+        if (f->kind == SG_FRAME_MESSAGE) {
+            err = s->codec->encode(s->cstate, f, emit, &ctx, &identical);
+            if (err >= 0)
+                return;
+            sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+                      "rebuild failed (%s): relaying the original", sg_strerror(err));
+        }
+    }
+    send_dir(s, dir, data, len);
+}
+
 /* ---- server -> client ---- */
 
 static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
@@ -90,7 +209,6 @@ static void on_server_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
     struct sg_session *s = handle->data;
     struct sg_route *r = s->route;
     char a[SG_ADDR_STRLEN];
-    int err;
 
     /* Errors (an ICMP unreachable shows up here) are not fatal. */
     if (nread < 0) {
@@ -114,38 +232,14 @@ static void on_server_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
                   "drop from %s: not the server", sg_addr_format(from, a, sizeof(a)));
         return;
     }
-
-    /* Relay to the client through the route's listening socket. */
-    s->last_active = uv_now(&r->app->loop);
-    err = sg_udp_send(&r->listener, buf->base, (size_t)nread, (struct sockaddr *)&s->client,
-                      &r->listener_queued);
-    if (err < 0) {
-        count_send_error(s, err, "to client");
-        return;
-    }
-    s->sum.counters.s2c_packets++;
-    s->sum.counters.s2c_bytes += (uint64_t)nread;
-    r->counters.s2c_packets++;
-    r->counters.s2c_bytes += (uint64_t)nread;
+    relay(s, SG_DIR_S2C, (const uint8_t *)buf->base, (size_t)nread);
 }
 
 /* ---- client -> server ---- */
 
 void sg_session_forward_to_server(struct sg_session *s, const char *data, size_t len)
 {
-    struct sg_route *r = s->route;
-    int err;
-
-    s->last_active = uv_now(&r->app->loop);
-    err = sg_udp_send(&s->upstream, data, len, (struct sockaddr *)&s->server, &s->queued);
-    if (err < 0) {
-        count_send_error(s, err, "to server");
-        return;
-    }
-    s->sum.counters.c2s_packets++;
-    s->sum.counters.c2s_bytes += len;
-    r->counters.c2s_packets++;
-    r->counters.c2s_bytes += len;
+    relay(s, SG_DIR_C2S, (const uint8_t *)data, len);
 }
 
 /* ---- life cycle ---- */
@@ -234,6 +328,25 @@ void sg_session_close(struct sg_session *s, const char *reason)
     s->sum.end_reason = reason;
     s->sum.ended_ms = sg_now_wall_ms();
     sg_route__session_remove(r, s);
+
+    /* The demo is finished and the decoder's findings kept for --stats. */
+    sg_record_close(s);
+    if (s->codec) {
+        const struct sg_codec_stats *cs = s->codec->stats(s->cstate);
+        s->sum.codec = s->codec->name;
+        s->sum.cstats = *cs;
+        snprintf(s->sum.first_error, sizeof(s->sum.first_error), "%s",
+                 cs->errors ? s->codec->describe(s->cstate) : "");
+        sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+                  "%s: %llu datagrams decoded, %llu messages, %llu decode errors, %llu rebuilt "
+                  "(%llu byte-identical)",
+                  s->codec->describe(s->cstate), (unsigned long long)cs->decoded,
+                  (unsigned long long)cs->messages, (unsigned long long)cs->errors,
+                  (unsigned long long)cs->reencoded, (unsigned long long)cs->reencode_identical);
+        s->codec->destroy(s->cstate);
+        s->codec = NULL;
+        s->cstate = NULL;
+    }
     sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
               "session end reason=%s client=%s duration=%.1fs c2s=%llu/%lluB s2c=%llu/%lluB "
               "drops=%llu",

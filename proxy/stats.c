@@ -53,6 +53,21 @@ static void json_session(FILE *f, const struct sg_session_summary *s, bool *firs
     }
     fputs(", \"counters\": ", f);
     json_counters(f, &s->counters);
+    if (s->codec) {
+        const struct sg_codec_stats *c = &s->cstats;
+        fprintf(f,
+                ",\n         \"codec\": \"%s\", \"decode\": {\"datagrams\": %llu, \"messages\": %llu, "
+                "\"oob\": %llu, \"rejected\": %llu, \"errors\": %llu, \"reencoded\": %llu, "
+                "\"reencode_identical\": %llu, \"reencode_errors\": %llu}, \"first_error\": ",
+                s->codec, (unsigned long long)c->decoded, (unsigned long long)c->messages,
+                (unsigned long long)c->oob, (unsigned long long)c->rejected,
+                (unsigned long long)c->errors, (unsigned long long)c->reencoded,
+                (unsigned long long)c->reencode_identical,
+                (unsigned long long)c->reencode_errors);
+        json_string(f, s->first_error);
+        fprintf(f, ", \"demos\": %u, \"demo\": ", s->demos);
+        json_string(f, s->demo);
+    }
     fputc('}', f);
     *first = false;
 }

@@ -6,13 +6,43 @@
  *    N bits first moves the low (N & 7) bits raw, LSB first, then each
  *    remaining group of 8 bits as one fixed-Huffman symbol.
  *  - OOB mode (sg_q3_msg_oob): 8/16/32-bit values are plain little-endian
- *    bytes; used for netchan headers and out-of-band packets.
- *  - Negative `bits` means signed: the value is sign-extended on read.
- *  - Reading past the end never touches memory outside the buffer: it sets
- *    the sticky `overflowed` flag and returns 0; the codec checks the flag
- *    once per message.  Writing past `cap` likewise sets the flag.
+ *    bytes at `readcount` (reader) or `size` (writer); used for netchan
+ *    headers and out-of-band packets.  A 16-bit OOB read is sign-extended
+ *    even when unsigned (the game reads it into a short).  Other widths are
+ *    an error in the game (it drops the connection); here they set the
+ *    overflow flag.
+ *  - Negative `bits` means signed, with the game's quirk in Huffman mode:
+ *    the sign is taken from bit (W - (W & 7) - 1) of a W-bit value, i.e.
+ *    from the top of the whole bytes only.  So -8, -16, -24 and -32 behave
+ *    as expected, -1..-7 are not sign-extended at all, and e.g. a -12 read
+ *    extends bit 7 over bits 8..31.  -32 returns the 32 bits unchanged.
+ *  - A Huffman code that decodes to NYT (only in corrupt data) contributes
+ *    the value 256, i.e. sets the lowest bit of the next byte of the result.
+ *
+ * End of the buffer (reader; the game checks `readcount > cursize`):
+ *  - No byte at or past `size` is ever read.
+ *  - Huffman mode: a read whose raw bits would pass bit `size * 8`, or one
+ *    of whose codes would need a bit at or past it, fails: it returns 0,
+ *    sets `readcount` to size + 1 and `overflowed`.  After a successful
+ *    read `readcount` is (bit >> 3) + 1, so a read that consumes the very
+ *    last bit returns its value but also sets `overflowed` (the game counts
+ *    the byte after the bit position as read; its writers always emit that
+ *    extra byte, see sg_q3_msg_bytes).
+ *  - OOB mode: a read that would pass `size` fails the same way.
+ *  - Once `readcount` > `size` every read returns 0 without touching the
+ *    buffer, and the typed readers return -1 (read_float: -1.0f,
+ *    read_data: 0xff bytes, strings: end there), as in the game.
+ *  `overflowed` is sticky and is exactly "readcount > size" for a reader;
+ *  the codec checks it once per message.
+ *
+ * Writer: stops at `cap` bytes and sets the sticky `overflowed` flag;
+ * after it nothing more is written.  A Huffman-mode write must also leave
+ * room for the byte the game counts after the last bit (see
+ * sg_q3_msg_bytes), so the bit position may reach at most cap * 8 - 1.
  *
  * The struct is caller-owned; `data` is borrowed for the buffer's lifetime.
+ * The functions use only the shared, immutable fixed Huffman coder and are
+ * safe to call from several threads on different buffers.
  */
 #ifndef SG_PROTOCOLS_Q3_MSG_H
 #define SG_PROTOCOLS_Q3_MSG_H
@@ -21,16 +51,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SG_Q3_MAX_MSGLEN 16384 /* MAX_MSGLEN */
+#define SG_Q3_MAX_MSGLEN       16384 /* MAX_MSGLEN */
 #define SG_Q3_MAX_STRING_CHARS 1024
-#define SG_Q3_BIG_INFO_STRING 8192
+#define SG_Q3_BIG_INFO_STRING  8192
 
 struct sg_q3_msg {
     uint8_t *data;    /* bytes being read or written */
     size_t cap;       /* capacity of data, in bytes */
-    size_t size;      /* bytes that hold data (reader: input length; writer: bytes used) */
+    size_t size;      /* reader: input length; writer: bytes used, the game's cursize */
     size_t bit;       /* current bit position */
-    size_t readcount; /* bytes consumed: (bit >> 3) + 1 in Huffman mode, as the game counts */
+    size_t readcount; /* reader: bytes consumed, (bit >> 3) + 1 in Huffman mode, as the game
+                         counts; size + 1 after a read past the end */
     bool oob;         /* true: raw byte mode */
     bool overflowed;  /* sticky overflow flag */
 };
@@ -40,40 +71,66 @@ void sg_q3_msg_init_read(struct sg_q3_msg *m, const uint8_t *data, size_t len);
 /* Writer into `buf` of `cap` bytes; zeroes the buffer. */
 void sg_q3_msg_init_write(struct sg_q3_msg *m, uint8_t *buf, size_t cap);
 
-/* Switch modes (MSG_Bitstream / the OOB readers).  The bit position is kept. */
+/*
+ * Switch modes (MSG_Bitstream / the OOB readers).  Nothing else changes, as
+ * in the game: OOB reads continue at `readcount`, OOB writes at `size`,
+ * Huffman reads and writes at `bit` (OOB reads and writes keep `bit` at
+ * 8 * their byte position, so OOB then Huffman continues seamlessly).
+ */
 void sg_q3_msg_oob(struct sg_q3_msg *m, bool oob);
 
-/* Core bit I/O.  |bits| in 1..32; negative = signed. */
+/* Core bit I/O.  |bits| in 1..32; negative = signed (see above).  A write
+ * of -32 bits is written like 32 (the game's writer rejects it). */
 int32_t sg_q3_msg_read_bits(struct sg_q3_msg *m, int bits);
 void sg_q3_msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits);
 
 /* Conveniences with the game's widths and signedness. */
-int sg_q3_msg_read_byte(struct sg_q3_msg *m);   /* 0..255, or -1 past the end (game behaviour) */
-int sg_q3_msg_read_short(struct sg_q3_msg *m);  /* signed 16, or -1 past the end */
+int sg_q3_msg_read_byte(struct sg_q3_msg *m);     /* 0..255, or -1 past the end (game behaviour) */
+int sg_q3_msg_read_char(struct sg_q3_msg *m);     /* -128..127, or -1 past the end */
+int sg_q3_msg_read_short(struct sg_q3_msg *m);    /* signed 16, or -1 past the end */
 int32_t sg_q3_msg_read_long(struct sg_q3_msg *m); /* 32, or -1 past the end */
-float sg_q3_msg_read_float(struct sg_q3_msg *m);
+float sg_q3_msg_read_float(struct sg_q3_msg *m);  /* the 32 bits as a float, or -1.0f */
 void sg_q3_msg_write_byte(struct sg_q3_msg *m, int c);
 void sg_q3_msg_write_short(struct sg_q3_msg *m, int c);
 void sg_q3_msg_write_long(struct sg_q3_msg *m, int32_t c);
 void sg_q3_msg_write_float(struct sg_q3_msg *m, float f);
 
+/* MSG_LookaheadByte: the next byte as read_byte would give it, without
+ * consuming it (the position and the overflow flag are restored). */
+int sg_q3_msg_peek_byte(struct sg_q3_msg *m);
+
+/* Bits left to read in Huffman mode: size * 8 - bit, 0 past the end. */
+size_t sg_q3_msg_bits_left(const struct sg_q3_msg *m);
+
 /*
- * Strings as the game reads them (MSG_ReadString / ReadBigString /
- * ReadStringLine): bytes until 0 (or newline for _line), '%' becomes '.',
- * bytes > 127 become '.' (the 1.32 rule), at most `cap - 1` stored and
- * always NUL-terminated.  Returns the stored length.  `raw`, when not NULL,
- * receives the exact bytes read (before the substitutions) so an encoder
- * can reproduce them; it needs `cap` bytes too.
+ * Strings as ioquake3 reads them (MSG_ReadString / ReadBigString /
+ * ReadStringLine, with `cap` = MAX_STRING_CHARS or BIG_INFO_STRING): bytes
+ * are read with read_byte until 0 or the end of the message (or newline
+ * for _line; the terminator is consumed and not stored); '%' becomes '.'
+ * and bytes > 127 become '.'.  At most `cap - 1` are stored, always
+ * NUL-terminated; when the string is longer, the game reads one more byte,
+ * drops it and stops there, leaving the rest of the string in the message,
+ * and so does this.  Returns the stored length (nothing is read when
+ * `cap` is 0).  `raw`, when not NULL, receives the exact bytes stored
+ * (before the substitutions, NUL-terminated) so an encoder can reproduce
+ * them; it needs `cap` bytes too.
  */
 size_t sg_q3_msg_read_string(struct sg_q3_msg *m, char *out, size_t cap, char *raw);
 size_t sg_q3_msg_read_string_line(struct sg_q3_msg *m, char *out, size_t cap, char *raw);
-/* Writes `len` bytes of `s` then a 0 byte, each as an 8-bit value. */
+/* Writes `len` bytes of `s` then a 0 byte, each as an 8-bit value, with no
+ * substitution (the game's MSG_WriteString also turns '%' and bytes > 127
+ * into '.' and writes "" for strings of MAX_STRING_CHARS or more). */
 void sg_q3_msg_write_string(struct sg_q3_msg *m, const char *s, size_t len);
 
+/* `len` bytes, each as read_byte (0xff once past the end, as the game). */
 void sg_q3_msg_read_data(struct sg_q3_msg *m, uint8_t *out, size_t len);
 void sg_q3_msg_write_data(struct sg_q3_msg *m, const uint8_t *in, size_t len);
 
-/* Bytes the writer has produced so far: (bit + 7) >> 3. */
+/*
+ * Bytes the writer has produced so far: `size`, the game's cursize, which
+ * after a Huffman-mode write is (bit >> 3) + 1: one byte more than the bits
+ * need when they end on a byte boundary, exactly the length the game sends.
+ */
 size_t sg_q3_msg_bytes(const struct sg_q3_msg *m);
 
 #endif

@@ -18,6 +18,7 @@ under a time limit and ended by PID.  Exit 77 (skip) only when the game
 packages are not installed, saying so.
 """
 import json
+import re
 import os
 import shutil
 import signal
@@ -42,7 +43,10 @@ VARIANTS = {
 }
 
 MODES = {
+    # plain relay, no decoding
     "relay": [],
+    # decode everything, rebuild every message, record the session's demo
+    "full": ["-p", "q3", "+set", "reencode", "always", "--record", "{work}/demos"],
 }
 
 MOVE_CFG = ('set mv1 "+forward;+attack;wait 40;-attack;-forward;+moveleft;wait 40;'
@@ -120,11 +124,12 @@ class Procs:
         except OSError:
             return []
 
-    def stop(self, p, sig=signal.SIGTERM, wait=10):
+    def stop(self, p, sig=signal.SIGTERM, wait=10, group=False):
         """Signal the program that `timeout` runs (so its exit status is the
-        program's), or the whole group when it has none."""
+        program's), or with `group` every process of its group (a game under
+        xvfb-run), then kill whatever is left of the group."""
         if p.poll() is None:
-            kids = self.children(p.pid)
+            kids = [] if group else self.children(p.pid)
             try:
                 if kids:
                     for k in kids:
@@ -134,16 +139,62 @@ class Procs:
             except ProcessLookupError:
                 pass
         try:
-            return p.wait(wait)
+            rc = p.wait(wait)
         except subprocess.TimeoutExpired:
+            rc = None
+        # Whatever is left in the group (xvfb-run does not pass the signal on
+        # to the game, which would run on alone) is killed.
+        try:
             os.killpg(p.pid, signal.SIGKILL)
-            return p.wait(5)
+        except ProcessLookupError:
+            pass
+        return rc if rc is not None else p.wait(5)
 
     def stop_all(self):
         for name, p, f in reversed(self.procs):
-            if p.poll() is None:
-                self.stop(p, signal.SIGTERM, 5)
+            self.stop(p, signal.SIGTERM, 5, group=True)
             f.close()
+
+
+def check_decoding(session, work, home_cli, cli_cvars, procs, limit):
+    """Zero decode errors, every rebuilt message byte-identical, and the
+    demo slipgate recorded plays to its end in the real client."""
+    d = session.get("decode")
+    if not d:
+        raise Fail(f"the session was not decoded: {session}")
+    if d["errors"] or session["first_error"]:
+        raise Fail(f"decode errors: {d}, first: {session['first_error']}")
+    if d["messages"] < 100 or d["reencoded"] != d["messages"]:
+        raise Fail(f"not every message was rebuilt: {d}")
+    if d["reencode_identical"] != d["reencoded"]:
+        raise Fail(f"rebuilt messages differ from the originals: {d}")
+    demo = session.get("demo")
+    if not demo or not os.path.exists(demo) or os.path.getsize(demo) < 1000:
+        raise Fail(f"no recorded demo: {session}")
+
+    # Play it in the real client with timedemo; it prints frames and seconds.
+    home = os.path.join(work, "play")
+    os.makedirs(os.path.join(home, "baseoa", "demos"))
+    name = os.path.basename(demo)
+    shutil.copy(demo, os.path.join(home, "baseoa", "demos", name))
+    log = os.path.join(work, "playback.log")
+    env = dict(os.environ, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
+    play = procs.start("playback", [
+        "xvfb-run", "-a", "-s", "-screen 0 640x480x24",
+        os.path.join(IOQ3_DIR, "ioquake3"), "+set", "com_basegame", "baseoa",
+        "+set", "fs_basepath", OA_CLIENT_BASE, "+set", "fs_homepath", home] + cvars(cli_cvars) + [
+        "+set", "cl_motd", "0", "+set", "net_enabled", "0", "+set", "cl_renderer", "opengl1",
+        "+set", "r_mode", "-1", "+set", "r_customwidth", "320", "+set", "r_customheight", "240",
+        "+set", "r_fullscreen", "0", "+set", "s_initsound", "0", "+set", "com_introplayed", "1",
+        "+set", "timedemo", "1", "+demo", name], log, limit, env=env)
+    pat = re.compile(r"(\d+) frames,? +([\d.]+) seconds")
+    ok = wait_for(lambda: pat.search(read(log)) or play.poll() is not None, 60, 0.25)
+    procs.stop(play, group=True)
+    m = pat.search(read(log))
+    if not ok or not m or int(m.group(1)) < 50:
+        raise Fail(f"the recorded demo {name} did not play to its end:\n{read(log)[-2500:]}")
+    return (f"; decoded {d['datagrams']} datagrams, rebuilt {d['reencoded']} messages "
+            f"byte-identical, demo {name} played: {m.group(1)} frames in {m.group(2)} s")
 
 
 def slipgate_binary():
@@ -200,7 +251,7 @@ def run_case(case, seconds):
         px_log = os.path.join(work, "slipgate.log")
         px = procs.start("slipgate", [
             slipgate_binary(), "-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}",
-            "--stats", stats] + MODES[mode], px_log, limit)
+            "--stats", stats] + [a.replace("{work}", work) for a in MODES[mode]], px_log, limit)
         if not wait_for(lambda: "listening on" in read(px_log), 10):
             raise Fail(f"slipgate did not start:\n{read(px_log)}")
 
@@ -242,7 +293,7 @@ def run_case(case, seconds):
                 raise Fail(f"server log says '{bad}':\n{read(srv_log)[-2000:]}")
 
         # Stop the client, then slipgate; check what slipgate counted.
-        procs.stop(cli)
+        procs.stop(cli, group=True)
         rc = procs.stop(px)
         if rc != 0:
             raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
@@ -256,8 +307,11 @@ def run_case(case, seconds):
         # ~60 packets/s up and 20/s down while in the game.
         if c["c2s_packets"] < 20 * seconds or c["s2c_packets"] < 10 * seconds or drops:
             raise Fail(f"unexpected counters: {c}")
+        extra = ""
+        if mode == "full":
+            extra = check_decoding(sessions[0], work, home_cli, cli_cvars, procs, limit)
         print(f"PASS {case}: in the game {seconds}s; c2s {c['c2s_packets']} packets, "
-              f"s2c {c['s2c_packets']} packets, 0 drops; player line: {players[0]}")
+              f"s2c {c['s2c_packets']} packets, 0 drops; player line: {players[0]}{extra}")
     except Fail:
         keep = True
         print(f"(work files kept in {work})")

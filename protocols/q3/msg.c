@@ -1,0 +1,338 @@
+/*
+ * Quake 3 message buffer: the bounded bit reader and writer of msg.h.
+ *
+ * A value of N bits travels in two parts.  In Huffman mode the low N & 7
+ * bits go raw, one bit at a time from the value's LSB, then each further
+ * byte of the value (low byte first) goes as one code of the fixed Huffman
+ * tree:
+ *
+ *      value, N = 13:   [ bits 0..4 raw ][ code(bits 5..12) ]
+ *      stream:           b0 b1 b2 b3 b4   c0 c1 ... ck        (LSB first)
+ *
+ * In OOB mode 8-, 16- and 32-bit values are whole little-endian bytes.
+ *
+ * The reader follows ioquake3's MSG_ReadBits to the bit: it never reads at
+ * or past `size`, a failed read returns 0 and moves `readcount` past the
+ * end, and `readcount` is the byte after the bit position, which is what
+ * the game compares with the message length.  The sticky `overflowed` flag
+ * mirrors that comparison.  The writer follows MSG_WriteBits and keeps the
+ * game's cursize in `size`.
+ */
+#include "protocols/q3/msg.h"
+
+#include <string.h>
+
+#include "protocols/byteorder.h"
+#include "protocols/q3/huffman.h"
+
+/* ------------------------------------------------------------------ */
+/* Setup                                                                */
+
+void sg_q3_msg_init_read(struct sg_q3_msg *m, const uint8_t *data, size_t len)
+{
+    memset(m, 0, sizeof(*m));
+    /* The reader never writes; the struct is shared with the writer. */
+    m->data = (uint8_t *)(uintptr_t)data;
+    m->cap = len;
+    m->size = len;
+}
+
+void sg_q3_msg_init_write(struct sg_q3_msg *m, uint8_t *buf, size_t cap)
+{
+    memset(m, 0, sizeof(*m));
+    if (cap)
+        memset(buf, 0, cap);
+    m->data = buf;
+    m->cap = cap;
+}
+
+void sg_q3_msg_oob(struct sg_q3_msg *m, bool oob)
+{
+    m->oob = oob;
+}
+
+size_t sg_q3_msg_bytes(const struct sg_q3_msg *m)
+{
+    return m->size;
+}
+
+size_t sg_q3_msg_bits_left(const struct sg_q3_msg *m)
+{
+    size_t end = m->size * 8;
+
+    return m->readcount > m->size || m->bit >= end ? 0 : end - m->bit;
+}
+
+/* ------------------------------------------------------------------ */
+/* Bits                                                                 */
+
+/* A read past the end: the game's "readcount = cursize + 1; return 0". */
+static int32_t read_fail(struct sg_q3_msg *m)
+{
+    m->readcount = m->size + 1;
+    m->overflowed = true;
+    return 0;
+}
+
+static uint32_t read_oob(struct sg_q3_msg *m, unsigned bits, bool *ok)
+{
+    const uint8_t *p = m->data + m->readcount;
+    size_t n = bits / 8;
+    uint32_t v;
+
+    *ok = false;
+    if (bits != 8 && bits != 16 && bits != 32)
+        return 0;
+    if (n > m->size - m->readcount)
+        return 0;
+    if (bits == 8)
+        v = p[0];
+    else if (bits == 16)
+        v = (uint32_t)(int32_t)(int16_t)sg_le16(p); /* read into a short */
+    else
+        v = sg_le32(p);
+    m->readcount += n;
+    m->bit += bits;
+    *ok = true;
+    return v;
+}
+
+int32_t sg_q3_msg_read_bits(struct sg_q3_msg *m, int bits)
+{
+    unsigned n = bits < 0 ? 0u - (unsigned)bits : (unsigned)bits;
+    bool sgn = bits < 0;
+    uint32_t v = 0;
+
+    if (m->readcount > m->size)
+        return 0;
+    if (n == 0 || n > 32)
+        return read_fail(m);
+
+    if (m->oob) {
+        bool ok;
+
+        v = read_oob(m, n, &ok);
+        if (!ok)
+            return read_fail(m);
+    } else {
+        const struct sg_q3_huff *h = sg_q3_huff_fixed();
+        unsigned raw = n & 7;
+        size_t end = m->size * 8;
+
+        /* The odd bits go raw, LSB first. */
+        if (raw) {
+            if (m->bit > end || raw > end - m->bit)
+                return read_fail(m);
+            for (unsigned i = 0; i < raw; i++, m->bit++)
+                v |= (uint32_t)((m->data[m->bit >> 3] >> (m->bit & 7)) & 1) << i;
+            n -= raw;
+        }
+        /* Then one code per byte; NYT (256) spills into the next byte. */
+        for (unsigned i = 0; i < n; i += 8) {
+            int s = sg_q3_huff_decode_sym(h, m->data, m->size, &m->bit);
+
+            if (s < 0) {
+                m->bit = end + 1;
+                return read_fail(m);
+            }
+            v |= (uint32_t)s << (i + raw);
+        }
+        m->readcount = (m->bit >> 3) + 1;
+        if (m->readcount > m->size)
+            m->overflowed = true;
+    }
+
+    /* Sign extension looks at `n`, which lost the raw bits above. */
+    if (sgn && n > 0 && n < 32 && (v >> (n - 1)) & 1)
+        v |= ~0u << n;
+    return (int32_t)v;
+}
+
+void sg_q3_msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits)
+{
+    unsigned n = bits < 0 ? 0u - (unsigned)bits : (unsigned)bits;
+    uint32_t v = (uint32_t)value;
+    const struct sg_q3_huff *h;
+    unsigned raw;
+
+    if (m->overflowed)
+        return;
+    if (n == 0 || n > 32)
+        goto overflow;
+
+    if (m->oob) {
+        uint8_t *p = m->data + m->size;
+
+        if ((n != 8 && n != 16 && n != 32) || n / 8 > m->cap - m->size)
+            goto overflow;
+        if (n == 8)
+            p[0] = (uint8_t)v;
+        else if (n == 16)
+            sg_put_le16(p, (uint16_t)v);
+        else
+            sg_put_le32(p, v);
+        m->size += n / 8;
+        m->bit += n;
+        return;
+    }
+
+    h = sg_q3_huff_fixed();
+    v &= 0xffffffffu >> (32 - n);
+    raw = n & 7;
+    if (raw) {
+        if (m->bit > m->cap * 8 || raw > m->cap * 8 - m->bit)
+            goto overflow;
+        for (unsigned i = 0; i < raw; i++, m->bit++) {
+            uint8_t *p = &m->data[m->bit >> 3];
+            uint8_t mask = (uint8_t)(1u << (m->bit & 7));
+
+            *p = (uint8_t)((v >> i) & 1 ? *p | mask : *p & ~mask);
+        }
+        v >>= raw;
+        n -= raw;
+    }
+    for (unsigned i = 0; i < n; i += 8, v >>= 8)
+        if (sg_q3_huff_put_sym(h, m->data, m->cap, &m->bit, (uint8_t)v) < 0)
+            goto overflow;
+    /* The game's cursize counts the byte after the bit position. */
+    if ((m->bit >> 3) >= m->cap)
+        goto overflow;
+    m->size = (m->bit >> 3) + 1;
+    return;
+
+overflow:
+    m->overflowed = true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Typed values                                                         */
+
+int sg_q3_msg_read_byte(struct sg_q3_msg *m)
+{
+    int c = (uint8_t)sg_q3_msg_read_bits(m, 8);
+
+    return m->readcount > m->size ? -1 : c;
+}
+
+int sg_q3_msg_read_char(struct sg_q3_msg *m)
+{
+    int c = (int8_t)(uint8_t)sg_q3_msg_read_bits(m, 8);
+
+    return m->readcount > m->size ? -1 : c;
+}
+
+int sg_q3_msg_read_short(struct sg_q3_msg *m)
+{
+    int c = (int16_t)(uint16_t)sg_q3_msg_read_bits(m, 16);
+
+    return m->readcount > m->size ? -1 : c;
+}
+
+int32_t sg_q3_msg_read_long(struct sg_q3_msg *m)
+{
+    int32_t c = sg_q3_msg_read_bits(m, 32);
+
+    return m->readcount > m->size ? -1 : c;
+}
+
+float sg_q3_msg_read_float(struct sg_q3_msg *m)
+{
+    uint32_t u = (uint32_t)sg_q3_msg_read_bits(m, 32);
+    float f;
+
+    if (m->readcount > m->size)
+        return -1.0f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+int sg_q3_msg_peek_byte(struct sg_q3_msg *m)
+{
+    size_t bit = m->bit, readcount = m->readcount;
+    bool overflowed = m->overflowed;
+    int c = sg_q3_msg_read_byte(m);
+
+    m->bit = bit;
+    m->readcount = readcount;
+    m->overflowed = overflowed;
+    return c;
+}
+
+void sg_q3_msg_write_byte(struct sg_q3_msg *m, int c)
+{
+    sg_q3_msg_write_bits(m, c, 8);
+}
+
+void sg_q3_msg_write_short(struct sg_q3_msg *m, int c)
+{
+    sg_q3_msg_write_bits(m, c, 16);
+}
+
+void sg_q3_msg_write_long(struct sg_q3_msg *m, int32_t c)
+{
+    sg_q3_msg_write_bits(m, c, 32);
+}
+
+void sg_q3_msg_write_float(struct sg_q3_msg *m, float f)
+{
+    uint32_t u;
+
+    memcpy(&u, &f, sizeof(u));
+    sg_q3_msg_write_bits(m, (int32_t)u, 32);
+}
+
+/* ------------------------------------------------------------------ */
+/* Strings and blocks                                                   */
+
+static size_t read_string_until(struct sg_q3_msg *m, char *out, size_t cap, char *raw, int stop)
+{
+    size_t len = 0;
+
+    if (cap == 0)
+        return 0;
+    for (;;) {
+        int c = sg_q3_msg_read_byte(m);
+
+        if (c == -1 || c == 0 || c == stop)
+            break;
+        /* Full: the game has consumed this byte and drops it. */
+        if (len >= cap - 1)
+            break;
+        if (raw)
+            raw[len] = (char)c;
+        out[len++] = (char)(c == '%' || c > 127 ? '.' : c);
+    }
+    out[len] = '\0';
+    if (raw)
+        raw[len] = '\0';
+    return len;
+}
+
+size_t sg_q3_msg_read_string(struct sg_q3_msg *m, char *out, size_t cap, char *raw)
+{
+    return read_string_until(m, out, cap, raw, 0);
+}
+
+size_t sg_q3_msg_read_string_line(struct sg_q3_msg *m, char *out, size_t cap, char *raw)
+{
+    return read_string_until(m, out, cap, raw, '\n');
+}
+
+void sg_q3_msg_write_string(struct sg_q3_msg *m, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        sg_q3_msg_write_bits(m, (uint8_t)s[i], 8);
+    sg_q3_msg_write_bits(m, 0, 8);
+}
+
+void sg_q3_msg_read_data(struct sg_q3_msg *m, uint8_t *out, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        out[i] = (uint8_t)sg_q3_msg_read_byte(m);
+}
+
+void sg_q3_msg_write_data(struct sg_q3_msg *m, const uint8_t *in, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        sg_q3_msg_write_bits(m, in[i], 8);
+}

@@ -1,0 +1,60 @@
+/*
+ * Quake 3 opcode name tables (svc_*, clc_*, snapshot flags), as the game's
+ * own svc_strings spells them, for logs, the inspector and golden files.
+ */
+#include "protocols/q3/proto.h"
+
+#include <stddef.h>
+
+static const char *const svc_names[SG_Q3_SVC_COUNT] = {
+    [SG_Q3_SVC_BAD] = "svc_bad",
+    [SG_Q3_SVC_NOP] = "svc_nop",
+    [SG_Q3_SVC_GAMESTATE] = "svc_gamestate",
+    [SG_Q3_SVC_CONFIGSTRING] = "svc_configstring",
+    [SG_Q3_SVC_BASELINE] = "svc_baseline",
+    [SG_Q3_SVC_SERVERCOMMAND] = "svc_serverCommand",
+    [SG_Q3_SVC_DOWNLOAD] = "svc_download",
+    [SG_Q3_SVC_SNAPSHOT] = "svc_snapshot",
+    [SG_Q3_SVC_EOF] = "svc_EOF",
+    [SG_Q3_SVC_VOIP_SPEEX] = "svc_voipSpeex",
+    [SG_Q3_SVC_VOIP_OPUS] = "svc_voipOpus",
+};
+
+static const char *const clc_names[SG_Q3_CLC_COUNT] = {
+    [SG_Q3_CLC_BAD] = "clc_bad",
+    [SG_Q3_CLC_NOP] = "clc_nop",
+    [SG_Q3_CLC_MOVE] = "clc_move",
+    [SG_Q3_CLC_MOVE_NODELTA] = "clc_moveNoDelta",
+    [SG_Q3_CLC_CLIENTCOMMAND] = "clc_clientCommand",
+    [SG_Q3_CLC_EOF] = "clc_EOF",
+    [SG_Q3_CLC_VOIP_SPEEX] = "clc_voipSpeex",
+    [SG_Q3_CLC_VOIP_OPUS] = "clc_voipOpus",
+};
+
+const char *sg_q3_svc_name(int op)
+{
+    if (op < 0 || op >= SG_Q3_SVC_COUNT)
+        return "svc_unknown";
+    return svc_names[op];
+}
+
+const char *sg_q3_clc_name(int op)
+{
+    if (op < 0 || op >= SG_Q3_CLC_COUNT)
+        return "clc_unknown";
+    return clc_names[op];
+}
+
+const char *sg_q3_snapflag_name(int bit)
+{
+    switch (bit) {
+    case SG_Q3_SNAPFLAG_RATE_DELAYED:
+        return "rate_delayed";
+    case SG_Q3_SNAPFLAG_NOT_ACTIVE:
+        return "not_active";
+    case SG_Q3_SNAPFLAG_SERVERCOUNT:
+        return "servercount";
+    default:
+        return NULL;
+    }
+}

@@ -1,0 +1,113 @@
+/*
+ * What a Quake 3 client knows about the server stream, kept per stream
+ * (per session side, or per demo file) by the parser:
+ *
+ *  - the gamestate: configstrings (the game's view of the strings, updated
+ *    by "cs" / "bcs0-2" server commands), entity baselines, clientNum,
+ *    checksumFeed;
+ *  - the last PACKET_BACKUP (32) snapshots by message number, each with its
+ *    playerstate and a window into the parse-entities ring (2048 entities),
+ *    exactly as cl.snapshots / cl.parseEntities, so deltas resolve the
+ *    same way they do in the game, stale frames included;
+ *  - the last 64 reliable server commands (clc.serverCommands).
+ *
+ * Nothing here is global: a caller creates one state per stream and hands
+ * it to the parser (parse.c) for every message in order.
+ */
+#ifndef SG_PROTOCOLS_Q3_STATE_H
+#define SG_PROTOCOLS_Q3_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocols/q3/delta.h"
+#include "protocols/q3/proto.h"
+
+/* One snapshot as the client keeps it (clSnapshot_t). */
+struct sg_q3_snapshot {
+    bool valid;
+    int32_t message_num;
+    int32_t delta_num; /* message it was delta'd from, -1 for none */
+    int32_t server_time;
+    int32_t server_command_num; /* last server command seen when it arrived */
+    uint8_t snap_flags;
+    uint8_t areamask_len;
+    uint8_t areamask[SG_Q3_MAX_MAP_AREA_BYTES];
+    struct sg_q3_player ps;
+    int32_t parse_entities_num; /* first entity in the ring */
+    int32_t num_entities;
+};
+
+struct sg_q3_state {
+    int protocol; /* 66, 67, 68, 71; informational */
+
+    /* gamestate */
+    bool have_gamestate;
+    char *cs[SG_Q3_MAX_CONFIGSTRINGS]; /* NULL = unset */
+    struct sg_q3_entity baselines[SG_Q3_MAX_GENTITIES];
+    uint8_t baseline_used[SG_Q3_MAX_GENTITIES / 8];
+    int32_t client_num;
+    int32_t checksum_feed;
+    char *big_cs; /* "bcs0".."bcs2" being assembled, or NULL */
+
+    /* reliable commands */
+    int32_t reliable_ack;
+    int32_t server_command_seq; /* highest server command stored */
+    char *commands[SG_Q3_MAX_RELIABLE_COMMANDS];
+
+    /* snapshots */
+    int32_t server_message_seq; /* sequence of the message being parsed */
+    struct sg_q3_snapshot snap; /* latest valid snapshot (cl.snap) */
+    struct sg_q3_snapshot snapshots[SG_Q3_PACKET_BACKUP];
+    int32_t parse_entities_num;
+    struct sg_q3_entity parse_entities[SG_Q3_MAX_PARSE_ENTITIES];
+
+    /* counters for reports */
+    uint64_t messages, gamestates, snapshots_valid, snapshots_nodelta, errors;
+};
+
+/* Allocate a zeroed state; NULL on allocation failure.  Free with _destroy. */
+struct sg_q3_state *sg_q3_state_create(int protocol);
+
+/* Free a state and its strings; accepts NULL. */
+void sg_q3_state_destroy(struct sg_q3_state *st);
+
+/* Forget the gamestate, snapshots and entities (CL_ClearState); commands stay. */
+void sg_q3_state_clear_gamestate(struct sg_q3_state *st);
+
+/* Configstring `index` (game view), "" when unset or out of range; valid until it changes. */
+const char *sg_q3_state_configstring(const struct sg_q3_state *st, int index);
+
+/* Replace configstring `index` with `len` bytes of `s`.  0, -EINVAL or -ENOMEM. */
+int sg_q3_state_set_configstring(struct sg_q3_state *st, int index, const char *s, size_t len);
+
+/*
+ * Store server command `seq` as the client does (ignored unless newer than
+ * every stored one) and apply "cs" / "bcs0" / "bcs1" / "bcs2" to the
+ * configstrings.  `text` is the game's view of the command.  Returns 1 if
+ * stored, 0 if ignored as old, or -ENOMEM.
+ */
+int sg_q3_state_server_command(struct sg_q3_state *st, int32_t seq, const char *text);
+
+/* Stored server command `seq`, or NULL if outside the 64-command window. */
+const char *sg_q3_state_command(const struct sg_q3_state *st, int32_t seq);
+
+/* The tracked snapshot for message `message_num` if it is valid and current, else NULL. */
+const struct sg_q3_snapshot *sg_q3_state_snapshot(const struct sg_q3_state *st,
+                                                  int32_t message_num);
+
+/* Entity `i` (0 .. num_entities-1) of a tracked snapshot. */
+const struct sg_q3_entity *sg_q3_state_entity(const struct sg_q3_state *st,
+                                              const struct sg_q3_snapshot *snap, int i);
+
+/* True if baseline `number` was received in the gamestate. */
+bool sg_q3_state_baseline_used(const struct sg_q3_state *st, int number);
+
+/*
+ * Look up `key` in an info string ("\key\value\..."); copies the value
+ * (at most cap - 1 bytes) to `out`.  Returns true when the key exists.
+ */
+bool sg_q3_info_value(const char *info, const char *key, char *out, size_t cap);
+
+#endif

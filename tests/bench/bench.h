@@ -1,0 +1,172 @@
+/*
+ * slipgate-bench: throughput, added latency and memory per session of
+ * slipgate, measured against a direct path and a minimal relay in the same
+ * run, so that every figure can be read as a ratio (README.md beside this).
+ *
+ *   load generator (N client sockets) ──▶ [relay] ──▶ sink (one "server" socket)
+ *   load generator                    ◀── [relay] ◀── sink replies, server-shaped
+ *
+ * The relay is nothing (`direct`), the minimal relay of minrelay.c run as a
+ * child process (`minrelay`), or the slipgate binary (`slipgate`).  All
+ * traffic stays on 127.0.0.1.
+ *
+ * Files: bench.c (main, CLI, modes, table), load.c (generator and sink),
+ * minrelay.c (the floor), shape.c (packet sizes from the captures), hist.c
+ * (latency histogram), child.c (child processes, ports, RSS), json.c.
+ */
+#ifndef SG_BENCH_BENCH_H
+#define SG_BENCH_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* ---- the bench's datagrams (load.c) ----
+ *
+ * Every datagram starts with this 16-byte header, in host byte order (both
+ * ends are this process), followed by zero padding up to the shaped size:
+ *
+ *   0      2      4        6     8                 16
+ *   +------+------+--------+-----+-----------------+---------------
+ *   |magic |epoch |session |kind | send time (ns)  | zeros ...
+ *   +------+------+--------+-----+-----------------+---------------
+ *
+ * `epoch` numbers the measurement step, so late packets of an earlier step
+ * are never counted in a later one; the time is CLOCK_MONOTONIC.
+ */
+#define SG_BENCH_HDR_LEN      16
+#define SG_BENCH_MAX_PAYLOAD  1472 /* one Ethernet-sized UDP payload */
+#define SG_BENCH_MAX_SESSIONS 65535
+
+/* ---- traffic shape (shape.c) ---- */
+
+/* Datagram sizes in capture order (so bursts of fragments stay together). */
+struct sg_bench_shape {
+    uint16_t *c2s, *s2c; /* payload sizes, owned, clamped to the header..max range */
+    size_t n_c2s, n_s2c;
+    double s2c_per_c2s; /* server datagrams sent per client datagram */
+    double c2s_mean, s2c_mean;
+    size_t files;     /* captures read; 0 for the built-in shape */
+    size_t padded;    /* captured sizes below SG_BENCH_HDR_LEN, raised to it */
+    char source[512]; /* one line saying where the shape comes from */
+};
+
+/* Fill `shape` from every DIR/(name)/capture.pcap, or from the built-in
+ * Quake 3 shape when `builtin` is set or no capture can be read (with a
+ * warning on stderr).  Returns 0 or -ENOMEM; free with
+ * sg_bench_shape_finish. */
+int sg_bench_shape_load(struct sg_bench_shape *shape, const char *dir, bool builtin);
+/* Free what sg_bench_shape_load allocated; accepts a zeroed struct. */
+void sg_bench_shape_finish(struct sg_bench_shape *shape);
+
+/* ---- latency histogram (hist.c) ---- */
+
+#define SG_BENCH_HIST_BUCKETS 1152 /* 32 + 32 * (40 - 5): up to 2^40 ns */
+
+/* Log-linear buckets: exact below 32 ns, then 32 per power of two (≤ 3 %). */
+struct sg_bench_hist {
+    uint64_t n, max_ns;
+    uint64_t b[SG_BENCH_HIST_BUCKETS];
+};
+
+void sg_bench_hist_reset(struct sg_bench_hist *h);
+void sg_bench_hist_add(struct sg_bench_hist *h, uint64_t ns);
+void sg_bench_hist_merge(struct sg_bench_hist *into, const struct sg_bench_hist *from);
+/* The `q` quantile (0..1) in microseconds; 0 for an empty histogram. */
+double sg_bench_hist_quantile_us(const struct sg_bench_hist *h, double q);
+
+/* ---- load generator and sink (load.c) ---- */
+
+struct sg_bench_load;
+
+/* One measurement step at a fixed aggregate rate (both directions). */
+struct sg_bench_step {
+    /* in */
+    double target_pps; /* client and server datagrams per second together */
+    double seconds;
+    /* out */
+    double elapsed;                    /* seconds actually spent sending */
+    uint64_t c2s_sent, c2s_rcvd;       /* generator -> sink */
+    uint64_t s2c_sent, s2c_rcvd;       /* sink -> generator */
+    uint64_t send_fail;                /* the harness could not send (EAGAIN, ...) */
+    uint64_t skipped;                  /* generator fell behind and skipped slots */
+    double gen_ratio;                  /* client datagrams sent / scheduled, 0..1 */
+    uint64_t harness_drops;            /* overflows of the harness's own sockets */
+    double offered_pps, delivered_pps; /* sent and received, both directions */
+    double loss;                       /* lost / sent, both directions, 0..1 */
+    struct sg_bench_hist hist;         /* one-way latency of every received datagram */
+};
+
+/* Create `sessions` client sockets and the sink socket on 127.0.0.1 and
+ * start the sink thread.  `shape` is borrowed until sg_bench_load_destroy.
+ * Returns 0 or a negated errno. */
+int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions,
+                         struct sg_bench_load **out);
+/* The sink's UDP port (where a relay must send). */
+uint16_t sg_bench_load_sink_port(const struct sg_bench_load *l);
+/* Point the first `count` clients at 127.0.0.1:`port` (once per client) and
+ * open a session for each one not yet open: send a hello and wait for the
+ * sink's answer, within `timeout_s`.  Returns 0, -ETIMEDOUT (with the number
+ * of open sessions among the first `count` in *open) or a negated errno. */
+int sg_bench_load_open(struct sg_bench_load *l, uint16_t port, unsigned count, double timeout_s,
+                       unsigned *open);
+/* Run one step (send for st->seconds, then drain).  Returns 0 or a negated
+ * errno; the figures are in `st`. */
+int sg_bench_load_step(struct sg_bench_load *l, struct sg_bench_step *st);
+/* Stop the sink thread, close every socket and free `l`; accepts NULL. */
+void sg_bench_load_destroy(struct sg_bench_load *l);
+
+/* ---- the minimal relay (minrelay.c) ---- */
+
+/* Relay 127.0.0.1:`listen_port` to 127.0.0.1:`server_port`, one upstream
+ * socket per client address, until SIGTERM or SIGINT.  Returns the exit
+ * status for main (0 on a clean stop). */
+int sg_bench_minrelay_serve(uint16_t listen_port, uint16_t server_port);
+
+/* ---- child processes, ports, memory (child.c) ---- */
+
+/* Start argv[0] with `argv`, stdout and stderr to `log_path` (created),
+ * stdin from /dev/null, no other inherited descriptor, and SIGKILL if this
+ * process dies.  The child is registered for sg_bench_child_kill_all.
+ * Returns 0 and the pid in *pid, or a negated errno. */
+int sg_bench_child_spawn(char *const argv[], const char *log_path, pid_t *pid);
+/* Wait until someone has a UDP socket bound to 127.0.0.1:`port`, for at
+ * most `timeout_s`.  Returns 0, -ETIMEDOUT, or -ECHILD when `pid` exited
+ * first (its status in *status). */
+int sg_bench_child_wait_udp(pid_t pid, uint16_t port, double timeout_s, int *status);
+/* True while `pid` runs (reaps it, with its status in *status, once it has
+ * exited). */
+bool sg_bench_child_running(pid_t pid, int *status);
+/* SIGTERM, then SIGKILL after `grace_s`; reaps and unregisters the child.
+ * Returns the wait status (as waitpid) or a negated errno. */
+int sg_bench_child_stop(pid_t pid, double grace_s);
+/* Kill every registered child (SIGTERM, a short grace, SIGKILL) and reap
+ * it.  Async-signal-safe: used from signal handlers and atexit. */
+void sg_bench_child_kill_all(void);
+/* CPU time used so far by every thread of `pid`, in nanoseconds
+ * (schedstat; clock ticks where that is missing), or a negated errno. */
+int64_t sg_bench_child_cpu_ns(pid_t pid);
+/* CPU time all processes spent busy since boot, all CPUs (from /proc/stat,
+ * clock-tick resolution), in nanoseconds, or a negated errno. */
+int64_t sg_bench_sys_busy_ns(void);
+/* VmRSS of `pid` in KiB, or a negated errno. */
+long sg_bench_child_rss_kib(pid_t pid);
+/* A UDP port on 127.0.0.1 that was free a moment ago, or a negated errno. */
+int sg_bench_free_udp_port(void);
+
+/* ---- time ---- */
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t sg_bench_now_ns(void);
+
+/* ---- JSON (json.c) ---- */
+
+/* Write `s` as a JSON string literal (quoted, escaped) to `f`. */
+void sg_bench_json_str(FILE *f, const char *s);
+/* Check that `text` (`len` bytes) is exactly one valid JSON value.
+ * Returns 0, or -EINVAL with the offset of the first error in *where. */
+int sg_bench_json_check(const char *text, size_t len, size_t *where);
+
+#endif
