@@ -30,7 +30,7 @@
 #include "protocols/q3/svmsg.h"
 
 #define EXIT_ERRORS 1
-#define EXIT_USAGE 2
+#define EXIT_USAGE  2
 
 static const char usage_text[] =
     "usage: slipgate demo info FILE...\n"
@@ -184,7 +184,8 @@ static int info_one(const char *path)
     print_players(st);
     if (in.have_time)
         printf("duration:     %.3f s (server time %d .. %d)\n",
-               (double)(in.last_time - in.first_time) / 1000.0, in.first_time, in.last_time);
+               ((double)in.last_time - (double)in.first_time) / 1000.0, in.first_time,
+               in.last_time);
     else
         printf("duration:     ? (no snapshots)\n");
     printf("messages:     %" PRIu64 " (%" PRIu64 " gamestates, %" PRIu64 " snapshots)\n",

@@ -25,6 +25,7 @@
 struct sg_recording {
     FILE *fp;
     char path[4096];
+    uint64_t written; /* messages in the current file */
     bool failed; /* gave up after an error; until the directory changes */
     char dir[2048];
 };
@@ -51,6 +52,13 @@ static void finish_file(struct sg_session *s, bool report)
     if (fclose(rec->fp) != 0 && err == 0)
         err = -errno;
     rec->fp = NULL;
+
+    /* A file that never got a message (nothing to start from yet) goes away. */
+    if (rec->written == 0) {
+        remove(rec->path);
+        return;
+    }
+    rec->written = 0;
     if (err < 0)
         sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id, "demo %s: %s", rec->path,
                sg_strerror(err));
@@ -98,10 +106,7 @@ static int open_file(struct sg_session *s, const struct sg_frame *f)
                "cannot record to %s: %s; not recording this session", rec->path, strerror(-err));
         return err;
     }
-    s->sum.demos++;
-    if (snprintf(s->sum.demo, sizeof(s->sum.demo), "%s", rec->path) >= (int)sizeof(s->sum.demo))
-        memcpy(s->sum.demo + sizeof(s->sum.demo) - 4, "...", 4);
-    sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id, "recording to %s", rec->path);
+    rec->written = 0;
     return 0;
 }
 
@@ -137,6 +142,14 @@ void sg_record_frame(struct sg_session *s, const struct sg_frame *f)
     n = s->codec->record(s->cstate, f, s->rec->fp);
     if (n > 0 && fflush(s->rec->fp) != 0)
         n = -errno;
+    if (n > 0 && s->rec->written++ == 0) {
+        s->sum.demos++;
+        if (snprintf(s->sum.demo, sizeof(s->sum.demo), "%s", s->rec->path) >=
+            (int)sizeof(s->sum.demo))
+            memcpy(s->sum.demo + sizeof(s->sum.demo) - 4, "...", 4);
+        sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id, "recording to %s",
+                  s->rec->path);
+    }
     if (n < 0) {
         sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
                "recording stopped: writing %s failed: %s", s->rec->path, sg_strerror(n));

@@ -110,12 +110,10 @@ static void server_message(struct q3c *c, struct sg_frame *f)
                                               &c->sv);
     if (c->parse_err < 0)
         note_error(c, c->parse_err, "server message");
-    if (sg_q3_svmsg_count(&c->sv, SG_Q3_SVC_GAMESTATE) > 0) {
-        f->new_level = true;
-        info = sg_q3_state_configstring(c->st, SG_Q3_CS_SERVERINFO);
-        if (!info || !sg_q3_info_value(info, "mapname", f->level, sizeof(f->level)))
-            snprintf(f->level, sizeof(f->level), "unknown");
-    }
+    f->new_level = sg_q3_svmsg_count(&c->sv, SG_Q3_SVC_GAMESTATE) > 0;
+    info = sg_q3_state_configstring(c->st, SG_Q3_CS_SERVERINFO);
+    if (!info || !sg_q3_info_value(info, "mapname", f->level, sizeof(f->level)))
+        snprintf(f->level, sizeof(f->level), "unknown");
 }
 
 static int q3_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,

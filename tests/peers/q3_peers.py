@@ -47,7 +47,14 @@ MODES = {
     "relay": [],
     # decode everything, rebuild every message, record the session's demo
     "full": ["-p", "q3", "+set", "reencode", "always", "--record", "{work}/demos"],
+    # as full, and the server changes map mid-session: a second demo file
+    "mapchange": ["-p", "q3", "+set", "reencode", "always", "--record", "{work}/demos"],
+    # as full, but slipgate is killed with SIGKILL: the demo reads and plays
+    # up to its last whole message
+    "kill9": ["-p", "q3", "--record", "{work}/demos"],
 }
+
+RCON_PASSWORD = "slipgate-test"
 
 MOVE_CFG = ('set mv1 "+forward;+attack;wait 40;-attack;-forward;+moveleft;wait 40;'
             '-moveleft;+right;wait 15;-right;+moveup;wait 5;-moveup;vstr mv1"\n')
@@ -82,6 +89,16 @@ def getstatus(port, timeout=2.0):
         return data[4:].decode("latin-1")
     except OSError:
         return ""
+    finally:
+        s.close()
+
+
+def rcon(port, command):
+    """Send an rcon command straight to the server (not through slipgate)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.sendto(b"\xff\xff\xff\xffrcon " + RCON_PASSWORD.encode() + b" " + command.encode(),
+                 ("127.0.0.1", port))
     finally:
         s.close()
 
@@ -171,13 +188,40 @@ def check_decoding(session, work, home_cli, cli_cvars, procs, limit):
     demo = session.get("demo")
     if not demo or not os.path.exists(demo) or os.path.getsize(demo) < 1000:
         raise Fail(f"no recorded demo: {session}")
+    frames, secs, name = play_demo(demo, work, cli_cvars, procs, limit)
+    return (f"; decoded {d['datagrams']} datagrams, rebuilt {d['reencoded']} messages "
+            f"byte-identical, demo {name} played: {frames} frames in {secs} s")
 
-    # Play it in the real client with timedemo; it prints frames and seconds.
-    home = os.path.join(work, "play")
+
+def check_killed_demo(work, home_cli, cli_cvars, procs, limit):
+    """After SIGKILL the demo has no end marker: slipgate's reader must say
+    it is truncated yet decode every message before the cut with no error,
+    and the real client must play it to its end."""
+    demos = os.listdir(os.path.join(work, "demos"))
+    if len(demos) != 1:
+        raise Fail(f"expected one demo, found {demos}")
+    demo = os.path.join(work, "demos", demos[0])
+    info = subprocess.run([slipgate_binary(), "demo", "info", demo], capture_output=True,
+                          text=True, timeout=60)
+    out = info.stdout + info.stderr
+    m = re.search(r"messages:\s+(\d+)", out)
+    # The only error is the missing end marker, and no partial message follows.
+    if not m or int(m.group(1)) < 100 or \
+            not re.search(r"errors:\s+1, file ends without end marker \(SG_E_TRUNCATED, "
+                          r"0 stray bytes\)", out):
+        raise Fail(f"demo info on the killed recording:\n{out}")
+    frames, secs, name = play_demo(demo, work, cli_cvars, procs, limit)
+    return (f"; demo {name}: {m.group(1)} whole messages, reported truncated, "
+            f"played: {frames} frames in {secs} s")
+
+
+def play_demo(demo, work, cli_cvars, procs, limit):
+    """Play `demo` in the real client with timedemo; it prints frames and seconds."""
+    home = os.path.join(work, "play-" + os.path.basename(demo))
     os.makedirs(os.path.join(home, "baseoa", "demos"))
     name = os.path.basename(demo)
     shutil.copy(demo, os.path.join(home, "baseoa", "demos", name))
-    log = os.path.join(work, "playback.log")
+    log = os.path.join(work, "playback-" + name + ".log")
     env = dict(os.environ, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
     play = procs.start("playback", [
         "xvfb-run", "-a", "-s", "-screen 0 640x480x24",
@@ -193,8 +237,7 @@ def check_decoding(session, work, home_cli, cli_cvars, procs, limit):
     m = pat.search(read(log))
     if not ok or not m or int(m.group(1)) < 50:
         raise Fail(f"the recorded demo {name} did not play to its end:\n{read(log)[-2500:]}")
-    return (f"; decoded {d['datagrams']} datagrams, rebuilt {d['reencoded']} messages "
-            f"byte-identical, demo {name} played: {m.group(1)} frames in {m.group(2)} s")
+    return int(m.group(1)), m.group(2), name
 
 
 def slipgate_binary():
@@ -242,7 +285,7 @@ def run_case(case, seconds):
             "+set", "net_port", str(srv_port), "+set", "sv_master1", "", "+set", "sv_master2", "",
             "+set", "sv_master3", "", "+set", "bot_enable", "1", "+set", "bot_minplayers", "3",
             "+set", "g_gametype", "0", "+set", "timelimit", "0", "+set", "fraglimit", "0",
-            "+map", "oa_dm1"], srv_log, limit)
+            "+set", "rconpassword", RCON_PASSWORD, "+map", "oa_dm1"], srv_log, limit)
         if not wait_for(lambda: "sv_hostname" in getstatus(srv_port, 0.3), 20):
             raise Fail(f"the server did not answer getstatus:\n{read(srv_log)[-2000:]}")
 
@@ -284,6 +327,12 @@ def run_case(case, seconds):
             if px.poll() is not None:
                 raise Fail(f"slipgate exited early:\n{read(px_log)[-2000:]}")
             time.sleep(0.5)
+        if mode == "mapchange":
+            rcon(srv_port, "map oa_dm2")
+            if not wait_for(lambda: read(srv_log).count("peers^7 entered the game") >= 2, 40):
+                raise Fail(f"the client did not come back after the map change:\n"
+                           f"{read(srv_log)[-2000:]}")
+            time.sleep(5)
         status = getstatus(srv_port)
         players = [l for l in status.split("\n")[2:] if '"peers' in l]
         if not players or players[0].split()[1] == "999":
@@ -293,6 +342,12 @@ def run_case(case, seconds):
                 raise Fail(f"server log says '{bad}':\n{read(srv_log)[-2000:]}")
 
         # Stop the client, then slipgate; check what slipgate counted.
+        if mode == "kill9":
+            rc = procs.stop(px, signal.SIGKILL)
+            procs.stop(cli, group=True)
+            extra = check_killed_demo(work, home_cli, cli_cvars, procs, limit)
+            print(f"PASS {case}: in the game {seconds}s; slipgate killed with SIGKILL ({rc}){extra}")
+            return
         procs.stop(cli, group=True)
         rc = procs.stop(px)
         if rc != 0:
@@ -308,8 +363,14 @@ def run_case(case, seconds):
         if c["c2s_packets"] < 20 * seconds or c["s2c_packets"] < 10 * seconds or drops:
             raise Fail(f"unexpected counters: {c}")
         extra = ""
-        if mode == "full":
+        if mode in ("full", "mapchange"):
             extra = check_decoding(sessions[0], work, home_cli, cli_cvars, procs, limit)
+        if mode == "mapchange":
+            files = sorted(os.listdir(os.path.join(work, "demos")))
+            maps = sorted(f.split("-")[0] for f in files)
+            if sessions[0]["demos"] != 2 or maps != ["oa_dm1", "oa_dm2"]:
+                raise Fail(f"expected one demo per map, got {files} ({sessions[0]['demos']})")
+            extra += f"; demos per map: {files}"
         print(f"PASS {case}: in the game {seconds}s; c2s {c['c2s_packets']} packets, "
               f"s2c {c['s2c_packets']} packets, 0 drops; player line: {players[0]}{extra}")
     except Fail:
