@@ -37,10 +37,10 @@
 #include "protocols/q3/state.h"
 #include "protocols/q3/svmsg.h"
 
-#define EXIT_ERRORS 1
-#define EXIT_USAGE 2
+#define EXIT_ERRORS  1
+#define EXIT_USAGE   2
 #define MAX_SESSIONS 4096
-#define TEXT_MAX 60 /* characters of a command shown in text lines */
+#define TEXT_MAX     60 /* characters of a command shown in text lines */
 
 static const char usage_text[] =
     "usage: slipgate pcap decode FILE.pcap[ng] [--json] [--record DIR]\n"
@@ -136,9 +136,8 @@ static int sender_is_client(const uint8_t *data, size_t len)
 {
     static const char *const requests[] = {"getchallenge", "connect", "getinfo", "getstatus",
                                            "rcon"};
-    static const char *const responses[] = {"challengeResponse", "connectResponse",
-                                            "infoResponse", "statusResponse", "print",
-                                            "disconnect"};
+    static const char *const responses[] = {"challengeResponse", "connectResponse", "infoResponse",
+                                            "statusResponse",    "print",           "disconnect"};
     size_t n;
 
     if (!sg_q3_oob_is(data, len))
@@ -264,10 +263,10 @@ static void print_oob(const struct sg_q3_oob *o, bool json)
     printf(" len=%zu", o->text_len);
 }
 
-static void print_command(int32_t seq, const char *text, size_t len, bool json)
+static void print_command(const char *op, int32_t seq, const char *text, size_t len, bool json)
 {
     if (json) {
-        printf("{\"op\":\"cmd\",\"seq\":%" PRId32 ",\"text\":", seq);
+        printf("{\"op\":\"%s\",\"seq\":%" PRId32 ",\"text\":", op, seq);
         put_string(text, len, true, SIZE_MAX);
         putchar('}');
     } else {
@@ -282,14 +281,14 @@ static void print_client(const struct sg_q3_clmsg *cl, bool json)
     const char *mv = cl->move_op ? sg_q3_clc_name(cl->move_op) : NULL;
 
     if (json) {
-        printf(",\"server_id\":%" PRId32 ",\"message_ack\":%" PRId32
-               ",\"reliable_ack\":%" PRId32 ",\"commands\":[",
+        printf(",\"server_id\":%" PRId32 ",\"message_ack\":%" PRId32 ",\"reliable_ack\":%" PRId32
+               ",\"commands\":[",
                cl->server_id, cl->message_ack, cl->reliable_ack);
         for (int i = 0; i < cl->num_commands; i++) {
             if (i)
                 putchar(',');
-            print_command(cl->commands[i].sequence, cl->commands[i].text, cl->commands[i].len,
-                          true);
+            print_command("clc_clientCommand", cl->commands[i].sequence, cl->commands[i].text,
+                          cl->commands[i].len, true);
         }
         putchar(']');
         if (mv) {
@@ -312,13 +311,13 @@ static void print_client(const struct sg_q3_clmsg *cl, bool json)
            cl->reliable_ack);
     for (int i = 0; i < cl->num_commands; i++) {
         fputs(" | clc_clientCommand", stdout);
-        print_command(cl->commands[i].sequence, cl->commands[i].text, cl->commands[i].len, false);
+        print_command(NULL, cl->commands[i].sequence, cl->commands[i].text, cl->commands[i].len,
+                      false);
     }
     if (mv) {
         const struct sg_q3_usercmd *u = &cl->cmds[cl->num_cmds - 1];
 
-        printf(" | %s %d t=%" PRId32 " ang=%" PRId32 ",%" PRId32 " mv=%d,%d,%d b=%" PRId32
-               " w=%u",
+        printf(" | %s %d t=%" PRId32 " ang=%" PRId32 ",%" PRId32 " mv=%d,%d,%d b=%" PRId32 " w=%u",
                mv, cl->num_cmds, u->server_time, u->angles[0], u->angles[1], u->forwardmove,
                u->rightmove, u->upmove, u->buttons, u->weapon);
     }
@@ -346,10 +345,10 @@ static void print_server(const struct sg_q3_svmsg *sv, bool json)
             const char *s = sg_q3_svmsg_str(sv, op->u.cmd.text);
 
             if (json) {
-                print_command(op->u.cmd.sequence, s, op->u.cmd.text.len, true);
+                print_command(name, op->u.cmd.sequence, s, op->u.cmd.text.len, true);
                 continue;
             }
-            print_command(op->u.cmd.sequence, s, op->u.cmd.text.len, false);
+            print_command(name, op->u.cmd.sequence, s, op->u.cmd.text.len, false);
             break;
         }
         case SG_Q3_SVC_GAMESTATE:
@@ -383,9 +382,8 @@ static void print_server(const struct sg_q3_svmsg *sv, bool json)
         putchar(']');
 }
 
-static void print_frame(struct tool *t, const struct session *s, enum sg_q3_dir dir,
-                        uint64_t frame, double ts, const struct sg_q3_frame *f, int err,
-                        int parse_err)
+static void print_frame(struct tool *t, const struct session *s, enum sg_q3_dir dir, uint64_t frame,
+                        double ts, const struct sg_q3_frame *f, int err, int parse_err)
 {
     bool json = t->json;
 
@@ -582,6 +580,13 @@ static void summary(const struct tool *t)
         st = &s->nc->stats;
         endpoint_str(&s->client, c, sizeof(c));
         endpoint_str(&s->server, sv, sizeof(sv));
+        if (st->oob[0] + st->oob[1] == s->datagrams) {
+            fprintf(stderr,
+                    "session %u: %s -> %s: %" PRIu64 " out-of-band datagrams only (queries)"
+                    ", errors %" PRIu64 "\n",
+                    s->id, c, sv, s->datagrams, s->errors);
+            continue;
+        }
         fprintf(stderr,
                 "session %u: %s -> %s: %" PRIu64 " datagrams (%" PRIu64 " oob), wire %s, "
                 "messages c2s %" PRIu64 " s2c %" PRIu64 ", dropped as old %" PRIu64
@@ -591,8 +596,8 @@ static void summary(const struct tool *t)
                 st->old[SG_Q3_C2S] + st->old[SG_Q3_S2C], s->errors,
                 s->recording ? ", recorded" : "");
     }
-    fprintf(stderr, "%" PRIu64 " frames, %" PRIu64 " not Quake 3 UDP, %u sessions, %" PRIu64
-                    " errors\n",
+    fprintf(stderr,
+            "%" PRIu64 " frames, %" PRIu64 " not Quake 3 UDP, %u sessions, %" PRIu64 " errors\n",
             t->frames, t->skipped, t->nsessions, t->errors);
 }
 

@@ -18,7 +18,8 @@
 
 static const char usage_text[] =
     "Usage: slipgate [OPTIONS] [+set NAME VALUE]...\n"
-    "       slipgate demo COMMAND ...      (slipgate demo --help)\n"
+    "       slipgate demo COMMAND ...      Quake 3 demo tools (slipgate demo --help)\n"
+    "       slipgate pcap decode FILE ...  decode Quake 3 sessions in a capture\n"
     "\n"
     "A live UDP proxy for the Quake games: clients connect to slipgate, slipgate\n"
     "relays every datagram to the real server and back.\n"
@@ -139,10 +140,10 @@ int main(int argc, char **argv)
     int opt, status;
 
     /* Subcommands. */
-#ifdef SG_HAVE_CMD_DEMO
     if (argc > 1 && strcmp(argv[1], "demo") == 0)
         return sg_cmd_demo(argc - 1, argv + 1);
-#endif
+    if (argc > 1 && strcmp(argv[1], "pcap") == 0)
+        return sg_cmd_pcap(argc - 1, argv + 1);
 
     /* Options, with +set taken out first. */
     if (extract_sets(&argc, argv, &sets, &ov.nsets) < 0) {

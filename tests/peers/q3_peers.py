@@ -52,7 +52,17 @@ MODES = {
     # as full, but slipgate is killed with SIGKILL: the demo reads and plays
     # up to its last whole message
     "kill9": ["-p", "q3", "--record", "{work}/demos"],
+    # from a config file without recording; a SIGHUP reload turns recording
+    # on mid-level: the demo starts from tracked state
+    "midrecord": ["-c", "{work}/slipgate.conf"],
 }
+
+MIDRECORD_CONF = """route q3 {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol q3
+{extra}}}
+"""
 
 RCON_PASSWORD = "slipgate-test"
 
@@ -193,6 +203,29 @@ def check_decoding(session, work, home_cli, cli_cvars, procs, limit):
             f"byte-identical, demo {name} played: {frames} frames in {secs} s")
 
 
+def check_midrecord(session, work, cli_cvars, procs, limit):
+    """A recording begun mid-level: no decode errors; the file starts with a
+    (synthesized) gamestate, decodes cleanly and plays in the real client."""
+    d = session.get("decode") or {}
+    if d.get("errors") or session.get("demos") != 1:
+        raise Fail(f"decode errors or no demo: {session}")
+    demo = session["demo"]
+    info = subprocess.run([slipgate_binary(), "demo", "info", demo], capture_output=True,
+                          text=True, timeout=60)
+    out = info.stdout + info.stderr
+    m = re.search(r"messages:\s+(\d+) \((\d+) gamestates", out)
+    if info.returncode != 0 or not m or int(m.group(1)) < 30 or m.group(2) != "1" or \
+            not re.search(r"errors:\s+0\b", out):
+        raise Fail(f"demo info on the mid-level recording:\n{out}")
+    dump = subprocess.run([slipgate_binary(), "demo", "dump", demo], capture_output=True,
+                          text=True, timeout=60).stdout.splitlines()
+    if not dump or "gamestate" not in dump[0]:
+        raise Fail(f"the demo does not start with a gamestate: {dump[:2]}")
+    frames, secs, name = play_demo(demo, work, cli_cvars, procs, limit)
+    return (f"; recording turned on by SIGHUP mid-level: {m.group(1)} messages, "
+            f"played: {frames} frames in {secs} s")
+
+
 def check_killed_demo(work, home_cli, cli_cvars, procs, limit):
     """After SIGKILL the demo has no end marker: slipgate's reader must say
     it is truncated yet decode every message before the cut with no error,
@@ -292,9 +325,15 @@ def run_case(case, seconds):
         # slipgate in front of it.
         stats = os.path.join(work, "stats.json")
         px_log = os.path.join(work, "slipgate.log")
-        px = procs.start("slipgate", [
-            slipgate_binary(), "-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}",
-            "--stats", stats] + [a.replace("{work}", work) for a in MODES[mode]], px_log, limit)
+        conf = os.path.join(work, "slipgate.conf")
+        if mode == "midrecord":
+            with open(conf, "w") as f:
+                f.write(MIDRECORD_CONF.format(px=px_port, srv=srv_port, extra=""))
+            where = []
+        else:
+            where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}"]
+        px = procs.start("slipgate", [slipgate_binary()] + where + ["--stats", stats]
+                         + [a.replace("{work}", work) for a in MODES[mode]], px_log, limit)
         if not wait_for(lambda: "listening on" in read(px_log), 10):
             raise Fail(f"slipgate did not start:\n{read(px_log)}")
 
@@ -321,6 +360,15 @@ def run_case(case, seconds):
                        f"{read(srv_log)[-1500:]}\n--- client\n{read(cli_log)[-1500:]}\n"
                        f"--- slipgate\n{read(px_log)[-1500:]}")
         entered = time.monotonic()
+        if mode == "midrecord":
+            time.sleep(min(3, seconds / 2))
+            with open(conf, "w") as f:
+                f.write(MIDRECORD_CONF.format(px=px_port, srv=srv_port,
+                                              extra=f'    record "{work}/demos"\n'))
+            for k in procs.children(px.pid):
+                os.kill(k, signal.SIGHUP)
+            if not wait_for(lambda: "recording to" in read(px_log), 10):
+                raise Fail(f"no recording after the reload:\n{read(px_log)[-2000:]}")
         while time.monotonic() - entered < seconds:
             if cli.poll() is not None:
                 raise Fail(f"the client exited early:\n{read(cli_log)[-2000:]}")
@@ -365,6 +413,8 @@ def run_case(case, seconds):
         extra = ""
         if mode in ("full", "mapchange"):
             extra = check_decoding(sessions[0], work, home_cli, cli_cvars, procs, limit)
+        if mode == "midrecord":
+            extra = check_midrecord(sessions[0], work, cli_cvars, procs, limit)
         if mode == "mapchange":
             files = sorted(os.listdir(os.path.join(work, "demos")))
             maps = sorted(f.split("-")[0] for f in files)
