@@ -93,6 +93,37 @@ static void save_tail(struct sg_q3_clmsg *out, const uint8_t *data, size_t len, 
     copy_bits(out->tail, 0, data, bit, out->tail_bits);
 }
 
+/* ---- usercmds ---- */
+
+void sg_q3_usercmd_make_wire(const struct sg_q3_usercmd *from, const struct sg_q3_usercmd *to,
+                             struct sg_q3_usercmd_wire *w)
+{
+    int32_t f[SG_Q3_USERCMD_FIELDS] = {from->angles[0],   from->angles[1], from->angles[2],
+                                       from->forwardmove, from->rightmove, from->upmove,
+                                       from->buttons,     from->weapon};
+    int32_t t[SG_Q3_USERCMD_FIELDS] = {to->angles[0], to->angles[1], to->angles[2], to->forwardmove,
+                                       to->rightmove, to->upmove,    to->buttons,   to->weapon};
+
+    memset(w, 0, sizeof(*w));
+    /* MSG_WriteDeltaUsercmdKey: the 8-bit form when the difference is below 256 */
+    w->time_delta = (int64_t)to->server_time - from->server_time < 256;
+    w->time = w->time_delta ? (uint32_t)(to->server_time - from->server_time) & 0xff
+                            : (uint32_t)to->server_time;
+    for (int i = 0; i < SG_Q3_USERCMD_FIELDS; i++) {
+        uint32_t mask = (1u << ucmd_fields[i].bits) - 1;
+
+        w->value[i] = (uint32_t)t[i] & mask;
+        if (f[i] != t[i])
+            w->changed = true;
+    }
+    if (!w->changed)
+        return;
+    /* with any change, every field that differs is sent */
+    for (int i = 0; i < SG_Q3_USERCMD_FIELDS; i++)
+        if (f[i] != t[i])
+            w->sent |= (uint8_t)(1u << i);
+}
+
 /* ---- decode ---- */
 
 /* One usercmd delta from `from` (MSG_ReadDeltaUsercmdKey). */
@@ -104,8 +135,8 @@ static void read_usercmd(struct sg_q3_msg *m, int32_t key, const struct sg_q3_us
     memset(w, 0, sizeof(*w));
     w->time_delta = sg_q3_msg_read_bits(m, 1) != 0;
     w->time = (uint32_t)sg_q3_msg_read_bits(m, w->time_delta ? 8 : 32);
-    to->server_time = w->time_delta ? (int32_t)((uint32_t)from->server_time + w->time)
-                                    : (int32_t)w->time;
+    to->server_time =
+        w->time_delta ? (int32_t)((uint32_t)from->server_time + w->time) : (int32_t)w->time;
 
     /* unchanged fields come from the previous command */
     v[0] = from->angles[0];
@@ -122,14 +153,15 @@ static void read_usercmd(struct sg_q3_msg *m, int32_t key, const struct sg_q3_us
         int32_t k = key ^ to->server_time;
 
         for (int f = 0; f < SG_Q3_USERCMD_FIELDS; f++) {
-            uint32_t mask = ucmd_fields[f].bits == 32 ? 0xffffffffu
-                                                       : (1u << ucmd_fields[f].bits) - 1;
+            uint32_t mask =
+                ucmd_fields[f].bits == 32 ? 0xffffffffu : (1u << ucmd_fields[f].bits) - 1;
 
             if (!sg_q3_msg_read_bits(m, 1))
                 continue;
             w->sent |= (uint8_t)(1u << f);
-            w->value[f] = ((uint32_t)sg_q3_msg_read_bits(m, ucmd_fields[f].bits) ^
-                           ((uint32_t)k & mask)) & mask;
+            w->value[f] =
+                ((uint32_t)sg_q3_msg_read_bits(m, ucmd_fields[f].bits) ^ ((uint32_t)k & mask)) &
+                mask;
             v[f] = (int32_t)w->value[f];
         }
     }
@@ -234,15 +266,18 @@ int sg_q3_clmsg_decode(const uint8_t *data, size_t len, int32_t checksum_feed,
 
 /* ---- encode ---- */
 
-static void write_usercmd(struct sg_q3_msg *m, int32_t key, const struct sg_q3_usercmd *to,
+/* One usercmd from its wire record; `*time` is the previous command's serverTime, then this one's.
+ */
+static void write_usercmd(struct sg_q3_msg *m, int32_t key, int32_t *time,
                           const struct sg_q3_usercmd_wire *w)
 {
+    *time = w->time_delta ? (int32_t)((uint32_t)*time + (w->time & 0xff)) : (int32_t)w->time;
     sg_q3_msg_write_bits(m, w->time_delta ? 1 : 0, 1);
     sg_q3_msg_write_bits(m, (int32_t)w->time, w->time_delta ? 8 : 32);
     sg_q3_msg_write_bits(m, w->changed ? 1 : 0, 1);
     if (!w->changed)
         return;
-    key ^= to->server_time;
+    key ^= *time;
     for (int f = 0; f < SG_Q3_USERCMD_FIELDS; f++) {
         if (!(w->sent & (1u << f))) {
             sg_q3_msg_write_bits(m, 0, 1);
@@ -278,18 +313,22 @@ int sg_q3_clmsg_encode(const struct sg_q3_clmsg *cm, int32_t checksum_feed,
     if (cm->move_op) {
         key = sg_q3_clmsg_key(checksum_feed, cm->message_ack,
                               sg_q3_ring_get(server_cmds, cm->reliable_ack));
+        int32_t time = 0;
+
         sg_q3_msg_write_byte(&m, cm->move_op);
         sg_q3_msg_write_byte(&m, cm->num_cmds);
         for (int i = 0; i < cm->num_cmds; i++)
-            write_usercmd(&m, key, &cm->cmds[i], &cm->wire[i]);
+            write_usercmd(&m, key, &time, &cm->wire[i]);
     }
     if (cm->eof)
         sg_q3_msg_write_byte(&m, SG_Q3_CLC_EOF);
     if (m.overflowed)
         return SG_E_OVERFLOW;
 
-    /* The tail bits follow the last bit written. */
+    /* The tail bits follow the last bit written; at least the game's length, (bit >> 3) + 1. */
     bytes = (m.bit + cm->tail_bits + 7) / 8;
+    if (bytes < (m.bit >> 3) + 1)
+        bytes = (m.bit >> 3) + 1;
     if (bytes > cap)
         return SG_E_OVERFLOW;
     if (bytes > (m.bit + 7) / 8)

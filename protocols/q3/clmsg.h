@@ -40,7 +40,7 @@
 #include "protocols/q3/proto.h"
 
 #define SG_Q3_MAX_PACKET_USERCMDS 32
-#define SG_Q3_USERCMD_FIELDS 8
+#define SG_Q3_USERCMD_FIELDS      8
 
 /* A reliable command as it travelled: number and raw bytes. */
 struct sg_q3_reliable_cmd {
@@ -81,12 +81,19 @@ struct sg_q3_usercmd {
 
 /* How one usercmd travelled, for bit-exact encoding. */
 struct sg_q3_usercmd_wire {
-    bool time_delta;  /* 8-bit delta (true) or 32-bit absolute time */
-    uint32_t time;    /* the 8 or 32 bits as sent */
-    bool changed;     /* the "fields follow" bit */
-    uint8_t sent;     /* bit f set: field f was sent */
+    bool time_delta;                      /* 8-bit delta (true) or 32-bit absolute time */
+    uint32_t time;                        /* the 8 or 32 bits as sent */
+    bool changed;                         /* the "fields follow" bit */
+    uint8_t sent;                         /* bit f set: field f was sent */
     uint32_t value[SG_Q3_USERCMD_FIELDS]; /* field values un-keyed, in field width */
 };
+
+/*
+ * The wire record the game's writer makes for `to` after `from`
+ * (MSG_WriteDeltaUsercmdKey): what a filter that changes a move fills in.
+ */
+void sg_q3_usercmd_make_wire(const struct sg_q3_usercmd *from, const struct sg_q3_usercmd *to,
+                             struct sg_q3_usercmd_wire *w);
 
 /* Usercmd field names in wire order ("angles[0]" ... "weapon"), static. */
 const char *sg_q3_usercmd_field_name(int field);
@@ -102,8 +109,8 @@ struct sg_q3_clmsg {
     int move_op; /* 0, SG_Q3_CLC_MOVE or SG_Q3_CLC_MOVE_NODELTA */
     int num_cmds;
     int32_t key; /* the key the moves were read with, before serverTime */
-    struct sg_q3_usercmd cmds[SG_Q3_MAX_PACKET_USERCMDS];
-    struct sg_q3_usercmd_wire wire[SG_Q3_MAX_PACKET_USERCMDS];
+    struct sg_q3_usercmd cmds[SG_Q3_MAX_PACKET_USERCMDS];      /* as the game holds them */
+    struct sg_q3_usercmd_wire wire[SG_Q3_MAX_PACKET_USERCMDS]; /* as sent: what encode writes */
 
     bool eof;    /* clc_EOF read after the last op */
     int stop_op; /* when !eof: the op byte the parse stopped at (-1: end of data) */

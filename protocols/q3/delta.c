@@ -361,8 +361,8 @@ void sg_q3_delta_player_apply(const struct sg_q3_player *from, const struct sg_q
             continue;
         for (int i = 0; i < SG_Q3_PS_ARRAY_LEN; i++) {
             if (rec->array_mask[a] & (1u << i))
-                to->a[a][i] = bits == 32 ? rec->array_value[a][i]
-                                         : wire_int(rec->array_value[a][i], -bits);
+                to->a[a][i] =
+                    bits == 32 ? rec->array_value[a][i] : wire_int(rec->array_value[a][i], -bits);
         }
     }
 }

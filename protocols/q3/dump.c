@@ -74,8 +74,10 @@ static void put_value(struct out *o, int bits, uint8_t form, int32_t value)
         fputc('0', o->f);
     else if (bits == 0 && form == SG_Q3_FORM_FULL)
         put_full_float(o, value);
-    else if (bits == 0)
+    else if (bits == 0 && fabsf(sg_q3_bits_to_float(value)) <= (float)SG_Q3_FLOAT_INT_BIAS)
         fprintf(o->f, "%d", (int)sg_q3_bits_to_float(value));
+    else if (bits == 0)
+        put_full_float(o, value); /* not a valid 13-bit value: the writer sends it in full */
     else
         fprintf(o->f, "%d", value);
 }
@@ -184,8 +186,7 @@ static void put_snapshot(struct out *o, const struct sg_q3_svmsg *msg, const str
         fprintf(o->f,
                 ",\"serverTime\":%d,\"deltaNum\":%u,\"deltaMessage\":%d,\"flags\":%u,"
                 "\"numEntities\":%u",
-                s->server_time, s->delta_num, s->delta_message_num, s->snap_flags,
-                s->num_entities);
+                s->server_time, s->delta_num, s->delta_message_num, s->snap_flags, s->num_entities);
     else
         fprintf(o->f, " time=%d delta=%u base=%d flags=0x%x ents=%u", s->server_time, s->delta_num,
                 s->delta_message_num, s->snap_flags, s->num_entities);
@@ -210,8 +211,7 @@ static void put_gamestate(struct out *o, const struct sg_q3_svmsg *msg, const st
     fprintf(o->f,
             o->json ? ",\"commandSeq\":%d,\"clientNum\":%d,\"checksumFeed\":%d,\"items\":["
                     : " cmdseq=%d client=%d feed=%d",
-            op->u.gamestate.command_seq, op->u.gamestate.client_num,
-            op->u.gamestate.checksum_feed);
+            op->u.gamestate.command_seq, op->u.gamestate.client_num, op->u.gamestate.checksum_feed);
     for (uint32_t i = 0; i < op->u.gamestate.num_items; i++) {
         uint32_t k = op->u.gamestate.first_item + i;
         const struct sg_q3_gs_item *it;

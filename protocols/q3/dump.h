@@ -39,10 +39,10 @@ int sg_q3_dump_message(FILE *out, enum sg_q3_dump_format format, const struct sg
 /* What a whole-demo dump found. */
 struct sg_q3_dump_stats {
     uint64_t messages;
-    uint64_t decode_errors;     /* messages that failed to decode */
-    uint64_t nodelta;           /* snapshots whose base frame was missing */
+    uint64_t decode_errors; /* messages that failed to decode */
+    uint64_t nodelta;       /* snapshots whose base frame was missing */
     uint64_t gamestates, snapshots;
-    int end;                    /* 0: end marker; else the reader's error (SG_E_TRUNCATED ...) */
+    int end; /* 0: end marker; else the reader's error (SG_E_TRUNCATED ...) */
 };
 
 /*

@@ -16,8 +16,23 @@
  *   +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
  *   |  message (or fragment bytes) ...
  *
- *   client -> server: the same with a 16-bit qport after the sequence:
- *   | sequence | F | qport (16) | [checksum (32)] | [start (16) | length (16)] | message
+ *   client -> server
+ *    0                   1                   2                   3
+ *    0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ *   +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+ *   |                sequence (bits 0-30)                         |F|
+ *   +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+ *   |  qport                        |  checksum, low half [ioq3 71] |
+ *   +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+ *   |  checksum, high half [ioq3 71]|  fragment start [F]           |
+ *   +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+ *   |  fragment length [F]          |  message ...
+ *   +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+ *   (fields in brackets are absent when their condition does not hold;
+ *   the next field then moves up)
+ *
+ * Message length: a datagram of N bytes carries N - header bytes; pieces
+ * carry `fragment length` bytes and at most 1300.
  *
  * Rules, as the receiving game applies them (Netchan_Process):
  *  - sequence -1 (FF FF FF FF) marks an out-of-band packet (oob.h);
@@ -27,8 +42,9 @@
  *    order: dropped (but a later one skipping numbers is fine: loss);
  *  - fragments: all pieces carry the message's sequence; a piece whose
  *    start is not the length gathered so far is dropped and the partial
- *    message kept (so a gap or a duplicate makes the message never
- *    complete, until a new sequence restarts it); a piece shorter than
+ *    message kept (a duplicated piece is thus ignored, while after a lost
+ *    one the message never completes; a new sequence restarts the
+ *    gathering, so interleaved messages lose each other); a piece shorter than
  *    1300 bytes ends the message, so one of exactly k * 1300 bytes ends
  *    with a zero-length piece; a negative length, a length past the
  *    datagram or a total over MAX_MSGLEN is illegal; the sequence is
@@ -62,10 +78,14 @@
 const char *sg_q3_wire_name(enum sg_q3_wire wire)
 {
     switch (wire) {
-    case SG_Q3_WIRE_68: return "protocol 68";
-    case SG_Q3_WIRE_IOQ3_71: return "ioquake3 71";
-    case SG_Q3_WIRE_OA_71: return "OpenArena 71";
-    default: return "unknown";
+    case SG_Q3_WIRE_68:
+        return "protocol 68";
+    case SG_Q3_WIRE_IOQ3_71:
+        return "ioquake3 71";
+    case SG_Q3_WIRE_OA_71:
+        return "OpenArena 71";
+    default:
+        return "unknown";
     }
 }
 
@@ -82,10 +102,14 @@ bool sg_q3_wire_checksum(enum sg_q3_wire wire)
 const char *sg_q3_rx_name(enum sg_q3_rx rx)
 {
     static const char *const names[] = {
-        [SG_Q3_RX_NONE] = "none",           [SG_Q3_RX_OOB] = "oob",
-        [SG_Q3_RX_MESSAGE] = "message",     [SG_Q3_RX_FRAGMENT] = "fragment",
-        [SG_Q3_RX_OLD] = "old",             [SG_Q3_RX_GAP] = "gap",
-        [SG_Q3_RX_BAD_FRAGMENT] = "bad_fragment", [SG_Q3_RX_BAD_CHECKSUM] = "bad_checksum",
+        [SG_Q3_RX_NONE] = "none",
+        [SG_Q3_RX_OOB] = "oob",
+        [SG_Q3_RX_MESSAGE] = "message",
+        [SG_Q3_RX_FRAGMENT] = "fragment",
+        [SG_Q3_RX_OLD] = "old",
+        [SG_Q3_RX_GAP] = "gap",
+        [SG_Q3_RX_BAD_FRAGMENT] = "bad_fragment",
+        [SG_Q3_RX_BAD_CHECKSUM] = "bad_checksum",
         [SG_Q3_RX_UNDECODABLE] = "undecodable",
     };
 
@@ -179,8 +203,7 @@ static void scramble(const struct sg_q3_netchan *nc, enum sg_q3_dir dir, int32_t
         if (len <= CL_XOR_START)
             return;
         read_longs(msg, len, v, 3);
-        sg_q3_xor_client_message(msg, len, nc->challenge, v[0], v[1],
-                                 sg_q3_ring_get(ring, v[2]));
+        sg_q3_xor_client_message(msg, len, nc->challenge, v[0], v[1], sg_q3_ring_get(ring, v[2]));
     }
 }
 
@@ -475,8 +498,8 @@ static void detect_wire(struct sg_q3_netchan *nc, const uint8_t *data, size_t le
 
 /* ---- decode ---- */
 
-static int decode_oob(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const uint8_t *data,
-                      size_t len, struct sg_q3_frame *f)
+static int decode_oob(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const uint8_t *data, size_t len,
+                      struct sg_q3_frame *f)
 {
     int err = sg_q3_oob_parse(data, len, dir == SG_Q3_C2S, &f->u.oob);
 

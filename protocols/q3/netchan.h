@@ -34,9 +34,9 @@
 #include "protocols/q3/oob.h"
 #include "protocols/q3/proto.h"
 
-#define SG_Q3_MAX_PACKETLEN 1400                            /* MAX_PACKETLEN */
-#define SG_Q3_FRAGMENT_SIZE (SG_Q3_MAX_PACKETLEN - 100)     /* 1300 */
-#define SG_Q3_FRAGMENT_BIT 0x80000000u
+#define SG_Q3_MAX_PACKETLEN 1400                        /* MAX_PACKETLEN */
+#define SG_Q3_FRAGMENT_SIZE (SG_Q3_MAX_PACKETLEN - 100) /* 1300 */
+#define SG_Q3_FRAGMENT_BIT  0x80000000u
 #define SG_Q3_MAX_FRAGMENTS (SG_Q3_MAX_MSGLEN / SG_Q3_FRAGMENT_SIZE + 1) /* 13 */
 
 enum sg_q3_dir {
@@ -63,10 +63,10 @@ bool sg_q3_wire_xor(enum sg_q3_wire wire);
 bool sg_q3_wire_checksum(enum sg_q3_wire wire);
 
 /* How the wire format was decided (bits). */
-#define SG_Q3_EVIDENCE_HANDSHAKE 1u   /* protocol from challengeResponse / connect */
-#define SG_Q3_EVIDENCE_CHECKSUM 2u    /* a datagram's checksum validated */
+#define SG_Q3_EVIDENCE_HANDSHAKE   1u /* protocol from challengeResponse / connect */
+#define SG_Q3_EVIDENCE_CHECKSUM    2u /* a datagram's checksum validated */
 #define SG_Q3_EVIDENCE_NO_CHECKSUM 4u /* a datagram's checksum did not */
-#define SG_Q3_EVIDENCE_RECOVERED 8u   /* challenge recovered from checksums (no handshake) */
+#define SG_Q3_EVIDENCE_RECOVERED   8u /* challenge recovered from checksums (no handshake) */
 
 /* What the receiver does with a datagram. */
 enum sg_q3_rx {
@@ -109,9 +109,9 @@ struct sg_q3_netchan_stats {
 
 struct sg_q3_netchan {
     /* handshake */
-    int protocol;        /* from connect (or challengeResponse); 0 unknown */
+    int protocol; /* from connect (or challengeResponse); 0 unknown */
     enum sg_q3_wire wire;
-    unsigned evidence;   /* SG_Q3_EVIDENCE_* */
+    unsigned evidence; /* SG_Q3_EVIDENCE_* */
     bool have_challenge;
     int32_t challenge;
     bool have_qport;
@@ -120,8 +120,8 @@ struct sg_q3_netchan {
     bool have_candidate; /* mid-session: challenge solved from one checksum, unconfirmed */
     int32_t candidate;
 
-    struct sg_q3_chan_rx rx[2];     /* by enum sg_q3_dir */
-    struct sg_q3_view view[2];      /* by enum sg_q3_side */
+    struct sg_q3_chan_rx rx[2]; /* by enum sg_q3_dir */
+    struct sg_q3_view view[2];  /* by enum sg_q3_side */
     struct sg_q3_netchan_stats stats;
 };
 
@@ -149,8 +149,8 @@ struct sg_q3_frame {
     /* netchan header as read */
     int32_t sequence; /* fragment bit removed */
     bool fragmented;
-    uint16_t qport;     /* client to server */
-    bool has_checksum;  /* ioquake3 71 */
+    uint16_t qport;    /* client to server */
+    bool has_checksum; /* ioquake3 71 */
     uint32_t checksum;
     int fragment_start, fragment_length; /* as the game reads them (signed shorts) */
     size_t header_len;
@@ -163,9 +163,9 @@ struct sg_q3_frame {
     int content_err; /* 0, or why its content did not parse */
 
     union {
-        struct sg_q3_oob oob;     /* rx == OOB */
-        struct sg_q3_svkeys sv;   /* S2C message */
-        struct sg_q3_clmsg cl;    /* C2S message */
+        struct sg_q3_oob oob;   /* rx == OOB */
+        struct sg_q3_svkeys sv; /* S2C message */
+        struct sg_q3_clmsg cl;  /* C2S message */
     } u;
 };
 

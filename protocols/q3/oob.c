@@ -204,10 +204,9 @@ int sg_q3_oob_parse(const uint8_t *data, size_t len, bool from_client, struct sg
         memcpy(out->text, data + 4, head - 4);
         out->text_len = head - 4;
         if (len > SG_Q3_CONNECT_HUFF_OFFSET) {
-            n = sg_q3_huff_adaptive_decompress(data + SG_Q3_CONNECT_HUFF_OFFSET,
-                                               len - SG_Q3_CONNECT_HUFF_OFFSET,
-                                               (uint8_t *)out->text + out->text_len,
-                                               SG_Q3_MAX_MSGLEN - SG_Q3_CONNECT_HUFF_OFFSET);
+            n = sg_q3_huff_adaptive_decompress(
+                data + SG_Q3_CONNECT_HUFF_OFFSET, len - SG_Q3_CONNECT_HUFF_OFFSET,
+                (uint8_t *)out->text + out->text_len, SG_Q3_MAX_MSGLEN - SG_Q3_CONNECT_HUFF_OFFSET);
             if (n < 0)
                 return n;
             out->text_len += (size_t)n;

@@ -32,8 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SG_Q3_OOB_MAX_TEXT 16384 /* MAX_MSGLEN: largest plain OOB body we keep */
-#define SG_Q3_MAX_INFO_STRING 1024
+#define SG_Q3_OOB_MAX_TEXT        16384 /* MAX_MSGLEN: largest plain OOB body we keep */
+#define SG_Q3_MAX_INFO_STRING     1024
 #define SG_Q3_CONNECT_HUFF_OFFSET 12 /* FF FF FF FF "connect " */
 
 enum sg_q3_oob_kind {

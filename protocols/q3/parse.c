@@ -156,9 +156,10 @@ static int parse_gamestate(struct parse *p, int opi)
 
     sg_q3_state_clear_gamestate(st);
     p->out->ops[opi].u.gamestate.command_seq = sg_q3_msg_read_long(&p->m);
+    p->out->ops[opi].u.gamestate.first_item = first;
     st->server_command_seq = p->out->ops[opi].u.gamestate.command_seq;
 
-    /* items until svc_EOF */
+    /* items until svc_EOF (kept as they come, so a broken gamestate still shows) */
     while (!err) {
         int cmd = sg_q3_msg_read_byte(&p->m);
         int item;
@@ -173,7 +174,6 @@ static int parse_gamestate(struct parse *p, int opi)
         if (item < 0)
             return item;
         p->out->items[item].op = (uint8_t)cmd;
-        p->out->ops[opi].u.gamestate.first_item = first;
         p->out->ops[opi].u.gamestate.num_items = p->out->num_items - first;
         if (cmd == SG_Q3_SVC_CONFIGSTRING)
             err = parse_gs_configstring(p, item, &data_count);
@@ -184,8 +184,6 @@ static int parse_gamestate(struct parse *p, int opi)
         return err;
 
     /* then clientNum and checksumFeed */
-    p->out->ops[opi].u.gamestate.first_item = first;
-    p->out->ops[opi].u.gamestate.num_items = p->out->num_items - first;
     st->client_num = p->out->ops[opi].u.gamestate.client_num = sg_q3_msg_read_long(&p->m);
     st->checksum_feed = p->out->ops[opi].u.gamestate.checksum_feed = sg_q3_msg_read_long(&p->m);
     if (p->m.overflowed)
@@ -277,17 +275,17 @@ static bool base_usable(const struct sg_q3_state *st, const struct sg_q3_snapsho
     if (!old->valid || old->message_num != delta_num)
         return false;
     return st->parse_entities_num - old->parse_entities_num <=
-           SG_Q3_MAX_PARSE_ENTITIES - SG_Q3_MAX_SNAPSHOT_ENTITIES;
+           (uint32_t)(SG_Q3_MAX_PARSE_ENTITIES - SG_Q3_MAX_SNAPSHOT_ENTITIES);
 }
 
 /* Keep a valid frame: forget skipped message numbers, store it in the ring. */
 static void commit_snapshot(struct sg_q3_state *st, const struct sg_q3_snapshot *frame)
 {
-    int32_t n = st->snap.message_num + 1;
+    int32_t n = sg_q3_seqadd(st->snap.message_num, 1);
 
-    if (frame->message_num - n >= SG_Q3_PACKET_BACKUP)
-        n = frame->message_num - (SG_Q3_PACKET_BACKUP - 1);
-    for (; n - frame->message_num < 0; n++)
+    if (sg_q3_seqdiff(frame->message_num, n) >= SG_Q3_PACKET_BACKUP)
+        n = sg_q3_seqadd(frame->message_num, -(SG_Q3_PACKET_BACKUP - 1));
+    for (; sg_q3_seqdiff(n, frame->message_num) < 0; n = sg_q3_seqadd(n, 1))
         st->snapshots[n & SG_Q3_PACKET_MASK].valid = false;
     st->snap = *frame;
     st->snapshots[frame->message_num & SG_Q3_PACKET_MASK] = *frame;
@@ -316,7 +314,7 @@ static int parse_snapshot(struct parse *p, int opi)
     frame.server_time = s->server_time = sg_q3_msg_read_long(&p->m);
     frame.message_num = s->message_num = st->server_message_seq;
     s->delta_num = (uint8_t)sg_q3_msg_read_byte(&p->m);
-    frame.delta_num = s->delta_num ? frame.message_num - s->delta_num : -1;
+    frame.delta_num = s->delta_num ? sg_q3_seqadd(frame.message_num, -s->delta_num) : -1;
     s->delta_message_num = s->delta_num ? frame.delta_num : -1;
     frame.snap_flags = s->snap_flags = (uint8_t)sg_q3_msg_read_byte(&p->m);
     if (frame.delta_num > 0) {

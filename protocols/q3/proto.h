@@ -20,38 +20,38 @@
 #ifndef SG_PROTOCOLS_Q3_PROTO_H
 #define SG_PROTOCOLS_Q3_PROTO_H
 
-#define SG_Q3_GENTITYNUM_BITS 10
-#define SG_Q3_MAX_GENTITIES (1 << SG_Q3_GENTITYNUM_BITS)
-#define SG_Q3_ENTITYNUM_NONE (SG_Q3_MAX_GENTITIES - 1) /* ends a packet-entities list */
-#define SG_Q3_MAX_CONFIGSTRINGS 1024
-#define SG_Q3_MAX_GAMESTATE_CHARS 16000
-#define SG_Q3_PACKET_BACKUP 32 /* snapshots the client keeps to delta from */
-#define SG_Q3_PACKET_MASK (SG_Q3_PACKET_BACKUP - 1)
+#include <stdint.h>
+
+#define SG_Q3_GENTITYNUM_BITS       10
+#define SG_Q3_MAX_GENTITIES         (1 << SG_Q3_GENTITYNUM_BITS)
+#define SG_Q3_ENTITYNUM_NONE        (SG_Q3_MAX_GENTITIES - 1) /* ends a packet-entities list */
+#define SG_Q3_MAX_CONFIGSTRINGS     1024
+#define SG_Q3_MAX_GAMESTATE_CHARS   16000
+#define SG_Q3_PACKET_BACKUP         32 /* snapshots the client keeps to delta from */
+#define SG_Q3_PACKET_MASK           (SG_Q3_PACKET_BACKUP - 1)
 #define SG_Q3_MAX_SNAPSHOT_ENTITIES 256
-#define SG_Q3_MAX_PARSE_ENTITIES (SG_Q3_MAX_GENTITIES * 2)
+#define SG_Q3_MAX_PARSE_ENTITIES    (SG_Q3_MAX_GENTITIES * 2)
 #define SG_Q3_MAX_RELIABLE_COMMANDS 64
-#define SG_Q3_MAX_MAP_AREA_BYTES 32
-#define SG_Q3_MAX_STATS 16
-#define SG_Q3_MAX_PERSISTANT 16
-#define SG_Q3_MAX_WEAPONS 16
-#define SG_Q3_MAX_POWERUPS 16
-#define SG_Q3_MAX_DOWNLOAD_BLOCK 16384 /* a download chunk never exceeds MAX_MSGLEN */
-#define SG_Q3_VOIP_FLAGCNT 2
-#define SG_Q3_MAX_VOIP_PACKET 4000
+#define SG_Q3_MAX_MAP_AREA_BYTES    32
+#define SG_Q3_MAX_STATS             16
+#define SG_Q3_MAX_PERSISTANT        16
+#define SG_Q3_MAX_WEAPONS           16
+#define SG_Q3_MAX_POWERUPS          16
+#define SG_Q3_VOIP_FLAGCNT          2
 
 /* Snapshot flags (snapFlags byte). */
 #define SG_Q3_SNAPFLAG_RATE_DELAYED 1
-#define SG_Q3_SNAPFLAG_NOT_ACTIVE 2
-#define SG_Q3_SNAPFLAG_SERVERCOUNT 4 /* toggled on every map change */
+#define SG_Q3_SNAPFLAG_NOT_ACTIVE   2
+#define SG_Q3_SNAPFLAG_SERVERCOUNT  4 /* toggled on every map change */
 
 /* Engine configstrings (fixed by the engine for every mod). */
 #define SG_Q3_CS_SERVERINFO 0
 #define SG_Q3_CS_SYSTEMINFO 1
 /* baseq3 game layout; CPMA and OSP keep it. */
-#define SG_Q3_CS_GAME_VERSION 20
+#define SG_Q3_CS_GAME_VERSION     20
 #define SG_Q3_CS_LEVEL_START_TIME 21
-#define SG_Q3_CS_PLAYERS 544
-#define SG_Q3_MAX_CLIENTS 64
+#define SG_Q3_CS_PLAYERS          544
+#define SG_Q3_MAX_CLIENTS         64
 
 /* Protocol numbers this code knows. */
 #define SG_Q3_PROTOCOL_66 66
@@ -87,6 +87,21 @@ enum sg_q3_clc {
     SG_Q3_CLC_VOIP_OPUS,  /* ioquake3 */
     SG_Q3_CLC_COUNT
 };
+
+/*
+ * a - b for sequence numbers and counters that may wrap: computed modulo
+ * 2^32, so comparing the result with 0 orders values less than 2^31 apart.
+ */
+static inline int32_t sg_q3_seqdiff(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a - (uint32_t)b);
+}
+
+/* a + n, wrapping. */
+static inline int32_t sg_q3_seqadd(int32_t a, int32_t n)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)n);
+}
 
 /* The game's name of a server op ("svc_snapshot"); "svc_unknown" outside the table. Static. */
 const char *sg_q3_svc_name(int op);

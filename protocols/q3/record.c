@@ -85,8 +85,8 @@ static int emit_entities(const struct sg_q3_state *st, const struct sg_q3_snapsh
             ni++;
             oi++;
         } else if (newnum < oldnum) {
-            emit = sg_q3_delta_entity_make(&st->baselines[newnum & (SG_Q3_MAX_GENTITIES - 1)],
-                                           ne, true, &rec);
+            emit = sg_q3_delta_entity_make(&st->baselines[newnum & (SG_Q3_MAX_GENTITIES - 1)], ne,
+                                           true, &rec);
             ni++;
         } else {
             sg_q3_delta_entity_make_remove(oldnum, &rec);
@@ -107,15 +107,15 @@ static int emit_entities(const struct sg_q3_state *st, const struct sg_q3_snapsh
 int sg_q3_record_snapshot(const struct sg_q3_state *st, const struct sg_q3_snapshot *snap,
                           const struct sg_q3_snapshot *base, struct sg_q3_svmsg *out)
 {
-    int32_t delta = base ? snap->message_num - base->message_num : 0;
+    int32_t delta = base ? sg_q3_seqdiff(snap->message_num, base->message_num) : 0;
     int opi, si, err;
     struct sg_q3_snap *s;
 
     if (base && (delta <= 0 || delta >= SG_Q3_PACKET_BACKUP ||
                  st->parse_entities_num - base->parse_entities_num >
-                     SG_Q3_MAX_PARSE_ENTITIES - SG_Q3_MAX_SNAPSHOT_ENTITIES))
+                     (uint32_t)(SG_Q3_MAX_PARSE_ENTITIES - SG_Q3_MAX_SNAPSHOT_ENTITIES)))
         return -EINVAL;
-    if (st->parse_entities_num - snap->parse_entities_num > SG_Q3_MAX_PARSE_ENTITIES)
+    if (st->parse_entities_num - snap->parse_entities_num > (uint32_t)SG_Q3_MAX_PARSE_ENTITIES)
         return -EINVAL; /* its entities were overwritten */
     opi = sg_q3_svmsg_add_op(out, SG_Q3_SVC_SNAPSHOT);
     si = opi < 0 ? opi : sg_q3_svmsg_add_snap(out);
@@ -218,8 +218,8 @@ static int write_gamestate(struct sg_q3_recorder *rec, const struct sg_q3_state 
         const struct sg_q3_op *op = &msg->ops[i];
 
         if (op->type == SG_Q3_SVC_SERVERCOMMAND && op->u.cmd.fresh &&
-            op->u.cmd.sequence - 1 - command_seq < 0)
-            command_seq = op->u.cmd.sequence - 1;
+            sg_q3_seqdiff(op->u.cmd.sequence, command_seq) <= 0)
+            command_seq = sg_q3_seqadd(op->u.cmd.sequence, -1);
     }
     sg_q3_svmsg_reset(&rec->scratch);
     rec->scratch.reliable_ack = msg->reliable_ack;
@@ -229,7 +229,7 @@ static int write_gamestate(struct sg_q3_recorder *rec, const struct sg_q3_state 
     err = sg_q3_write_server_message(&rec->scratch, rec->buf, sizeof(rec->buf));
     if (err < 0)
         return err;
-    return sg_q3_demo_write(rec->w, msg->sequence - 1, rec->buf, (size_t)err);
+    return sg_q3_demo_write(rec->w, sg_q3_seqadd(msg->sequence, -1), rec->buf, (size_t)err);
 }
 
 void sg_q3_recorder_init(struct sg_q3_recorder *rec, struct sg_q3_demo_writer *w)

@@ -232,7 +232,7 @@ int sg_q3_state_server_command(struct sg_q3_state *st, int32_t seq, const char *
     int err;
 
     /* the client keeps only commands newer than the last one */
-    if (st->server_command_seq - seq >= 0)
+    if (sg_q3_seqdiff(st->server_command_seq, seq) >= 0)
         return 0;
     copy = malloc(len + 1);
     if (!copy)
@@ -247,14 +247,14 @@ int sg_q3_state_server_command(struct sg_q3_state *st, int32_t seq, const char *
 
 const char *sg_q3_state_command(const struct sg_q3_state *st, int32_t seq)
 {
-    if (st->server_command_seq - seq < 0 ||
-        st->server_command_seq - seq >= SG_Q3_MAX_RELIABLE_COMMANDS)
+    int32_t age = sg_q3_seqdiff(st->server_command_seq, seq);
+
+    if (age < 0 || age >= SG_Q3_MAX_RELIABLE_COMMANDS)
         return NULL;
     return st->commands[seq & (SG_Q3_MAX_RELIABLE_COMMANDS - 1)];
 }
 
-const struct sg_q3_snapshot *sg_q3_state_snapshot(const struct sg_q3_state *st,
-                                                  int32_t message_num)
+const struct sg_q3_snapshot *sg_q3_state_snapshot(const struct sg_q3_state *st, int32_t message_num)
 {
     const struct sg_q3_snapshot *s = &st->snapshots[message_num & SG_Q3_PACKET_MASK];
 
@@ -266,7 +266,7 @@ const struct sg_q3_snapshot *sg_q3_state_snapshot(const struct sg_q3_state *st,
 const struct sg_q3_entity *sg_q3_state_entity(const struct sg_q3_state *st,
                                               const struct sg_q3_snapshot *snap, int i)
 {
-    int32_t n = snap->parse_entities_num + i;
+    uint32_t n = snap->parse_entities_num + (uint32_t)i;
 
     return &st->parse_entities[n & (SG_Q3_MAX_PARSE_ENTITIES - 1)];
 }

@@ -35,7 +35,7 @@ struct sg_q3_snapshot {
     uint8_t areamask_len;
     uint8_t areamask[SG_Q3_MAX_MAP_AREA_BYTES];
     struct sg_q3_player ps;
-    int32_t parse_entities_num; /* first entity in the ring */
+    uint32_t parse_entities_num; /* first entity in the ring (a wrapping counter) */
     int32_t num_entities;
 };
 
@@ -60,7 +60,7 @@ struct sg_q3_state {
     int32_t server_message_seq; /* sequence of the message being parsed */
     struct sg_q3_snapshot snap; /* latest valid snapshot (cl.snap) */
     struct sg_q3_snapshot snapshots[SG_Q3_PACKET_BACKUP];
-    int32_t parse_entities_num;
+    uint32_t parse_entities_num; /* entities ever parsed, wrapping */
     struct sg_q3_entity parse_entities[SG_Q3_MAX_PARSE_ENTITIES];
 
     /* counters for reports */

@@ -124,7 +124,7 @@ const uint8_t *sg_q3_svmsg_bytes(const struct sg_q3_svmsg *msg, struct sg_q3_byt
 {
     static const uint8_t empty[1];
 
-    if (!msg->bytes || ref.off + ref.len >= msg->num_bytes + 1u)
+    if (!msg->bytes || (uint64_t)ref.off + ref.len >= (uint64_t)msg->num_bytes + 1)
         return empty;
     return msg->bytes + ref.off;
 }

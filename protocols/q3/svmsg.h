@@ -47,9 +47,9 @@ struct sg_q3_bytes {
 
 /* One entry of a gamestate, in wire order. */
 struct sg_q3_gs_item {
-    uint8_t op;      /* SG_Q3_SVC_CONFIGSTRING or SG_Q3_SVC_BASELINE */
-    uint16_t index;  /* configstring index, or baseline entity number */
-    uint32_t ent;    /* baseline: record index in ents[] */
+    uint8_t op;              /* SG_Q3_SVC_CONFIGSTRING or SG_Q3_SVC_BASELINE */
+    uint16_t index;          /* configstring index, or baseline entity number */
+    uint32_t ent;            /* baseline: record index in ents[] */
     struct sg_q3_bytes text; /* configstring: its raw bytes */
 };
 
@@ -89,8 +89,8 @@ struct sg_q3_op {
         uint32_t snap; /* index in snaps[] */
         struct {
             uint16_t block;
-            bool has_size;           /* block 0 carries the file size */
-            int32_t size;            /* total size; < 0: `error` follows and nothing else */
+            bool has_size; /* block 0 carries the file size */
+            int32_t size;  /* total size; < 0: `error` follows and nothing else */
             struct sg_q3_bytes error;
             struct sg_q3_bytes data; /* the chunk (short length + bytes) */
         } download;

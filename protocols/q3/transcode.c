@@ -132,9 +132,9 @@ int sg_q3_demo_cut(struct sg_q3_demo_reader *r, struct sg_q3_demo_writer *w, int
 
         /* the span: from the first snapshot at `from` on, up to `to` */
         s = perr < 0 ? NULL : sg_q3_svmsg_snapshot(&k->msg);
-        if (s && s->server_time - to > 0)
+        if (s && s->server_time > to)
             break;
-        if (!rec->started && (!s || s->server_time - from < 0))
+        if (!rec->started && (!s || s->server_time < from))
             continue;
         err = sg_q3_recorder_feed(rec, k->st, &k->msg, perr, k->in, len);
         if (err < 0)

@@ -80,7 +80,8 @@ static void write_download(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg,
 }
 
 /* svc_voip* body. */
-static void write_voip(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg, const struct sg_q3_op *op)
+static void write_voip(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg,
+                       const struct sg_q3_op *op)
 {
     sg_q3_msg_write_short(m, op->u.voip.sender);
     sg_q3_msg_write_byte(m, op->u.voip.generation);

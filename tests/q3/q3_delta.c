@@ -236,9 +236,12 @@ int main(int argc, char **argv)
         const char *name;
         int (*fn)(void);
     } cases[] = {
-        {"entity_roundtrip", entity_roundtrip}, {"player_roundtrip", player_roundtrip},
-        {"float_forms", float_forms},           {"special_forms", special_forms},
-        {"bad_lc", bad_lc},                     {"names", names},
+        {"entity_roundtrip", entity_roundtrip},
+        {"player_roundtrip", player_roundtrip},
+        {"float_forms", float_forms},
+        {"special_forms", special_forms},
+        {"bad_lc", bad_lc},
+        {"names", names},
     };
 
     for (size_t i = 0; argc > 1 && i < sizeof(cases) / sizeof(cases[0]); i++)

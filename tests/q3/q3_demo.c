@@ -89,8 +89,8 @@ static int truncated(void)
     st = sg_q3_state_create(68);
     sg_q3_svmsg_init(&msg);
     for (size_t i = 0; i < d.count; i++)
-        CHECK(sg_q3_parse_server_message(st, d.msgs[i].seq, d.msgs[i].data, d.msgs[i].len,
-                                         &msg) == 0);
+        CHECK(sg_q3_parse_server_message(st, d.msgs[i].seq, d.msgs[i].data, d.msgs[i].len, &msg) ==
+              0);
     CHECK(st->errors == 0 && st->snapshots_nodelta == 0);
     sg_q3_state_destroy(st);
 
@@ -213,9 +213,9 @@ static int writer(void)
 
 /* Original decode: frame hashes by message index. */
 struct original {
-    uint64_t *hash;  /* 0 when the message has no valid snapshot */
-    int32_t *time;   /* snapshot server time, or INT32_MIN */
-    uint64_t *cs;    /* configstrings after the message */
+    uint64_t *hash; /* 0 when the message has no valid snapshot */
+    int32_t *time;  /* snapshot server time, or INT32_MIN */
+    uint64_t *cs;   /* configstrings after the message */
 };
 
 static int decode_original(const struct q3_demo *d, struct original *o)
@@ -382,8 +382,8 @@ static int recorder_gap(void)
     sg_q3_svmsg_init(&msg);
     sg_q3_svmsg_init(&built);
     for (n = 0; n <= i + 2; n++)
-        CHECK(sg_q3_parse_server_message(st, d.msgs[n].seq, d.msgs[n].data, d.msgs[n].len,
-                                         &msg) == 0);
+        CHECK(sg_q3_parse_server_message(st, d.msgs[n].seq, d.msgs[n].data, d.msgs[n].len, &msg) ==
+              0);
     CHECK(msg.num_ops == 1 && msg.ops[0].type == SG_Q3_SVC_SNAPSHOT);
     built.reliable_ack = msg.reliable_ack;
     CHECK(sg_q3_record_snapshot(st, sg_q3_state_snapshot(st, d.msgs[i + 2].seq),
@@ -407,8 +407,8 @@ static int recorder_gap(void)
     sg_q3_demo_writer_init(&w, f);
     sg_q3_recorder_init(rec, &w);
     for (n = 0; n < d.count; n++) {
-        int perr = sg_q3_parse_server_message(st, d.msgs[n].seq, d.msgs[n].data, d.msgs[n].len,
-                                              &msg);
+        int perr =
+            sg_q3_parse_server_message(st, d.msgs[n].seq, d.msgs[n].data, d.msgs[n].len, &msg);
         CHECK(perr == 0);
         if (n > i)
             CHECK(sg_q3_recorder_feed(rec, st, &msg, perr, d.msgs[n].data, d.msgs[n].len) == 1);

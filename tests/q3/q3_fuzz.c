@@ -72,9 +72,9 @@ static bool same_items(const struct sg_q3_svmsg *a, const struct sg_q3_op *x,
 
         if (p->op != q->op || p->index != q->index)
             return false;
-        if (p->op == SG_Q3_SVC_CONFIGSTRING ? !same_bytes(a, p->text, b, q->text)
-                                            : memcmp(&a->ents[p->ent], &b->ents[q->ent],
-                                                     sizeof(a->ents[0])) != 0)
+        if (p->op == SG_Q3_SVC_CONFIGSTRING
+                ? !same_bytes(a, p->text, b, q->text)
+                : memcmp(&a->ents[p->ent], &b->ents[q->ent], sizeof(a->ents[0])) != 0)
             return false;
     }
     return true;

@@ -86,8 +86,8 @@ int main(int argc, char **argv)
     CHECK(sg_q3_demo_reader_open(&r, path) == 0);
     mem = open_memstream(&got, &got_len);
     CHECK(mem != NULL);
-    CHECK(sg_q3_dump_demo(mem, strcmp(argv[3], "json") == 0 ? SG_Q3_DUMP_JSON : SG_Q3_DUMP_TEXT,
-                          &r, &stats) == 0);
+    CHECK(sg_q3_dump_demo(mem, strcmp(argv[3], "json") == 0 ? SG_Q3_DUMP_JSON : SG_Q3_DUMP_TEXT, &r,
+                          &stats) == 0);
     CHECK(fclose(mem) == 0);
     sg_q3_demo_reader_finish(&r);
     CHECK(stats.messages > 0);

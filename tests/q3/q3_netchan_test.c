@@ -315,6 +315,87 @@ static int case_xor_views(void)
     return 0;
 }
 
+/*
+ * A filter rewrote server command 5 on its way to the client: the client
+ * then keys its messages with the new text, the server with the old one.
+ * The proxy decodes with the client's view and encodes with the server's.
+ */
+static int case_views_rekey(void)
+{
+    struct fixture *x = fixture(SG_Q3_WIRE_68);
+    struct sg_q3_netchan *nc = x->rx;
+    struct sg_q3_clmsg *cm = calloc(1, sizeof(*cm)), *back = malloc(sizeof(*back));
+    const int32_t ch = nc->challenge, sid = 4242, mack = 17;
+    uint8_t plain[256], dgram[300];
+    struct sg_q3_msg m;
+    size_t len;
+    int n;
+
+    CHECK(cm && back);
+
+    /* the server sends command 5; the proxy relays it changed */
+    sg_q3_msg_init_write(&m, plain, sizeof(plain));
+    sg_q3_msg_write_long(&m, 0);
+    sg_q3_msg_write_byte(&m, SG_Q3_SVC_SERVERCOMMAND);
+    sg_q3_msg_write_long(&m, 5);
+    sg_q3_msg_write_string(&m, "print \"hi\"", 10);
+    sg_q3_msg_write_byte(&m, SG_Q3_SVC_EOF);
+    len = sg_q3_msg_bytes(&m);
+    CHECK(sg_q3_netchan_encode(x->tx, SG_Q3_S2C, 1, plain, len, &x->dg) == 1);
+    CHECK(deliver(x, 0) == 0 && x->f->rx == SG_Q3_RX_MESSAGE && x->f->u.sv.num_commands == 1);
+    sg_q3_msg_init_write(&m, plain, sizeof(plain));
+    sg_q3_msg_write_long(&m, 0);
+    sg_q3_msg_write_byte(&m, SG_Q3_SVC_SERVERCOMMAND);
+    sg_q3_msg_write_long(&m, 5);
+    sg_q3_msg_write_string(&m, "print \"HO\"", 10);
+    sg_q3_msg_write_byte(&m, SG_Q3_SVC_EOF);
+    len = sg_q3_msg_bytes(&m);
+    CHECK(sg_q3_netchan_encode(nc, SG_Q3_S2C, 1, plain, len, &x->dg) == 1);
+    CHECK(strcmp(sg_q3_ring_get(&nc->view[SG_Q3_SIDE_CLIENT].server_cmds, 5), "print \"HO\"") == 0);
+    CHECK(strcmp(sg_q3_ring_get(&nc->view[SG_Q3_SIDE_SERVER].server_cmds, 5), "print \"hi\"") == 0);
+
+    /* the client acknowledges it, keying XOR and moves with what it got */
+    cm->server_id = sid;
+    cm->message_ack = mack;
+    cm->reliable_ack = 5;
+    cm->move_op = SG_Q3_CLC_MOVE;
+    cm->num_cmds = 1;
+    cm->wire[0].time = 1000;
+    cm->wire[0].changed = true;
+    cm->wire[0].sent = 0xff;
+    for (int f = 0; f < SG_Q3_USERCMD_FIELDS; f++)
+        cm->wire[0].value[f] = (uint32_t)(f * 37 + 1) & 0xff;
+    cm->eof = true;
+    n = sg_q3_clmsg_encode(cm, 0, &nc->view[SG_Q3_SIDE_CLIENT].server_cmds, plain, sizeof(plain));
+    CHECK(n > 12);
+    sg_put_le32(dgram, 1);
+    sg_put_le16(dgram + 4, nc->qport);
+    memcpy(dgram + 6, plain, (size_t)n);
+    sg_q3_xor_client_message(dgram + 6, (size_t)n, ch, sid, mack, "print \"HO\"");
+
+    /* the proxy reads it right */
+    CHECK(sg_q3_netchan_decode(nc, SG_Q3_C2S, dgram, 6 + (size_t)n, x->f) == 0);
+    CHECK(x->f->rx == SG_Q3_RX_MESSAGE && memcmp(x->f->msg, plain, (size_t)n) == 0);
+    CHECK(x->f->u.cl.num_cmds == 1 && x->f->u.cl.wire[0].value[7] == ((7 * 37 + 1) & 0xff));
+
+    /* and re-keys it for the server, which knows the old text */
+    n = sg_q3_clmsg_encode(&x->f->u.cl, 0, &nc->view[SG_Q3_SIDE_SERVER].server_cmds, plain,
+                           sizeof(plain));
+    CHECK(n > 12);
+    CHECK((size_t)n != x->f->msg_len || memcmp(plain, x->f->msg, (size_t)n) != 0);
+    CHECK(sg_q3_netchan_encode(nc, SG_Q3_C2S, 1, plain, (size_t)n, &x->dg) == 1);
+    memcpy(dgram, x->dg.data[0] + 6, x->dg.len[0] - 6);
+    sg_q3_xor_client_message(dgram, x->dg.len[0] - 6, ch, sid, mack, "print \"hi\"");
+    CHECK(memcmp(dgram, plain, (size_t)n) == 0);
+    CHECK(sg_q3_clmsg_decode(plain, (size_t)n, 0, &nc->view[SG_Q3_SIDE_SERVER].server_cmds, back) ==
+          0);
+    CHECK(memcmp(&back->cmds[0], &x->f->u.cl.cmds[0], sizeof(back->cmds[0])) == 0);
+    free(cm);
+    free(back);
+    fixture_free(x);
+    return 0;
+}
+
 static int case_checksum71(void)
 {
     int32_t c;
@@ -385,9 +466,10 @@ static int scan_oob(const struct pcap_udp *u, void *arg)
 static int case_oob_captures(void)
 {
     static const enum sg_q3_oob_kind seen[] = {
-        SG_Q3_OOB_GETCHALLENGE, SG_Q3_OOB_CHALLENGE_RESPONSE, SG_Q3_OOB_CONNECT,
-        SG_Q3_OOB_CONNECT_RESPONSE, SG_Q3_OOB_GETINFO, SG_Q3_OOB_INFO_RESPONSE,
-        SG_Q3_OOB_GETSTATUS, SG_Q3_OOB_STATUS_RESPONSE,
+        SG_Q3_OOB_GETCHALLENGE, SG_Q3_OOB_CHALLENGE_RESPONSE,
+        SG_Q3_OOB_CONNECT,      SG_Q3_OOB_CONNECT_RESPONSE,
+        SG_Q3_OOB_GETINFO,      SG_Q3_OOB_INFO_RESPONSE,
+        SG_Q3_OOB_GETSTATUS,    SG_Q3_OOB_STATUS_RESPONSE,
     };
 
     for (int i = 0; i < NSESSIONS; i++) {
@@ -423,8 +505,7 @@ static int case_connect_roundtrip(void)
     CHECK(n > 12);
     CHECK(memcmp(pkt + 4, "connect ", 8) == 0);
     CHECK(sg_q3_oob_parse(pkt, (size_t)n, true, o) == 0);
-    CHECK(o->kind == SG_Q3_OOB_CONNECT && o->protocol == 68 && o->qport == 5 &&
-          o->challenge == -7);
+    CHECK(o->kind == SG_Q3_OOB_CONNECT && o->protocol == 68 && o->qport == 5 && o->challenge == -7);
     CHECK(o->text_len == strlen(text) && memcmp(o->text, text, o->text_len) == 0);
     /* the server's connectResponse is never compressed */
     CHECK(sg_q3_oob_build("connectResponse 5", 17, false, pkt, sizeof(pkt)) == 21);
@@ -530,7 +611,7 @@ static int case_clmsg_roundtrip(void)
         a->tail[1] = 0;
 
         n = sg_q3_clmsg_encode(a, 0x1234567, ring, buf, sizeof(buf));
-        CHECK(n > 12);
+        CHECK(n > 3);
         CHECK(sg_q3_clmsg_decode(buf, (size_t)n, 0x1234567, ring, b) == 0);
         CHECK(b->server_id == a->server_id && b->message_ack == a->message_ack);
         CHECK(b->num_commands == a->num_commands && b->move_op == a->move_op);
@@ -705,6 +786,7 @@ int main(int argc, char **argv)
         {"sequence_order", case_sequence_order},
         {"xor_roundtrip", case_xor_roundtrip},
         {"xor_views", case_xor_views},
+        {"views_rekey", case_views_rekey},
         {"checksum71", case_checksum71},
         {"oob_captures", case_oob_captures},
         {"connect_roundtrip", case_connect_roundtrip},

@@ -6,8 +6,9 @@
  *                  equal the client's own demo (same sequences) and parse
  *                  fully, the client messages decode completely
  *   roundtrip_<s>  re-encoding every decoded message gives back the
- *                  original datagrams (both directions), and the client and
- *                  server message encoders give back the message bytes
+ *                  original datagrams (both directions, out-of-band ones
+ *                  included), and the client and server message encoders
+ *                  give back the message bytes
  *   tool_<s>       `slipgate pcap decode --json --record DIR` exits 0 and
  *                  writes a demo whose messages are those of the capture
  *
@@ -48,6 +49,7 @@ struct run {
     bool roundtrip;
     int failures;
     uint64_t strays, datagrams[2], messages[2], moves, commands[2];
+    uint64_t rebuilt; /* datagrams rebuilt and compared */
     /* server messages by sequence */
     struct stored *s2c;
     size_t ns2c;
@@ -84,6 +86,7 @@ static int check_roundtrip(struct run *r, const struct pcap_udp *u, enum sg_q3_d
         FAIL(r, u, "encode gave %d datagrams, the capture has %d", n, r->npend[dir]);
         return 0;
     }
+    r->rebuilt += (uint64_t)n;
     for (int i = 0; i < n; i++)
         if (r->dg.len[i] != r->pend_len[dir][i] ||
             memcmp(r->dg.data[i], r->pend[dir][i], r->dg.len[i]) != 0)
@@ -93,19 +96,19 @@ static int check_roundtrip(struct run *r, const struct pcap_udp *u, enum sg_q3_d
     /* the message encoders, bit-exact */
     if (dir == SG_Q3_C2S && f->rx == SG_Q3_RX_MESSAGE) {
         const struct sg_q3_view *v = sg_q3_netchan_view(r->nc, SG_Q3_SIDE_SERVER);
-        int len = sg_q3_clmsg_encode(&f->u.cl, v->checksum_feed, &v->server_cmds, r->buf,
-                                     sizeof(r->buf));
+        int len =
+            sg_q3_clmsg_encode(&f->u.cl, v->checksum_feed, &v->server_cmds, r->buf, sizeof(r->buf));
 
         if (len != (int)f->msg_len || memcmp(r->buf, f->msg, f->msg_len) != 0)
-            FAIL(r, u, "c2s seq %d: client message re-encodes differently (%d vs %zu)",
-                 f->sequence, len, f->msg_len);
+            FAIL(r, u, "c2s seq %d: client message re-encodes differently (%d vs %zu)", f->sequence,
+                 len, f->msg_len);
     }
     if (dir == SG_Q3_S2C && f->rx == SG_Q3_RX_MESSAGE) {
         int len = sg_q3_write_server_message(&r->sv, r->buf, sizeof(r->buf));
 
         if (len != (int)f->msg_len || memcmp(r->buf, f->msg, f->msg_len) != 0)
-            FAIL(r, u, "s2c seq %d: server message re-encodes differently (%d vs %zu)",
-                 f->sequence, len, f->msg_len);
+            FAIL(r, u, "s2c seq %d: server message re-encodes differently (%d vs %zu)", f->sequence,
+                 len, f->msg_len);
     }
     return 0;
 }
@@ -137,6 +140,13 @@ static int on_datagram(const struct pcap_udp *u, void *arg)
         FAIL(r, u, "decode: %s (rx %s)", sg_errname(err), sg_q3_rx_name(f->rx));
     switch (f->rx) {
     case SG_Q3_RX_OOB:
+        if (r->roundtrip) {
+            int n = sg_q3_oob_write(&f->u.oob, dir == SG_Q3_C2S, r->buf, sizeof(r->buf));
+
+            if (n != (int)u->len || memcmp(r->buf, u->data, u->len) != 0)
+                FAIL(r, u, "oob %s rebuilds differently", sg_q3_oob_kind_name(f->u.oob.kind));
+            r->rebuilt++;
+        }
         r->npend[dir] = 0;
         return 0;
     case SG_Q3_RX_FRAGMENT:
@@ -240,8 +250,8 @@ static int check_demo(struct run *r, const char *name)
             r->failures++;
         }
     }
-    printf("demo: %zu records, %zu matched (record 0 is the client's own gamestate)\n",
-           d.count, matched);
+    printf("demo: %zu records, %zu matched (record 0 is the client's own gamestate)\n", d.count,
+           matched);
     q3_demo_free(&d);
     return 0;
 }
@@ -267,17 +277,22 @@ static int run_session(const char *name, bool roundtrip)
     CHECK(rc == 0);
     printf("%s: wire %s (evidence 0x%x), c2s %llu datagrams %llu messages %llu moves, "
            "s2c %llu datagrams %llu messages, commands %llu/%llu, %llu stray\n",
-           name, sg_q3_wire_name(r->nc->wire), r->nc->evidence,
-           (unsigned long long)r->datagrams[0], (unsigned long long)r->messages[0],
-           (unsigned long long)r->moves, (unsigned long long)r->datagrams[1],
-           (unsigned long long)r->messages[1], (unsigned long long)r->commands[0],
-           (unsigned long long)r->commands[1], (unsigned long long)r->strays);
+           name, sg_q3_wire_name(r->nc->wire), r->nc->evidence, (unsigned long long)r->datagrams[0],
+           (unsigned long long)r->messages[0], (unsigned long long)r->moves,
+           (unsigned long long)r->datagrams[1], (unsigned long long)r->messages[1],
+           (unsigned long long)r->commands[0], (unsigned long long)r->commands[1],
+           (unsigned long long)r->strays);
     CHECK(r->failures == 0);
     CHECK(r->nc->wire == session_wire(name));
     CHECK(r->strays > 0);
     CHECK(r->messages[0] > 100 && r->messages[1] > 100 && r->moves > 100);
     CHECK(r->commands[0] > 0 && r->commands[1] > 0);
-    if (!roundtrip) {
+    if (roundtrip) {
+        printf("%s: %llu of %llu datagrams rebuilt byte for byte\n", name,
+               (unsigned long long)r->rebuilt,
+               (unsigned long long)(r->datagrams[0] + r->datagrams[1]));
+        CHECK(r->rebuilt == r->datagrams[0] + r->datagrams[1]);
+    } else {
         CHECK(check_demo(r, name) == 0);
         CHECK(r->failures == 0);
     }
@@ -299,7 +314,7 @@ static int run_tool(const char *name)
 {
     char rel[256], path[1024], dir[] = "/tmp/sg_q3_pcap_XXXXXX", demo[1200];
     char *argv[6];
-    struct q3_demo d;
+    struct q3_demo d, cd;
     FILE *devnull;
     int status, saved;
 
@@ -326,13 +341,27 @@ static int run_tool(const char *name)
     fclose(devnull);
     CHECK(status == 0);
 
-    /* one demo: the game session, gamestate first */
+    /* one demo: the game session from its gamestate on, as received */
     snprintf(demo, sizeof(demo), "%s/127.0.0.1-%d.dm_%s", dir, CLIENT_PORT,
              strcmp(name, "ioq68") == 0 ? "68" : "71");
     CHECK(q3_demo_load(demo, &d) == 0);
     printf("%s: %zu messages\n", demo, d.count);
     CHECK(d.count > 100);
     CHECK(d.end == 0);
+
+    /* every record of the client's own demo but its first is in ours, byte for byte */
+    snprintf(rel, sizeof(rel), "q3/sessions/%s/%s", name, session_demo(name));
+    CHECK(q3_testdata(rel, path, sizeof(path)));
+    CHECK(q3_demo_load(path, &cd) == 0);
+    for (size_t i = 1; i < cd.count; i++) {
+        bool same = false;
+
+        for (size_t j = 0; j < d.count && !same; j++)
+            same = d.msgs[j].seq == cd.msgs[i].seq && d.msgs[j].len == cd.msgs[i].len &&
+                   memcmp(d.msgs[j].data, cd.msgs[i].data, d.msgs[j].len) == 0;
+        CHECK(same);
+    }
+    q3_demo_free(&cd);
     q3_demo_free(&d);
     unlink(demo);
     rmdir(dir);
