@@ -259,6 +259,8 @@ static int walk_gamestate(struct sg_q3_msg *m, struct sg_q3_svkeys *out, struct 
         } else if (op == SG_Q3_SVC_BASELINE) {
             int number = sg_q3_msg_read_bits(m, SG_Q3_GENTITYNUM_BITS);
 
+            if (number < 0 || number >= SG_Q3_MAX_GENTITIES)
+                return m->overflowed ? SG_E_OVERFLOW : SG_E_MALFORMED;
             err = sg_q3_delta_entity_read(m, number, &rec);
             if (err < 0)
                 return err;
@@ -369,12 +371,11 @@ static void walk_client_commands(const uint8_t *msg, size_t len, struct sg_q3_vi
 {
     char game[SG_Q3_MAX_STRING_CHARS], raw[SG_Q3_MAX_STRING_CHARS];
     struct sg_q3_msg m;
-    int32_t longs[3];
 
+    /* serverId, messageAcknowledge, reliableAcknowledge, then the commands */
     sg_q3_msg_init_read(&m, msg, len);
     for (int i = 0; i < 3; i++)
-        longs[i] = sg_q3_msg_read_long(&m);
-    (void)longs;
+        sg_q3_msg_read_long(&m);
     while (!m.overflowed && sg_q3_msg_read_byte(&m) == SG_Q3_CLC_CLIENTCOMMAND) {
         int32_t seq = sg_q3_msg_read_long(&m);
 

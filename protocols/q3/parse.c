@@ -131,9 +131,13 @@ static int parse_gs_baseline(struct parse *p, int item)
     static const struct sg_q3_entity null_entity;
     struct sg_q3_state *st = p->st;
     int number = sg_q3_msg_read_bits(&p->m, SG_Q3_GENTITYNUM_BITS);
-    int ei = sg_q3_svmsg_add_ent(p->out);
+    int ei;
     int err;
 
+    /* The NYT escape makes a "10-bit" read return up to 1027: bound it. */
+    if (number < 0 || number >= SG_Q3_MAX_GENTITIES)
+        return p->m.overflowed ? SG_E_OVERFLOW : SG_E_MALFORMED;
+    ei = sg_q3_svmsg_add_ent(p->out);
     if (ei < 0)
         return ei;
     err = sg_q3_delta_entity_read(&p->m, number, &p->out->ents[ei]);
@@ -234,7 +238,8 @@ static int parse_entities(struct parse *p, const struct sg_q3_snapshot *old,
             return SG_E_OVERFLOW;
         if (newnum == SG_Q3_ENTITYNUM_NONE)
             break;
-        if (newnum <= last)
+        /* The NYT escape makes a "10-bit" read return up to 1027: bound it. */
+        if (newnum < 0 || newnum >= SG_Q3_MAX_GENTITIES || newnum <= last)
             return SG_E_MALFORMED;
         last = newnum;
 
