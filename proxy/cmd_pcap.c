@@ -25,6 +25,7 @@
 #include <pcap/pcap.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,7 @@ struct session {
     struct sg_q3_state *st;     /* the client's view of the server stream */
     struct sg_q3_demo_writer w; /* --record */
     struct sg_q3_recorder rec;
-    bool recording, record_failed;
+    bool recording, record_failed, recorded;
     uint64_t datagrams, oob, errors;
 };
 
@@ -131,6 +132,22 @@ static bool endpoint_eq(const struct endpoint *a, const struct endpoint *b)
            memcmp(a->addr, b->addr, a->family == 6 ? 16 : 4) == 0;
 }
 
+/* Is the first word of an out-of-band datagram one of `words`? */
+static bool oob_word_in(const uint8_t *data, size_t len, const char *const *words, size_t count)
+{
+    size_t n;
+
+    if (!sg_q3_oob_is(data, len))
+        return false;
+    for (n = 4; n < len && data[n] > ' '; n++)
+        ;
+    n -= 4;
+    for (size_t i = 0; i < count; i++)
+        if (n == strlen(words[i]) && strncasecmp((const char *)data + 4, words[i], n) == 0)
+            return true;
+    return false;
+}
+
 /* Does the sender of this datagram act as a client? (-1: cannot tell) */
 static int sender_is_client(const uint8_t *data, size_t len)
 {
@@ -138,20 +155,21 @@ static int sender_is_client(const uint8_t *data, size_t len)
                                            "rcon"};
     static const char *const responses[] = {"challengeResponse", "connectResponse", "infoResponse",
                                             "statusResponse",    "print",           "disconnect"};
-    size_t n;
 
-    if (!sg_q3_oob_is(data, len))
-        return -1;
-    for (n = 4; n < len && data[n] > ' '; n++)
-        ;
-    n -= 4;
-    for (size_t i = 0; i < sizeof(responses) / sizeof(responses[0]); i++)
-        if (n == strlen(responses[i]) && strncasecmp((const char *)data + 4, responses[i], n) == 0)
-            return 0;
-    for (size_t i = 0; i < sizeof(requests) / sizeof(requests[0]); i++)
-        if (n == strlen(requests[i]) && strncasecmp((const char *)data + 4, requests[i], n) == 0)
-            return 1;
+    if (oob_word_in(data, len, responses, sizeof(responses) / sizeof(responses[0])))
+        return 0;
+    if (oob_word_in(data, len, requests, sizeof(requests) / sizeof(requests[0])))
+        return 1;
     return -1;
+}
+
+/* Does this datagram need the session's netchan (anything but a query and its answer)? */
+static bool needs_netchan(const uint8_t *data, size_t len)
+{
+    static const char *const queries[] = {"getinfo",        "getstatus", "infoResponse",
+                                          "statusResponse", "print",     "rcon"};
+
+    return !oob_word_in(data, len, queries, sizeof(queries) / sizeof(queries[0]));
 }
 
 /* The session of a datagram from `src` to `dst`, created on first sight; NULL when full. */
@@ -225,6 +243,7 @@ static void start_recording(struct tool *t, struct session *s)
     }
     sg_q3_recorder_init(&s->rec, &s->w);
     s->recording = true;
+    s->recorded = true;
 }
 
 /* ---- one line per datagram ---- */
@@ -445,10 +464,25 @@ static void on_datagram(struct tool *t, const struct endpoint *src, const struct
         return;
     }
     s->datagrams++;
+
+    /* Queries and their answers: no session state (a status tool may send thousands). */
+    if (!s->nc && !needs_netchan(data, len)) {
+        memset(f, 0, offsetof(struct sg_q3_frame, msg));
+        f->dir = dir;
+        f->datagram_len = len;
+        f->rx = SG_Q3_RX_OOB;
+        s->oob++;
+        err = sg_q3_oob_parse(data, len, dir == SG_Q3_C2S, &f->u.oob);
+        if (err < 0) {
+            s->errors++;
+            t->errors++;
+        }
+        print_frame(t, s, dir, frame, ts, f, err, 0);
+        return;
+    }
     if (!s->nc) {
         s->nc = malloc(sizeof(*s->nc));
-        s->st = sg_q3_state_create(0);
-        if (!s->nc || !s->st) {
+        if (!s->nc) {
             fprintf(stderr, "slipgate pcap: out of memory\n");
             t->errors++;
             return;
@@ -458,6 +492,14 @@ static void on_datagram(struct tool *t, const struct endpoint *src, const struct
     err = sg_q3_netchan_decode(s->nc, dir, data, len, f);
     if (f->rx == SG_Q3_RX_BAD_CHECKSUM && err == 0)
         err = SG_E_MALFORMED;
+    if (f->rx == SG_Q3_RX_OOB)
+        s->oob++;
+    if (f->rx == SG_Q3_RX_MESSAGE && dir == SG_Q3_S2C && !s->st &&
+        !(s->st = sg_q3_state_create(0))) {
+        fprintf(stderr, "slipgate pcap: out of memory\n");
+        t->errors++;
+        return;
+    }
 
     /* Server messages: the full parse, as the client reads them, and the recording. */
     if (f->rx == SG_Q3_RX_MESSAGE && dir == SG_Q3_S2C) {
@@ -575,26 +617,24 @@ static void summary(const struct tool *t)
         const struct sg_q3_netchan_stats *st;
         char c[80], sv[80];
 
-        if (!s->nc)
-            continue;
-        st = &s->nc->stats;
         endpoint_str(&s->client, c, sizeof(c));
         endpoint_str(&s->server, sv, sizeof(sv));
-        if (st->oob[0] + st->oob[1] == s->datagrams) {
+        if (!s->nc || s->oob == s->datagrams) {
             fprintf(stderr,
-                    "session %u: %s -> %s: %" PRIu64 " out-of-band datagrams only (queries)"
-                    ", errors %" PRIu64 "\n",
+                    "session %u: %s -> %s: %" PRIu64 " out-of-band datagrams only, errors %" PRIu64
+                    "\n",
                     s->id, c, sv, s->datagrams, s->errors);
             continue;
         }
+        st = &s->nc->stats;
         fprintf(stderr,
                 "session %u: %s -> %s: %" PRIu64 " datagrams (%" PRIu64 " oob), wire %s, "
                 "messages c2s %" PRIu64 " s2c %" PRIu64 ", dropped as old %" PRIu64
                 ", errors %" PRIu64 "%s\n",
-                s->id, c, sv, s->datagrams, st->oob[0] + st->oob[1], sg_q3_wire_name(s->nc->wire),
+                s->id, c, sv, s->datagrams, s->oob, sg_q3_wire_name(s->nc->wire),
                 st->messages[SG_Q3_C2S], st->messages[SG_Q3_S2C],
                 st->old[SG_Q3_C2S] + st->old[SG_Q3_S2C], s->errors,
-                s->recording ? ", recorded" : "");
+                s->recorded ? ", recorded" : "");
     }
     fprintf(stderr,
             "%" PRIu64 " frames, %" PRIu64 " not Quake 3 UDP, %u sessions, %" PRIu64 " errors\n",

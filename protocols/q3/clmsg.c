@@ -208,8 +208,14 @@ int sg_q3_clmsg_decode(const uint8_t *data, size_t len, int32_t checksum_feed,
     size_t mark;
     int op, err;
 
-    memset(out, 0, offsetof(struct sg_q3_clmsg, tail));
+    /* only the counts and flags: the arrays are filled as far as they are read */
+    out->num_commands = 0;
+    out->move_op = 0;
+    out->num_cmds = 0;
+    out->key = 0;
+    out->eof = false;
     out->stop_op = -1;
+    out->tail_bits = 0;
     sg_q3_msg_init_read(&m, data, len);
 
     /* The three longs every client message starts with. */

@@ -188,11 +188,15 @@ void sg_q3_netchan_reset(struct sg_q3_netchan *nc);
 /*
  * Decode datagram `data` (`len` bytes) travelling in `dir` into `f`
  * (caller-owned, about 100 KB, reusable).  Updates the session state as the
- * receiver would.  Returns 0, or a negative error (SG_E_TRUNCATED,
- * SG_E_FRAGMENT, SG_E_STATE when the keys are unknown, a content error
- * from the message...) to be counted; `f->rx` always says what the
- * receiver does, and the datagram is relayed in any case.  `data` is
- * borrowed for the call.
+ * receiver would.  `f->rx` always says what the receiver does with it.
+ * Returns 0 for a datagram the game handles normally, including one it
+ * drops as loss would (old, gap, bad checksum: see f->rx); a negative
+ * error to be counted for input the game would not take (SG_E_TRUNCATED,
+ * SG_E_FRAGMENT, SG_E_MALFORMED/SG_E_HUFFMAN for an out-of-band packet,
+ * SG_E_STATE when the keys are unknown, or the message's content error,
+ * also in f->content_err, with f->msg still valid).  The datagram is
+ * relayed in any case.  `data` is borrowed for the call; `f` holds no
+ * pointer into it.
  */
 int sg_q3_netchan_decode(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const uint8_t *data,
                          size_t len, struct sg_q3_frame *f);

@@ -89,8 +89,10 @@ bool sg_q3_oob_is(const uint8_t *data, size_t len);
 /*
  * Parse one out-of-band datagram.  `from_client` selects the direction
  * (only client packets may carry a compressed connect).  Fills `out`, which
- * is caller-owned.  Returns 0, or SG_E_MALFORMED (not OOB, bad numbers,
- * unterminated quotes), SG_E_HUFFMAN (corrupt connect), SG_E_TOOBIG.
+ * is caller-owned.  Returns 0, or SG_E_MALFORMED (not OOB, a
+ * challengeResponse or connect without its argument, an unterminated
+ * quote), SG_E_HUFFMAN / SG_E_TRUNCATED (corrupt connect), SG_E_TOOBIG.
+ * Numbers are read as atoi() does (no digits: 0).
  * Unknown commands are not an error: kind is SG_Q3_OOB_UNKNOWN.
  */
 int sg_q3_oob_parse(const uint8_t *data, size_t len, bool from_client, struct sg_q3_oob *out);

@@ -724,6 +724,7 @@ static int case_malformed(void)
     static const enum sg_q3_wire wires[3] = {SG_Q3_WIRE_68, SG_Q3_WIRE_IOQ3_71, SG_Q3_WIRE_UNKNOWN};
     uint8_t d[SG_Q3_MAX_PACKETLEN * 2];
     char path[1024];
+    long rounds;
 
     CHECK(z);
     z->f = malloc(sizeof(*z->f));
@@ -738,9 +739,11 @@ static int case_malformed(void)
         }
     }
 
-    /* random datagrams of every size, some looking like OOB or fragments */
-    for (int t = 0; t < 20000; t++) {
-        size_t len = rnd() % (t < 10000 ? 64 : sizeof(d));
+    /* random datagrams of every size, some looking like OOB or fragments
+     * (SG_FUZZ_ROUNDS raises the count for a longer run) */
+    rounds = getenv("SG_FUZZ_ROUNDS") ? atol(getenv("SG_FUZZ_ROUNDS")) : 20000;
+    for (long t = 0; t < rounds; t++) {
+        size_t len = rnd() % (t < rounds / 2 ? 64 : sizeof(d));
 
         for (size_t i = 0; i < len; i++)
             d[i] = (uint8_t)rnd();
