@@ -10,8 +10,7 @@ static inline uint16_t sg_le16(const uint8_t *p)
 }
 static inline uint32_t sg_le32(const uint8_t *p)
 {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 static inline uint16_t sg_be16(const uint8_t *p)
 {
@@ -19,8 +18,7 @@ static inline uint16_t sg_be16(const uint8_t *p)
 }
 static inline uint32_t sg_be32(const uint8_t *p)
 {
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
-           (uint32_t)p[3];
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
 }
 static inline void sg_put_le16(uint8_t *p, uint16_t v)
 {

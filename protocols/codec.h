@@ -37,13 +37,13 @@ enum sg_frame_kind {
 struct sg_frame {
     enum sg_dir dir;
     enum sg_frame_kind kind;
-    int32_t sequence;       /* netchan sequence, when there is one */
-    int pieces;             /* datagrams the message came in (MESSAGE) */
-    const uint8_t *msg;     /* the message as a demo records it (MESSAGE) */
+    int32_t sequence;   /* netchan sequence, when there is one */
+    int pieces;         /* datagrams the message came in (MESSAGE) */
+    const uint8_t *msg; /* the message as a demo records it (MESSAGE) */
     size_t msg_len;
-    bool new_level;         /* S2C: this message starts a level (a gamestate) */
-    char level[64];         /* with new_level: the map name, for file names */
-    void *game;             /* the codec's own decoded form */
+    bool new_level; /* S2C: this message starts a level (a gamestate) */
+    char level[64]; /* with new_level: the map name, for file names */
+    void *game;     /* the codec's own decoded form */
 };
 
 /* Receives each rebuilt datagram; returns 0 or a negative error. */

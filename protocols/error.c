@@ -33,17 +33,29 @@ const char *sg_errname(int err)
     if (err > SG__E_FIRST && err < SG__E_LAST)
         return names[err - SG__E_FIRST - 1];
     switch (-err) {
-    case EINVAL: return "EINVAL";
-    case ENOMEM: return "ENOMEM";
-    case ENOENT: return "ENOENT";
-    case EAGAIN: return "EAGAIN";
-    case ENOSPC: return "ENOSPC";
-    case EACCES: return "EACCES";
-    case EADDRINUSE: return "EADDRINUSE";
-    case ECONNREFUSED: return "ECONNREFUSED";
-    case EMSGSIZE: return "EMSGSIZE";
-    case ERANGE: return "ERANGE";
-    case EIO: return "EIO";
-    default: return "E?";
+    case EINVAL:
+        return "EINVAL";
+    case ENOMEM:
+        return "ENOMEM";
+    case ENOENT:
+        return "ENOENT";
+    case EAGAIN:
+        return "EAGAIN";
+    case ENOSPC:
+        return "ENOSPC";
+    case EACCES:
+        return "EACCES";
+    case EADDRINUSE:
+        return "EADDRINUSE";
+    case ECONNREFUSED:
+        return "ECONNREFUSED";
+    case EMSGSIZE:
+        return "EMSGSIZE";
+    case ERANGE:
+        return "ERANGE";
+    case EIO:
+        return "EIO";
+    default:
+        return "E?";
     }
 }

@@ -10,19 +10,19 @@
 #define SG_PROTOCOLS_ERROR_H
 
 /* X-macro: code, description.  Append only; the numbers are not stable ABI. */
-#define SG_ERROR_MAP(XX)                                                         \
-    XX(MALFORMED, "malformed data")                                              \
-    XX(OVERFLOW, "read or write past the end of a message")                      \
-    XX(HUFFMAN, "invalid Huffman code")                                          \
-    XX(FRAGMENT, "bad or incomplete fragment")                                   \
-    XX(INFLATE, "compressed data is corrupt")                                    \
-    XX(UNSUPPORTED, "unsupported protocol or feature")                           \
-    XX(NODELTA, "delta reference is missing")                                    \
-    XX(TRUNCATED, "truncated input")                                             \
-    XX(TOOBIG, "message too large")                                              \
-    XX(CONFIG, "invalid configuration")                                          \
-    XX(RESOLVE, "address resolution failed")                                     \
-    XX(VERSION, "version mismatch")                                              \
+#define SG_ERROR_MAP(XX)                                                                           \
+    XX(MALFORMED, "malformed data")                                                                \
+    XX(OVERFLOW, "read or write past the end of a message")                                        \
+    XX(HUFFMAN, "invalid Huffman code")                                                            \
+    XX(FRAGMENT, "bad or incomplete fragment")                                                     \
+    XX(INFLATE, "compressed data is corrupt")                                                      \
+    XX(UNSUPPORTED, "unsupported protocol or feature")                                             \
+    XX(NODELTA, "delta reference is missing")                                                      \
+    XX(TRUNCATED, "truncated input")                                                               \
+    XX(TOOBIG, "message too large")                                                                \
+    XX(CONFIG, "invalid configuration")                                                            \
+    XX(RESOLVE, "address resolution failed")                                                       \
+    XX(VERSION, "version mismatch")                                                                \
     XX(STATE, "operation not valid in the current state")
 
 enum sg_error {
@@ -30,7 +30,7 @@ enum sg_error {
 #define SG__E_ENUM(code, desc) SG_E_##code,
     SG_ERROR_MAP(SG__E_ENUM)
 #undef SG__E_ENUM
-    SG__E_LAST
+        SG__E_LAST
 };
 
 /* A static description of `err` (any negative code, or >= 0 for success). */

@@ -87,8 +87,8 @@ size_t sg_addr_host_key(const struct sockaddr *sa, unsigned char key[16])
     return 0;
 }
 
-int sg_addr_resolve(uv_loop_t *loop, const char *spec, bool passive,
-                    struct sockaddr_storage *out, char *why, size_t whycap)
+int sg_addr_resolve(uv_loop_t *loop, const char *spec, bool passive, struct sockaddr_storage *out,
+                    char *why, size_t whycap)
 {
     char host[256], port[16];
     struct addrinfo hints;

@@ -33,7 +33,7 @@ size_t sg_addr_host_key(const struct sockaddr *sa, unsigned char key[16]);
  * libuv.  Stores the first result in `out`.  On failure returns a negative
  * libuv error and writes a human-readable reason into `why`.
  */
-int sg_addr_resolve(uv_loop_t *loop, const char *spec, bool passive,
-                    struct sockaddr_storage *out, char *why, size_t whycap);
+int sg_addr_resolve(uv_loop_t *loop, const char *spec, bool passive, struct sockaddr_storage *out,
+                    char *why, size_t whycap);
 
 #endif

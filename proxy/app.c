@@ -208,8 +208,7 @@ static int start_routes(struct sg_app *app)
     return failed ? -1 : 0;
 }
 
-int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov,
-               const char *stats_path)
+int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, const char *stats_path)
 {
     struct sg_app app;
     struct sg_conf_diag diag;

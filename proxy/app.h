@@ -17,14 +17,14 @@
 struct sg_app {
     uv_loop_t loop;
     struct sg_logger log;
-    struct sg_conf *conf;                /* the configuration in force */
-    const char *config_path;             /* -c FILE, or NULL */
-    const struct sg_conf_overrides *ov;  /* the command line, re-applied on reload */
-    const char *stats_path;              /* --stats FILE (wins over stats_file) */
-    struct sg_route *routes;             /* serving */
-    struct sg_route *retired;            /* removed by a reload; kept for --stats */
+    struct sg_conf *conf;               /* the configuration in force */
+    const char *config_path;            /* -c FILE, or NULL */
+    const struct sg_conf_overrides *ov; /* the command line, re-applied on reload */
+    const char *stats_path;             /* --stats FILE (wins over stats_file) */
+    struct sg_route *routes;            /* serving */
+    struct sg_route *retired;           /* removed by a reload; kept for --stats */
     uv_signal_t sig_hup;
-    uv_async_t stop_async;               /* woken by the SIGINT/SIGTERM handler */
+    uv_async_t stop_async; /* woken by the SIGINT/SIGTERM handler */
     bool stopping;
     uint64_t next_session_id;
     uint64_t started_wall_ms;
@@ -32,8 +32,7 @@ struct sg_app {
 };
 
 /* Run the proxy until a stop signal; returns the process exit status. */
-int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov,
-               const char *stats_path);
+int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, const char *stats_path);
 
 /* Write the --stats JSON for every route and session to `path`. */
 int sg_stats_write(struct sg_app *app, const char *path);

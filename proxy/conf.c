@@ -19,29 +19,55 @@ const char *const sg_reencode_names[] = {"changed", "always", NULL};
 /* ---- route blocks ---- */
 
 static const struct sg_conf_directive route_directives[] = {
-    {.name = "listen", .type = SG_CONF_ADDR, .offset = offsetof(struct sg_route_conf, listen),
+    {.name = "listen",
+     .type = SG_CONF_ADDR,
+     .offset = offsetof(struct sg_route_conf, listen),
      .argname = "ADDR:PORT",
-     .help = "address to receive clients on; [::]:PORT is dual-stack (default " SG_DEFAULT_LISTEN ")"},
-    {.name = "server", .type = SG_CONF_ADDR, .offset = offsetof(struct sg_route_conf, server),
-     .argname = "HOST:PORT", .help = "the real game server (names resolve; IPv6 as [addr]:port)"},
-    {.name = "protocol", .type = SG_CONF_ENUM, .offset = offsetof(struct sg_route_conf, protocol),
-     .choices = sg_protocol_names, .argname = "auto|q3|q2|qw|nq",
+     .help =
+         "address to receive clients on; [::]:PORT is dual-stack (default " SG_DEFAULT_LISTEN ")"},
+    {.name = "server",
+     .type = SG_CONF_ADDR,
+     .offset = offsetof(struct sg_route_conf, server),
+     .argname = "HOST:PORT",
+     .help = "the real game server (names resolve; IPv6 as [addr]:port)"},
+    {.name = "protocol",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct sg_route_conf, protocol),
+     .choices = sg_protocol_names,
+     .argname = "auto|q3|q2|qw|nq",
      .help = "game protocol to decode; auto relays without decoding until a codec claims it"},
-    {.name = "idle_timeout", .type = SG_CONF_DURATION,
-     .offset = offsetof(struct sg_route_conf, idle_timeout_ms), .min = 100,
-     .max = 7LL * 24 * 3600 * 1000, .argname = "DURATION",
+    {.name = "idle_timeout",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_route_conf, idle_timeout_ms),
+     .min = 100,
+     .max = 7LL * 24 * 3600 * 1000,
+     .argname = "DURATION",
      .help = "end a session after this long without traffic (default 60s)"},
-    {.name = "max_sessions", .type = SG_CONF_INT,
-     .offset = offsetof(struct sg_route_conf, max_sessions), .min = 1, .max = 1000000,
-     .argname = "N", .help = "most sessions (clients) at once on this route (default 1024)"},
-    {.name = "new_sessions_per_source", .type = SG_CONF_INT,
-     .offset = offsetof(struct sg_route_conf, new_sessions_per_source), .min = 1, .max = 1000000,
-     .argname = "N", .help = "new sessions per second one source IP may open (default 10)"},
-    {.name = "reencode", .type = SG_CONF_ENUM, .offset = offsetof(struct sg_route_conf, reencode),
-     .choices = sg_reencode_names, .argname = "changed|always",
+    {.name = "max_sessions",
+     .type = SG_CONF_INT,
+     .offset = offsetof(struct sg_route_conf, max_sessions),
+     .min = 1,
+     .max = 1000000,
+     .argname = "N",
+     .help = "most sessions (clients) at once on this route (default 1024)"},
+    {.name = "new_sessions_per_source",
+     .type = SG_CONF_INT,
+     .offset = offsetof(struct sg_route_conf, new_sessions_per_source),
+     .min = 1,
+     .max = 1000000,
+     .argname = "N",
+     .help = "new sessions per second one source IP may open (default 10)"},
+    {.name = "reencode",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct sg_route_conf, reencode),
+     .choices = sg_reencode_names,
+     .argname = "changed|always",
      .help = "rebuild only frames a filter changed (default), or every decoded message"},
-    {.name = "record", .type = SG_CONF_PATH, .offset = offsetof(struct sg_route_conf, record),
-     .argname = "DIR", .help = "write each session's demo files (.dm_68, ...) into DIR"},
+    {.name = "record",
+     .type = SG_CONF_PATH,
+     .offset = offsetof(struct sg_route_conf, record),
+     .argname = "DIR",
+     .help = "write each session's demo files (.dm_68, ...) into DIR"},
     {NULL},
 };
 
@@ -114,13 +140,23 @@ static void *route_open(void *obj, const struct sg_conf_directive *d,
 /* ---- the top level ---- */
 
 static const struct sg_conf_directive top_directives[] = {
-    {.name = "log_level", .type = SG_CONF_ENUM, .offset = offsetof(struct sg_conf, log_level),
-     .choices = sg_log_level_names, .argname = "error|warn|info|debug|trace",
+    {.name = "log_level",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct sg_conf, log_level),
+     .choices = sg_log_level_names,
+     .argname = "error|warn|info|debug|trace",
      .help = "how much to log (default info; -v and -q move it)"},
-    {.name = "stats_file", .type = SG_CONF_PATH, .offset = offsetof(struct sg_conf, stats_file),
-     .argname = "FILE", .help = "write a JSON summary of every session here at exit"},
-    {.name = "route", .type = SG_CONF_BLOCK, .open = route_open, .child = &sg_conf_route_section,
-     .argname = "[NAME]", .help = "a block: one listen -> server pair with its own settings"},
+    {.name = "stats_file",
+     .type = SG_CONF_PATH,
+     .offset = offsetof(struct sg_conf, stats_file),
+     .argname = "FILE",
+     .help = "write a JSON summary of every session here at exit"},
+    {.name = "route",
+     .type = SG_CONF_BLOCK,
+     .open = route_open,
+     .child = &sg_conf_route_section,
+     .argname = "[NAME]",
+     .help = "a block: one listen -> server pair with its own settings"},
     {NULL},
 };
 
@@ -190,8 +226,8 @@ static int apply_route_options(struct sg_conf *conf, const struct sg_conf_overri
         return SG_E_CONFIG;
     }
     if (ov->record && !conf->routes->record &&
-        sg_conf_set(&sg_conf_route_section, conf->routes, "record", ov->record, "--record",
-                    diag) < 0)
+        sg_conf_set(&sg_conf_route_section, conf->routes, "record", ov->record, "--record", diag) <
+            0)
         rc = SG_E_CONFIG;
     for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
         const char *value = *(const char *const *)((const char *)ov + opts[i].off);
@@ -221,8 +257,8 @@ static int apply_set(struct sg_conf *conf, const char *name, const char *value,
         route[n] = '\0';
         rc = sg_conf_route(conf, route);
         if (!rc) {
-            sg_conf_diag_error(diag, "command line", 0, 0,
-                               "+set %s: there is no route named '%s'", name, route);
+            sg_conf_diag_error(diag, "command line", 0, 0, "+set %s: there is no route named '%s'",
+                               name, route);
             return SG_E_CONFIG;
         }
         err = sg_conf_set(&sg_conf_route_section, rc, dot + 1, value, "command line", diag);
@@ -283,8 +319,7 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
         }
         for (struct sg_route_conf *o = conf->routes; o != r; o = o->next) {
             if (strcmp(o->listen, r->listen) == 0) {
-                sg_conf_diag_error(diag, r->line ? file : "command line", r->line,
-                                   r->line ? 1 : 0,
+                sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,
                                    "routes '%s' and '%s' both listen on %s", o->name, r->name,
                                    r->listen);
                 rc = SG_E_CONFIG;

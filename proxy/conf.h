@@ -31,23 +31,23 @@ extern const char *const sg_reencode_names[];
 /* One `route NAME { ... }` block: listen -> server. */
 struct sg_route_conf {
     char *name;
-    char *listen;       /* ADDR */
-    char *server;       /* ADDR */
-    int protocol;       /* enum sg_protocol */
+    char *listen; /* ADDR */
+    char *server; /* ADDR */
+    int protocol; /* enum sg_protocol */
     int64_t idle_timeout_ms;
     int64_t max_sessions;
     int64_t new_sessions_per_source; /* per second, per source IP */
-    int reencode;       /* enum sg_reencode */
-    char *record;       /* directory for network-side demos, or NULL */
-    int line;           /* where the block opens (0: command line) */
+    int reencode;                    /* enum sg_reencode */
+    char *record;                    /* directory for network-side demos, or NULL */
+    int line;                        /* where the block opens (0: command line) */
     struct sg_route_conf *next;
 };
 
 /* The whole file. */
 struct sg_conf {
-    int log_level;      /* enum sg_log_level */
+    int log_level; /* enum sg_log_level */
     char *stats_file;
-    char *file;         /* the file it came from, or NULL */
+    char *file; /* the file it came from, or NULL */
     struct sg_route_conf *routes;
     int nroutes;
 };

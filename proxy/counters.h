@@ -7,21 +7,21 @@
 
 #include <stdint.h>
 
-#define SG_DROP_MAP(XX)                                                                       \
-    XX(SESSION_LIMIT, "session_limit", "the route already has max_sessions sessions")       \
-    XX(RATE_LIMIT, "rate_limit", "the source opened new sessions too fast")                 \
-    XX(SEND_ERROR, "send_error", "the kernel refused the datagram")                         \
-    XX(QUEUE_FULL, "queue_full", "too many datagrams waiting for the socket")               \
-    XX(FOREIGN_SOURCE, "foreign_source", "a datagram from someone other than the server")   \
-    XX(TRUNCATED, "truncated", "a datagram larger than the receive buffer")                 \
-    XX(NO_SOCKET, "no_socket", "the session's upstream socket could not be opened")         \
+#define SG_DROP_MAP(XX)                                                                            \
+    XX(SESSION_LIMIT, "session_limit", "the route already has max_sessions sessions")              \
+    XX(RATE_LIMIT, "rate_limit", "the source opened new sessions too fast")                        \
+    XX(SEND_ERROR, "send_error", "the kernel refused the datagram")                                \
+    XX(QUEUE_FULL, "queue_full", "too many datagrams waiting for the socket")                      \
+    XX(FOREIGN_SOURCE, "foreign_source", "a datagram from someone other than the server")          \
+    XX(TRUNCATED, "truncated", "a datagram larger than the receive buffer")                        \
+    XX(NO_SOCKET, "no_socket", "the session's upstream socket could not be opened")                \
     XX(SHUTDOWN, "shutdown", "the proxy is shutting down")
 
 enum sg_drop {
 #define SG__DROP_ENUM(id, name, desc) SG_DROP_##id,
     SG_DROP_MAP(SG__DROP_ENUM)
 #undef SG__DROP_ENUM
-    SG_DROP__COUNT
+        SG_DROP__COUNT
 };
 
 extern const char *const sg_drop_names[SG_DROP__COUNT];

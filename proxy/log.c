@@ -47,8 +47,7 @@ static void put_line(struct sg_logger *lg, const char *line, size_t len)
         lg->dropped++;
 }
 
-void sg_log(struct sg_logger *lg, int level, const char *route, uint64_t sid,
-            const char *fmt, ...)
+void sg_log(struct sg_logger *lg, int level, const char *route, uint64_t sid, const char *fmt, ...)
 {
     char line[2048];
     struct timespec ts;

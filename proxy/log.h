@@ -20,9 +20,9 @@ enum sg_log_level {
 };
 
 struct sg_logger {
-    int level;               /* messages above this level are skipped */
-    int fd;                  /* borrowed; where lines go */
-    int restore_flags;       /* fd flags to put back at finish, or -1 */
+    int level;                  /* messages above this level are skipped */
+    int fd;                     /* borrowed; where lines go */
+    int restore_flags;          /* fd flags to put back at finish, or -1 */
     unsigned long long dropped; /* lines lost to a blocked output, not yet reported */
 };
 
@@ -40,13 +40,13 @@ static inline int sg_log_enabled(const struct sg_logger *lg, int level)
 }
 
 /* `route` may be NULL, `sid` 0 for no session. */
-void sg_log(struct sg_logger *lg, int level, const char *route, uint64_t sid,
-            const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void sg_log(struct sg_logger *lg, int level, const char *route, uint64_t sid, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
-#define sg_log_at(lg, lvl, route, sid, ...)                                                  \
-    do {                                                                                     \
-        if (sg_log_enabled((lg), (lvl)))                                                     \
-            sg_log((lg), (lvl), (route), (sid), __VA_ARGS__);                                \
+#define sg_log_at(lg, lvl, route, sid, ...)                                                        \
+    do {                                                                                           \
+        if (sg_log_enabled((lg), (lvl)))                                                           \
+            sg_log((lg), (lvl), (route), (sid), __VA_ARGS__);                                      \
     } while (0)
 
 #endif

@@ -153,15 +153,33 @@ int main(int argc, char **argv)
     ov.sets = sets;
     while ((opt = getopt_long(argc, argv, "c:l:s:p:vqh", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'c': config = optarg; break;
-        case 'l': ov.listen = optarg; break;
-        case 's': ov.server = optarg; break;
-        case 'p': ov.protocol = optarg; break;
-        case 'v': ov.verbosity++; break;
-        case 'q': ov.verbosity--; break;
-        case OPT_CHECK: check = true; break;
-        case OPT_STATS: stats = optarg; break;
-        case OPT_RECORD: ov.record = optarg; break;
+        case 'c':
+            config = optarg;
+            break;
+        case 'l':
+            ov.listen = optarg;
+            break;
+        case 's':
+            ov.server = optarg;
+            break;
+        case 'p':
+            ov.protocol = optarg;
+            break;
+        case 'v':
+            ov.verbosity++;
+            break;
+        case 'q':
+            ov.verbosity--;
+            break;
+        case OPT_CHECK:
+            check = true;
+            break;
+        case OPT_STATS:
+            stats = optarg;
+            break;
+        case OPT_RECORD:
+            ov.record = optarg;
+            break;
         case OPT_VERSION:
             printf("slipgate %s\n", SG_VERSION);
             free(sets);

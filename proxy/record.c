@@ -26,7 +26,7 @@ struct sg_recording {
     FILE *fp;
     char path[4096];
     uint64_t written; /* messages in the current file */
-    bool failed; /* gave up after an error; until the directory changes */
+    bool failed;      /* gave up after an error; until the directory changes */
     char dir[2048];
 };
 

@@ -14,7 +14,7 @@
 
 #define RATE_SLOTS 4096   /* per-source buckets per route; a power of two */
 #define RATE_PROBE 16     /* slots probed before the table counts as full */
-#define ENDED_MAX 100000  /* ended-session summaries kept for --stats */
+#define ENDED_MAX  100000 /* ended-session summaries kept for --stats */
 
 const char *const sg_drop_names[SG_DROP__COUNT] = {
 #define SG__DROP_NAME(id, name, desc) name,
@@ -94,8 +94,8 @@ void sg_route__session_insert(struct sg_route *r, struct sg_session *s)
 
 void sg_route__session_remove(struct sg_route *r, struct sg_session *s)
 {
-    struct sg_session **pp = &r->buckets[addr_hash(r, (struct sockaddr *)&s->client) &
-                                         (r->nbuckets - 1)];
+    struct sg_session **pp =
+        &r->buckets[addr_hash(r, (struct sockaddr *)&s->client) & (r->nbuckets - 1)];
     for (; *pp; pp = &(*pp)->hnext) {
         if (*pp == s) {
             *pp = s->hnext;
@@ -288,8 +288,7 @@ static int open_listener(struct sg_route *r)
     int err;
 
     /* Resolve both ends. */
-    err = sg_addr_resolve(&r->app->loop, r->conf.listen, true, &r->listen_addr, why,
-                          sizeof(why));
+    err = sg_addr_resolve(&r->app->loop, r->conf.listen, true, &r->listen_addr, why, sizeof(why));
     if (err == 0)
         err = sg_addr_resolve(&r->app->loop, r->conf.server, false, &r->server_addr, why,
                               sizeof(why));
@@ -310,8 +309,7 @@ static int open_listener(struct sg_route *r)
         err = uv_udp_recv_start(&r->listener, on_alloc, on_client_recv);
     if (err < 0) {
         sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "cannot listen on %s: %s",
-               sg_addr_format((struct sockaddr *)&r->listen_addr, a, sizeof(a)),
-               uv_strerror(err));
+               sg_addr_format((struct sockaddr *)&r->listen_addr, a, sizeof(a)), uv_strerror(err));
         return err;
     }
     return 0;
@@ -355,8 +353,9 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     if (err < 0)
         goto err_handles;
 
-    r->codec = r->conf.protocol == SG_PROTO_AUTO ? NULL
-                                                 : sg_codec_find(sg_protocol_names[r->conf.protocol]);
+    r->codec = r->conf.protocol == SG_PROTO_AUTO
+                   ? NULL
+                   : sg_codec_find(sg_protocol_names[r->conf.protocol]);
     sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "listening on %s, relaying to %s (%s%s)%s%s",
            sg_addr_format((struct sockaddr *)&r->listen_addr, la, sizeof(la)),
            sg_addr_format((struct sockaddr *)&r->server_addr, sa, sizeof(sa)),
@@ -423,8 +422,8 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
             return UV_ENOMEM;
         free(r->conf.record);
         r->conf.record = dir;
-        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "recording %s%s",
-               dir ? "into " : "off", dir ? dir : "");
+        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "recording %s%s", dir ? "into " : "off",
+               dir ? dir : "");
     }
     r->conf.reencode = rc->reencode;
 

@@ -29,7 +29,7 @@
 struct sg_app;
 struct sg_route;
 
-#define SG_MAX_DATAGRAM 65536
+#define SG_MAX_DATAGRAM     65536
 #define SG_MAX_QUEUED_SENDS 256 /* per socket, beyond uv_udp_try_send */
 
 /* What is kept of a session after it ends, for --stats. */
@@ -40,30 +40,30 @@ struct sg_session_summary {
     uint64_t started_ms, ended_ms; /* wall clock, ms since the epoch */
     const char *end_reason;        /* static string; NULL while active */
     struct sg_counters counters;
-    const char *codec;             /* codec name, NULL when not decoding */
-    struct sg_codec_stats cstats;  /* the codec's counters at the end */
-    char first_error[200];         /* the codec's first error, "" if none */
-    uint32_t demos;                /* demo files written */
-    char demo[256];                /* the last demo file */
+    const char *codec;            /* codec name, NULL when not decoding */
+    struct sg_codec_stats cstats; /* the codec's counters at the end */
+    char first_error[200];        /* the codec's first error, "" if none */
+    uint32_t demos;               /* demo files written */
+    char demo[256];               /* the last demo file */
 };
 
 struct sg_recording;
 
 struct sg_session {
     struct sg_route *route;
-    struct sg_session *hnext;          /* hash chain */
-    struct sg_session *prev, *next;    /* route's list of live sessions */
+    struct sg_session *hnext;       /* hash chain */
+    struct sg_session *prev, *next; /* route's list of live sessions */
     struct sockaddr_storage client;
-    struct sockaddr_storage server;    /* the server this session talks to */
+    struct sockaddr_storage server; /* the server this session talks to */
     uv_udp_t upstream;
-    uint64_t last_active;              /* uv_now() of the last datagram either way */
-    unsigned queued;                   /* sends waiting in libuv */
+    uint64_t last_active; /* uv_now() of the last datagram either way */
+    unsigned queued;      /* sends waiting in libuv */
     bool closing;
-    bool probed;                       /* protocol auto: the first datagram was looked at */
-    const struct sg_codec *codec;      /* decoding this session, or NULL */
-    void *cstate;                      /* the codec's per-session state */
-    uint64_t decode_errors;            /* reported once in the log */
-    struct sg_recording *rec;          /* the demo being written, or NULL */
+    bool probed;                  /* protocol auto: the first datagram was looked at */
+    const struct sg_codec *codec; /* decoding this session, or NULL */
+    void *cstate;                 /* the codec's per-session state */
+    uint64_t decode_errors;       /* reported once in the log */
+    struct sg_recording *rec;     /* the demo being written, or NULL */
     struct sg_session_summary sum;
 };
 
@@ -77,15 +77,15 @@ struct sg_rate_bucket {
 struct sg_route {
     struct sg_app *app;
     struct sg_route *next;
-    struct sg_route_conf conf;          /* private copy (strings owned) */
-    const struct sg_codec *codec;       /* from `protocol`; NULL: probe each session (auto) */
+    struct sg_route_conf conf;    /* private copy (strings owned) */
+    const struct sg_codec *codec; /* from `protocol`; NULL: probe each session (auto) */
     struct sockaddr_storage listen_addr;
     struct sockaddr_storage server_addr;
     uv_udp_t listener;
     uv_timer_t sweep;
-    bool listener_open, sweep_open;     /* handles initialised and not yet closed */
+    bool listener_open, sweep_open; /* handles initialised and not yet closed */
     bool closing;
-    int open_handles;                   /* handles whose close callback is pending or due */
+    int open_handles; /* handles whose close callback is pending or due */
     unsigned listener_queued;
 
     /* Live sessions: hash by client address (keyed SipHash) plus a list. */

@@ -130,8 +130,8 @@ static void pick_codec(struct sg_session *s, enum sg_dir dir, const uint8_t *dat
 
     s->probed = true;
     codec = r->conf.protocol != SG_PROTO_AUTO ? r->codec
-            : dir == SG_DIR_C2S                ? sg_codec_probe(data, len)
-                                               : NULL;
+            : dir == SG_DIR_C2S               ? sg_codec_probe(data, len)
+                                              : NULL;
     if (!codec)
         return;
     err = codec->create(&s->cstate);
@@ -142,8 +142,7 @@ static void pick_codec(struct sg_session *s, enum sg_dir dir, const uint8_t *dat
         return;
     }
     s->codec = codec;
-    sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "decoding as %s",
-              codec->name);
+    sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "decoding as %s", codec->name);
 }
 
 /*

@@ -44,9 +44,8 @@ static void json_session(FILE *f, const struct sg_session_summary *s, bool *firs
     fprintf(f, "%s\n        {\"id\": %llu, \"client\": ", *first ? "" : ",",
             (unsigned long long)s->id);
     json_string(f, s->client);
-    fprintf(f, ", \"upstream_port\": %d, \"state\": \"%s\", \"started_ms\": %llu",
-            s->upstream_port, s->end_reason ? "ended" : "active",
-            (unsigned long long)s->started_ms);
+    fprintf(f, ", \"upstream_port\": %d, \"state\": \"%s\", \"started_ms\": %llu", s->upstream_port,
+            s->end_reason ? "ended" : "active", (unsigned long long)s->started_ms);
     if (s->end_reason) {
         fprintf(f, ", \"ended_ms\": %llu, \"end_reason\": ", (unsigned long long)s->ended_ms);
         json_string(f, s->end_reason);
@@ -55,15 +54,15 @@ static void json_session(FILE *f, const struct sg_session_summary *s, bool *firs
     json_counters(f, &s->counters);
     if (s->codec) {
         const struct sg_codec_stats *c = &s->cstats;
-        fprintf(f,
-                ",\n         \"codec\": \"%s\", \"decode\": {\"datagrams\": %llu, \"messages\": %llu, "
-                "\"oob\": %llu, \"rejected\": %llu, \"errors\": %llu, \"reencoded\": %llu, "
-                "\"reencode_identical\": %llu, \"reencode_errors\": %llu}, \"first_error\": ",
-                s->codec, (unsigned long long)c->decoded, (unsigned long long)c->messages,
-                (unsigned long long)c->oob, (unsigned long long)c->rejected,
-                (unsigned long long)c->errors, (unsigned long long)c->reencoded,
-                (unsigned long long)c->reencode_identical,
-                (unsigned long long)c->reencode_errors);
+        fprintf(
+            f,
+            ",\n         \"codec\": \"%s\", \"decode\": {\"datagrams\": %llu, \"messages\": %llu, "
+            "\"oob\": %llu, \"rejected\": %llu, \"errors\": %llu, \"reencoded\": %llu, "
+            "\"reencode_identical\": %llu, \"reencode_errors\": %llu}, \"first_error\": ",
+            s->codec, (unsigned long long)c->decoded, (unsigned long long)c->messages,
+            (unsigned long long)c->oob, (unsigned long long)c->rejected,
+            (unsigned long long)c->errors, (unsigned long long)c->reencoded,
+            (unsigned long long)c->reencode_identical, (unsigned long long)c->reencode_errors);
         json_string(f, s->first_error);
         fprintf(f, ", \"demos\": %u, \"demo\": ", s->demos);
         json_string(f, s->demo);
@@ -119,8 +118,8 @@ int sg_stats_write(struct sg_app *app, const char *path)
                strerror(errno));
         return err;
     }
-    fprintf(f, "{\"version\": \"%s\", \"started_ms\": %llu, \"uptime_ms\": %llu,\n",
-            SG_VERSION, (unsigned long long)app->started_wall_ms,
+    fprintf(f, "{\"version\": \"%s\", \"started_ms\": %llu, \"uptime_ms\": %llu,\n", SG_VERSION,
+            (unsigned long long)app->started_wall_ms,
             (unsigned long long)(sg_now_wall_ms() - app->started_wall_ms));
     fputs("  \"routes\": [\n", f);
     for (const struct sg_route *r = app->routes; r; r = r->next, first = false) {

@@ -30,7 +30,7 @@ struct q3c {
     struct sg_q3_frame qf;
     struct sg_q3_state *st;
     struct sg_q3_svmsg sv;
-    int parse_err;            /* of the last server message */
+    int parse_err; /* of the last server message */
     struct sg_frame frame;
     struct sg_codec_stats stats;
     char first_error[200];
@@ -53,14 +53,14 @@ struct q3c {
 static bool q3_probe(const uint8_t *d, size_t n)
 {
     static const char gc[] = "\xff\xff\xff\xffgetchallenge";
-    static const char cn[] = "\xff\xff\xff\xff" "connect ";
+    static const char cn[] = "\xff\xff\xff\xff"
+                             "connect ";
 
     /* Quake 3's getchallenge has no newline (QuakeWorld's and Quake 2's do). */
     if (n >= sizeof(gc) - 1 && memcmp(d, gc, sizeof(gc) - 1) == 0)
         return n == sizeof(gc) - 1 || d[sizeof(gc) - 1] == ' ';
     /* Its connect carries Huffman-coded userinfo, not a quoted string. */
-    return n > sizeof(cn) + 2 && memcmp(d, cn, sizeof(cn) - 1) == 0 &&
-           d[sizeof(cn) - 1] != '"';
+    return n > sizeof(cn) + 2 && memcmp(d, cn, sizeof(cn) - 1) == 0 && d[sizeof(cn) - 1] != '"';
 }
 
 static int q3_create(void **state)
@@ -106,8 +106,8 @@ static void server_message(struct q3c *c, struct sg_frame *f)
     const char *info;
 
     c->st->protocol = c->nc.protocol ? c->nc.protocol : c->st->protocol;
-    c->parse_err = sg_q3_parse_server_message(c->st, c->qf.sequence, c->qf.msg, c->qf.msg_len,
-                                              &c->sv);
+    c->parse_err =
+        sg_q3_parse_server_message(c->st, c->qf.sequence, c->qf.msg, c->qf.msg_len, &c->sv);
     if (c->parse_err < 0)
         note_error(c, c->parse_err, "server message");
     f->new_level = sg_q3_svmsg_count(&c->sv, SG_Q3_SVC_GAMESTATE) > 0;
@@ -277,9 +277,8 @@ static const char *q3_describe(void *state)
 {
     struct q3c *c = state;
 
-    snprintf(c->describe, sizeof(c->describe), "%s, protocol %d%s%s",
-             sg_q3_wire_name(c->nc.wire), c->nc.protocol, c->first_error[0] ? ", first error: " : "",
-             c->first_error);
+    snprintf(c->describe, sizeof(c->describe), "%s, protocol %d%s%s", sg_q3_wire_name(c->nc.wire),
+             c->nc.protocol, c->first_error[0] ? ", first error: " : "", c->first_error);
     return c->describe;
 }
 
