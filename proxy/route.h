@@ -59,7 +59,7 @@ struct sg_session {
     uint64_t last_active; /* uv_now() of the last datagram either way */
     unsigned queued;      /* sends waiting in libuv */
     bool closing;
-    bool probed;                  /* protocol auto: the first datagram was looked at */
+    bool probed;                  /* the codec is decided (auto: probing ended) */
     const struct sg_codec *codec; /* decoding this session, or NULL */
     void *cstate;                 /* the codec's per-session state */
     uint64_t decode_errors;       /* reported once in the log */

@@ -128,10 +128,19 @@ static void pick_codec(struct sg_session *s, enum sg_dir dir, const uint8_t *dat
     const struct sg_codec *codec;
     int err;
 
-    s->probed = true;
     codec = r->conf.protocol != SG_PROTO_AUTO ? r->codec
             : dir == SG_DIR_C2S               ? sg_codec_probe(data, len)
                                               : NULL;
+    /*
+     * With protocol auto, keep looking while only connectionless packets
+     * (0xFFFFFFFF...) pass: a client may ask for the server's info from its
+     * game port before it connects.  The client's in-game traffic ends the
+     * search; what the server sends never decides.
+     */
+    if (!codec && r->conf.protocol == SG_PROTO_AUTO &&
+        (dir == SG_DIR_S2C || (len >= 4 && memcmp(data, "\xff\xff\xff\xff", 4) == 0)))
+        return;
+    s->probed = true;
     if (!codec)
         return;
     err = codec->create(&s->cstate);

@@ -970,6 +970,34 @@ def case_quiet_flag(h):
     stop_ok(px)
 
 
+def case_auto_probe(h):
+    """protocol auto: a session is decoded as Quake 3 when a Quake 3
+    getchallenge arrives, even after other connectionless packets (a client
+    asking for the server's info from its game port first); a session whose
+    first datagram is in-game traffic of no known game is never decoded.
+    Either way every datagram is relayed byte-identical."""
+    srv = h.echo(V4)
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr])
+    dest = (V4, px.ports[0])
+    q3, other = h.client(V4), h.client(V4)
+    for payload in (b'\xff\xff\xff\xffgetinfo xxx',
+                    b'\xff\xff\xff\xffgetchallenge 1234 Quake3Arena',
+                    b'\x01\x00\x00\x00' + bytes(range(40))):
+        roundtrip(q3, dest, payload)
+    for payload in (bytes(range(1, 60)), b'\xff\xff\xff\xffgetchallenge 1 Quake3Arena'):
+        roundtrip(other, dest, payload)
+    r = stats_route(stop_ok(px), 'default')
+    s_q3, s_other = session_for(r, q3.port)[0], session_for(r, other.port)[0]
+    check(s_q3.get('codec') == 'q3', 'the Quake 3 client was not decoded: %r' % s_q3)
+    # Decoding starts with the getchallenge that claimed the session.
+    check(s_q3['decode']['oob'] == 1 and s_q3['decode']['datagrams'] == 4,
+          'expected the getchallenge and the 3 datagrams after it decoded, got %r'
+          % s_q3['decode'])
+    check('codec' not in s_other, 'a non-Quake session was decoded: %r' % s_other)
+    print('q3 session decoded (%r); other session relayed without decoding'
+          % s_q3['decode'])
+
+
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
 
 if __name__ == '__main__':

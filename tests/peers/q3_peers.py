@@ -47,6 +47,8 @@ MODES = {
     "relay": [],
     # decode everything, rebuild every message, record the session's demo
     "full": ["-p", "q3", "+set", "reencode", "always", "--record", "{work}/demos"],
+    # protocol auto: the session must be recognised as Quake 3 and decoded
+    "auto": ["+set", "reencode", "always", "--record", "{work}/demos"],
     # as full, and the server changes map mid-session: a second demo file
     "mapchange": ["-p", "q3", "+set", "reencode", "always", "--record", "{work}/demos"],
     # as full, but slipgate is killed with SIGKILL: the demo reads and plays
@@ -452,7 +454,7 @@ def run_case(case, seconds):
         if c["c2s_packets"] < 20 * seconds or c["s2c_packets"] < 10 * seconds or drops:
             raise Fail(f"unexpected counters: {c}")
         extra = ""
-        if mode in ("full", "mapchange"):
+        if mode in ("full", "mapchange", "auto"):
             extra = check_decoding(sessions[0], work, home_cli, cli_cvars, procs, limit)
         if mode == "midrecord":
             extra = check_midrecord(sessions[0], work, cli_cvars, procs, limit)
