@@ -10,13 +10,15 @@
  * child process (`minrelay`), or the slipgate binary (`slipgate`).  All
  * traffic stays on 127.0.0.1.
  *
- * Files: bench.c (main, CLI, modes, table), load.c (generator and sink),
- * minrelay.c (the floor), shape.c (packet sizes from the captures), hist.c
- * (latency histogram), child.c (child processes, ports, RSS), json.c.
+ * Files: bench.c (main, CLI, the modes), run.c (running them), report.c
+ * (table and JSON), load.c (generator and sink), minrelay.c (the floor),
+ * shape.c (datagram sizes from the captures), hist.c (latency histogram),
+ * child.c (child processes, ports, CPU and RSS), json.c.
  */
 #ifndef SG_BENCH_BENCH_H
 #define SG_BENCH_BENCH_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -93,6 +95,7 @@ struct sg_bench_step {
     uint64_t send_fail;                /* the harness could not send (EAGAIN, ...) */
     uint64_t skipped;                  /* generator fell behind and skipped slots */
     double gen_ratio;                  /* client datagrams sent / scheduled, 0..1 */
+    uint64_t max_burst;                /* most client datagrams sent at once */
     uint64_t harness_drops;            /* overflows of the harness's own sockets */
     double offered_pps, delivered_pps; /* sent and received, both directions */
     double loss;                       /* lost / sent, both directions, 0..1 */
@@ -155,6 +158,105 @@ int64_t sg_bench_sys_busy_ns(void);
 long sg_bench_child_rss_kib(pid_t pid);
 /* A UDP port on 127.0.0.1 that was free a moment ago, or a negated errno. */
 int sg_bench_free_udp_port(void);
+
+/* ---- the modes, the run (run.c) and the report (report.c) ---- */
+
+#define SG_BENCH_LOSS_MAX    0.001 /* a step passes below 0.1 % loss ... */
+#define SG_BENCH_GEN_MIN     0.95  /* ... if the generator sent 95 % of its schedule */
+#define SG_BENCH_MAX_STEPS   64
+#define SG_BENCH_RATE_MIN    500.0
+#define SG_BENCH_RATE_MAX    2e7
+#define SG_BENCH_NEEDS_CODEC "needs the q3 codec"
+
+enum sg_bench_relay { SG_BENCH_RELAY_NONE, SG_BENCH_RELAY_MINRELAY, SG_BENCH_RELAY_SLIPGATE };
+
+/* One way to relay, as listed by --modes (the table is in bench.c). */
+struct sg_bench_mode {
+    const char *name;
+    enum sg_bench_relay relay;
+    const char *args[8];     /* slipgate arguments of the mode, NULL-terminated */
+    const char *unavailable; /* why the mode cannot run yet, or NULL */
+    const char *what;        /* one line for --help */
+};
+
+extern const struct sg_bench_mode sg_bench_modes[];
+extern const size_t sg_bench_nmodes;
+
+struct sg_bench_opts {
+    unsigned sessions, steps;
+    double rate, duration, step_s;
+    char modes[256]; /* canonical, comma-separated */
+    const char *slipgate, *captures;
+    bool builtin_shape, json, quick, verbose, keep_logs;
+};
+
+enum sg_bench_status { SG_BENCH_NA, SG_BENCH_OK, SG_BENCH_ERROR };
+
+/* One throughput step as reported. */
+struct sg_bench_steprec {
+    double target, offered, delivered, loss, gen_ratio;
+    double cpu; /* the relay's CPU time over the step's wall time (1 = one core) */
+    double ns;  /* the relay's CPU time per relayed datagram */
+    uint64_t harness_drops;
+    uint64_t max_burst, skipped; /* the generator's largest burst, and slots it skipped */
+    const char *verdict;         /* "ok", "loss", "harness", "generator" */
+};
+
+/* The figures of one mode; NAN or -1 where they do not apply. */
+struct sg_bench_result {
+    const struct sg_bench_mode *mode;
+    enum sg_bench_status status;
+    char error[512];
+
+    /* Throughput. */
+    double tput_pps, tput_target;
+    double tput_cpu, tput_ns; /* the relay's CPU share and CPU ns per datagram at that rate */
+    const char *limit;        /* verdict of the lowest failing step above, or "steps" */
+    struct sg_bench_steprec steps[SG_BENCH_MAX_STEPS];
+    unsigned nsteps;
+
+    /* Latency (all chunks of the latency run together). */
+    struct sg_bench_step lat;
+    double p50, p99, p999, pmax;
+    double lat_cpu, ns_per_pkt; /* the relay's CPU share, and CPU ns per relayed datagram */
+
+    /* Memory (KiB; -1 without a relay) and the relay's own account. */
+    long rss_before, rss_first, rss_open, rss_load;
+    double rss_per_session;
+    long relay_sessions; /* sessions_total from slipgate --stats, or -1 */
+
+    /* CPU used by processes other than the bench and the relay while this
+     * mode was measured, in cores: how much its figures may be disturbed. */
+    double others;
+};
+
+struct sg_bench {
+    struct sg_bench_opts o;
+    struct sg_bench_shape shape;
+    char self[PATH_MAX], tmpdir[PATH_MAX / 2];
+    char slipgate[PATH_MAX], captures[PATH_MAX]; /* the options' paths, resolved */
+    long ncpu;
+    char loadavg[64];            /* /proc/loadavg's first three fields, at the start */
+    struct sg_bench_result *res; /* one per mode, in the order asked */
+    size_t nres;
+};
+
+/* Run every mode of b->res, interleaved so that they share the machine's
+ * conditions; a mode that fails is recorded as an error in its result and
+ * the others go on. */
+void sg_bench_run_all(struct sg_bench *b);
+
+/* The report: the tables and targets, or the JSON object (checked before
+ * it is printed on stdout; returns -EINVAL if it does not parse). */
+void sg_bench_report_table(const struct sg_bench *b, FILE *f);
+int sg_bench_report_json(const struct sg_bench *b);
+/* The command line that reproduces the run. */
+void sg_bench_report_command(const struct sg_bench *b, FILE *f);
+
+/* A progress line on stderr ("slipgate-bench: ..."); `verbose_only` lines
+ * only with -v. */
+void sg_bench_say(const struct sg_bench_opts *o, bool verbose_only, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- time ---- */
 

@@ -6,7 +6,7 @@
  * the sink), so each one is a session.  Datagrams are paced to the step's
  * rate (epoll_pwait2 with a 1 ns timer slack between slots) and sent with
  * sendmmsg, spread round-robin over the sessions; a generator that falls
- * more than 20 ms behind skips slots rather than bursting, and says so.
+ * more than 2 ms behind skips slots rather than bursting, and says so.
  * Replies are read with recvmmsg on whichever sockets epoll reports.
  *
  * Sink: one socket; recvmmsg, then for every client datagram of the current
@@ -54,8 +54,8 @@ enum kind {
 #define RX_BUF           2048
 #define CTRL_LEN         CMSG_SPACE(sizeof(uint32_t))
 #define SINK_RCVBUF      (8 << 20)
-#define SINK_TIMEOUT_US  20000       /* the sink checks for stop this often */
-#define BEHIND_NS        20000000ull /* at most this much catching up */
+#define SINK_TIMEOUT_US  20000      /* the sink checks for stop this often */
+#define BEHIND_NS        2000000ull /* at most this much catching up, in one burst */
 #define DRAIN_QUIET_NS   200000000ull
 #define DRAIN_MAX_NS     2000000000ull
 
@@ -642,6 +642,8 @@ int sg_bench_load_step(struct sg_bench_load *l, struct sg_bench_step *st)
             }
             if (owed > SEND_CAP)
                 owed = SEND_CAP;
+            if (owed > st->max_burst)
+                st->max_burst = owed;
             client_send(l, (unsigned)owed, st);
             slots += owed;
         }
