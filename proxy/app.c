@@ -239,6 +239,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     }
     app.started_loop_ms = uv_now(&app.loop);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), not death */
     if (start_signals(&app) < 0 || start_routes(&app) < 0) {
         status = 1;
         stop(&app, "startup failed");

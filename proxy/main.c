@@ -12,6 +12,7 @@
 #include "sg_version.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,10 @@ int main(int argc, char **argv)
     const char **sets = NULL;
     bool check = false;
     int opt, status;
+
+    /* Writing past a file-size limit fails with EFBIG instead of killing us. */
+    signal(SIGXFSZ, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
 
     /* Subcommands. */
     if (argc > 1 && strcmp(argv[1], "demo") == 0)

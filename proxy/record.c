@@ -59,7 +59,7 @@ static void finish_file(struct sg_session *s, bool report)
         return;
     }
     rec->written = 0;
-    if (err < 0)
+    if (err < 0 && report)
         sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id, "demo %s: %s", rec->path,
                sg_strerror(err));
     else if (report)

@@ -137,6 +137,11 @@ static void read_usercmd(struct sg_q3_msg *m, int32_t key, const struct sg_q3_us
     w->time = (uint32_t)sg_q3_msg_read_bits(m, w->time_delta ? 8 : 32);
     to->server_time =
         w->time_delta ? (int32_t)((uint32_t)from->server_time + w->time) : (int32_t)w->time;
+    /* a delta of 256 (the NYT code) has no 8-bit form: keep the time as 32 bits */
+    if (w->time_delta && w->time > 0xff) {
+        w->time_delta = false;
+        w->time = (uint32_t)to->server_time;
+    }
 
     /* unchanged fields come from the previous command */
     v[0] = from->angles[0];
@@ -216,6 +221,8 @@ int sg_q3_clmsg_decode(const uint8_t *data, size_t len, int32_t checksum_feed,
     out->eof = false;
     out->stop_op = -1;
     out->tail_bits = 0;
+    if (len > SG_Q3_MAX_MSGLEN)
+        return SG_E_TOOBIG; /* more than the game's buffer, and than `tail` holds */
     sg_q3_msg_init_read(&m, data, len);
 
     /* The three longs every client message starts with. */

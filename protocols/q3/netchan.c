@@ -602,6 +602,8 @@ int sg_q3_netchan_decode(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const uin
     f->rx = SG_Q3_RX_UNDECODABLE;
     if (len < (dir == SG_Q3_C2S ? 6u : 4u))
         goto undecodable_short;
+    if (len >= SG_Q3_MAX_MSGLEN)
+        goto undecodable_long; /* the game drops it too (NET_GetPacket: "Oversize packet") */
     word = sg_le32(data);
     f->fragmented = (word & SG_Q3_FRAGMENT_BIT) != 0;
     f->sequence = (int32_t)(word & ~SG_Q3_FRAGMENT_BIT);
@@ -679,6 +681,9 @@ int sg_q3_netchan_decode(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const uin
 undecodable_short:
     nc->stats.undecodable[dir]++;
     return SG_E_TRUNCATED;
+undecodable_long:
+    nc->stats.undecodable[dir]++;
+    return SG_E_TOOBIG;
 undecodable_keys:
     nc->stats.undecodable[dir]++;
     return SG_E_STATE;

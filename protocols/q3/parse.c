@@ -290,7 +290,8 @@ static void commit_snapshot(struct sg_q3_state *st, const struct sg_q3_snapshot 
 
     if (sg_q3_seqdiff(frame->message_num, n) >= SG_Q3_PACKET_BACKUP)
         n = sg_q3_seqadd(frame->message_num, -(SG_Q3_PACKET_BACKUP - 1));
-    for (; sg_q3_seqdiff(n, frame->message_num) < 0; n = sg_q3_seqadd(n, 1))
+    for (int k = 1; k < SG_Q3_PACKET_BACKUP && sg_q3_seqdiff(n, frame->message_num) < 0;
+         k++, n = sg_q3_seqadd(n, 1))
         st->snapshots[n & SG_Q3_PACKET_MASK].valid = false;
     st->snap = *frame;
     st->snapshots[frame->message_num & SG_Q3_PACKET_MASK] = *frame;

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""Seed corpora for the libFuzzer targets in tests/fuzz, and their replay.
+
+The seeds are cut from the real test data (../shared/testdata: Quake 3
+demos and pcapng captures) and from the project's config files, in each
+target's input format (see the comment at the top of each target), into a
+scratch directory: they are generated each time and never committed.
+
+  seeds.py gen --testdata DIR --source ROOT OUTDIR [TARGET...]
+      write OUTDIR/TARGET/seed-* for each TARGET (default: all)
+  seeds.py replay --testdata DIR --source ROOT TARGET EXE
+      run EXE once over every seed of TARGET and every file of
+      tests/fuzz/regressions/TARGET/ (the meson test of each target)
+
+Python standard library only.
+"""
+
+import argparse
+import glob
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+TARGETS = ['fuzz_huffman', 'fuzz_q3_message', 'fuzz_q3_client', 'fuzz_q3_netchan',
+           'fuzz_demo_reader', 'fuzz_config']
+
+SERVER_PORT = 27960  # the server port of every Q3 session capture (MANIFEST.md)
+SESSIONS = {'ioq68': 1, 'ioq71': 2, 'oa71': 3}  # capture -> fuzz_q3_netchan wire mode
+OOB = b'\xff\xff\xff\xff'
+
+
+# ---- test data readers ----
+
+def read_demo(path):
+    """[(sequence, message bytes)] of a demo file, up to its end marker or its end."""
+    data = open(path, 'rb').read()
+    msgs, pos = [], 0
+    while pos + 8 <= len(data):
+        seq, n = struct.unpack_from('<ii', data, pos)
+        pos += 8
+        if n < 0 or pos + n > len(data):
+            break
+        msgs.append((seq, data[pos:pos + n]))
+        pos += n
+    return msgs
+
+
+def demo_file(msgs, end=True):
+    out = b''.join(struct.pack('<ii', s, len(m)) + m for s, m in msgs)
+    return out + (struct.pack('<ii', -1, -1) if end else b'')
+
+
+def pcapng_udp(path):
+    """[(src port, dst port, payload)] of every IPv4/IPv6 UDP datagram of a
+    pcapng file with Ethernet link type, from its enhanced and simple packet blocks."""
+    data = open(path, 'rb').read()
+    out, pos, e = [], 0, '<'
+    while pos + 12 <= len(data):
+        btype = struct.unpack_from(e + 'I', data, pos)[0]
+        if btype == 0x0A0D0D0A:  # section header: its byte-order magic sets the endianness
+            e = '<' if struct.unpack_from('<I', data, pos + 8)[0] == 0x1A2B3C4D else '>'
+        blen = struct.unpack_from(e + 'I', data, pos + 4)[0]
+        if blen < 12 or pos + blen > len(data):
+            break
+        body = data[pos + 8:pos + blen - 4]
+        pos += blen
+        if btype == 6:  # enhanced packet block
+            caplen = struct.unpack_from(e + 'I', body, 12)[0]
+            frame = body[20:20 + caplen]
+        elif btype == 3:  # simple packet block
+            frame = body[4:]
+        else:
+            continue
+        udp = ethernet_udp(frame)
+        if udp:
+            out.append(udp)
+    return out
+
+
+def ethernet_udp(frame):
+    if len(frame) < 14:
+        return None
+    off, etype = 14, struct.unpack_from('>H', frame, 12)[0]
+    while etype == 0x8100 and len(frame) >= off + 4:  # VLAN tags
+        etype = struct.unpack_from('>H', frame, off + 2)[0]
+        off += 4
+    if etype == 0x0800 and len(frame) >= off + 20 and frame[off + 9] == 17:
+        off += (frame[off] & 15) * 4
+    elif etype == 0x86DD and len(frame) >= off + 40 and frame[off + 6] == 17:
+        off += 40
+    else:
+        return None
+    if len(frame) < off + 8:
+        return None
+    sport, dport, ulen = struct.unpack_from('>HHH', frame, off)
+    return sport, dport, frame[off + 8:off + max(ulen, 8)]
+
+
+def session(datagrams):
+    """The game session of a capture: [(s2c, payload)] between the server and
+    the client that sent `connect`, plus [(s2c, payload)] of everyone else."""
+    client = next(s for s, d, p in datagrams if d == SERVER_PORT and p[4:11] == b'connect')
+    game, other = [], []
+    for s, d, p in datagrams:
+        if (s, d) == (client, SERVER_PORT) or (s, d) == (SERVER_PORT, client):
+            game.append((s == SERVER_PORT, p))
+        else:
+            other.append((s == SERVER_PORT, p))
+    return game, other
+
+
+# ---- per-target seeds ----
+
+def spread(items, count):
+    """`count` items evenly spread over `items` (all of them if fewer)."""
+    if len(items) <= count:
+        return list(items)
+    return [items[i * len(items) // count] for i in range(count)]
+
+
+def demos(testdata):
+    paths = sorted(glob.glob(os.path.join(testdata, 'q3', 'demos', '*.dm_*')))
+    paths += sorted(glob.glob(os.path.join(testdata, 'q3', 'sessions', '*', 'client_demo.dm_*')))
+    return [(os.path.basename(os.path.dirname(p)) + '_' + os.path.basename(p).split('.')[0],
+             read_demo(p)) for p in paths]
+
+
+def captures(testdata):
+    out = []
+    for name in SESSIONS:
+        path = os.path.join(testdata, 'q3', 'sessions', name, 'capture.pcap')
+        out.append((name, session(pcapng_udp(path))))
+    return out
+
+
+# fuzz_huffman bit-reader programs: (flags, ops); op = kind | arg << 4 (see fuzz_huffman.c)
+PROGRAMS = [
+    (0, bytes([0x04, 0xB7, 0xB7, 0x19, 0x00, 0x1f, 0x01, 0x02, 0x03, 0x05, 0x06, 0x0c])),
+    (0, bytes([0x04, 0x05, 0x77, 0x0d, 0x2e, 0x88, 0x00, 0x29, 0x00, 0x07])),
+    (1, bytes([0x04, 0x03, 0x04, 0x0b, 0x04, 0x04, 0x04, 0x01, 0xB7, 0x00, 0x30])),
+]
+
+
+def seeds_huffman(testdata, source):
+    seeds = {}
+    # fixed-Huffman messages, also the data of a bit-reader program
+    for name, msgs in demos(testdata):
+        for i, (_, m) in enumerate(spread(msgs, 6)):
+            flags, ops = PROGRAMS[i % len(PROGRAMS)]
+            seeds['%s_%d' % (name, i)] = bytes([len(ops), flags]) + ops + m[:4096]
+    for name, (game, _) in captures(testdata):
+        # adaptive: the compressed body of the real connect
+        for s2c, p in game:
+            if not s2c and p.startswith(OOB + b'connect '):
+                seeds[name + '_connect'] = p[12:]
+        # a client datagram read as the netchan does: OOB header, then Huffman
+        c2s = [p for s2c, p in game if not s2c and not p.startswith(OOB)]
+        flags, ops = PROGRAMS[2]
+        seeds[name + '_datagram'] = bytes([len(ops), flags]) + ops + c2s[len(c2s) // 2]
+    return seeds
+
+
+def records(msgs):
+    return b''.join(struct.pack('<iH', s, len(m)) + m for s, m in msgs)
+
+
+def seeds_message(testdata, source):
+    seeds = {}
+    for name, msgs in demos(testdata):
+        for k in (1, 3, 12, 40):
+            seeds['%s_first%d' % (name, k)] = records(msgs[:k])
+        for start in spread(range(1, len(msgs)), 3):  # mid-stream, no gamestate
+            seeds['%s_from%d' % (name, start)] = records(msgs[start:start + 8])
+    return seeds
+
+
+def netchan_header(mode):
+    """Length of the netchan header of an unfragmented client datagram."""
+    return 10 if mode == 2 else 6  # ioquake3 71 adds the checksum
+
+
+def seeds_client(testdata, source):
+    seeds = {}
+    ring = [(5, b'say hello'), (6, b'cs 544 "n\\fuzz"'), (7, b'userinfo "\\name\\x"')]
+    ring_bytes = bytes([len(ring)]) + b''.join(struct.pack('<iB', s, len(t)) + t for s, t in ring)
+    for name, (game, _) in captures(testdata):
+        mode = SESSIONS[name]
+        c2s = [p for s2c, p in game if not s2c and not p.startswith(OOB)]
+        for i, p in enumerate(spread(c2s, 24)):
+            if struct.unpack_from('<I', p, 0)[0] & 0x80000000:
+                continue  # a fragment
+            msg = p[netchan_header(mode):]
+            head = struct.pack('<i', i * 7919) + (ring_bytes if i % 2 else b'\0')
+            seeds['%s_%d' % (name, i)] = head + msg
+    return seeds
+
+
+def seeds_netchan(testdata, source):
+    seeds = {}
+    for name, (game, other) in captures(testdata):
+        mode = SESSIONS[name]
+
+        def pack(dgrams, head):
+            return head + b''.join(struct.pack('<BH', s2c, len(p)) + p for s2c, p in dgrams)
+
+        cold = struct.pack('<BiH', 0, 0, 0)
+        for k in (6, 30, 120):
+            seeds['%s_cold%d' % (name, k)] = pack(game[:k], cold)
+        seeds[name + '_status'] = pack(other, cold)
+        # after the handshake, with the harness's own connect carrying the real keys
+        challenge = next(int(p[4:].split()[1]) for s2c, p in game
+                         if s2c and p.startswith(OOB + b'challengeResponse'))
+        after = [(s2c, p) for s2c, p in game if not p.startswith(OOB)]
+        qport = struct.unpack_from('<H', next(p for s2c, p in after if not s2c), 4)[0]
+        for variant in (mode, mode | 4):
+            head = struct.pack('<BiH', variant, challenge, qport)
+            for start in spread(range(0, len(after) - 40), 3):
+                seeds['%s_mode%d_%d' % (name, variant, start)] = pack(after[start:start + 40], head)
+    return seeds
+
+
+def seeds_demo(testdata, source):
+    seeds = {}
+    for name, msgs in demos(testdata):
+        whole = demo_file(msgs)
+        if len(whole) <= 64 * 1024:
+            seeds[name] = whole
+        for k in (1, 2, 6, 24):
+            seeds['%s_first%d' % (name, k)] = demo_file(msgs[:k])
+        cut = demo_file(msgs[:6], end=False)
+        seeds[name + '_cut'] = cut[:len(cut) - 5]
+        seeds[name + '_mid'] = demo_file(msgs[len(msgs) // 2:len(msgs) // 2 + 6])
+    return seeds
+
+
+SETS = [
+    [('log_level', 'debug'), ('public.idle_timeout', '2m'), ('main.server', '[::1]:27961')],
+    [('tags', 'x'), ('route', 'x'), ('nosuch', '1'), ('ctf.max_sessions', 'lots')],
+    [('metrics', '*:9100'), ('main.buffer', '2M'), ('other.listen', 'host:99999')],
+]
+
+
+def seeds_config(testdata, source):
+    seeds = {}
+    paths = [os.path.join(source, 'config', 'slipgate.conf.example')]
+    paths += sorted(glob.glob(os.path.join(source, 'tests', 'config', '*.conf')))
+    for i, path in enumerate(paths):
+        text = open(path, 'rb').read()
+        base = os.path.basename(path).replace('.', '_')
+        seeds[base] = text
+        sets = SETS[i % len(SETS)]
+        seeds[base + '_set'] = text + b'\0\0' + b'\0'.join(
+            n.encode() + b'\0' + v.encode() for n, v in sets)
+    return seeds
+
+
+GENERATORS = {
+    'fuzz_huffman': seeds_huffman,
+    'fuzz_q3_message': seeds_message,
+    'fuzz_q3_client': seeds_client,
+    'fuzz_q3_netchan': seeds_netchan,
+    'fuzz_demo_reader': seeds_demo,
+    'fuzz_config': seeds_config,
+}
+
+
+def generate(target, testdata, source, outdir):
+    """Write the seeds of `target` into outdir; returns their paths."""
+    os.makedirs(outdir, exist_ok=True)
+    paths = []
+    for name, data in sorted(GENERATORS[target](testdata, source).items()):
+        path = os.path.join(outdir, 'seed-' + name)
+        with open(path, 'wb') as f:
+            f.write(data)
+        paths.append(path)
+    return paths
+
+
+def replay(target, exe, testdata, source):
+    regressions = sorted(glob.glob(os.path.join(source, 'tests', 'fuzz', 'regressions', target,
+                                                '*')))
+    regressions = [p for p in regressions if os.path.isfile(p)]
+    with tempfile.TemporaryDirectory(prefix=target + '-seeds-') as tmp:
+        inputs = generate(target, testdata, source, tmp) + regressions
+        print('%s: %d seeds, %d regression inputs' % (target, len(inputs) - len(regressions),
+                                                      len(regressions)), flush=True)
+        # individual files: each runs once, nothing is written next to them
+        rc = subprocess.call([exe, '-rss_limit_mb=2048', '-timeout=10'] + inputs)
+    # libFuzzer exits 77 after a crash, which meson would count as a skip
+    return 1 if rc else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--testdata', required=True)
+    ap.add_argument('--source', required=True, help='the source tree (for config files)')
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    g = sub.add_parser('gen')
+    g.add_argument('outdir')
+    g.add_argument('targets', nargs='*')
+    r = sub.add_parser('replay')
+    r.add_argument('target', choices=TARGETS)
+    r.add_argument('exe')
+    args = ap.parse_args()
+
+    if not os.path.isdir(os.path.join(args.testdata, 'q3')):
+        sys.exit('seeds.py: no test data at %s' % args.testdata)
+    if args.cmd == 'replay':
+        sys.exit(replay(args.target, args.exe, args.testdata, args.source))
+    for t in args.targets or TARGETS:
+        if t not in GENERATORS:
+            sys.exit('seeds.py: unknown target %s' % t)
+        n = len(generate(t, args.testdata, args.source, os.path.join(args.outdir, t)))
+        print('%s: %d seeds' % (t, n))
+
+
+if __name__ == '__main__':
+    main()
