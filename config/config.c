@@ -193,7 +193,10 @@ static void open_block(struct parser *p, const struct sg_conf_directive *d,
         if (!child && p->diag->count == before)
             error_at(p, &args[0], "cannot open block '%s'", d->name);
     }
-    push_frame(p, d->child, child, &args[0]);
+    const struct sg_conf_section *section = d->child;
+    if (child && d->child_section && d->child_section(child))
+        section = d->child_section(child);
+    push_frame(p, section, child, &args[0]);
 }
 
 /* A CUSTOM directive: the table's setter does all the work. */
@@ -210,6 +213,90 @@ static void call_custom(struct parser *p, const struct sg_conf_directive *d,
         p->oom = true;
     if (rc < 0 && p->diag->count == before)
         error_at(p, &args[0], "'%s' failed: %s", d->name, sg_strerror(rc));
+}
+
+void sg_conf_list_free(struct sg_conf_list *list)
+{
+    if (!list)
+        return;
+    for (int i = 0; i < list->count; i++) {
+        for (int j = 0; j < list->items[i].argc; j++)
+            free(list->items[i].argv[j]);
+        free(list->items[i].argv);
+    }
+    free(list->items);
+    list->items = NULL;
+    list->count = 0;
+}
+
+int sg_conf_list_append(struct sg_conf_list *list, const char *const *argv, int argc, int line)
+{
+    struct sg_conf_list_item *items, *it;
+
+    items = realloc(list->items, (size_t)(list->count + 1) * sizeof(*items));
+    if (!items)
+        return -ENOMEM;
+    list->items = items;
+    it = &items[list->count];
+    it->argc = 0;
+    it->line = line;
+    it->argv = calloc((size_t)(argc > 0 ? argc : 1), sizeof(char *));
+    if (!it->argv)
+        return -ENOMEM;
+    list->count++;
+    for (int i = 0; i < argc; i++) {
+        it->argv[i] = strdup(argv[i]);
+        if (!it->argv[i])
+            return -ENOMEM;
+        it->argc++;
+    }
+    return 0;
+}
+
+/* The number of values a LIST directive takes: [lo, hi]. */
+static void list_arity(const struct sg_conf_directive *d, int *lo, int *hi)
+{
+    *lo = d->min || d->max ? (int)d->min : 1;
+    *hi = d->min || d->max ? (int)d->max : 1;
+}
+
+/* Check the count of values and append them to the list at d->offset. */
+static int list_add_args(const struct sg_conf_directive *d, void *obj,
+                         const struct sg_conf_arg *vals, int nvals, const struct sg_conf_arg *name,
+                         const char *file, struct sg_conf_diag *diag)
+{
+    const char *argv[16];
+    int lo, hi;
+
+    list_arity(d, &lo, &hi);
+    if (nvals < lo || nvals > hi || nvals > 16) {
+        if (lo == hi)
+            sg_conf_diag_error(diag, file, name->line, name->col, "'%s' takes %d value%s, got %d",
+                               d->name, lo, lo == 1 ? "" : "s", nvals);
+        else
+            sg_conf_diag_error(diag, file, name->line, name->col,
+                               "'%s' takes %d to %d values, got %d", d->name, lo, hi, nvals);
+        return SG_E_CONFIG;
+    }
+    if (!obj)
+        return 0;
+    for (int i = 0; i < nvals; i++)
+        argv[i] = vals[i].text;
+    if (sg_conf_list_append((struct sg_conf_list *)((char *)obj + d->offset), argv, nvals,
+                            name->line) < 0) {
+        sg_conf_diag_error(diag, file, name->line, name->col, "out of memory");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* A LIST directive line. */
+static void add_list(struct parser *p, const struct sg_conf_directive *d,
+                     const struct sg_conf_arg *args, int nvals)
+{
+    if (list_add_args(d, p->frames[p->depth - 1].obj, args + 1, nvals, &args[0], p->file,
+                      p->diag) == -ENOMEM)
+        p->oom = true;
 }
 
 /* Remembers `d` in the innermost block; reports it if it was already there. */
@@ -288,6 +375,10 @@ static int directive(struct parser *p, const struct sg_conf_arg *args, int n)
     }
     if (d->type == SG_CONF_CUSTOM) {
         call_custom(p, d, args, nvals);
+        return 0;
+    }
+    if (d->type == SG_CONF_LIST) {
+        add_list(p, d, args, nvals);
         return 0;
     }
     return set_single(p, d, args, nvals);
@@ -513,6 +604,10 @@ int sg_conf_set(const struct sg_conf_section *section, void *obj, const char *na
         sg_conf_diag_error(diag, origin, 0, 0, "missing value for '%s'", d->name);
         return SG_E_CONFIG;
     }
+    if (d->type == SG_CONF_LIST) {
+        struct sg_conf_arg at = {.text = d->name};
+        return list_add_args(d, obj, &args[1], 1, &at, origin, diag);
+    }
     if (d->type == SG_CONF_CUSTOM) {
         if (!obj || !d->set)
             return 0;
@@ -598,6 +693,10 @@ void sg_conf_free_strings(const struct sg_conf_section *section, void *obj)
         return;
     for (int t = 0; section->tables[t]; t++) {
         for (const struct sg_conf_directive *d = section->tables[t]; d->name; d++) {
+            if (d->type == SG_CONF_LIST) {
+                sg_conf_list_free((struct sg_conf_list *)((char *)obj + d->offset));
+                continue;
+            }
             if (d->type != SG_CONF_STRING && d->type != SG_CONF_PATH && d->type != SG_CONF_ADDR)
                 continue;
             char *s;

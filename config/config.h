@@ -34,7 +34,7 @@
  * unknown directive suggests the closest known name of that section.  All
  * errors of a file are reported: an error skips the rest of its line only,
  * and the inside of a block that could not be opened is still checked.
- * A non-block, non-CUSTOM directive may be given once per object.
+ * A non-block, non-CUSTOM, non-LIST directive may be given once per object.
  */
 #ifndef SG_CONFIG_CONFIG_H
 #define SG_CONFIG_CONFIG_H
@@ -54,7 +54,24 @@ enum sg_conf_type {
     SG_CONF_ENUM,     /* int: index into choices */
     SG_CONF_CUSTOM,   /* handled entirely by `set` (any number of args) */
     SG_CONF_BLOCK,    /* `name [args] { ... }`: `open` makes the child object */
+    SG_CONF_LIST,     /* struct sg_conf_list: repeatable; each line appends its args
+                         (between min and max of them; both 0 = exactly 1) */
 };
+
+/* What a LIST directive collects: one item per line, in file order. */
+struct sg_conf_list_item {
+    int argc;
+    char **argv; /* argc unescaped strings */
+    int line;    /* where it was given (0: command line) */
+};
+struct sg_conf_list {
+    int count;
+    struct sg_conf_list_item *items;
+};
+/* Free a list's items and zero it. */
+void sg_conf_list_free(struct sg_conf_list *list);
+/* Append one item (strings copied).  0 or -ENOMEM. */
+int sg_conf_list_append(struct sg_conf_list *list, const char *const *argv, int argc, int line);
 
 struct sg_conf_section;
 struct sg_conf_diag;
@@ -91,6 +108,12 @@ struct sg_conf_directive {
     void *(*open)(void *obj, const struct sg_conf_directive *d, const struct sg_conf_arg *args,
                   int nargs, struct sg_conf_diag *diag, const char *file);
     const struct sg_conf_section *child; /* BLOCK: the child's section */
+    /*
+     * BLOCK, optional: the section for the object `open` returned, when it
+     * depends on the block's arguments (a filter's own directives).  NULL
+     * from it, or a failed `open`, falls back to `child`.
+     */
+    const struct sg_conf_section *(*child_section)(void *child);
 };
 
 /* A scope: the top level, or the inside of one kind of block. */

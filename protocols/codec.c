@@ -25,3 +25,28 @@ const struct sg_codec *sg_codec_probe(const uint8_t *data, size_t len)
             return sg_codecs[i];
     return NULL;
 }
+
+static const char *const kind_names[SG_MSG_KIND_COUNT] = {
+    [SG_MSG_PRINT] = "print",
+    [SG_MSG_CENTERPRINT] = "centerprint",
+    [SG_MSG_CHAT] = "chat",
+    [SG_MSG_SERVER_COMMAND] = "servercmd",
+    [SG_MSG_CLIENT_COMMAND] = "clientcmd",
+    [SG_MSG_STUFFTEXT] = "stufftext",
+    [SG_MSG_CONFIGSTRING] = "configstring",
+    [SG_MSG_DISCONNECT] = "disconnect",
+    [SG_MSG_GAME] = "game",
+};
+
+const char *sg_msg_kind_name(enum sg_msg_kind kind)
+{
+    return (unsigned)kind < SG_MSG_KIND_COUNT ? kind_names[kind] : "unknown";
+}
+
+int sg_msg_kind_parse(const char *name)
+{
+    for (int i = 0; i < SG_MSG_KIND_COUNT; i++)
+        if (strcmp(kind_names[i], name) == 0)
+            return i;
+    return -1;
+}

@@ -33,17 +33,65 @@ enum sg_frame_kind {
     SG_FRAME_REJECTED, /* the receiver will drop it (old, duplicate, bad checksum): relay */
 };
 
+/*
+ * Cross-game message kinds: every codec maps its messages onto these where
+ * it can, so one filter works for every game.  Text kinds carry a text.
+ */
+enum sg_msg_kind {
+    SG_MSG_PRINT,          /* text shown in the console / notify area */
+    SG_MSG_CENTERPRINT,    /* text in the middle of the screen */
+    SG_MSG_CHAT,           /* a chat line (S2C) or a say command (C2S) */
+    SG_MSG_SERVER_COMMAND, /* any other command from the server */
+    SG_MSG_CLIENT_COMMAND, /* any other command from the client */
+    SG_MSG_STUFFTEXT,      /* console text the server makes the client execute */
+    SG_MSG_CONFIGSTRING,   /* a configstring (number = index) */
+    SG_MSG_DISCONNECT,     /* the server ends the connection (text: reason, may be empty) */
+    SG_MSG_GAME,           /* anything else (snapshots, moves, ...): no text */
+    SG_MSG_KIND_COUNT
+};
+
+/* "print", "centerprint", "chat", "servercmd", "clientcmd", "stufftext",
+ * "configstring", "disconnect", "game"; static. */
+const char *sg_msg_kind_name(enum sg_msg_kind kind);
+/* The kind called `name` (as above), or -1. */
+int sg_msg_kind_parse(const char *name);
+
+/* One message of a frame, as filters see it (codec-owned). */
+struct sg_msg {
+    enum sg_msg_kind kind;
+    const char *name; /* the game's own name: "svc_serverCommand", "clc_move", ... */
+    int32_t number;   /* reliable sequence, configstring index, ...; -1 when none */
+    const char *text; /* text kinds: NUL-terminated (raw bytes, may be > 127); else NULL */
+    size_t text_len;
+    const char *command; /* text kinds: the whole command as the game reads it ("print \"hi\n\""),
+                            or the same as text */
+    bool repeat;  /* a resend of a reliable message already shown: its first verdict applies */
+    bool dropped; /* a filter removed it */
+    bool changed; /* a filter changed its text */
+};
+
 /* One decoded datagram; owned by the codec state, valid until its next call. */
 struct sg_frame {
     enum sg_dir dir;
     enum sg_frame_kind kind;
     int32_t sequence;   /* netchan sequence, when there is one */
+    int32_t ack;        /* the sequence it acknowledges, -1 when none */
+    int32_t reliable_ack; /* the last reliable command of the receiver it acknowledges, or -1 */
     int pieces;         /* datagrams the message came in (MESSAGE) */
     const uint8_t *msg; /* the message as a demo records it (MESSAGE) */
     size_t msg_len;
     bool new_level; /* S2C: this message starts a level (a gamestate) */
     char level[64]; /* with new_level: the map name, for file names */
+    struct sg_msg *msgs; /* the messages in it (MESSAGE; OOB: one) */
+    unsigned nmsgs;
     void *game;     /* the codec's own decoded form */
+};
+
+/* How much of a frame a codec's dump() shows. */
+enum sg_dump_level {
+    SG_DUMP_PACKETS,  /* one line per datagram */
+    SG_DUMP_MESSAGES, /* plus one line per message */
+    SG_DUMP_FIELDS,   /* plus every field of every message */
 };
 
 /* Receives each rebuilt datagram; returns 0 or a negative error. */
@@ -97,6 +145,30 @@ struct sg_codec {
     const char *(*demo_ext)(void *state); /* "dm_68", known once the handshake is seen */
     int (*record)(void *state, const struct sg_frame *frame, FILE *out);
     int (*record_end)(void *state, FILE *out);
+
+    /*
+     * Filters (filters/filter.h).  All may be NULL for a codec without
+     * them.  set_text() / drop_msg() change message `i` of the frame decoded
+     * last; inject() queues a new text message towards `dir`'s receiver.
+     * They return 0 or a negative error (SG_E_UNSUPPORTED).  must_encode()
+     * says the frame must be rebuilt even though no filter changed it
+     * (numbering is being translated, an injection waits): the proxy then
+     * re-encodes it, holding PARTIAL pieces until the message is whole.
+     */
+    int (*set_text)(void *state, unsigned i, const char *text, size_t len);
+    int (*drop_msg)(void *state, unsigned i);
+    int (*inject)(void *state, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
+                  size_t len);
+    bool (*must_encode)(void *state, const struct sg_frame *frame);
+
+    /*
+     * Write the frame decoded last (after filters: as rebuilt) for the
+     * inspector: text (one or more lines, each ending in '\n') or JSON (one
+     * object without a newline, the fields documented in doc/inspect.md),
+     * at `level`.  Returns bytes written or a negative error.  May be NULL.
+     */
+    int (*dump)(void *state, const struct sg_frame *frame, enum sg_dump_level level, bool json,
+                FILE *out);
 
     /* Counters and the first error's description. */
     const struct sg_codec_stats *(*stats)(void *state);

@@ -18,6 +18,16 @@ const char *const sg_reencode_names[] = {"changed", "always", NULL};
 
 /* ---- route blocks ---- */
 
+static void *filter_open(void *obj, const struct sg_conf_directive *d,
+                         const struct sg_conf_arg *args, int nargs, struct sg_conf_diag *diag,
+                         const char *file)
+{
+    struct sg_route_conf *rc = obj;
+
+    return sg_filter_conf_open(&rc->filters, rc->top ? rc->top->plugins : NULL, args, nargs, diag,
+                               file);
+}
+
 static const struct sg_conf_directive route_directives[] = {
     {.name = "listen",
      .type = SG_CONF_ADDR,
@@ -67,7 +77,14 @@ static const struct sg_conf_directive route_directives[] = {
      .type = SG_CONF_PATH,
      .offset = offsetof(struct sg_route_conf, record),
      .argname = "DIR",
-     .help = "write each session's demo files (.dm_68, ...) into DIR"},
+     .help = "write each session's demo files (.dm_68, ...) into DIR (a `record` filter at the "
+             "end of the chain)"},
+    {.name = "filter",
+     .type = SG_CONF_BLOCK,
+     .open = filter_open,
+     .child_section = sg_filter_conf_section,
+     .argname = "NAME [LABEL]",
+     .help = "a block: one filter of the chain, in order (`slipgate filters` lists them)"},
     {NULL},
 };
 
@@ -96,6 +113,7 @@ static struct sg_route_conf *route_append(struct sg_conf *conf, const char *name
     }
     route_defaults(rc);
     rc->line = line;
+    rc->top = conf;
     for (tail = &conf->routes; *tail; tail = &(*tail)->next)
         ;
     *tail = rc;
@@ -139,6 +157,44 @@ static void *route_open(void *obj, const struct sg_conf_directive *d,
 
 /* ---- the top level ---- */
 
+/* `plugin PATH`: load it now, so the filter blocks after it can use its filters. */
+static int plugin_set(void *obj, const struct sg_conf_directive *d, const struct sg_conf_arg *args,
+                      int nargs, struct sg_conf_diag *diag, const char *file)
+{
+    struct sg_conf *conf = obj;
+    struct sg_plugin *p, **tail;
+    char why[512];
+    int err;
+
+    if (nargs != 1) {
+        const struct sg_conf_arg *at = nargs < 1 ? &args[-1] : &args[1];
+        sg_conf_diag_error(diag, file, at->line, at->col, "'plugin' takes 1 value (a path), got %d",
+                           nargs);
+        return SG_E_CONFIG;
+    }
+    err = sg_plugin_load(args[0].text, &p, why, sizeof(why));
+    if (err < 0) {
+        sg_conf_diag_error(diag, file, args[0].line, args[0].col, "%s", why);
+        return err == -ENOMEM ? err : SG_E_CONFIG;
+    }
+    for (struct sg_plugin *o = conf->plugins; o; o = o->next) {
+        for (int i = 0; p->table->filters[i]; i++) {
+            if (sg_filter_find(o, p->table->filters[i]->name, NULL) &&
+                sg_filter_find(NULL, p->table->filters[i]->name, NULL) == NULL) {
+                sg_conf_diag_error(diag, file, args[0].line, args[0].col,
+                                   "plugin '%s': filter '%s' is already defined by plugin '%s'",
+                                   args[0].text, p->table->filters[i]->name, o->path);
+                sg_plugin_unref(p);
+                return SG_E_CONFIG;
+            }
+        }
+    }
+    for (tail = &conf->plugins; *tail; tail = &(*tail)->next)
+        ;
+    *tail = p;
+    return 0;
+}
+
 static const struct sg_conf_directive top_directives[] = {
     {.name = "log_level",
      .type = SG_CONF_ENUM,
@@ -151,6 +207,11 @@ static const struct sg_conf_directive top_directives[] = {
      .offset = offsetof(struct sg_conf, stats_file),
      .argname = "FILE",
      .help = "write a JSON summary of every session here at exit"},
+    {.name = "plugin",
+     .type = SG_CONF_CUSTOM,
+     .set = plugin_set,
+     .argname = "PATH",
+     .help = "load filters from a plugin (a shared object); before the routes that use them"},
     {.name = "route",
      .type = SG_CONF_BLOCK,
      .open = route_open,
@@ -184,8 +245,14 @@ void sg_conf_destroy(struct sg_conf *conf)
     for (rc = conf->routes; rc; rc = next) {
         next = rc->next;
         sg_conf_free_strings(&sg_conf_route_section, rc);
+        sg_filter_list_unref(rc->filters);
         free(rc->name);
         free(rc);
+    }
+    while (conf->plugins) {
+        struct sg_plugin *p = conf->plugins;
+        conf->plugins = p->next;
+        sg_plugin_unref(p);
     }
     sg_conf_free_strings(&sg_conf_top_section, conf);
     free(conf->file);
@@ -317,6 +384,8 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
                                r->name);
             rc = SG_E_CONFIG;
         }
+        if (sg_filter_list_check(r->filters, diag) < 0)
+            rc = SG_E_CONFIG;
         for (struct sg_route_conf *o = conf->routes; o != r; o = o->next) {
             if (strcmp(o->listen, r->listen) == 0) {
                 sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,

@@ -7,6 +7,7 @@
 #define SG_PROXY_CONF_H
 
 #include "config/config.h"
+#include "filters/chain.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,6 +40,8 @@ struct sg_route_conf {
     int64_t new_sessions_per_source; /* per second, per source IP */
     int reencode;                    /* enum sg_reencode */
     char *record;                    /* directory for network-side demos, or NULL */
+    struct sg_filter_list *filters;  /* `filter` blocks in order (a reference), or NULL */
+    struct sg_conf *top;             /* the configuration it belongs to */
     int line;                        /* where the block opens (0: command line) */
     struct sg_route_conf *next;
 };
@@ -50,6 +53,7 @@ struct sg_conf {
     char *file; /* the file it came from, or NULL */
     struct sg_route_conf *routes;
     int nroutes;
+    struct sg_plugin *plugins; /* `plugin PATH` lines, in order (references) */
 };
 
 /* Command-line settings layered over the file (owned by the caller). */

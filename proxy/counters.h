@@ -15,7 +15,8 @@
     XX(FOREIGN_SOURCE, "foreign_source", "a datagram from someone other than the server")          \
     XX(TRUNCATED, "truncated", "a datagram larger than the receive buffer")                        \
     XX(NO_SOCKET, "no_socket", "the session's upstream socket could not be opened")                \
-    XX(SHUTDOWN, "shutdown", "the proxy is shutting down")
+    XX(SHUTDOWN, "shutdown", "the proxy is shutting down")                                         \
+    XX(FILTER, "filter", "a filter dropped it (drop, guard, netem loss, ratelimit...)")
 
 enum sg_drop {
 #define SG__DROP_ENUM(id, name, desc) SG_DROP_##id,

@@ -250,6 +250,7 @@ static void on_sweep(uv_timer_t *t)
         if (!s->closing && now - s->last_active >= (uint64_t)r->conf.idle_timeout_ms)
             sg_session_close(s, "idle");
     }
+    sg_chain_flush(r->chain);
 }
 
 static uint64_t sweep_interval(const struct sg_route_conf *rc)
@@ -268,6 +269,8 @@ static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
     dst->listen = strdup(src->listen);
     dst->server = strdup(src->server);
     dst->record = src->record ? strdup(src->record) : NULL;
+    dst->top = NULL; /* the configuration may be replaced by a reload */
+    sg_filter_list_ref(dst->filters);
     if (!dst->name || !dst->listen || !dst->server || (src->record && !dst->record))
         return UV_ENOMEM;
     return 0;
@@ -279,6 +282,7 @@ static void free_conf(struct sg_route_conf *c)
     free(c->listen);
     free(c->server);
     free(c->record);
+    sg_filter_list_unref(c->filters);
     memset(c, 0, sizeof(*c));
 }
 
@@ -321,6 +325,27 @@ static void on_route_handle_closed(uv_handle_t *h)
     r->open_handles--;
 }
 
+/* Filters log through the proxy's log, with the filter's label. */
+static void chain_log(void *ctx, enum sg_filter_log_level level, const char *filter,
+                      uint64_t session, const char *text)
+{
+    static const enum sg_log_level map[] = {SG_LOG_ERROR, SG_LOG_WARN, SG_LOG_INFO, SG_LOG_DEBUG};
+    struct sg_route *r = ctx;
+
+    sg_log_at(&r->app->log, map[level <= SG_FILTER_LOG_DEBUG ? level : SG_FILTER_LOG_DEBUG],
+              r->conf.name, session, "%s: %s", filter, text);
+}
+
+static int make_chain(struct sg_route *r, struct sg_filter_list *list, struct sg_chain **out)
+{
+    char why[512];
+    int err = sg_chain_create(list, chain_log, r, out, why, sizeof(why));
+
+    if (err < 0)
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
+    return err;
+}
+
 int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct sg_route **out)
 {
     struct sg_route *r = calloc(1, sizeof(*r));
@@ -348,7 +373,17 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     r->open_handles++;
     uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));
 
-    /* The listening socket. */
+    /* Held-back datagrams (network emulation). */
+    err = sg_delay_init(&r->delay, &app->loop, sg_session_send_delayed);
+    if (err < 0)
+        goto err_handles;
+    r->delay.timer.data = &r->delay;
+    r->open_handles++;
+
+    /* The filters, then the listening socket. */
+    err = make_chain(r, r->conf.filters, &r->chain);
+    if (err < 0)
+        goto err_handles;
     err = open_listener(r);
     if (err < 0)
         goto err_handles;
@@ -427,6 +462,26 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     }
     r->conf.reencode = rc->reencode;
 
+    /* Changed filters replace the chain, for live sessions too. */
+    if (!sg_filter_list_equal(rc->filters, r->conf.filters)) {
+        struct sg_chain *chain, *old = r->chain;
+        err = make_chain(r, rc->filters, &chain);
+        if (err < 0) {
+            sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0,
+                   "reload: keeping the old filters");
+        } else {
+            for (struct sg_session *s = r->sessions; s; s = s->next)
+                sg_session_chain_changed(s, old, chain);
+            r->chain = chain;
+            sg_chain_destroy(old);
+            sg_filter_list_ref(rc->filters);
+            sg_filter_list_unref(r->conf.filters);
+            r->conf.filters = rc->filters;
+            sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "filters reloaded (%d in the chain)",
+                   chain ? chain->n : 0);
+        }
+    }
+
     /* Limits and timeouts apply at once, to live sessions too. */
     r->conf.idle_timeout_ms = rc->idle_timeout_ms;
     r->conf.max_sessions = rc->max_sessions;
@@ -451,12 +506,19 @@ void sg_route_close(struct sg_route *r, const char *reason)
     if (r->listener_open)
         uv_close((uv_handle_t *)&r->listener, on_route_handle_closed);
     r->sweep_open = r->listener_open = false;
+    sg_chain_flush(r->chain);
+    if (r->delay.open) {
+        r->delay.timer.data = r;
+        sg_delay_close(&r->delay, on_route_handle_closed);
+    }
 }
 
 void sg_route_destroy(struct sg_route *r)
 {
     if (!r)
         return;
+    sg_chain_destroy(r->chain);
+    r->chain = NULL;
     free_conf(&r->conf);
     free(r->buckets);
     free(r->rates);

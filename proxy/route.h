@@ -18,8 +18,10 @@
 
 #include "proxy/conf.h"
 #include "proxy/counters.h"
+#include "proxy/delay.h"
 #include "proxy/log.h"
 #include "protocols/codec.h"
+#include "filters/chain.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,6 +66,11 @@ struct sg_session {
     void *cstate;                 /* the codec's per-session state */
     uint64_t decode_errors;       /* reported once in the log */
     struct sg_recording *rec;     /* the demo being written, or NULL */
+    void **slots;                 /* one per filter of the route's chain, or NULL */
+    struct sg_filter_session fsess; /* what filters see of this session */
+    struct sockaddr_storage upstream_local; /* the upstream socket's own address */
+    char server_str[64];
+    struct sg_frame raw_frame; /* for datagrams no codec decodes */
     struct sg_session_summary sum;
 };
 
@@ -84,6 +91,8 @@ struct sg_route {
     uv_udp_t listener;
     uv_timer_t sweep;
     bool listener_open, sweep_open; /* handles initialised and not yet closed */
+    struct sg_chain *chain;         /* the filters, or NULL */
+    struct sg_delay_queue delay;    /* datagrams filters hold back */
     bool closing;
     int open_handles; /* handles whose close callback is pending or due */
     unsigned listener_queued;
@@ -127,6 +136,11 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
 void sg_session_forward_to_server(struct sg_session *s, const char *data, size_t len);
 void sg_session_forward_to_client(struct sg_session *s, const char *data, size_t len);
 void sg_session_close(struct sg_session *s, const char *reason);
+/* The route's chain is being replaced: end the session's filter state for `old`. */
+int sg_session_chain_changed(struct sg_session *s, struct sg_chain *old, struct sg_chain *now);
+/* Send a datagram the delay queue releases. */
+void sg_session_send_delayed(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
+                             size_t len);
 
 /* Demo recording (proxy/record.c): feed an S2C frame; close at session end. */
 void sg_record_frame(struct sg_session *s, const struct sg_frame *f);

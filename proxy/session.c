@@ -79,6 +79,35 @@ static void count_send_error(struct sg_session *s, int err, const char *dir)
 
 /* ---- sending, either way ---- */
 
+/* The four legs as datagram taps see them. */
+static void tap_datagram(struct sg_session *s, enum sg_leg leg, const uint8_t *data, size_t len)
+{
+    struct sg_route *r = s->route;
+    struct sg_filter_call call = {.session = &s->fsess,
+                                  .data = data,
+                                  .len = len,
+                                  .now_ms = uv_now(&r->app->loop)};
+    const struct sockaddr *client = (struct sockaddr *)&s->client;
+    const struct sockaddr *listen = (struct sockaddr *)&r->listen_addr;
+    const struct sockaddr *up = (struct sockaddr *)&s->upstream_local;
+    const struct sockaddr *server = (struct sockaddr *)&s->server;
+
+    switch (leg) {
+    case SG_LEG_CLIENT_IN:
+        sg_chain_datagram(r->chain, s->slots, &call, leg, data, len, client, listen);
+        break;
+    case SG_LEG_CLIENT_OUT:
+        sg_chain_datagram(r->chain, s->slots, &call, leg, data, len, listen, client);
+        break;
+    case SG_LEG_SERVER_IN:
+        sg_chain_datagram(r->chain, s->slots, &call, leg, data, len, server, up);
+        break;
+    case SG_LEG_SERVER_OUT:
+        sg_chain_datagram(r->chain, s->slots, &call, leg, data, len, up, server);
+        break;
+    }
+}
+
 static int send_dir(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
 {
     struct sg_route *r = s->route;
@@ -105,18 +134,38 @@ static int send_dir(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
         r->counters.s2c_packets++;
         r->counters.s2c_bytes += len;
     }
+    if (r->chain && r->chain->has_datagram_taps)
+        tap_datagram(s, dir == SG_DIR_C2S ? SG_LEG_SERVER_OUT : SG_LEG_CLIENT_OUT, data, len);
     return 0;
 }
 
+void sg_session_send_delayed(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
+                             size_t len)
+{
+    if (!s->closing)
+        send_dir(s, dir, data, len);
+}
+
+/* How the datagrams of one frame go out: now or later, once or more. */
 struct emit_ctx {
     struct sg_session *s;
     enum sg_dir dir;
+    uint32_t delay_ms;
+    uint8_t copies;
 };
 
 static int emit(void *ctx, const uint8_t *data, size_t len)
 {
     struct emit_ctx *e = ctx;
-    return send_dir(e->s, e->dir, data, len);
+    struct sg_route *r = e->s->route;
+    int err = 0;
+
+    for (int i = 0; i <= e->copies; i++) {
+        if (e->delay_ms == 0 || sg_delay_push(&r->delay, uv_now(&r->app->loop), e->delay_ms,
+                                              e->s, e->dir, data, len) < 0)
+            err = send_dir(e->s, e->dir, data, len);
+    }
+    return err;
 }
 
 /* ---- decoding ---- */
@@ -154,52 +203,128 @@ static void pick_codec(struct sg_session *s, enum sg_dir dir, const uint8_t *dat
     sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "decoding as %s", codec->name);
 }
 
+/* The session as filters see it; refreshed when the codec is decided. */
+static void fill_filter_session(struct sg_session *s)
+{
+    struct sg_route *r = s->route;
+
+    s->fsess.id = s->sum.id;
+    s->fsess.route = r->conf.name;
+    s->fsess.client = s->sum.client;
+    s->fsess.server = s->server_str;
+    s->fsess.client_addr = (struct sockaddr *)&s->client;
+    s->fsess.listen_addr = (struct sockaddr *)&r->listen_addr;
+    s->fsess.upstream_addr = (struct sockaddr *)&s->upstream_local;
+    s->fsess.server_addr = (struct sockaddr *)&s->server;
+    s->fsess.started_ms = s->sum.started_ms;
+    s->fsess.codec = s->codec;
+    s->fsess.codec_state = s->cstate;
+}
+
+int sg_session_chain_changed(struct sg_session *s, struct sg_chain *old, struct sg_chain *now)
+{
+    void **slots = NULL;
+
+    if (old && s->slots)
+        sg_chain_session_end(old, s->slots, &s->fsess);
+    if (now && !(slots = calloc((size_t)now->n, sizeof(*slots))))
+        return UV_ENOMEM;
+    free(s->slots);
+    s->slots = slots;
+    return 0;
+}
+
 /*
- * One datagram either way: decode it, record it, and send the original
- * bytes, or (reencode always) the message rebuilt from its decoded form.
- * Whatever cannot be decoded or rebuilt is relayed as it came (rule 1).
+ * One datagram either way: decode it, run the filters, and send the
+ * original bytes, or the message rebuilt from its decoded form when a
+ * filter changed it, the codec needs it (numbering translated), or the
+ * route says `reencode always`.  Whatever cannot be decoded or rebuilt is
+ * relayed as it came (rule 1).  Taps see the frame as it went out.
  */
 static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
 {
     struct sg_route *r = s->route;
-    const struct sg_frame *f;
-    struct emit_ctx ctx = {s, dir};
-    bool identical;
+    struct sg_chain *chain = r->chain;
+    const struct sg_frame *f = NULL;
+    struct emit_ctx ctx = {s, dir, 0, 0};
+    struct sg_filter_call call = {0};
+    struct sg_filter_proxy proxy = {0};
+    struct sg_chain_result res = {.drop_filter = -1};
+    bool identical, rebuild, sent = false;
     int err;
 
     s->last_active = uv_now(&r->app->loop);
-    if (!s->probed)
+    if (chain && chain->has_datagram_taps)
+        tap_datagram(s, dir == SG_DIR_C2S ? SG_LEG_CLIENT_IN : SG_LEG_SERVER_IN, data, len);
+    if (!s->probed) {
         pick_codec(s, dir, data, len);
-    if (!s->codec) {
+        fill_filter_session(s);
+    }
+    if (!s->codec && !chain) {
         send_dir(s, dir, data, len);
         return;
     }
 
     /* Decode; an error is counted and logged once per session. */
-    err = s->codec->decode(s->cstate, dir, data, len, &f);
-    if (err < 0 && s->decode_errors++ == 0)
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
-               "first decode error (%s); the traffic is still relayed: %s",
-               dir == SG_DIR_C2S ? "client to server" : "server to client",
-               s->codec->describe(s->cstate));
+    if (s->codec) {
+        err = s->codec->decode(s->cstate, dir, data, len, &f);
+        if (err < 0 && s->decode_errors++ == 0)
+            sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+                   "first decode error (%s); the traffic is still relayed: %s",
+                   dir == SG_DIR_C2S ? "client to server" : "server to client",
+                   s->codec->describe(s->cstate));
+    } else {
+        memset(&s->raw_frame, 0, sizeof(s->raw_frame));
+        s->raw_frame.dir = dir;
+        s->raw_frame.kind = SG_FRAME_RAW;
+        s->raw_frame.sequence = s->raw_frame.ack = s->raw_frame.reliable_ack = -1;
+        f = &s->raw_frame;
+    }
 
-    /* Taps. */
-    if (dir == SG_DIR_S2C && f->kind == SG_FRAME_MESSAGE && (s->rec || r->conf.record))
+    /* The filters. */
+    if (chain) {
+        call.session = &s->fsess;
+        call.frame = f;
+        call.data = data;
+        call.len = len;
+        call.now_ms = s->last_active;
+        proxy.codec = s->codec;
+        proxy.codec_state = s->cstate;
+        proxy.session_id = s->sum.id;
+        sg_chain_run(chain, s->slots, &call, &proxy, &res);
+        ctx.delay_ms = res.delay_ms;
+        ctx.copies = res.copies;
+        if (res.drop) {
+            s->sum.counters.drops[SG_DROP_FILTER]++;
+            r->counters.drops[SG_DROP_FILTER]++;
+            sg_chain_taps(chain, s->slots, &call, &proxy, &res);
+            return;
+        }
+    }
+
+    /* Taps that predate the chain. */
+    if (s->codec && dir == SG_DIR_S2C && f->kind == SG_FRAME_MESSAGE && (s->rec || r->conf.record))
         sg_record_frame(s, f);
 
-    /* Rebuild every message when asked; pieces wait for their whole message. */
-    if (r->conf.reencode == SG_REENCODE_ALWAYS) {
-        if (f->kind == SG_FRAME_PARTIAL)
-            return;
-        if (f->kind == SG_FRAME_MESSAGE) {
-            err = s->codec->encode(s->cstate, f, emit, &ctx, &identical);
-            if (err >= 0)
-                return;
+    /* Rebuild what changed, what the codec must, or everything when asked. */
+    rebuild = s->codec && (res.changed || r->conf.reencode == SG_REENCODE_ALWAYS ||
+                           (s->codec->must_encode && s->codec->must_encode(s->cstate, f)));
+    if (rebuild && f->kind == SG_FRAME_PARTIAL)
+        return; /* pieces wait for their whole message */
+    if (rebuild && f->kind == SG_FRAME_MESSAGE) {
+        err = s->codec->encode(s->cstate, f, emit, &ctx, &identical);
+        if (err >= 0) {
+            sent = true;
+            call.reencoded = true;
+        } else {
             sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
                       "rebuild failed (%s): relaying the original", sg_strerror(err));
         }
     }
-    send_dir(s, dir, data, len);
+    if (!sent)
+        emit(&ctx, data, len);
+    if (chain)
+        sg_chain_taps(chain, s->slots, &call, &proxy, &res);
 }
 
 /* ---- server -> client ---- */
@@ -269,8 +394,10 @@ static int open_upstream(struct sg_session *s)
     err = uv_udp_bind(&s->upstream, (struct sockaddr *)&any, 0);
     if (err == 0)
         err = uv_udp_recv_start(&s->upstream, on_alloc, on_server_recv);
-    if (err == 0 && uv_udp_getsockname(&s->upstream, (struct sockaddr *)&bound, &len) == 0)
+    if (err == 0 && uv_udp_getsockname(&s->upstream, (struct sockaddr *)&bound, &len) == 0) {
         s->sum.upstream_port = sg_addr_port((struct sockaddr *)&bound);
+        s->upstream_local = bound;
+    }
     return err;
 }
 
@@ -280,6 +407,7 @@ static void on_upstream_closed(uv_handle_t *h)
     struct sg_route *r = s->route;
 
     sg_route__session_ended(r, &s->sum);
+    free(s->slots);
     free(s);
 }
 
@@ -299,6 +427,11 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
     s->sum.started_ms = sg_now_wall_ms();
     s->last_active = uv_now(&app->loop);
     sg_addr_format(client, s->sum.client, sizeof(s->sum.client));
+    sg_addr_format((struct sockaddr *)&s->server, s->server_str, sizeof(s->server_str));
+    if (r->chain && !(s->slots = calloc((size_t)r->chain->n, sizeof(*s->slots)))) {
+        free(s);
+        return NULL;
+    }
 
     /* The upstream socket; on failure it still needs closing. */
     err = open_upstream(s);
@@ -312,10 +445,12 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
             s->sum.ended_ms = s->sum.started_ms;
             uv_close((uv_handle_t *)&s->upstream, on_upstream_closed);
         } else {
+            free(s->slots);
             free(s);
         }
         return NULL;
     }
+    fill_filter_session(s);
 
     sg_route__session_insert(r, s);
     r->sessions_total++;
@@ -337,7 +472,10 @@ void sg_session_close(struct sg_session *s, const char *reason)
     s->sum.ended_ms = sg_now_wall_ms();
     sg_route__session_remove(r, s);
 
-    /* The demo is finished and the decoder's findings kept for --stats. */
+    /* Filters finish first (a recorder writes its end), then the demo and the decoder. */
+    if (r->chain && s->slots)
+        sg_chain_session_end(r->chain, s->slots, &s->fsess);
+    sg_delay_forget(&r->delay, s);
     sg_record_close(s);
     if (s->codec) {
         const struct sg_codec_stats *cs = s->codec->stats(s->cstate);

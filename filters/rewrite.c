@@ -1,0 +1,16 @@
+/*
+ * The 'rewrite' filter: placeholder until it is written (passes every frame).
+ */
+#include "filters/filter.h"
+
+static int on_frame(struct sg_filter_call *call)
+{
+    (void)call;
+    return SG_FILTER_PASS;
+}
+
+const struct sg_filter_impl sg_builtin_rewrite = {
+    .name = "rewrite",
+    .description = "(not written yet)",
+    .on_frame = on_frame,
+};
