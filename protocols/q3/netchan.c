@@ -403,6 +403,7 @@ void sg_q3_netchan_reset(struct sg_q3_netchan *nc)
 {
     memset(nc->rx, 0, sizeof(nc->rx));
     memset(nc->view, 0, sizeof(nc->view));
+    nc->split_views = false;
 }
 
 const struct sg_q3_view *sg_q3_netchan_view(const struct sg_q3_netchan *nc, enum sg_q3_side side)
@@ -519,7 +520,7 @@ static int decode_content(struct sg_q3_netchan *nc, struct sg_q3_frame *f)
     struct sg_q3_view *server = &nc->view[SG_Q3_SIDE_SERVER];
 
     if (f->dir == SG_Q3_S2C) {
-        struct views vs = {server, client};
+        struct views vs = {server, nc->split_views ? NULL : client};
 
         return walk_server_message(f->msg, f->msg_len, &f->u.sv, vs);
     }
@@ -528,8 +529,9 @@ static int decode_content(struct sg_q3_netchan *nc, struct sg_q3_frame *f)
     for (int i = 0; i < f->u.cl.num_commands; i++) {
         sg_q3_ring_store(&client->client_cmds, f->u.cl.commands[i].sequence,
                          f->u.cl.commands[i].text);
-        sg_q3_ring_store(&server->client_cmds, f->u.cl.commands[i].sequence,
-                         f->u.cl.commands[i].text);
+        if (!nc->split_views)
+            sg_q3_ring_store(&server->client_cmds, f->u.cl.commands[i].sequence,
+                             f->u.cl.commands[i].text);
     }
     return f->content_err;
 }

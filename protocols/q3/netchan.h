@@ -120,6 +120,13 @@ struct sg_q3_netchan {
     bool have_candidate; /* mid-session: challenge solved from one checksum, unconfirmed */
     int32_t candidate;
 
+    /*
+     * Set once the proxy changes what one side sees (filters): decoding then
+     * updates only the sender's view, and the receiver's view learns from
+     * what encode actually sends.
+     */
+    bool split_views;
+
     struct sg_q3_chan_rx rx[2]; /* by enum sg_q3_dir */
     struct sg_q3_view view[2];  /* by enum sg_q3_side */
     struct sg_q3_netchan_stats stats;
