@@ -57,7 +57,48 @@ MODES = {
     # from a config file without recording; a SIGHUP reload turns recording
     # on mid-level: the demo starts from tracked state
     "midrecord": ["-c", "{work}/slipgate.conf"],
+    # filters on the real stream (FILTERS_CONF): chat rewritten both ways, a
+    # print injected to the client every few seconds, the session recorded
+    "filters": ["-c", "{work}/slipgate.conf"],
+    # network emulation: 10% loss both ways (NETEM_CONF); the session
+    # survives and the recorded demo plays
+    "netem": ["-c", "{work}/slipgate.conf"],
 }
+
+FILTERS_CONF = """route q3 {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol q3
+    record "{work}/demos"
+    filter rewrite {{
+        replace "badword" "*******"
+        kinds chat
+    }}
+    filter inject {{
+        text "slipgate injected %session%"
+        kind print
+        every 3s
+    }}
+}}
+"""
+
+NETEM_CONF = """route q3 {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol q3
+    record "{work}/demos"
+    filter netem {{
+        loss 10
+        seed 7
+    }}
+}}
+"""
+
+# filters mode: the client says a line with a word the rewrite filter replaces
+SAY_CFG = ('set mv1 "+forward;+attack;wait 40;-attack;-forward;+moveleft;wait 40;'
+           '-moveleft;vstr mv2"\n'
+           'set mv2 "+right;wait 15;-right;+moveup;wait 5;-moveup;say hello badword from peers;'
+           'wait 120;vstr mv1"\n')
 
 MIDRECORD_CONF = """route q3 {{
     listen 127.0.0.1:{px}
@@ -205,6 +246,48 @@ def check_decoding(session, work, home_cli, cli_cvars, procs, limit):
             f"byte-identical, demo {name} played: {frames} frames in {secs} s")
 
 
+def check_filters(session, work, cli_out, srv_out, said, cli_cvars, procs, limit):
+    """The client saw the injected prints and the server's chat rewritten;
+    the server saw the client's chat rewritten; nothing failed to decode;
+    the recorded demo (with renumbered commands) plays."""
+    d = session.get("decode") or {}
+    if d.get("errors") or session.get("first_error"):
+        raise Fail(f"decode errors: {d} {session.get('first_error')}")
+    injected = len(re.findall(r"slipgate injected \d+", cli_out))
+    if injected < 5:
+        raise Fail(f"the client shows {injected} injected prints (expected one every 3 s):\n"
+                   f"{cli_out[-3000:]}")
+    seen = re.findall(r"the server says \*+ (\d+)", cli_out)
+    if "badword" in cli_out or len(seen) < said - 1 or said < 5:
+        raise Fail(f"server chat not rewritten in the client ({len(seen)} of {said} rewritten):"
+                   f"\n{cli_out[-3000:]}")
+    mine = re.findall(r"hello \*+ from peers", srv_out)
+    if "badword from peers" in srv_out or len(mine) < 3:
+        raise Fail(f"client chat not rewritten at the server ({len(mine)} lines):\n"
+                   f"{srv_out[-3000:]}")
+    if d.get("reencoded", 0) < 100:
+        raise Fail(f"the changed stream was not rebuilt: {d}")
+    demo = session.get("demo")
+    if not demo or not os.path.exists(demo):
+        raise Fail(f"no recorded demo: {session}")
+    frames, secs, name = play_demo(demo, work, cli_cvars, procs, limit)
+    return (f"; {injected} injected prints shown, {len(seen)} server chats and {len(mine)} "
+            f"client chats rewritten, {d.get('reencoded')} messages rebuilt, demo played: "
+            f"{frames} frames in {secs} s")
+
+
+def check_netem(session, work, lost, cli_cvars, procs, limit):
+    """Under 10% loss: no decode errors and the recorded demo plays."""
+    d = session.get("decode") or {}
+    if d.get("errors") or session.get("first_error"):
+        raise Fail(f"decode errors: {d} {session.get('first_error')}")
+    demo = session.get("demo")
+    if not demo or not os.path.exists(demo):
+        raise Fail(f"no recorded demo: {session}")
+    frames, secs, name = play_demo(demo, work, cli_cvars, procs, limit)
+    return f"; {lost} datagrams lost by netem, demo played: {frames} frames in {secs} s"
+
+
 def check_midrecord(session, work, cli_cvars, procs, limit):
     """A recording begun mid-level: no decode errors; the file starts with a
     (synthesized) gamestate, decodes cleanly and plays in the real client."""
@@ -347,7 +430,7 @@ def run_case(case, seconds):
         os.makedirs(os.path.join(home_cli, "baseoa"))
         os.makedirs(home_srv)
         with open(os.path.join(home_cli, "baseoa", "peersmove.cfg"), "w") as f:
-            f.write(MOVE_CFG)
+            f.write(SAY_CFG if mode == "filters" else MOVE_CFG)
         srv_port, px_port, cli_port = free_udp_port(), free_udp_port(), free_udp_port()
         limit = seconds + 60
 
@@ -372,6 +455,11 @@ def run_case(case, seconds):
         if mode == "midrecord":
             with open(conf, "w") as f:
                 f.write(MIDRECORD_CONF.format(px=px_port, srv=srv_port, extra=""))
+            where = []
+        elif mode in ("filters", "netem"):
+            with open(conf, "w") as f:
+                f.write((FILTERS_CONF if mode == "filters" else NETEM_CONF).format(
+                    px=px_port, srv=srv_port, work=work))
             where = []
         else:
             where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}"]
@@ -412,7 +500,11 @@ def run_case(case, seconds):
                 os.kill(k, signal.SIGHUP)
             if not wait_for(lambda: "recording to" in read(px_log), 10):
                 raise Fail(f"no recording after the reload:\n{read(px_log)[-2000:]}")
+        said = 0
         while time.monotonic() - entered < seconds:
+            if mode == "filters" and time.monotonic() - entered > 2 + 4 * said:
+                rcon(srv_port, f"say the server says badword {said}")
+                said += 1
             if cli.poll() is not None:
                 raise Fail(f"the client exited early:\n{read(cli_log)[-2000:]}")
             if px.poll() is not None:
@@ -450,6 +542,13 @@ def run_case(case, seconds):
             raise Fail(f"expected one session for the client, stats have {sessions}")
         c = sessions[0]["counters"]
         drops = sum(c["drops"].values())
+        lost = c["drops"].get("filter", 0)
+        if mode == "netem":
+            # 10% of each direction, within a wide statistical margin
+            sent = c["c2s_packets"] + c["s2c_packets"] + lost
+            if not 0.05 * sent < lost < 0.15 * sent:
+                raise Fail(f"netem 10% loss dropped {lost} of {sent}: {c}")
+            drops -= lost
         # ~60 packets/s up and 20/s down while in the game.
         if c["c2s_packets"] < 20 * seconds or c["s2c_packets"] < 10 * seconds or drops:
             raise Fail(f"unexpected counters: {c}")
@@ -458,6 +557,11 @@ def run_case(case, seconds):
             extra = check_decoding(sessions[0], work, home_cli, cli_cvars, procs, limit)
         if mode == "midrecord":
             extra = check_midrecord(sessions[0], work, cli_cvars, procs, limit)
+        if mode == "filters":
+            extra = check_filters(sessions[0], work, read(cli_log), read(srv_log), said,
+                                  cli_cvars, procs, limit)
+        if mode == "netem":
+            extra = check_netem(sessions[0], work, lost, cli_cvars, procs, limit)
         if mode == "mapchange":
             files = sorted(os.listdir(os.path.join(work, "demos")))
             maps = sorted(f.split("-")[0] for f in files)
