@@ -8,7 +8,9 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libuv1-dev zlib1g-dev libsodium-dev
       libpcap-dev python3)
 if [ "${1:-}" = "--test" ]; then
-  pkgs+=(clang xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark)
+  # clang + libclang-rt-dev (libFuzzer and the sanitizer runtimes, only a
+  # Recommends of clang) + llvm (llvm-symbolizer) for the fuzz suite
+  pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark)
 fi
 
 missing=()

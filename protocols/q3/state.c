@@ -54,7 +54,13 @@ void sg_q3_state_clear_gamestate(struct sg_q3_state *st)
         free(st->cs[i]);
         st->cs[i] = NULL;
     }
-    memset(st->baselines, 0, sizeof(st->baselines));
+    /* Only the baselines a gamestate set are non-zero (baseline_used says
+     * which): clearing just those keeps the pages of the others untouched,
+     * so a session's RSS grows with the baselines its map uses, not with
+     * all SG_Q3_MAX_GENTITIES of them on every gamestate. */
+    for (int i = 0; i < SG_Q3_MAX_GENTITIES; i++)
+        if (st->baseline_used[i >> 3] & (1u << (i & 7)))
+            memset(&st->baselines[i], 0, sizeof(st->baselines[i]));
     memset(st->baseline_used, 0, sizeof(st->baseline_used));
     memset(st->snapshots, 0, sizeof(st->snapshots));
     memset(&st->snap, 0, sizeof(st->snap));

@@ -44,9 +44,9 @@ struct sg_q3_state {
 
     /* gamestate */
     bool have_gamestate;
-    char *cs[SG_Q3_MAX_CONFIGSTRINGS]; /* NULL = unset */
-    struct sg_q3_entity baselines[SG_Q3_MAX_GENTITIES];
-    uint8_t baseline_used[SG_Q3_MAX_GENTITIES / 8];
+    char *cs[SG_Q3_MAX_CONFIGSTRINGS];                  /* NULL = unset */
+    struct sg_q3_entity baselines[SG_Q3_MAX_GENTITIES]; /* all-zero unless its used bit is set */
+    uint8_t baseline_used[SG_Q3_MAX_GENTITIES / 8];     /* a writer of baselines[n] sets bit n */
     int32_t client_num;
     int32_t checksum_feed;
     char *big_cs; /* "bcs0".."bcs2" being assembled, or NULL */

@@ -36,38 +36,49 @@ const struct sg_bench_mode sg_bench_modes[] = {
     {"direct",
      SG_BENCH_RELAY_NONE,
      {NULL},
+     false,
+     false,
      NULL,
      "no relay: the harness's own ceiling and latency floor"},
     {"minrelay",
      SG_BENCH_RELAY_MINRELAY,
      {NULL},
+     false,
+     false,
      NULL,
      "the minimal relay in this program: the floor"},
-    {"slipgate", SG_BENCH_RELAY_SLIPGATE, {"-p", "auto", NULL}, NULL, "slipgate, pass-through"},
-    /*
-     * HOOK(q3 codec): the modes below need slipgate's Quake 3 codec, and
-     * traffic it can decode: the generator must replay the captured payloads
-     * (shape.c keeps only their sizes today) and keep each datagram's send
-     * time beside its sequence number instead of inside the payload.  When
-     * the codec lands: add that traffic kind to load.c, check these
-     * arguments against the directives that exist then, and set
-     * `unavailable` to NULL.  Until then they print "n/a", never a number.
-     */
+    /* Sessions open with the bench's hello, which no codec claims: `-p auto`
+     * then relays the Quake 3 traffic after it without decoding. */
+    {"slipgate",
+     SG_BENCH_RELAY_SLIPGATE,
+     {"-p", "auto", NULL},
+     false,
+     false,
+     NULL,
+     "slipgate, pass-through (no decoding)"},
+    /* The modes below open each session with the real handshake, so that
+     * slipgate's Quake 3 codec follows every connection. */
     {"slipgate-decode",
      SG_BENCH_RELAY_SLIPGATE,
      {"-p", "q3", NULL},
-     SG_BENCH_NEEDS_CODEC,
+     true,
+     false,
+     NULL,
      "slipgate decoding every datagram (full decode)"},
     {"slipgate-reencode",
      SG_BENCH_RELAY_SLIPGATE,
      {"-p", "q3", "+set", "reencode", "always", NULL},
-     SG_BENCH_NEEDS_CODEC,
-     "slipgate re-encoding every frame (reencode always)"},
+     true,
+     false,
+     NULL,
+     "slipgate re-encoding every message (reencode always)"},
     {"slipgate-record",
      SG_BENCH_RELAY_SLIPGATE,
-     {"-p", "q3", "+set", "record", "on", NULL},
-     SG_BENCH_NEEDS_CODEC,
-     "slipgate recording demos"},
+     {"-p", "q3", NULL},
+     true,
+     true,
+     NULL,
+     "slipgate decoding and recording demos (record DIR)"},
 };
 
 const size_t sg_bench_nmodes = sizeof(sg_bench_modes) / sizeof(sg_bench_modes[0]);
@@ -77,17 +88,17 @@ const size_t sg_bench_nmodes = sizeof(sg_bench_modes) / sizeof(sg_bench_modes[0]
 /* ---- clean-up on every way out ---- */
 
 /* Paths a signal handler may have to remove (async-signal-safe clean-up). */
-static char cleanup_paths[2 * NMODES + 1][PATH_MAX];
+static char cleanup_paths[2 * NMODES + 2][PATH_MAX]; /* files, record folder, folder */
 static volatile sig_atomic_t keep_tmp;
 
 static void cleanup_files(void)
 {
     if (keep_tmp)
         return;
-    for (size_t i = 0; i < 2 * NMODES + 1; i++) {
+    for (size_t i = 0; i < 2 * NMODES + 2; i++) {
         if (!cleanup_paths[i][0])
             continue;
-        if (i == 2 * NMODES)
+        if (i >= 2 * NMODES)
             rmdir(cleanup_paths[i]);
         else
             unlink(cleanup_paths[i]);
@@ -141,7 +152,8 @@ static const char usage_head[] =
 static const char usage_tail[] =
     "  --slipgate PATH   the slipgate binary (default: the one built beside)\n"
     "  --captures DIR    Quake 3 captures: DIR/*/capture.pcap (default: the project's)\n"
-    "  --shape builtin   use the built-in Quake 3 shape instead of the captures\n"
+    "  --shape builtin   netchan-shaped placeholders instead of the captures (the\n"
+    "                    decoding modes are then n/a)\n"
     "  --json            print one JSON object instead of the table\n"
     "  --quick           a tiny run for smoke testing (a few seconds)\n"
     "  --keep-logs       keep the relays' logs (their folder is printed)\n"
@@ -374,7 +386,8 @@ static int setup(struct sg_bench *b)
         snprintf(cleanup_paths[2 * i + 1], PATH_MAX, "%s/%s-stats.json", b->tmpdir,
                  sg_bench_modes[i].name);
     }
-    snprintf(cleanup_paths[2 * NMODES], PATH_MAX, "%s", b->tmpdir);
+    snprintf(cleanup_paths[2 * NMODES], PATH_MAX, "%s/record", b->tmpdir);
+    snprintf(cleanup_paths[2 * NMODES + 1], PATH_MAX, "%s", b->tmpdir);
     keep_tmp = b->o.keep_logs;
 
     /* Children are killed on every way out. */

@@ -25,34 +25,76 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-/* ---- the bench's datagrams (load.c) ----
+/* ---- the bench's traffic ----
  *
- * Every datagram starts with this 16-byte header, in host byte order (both
- * ends are this process), followed by zero padding up to the shaped size:
+ * Every session replays a script: the datagrams of one real Quake 3 game
+ * session (shape.c), in capture order, both directions, byte for byte:
+ * the OOB handshake (getchallenge, challengeResponse, connect,
+ * connectResponse), then the netchan traffic with its fragments.  The
+ * generator sends the client datagrams; the sink answers each one with the
+ * server datagrams that follow it in the capture.  At the end of the
+ * script a session starts again from its getchallenge: a reconnect, which
+ * a Quake 3 decoder handles as the game server does (a new netchan).
+ *
+ * Nothing is added to the payloads: a received datagram is recognised by
+ * its key (netchan sequence word and fragment start, or a hash of an OOB
+ * packet's start), which re-encoding keeps; the send time and the
+ * measurement step of each (session, script datagram) are kept beside the
+ * script (load.c).
+ *
+ * Modes that must not decode open each session with one datagram of the
+ * bench's own (the hello below) that no codec claims, so that slipgate's
+ * `-p auto` relays the session without decoding; the sink answers it.
  *
  *   0      2      4        6     8                 16
- *   +------+------+--------+-----+-----------------+---------------
- *   |magic |epoch |session |kind | send time (ns)  | zeros ...
- *   +------+------+--------+-----+-----------------+---------------
- *
- * `epoch` numbers the measurement step, so late packets of an earlier step
- * are never counted in a later one; the time is CLOCK_MONOTONIC.
+ *   +------+------+--------+-----+-----------------+
+ *   |magic |  0   |session |kind | send time (ns)  |
+ *   +------+------+--------+-----+-----------------+
  */
 #define SG_BENCH_HDR_LEN      16
 #define SG_BENCH_MAX_PAYLOAD  1472 /* one Ethernet-sized UDP payload */
 #define SG_BENCH_MAX_SESSIONS 65535
+#define SG_BENCH_MAX_DGRAM    2048 /* longest datagram a script may hold */
 
-/* ---- traffic shape (shape.c) ---- */
+/* One datagram of a script. */
+struct sg_bench_dgram {
+    const uint8_t *data; /* into the script's bytes */
+    uint16_t len;
+    bool s2c;
+    uint32_t next;     /* for a client datagram: its first reply (script index) */
+    uint32_t nreplies; /* server datagrams up to the next client one */
+    uint32_t after;    /* for a client datagram: server datagrams before it in the script */
+};
 
-/* Datagram sizes in capture order (so bursts of fragments stay together). */
+/* A key and the script index it names, sorted by key. */
+struct sg_bench_keyidx {
+    uint64_t key;
+    uint32_t idx;
+};
+
+/* One session's datagrams, both directions, in capture order. */
+struct sg_bench_script {
+    char name[64];
+    struct sg_bench_dgram *d;
+    size_t n, n_c2s, n_s2c;
+    uint32_t *c2s; /* script indices of the client datagrams, in order */
+    bool checksum; /* ioquake3 71: a checksum after the sequence (keys skip it) */
+    bool q3;       /* a real Quake 3 handshake and netchan: a decoder can follow it */
+    struct sg_bench_keyidx *keys[2]; /* [s2c]: keys of each direction */
+    size_t nkeys[2], dup_keys;
+    uint8_t *bytes;
+};
+
+/* The traffic: one script per capture (sessions take them in turn). */
 struct sg_bench_shape {
-    uint16_t *c2s, *s2c; /* payload sizes, owned, clamped to the header..max range */
-    size_t n_c2s, n_s2c;
-    double s2c_per_c2s; /* server datagrams sent per client datagram */
+    struct sg_bench_script *scripts;
+    size_t nscripts, max_len; /* max_len: the longest script's n */
+    size_t n_c2s, n_s2c;      /* over all scripts */
+    double s2c_per_c2s;       /* server datagrams per client datagram */
     double c2s_mean, s2c_mean;
-    size_t files;     /* captures read; 0 for the built-in shape */
-    size_t padded;    /* captured sizes below SG_BENCH_HDR_LEN, raised to it */
-    char source[512]; /* one line saying where the shape comes from */
+    size_t files; /* captures read; 0 for the built-in shape */
+    bool q3;      /* every script is real Quake 3 traffic */
+    char source[512];
 };
 
 /* Fill `shape` from every DIR/(name)/capture.pcap, or from the built-in
@@ -62,6 +104,10 @@ struct sg_bench_shape {
 int sg_bench_shape_load(struct sg_bench_shape *shape, const char *dir, bool builtin);
 /* Free what sg_bench_shape_load allocated; accepts a zeroed struct. */
 void sg_bench_shape_finish(struct sg_bench_shape *shape);
+/* The script index of a received datagram (`s2c`: from the server), or -1
+ * when the script has no datagram with its key. */
+long sg_bench_script_find(const struct sg_bench_script *sc, bool s2c, const uint8_t *data,
+                          size_t len);
 
 /* ---- latency histogram (hist.c) ---- */
 
@@ -97,6 +143,10 @@ struct sg_bench_step {
     double gen_ratio;                  /* client datagrams sent / scheduled, 0..1 */
     uint64_t max_burst;                /* most client datagrams sent at once */
     uint64_t harness_drops;            /* overflows of the harness's own sockets */
+    uint64_t unknown;                  /* received datagrams that match no script datagram */
+    uint64_t held;                     /* sessions that waited at the end of their script */
+    uint64_t waited;                   /* slots not sent: every session awaited replies */
+    uint64_t forgiven;                 /* replies given up on (lost) to go on */
     double offered_pps, delivered_pps; /* sent and received, both directions */
     double loss;                       /* lost / sent, both directions, 0..1 */
     struct sg_bench_hist hist;         /* one-way latency of every received datagram */
@@ -104,8 +154,10 @@ struct sg_bench_step {
 
 /* Create `sessions` client sockets and the sink socket on 127.0.0.1 and
  * start the sink thread.  `shape` is borrowed until sg_bench_load_destroy.
- * Returns 0 or a negated errno. */
-int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions,
+ * `hello`: open each session with the bench's hello (modes that must not
+ * decode) instead of the script's getchallenge.  Returns 0 or a negated
+ * errno. */
+int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions, bool hello,
                          struct sg_bench_load **out);
 /* The sink's UDP port (where a relay must send). */
 uint16_t sg_bench_load_sink_port(const struct sg_bench_load *l);
@@ -161,12 +213,12 @@ int sg_bench_free_udp_port(void);
 
 /* ---- the modes, the run (run.c) and the report (report.c) ---- */
 
-#define SG_BENCH_LOSS_MAX    0.001 /* a step passes below 0.1 % loss ... */
-#define SG_BENCH_GEN_MIN     0.95  /* ... if the generator sent 95 % of its schedule */
-#define SG_BENCH_MAX_STEPS   64
-#define SG_BENCH_RATE_MIN    500.0
-#define SG_BENCH_RATE_MAX    2e7
-#define SG_BENCH_NEEDS_CODEC "needs the q3 codec"
+#define SG_BENCH_LOSS_MAX  0.001 /* a step passes below 0.1 % loss ... */
+#define SG_BENCH_GEN_MIN   0.95  /* ... if the generator sent 95 % of its schedule */
+#define SG_BENCH_MAX_STEPS 64
+#define SG_BENCH_RATE_MIN  500.0
+#define SG_BENCH_RATE_MAX  2e7
+#define SG_BENCH_NEEDS_Q3  "needs real Quake 3 captures (not --shape builtin)"
 
 enum sg_bench_relay { SG_BENCH_RELAY_NONE, SG_BENCH_RELAY_MINRELAY, SG_BENCH_RELAY_SLIPGATE };
 
@@ -175,6 +227,8 @@ struct sg_bench_mode {
     const char *name;
     enum sg_bench_relay relay;
     const char *args[8];     /* slipgate arguments of the mode, NULL-terminated */
+    bool decodes;            /* slipgate decodes: sessions open with the real handshake */
+    bool record;             /* add `+set record DIR` (a folder of the run) */
     const char *unavailable; /* why the mode cannot run yet, or NULL */
     const char *what;        /* one line for --help */
 };
@@ -224,6 +278,11 @@ struct sg_bench_result {
     long rss_before, rss_first, rss_open, rss_load;
     double rss_per_session;
     long relay_sessions; /* sessions_total from slipgate --stats, or -1 */
+    /* slipgate's decoder, summed over the sessions of --stats (-1: none) */
+    long long dec_datagrams, dec_messages, dec_errors, dec_reencoded, dec_identical,
+        dec_reencode_errors, demos;
+    long long demo_bytes;    /* bytes in the record folder at the end, or -1 */
+    const char *unavailable; /* why this mode did not run (n/a), or NULL */
 
     /* CPU used by processes other than the bench and the relay while this
      * mode was measured, in cores: how much its figures may be disturbed. */

@@ -1,27 +1,40 @@
 /*
  * The load generator (client side, on the calling thread) and the sink (a
- * game-server stand-in, on a thread of its own).
+ * game-server stand-in, on a thread of its own), replaying scripts of real
+ * Quake 3 sessions (bench.h, shape.c).
  *
  * Generator: N client sockets, each connected to the relay (or straight to
- * the sink), so each one is a session.  Datagrams are paced to the step's
- * rate (epoll_pwait2 with a 1 ns timer slack between slots) and sent with
- * sendmmsg, spread round-robin over the sessions; a generator that falls
- * more than 2 ms behind skips slots rather than bursting, and says so.
- * Replies are read with recvmmsg on whichever sockets epoll reports.
+ * the sink), so each one is a session; session i replays script i % S.
+ * Client datagrams are paced to the step's rate (epoll_pwait2 with a 1 ns
+ * timer slack between slots) and sent with sendmmsg, spread round-robin
+ * over the sessions, each going on through its script; a generator that
+ * falls more than 2 ms behind skips slots rather than bursting, and says
+ * so.  Like a real client, a session sends a client datagram only once it
+ * has received the server datagrams that come before it in the capture
+ * (its acknowledgements and, for protocol 68, its XOR key depend on them);
+ * one lost on the way is given up after HOLD_NS.  At the end of its script a session waits (at most
+ * HOLD_NS) for the server datagrams still on their way before it reconnects, so that no datagram of
+ * one connection arrives after the next one began.  Replies are read with recvmmsg on whichever
+ * sockets epoll reports.
  *
- * Sink: one socket; recvmmsg, then for every client datagram of the current
- * step, s2c_per_c2s server-shaped replies on average (sizes in capture
- * order), stamped just before one sendmmsg to the senders' addresses.
+ * Sink: one socket; recvmmsg, then for every client datagram the server
+ * datagrams that follow it in the script, sent with sendmmsg to the
+ * sender's address.  The sink knows a session by its source port: learned
+ * from the hello, or, when sessions open with the real handshake, from the
+ * first datagram of an unknown port while the generator opens that session
+ * (sessions open one at a time).
  *
- * Latency is one-way and per datagram: the sink measures client->server
- * datagrams, the generator server->client ones; both ends share
- * CLOCK_MONOTONIC.  Loss is counted per step (epoch), after a drain.  The
+ * Latency is one-way and per datagram: the sender stores each datagram's
+ * send time and step (epoch) under (session, script index) in `ts`; the
+ * receiver finds the script index from the datagram's key.  Both ends
+ * share CLOCK_MONOTONIC.  Loss is counted per step, after a drain.  The
  * harness's own socket overflows are counted apart (SO_RXQ_OVFL), so a
  * harness that cannot keep up is not blamed on the relay.
  *
  * Threading: the sink's counters and histogram are under `mu`, which the
  * sink holds while it handles one received batch (replies included) and
- * the generator takes only to start a step and to read the counters.
+ * the generator takes only to start a step and to read the counters; `ts`
+ * and `opening` are atomics.
  */
 #include "tests/bench/bench.h"
 
@@ -50,14 +63,18 @@ enum kind {
 #define BATCH            64          /* datagrams per recvmmsg */
 #define SEND_PER_SESSION 32          /* datagrams per sendmmsg on one session */
 #define SEND_CAP         1024        /* datagrams per pacing slot, so replies get read */
-#define MAX_REPLIES      (BATCH * 9) /* replies to one batch: ratio <= 8, plus hellos */
-#define RX_BUF           2048
+#define MAX_REPLIES      (BATCH * 4) /* replies per sendmmsg of the sink */
+#define RX_BUF           SG_BENCH_MAX_DGRAM
 #define CTRL_LEN         CMSG_SPACE(sizeof(uint32_t))
 #define SINK_RCVBUF      (8 << 20)
-#define SINK_TIMEOUT_US  20000      /* the sink checks for stop this often */
-#define BEHIND_NS        2000000ull /* at most this much catching up, in one burst */
+#define SINK_TIMEOUT_US  20000        /* the sink checks for stop this often */
+#define BEHIND_NS        2000000ull   /* at most this much catching up, in one burst */
+#define HOLD_NS          250000000ull /* most a session waits for replies (then: lost) */
+#define STALL_NS         100000ull    /* a pause when every session waits */
 #define DRAIN_QUIET_NS   200000000ull
 #define DRAIN_MAX_NS     2000000000ull
+#define TS_BITS          48
+#define TS_MASK          ((1ull << TS_BITS) - 1)
 
 struct hdr {
     uint16_t magic, epoch, session, kind;
@@ -65,8 +82,6 @@ struct hdr {
 };
 
 _Static_assert(sizeof(struct hdr) == SG_BENCH_HDR_LEN, "the header is 16 bytes");
-
-static const unsigned char zeros[SG_BENCH_MAX_PAYLOAD];
 
 /* Buffers of one recvmmsg call. */
 struct rxbatch {
@@ -80,24 +95,24 @@ struct rxbatch {
     unsigned char data[BATCH][RX_BUF];
 };
 
-/* Buffers of one sendmmsg call: a header each, padding from `zeros`. */
+/* Buffers of one sendmmsg call: script bytes, or a hello header. */
 struct txbatch {
     struct mmsghdr msg[MAX_REPLIES];
-    struct iovec iov[MAX_REPLIES][2];
+    struct iovec iov[MAX_REPLIES];
     unsigned char hdr[MAX_REPLIES][SG_BENCH_HDR_LEN];
+    struct sockaddr_in to[MAX_REPLIES];
 };
 
 struct client {
     int fd;
     uint16_t id;
     bool connected, open;
-    size_t cursor;  /* next size in shape->c2s */
-    uint32_t drops; /* the socket's overflow count, last seen */
-};
-
-struct reply {
-    int src; /* the received datagram answered */
-    uint16_t kind, epoch, session, size;
+    const struct sg_bench_script *sc;
+    size_t pos;          /* next client datagram: sc->c2s[pos] */
+    size_t pass_s2c;     /* server datagrams received since this pass began (or given up) */
+    uint64_t hold_until; /* waiting at the end of the script until then, or 0 */
+    uint64_t wait_since; /* waiting for the replies before c2s[pos] since then, or 0 */
+    uint32_t drops;      /* the socket's overflow count, last seen */
 };
 
 struct sink {
@@ -110,26 +125,29 @@ struct sink {
     /* Under mu. */
     int error; /* negated errno that ended the thread */
     uint16_t epoch;
-    uint64_t c2s_rcvd, s2c_sent, s2c_fail, drops;
+    uint64_t c2s_rcvd, s2c_sent, s2c_fail, drops, unknown;
     struct sg_bench_hist hist;
 
     /* The sink thread's own. */
     uint32_t ovfl;
-    size_t cursor; /* next size in shape->s2c */
-    double credit; /* replies owed */
+    int32_t *port_session; /* [source port]: session, or -1 */
     struct rxbatch *rx;
     struct txbatch *tx;
-    struct reply rep[MAX_REPLIES];
+    unsigned ntx;
 };
 
 struct sg_bench_load {
     const struct sg_bench_shape *shape;
     unsigned n, rr;
+    bool hello;
     struct client *clients;
     int ep;
     bool no_pwait2;
     uint16_t epoch;
-    uint64_t drops; /* overflows of the client sockets, all time */
+    uint64_t drops;       /* overflows of the client sockets, all time */
+    uint64_t t0;          /* base of the times in ts */
+    _Atomic uint64_t *ts; /* [session * shape->max_len + index]: epoch << 48 | time */
+    atomic_int opening;   /* the session being opened, or -1 */
     struct rxbatch *rx;
     struct txbatch *tx;
     struct epoll_event ev[BATCH];
@@ -172,22 +190,45 @@ static void note_drops(struct msghdr *h, uint32_t *last, uint64_t *total)
     }
 }
 
-/* Fill message `j` of `tx`: header, then zeros up to `size`. */
-static void tx_build(struct txbatch *tx, unsigned j, const struct hdr *h, unsigned size,
-                     struct sockaddr_in *to)
+/* Fill message `j` of `tx` with `len` bytes at `data` (borrowed until sent). */
+static void tx_build(struct txbatch *tx, unsigned j, const void *data, size_t len,
+                     const struct sockaddr_in *to)
 {
     struct msghdr *m = &tx->msg[j].msg_hdr;
 
-    memcpy(tx->hdr[j], h, SG_BENCH_HDR_LEN);
-    tx->iov[j][0].iov_base = tx->hdr[j];
-    tx->iov[j][0].iov_len = SG_BENCH_HDR_LEN;
-    tx->iov[j][1].iov_base = (void *)(uintptr_t)zeros;
-    tx->iov[j][1].iov_len = size > SG_BENCH_HDR_LEN ? size - SG_BENCH_HDR_LEN : 0;
+    tx->iov[j].iov_base = (void *)(uintptr_t)data;
+    tx->iov[j].iov_len = len;
     memset(m, 0, sizeof(*m));
-    m->msg_iov = tx->iov[j];
-    m->msg_iovlen = size > SG_BENCH_HDR_LEN ? 2 : 1;
-    m->msg_name = to;
-    m->msg_namelen = to ? sizeof(*to) : 0;
+    m->msg_iov = &tx->iov[j];
+    m->msg_iovlen = 1;
+    if (to) {
+        tx->to[j] = *to;
+        m->msg_name = &tx->to[j];
+        m->msg_namelen = sizeof(*to);
+    }
+}
+
+/* A time and a step, as kept in `ts`. */
+static uint64_t ts_pack(const struct sg_bench_load *l, uint16_t epoch, uint64_t now)
+{
+    return (uint64_t)epoch << TS_BITS | ((now - l->t0) & TS_MASK);
+}
+
+/* The latency of a received datagram whose entry is `e`, if it belongs to step `epoch`. */
+static bool ts_match(const struct sg_bench_load *l, uint64_t e, uint16_t epoch, uint64_t now,
+                     uint64_t *ns)
+{
+    uint64_t sent = l->t0 + (e & TS_MASK);
+
+    if (epoch == 0 || (uint16_t)(e >> TS_BITS) != epoch)
+        return false;
+    *ns = now > sent ? now - sent : 0;
+    return true;
+}
+
+static _Atomic uint64_t *ts_slot(struct sg_bench_load *l, unsigned session, size_t idx)
+{
+    return &l->ts[(size_t)session * l->shape->max_len + idx];
 }
 
 /* Send `n` messages, counting what went and what the kernel refused.  A
@@ -246,55 +287,93 @@ static int udp_socket(int flags, int rcvbuf, uint16_t *port)
 
 /* ---- the sink ---- */
 
+static void sink_flush(struct sg_bench_load *l)
+{
+    struct sink *k = &l->sink;
+
+    if (k->ntx)
+        send_all(k->fd, k->tx->msg, k->ntx, &k->s2c_sent, &k->s2c_fail);
+    k->ntx = 0;
+}
+
+/* The session of a client datagram from `port`, or -1. */
+static int sink_session(struct sg_bench_load *l, uint16_t port)
+{
+    struct sink *k = &l->sink;
+    int s = k->port_session[port];
+
+    if (s < 0 && !l->hello) {
+        s = atomic_load(&l->opening);
+        if (s >= 0)
+            k->port_session[port] = s;
+    }
+    return s;
+}
+
 /* Answer one received batch (under mu). */
 static void sink_answer(struct sg_bench_load *l, int r, uint64_t now)
 {
     struct sink *k = &l->sink;
-    const struct sg_bench_shape *sh = l->shape;
-    unsigned nrep = 0;
-    uint64_t ts;
 
-    /* Count, measure, and decide the replies. */
     for (int i = 0; i < r; i++) {
         struct mmsghdr *m = &k->rx->msg[i];
-        struct hdr h;
+        const uint8_t *data = k->rx->data[i];
+        uint16_t port = ntohs(k->rx->from[i].sin_port);
+        const struct sg_bench_script *sc;
+        const struct sg_bench_dgram *d;
+        uint64_t ns;
+        long idx;
+        int s;
 
         note_drops(&m->msg_hdr, &k->ovfl, &k->drops);
-        if (m->msg_len < SG_BENCH_HDR_LEN)
-            continue;
-        memcpy(&h, k->rx->data[i], sizeof(h));
-        if (h.magic != MAGIC)
-            continue;
-        if (h.kind == KIND_HELLO) {
-            if (nrep < MAX_REPLIES)
-                k->rep[nrep++] = (struct reply){i, KIND_HELLO_ACK, 0, h.session, SG_BENCH_HDR_LEN};
+
+        /* The bench's hello: learn the port, answer it. */
+        if (m->msg_len == SG_BENCH_HDR_LEN) {
+            struct hdr h;
+
+            memcpy(&h, data, sizeof(h));
+            if (h.magic == MAGIC && h.kind == KIND_HELLO && h.session < l->n) {
+                k->port_session[port] = h.session;
+                h.kind = KIND_HELLO_ACK;
+                if (k->ntx == MAX_REPLIES)
+                    sink_flush(l);
+                memcpy(k->tx->hdr[k->ntx], &h, sizeof(h));
+                tx_build(k->tx, k->ntx, k->tx->hdr[k->ntx], sizeof(h), &k->rx->from[i]);
+                k->ntx++;
+                continue;
+            }
+        }
+
+        /* A client datagram of a script: count it, answer with what follows it. */
+        s = sink_session(l, port);
+        if (s < 0 || (unsigned)s >= l->n) {
+            k->unknown++;
             continue;
         }
-        if (h.kind != KIND_C2S || h.epoch != k->epoch)
+        sc = l->clients[s].sc;
+        idx = sg_bench_script_find(sc, false, data, m->msg_len);
+        if (idx < 0) {
+            k->unknown++;
             continue;
-        k->c2s_rcvd++;
-        sg_bench_hist_add(&k->hist, now > h.ts ? now - h.ts : 0);
-        k->credit += sh->s2c_per_c2s;
-        while (k->credit >= 1.0 && nrep < MAX_REPLIES) {
-            uint16_t size = sh->s2c[k->cursor];
+        }
+        if (ts_match(
+                l, atomic_load_explicit(ts_slot(l, (unsigned)s, (size_t)idx), memory_order_relaxed),
+                k->epoch, now, &ns)) {
+            k->c2s_rcvd++;
+            sg_bench_hist_add(&k->hist, ns);
+        }
+        d = &sc->d[idx];
+        for (uint32_t j = 0; j < d->nreplies; j++) {
+            const struct sg_bench_dgram *rep = &sc->d[d->next + j];
 
-            k->cursor = (k->cursor + 1) % sh->n_s2c;
-            k->rep[nrep++] = (struct reply){i, KIND_S2C, h.epoch, h.session, size};
-            k->credit -= 1.0;
+            if (k->ntx == MAX_REPLIES)
+                sink_flush(l);
+            atomic_store_explicit(ts_slot(l, (unsigned)s, d->next + j),
+                                  ts_pack(l, k->epoch, sg_bench_now_ns()), memory_order_relaxed);
+            tx_build(k->tx, k->ntx++, rep->data, rep->len, &k->rx->from[i]);
         }
     }
-    if (nrep == 0)
-        return;
-
-    /* Stamp and send them all at once. */
-    ts = sg_bench_now_ns();
-    for (unsigned j = 0; j < nrep; j++) {
-        const struct reply *p = &k->rep[j];
-        struct hdr h = {MAGIC, p->epoch, p->session, p->kind, ts};
-
-        tx_build(k->tx, j, &h, p->size, &k->rx->from[p->src]);
-    }
-    send_all(k->fd, k->tx->msg, nrep, &k->s2c_sent, &k->s2c_fail);
+    sink_flush(l);
 }
 
 static void *sink_main(void *arg)
@@ -324,7 +403,7 @@ static void *sink_main(void *arg)
 
 /* ---- the generator ---- */
 
-/* Read what one client socket holds; hello answers open the session. */
+/* Read what one client socket holds; the first answer opens the session. */
 static int client_recv(struct sg_bench_load *l, struct client *c, struct sg_bench_step *st)
 {
     for (int round = 0; round < 4; round++) {
@@ -342,19 +421,34 @@ static int client_recv(struct sg_bench_load *l, struct client *c, struct sg_benc
         }
         now = sg_bench_now_ns();
         for (int i = 0; i < r; i++) {
-            struct hdr h;
+            const uint8_t *data = l->rx->data[i];
+            size_t len = l->rx->msg[i].msg_len;
+            uint64_t ns;
+            long idx;
 
             note_drops(&l->rx->msg[i].msg_hdr, &c->drops, &l->drops);
-            if (l->rx->msg[i].msg_len < SG_BENCH_HDR_LEN)
+            if (len == SG_BENCH_HDR_LEN && l->hello) {
+                struct hdr h;
+
+                memcpy(&h, data, sizeof(h));
+                if (h.magic == MAGIC && h.kind == KIND_HELLO_ACK && h.session == c->id) {
+                    c->open = true;
+                    continue;
+                }
+            }
+            idx = sg_bench_script_find(c->sc, true, data, len);
+            if (idx < 0) {
+                st->unknown++;
                 continue;
-            memcpy(&h, l->rx->data[i], sizeof(h));
-            if (h.magic != MAGIC || h.session != c->id)
-                continue;
-            if (h.kind == KIND_HELLO_ACK) {
+            }
+            if (!l->hello)
                 c->open = true;
-            } else if (h.kind == KIND_S2C && h.epoch == l->epoch) {
+            c->pass_s2c++;
+            if (ts_match(l,
+                         atomic_load_explicit(ts_slot(l, c->id, (size_t)idx), memory_order_relaxed),
+                         l->epoch, now, &ns)) {
                 st->s2c_rcvd++;
-                sg_bench_hist_add(&st->hist, now > h.ts ? now - h.ts : 0);
+                sg_bench_hist_add(&st->hist, ns);
             }
         }
         if (r < BATCH)
@@ -387,34 +481,73 @@ static int client_poll(struct sg_bench_load *l, uint64_t wait_ns, struct sg_benc
     return 0;
 }
 
-/* Send `count` client datagrams, a few per session, round-robin. */
-static void client_send(struct sg_bench_load *l, unsigned count, struct sg_bench_step *st)
+/* May session `c` send now?  Not before the server datagrams that precede
+ * its next client datagram have come (or HOLD_NS passed: they were lost).
+ * At the end of its script it waits likewise for the rest, then starts
+ * again. */
+static bool client_ready(struct client *c, uint64_t now, struct sg_bench_step *st)
 {
-    const struct sg_bench_shape *sh = l->shape;
-    unsigned per = (count + l->n - 1) / l->n;
+    size_t need = c->hold_until ? c->sc->n_s2c : c->sc->d[c->sc->c2s[c->pos]].after;
+
+    if (c->pass_s2c < need) {
+        if (c->wait_since == 0)
+            c->wait_since = now;
+        if (now - c->wait_since < HOLD_NS)
+            return false;
+        st->forgiven += need - c->pass_s2c;
+        c->pass_s2c = need;
+    }
+    c->wait_since = 0;
+    if (c->hold_until) {
+        c->hold_until = 0;
+        c->pass_s2c = 0;
+        c->pos = 0;
+        st->held++;
+    }
+    return true;
+}
+
+/* Send up to `count` client datagrams, a few per session, round-robin;
+ * returns how many went out or were refused (not those held back). */
+static unsigned client_send(struct sg_bench_load *l, unsigned count, struct sg_bench_step *st)
+{
+    unsigned per = (count + l->n - 1) / l->n, done = 0, idle = 0;
 
     if (per > SEND_PER_SESSION)
         per = SEND_PER_SESSION;
-    while (count > 0) {
+    while (done < count && idle < l->n) {
         struct client *c = &l->clients[l->rr];
-        unsigned k = count < per ? count : per;
-        uint64_t ts = sg_bench_now_ns();
+        unsigned k = count - done < per ? count - done : per, j;
+        uint64_t now = sg_bench_now_ns();
 
         l->rr = (l->rr + 1) % l->n;
-        for (unsigned j = 0; j < k; j++) {
-            struct hdr h = {MAGIC, l->epoch, c->id, KIND_C2S, ts};
-
-            tx_build(l->tx, j, &h, sh->c2s[c->cursor], NULL);
-            c->cursor = (c->cursor + 1) % sh->n_c2s;
+        if (!client_ready(c, now, st)) {
+            idle++;
+            continue;
         }
-        send_all(c->fd, l->tx->msg, k, &st->c2s_sent, &st->send_fail);
-        count -= k;
+        for (j = 0; j < k && c->hold_until == 0; j++) {
+            uint32_t idx = c->sc->c2s[c->pos];
+            const struct sg_bench_dgram *d = &c->sc->d[idx];
+
+            if (c->pass_s2c < d->after)
+                break; /* its replies first */
+            atomic_store_explicit(ts_slot(l, c->id, idx), ts_pack(l, l->epoch, now),
+                                  memory_order_relaxed);
+            tx_build(l->tx, j, d->data, d->len, NULL);
+            if (++c->pos == c->sc->n_c2s)
+                c->hold_until = now + HOLD_NS;
+        }
+        idle = j ? 0 : idle + 1;
+        if (j)
+            send_all(c->fd, l->tx->msg, j, &st->c2s_sent, &st->send_fail);
+        done += j;
     }
+    return done;
 }
 
 /* ---- public ---- */
 
-int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions,
+int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions, bool hello,
                          struct sg_bench_load **out)
 {
     struct timeval tv = {0, SINK_TIMEOUT_US};
@@ -422,13 +555,16 @@ int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions,
     sigset_t all, old;
     int rcvbuf, err;
 
-    if (sessions == 0 || sessions > SG_BENCH_MAX_SESSIONS || !shape->n_c2s || !shape->n_s2c)
+    if (sessions == 0 || sessions > SG_BENCH_MAX_SESSIONS || !shape->nscripts || !shape->max_len)
         return -EINVAL;
     l = calloc(1, sizeof(*l));
     if (!l)
         return -ENOMEM;
     l->shape = shape;
     l->n = sessions;
+    l->hello = hello;
+    l->t0 = sg_bench_now_ns();
+    atomic_init(&l->opening, -1);
     l->ep = -1;
     l->sink.fd = -1;
     pthread_mutex_init(&l->sink.mu, NULL);
@@ -437,12 +573,17 @@ int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions,
     l->tx = calloc(1, sizeof(*l->tx));
     l->sink.rx = calloc(1, sizeof(*l->sink.rx));
     l->sink.tx = calloc(1, sizeof(*l->sink.tx));
-    if (!l->clients || !l->rx || !l->tx || !l->sink.rx || !l->sink.tx) {
+    l->sink.port_session = malloc(65536 * sizeof(*l->sink.port_session));
+    l->ts = calloc((size_t)sessions * shape->max_len, sizeof(*l->ts));
+    if (!l->clients || !l->rx || !l->tx || !l->sink.rx || !l->sink.tx || !l->sink.port_session ||
+        !l->ts) {
         err = -ENOMEM;
         goto err;
     }
     for (unsigned i = 0; i < sessions; i++)
         l->clients[i].fd = -1;
+    for (unsigned i = 0; i < 65536; i++)
+        l->sink.port_session[i] = -1;
 
     /* The sink: blocking, with a receive timeout so that it can be stopped. */
     l->sink.fd = udp_socket(0, SINK_RCVBUF, NULL);
@@ -470,7 +611,7 @@ int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions,
             goto err;
         }
         c->id = (uint16_t)i;
-        c->cursor = (size_t)((uint64_t)i * shape->n_c2s / sessions);
+        c->sc = &shape->scripts[i % shape->nscripts];
         if (epoll_ctl(l->ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
             err = -errno;
             goto err;
@@ -531,31 +672,45 @@ int sg_bench_load_open(struct sg_bench_load *l, uint16_t port, unsigned count, d
         l->clients[i].connected = true;
     }
 
-    /* Hello from every session not yet answered, every 100 ms. */
-    for (int attempt = 0; attempt < 100 && sg_bench_now_ns() < deadline; attempt++) {
-        uint64_t until = sg_bench_now_ns() + 100000000u;
+    /* One session after the other (the sink learns its port meanwhile): the
+     * hello, or the script's first datagram (getchallenge), every 100 ms
+     * until the answer. */
+    for (unsigned i = 0; i < count; i++) {
+        struct client *c = &l->clients[i];
 
-        for (unsigned i = 0; i < count; i++) {
-            struct hdr h = {MAGIC, 0, l->clients[i].id, KIND_HELLO, sg_bench_now_ns()};
+        if (c->open) {
+            nopen++;
+            continue;
+        }
+        atomic_store(&l->opening, (int)i);
+        for (int attempt = 0; attempt < 100 && !c->open; attempt++) {
+            const struct sg_bench_dgram *d = &c->sc->d[c->sc->c2s[0]];
+            struct hdr h = {MAGIC, 0, c->id, KIND_HELLO, sg_bench_now_ns()};
+            uint64_t until = sg_bench_now_ns() + 100000000u;
+            ssize_t r;
 
-            if (!l->clients[i].open && send(l->clients[i].fd, &h, sizeof(h), MSG_DONTWAIT) < 0 &&
-                errno != EAGAIN && errno != ECONNREFUSED && errno != EINTR) {
+            if (sg_bench_now_ns() >= deadline)
+                break;
+            r = l->hello ? send(c->fd, &h, sizeof(h), MSG_DONTWAIT)
+                         : send(c->fd, d->data, d->len, MSG_DONTWAIT);
+            if (r < 0 && errno != EAGAIN && errno != ECONNREFUSED && errno != EINTR) {
                 err = -errno;
                 goto out;
             }
+            for (int w = 0; w < 100 && !c->open && sg_bench_now_ns() < until; w++)
+                if ((err = client_poll(l, 5000000u, scratch)) < 0)
+                    goto out;
         }
-        for (int w = 0; w < 100 && sg_bench_now_ns() < until; w++) {
-            if ((err = client_poll(l, 5000000u, scratch)) < 0)
-                goto out;
-            nopen = 0;
-            for (unsigned i = 0; i < count; i++)
-                nopen += l->clients[i].open;
-            if (nopen == count)
-                goto out;
+        if (!c->open) {
+            err = -ETIMEDOUT;
+            goto out;
         }
+        /* The script goes on after what opened it. */
+        c->pos = l->hello ? 0 : 1;
+        nopen++;
     }
-    err = -ETIMEDOUT;
 out:
+    atomic_store(&l->opening, -1);
     if (open)
         *open = nopen;
     free(scratch);
@@ -613,7 +768,7 @@ int sg_bench_load_step(struct sg_bench_load *l, struct sg_bench_step *st)
     pthread_mutex_lock(&l->sink.mu);
     err = l->sink.error;
     l->sink.epoch = l->epoch;
-    l->sink.c2s_rcvd = l->sink.s2c_sent = l->sink.s2c_fail = 0;
+    l->sink.c2s_rcvd = l->sink.s2c_sent = l->sink.s2c_fail = l->sink.unknown = 0;
     sg_bench_hist_reset(&l->sink.hist);
     sink_drops0 = l->sink.drops;
     pthread_mutex_unlock(&l->sink.mu);
@@ -627,6 +782,7 @@ int sg_bench_load_step(struct sg_bench_load *l, struct sg_bench_step *st)
     t_end = t0 + (uint64_t)(seconds * 1e9);
     for (uint64_t it = 0; it < max_iters && err == 0; it++) {
         uint64_t due, next;
+        unsigned sent = 0;
 
         now = sg_bench_now_ns();
         if (now >= t_end)
@@ -644,16 +800,21 @@ int sg_bench_load_step(struct sg_bench_load *l, struct sg_bench_step *st)
                 owed = SEND_CAP;
             if (owed > st->max_burst)
                 st->max_burst = owed;
-            client_send(l, (unsigned)owed, st);
-            slots += owed;
+            sent = client_send(l, (unsigned)owed, st);
+            slots += sent;
         }
         next = t0 + (uint64_t)((double)slots * 1e9 / c2s_pps);
         now = sg_bench_now_ns();
+        if (sent == 0 && due > slots) {
+            next = now + STALL_NS; /* every session waits for replies */
+            st->waited++;
+        }
         next = next < t_end ? next : t_end;
         err = client_poll(l, next > now ? next - now : 0, st);
     }
     st->elapsed = (double)(now - t0) / 1e9;
-    scheduled = slots;
+    scheduled = (uint64_t)((double)(now - t0) * c2s_pps / 1e9);
+    scheduled = scheduled > slots ? scheduled : slots;
     if (err == 0)
         err = drain(l, st);
     if (err < 0)
@@ -665,6 +826,7 @@ int sg_bench_load_step(struct sg_bench_load *l, struct sg_bench_step *st)
     st->s2c_sent = l->sink.s2c_sent;
     st->send_fail += l->sink.s2c_fail;
     st->harness_drops = l->sink.drops - sink_drops0;
+    st->unknown += l->sink.unknown;
     sg_bench_hist_merge(&st->hist, &l->sink.hist);
     err = l->sink.error;
     pthread_mutex_unlock(&l->sink.mu);
@@ -701,6 +863,8 @@ void sg_bench_load_destroy(struct sg_bench_load *l)
     pthread_mutex_destroy(&l->sink.mu);
     free(l->sink.rx);
     free(l->sink.tx);
+    free(l->sink.port_session);
+    free(l->ts);
     free(l->rx);
     free(l->tx);
     free(l->clients);

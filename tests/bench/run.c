@@ -21,11 +21,13 @@
  */
 #include "tests/bench/bench.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,23 +133,99 @@ static void log_tail(const char *path, char *buf, size_t len)
     copy_str(buf + 2, len - 2, strrchr(chunk, '\n') ? strrchr(chunk, '\n') + 1 : chunk);
 }
 
-/* sessions_total from slipgate's --stats file (the first route), or -1. */
-static long stats_sessions(const char *path)
+/* The whole --stats file (NUL-terminated, to free), or NULL. */
+static char *read_text(const char *path)
 {
-    char text[4096];
-    const char *p;
-    size_t n;
     FILE *f = fopen(path, "re");
+    char *text = NULL;
+    size_t len = 0, n;
 
     if (!f)
-        return -1;
-    n = fread(text, 1, sizeof(text) - 1, f);
+        return NULL;
+    for (int i = 0; i < 4096; i++) { /* at most 256 MiB */
+        char *t = realloc(text, len + 65536 + 1);
+
+        if (!t) {
+            free(text);
+            fclose(f);
+            return NULL;
+        }
+        text = t;
+        n = fread(text + len, 1, 65536, f);
+        len += n;
+        if (n < 65536)
+            break;
+    }
     fclose(f);
-    text[n] = '\0';
-    p = strstr(text, "\"sessions_total\"");
-    if (!p || !(p = strchr(p, ':')))
+    text[len] = '\0';
+    return text;
+}
+
+/* The number after `"key": ` at or after `from` and before `end`, or 0. */
+static long long field_after(const char *from, const char *end, const char *key)
+{
+    char pat[64];
+    const char *p;
+
+    snprintf(pat, sizeof(pat), "\"%s\": ", key);
+    p = strstr(from, pat);
+    if (!p || (end && p >= end))
+        return 0;
+    return strtoll(p + strlen(pat), NULL, 10);
+}
+
+/* slipgate's own account from its --stats file: sessions_total of the first
+ * route, and the decoder's counters summed over every session listed. */
+static void read_stats(const char *path, struct sg_bench_result *m)
+{
+    char *text = read_text(path);
+    const char *p;
+
+    if (!text)
+        return;
+    if ((p = strstr(text, "\"sessions_total\": ")))
+        m->relay_sessions = strtol(p + strlen("\"sessions_total\": "), NULL, 10);
+    for (p = strstr(text, "\"codec\": "); p; p = strstr(p + 1, "\"codec\": ")) {
+        const char *end = strstr(p, "\"id\": ");
+
+        if (m->dec_datagrams < 0)
+            m->dec_datagrams = m->dec_messages = m->dec_errors = m->dec_reencoded =
+                m->dec_identical = m->dec_reencode_errors = m->demos = 0;
+        m->dec_datagrams += field_after(p, end, "datagrams");
+        m->dec_messages += field_after(p, end, "messages");
+        m->dec_errors += field_after(p, end, "errors");
+        m->dec_reencoded += field_after(p, end, "reencoded");
+        m->dec_identical += field_after(p, end, "reencode_identical");
+        m->dec_reencode_errors += field_after(p, end, "reencode_errors");
+        m->demos += field_after(p, end, "demos");
+    }
+    free(text);
+}
+
+/* Total size of the files in `dir`, which are then removed; -1 if it cannot be read. */
+static long long record_dir_sweep(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    long long total = 0;
+
+    if (!d)
         return -1;
-    return strtol(p + 1, NULL, 10);
+    for (int i = 0; i < 1000000 && (e = readdir(d)); i++) {
+        char path[PATH_MAX];
+        struct stat st;
+
+        if (e->d_name[0] == '.')
+            continue;
+        if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+            continue; /* cannot be one of ours */
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+            total += st.st_size;
+            unlink(path);
+        }
+    }
+    closedir(d);
+    return total;
 }
 
 /* ---- relays ---- */
@@ -155,8 +233,8 @@ static long stats_sessions(const char *path)
 static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint16_t sink_port,
                        struct relay_proc *rp, struct sg_bench_result *m)
 {
-    char listen[32], server[32], lport[16], sport[16], why[256], tail[256];
-    const char *argv[32];
+    char listen[32], server[32], lport[16], sport[16], why[256], tail[256], record[PATH_MAX];
+    const char *argv[40];
     int status = 0, err = -EINVAL;
 
     if (def->relay == SG_BENCH_RELAY_SLIPGATE && access(b->o.slipgate, X_OK) < 0) {
@@ -204,6 +282,20 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
             argv[argc++] = "+set";
             argv[argc++] = "new_sessions_per_source";
             argv[argc++] = "100000";
+            /* No session may time out while other modes take their turns. */
+            argv[argc++] = "+set";
+            argv[argc++] = "idle_timeout";
+            argv[argc++] = "1h";
+            if (def->record) {
+                snprintf(record, sizeof(record), "%s/record", b->tmpdir);
+                if (mkdir(record, 0700) < 0 && errno != EEXIST) {
+                    set_error(m, "cannot create %s: %s", record, strerror(errno));
+                    return -errno;
+                }
+                argv[argc++] = "+set";
+                argv[argc++] = "record";
+                argv[argc++] = record;
+            }
         }
         argv[argc] = NULL;
 
@@ -311,7 +403,7 @@ static const char *verdict(const struct sg_bench_step *st)
         return (double)st->harness_drops >= lost / 2 ? "harness" : "loss";
     }
     if (st->gen_ratio < SG_BENCH_GEN_MIN)
-        return "generator";
+        return st->waited ? "replies" : "generator";
     return "ok";
 }
 
@@ -331,6 +423,10 @@ static void chunk_add(struct sg_bench_step *sum, const struct sg_bench_step *c)
     sum->send_fail += c->send_fail;
     sum->skipped += c->skipped;
     sum->harness_drops += c->harness_drops;
+    sum->unknown += c->unknown;
+    sum->held += c->held;
+    sum->waited += c->waited;
+    sum->forgiven += c->forgiven;
     sg_bench_hist_merge(&sum->hist, &c->hist);
     {
         uint64_t sent = sum->c2s_sent + sum->s2c_sent, rcvd = sum->c2s_rcvd + sum->s2c_rcvd;
@@ -361,7 +457,7 @@ static void set_up(struct sg_bench *b, struct mode_run *r)
     int err;
 
     /* The sink and the clients, then the relay between them. */
-    if ((err = sg_bench_load_create(&b->shape, o->sessions, &r->load)) < 0) {
+    if ((err = sg_bench_load_create(&b->shape, o->sessions, !m->mode->decodes, &r->load)) < 0) {
         set_error(m, "cannot create the load: %s", strerror(-err));
         return;
     }
@@ -502,7 +598,7 @@ static void throughput_step(struct sg_bench *b, struct mode_run *r, struct sg_be
         r->searching = false;
 }
 
-static void finish(struct mode_run *r)
+static void finish(struct sg_bench *b, struct mode_run *r)
 {
     struct sg_bench_result *m = r->m;
 
@@ -510,7 +606,14 @@ static void finish(struct mode_run *r)
         m->others = r->others_ns / r->others_wall_ns;
     relay_stop(&r->rp, m);
     if (m->mode->relay == SG_BENCH_RELAY_SLIPGATE && r->rp.stats[0])
-        m->relay_sessions = stats_sessions(r->rp.stats);
+        read_stats(r->rp.stats, m);
+    if (m->mode->record) {
+        char dir[PATH_MAX];
+
+        snprintf(dir, sizeof(dir), "%s/record", b->tmpdir);
+        m->demo_bytes = record_dir_sweep(dir);
+        rmdir(dir);
+    }
     sg_bench_load_destroy(r->load);
     r->load = NULL;
     r->active = false;
@@ -531,7 +634,12 @@ void sg_bench_run_all(struct sg_bench *b)
     for (size_t i = 0; i < n; i++) {
         struct sg_bench_result *m = &b->res[i];
 
-        m->status = m->mode->unavailable ? SG_BENCH_NA : SG_BENCH_OK;
+        m->unavailable = m->mode->unavailable;
+        if (!m->unavailable && m->mode->decodes && !b->shape.q3)
+            m->unavailable = SG_BENCH_NEEDS_Q3;
+        m->status = m->unavailable ? SG_BENCH_NA : SG_BENCH_OK;
+        m->dec_datagrams = m->dec_messages = m->dec_errors = m->dec_reencoded = -1;
+        m->dec_identical = m->dec_reencode_errors = m->demos = m->demo_bytes = -1;
         m->rss_before = m->rss_first = m->rss_open = m->rss_load = -1;
         m->relay_sessions = -1;
         m->tput_pps = m->tput_cpu = m->tput_ns = m->lat_cpu = m->ns_per_pkt = m->others = NAN;
@@ -589,7 +697,7 @@ void sg_bench_run_all(struct sg_bench *b)
         struct sg_bench_result *m = &b->res[i];
 
         if (runs[i].active)
-            finish(&runs[i]);
+            finish(b, &runs[i]);
         if (m->status == SG_BENCH_ERROR)
             sg_bench_say(o, false, "%s: error: %s", m->mode->name, m->error);
         else if (m->status == SG_BENCH_OK)

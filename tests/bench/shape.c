@@ -1,18 +1,25 @@
 /*
- * Traffic shape: the sizes of client and server datagrams, and how many
- * server datagrams answer one client datagram, taken from real Quake 3
- * captures (pcap or pcapng through libpcap) when they can be read.
+ * The bench's traffic: one script per real Quake 3 capture (pcap or pcapng
+ * through libpcap), replayed byte for byte (bench.h says how).
  *
- * In each capture the UDP port seen in the most datagrams is the server's:
- * datagrams to it are client->server, datagrams from it server->client.
- * Sizes are the UDP payload length from the UDP header (not the captured
- * length, which a snap length may have cut).  They are kept in capture
- * order, so a burst of 1300-byte fragments is replayed as a burst.
+ * In each capture the UDP port seen in the most datagrams is the server's,
+ * and the client port that exchanged the most datagrams with it is the
+ * game client (the others are status tools).  The script is that client's
+ * session from its `getchallenge` on, in capture order; it is marked
+ * `q3` when it holds the whole handshake (getchallenge, challengeResponse,
+ * connect, connectResponse) and netchan traffic after it.  The challenge
+ * from challengeResponse tells whether the netchan header carries the
+ * ioquake3 71 checksum.
  *
- * Without captures the built-in shape stands in: client datagrams of 30 to
- * 100 bytes, server datagrams of 100 to 600 bytes with a 1300-byte fragment
- * burst now and then, one server datagram per three client ones (60/s and
- * 20/s in the game).
+ * Keys: a netchan datagram's key is its first word (sequence and fragment
+ * bit) and, for a fragment, its start (read past qport and checksum); an
+ * out-of-band one's is a hash of its first 32 bytes, with bit 63 set.
+ *
+ * Without captures the built-in shape stands in: netchan-shaped datagrams
+ * (sequence, qport, zeros) of 30 to 100 bytes from the client and 100 to
+ * 600 from the server with a 1300-byte fragment burst now and then, one
+ * server datagram per three client ones.  It has no handshake: modes that
+ * decode are n/a with it.
  */
 #include "tests/bench/bench.h"
 
@@ -23,39 +30,200 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SIZES (1u << 20) /* per direction, over all captures */
-
-struct sizes {
-    uint16_t *v;
-    size_t n, cap;
-};
+#define MAX_SCRIPT  (1u << 20) /* datagrams per script */
+#define FRAG_BIT    0x80000000u
+#define OOB_KEY_BIT (1ull << 63)
+#define OOB_KEY_LEN 32
 
 struct udp_seen {
     uint16_t sport, dport, len;
+    uint32_t off; /* of the payload in `bytes` */
 };
 
-static int sizes_push(struct sizes *s, unsigned len, size_t *padded)
+static uint32_t le32(const uint8_t *p)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 1024;
-        uint16_t *v;
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
-        if (s->n >= MAX_SIZES)
-            return 0; /* enough of a sample */
-        v = realloc(s->v, cap * sizeof(*v));
-        if (!v)
+static unsigned le16(const uint8_t *p)
+{
+    return (unsigned)p[0] | (unsigned)p[1] << 8;
+}
+
+static bool is_oob(const uint8_t *d, size_t len)
+{
+    return len >= 4 && le32(d) == 0xffffffffu;
+}
+
+static bool oob_is(const uint8_t *d, size_t len, const char *what)
+{
+    size_t n = strlen(what);
+
+    return is_oob(d, len) && len >= 4 + n && memcmp(d + 4, what, n) == 0;
+}
+
+/* The key of a datagram (see the top of the file), or false if it is too short. */
+static bool dgram_key(bool s2c, bool checksum, const uint8_t *d, size_t len, uint64_t *key)
+{
+    size_t off;
+    uint32_t word;
+
+    if (is_oob(d, len)) {
+        uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+        for (size_t i = 0; i < len && i < OOB_KEY_LEN; i++)
+            h = (h ^ d[i]) * 1099511628211ull;
+        *key = h | OOB_KEY_BIT;
+        return true;
+    }
+    if (len < 4)
+        return false;
+    word = le32(d);
+    *key = word;
+    if (!(word & FRAG_BIT))
+        return true;
+    off = (s2c ? 4 : 6) + (checksum ? 4 : 0);
+    if (len < off + 2)
+        return false;
+    *key |= (uint64_t)le16(d + off) << 32;
+    return true;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    const struct sg_bench_keyidx *x = a, *y = b;
+
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+long sg_bench_script_find(const struct sg_bench_script *sc, bool s2c, const uint8_t *data,
+                          size_t len)
+{
+    const struct sg_bench_keyidx *k = sc->keys[s2c];
+    size_t lo = 0, hi = sc->nkeys[s2c];
+    uint64_t key;
+
+    if (!dgram_key(s2c, sc->checksum, data, len, &key))
+        return -1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (k[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < sc->nkeys[s2c] && k[lo].key == key ? (long)k[lo].idx : -1;
+}
+
+/* ---- building a script ---- */
+
+/* A script under construction: datagrams appended, then sealed. */
+struct builder {
+    struct sg_bench_script *sc;
+    size_t cap, bytes_len, bytes_cap;
+};
+
+static int push(struct builder *b, bool s2c, const uint8_t *data, size_t len)
+{
+    struct sg_bench_script *sc = b->sc;
+
+    if (len > SG_BENCH_MAX_DGRAM || sc->n >= MAX_SCRIPT)
+        return 0; /* nothing a relay would carry; or enough of a sample */
+    if (sc->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 1024;
+        struct sg_bench_dgram *d = realloc(sc->d, cap * sizeof(*d));
+
+        if (!d)
             return -ENOMEM;
-        s->v = v;
-        s->cap = cap;
+        sc->d = d;
+        b->cap = cap;
     }
-    if (len < SG_BENCH_HDR_LEN) {
-        len = SG_BENCH_HDR_LEN;
-        (*padded)++;
+    if (b->bytes_len + len > b->bytes_cap) {
+        size_t cap = b->bytes_cap ? b->bytes_cap * 2 : 65536;
+        uint8_t *nb;
+
+        while (cap < b->bytes_len + len)
+            cap *= 2;
+        nb = realloc(sc->bytes, cap);
+        if (!nb)
+            return -ENOMEM;
+        sc->bytes = nb;
+        b->bytes_cap = cap;
     }
-    if (len > SG_BENCH_MAX_PAYLOAD)
-        len = SG_BENCH_MAX_PAYLOAD;
-    s->v[s->n++] = (uint16_t)len;
+    if (data)
+        memcpy(sc->bytes + b->bytes_len, data, len);
+    else
+        memset(sc->bytes + b->bytes_len, 0, len);
+    /* `data` holds the offset until the script is sealed (bytes may move). */
+    sc->d[sc->n++] = (struct sg_bench_dgram){
+        .data = (const uint8_t *)(uintptr_t)b->bytes_len, .len = (uint16_t)len, .s2c = s2c};
+    b->bytes_len += len;
     return 0;
+}
+
+/* Pointers, reply ranges, client index list and key tables. */
+static int seal(struct builder *b)
+{
+    struct sg_bench_script *sc = b->sc;
+    size_t nc = 0;
+
+    if (sc->n < 2 || sc->d[0].s2c || !sc->d[1].s2c)
+        return -EINVAL; /* it must open with a client datagram that gets an answer */
+    sc->c2s = calloc(sc->n, sizeof(*sc->c2s));
+    sc->keys[0] = calloc(sc->n, sizeof(*sc->keys[0]));
+    sc->keys[1] = calloc(sc->n, sizeof(*sc->keys[1]));
+    if (!sc->c2s || !sc->keys[0] || !sc->keys[1])
+        return -ENOMEM;
+    for (size_t i = 0; i < sc->n; i++) {
+        struct sg_bench_dgram *d = &sc->d[i];
+        uint64_t key;
+
+        d->data = sc->bytes + (uintptr_t)d->data;
+        if (d->s2c) {
+            sc->n_s2c++;
+        } else {
+            uint32_t j = (uint32_t)i + 1;
+
+            while (j < sc->n && sc->d[j].s2c)
+                j++;
+            d->next = (uint32_t)i + 1;
+            d->nreplies = j - ((uint32_t)i + 1);
+            d->after = (uint32_t)sc->n_s2c;
+            sc->c2s[nc++] = (uint32_t)i;
+        }
+        if (dgram_key(d->s2c, sc->checksum, d->data, d->len, &key))
+            sc->keys[d->s2c][sc->nkeys[d->s2c]++] = (struct sg_bench_keyidx){key, (uint32_t)i};
+    }
+    sc->n_c2s = nc;
+
+    /* Sorted keys; a key seen twice names its first datagram only. */
+    for (int dir = 0; dir < 2; dir++) {
+        size_t w = 0;
+
+        qsort(sc->keys[dir], sc->nkeys[dir], sizeof(*sc->keys[dir]), cmp_key);
+        for (size_t i = 0; i < sc->nkeys[dir]; i++) {
+            if (w > 0 && sc->keys[dir][w - 1].key == sc->keys[dir][i].key) {
+                sc->dup_keys++;
+                continue;
+            }
+            sc->keys[dir][w++] = sc->keys[dir][i];
+        }
+        sc->nkeys[dir] = w;
+    }
+    return 0;
+}
+
+static void script_finish(struct sg_bench_script *sc)
+{
+    free(sc->d);
+    free(sc->c2s);
+    free(sc->keys[0]);
+    free(sc->keys[1]);
+    free(sc->bytes);
+    memset(sc, 0, sizeof(*sc));
 }
 
 /* ---- reading one capture ---- */
@@ -124,23 +292,28 @@ static bool frame_udp(int dlt, const unsigned char *d, size_t caplen, struct udp
     u->sport = (uint16_t)be16(d + off);
     u->dport = (uint16_t)be16(d + off + 2);
     u->len = (uint16_t)(be16(d + off + 4) - 8);
-    return true;
+    u->off = (uint32_t)(off + 8);
+    return caplen >= u->off + u->len; /* a datagram cut by the snap length is no use */
 }
 
-/* Append the sizes of one capture; returns datagrams used, or a negated errno. */
-static long read_capture(const char *path, struct sizes *c2s, struct sizes *s2c, size_t *padded)
+/* The script of one capture, or a negated errno (-EINVAL: no usable session). */
+static int read_capture(const char *path, struct sg_bench_script *sc)
 {
     char errbuf[PCAP_ERRBUF_SIZE];
     struct udp_seen *seen = NULL, u;
-    size_t n = 0, cap = 0, used = 0;
+    size_t n = 0, cap = 0, blen = 0, bcap = 0;
+    uint8_t *bytes = NULL;
     uint32_t *ports = NULL;
     struct pcap_pkthdr *hdr;
     const unsigned char *data;
-    unsigned server = 0;
-    long ret;
+    unsigned server = 0, client = 0;
+    struct builder b = {sc, 0, 0, 0};
+    bool started = false, looked = false, hs[4] = {false};
+    long challenge = 0;
+    int ret, dlt;
     pcap_t *p;
-    int dlt;
 
+    memset(sc, 0, sizeof(*sc));
     p = pcap_open_offline(path, errbuf);
     if (!p) {
         fprintf(stderr, "slipgate-bench: warning: %s: %s\n", path, errbuf);
@@ -157,91 +330,157 @@ static long read_capture(const char *path, struct sizes *c2s, struct sizes *s2c,
     for (size_t frames = 0; frames < (1u << 24) && pcap_next_ex(p, &hdr, &data) == 1; frames++) {
         if (!frame_udp(dlt, data, hdr->caplen, &u))
             continue;
-        if (n == cap) {
-            size_t ncap = cap ? cap * 2 : 4096;
+        if (n == cap || blen + u.len > bcap) {
+            size_t ncap = cap ? cap * 2 : 4096, nbcap = bcap ? bcap * 2 : 1 << 20;
             struct udp_seen *ns = realloc(seen, ncap * sizeof(*ns));
-            if (!ns) {
+            uint8_t *nb;
+
+            if (ns)
+                seen = ns;
+            while (nbcap < blen + u.len)
+                nbcap *= 2;
+            nb = ns ? realloc(bytes, nbcap) : NULL;
+            if (!ns || !nb) {
                 ret = -ENOMEM;
                 goto out;
             }
-            seen = ns;
+            bytes = nb;
             cap = ncap;
+            bcap = nbcap;
         }
+        memcpy(bytes + blen, data + u.off, u.len);
+        u.off = (uint32_t)blen;
+        blen += u.len;
         seen[n++] = u;
         ports[u.sport]++;
         if (u.dport != u.sport)
             ports[u.dport]++;
     }
 
-    /* The server is the busiest port; split by direction. */
+    /* The server is the busiest port, the game client its busiest peer. */
     for (unsigned i = 1; i < 65536; i++)
         if (ports[i] > ports[server])
             server = i;
-    for (size_t i = 0; i < n && server != 0; i++) {
-        int err = 0;
-
-        if (seen[i].dport == server)
-            err = sizes_push(c2s, seen[i].len, padded);
-        else if (seen[i].sport == server)
-            err = sizes_push(s2c, seen[i].len, padded);
-        else
-            continue;
-        if (err < 0) {
-            ret = err;
-            goto out;
-        }
-        used++;
+    memset(ports, 0, 65536 * sizeof(*ports));
+    for (size_t i = 0; i < n; i++) {
+        if (seen[i].dport == server && seen[i].sport != server)
+            ports[seen[i].sport]++;
+        else if (seen[i].sport == server && seen[i].dport != server)
+            ports[seen[i].dport]++;
     }
-    ret = (long)used;
+    for (unsigned i = 1; i < 65536; i++)
+        if (ports[i] > ports[client])
+            client = i;
+
+    /* Its session from its getchallenge on (from its first datagram if it has none). */
+    for (size_t i = 0; i < n && server && client; i++) {
+        bool s2c = seen[i].sport == server && seen[i].dport == client;
+        const uint8_t *d = bytes + seen[i].off;
+
+        if (!s2c && !(seen[i].sport == client && seen[i].dport == server))
+            continue;
+        if (!started && !s2c && oob_is(d, seen[i].len, "getchallenge"))
+            started = true;
+        if (!started)
+            continue;
+        if (!s2c && oob_is(d, seen[i].len, "getchallenge"))
+            hs[0] = true;
+        if (s2c && oob_is(d, seen[i].len, "challengeResponse ")) {
+            char text[32] = {0};
+            size_t tlen = (size_t)seen[i].len - 22; /* after "\xff\xff\xff\xffchallengeResponse " */
+
+            memcpy(text, d + 22, tlen < sizeof(text) - 1 ? tlen : sizeof(text) - 1);
+            challenge = strtol(text, NULL, 10);
+            hs[1] = true;
+        }
+        if (!s2c && oob_is(d, seen[i].len, "connect "))
+            hs[2] = true;
+        if (s2c && oob_is(d, seen[i].len, "connectResponse"))
+            hs[3] = true;
+        /* ioquake3 71: the first client netchan datagram carries the checksum. */
+        if (!s2c && !is_oob(d, seen[i].len) && hs[1] && !looked && seen[i].len >= 10) {
+            uint32_t seq = le32(d) & ~FRAG_BIT, c = (uint32_t)challenge;
+
+            sc->checksum = le32(d + 6) == (c ^ (seq * c));
+            looked = true;
+        }
+        if ((ret = push(&b, s2c, d, seen[i].len)) < 0)
+            goto out;
+    }
+    sc->q3 = hs[0] && hs[1] && hs[2] && hs[3];
+    ret = seal(&b);
 out:
     free(ports);
     free(seen);
+    free(bytes);
     pcap_close(p);
+    if (ret < 0)
+        script_finish(sc);
     return ret;
 }
 
 /* ---- the built-in shape ---- */
 
-static int builtin_shape(struct sizes *c2s, struct sizes *s2c, size_t *padded)
+static int builtin_put(struct builder *b, bool s2c, uint32_t word, unsigned start, unsigned len)
 {
+    uint8_t d[SG_BENCH_MAX_PAYLOAD] = {0};
+
+    d[0] = (uint8_t)word;
+    d[1] = (uint8_t)(word >> 8);
+    d[2] = (uint8_t)(word >> 16);
+    d[3] = (uint8_t)(word >> 24);
+    if (!s2c) {
+        d[4] = 0x39; /* a qport */
+        d[5] = 0x30;
+    }
+    if (word & FRAG_BIT) {
+        d[4] = (uint8_t)start;
+        d[5] = (uint8_t)(start >> 8);
+    }
+    return push(b, s2c, d, len);
+}
+
+static int builtin_script(struct sg_bench_script *sc)
+{
+    struct builder b = {sc, 0, 0, 0};
+    uint32_t cseq = 1, sseq = 1;
+    unsigned k = 0;
     int err = 0;
 
-    /* Client: 30..100 bytes, spread evenly. */
-    for (unsigned i = 0; i < 240 && err == 0; i++)
-        err = sizes_push(c2s, 30 + (i * 37) % 71, padded);
-
-    /* Server: 100..600 bytes, and every 20th message a 3217-byte one in fragments. */
-    for (unsigned i = 0; i < 80 && err == 0; i++) {
-        if (i % 20 == 10) {
-            err = sizes_push(s2c, 1300, padded);
-            if (err == 0)
-                err = sizes_push(s2c, 1300, padded);
-            if (err == 0)
-                err = sizes_push(s2c, 617, padded);
-        } else {
-            err = sizes_push(s2c, 100 + (i * 173) % 500, padded);
+    memset(sc, 0, sizeof(*sc));
+    snprintf(sc->name, sizeof(sc->name), "builtin");
+    /* 240 client datagrams of 30..100 bytes; after every third, a server one of
+     * 100..600 bytes, every 20th of them a 3217-byte message in three pieces. */
+    for (unsigned i = 0; i < 240 && err == 0; i++) {
+        err = builtin_put(&b, false, cseq++, 0, 30 + (i * 37) % 71);
+        if (err == 0 && i % 3 == 0) {
+            if (k % 20 == 10) {
+                err = builtin_put(&b, true, sseq | FRAG_BIT, 0, 1308);
+                if (err == 0)
+                    err = builtin_put(&b, true, sseq | FRAG_BIT, 1300, 1308);
+                if (err == 0)
+                    err = builtin_put(&b, true, sseq | FRAG_BIT, 2600, 625);
+            } else {
+                err = builtin_put(&b, true, sseq, 0, 100 + (k * 173) % 500);
+            }
+            sseq++;
+            k++;
         }
     }
+    if (err == 0)
+        err = seal(&b);
+    if (err < 0)
+        script_finish(sc);
     return err;
 }
 
 /* ---- the public part ---- */
 
-static double mean(const uint16_t *v, size_t n)
-{
-    double sum = 0;
-
-    for (size_t i = 0; i < n; i++)
-        sum += v[i];
-    return n ? sum / (double)n : 0.0;
-}
-
 int sg_bench_shape_load(struct sg_bench_shape *shape, const char *dir, bool builtin)
 {
-    struct sizes c2s = {0}, s2c = {0};
     char pattern[PATH_MAX];
     glob_t g = {0};
-    size_t files = 0, padded = 0;
+    size_t bytes[2] = {0, 0};
     int err = 0;
 
     memset(shape, 0, sizeof(*shape));
@@ -260,58 +499,100 @@ int sg_bench_shape_load(struct sg_bench_shape *shape, const char *dir, bool buil
             memset(&g, 0, sizeof(g));
             glob(pattern, 0, NULL, &g);
         }
+        shape->scripts = calloc(g.gl_pathc ? g.gl_pathc : 1, sizeof(*shape->scripts));
+        if (!shape->scripts) {
+            err = -ENOMEM;
+            goto err;
+        }
+        shape->q3 = g.gl_pathc > 0;
         for (size_t i = 0; i < g.gl_pathc; i++) {
-            long used = read_capture(g.gl_pathv[i], &c2s, &s2c, &padded);
+            struct sg_bench_script *sc = &shape->scripts[shape->nscripts];
+            const char *path = g.gl_pathv[i], *slash;
+            int r = read_capture(path, sc);
 
-            if (used == -ENOMEM) {
-                err = -ENOMEM;
-                goto err_sizes;
+            if (r == -ENOMEM) {
+                err = r;
+                goto err;
             }
-            if (used > 0)
-                files++;
+            if (r < 0) {
+                fprintf(stderr, "slipgate-bench: warning: %s: no game session to replay\n", path);
+                continue;
+            }
+            /* Named after its folder (x/capture.pcap) or its file. */
+            slash = strrchr(path, '/');
+            if (slash && strncmp(slash, "/capture.pcap", 13) == 0) {
+                const char *start = slash;
+
+                while (start > path && start[-1] != '/')
+                    start--;
+                snprintf(sc->name, sizeof(sc->name), "%.*s", (int)(slash - start), start);
+            } else {
+                snprintf(sc->name, sizeof(sc->name), "%s", slash ? slash + 1 : path);
+            }
+            shape->q3 = shape->q3 && sc->q3;
+            shape->nscripts++;
         }
         globfree(&g);
         memset(&g, 0, sizeof(g));
+        shape->files = shape->nscripts;
     }
 
-    if (files == 0 || c2s.n == 0 || s2c.n == 0) {
+    if (shape->nscripts == 0) {
         if (!builtin)
             fprintf(stderr,
                     "slipgate-bench: warning: no readable capture under '%s'; "
                     "using the built-in Quake 3 shape\n",
                     dir ? dir : "");
-        free(c2s.v);
-        free(s2c.v);
-        memset(&c2s, 0, sizeof(c2s));
-        memset(&s2c, 0, sizeof(s2c));
-        files = 0;
-        padded = 0;
-        err = builtin_shape(&c2s, &s2c, &padded);
-        if (err < 0)
-            goto err_sizes;
+        free(shape->scripts);
+        shape->scripts = calloc(1, sizeof(*shape->scripts));
+        if (!shape->scripts) {
+            err = -ENOMEM;
+            goto err;
+        }
+        if ((err = builtin_script(&shape->scripts[0])) < 0)
+            goto err;
+        shape->nscripts = 1;
+        shape->files = 0;
+        shape->q3 = false;
     }
 
-    shape->c2s = c2s.v;
-    shape->s2c = s2c.v;
-    shape->n_c2s = c2s.n;
-    shape->n_s2c = s2c.n;
-    shape->s2c_per_c2s = (double)s2c.n / (double)c2s.n;
-    if (shape->s2c_per_c2s > 8.0)
-        shape->s2c_per_c2s = 8.0; /* the sink's reply batch is sized for this */
-    shape->c2s_mean = mean(c2s.v, c2s.n);
-    shape->s2c_mean = mean(s2c.v, s2c.n);
-    shape->files = files;
-    shape->padded = padded;
-    if (files)
-        snprintf(shape->source, sizeof(shape->source), "%zu captures under %s", files, dir);
-    else
-        snprintf(shape->source, sizeof(shape->source), "built-in Quake 3 shape");
+    /* Totals over the scripts. */
+    for (size_t i = 0; i < shape->nscripts; i++) {
+        const struct sg_bench_script *sc = &shape->scripts[i];
+
+        shape->n_c2s += sc->n_c2s;
+        shape->n_s2c += sc->n_s2c;
+        if (sc->n > shape->max_len)
+            shape->max_len = sc->n;
+        for (size_t j = 0; j < sc->n; j++)
+            bytes[sc->d[j].s2c] += sc->d[j].len;
+    }
+    if (shape->n_c2s == 0 || shape->n_s2c == 0) {
+        err = -EINVAL;
+        goto err;
+    }
+    shape->s2c_per_c2s = (double)shape->n_s2c / (double)shape->n_c2s;
+    shape->c2s_mean = (double)bytes[0] / (double)shape->n_c2s;
+    shape->s2c_mean = (double)bytes[1] / (double)shape->n_s2c;
+    if (shape->files) {
+        size_t off = (size_t)snprintf(shape->source, sizeof(shape->source),
+                                      "%zu Quake 3 sessions replayed from %s (", shape->files, dir);
+
+        for (size_t i = 0; i < shape->nscripts && off < sizeof(shape->source); i++)
+            off += (size_t)snprintf(shape->source + off, sizeof(shape->source) - off, "%s%s%s",
+                                    i ? ", " : "", shape->scripts[i].name,
+                                    shape->scripts[i].q3 ? "" : " [no handshake]");
+        if (off < sizeof(shape->source))
+            snprintf(shape->source + off, sizeof(shape->source) - off, ")");
+    } else {
+        snprintf(shape->source, sizeof(shape->source),
+                 "built-in Quake 3 shape (netchan-shaped, no handshake)");
+    }
     return 0;
 
-err_sizes:
+err:
     globfree(&g);
-    free(c2s.v);
-    free(s2c.v);
+    sg_bench_shape_finish(shape);
     return err;
 }
 
@@ -319,7 +600,8 @@ void sg_bench_shape_finish(struct sg_bench_shape *shape)
 {
     if (!shape)
         return;
-    free(shape->c2s);
-    free(shape->s2c);
+    for (size_t i = 0; shape->scripts && i < shape->nscripts; i++)
+        script_finish(&shape->scripts[i]);
+    free(shape->scripts);
     memset(shape, 0, sizeof(*shape));
 }

@@ -10,7 +10,12 @@ scratch directory: they are generated each time and never committed.
       write OUTDIR/TARGET/seed-* for each TARGET (default: all)
   seeds.py replay --testdata DIR --source ROOT TARGET EXE
       run EXE once over every seed of TARGET and every file of
-      tests/fuzz/regressions/TARGET/ (the meson test of each target)
+      tests/fuzz/regressions/TARGET/
+  seeds.py run --testdata DIR --source ROOT [--seconds S] [--work DIR] TARGET EXE
+      the replay above, then S seconds of fuzzing (libFuzzer
+      -max_total_time) starting from the seeds; fails on a crash, leak,
+      timeout, out-of-memory or sanitizer report in either part (the meson
+      test fuzz@TARGET, S from the fuzz_seconds option; 0 = replay only)
 
 Python standard library only.
 """
@@ -18,6 +23,7 @@ Python standard library only.
 import argparse
 import glob
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -278,10 +284,90 @@ def generate(target, testdata, source, outdir):
     return paths
 
 
+# Longest input per target: room for the oversized messages and datagrams
+# each decoder must refuse (MAX_MSGLEN is 16384); the others keep libFuzzer's
+# default (the largest seed, at least 4096).  scripts/fuzz.sh uses the same.
+MAX_LEN = {'fuzz_q3_client': 20000, 'fuzz_q3_message': 40000, 'fuzz_q3_netchan': 40000}
+
+# What a sanitizer, libFuzzer or a target's property check prints on a failure.
+REPORTS = re.compile(r'ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|libFuzzer)'
+                     r'|runtime error:|property failed')
+
+
+def regression_inputs(target, source):
+    paths = sorted(glob.glob(os.path.join(source, 'tests', 'fuzz', 'regressions', target, '*')))
+    return [p for p in paths if os.path.isfile(p)]
+
+
+def check_run(what, rc, log_path):
+    """0 if a libFuzzer run exited 0 and printed no report, else 1 (with the
+    first report line and the log's tail on stdout)."""
+    with open(log_path, errors='replace') as f:
+        text = f.read()
+    m = REPORTS.search(text)
+    if rc == 0 and not m:
+        return 0
+    first = text[m.start():text.find('\n', m.start())] if m else '(no report line)'
+    print('%s: FAILED (exit %d): %s' % (what, rc, first))
+    print('---- last lines of %s ----' % log_path)
+    print('\n'.join(text.splitlines()[-40:]))
+    return 1
+
+
+def run(target, exe, testdata, source, seconds, work):
+    """Replay seeds and regressions, then fuzz for `seconds`; returns 0 or 1."""
+    os.makedirs(work, exist_ok=True)
+    artifacts = os.path.join(work, 'artifacts-' + target)
+    os.makedirs(artifacts, exist_ok=True)
+    regressions = regression_inputs(target, source)
+    common = ['-rss_limit_mb=2048', '-timeout=10', '-artifact_prefix=' + artifacts + '/']
+    if target in MAX_LEN:
+        common.append('-max_len=%d' % MAX_LEN[target])
+    with tempfile.TemporaryDirectory(prefix=target + '-', dir=work) as tmp:
+        seeds = generate(target, testdata, source, os.path.join(tmp, 'seeds'))
+        print('%s: %d seeds, %d regression inputs, then %d s of fuzzing'
+              % (target, len(seeds), len(regressions), seconds), flush=True)
+
+        # 1. Every seed and regression input once (individual files: run once each).
+        log = os.path.join(work, target + '-replay.log')
+        with open(log, 'w') as f:
+            rc = subprocess.call([exe] + common + seeds + regressions, stdout=f,
+                                 stderr=subprocess.STDOUT)
+        if check_run(target + ' replay', rc, log):
+            return 1
+        print('%s: replay ok (%d inputs)' % (target, len(seeds) + len(regressions)), flush=True)
+        if seconds <= 0:
+            return 0
+
+        # 2. Bounded fuzzing from the seeds; new inputs go to a scratch corpus.
+        corpus = os.path.join(tmp, 'corpus')
+        os.makedirs(corpus)
+        log = os.path.join(work, target + '-fuzz.log')
+        with open(log, 'w') as f:
+            rc = subprocess.call([exe] + common + ['-max_total_time=%d' % seconds,
+                                                   '-print_final_stats=1', corpus,
+                                                   os.path.dirname(seeds[0])],
+                                 stdout=f, stderr=subprocess.STDOUT,
+                                 timeout=seconds + 300)
+        if check_run(target + ' fuzzing', rc, log):
+            print('%s: crash input kept in %s' % (target, artifacts))
+            return 1
+        with open(log, errors='replace') as f:
+            lines = f.read().splitlines()
+        done = [ln for ln in lines if re.match(r'#[0-9]+\s+DONE', ln)]
+        stats = [ln for ln in lines if ln.startswith('stat::')]
+        if not done:
+            print('%s: FAILED: libFuzzer did not finish its run (no DONE line); see %s'
+                  % (target, log))
+            return 1
+        print('%s: fuzzing ok: %s' % (target, done[-1]))
+        for ln in stats:
+            print('  ' + ln)
+    return 0
+
+
 def replay(target, exe, testdata, source):
-    regressions = sorted(glob.glob(os.path.join(source, 'tests', 'fuzz', 'regressions', target,
-                                                '*')))
-    regressions = [p for p in regressions if os.path.isfile(p)]
+    regressions = regression_inputs(target, source)
     with tempfile.TemporaryDirectory(prefix=target + '-seeds-') as tmp:
         inputs = generate(target, testdata, source, tmp) + regressions
         print('%s: %d seeds, %d regression inputs' % (target, len(inputs) - len(regressions),
@@ -303,12 +389,20 @@ def main():
     r = sub.add_parser('replay')
     r.add_argument('target', choices=TARGETS)
     r.add_argument('exe')
+    f = sub.add_parser('run')
+    f.add_argument('--seconds', type=int, default=60)
+    f.add_argument('--work', default='.', help='logs and crash artifacts go here')
+    f.add_argument('target', choices=TARGETS)
+    f.add_argument('exe')
     args = ap.parse_args()
 
     if not os.path.isdir(os.path.join(args.testdata, 'q3')):
         sys.exit('seeds.py: no test data at %s' % args.testdata)
     if args.cmd == 'replay':
         sys.exit(replay(args.target, args.exe, args.testdata, args.source))
+    if args.cmd == 'run':
+        sys.exit(run(args.target, args.exe, args.testdata, args.source, args.seconds,
+                     os.path.abspath(args.work)))
     for t in args.targets or TARGETS:
         if t not in GENERATORS:
             sys.exit('seeds.py: unknown target %s' % t)
