@@ -179,7 +179,7 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
     struct sg_route *r = handle->data;
     buf->base = r->recvbuf;
-    buf->len = sizeof(r->recvbuf);
+    buf->len = r->recvbuf_len;
 }
 
 /* A datagram from a client that has no session yet: admit it or drop it. */
@@ -302,7 +302,7 @@ static int open_listener(struct sg_route *r)
     }
 
     /* Bind; an IPv6 wildcard stays dual-stack (no UV_UDP_IPV6ONLY). */
-    err = uv_udp_init(&r->app->loop, &r->listener);
+    err = uv_udp_init_ex(&r->app->loop, &r->listener, AF_UNSPEC | UV_UDP_RECVMMSG);
     if (err < 0)
         return err;
     r->listener.data = r;
@@ -360,7 +360,9 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     r->nbuckets = 64;
     r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
     r->rates = calloc(RATE_SLOTS, sizeof(*r->rates));
-    err = (r->buckets && r->rates) ? copy_conf(&r->conf, rc) : UV_ENOMEM;
+    r->recvbuf_len = (size_t)SG_RECV_BATCH * SG_MAX_DATAGRAM;
+    r->recvbuf = malloc(r->recvbuf_len);
+    err = (r->buckets && r->rates && r->recvbuf) ? copy_conf(&r->conf, rc) : UV_ENOMEM;
     if (err < 0)
         goto err_route;
 
@@ -411,6 +413,7 @@ err_handles:
     return err;
 err_route:
     free_conf(&r->conf);
+    free(r->recvbuf);
     free(r->buckets);
     free(r->rates);
     free(r);
@@ -520,6 +523,7 @@ void sg_route_destroy(struct sg_route *r)
     sg_chain_destroy(r->chain);
     r->chain = NULL;
     free_conf(&r->conf);
+    free(r->recvbuf);
     free(r->buckets);
     free(r->rates);
     free(r->ended);

@@ -32,6 +32,7 @@ struct sg_app;
 struct sg_route;
 
 #define SG_MAX_DATAGRAM     65536
+#define SG_RECV_BATCH       16 /* datagrams per receive call */
 #define SG_MAX_QUEUED_SENDS 256 /* per socket, beyond uv_udp_try_send */
 
 /* What is kept of a session after it ends, for --stats. */
@@ -49,8 +50,6 @@ struct sg_session_summary {
     char demo[256];               /* the last demo file */
 };
 
-struct sg_recording;
-
 struct sg_session {
     struct sg_route *route;
     struct sg_session *hnext;       /* hash chain */
@@ -65,7 +64,6 @@ struct sg_session {
     const struct sg_codec *codec; /* decoding this session, or NULL */
     void *cstate;                 /* the codec's per-session state */
     uint64_t decode_errors;       /* reported once in the log */
-    struct sg_recording *rec;     /* the demo being written, or NULL */
     void **slots;                 /* one per filter of the route's chain, or NULL */
     struct sg_filter_session fsess; /* what filters see of this session */
     struct sockaddr_storage upstream_local; /* the upstream socket's own address */
@@ -114,7 +112,10 @@ struct sg_route {
     size_t nended, ended_cap;
     uint64_t ended_omitted;
 
-    char recvbuf[SG_MAX_DATAGRAM];
+    /* Receive buffer shared by the route's sockets: room for a batch of
+     * SG_RECV_BATCH datagrams per recvmmsg (UV_UDP_RECVMMSG). */
+    char *recvbuf;
+    size_t recvbuf_len;
 };
 
 /*
@@ -142,9 +143,19 @@ int sg_session_chain_changed(struct sg_session *s, struct sg_chain *old, struct 
 void sg_session_send_delayed(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
                              size_t len);
 
-/* Demo recording (proxy/record.c): feed an S2C frame; close at session end. */
-void sg_record_frame(struct sg_session *s, const struct sg_frame *f);
-void sg_record_close(struct sg_session *s);
+/*
+ * Demo recording is the `record` filter (filters/record.c; the route
+ * directive `record DIR` and --record append one to the chain).  What its
+ * slot wrote, for the session summary: sg_record_slot_summary (defined in
+ * filters/record.c) gives the demos and the last path of one slot, or false
+ * when `impl` is not the record filter; sg_session_record_summary adds those
+ * of every record filter of `chain` (the session's slots belong to it) to
+ * `sum` (demos added, demo replaced by the last one).
+ */
+bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
+                            const char **last);
+void sg_session_record_summary(const struct sg_session *s, const struct sg_chain *chain,
+                               struct sg_session_summary *sum);
 
 /* Send `len` bytes on `handle`, without copying unless the socket would
  * block.  `queued` counts the caller's outstanding queued sends. */

@@ -225,13 +225,31 @@ int sg_session_chain_changed(struct sg_session *s, struct sg_chain *old, struct 
 {
     void **slots = NULL;
 
-    if (old && s->slots)
+    if (old && s->slots) {
+        sg_session_record_summary(s, old, &s->sum);
         sg_chain_session_end(old, s->slots, &s->fsess);
+    }
     if (now && !(slots = calloc((size_t)now->n, sizeof(*slots))))
         return UV_ENOMEM;
     free(s->slots);
     s->slots = slots;
     return 0;
+}
+
+/* Demo recording: what the record filters of `chain` wrote for this session. */
+void sg_session_record_summary(const struct sg_session *s, const struct sg_chain *chain,
+                               struct sg_session_summary *sum)
+{
+    for (int i = 0; chain && s->slots && i < chain->n; i++) {
+        const char *last;
+        uint32_t demos;
+
+        if (!sg_record_slot_summary(chain->f[i].fc->impl, s->slots[i], &demos, &last))
+            continue;
+        sum->demos += demos;
+        if (last && snprintf(sum->demo, sizeof(sum->demo), "%s", last) >= (int)sizeof(sum->demo))
+            memcpy(sum->demo + sizeof(sum->demo) - 4, "...", 4);
+    }
 }
 
 /*
@@ -302,10 +320,6 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
         }
     }
 
-    /* Taps that predate the chain. */
-    if (s->codec && dir == SG_DIR_S2C && f->kind == SG_FRAME_MESSAGE && (s->rec || r->conf.record))
-        sg_record_frame(s, f);
-
     /* Rebuild what changed, what the codec must, or everything when asked. */
     rebuild = s->codec && (res.changed || r->conf.reencode == SG_REENCODE_ALWAYS ||
                            (s->codec->must_encode && s->codec->must_encode(s->cstate, f)));
@@ -333,7 +347,7 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
     struct sg_session *s = handle->data;
     buf->base = s->route->recvbuf;
-    buf->len = sizeof(s->route->recvbuf);
+    buf->len = s->route->recvbuf_len;
 }
 
 static void on_server_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
@@ -387,7 +401,7 @@ static int open_upstream(struct sg_session *s)
     /* A socket of the server's family on an ephemeral port. */
     memset(&any, 0, sizeof(any));
     any.ss_family = s->server.ss_family;
-    err = uv_udp_init(&s->route->app->loop, &s->upstream);
+    err = uv_udp_init_ex(&s->route->app->loop, &s->upstream, AF_UNSPEC | UV_UDP_RECVMMSG);
     if (err < 0)
         return err;
     s->upstream.data = s;
@@ -472,11 +486,12 @@ void sg_session_close(struct sg_session *s, const char *reason)
     s->sum.ended_ms = sg_now_wall_ms();
     sg_route__session_remove(r, s);
 
-    /* Filters finish first (a recorder writes its end), then the demo and the decoder. */
-    if (r->chain && s->slots)
+    /* Filters finish first (a recorder writes its end), then the decoder. */
+    if (r->chain && s->slots) {
+        sg_session_record_summary(s, r->chain, &s->sum);
         sg_chain_session_end(r->chain, s->slots, &s->fsess);
+    }
     sg_delay_forget(&r->delay, s);
-    sg_record_close(s);
     if (s->codec) {
         const struct sg_codec_stats *cs = s->codec->stats(s->cstate);
         s->sum.codec = s->codec->name;
