@@ -16,6 +16,7 @@
 
 #include "protocols/error.h"
 #include "protocols/q3/demo.h"
+#include "protocols/q3/inspect.h"
 #include "protocols/q3/netchan.h"
 #include "protocols/q3/renum.h"
 #include "protocols/q3/state.h"
@@ -897,6 +898,15 @@ static bool q3_must_encode(void *state, const struct sg_frame *f)
     return c->translating && (f->kind == SG_FRAME_MESSAGE || f->kind == SG_FRAME_PARTIAL);
 }
 
+static int q3_dump(void *state, const struct sg_frame *f, enum sg_dump_level level, bool json,
+                   FILE *out)
+{
+    struct q3c *c = state;
+    bool sv = f->dir == SG_DIR_S2C && f->kind == SG_FRAME_MESSAGE;
+
+    return sg_q3_inspect_dump(out, f, &c->qf, sv ? &c->sv : NULL, c->parse_err, level, json);
+}
+
 static const struct sg_codec_stats *q3_stats(void *state)
 {
     struct q3c *c = state;
@@ -927,6 +937,7 @@ const struct sg_codec sg_q3_codec = {
     .drop_msg = q3_drop_msg,
     .inject = q3_inject,
     .must_encode = q3_must_encode,
+    .dump = q3_dump,
     .stats = q3_stats,
     .describe = q3_describe,
 };
