@@ -1,16 +1,454 @@
 /*
- * The 'record' filter: placeholder until it is written (passes every frame).
+ * The 'record' filter: network-side demos.  Each session that a codec with
+ * a demo writer decodes is recorded into `directory`, by default one file
+ * per level, named from the `name` template plus the game's extension:
+ *
+ *     %map%-%date%-%time%-%client%   e.g. oa_dm1-20261122-041500-127.0.0.1_27961.dm_71
+ *
+ * It is a tap: it sees each server message as it went out to the client
+ * (after the filters, rebuilt when they changed it; dropped datagrams are
+ * not recorded), and the codec writes the game's format
+ * (protocols/codec.h record()).  A recording that starts mid-level (a
+ * reload turned it on, or a size limit started a new part) begins with a
+ * gamestate the codec builds from what it tracked.
+ *
+ * Every message is flushed as it is written, so a file cut by kill -9
+ * reads up to its last whole message; the end marker is written when the
+ * level changes, a part reaches `max_size`, the session ends (which covers
+ * SIGTERM and a reload that changes the filters).  A file that never got a
+ * message is removed.  A write error (a full disk) stops recording for that
+ * session only, is logged once, and never touches the relaying.
  */
+#include "filters/chain.h"
 #include "filters/filter.h"
+
+#include "protocols/error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RECORD_DEFAULT_NAME "%map%-%date%-%time%-%client%"
+#define RECORD_PATH_MAX     4096
+#define RECORD_SUFFIXES     100 /* -2 .. -99 for names taken in the same second */
+
+enum { AT_MAX_NEXT, AT_MAX_STOP };
+static const char *const at_max_names[] = {"next", "stop", NULL};
+
+extern const struct sg_filter_impl sg_builtin_record;
+
+/*
+ * For the proxy's --stats (declared for it in proxy/route.h): the demos a
+ * record filter's slot wrote and the last one's path (valid until the
+ * slot's session_end).  False when `impl` is not this filter or the slot is
+ * NULL.
+ */
+bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
+                            const char **last);
+
+struct record_conf {
+    char *directory;
+    char *name;
+    bool split_on_map_change;
+    int64_t max_size; /* bytes; 0 = no limit */
+    int at_max_size;
+    bool has_part; /* the template uses %part% (from conf_check) */
+};
+
+/* One session's recording (the slot). */
+struct record_slot {
+    FILE *fp;
+    char path[RECORD_PATH_MAX];
+    uint64_t written;           /* messages in the current file */
+    unsigned part;              /* of the current level: 1, then 2.. after max_size */
+    bool failed;                /* stopped by an error, for the rest of the session */
+    bool stopped;               /* stopped by max_size with `at_max_size stop` */
+    uint32_t demos;             /* files that got at least one message */
+    char last[RECORD_PATH_MAX]; /* the last of them */
+    struct sg_chain *chain;     /* to log from session_end */
+    int index;
+};
+
+/* ---- the name ---- */
+
+static const char *const placeholders[] = {"map",     "date",  "time", "client", "server",
+                                           "session", "route", "part", NULL};
+
+/* Keep names portable: letters, digits, '-', '_', '.'; anything else becomes '_'. */
+static void clean(char *s)
+{
+    for (char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_' || *p == '.'))
+            *p = '_';
+}
+
+/* The placeholder at `t` ("%map%..."): its index, and its length through the closing '%'. */
+static int placeholder(const char *t, size_t *len)
+{
+    for (int i = 0; placeholders[i]; i++) {
+        size_t n = strlen(placeholders[i]);
+        if (strncmp(t + 1, placeholders[i], n) == 0 && t[1 + n] == '%') {
+            *len = n + 2;
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Expand the template (checked by conf_check) into `out`; -ENAMETOOLONG if it does not fit. */
+static int expand(const char *tmpl, const struct sg_filter_session *s, const char *level,
+                  unsigned part, char *out, size_t cap)
+{
+    char value[128];
+    size_t o = 0;
+    time_t now = time(NULL);
+    struct tm tm;
+
+    localtime_r(&now, &tm);
+    for (const char *t = tmpl; *t;) {
+        size_t len = 1;
+        int i = *t == '%' ? placeholder(t, &len) : -1;
+
+        if (i < 0) {
+            snprintf(value, sizeof(value), "%c", t[0]); /* a literal character */
+        } else {
+            switch (i) {
+            case 0:
+                snprintf(value, sizeof(value), "%s", level[0] ? level : "unknown");
+                break;
+            case 1:
+                strftime(value, sizeof(value), "%Y%m%d", &tm);
+                break;
+            case 2:
+                strftime(value, sizeof(value), "%H%M%S", &tm);
+                break;
+            case 3:
+                snprintf(value, sizeof(value), "%s", s->client ? s->client : "");
+                break;
+            case 4:
+                snprintf(value, sizeof(value), "%s", s->server ? s->server : "");
+                break;
+            case 5:
+                snprintf(value, sizeof(value), "%llu", (unsigned long long)s->id);
+                break;
+            case 6:
+                snprintf(value, sizeof(value), "%s", s->route ? s->route : "");
+                break;
+            default:
+                snprintf(value, sizeof(value), "%u", part);
+                break;
+            }
+        }
+        clean(value);
+        if (o + strlen(value) >= cap)
+            return -ENAMETOOLONG;
+        memcpy(out + o, value, strlen(value) + 1);
+        o += strlen(value);
+        t += len;
+    }
+    if (o == 0)
+        return -EINVAL;
+    if (out[0] == '.')
+        out[0] = '_'; /* no hidden files: a name never starts with '.' */
+    return 0;
+}
+
+/* ---- configuration ---- */
+
+static void conf_init(void *p)
+{
+    struct record_conf *c = p;
+
+    c->split_on_map_change = true;
+    c->at_max_size = AT_MAX_NEXT;
+}
+
+static int conf_check(void *p, char *err, size_t errlen)
+{
+    struct record_conf *c = p;
+    const char *t;
+
+    if (!c->directory) {
+        snprintf(err, errlen, "needs 'directory DIR' (where the demos go)");
+        return SG_E_CONFIG;
+    }
+    if (!c->name && !(c->name = strdup(RECORD_DEFAULT_NAME))) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    if (c->name[0] == '\0' || strchr(c->name, '/')) {
+        snprintf(err, errlen, "'name' must be a non-empty file name without '/' (got '%.60s')",
+                 c->name);
+        return SG_E_CONFIG;
+    }
+    for (t = c->name; *t; t++) {
+        size_t len;
+        int i;
+
+        if (*t != '%')
+            continue;
+        i = placeholder(t, &len);
+        if (i < 0) {
+            snprintf(err, errlen,
+                     "'name': unknown placeholder at '%.20s' (known: %%map%% %%date%% %%time%% "
+                     "%%client%% %%server%% %%session%% %%route%% %%part%%)",
+                     t);
+            return SG_E_CONFIG;
+        }
+        c->has_part = c->has_part || strcmp(placeholders[i], "part") == 0;
+        t += len - 1;
+    }
+    return 0;
+}
+
+static int create(const void *conf, void **route_state, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    *route_state = (void *)(uintptr_t)conf; /* nothing per route but the settings */
+    return 0;
+}
+
+/* ---- files ---- */
+
+/* Log through the chain outside on_frame (session_end): the slot knows its place. */
+static void slot_log(struct record_slot *slot, const struct sg_filter_session *s,
+                     enum sg_filter_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void slot_log(struct record_slot *slot, const struct sg_filter_session *s,
+                     enum sg_filter_log_level level, const char *fmt, ...)
+{
+    char text[RECORD_PATH_MAX + 256];
+    va_list ap;
+
+    if (!slot->chain || !slot->chain->log)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    slot->chain->log(slot->chain->log_ctx, level, slot->chain->f[slot->index].fc->label, s->id,
+                     text);
+}
+
+/* Write the end marker and close; a file without a message goes away. */
+static void finish_file(struct record_slot *slot, const struct sg_filter_session *s, bool report)
+{
+    int err = 0;
+    long size;
+
+    if (!slot->fp)
+        return;
+    if (s->codec && s->codec->record_end && s->codec_state)
+        err = s->codec->record_end(s->codec_state, slot->fp);
+    size = ftell(slot->fp);
+    if (fclose(slot->fp) != 0 && err == 0)
+        err = -errno;
+    slot->fp = NULL;
+    if (slot->written == 0) {
+        remove(slot->path);
+        return;
+    }
+    if (err < 0 && report)
+        slot_log(slot, s, SG_FILTER_LOG_ERROR, "demo %s: %s", slot->path, sg_strerror(err));
+    else if (report)
+        slot_log(slot, s, SG_FILTER_LOG_INFO, "demo %s finished (%llu messages, %ld bytes)",
+                 slot->path, (unsigned long long)slot->written, size);
+    slot->written = 0;
+}
+
+/* Open the next file: DIR/NAME[-partN][-K].EXT, never over an existing one. */
+static int open_file(struct record_slot *slot, const struct record_conf *c,
+                     const struct sg_filter_session *s, const struct sg_frame *f)
+{
+    char name[512], part[32] = "";
+    const char *ext = s->codec->demo_ext(s->codec_state);
+    int err = expand(c->name, s, f->level, slot->part, name, sizeof(name));
+    int fd = -1;
+
+    if (err < 0)
+        return err;
+    if (slot->part > 1 && !c->has_part)
+        snprintf(part, sizeof(part), "-part%u", slot->part);
+    if (mkdir(c->directory, 0777) != 0 && errno != EEXIST)
+        return -errno;
+    for (int i = 1; i < RECORD_SUFFIXES && fd < 0; i++) {
+        char suffix[16] = "";
+        if (i > 1)
+            snprintf(suffix, sizeof(suffix), "-%d", i);
+        if (snprintf(slot->path, sizeof(slot->path), "%s/%s%s%s.%s", c->directory, name, part,
+                     suffix, ext) >= (int)sizeof(slot->path))
+            return -ENAMETOOLONG;
+        fd = open(slot->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            return -errno;
+    }
+    if (fd < 0)
+        return -EEXIST;
+    slot->fp = fdopen(fd, "wb");
+    if (!slot->fp) {
+        err = -errno;
+        close(fd);
+        remove(slot->path);
+        return err;
+    }
+    slot->written = 0;
+    return 0;
+}
+
+/* ---- the tap ---- */
 
 static int on_frame(struct sg_filter_call *call)
 {
-    (void)call;
+    const struct record_conf *c = call->route_state;
+    const struct sg_filter_session *s = call->session;
+    const struct sg_frame *f = call->frame;
+    struct record_slot *slot = *call->slot;
+    long size;
+    int n;
+
+    /* Server messages as the client got them, of a game with a demo writer. */
+    if (call->dropped || !f || f->dir != SG_DIR_S2C || f->kind != SG_FRAME_MESSAGE || !s ||
+        !s->codec || !s->codec_state || !s->codec->demo_ext || !s->codec->record)
+        return SG_FILTER_PASS;
+    if (!slot) {
+        slot = calloc(1, sizeof(*slot));
+        if (!slot)
+            return -ENOMEM;
+        slot->chain = call->proxy ? call->proxy->chain : NULL;
+        slot->index = call->proxy ? call->proxy->index : 0;
+        slot->part = 1;
+        *call->slot = slot;
+    }
+    if (slot->failed || slot->stopped)
+        return SG_FILTER_PASS;
+
+    /* A new level starts a new file (unless the demo should run on). */
+    if (f->new_level && c->split_on_map_change && slot->fp) {
+        finish_file(slot, s, true);
+        slot->part = 1;
+    }
+    if (!slot->fp) {
+        n = open_file(slot, c, s, f);
+        if (n < 0) {
+            sg_filter_log(call, SG_FILTER_LOG_ERROR,
+                          "cannot record to %s: %s; not recording this session",
+                          slot->path[0] ? slot->path : c->directory, sg_strerror(n));
+            slot->failed = true;
+            return n;
+        }
+    }
+
+    /* The message, flushed at once. */
+    n = s->codec->record(s->codec_state, f, slot->fp);
+    if (n > 0 && fflush(slot->fp) != 0)
+        n = -errno;
+    if (n > 0 && slot->written++ == 0) {
+        slot->demos++;
+        memcpy(slot->last, slot->path, sizeof(slot->last));
+        sg_filter_log(call, SG_FILTER_LOG_INFO, "recording to %s", slot->path);
+    }
+    if (n < 0) {
+        sg_filter_log(call, SG_FILTER_LOG_ERROR, "recording stopped: writing %s failed: %s",
+                      slot->path, sg_strerror(n));
+        finish_file(slot, s, false);
+        slot->failed = true;
+        return n;
+    }
+
+    /* Past the size limit: this part ends here; the next one starts at the next message. */
+    if (n > 0 && c->max_size > 0 && (size = ftell(slot->fp)) > c->max_size) {
+        if (c->at_max_size == AT_MAX_STOP) {
+            sg_filter_log(call, SG_FILTER_LOG_WARN,
+                          "demo %s reached max_size (%ld bytes): recording stopped for this "
+                          "session",
+                          slot->path, size);
+            slot->stopped = true;
+        }
+        finish_file(slot, s, true);
+        slot->part++;
+    }
     return SG_FILTER_PASS;
 }
 
+static void session_end(void *route_state, const struct sg_filter_session *session, void *p)
+{
+    struct record_slot *slot = p;
+
+    (void)route_state;
+    finish_file(slot, session, true);
+    free(slot);
+}
+
+bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
+                            const char **last)
+{
+    const struct record_slot *rs = slot;
+
+    if (impl != &sg_builtin_record || !rs)
+        return false;
+    *demos = rs->demos;
+    *last = rs->demos ? rs->last : NULL;
+    return true;
+}
+
+static const struct sg_conf_directive directives[] = {
+    {.name = "directory",
+     .type = SG_CONF_PATH,
+     .offset = offsetof(struct record_conf, directory),
+     .argname = "DIR",
+     .help = "where the demos go (made if missing, one level); required"},
+    {.name = "name",
+     .type = SG_CONF_STRING,
+     .offset = offsetof(struct record_conf, name),
+     .argname = "TEMPLATE",
+     .help = "file name without the extension; %map% %date% %time% %client% %server% %session% "
+             "%route% %part% (default " RECORD_DEFAULT_NAME ")"},
+    {.name = "split_on_map_change",
+     .type = SG_CONF_BOOL,
+     .offset = offsetof(struct record_conf, split_on_map_change),
+     .argname = "yes|no",
+     .help = "start a new demo at each level (default yes; no: one demo for the session)"},
+    {.name = "max_size",
+     .type = SG_CONF_SIZE,
+     .offset = offsetof(struct record_conf, max_size),
+     .min = 0,
+     .max = INT64_MAX,
+     .argname = "SIZE",
+     .help = "end a demo once it grows past SIZE bytes (k/M/G; default 0: no limit)"},
+    {.name = "at_max_size",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct record_conf, at_max_size),
+     .choices = at_max_names,
+     .argname = "next|stop",
+     .help = "past max_size: start the next part (default), or stop recording the session"},
+    {NULL},
+};
+
 const struct sg_filter_impl sg_builtin_record = {
     .name = "record",
-    .description = "(not written yet)",
+    .description = "write each session's demo files (.dm_68, .dm_71, ...) as the client saw "
+                   "the game",
+    .example = "filter record {\n"
+               "    directory demos\n"
+               "    name %map%-%date%-%time%-%client%\n"
+               "    max_size 50M\n"
+               "}\n",
+    .tap = true,
+    .conf_size = sizeof(struct record_conf),
+    .directives = directives,
+    .conf_init = conf_init,
+    .conf_check = conf_check,
+    .create = create,
     .on_frame = on_frame,
+    .session_end = session_end,
 };

@@ -10,10 +10,81 @@
 #include "sg_version.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/*
+ * What a run holds beyond struct sg_app: the `stats_interval` timer.  The
+ * app is the first member, so the app's callbacks find it (run_of).
+ */
+struct app_run {
+    struct sg_app app;
+    uv_timer_t stats_timer;
+    bool stats_timer_open;
+};
+
+static struct app_run *run_of(struct sg_app *app)
+{
+    return (struct app_run *)(void *)((char *)app - offsetof(struct app_run, app));
+}
+
+/* ---- the periodic stats line ---- */
+
+/* One line per route: packets, sessions, and each filter's counters. */
+static void log_stats(struct sg_app *app)
+{
+    char line[4096];
+
+    for (const struct sg_route *r = app->routes; r; r = r->next) {
+        const struct sg_counters *c = &r->counters;
+        int n = snprintf(line, sizeof(line),
+                         "stats: sessions_active=%zu sessions_total=%llu c2s_packets=%llu "
+                         "c2s_bytes=%llu s2c_packets=%llu s2c_bytes=%llu drops=%llu",
+                         r->nsessions, (unsigned long long)r->sessions_total,
+                         (unsigned long long)c->c2s_packets, (unsigned long long)c->c2s_bytes,
+                         (unsigned long long)c->s2c_packets, (unsigned long long)c->s2c_bytes,
+                         (unsigned long long)sg_counters_drops(c));
+
+        for (int i = 0; r->chain && i < r->chain->n && n > 0 && n < (int)sizeof(line); i++) {
+            const struct sg_chain_filter *f = &r->chain->f[i];
+            n += snprintf(
+                line + n, sizeof(line) - (size_t)n,
+                " | %s: seen=%llu passed=%llu dropped=%llu changed=%llu injected=%llu "
+                "errors=%llu",
+                f->fc->label, (unsigned long long)f->counters.seen,
+                (unsigned long long)f->counters.passed, (unsigned long long)f->counters.dropped,
+                (unsigned long long)f->counters.changed, (unsigned long long)f->counters.injected,
+                (unsigned long long)f->counters.errors);
+        }
+        sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "%s", line);
+    }
+}
+
+static void on_stats_timer(uv_timer_t *t)
+{
+    log_stats(t->data);
+}
+
+/* (Re)arm the timer from the configuration in force; it never keeps the loop alive. */
+static void stats_timer_start(struct sg_app *app)
+{
+    struct app_run *run = run_of(app);
+    uint64_t iv = (uint64_t)app->conf->stats_interval_ms;
+
+    if (!run->stats_timer_open) {
+        if (iv == 0 || uv_timer_init(&app->loop, &run->stats_timer) < 0)
+            return;
+        run->stats_timer.data = app;
+        run->stats_timer_open = true;
+        uv_unref((uv_handle_t *)&run->stats_timer);
+    }
+    uv_timer_stop(&run->stats_timer);
+    if (iv > 0 && !app->stopping)
+        uv_timer_start(&run->stats_timer, on_stats_timer, iv, iv);
+}
 
 /* ---- shutdown ---- */
 
@@ -28,6 +99,8 @@ static void stop(struct sg_app *app, const char *why)
     /* The stop handler stays armed for a second, forceful stop. */
     uv_unref((uv_handle_t *)&app->stop_async);
     uv_unref((uv_handle_t *)&app->sig_hup);
+    if (run_of(app)->stats_timer_open)
+        uv_timer_stop(&run_of(app)->stats_timer);
 }
 
 static void append_route(struct sg_route **list, struct sg_route *r);
@@ -82,6 +155,7 @@ static void reload(struct sg_app *app)
 
     sg_conf_destroy(app->conf);
     app->conf = conf;
+    stats_timer_start(app);
     sg_log(&app->log, SG_LOG_INFO, NULL, 0, "configuration reloaded");
 }
 
@@ -210,61 +284,62 @@ static int start_routes(struct sg_app *app)
 
 int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, const char *stats_path)
 {
-    struct sg_app app;
+    struct app_run run;
     struct sg_conf_diag diag;
     int status = 0, err;
 
     /* Configuration first: a bad one never starts the loop. */
-    memset(&app, 0, sizeof(app));
-    app.log.restore_flags = -1;
+    memset(&run, 0, sizeof(run));
+    run.app.log.restore_flags = -1;
     sg_conf_diag_init(&diag);
-    if (sg_conf_load(config_path, ov, &app.conf, &diag) < 0) {
+    if (sg_conf_load(config_path, ov, &run.app.conf, &diag) < 0) {
         for (int i = 0; i < diag.count && i < SG_CONF_MAX_DIAGS; i++)
             fprintf(stderr, "%s\n", diag.msgs[i]);
         return 1;
     }
-    sg_log_init(&app.log, STDERR_FILENO, app.conf->log_level);
-    app.config_path = config_path;
-    app.ov = ov;
-    app.stats_path = stats_path ? stats_path : app.conf->stats_file;
-    app.started_wall_ms = sg_now_wall_ms();
+    sg_log_init(&run.app.log, STDERR_FILENO, run.app.conf->log_level);
+    run.app.config_path = config_path;
+    run.app.ov = ov;
+    run.app.stats_path = stats_path ? stats_path : run.app.conf->stats_file;
+    run.app.started_wall_ms = sg_now_wall_ms();
 
     /* The loop, the signals, the routes. */
-    err = uv_loop_init(&app.loop);
+    err = uv_loop_init(&run.app.loop);
     if (err < 0) {
         fprintf(stderr, "slipgate: cannot start the event loop: %s\n", uv_strerror(err));
-        sg_conf_destroy(app.conf);
-        sg_log_finish(&app.log);
+        sg_conf_destroy(run.app.conf);
+        sg_log_finish(&run.app.log);
         return 1;
     }
-    app.started_loop_ms = uv_now(&app.loop);
+    run.app.started_loop_ms = uv_now(&run.app.loop);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), not death */
-    if (start_signals(&app) < 0 || start_routes(&app) < 0) {
+    if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0) {
         status = 1;
-        stop(&app, "startup failed");
+        stop(&run.app, "startup failed");
     } else {
-        sg_log(&app.log, SG_LOG_INFO, NULL, 0, "slipgate %s running (pid %d)", SG_VERSION,
+        sg_log(&run.app.log, SG_LOG_INFO, NULL, 0, "slipgate %s running (pid %d)", SG_VERSION,
                (int)getpid());
+        stats_timer_start(&run.app);
     }
 
     /* Serve until every route has closed. */
-    uv_run(&app.loop, UV_RUN_DEFAULT);
+    uv_run(&run.app.loop, UV_RUN_DEFAULT);
 
     /* Close what is left (the signal handles) and account for it. */
     stop_signals_off();
-    uv_walk(&app.loop, close_walk, NULL);
-    uv_run(&app.loop, UV_RUN_DEFAULT);
-    if (app.stats_path && sg_stats_write(&app, app.stats_path) < 0)
+    uv_walk(&run.app.loop, close_walk, NULL);
+    uv_run(&run.app.loop, UV_RUN_DEFAULT);
+    if (run.app.stats_path && sg_stats_write(&run.app, run.app.stats_path) < 0)
         status = 1;
-    if (uv_loop_close(&app.loop) != 0) {
-        sg_log(&app.log, SG_LOG_ERROR, NULL, 0, "internal error: handles left open at exit");
+    if (uv_loop_close(&run.app.loop) != 0) {
+        sg_log(&run.app.log, SG_LOG_ERROR, NULL, 0, "internal error: handles left open at exit");
         status = 1;
     }
-    sg_log(&app.log, SG_LOG_INFO, NULL, 0, "stopped");
-    sg_log_finish(&app.log);
-    free_routes(app.routes);
-    free_routes(app.retired);
-    sg_conf_destroy(app.conf);
+    sg_log(&run.app.log, SG_LOG_INFO, NULL, 0, "stopped");
+    sg_log_finish(&run.app.log);
+    free_routes(run.app.routes);
+    free_routes(run.app.retired);
+    sg_conf_destroy(run.app.conf);
     return status;
 }

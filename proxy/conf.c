@@ -207,6 +207,14 @@ static const struct sg_conf_directive top_directives[] = {
      .offset = offsetof(struct sg_conf, stats_file),
      .argname = "FILE",
      .help = "write a JSON summary of every session here at exit"},
+    {.name = "stats_interval",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_conf, stats_interval_ms),
+     .min = 0,
+     .max = 7LL * 24 * 3600 * 1000,
+     .argname = "DURATION",
+     .help = "log a `stats` line per route (packets, sessions, each filter's counters) this "
+             "often (default 0: never)"},
     {.name = "plugin",
      .type = SG_CONF_CUSTOM,
      .set = plugin_set,
@@ -364,6 +372,33 @@ static int apply_set(struct sg_conf *conf, const char *name, const char *value,
 
 /* ---- validation ---- */
 
+/* `record DIR` (and --record) is a shortcut: a `record` filter at the end of the chain. */
+static int add_record_filter(struct sg_route_conf *r, const char *file, struct sg_conf_diag *diag)
+{
+    const struct sg_filter_impl *impl = sg_filter_find(NULL, "record", NULL);
+    struct sg_filter_conf *fc;
+
+    fc = impl ? sg_filter_conf_append(&r->filters, impl, NULL, NULL, r->line ? file : NULL, r->line)
+              : NULL;
+    if (!fc) {
+        sg_conf_diag_error(diag, file, r->line, 0, "route '%s': cannot add the record filter",
+                           r->name);
+        return -ENOMEM;
+    }
+    return sg_conf_set(sg_filter_conf_section(fc->conf), fc->conf, "directory", r->record, "record",
+                       diag);
+}
+
+/* How many `record` filters the route's chain has. */
+static int record_filters(const struct sg_route_conf *r)
+{
+    int n = 0;
+
+    for (const struct sg_filter_conf *fc = r->filters ? r->filters->head : NULL; fc; fc = fc->next)
+        n += strcmp(fc->impl->name, "record") == 0 && !fc->plugin;
+    return n;
+}
+
 static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
 {
     const char *file = conf->file ? conf->file : "command line";
@@ -375,6 +410,12 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
                            "'server'");
         return SG_E_CONFIG;
     }
+    if (conf->stats_interval_ms > 0 && conf->stats_interval_ms < 100) {
+        sg_conf_diag_error(diag, file, 0, 0,
+                           "'stats_interval' is 0 (off) or at least 100ms, got %lldms",
+                           (long long)conf->stats_interval_ms);
+        rc = SG_E_CONFIG;
+    }
     for (struct sg_route_conf *r = conf->routes; r; r = r->next) {
         if (!r->listen && !(r->listen = strdup(SG_DEFAULT_LISTEN)))
             return -ENOMEM;
@@ -382,6 +423,16 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
             sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,
                                "route '%s' has no 'server' (the real game server, HOST:PORT)",
                                r->name);
+            rc = SG_E_CONFIG;
+        }
+        if (r->record && add_record_filter(r, file, diag) < 0)
+            rc = SG_E_CONFIG;
+        if (record_filters(r) > 1) {
+            sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,
+                               "route '%s' has %d recorders ('record DIR', --record and 'filter "
+                               "record' blocks); a session's codec writes one demo at a time: "
+                               "keep one",
+                               r->name, record_filters(r));
             rc = SG_E_CONFIG;
         }
         if (sg_filter_list_check(r->filters, diag) < 0)

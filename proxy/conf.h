@@ -50,6 +50,7 @@ struct sg_route_conf {
 struct sg_conf {
     int log_level; /* enum sg_log_level */
     char *stats_file;
+    int64_t stats_interval_ms; /* a `stats` log line per route this often; 0 = never */
     char *file; /* the file it came from, or NULL */
     struct sg_route_conf *routes;
     int nroutes;

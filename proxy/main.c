@@ -3,6 +3,8 @@
  *
  *   slipgate [OPTIONS] [+set NAME VALUE]...     run the proxy
  *   slipgate demo ...                           offline demo tools
+ *   slipgate pcap decode FILE ...               sessions in a capture
+ *   slipgate filters [-c CONFIG] [--json]       the filters and their directives
  *
  * Exit status: 0 success, 1 runtime or configuration error, 2 usage error.
  */
@@ -21,6 +23,8 @@ static const char usage_text[] =
     "Usage: slipgate [OPTIONS] [+set NAME VALUE]...\n"
     "       slipgate demo COMMAND ...      Quake 3 demo tools (slipgate demo --help)\n"
     "       slipgate pcap decode FILE ...  decode Quake 3 sessions in a capture\n"
+    "       slipgate filters [-c CONFIG] [--json]\n"
+    "                                      list the filters and their directives\n"
     "\n"
     "A live UDP proxy for the Quake games: clients connect to slipgate, slipgate\n"
     "relays every datagram to the real server and back.\n"
@@ -47,11 +51,150 @@ static const char usage_text[] =
     "Signals: SIGINT/SIGTERM stop cleanly (a second one exits at once);\n"
     "SIGHUP re-reads the config file without dropping live sessions.\n"
     "\n"
+    "Filters run in each route's chain, from 'filter NAME [LABEL] { ... }' blocks\n"
+    "in the config file; 'plugin PATH' at the top loads more of them.  --stats\n"
+    "counts each filter's frames; 'stats_interval DURATION' logs them too.\n"
+    "\n"
     "Examples:\n"
     "  slipgate -s q3.example.org:27960\n"
     "  slipgate -l [::]:27960 -s 127.0.0.1:27961 --stats /tmp/slipgate.json\n"
     "  slipgate -c /etc/slipgate.conf +set idle_timeout 2m\n"
     "  slipgate -p q3 -s 127.0.0.1:27961 --record demos +set reencode always\n";
+
+/* ---- slipgate filters ---- */
+
+static const char filters_usage[] =
+    "Usage: slipgate filters [-c CONFIG] [--json]\n"
+    "List every filter: the built-in ones and those of the plugins CONFIG loads\n"
+    "(its 'plugin PATH' lines), each with its directives.\n"
+    "\n"
+    "  -c, --config FILE   also list the filters of FILE's plugins\n"
+    "      --json          one JSON object instead of text\n"
+    "  -h, --help          print this help and exit\n";
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static const char *const conf_type_names[] = {
+    "string", "path", "address", "integer", "size", "duration",
+    "bool",   "enum", "custom",  "block",   "list",
+};
+
+static void print_filter(const struct sg_filter_impl *f, const char *plugin, bool json, bool first)
+{
+    if (!json) {
+        printf("%s%s  (%s%s%s)\n    %s\n", first ? "" : "\n", f->name, f->tap ? "tap" : "filter",
+               plugin ? ", plugin " : "", plugin ? plugin : "",
+               f->description ? f->description : "");
+        for (const struct sg_conf_directive *d = f->directives; d && d->name; d++)
+            printf("    %-20s %-18s %s\n", d->name, d->argname ? d->argname : "",
+                   d->help ? d->help : "");
+        return;
+    }
+    printf("%s\n    {\"name\": ", first ? "" : ",");
+    json_str(f->name);
+    printf(", \"kind\": \"%s\", \"plugin\": ", f->tap ? "tap" : "filter");
+    if (plugin)
+        json_str(plugin);
+    else
+        fputs("null", stdout);
+    fputs(", \"description\": ", stdout);
+    json_str(f->description ? f->description : "");
+    fputs(", \"example\": ", stdout);
+    if (f->example)
+        json_str(f->example);
+    else
+        fputs("null", stdout);
+    fputs(", \"directives\": [", stdout);
+    for (const struct sg_conf_directive *d = f->directives; d && d->name; d++) {
+        printf("%s{\"name\": ", d == f->directives ? "" : ", ");
+        json_str(d->name);
+        printf(", \"type\": \"%s\", \"argname\": ",
+               (unsigned)d->type < sizeof(conf_type_names) / sizeof(conf_type_names[0])
+                   ? conf_type_names[d->type]
+                   : "custom");
+        json_str(d->argname ? d->argname : "");
+        fputs(", \"help\": ", stdout);
+        json_str(d->help ? d->help : "");
+        putchar('}');
+    }
+    fputs("]}", stdout);
+}
+
+static int cmd_filters(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct sg_conf_diag diag;
+    struct sg_conf *conf = NULL;
+    const char *config = NULL;
+    bool json = false, first = true;
+    int opt;
+
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'c':
+            config = optarg;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            fputs(filters_usage, stdout);
+            return 0;
+        default:
+            fputs("Try 'slipgate filters --help' for more information.\n", stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "slipgate filters: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+
+    /* The config's plugins: the whole file is read (and must be valid), routes unchecked. */
+    if (config) {
+        sg_conf_diag_init(&diag);
+        conf = calloc(1, sizeof(*conf));
+        if (!conf || sg_conf_parse_file(config, &sg_conf_top_section, conf, &diag) < 0) {
+            for (int i = 0; i < diag.count && i < SG_CONF_MAX_DIAGS; i++)
+                fprintf(stderr, "%s\n", diag.msgs[i]);
+            if (!conf)
+                fprintf(stderr, "slipgate filters: out of memory\n");
+            sg_conf_destroy(conf);
+            return 1;
+        }
+    }
+
+    if (json)
+        fputs("{\"filters\": [", stdout);
+    for (int i = 0; sg_builtin_filters[i]; i++, first = false)
+        print_filter(sg_builtin_filters[i], NULL, json, first);
+    for (struct sg_plugin *p = conf ? conf->plugins : NULL; p; p = p->next)
+        for (int i = 0; p->table->filters[i]; i++, first = false)
+            print_filter(p->table->filters[i], p->path, json, first);
+    if (json)
+        fputs("\n]}\n", stdout);
+    sg_conf_destroy(conf);
+    return ferror(stdout) || fflush(stdout) != 0 ? 1 : 0;
+}
 
 static void usage_hint(void)
 {
@@ -149,6 +292,8 @@ int main(int argc, char **argv)
         return sg_cmd_demo(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "pcap") == 0)
         return sg_cmd_pcap(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "filters") == 0)
+        return cmd_filters(argc - 1, argv + 1);
 
     /* Options, with +set taken out first. */
     if (extract_sets(&argc, argv, &sets, &ov.nsets) < 0) {

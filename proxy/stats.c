@@ -71,6 +71,29 @@ static void json_session(FILE *f, const struct sg_session_summary *s, bool *firs
     *first = false;
 }
 
+/* The route's chain: one object per filter with its counters (since the chain was built). */
+static void json_filters(FILE *f, const struct sg_chain *chain)
+{
+    fputs(",\n      \"filters\": [", f);
+    for (int i = 0; chain && i < chain->n; i++) {
+        const struct sg_chain_filter *cf = &chain->f[i];
+        const struct sg_filter_counters *c = &cf->counters;
+
+        fputs(i ? ",\n        {\"label\": " : "\n        {\"label\": ", f);
+        json_string(f, cf->fc->label);
+        fputs(", \"name\": ", f);
+        json_string(f, cf->fc->impl->name);
+        fprintf(f,
+                ", \"tap\": %s, \"seen\": %llu, \"passed\": %llu, \"dropped\": %llu, "
+                "\"changed\": %llu, \"injected\": %llu, \"errors\": %llu}",
+                cf->fc->impl->tap ? "true" : "false", (unsigned long long)c->seen,
+                (unsigned long long)c->passed, (unsigned long long)c->dropped,
+                (unsigned long long)c->changed, (unsigned long long)c->injected,
+                (unsigned long long)c->errors);
+    }
+    fputs(chain && chain->n ? "\n      ]" : "]", f);
+}
+
 static void json_route(FILE *f, const struct sg_route *r, bool retired)
 {
     char a[SG_ADDR_STRLEN];
@@ -94,9 +117,14 @@ static void json_route(FILE *f, const struct sg_route *r, bool retired)
     fputs(",\n      \"sessions\": [", f);
     for (size_t i = 0; i < r->nended; i++)
         json_session(f, &r->ended[i], &first);
-    for (const struct sg_session *s = r->sessions; s; s = s->next)
-        json_session(f, &s->sum, &first);
-    fputs(first ? "]}" : "\n      ]}", f);
+    for (const struct sg_session *s = r->sessions; s; s = s->next) {
+        struct sg_session_summary sum = s->sum;
+        sg_session_record_summary(s, r->chain, &sum); /* demos still being written */
+        json_session(f, &sum, &first);
+    }
+    fputs(first ? "]" : "\n      ]", f);
+    json_filters(f, r->chain);
+    fputs("}", f);
 }
 
 int sg_stats_write(struct sg_app *app, const char *path)

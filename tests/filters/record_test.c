@@ -1,0 +1,518 @@
+/*
+ * The 'record' filter (filters/record.c) against fake frames and a fake
+ * demo writer: file names from the template, one demo per level or one for
+ * the session, max_size parts, the end marker, empty files removed, a write
+ * error logged once, frames that must not be recorded, bad settings.
+ *
+ * The fake demo writer writes "G\n" when it sees a new FILE* (the codec's
+ * gamestate), "M<sequence>\n" per message and "E\n" as the end marker, so
+ * the files read back say exactly what the filter asked of the codec.
+ */
+#include "tests/filters/fake.h"
+
+#include "protocols/error.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
+                            const char **last);
+
+/* ---- the fake demo writer ---- */
+
+struct writer {
+    FILE *out; /* the demo being written */
+    int mode;  /* 0 write, 1 skip (waiting for a start), 2 fail */
+    int records, ends, news;
+    bool demo_ext; /* offer a demo writer at all */
+};
+
+static const char *w_ext(void *state)
+{
+    (void)state;
+    return "dm_test";
+}
+
+static int w_record(void *state, const struct sg_frame *f, FILE *out)
+{
+    struct writer *w = state;
+
+    w->records++;
+    if (w->mode == 1)
+        return 0;
+    if (w->mode == 2)
+        return -ENOSPC;
+    if (out != w->out) {
+        w->out = out;
+        w->news++;
+        fputs("G\n", out);
+    }
+    fprintf(out, "M%d\n", (int)f->sequence);
+    return 1;
+}
+
+static int w_record_end(void *state, FILE *out)
+{
+    struct writer *w = state;
+
+    if (out != w->out)
+        return 0;
+    fputs("E\n", out);
+    w->out = NULL;
+    w->ends++;
+    return fflush(out) == 0 ? 0 : -errno;
+}
+
+static const struct sg_codec writer_codec = {
+    .name = "fakedemo",
+    .demo_ext = w_ext,
+    .record = w_record,
+    .record_end = w_record_end,
+};
+static const struct sg_codec no_writer_codec = {.name = "nodemo"};
+
+/* ---- helpers ---- */
+
+static char dir[64];
+static struct writer w;
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/sg-record-XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+}
+
+/* The files in `d`, sorted, joined by ' '; returns how many. */
+static int list_dir(const char *d, char *out, size_t cap)
+{
+    struct dirent **names;
+    int n = scandir(d, &names, NULL, alphasort), count = 0;
+
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (names[i]->d_name[0] != '.') {
+            size_t len = strlen(out);
+            snprintf(out + len, cap - len, "%s%s", count ? " " : "", names[i]->d_name);
+            count++;
+        }
+        free(names[i]);
+    }
+    free(names);
+    return count;
+}
+
+static void remove_tree(const char *d)
+{
+    struct dirent **names;
+    int n = scandir(d, &names, NULL, alphasort);
+    char path[512];
+
+    for (int i = 0; i < n; i++) {
+        if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, "..")) {
+            snprintf(path, sizeof(path), "%s/%s", d, names[i]->d_name);
+            if (unlink(path) != 0)
+                remove_tree(path);
+        }
+        free(names[i]);
+    }
+    free(names);
+    rmdir(d);
+}
+
+static void read_file(const char *path, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = 0;
+
+    out[0] = '\0';
+    if (!f) {
+        fprintf(stderr, "cannot read %s\n", path);
+        failures++;
+        return;
+    }
+    n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+/* Open a record filter writing into `dir` with extra settings. */
+static int open_rec(struct fake_chain *c, const char *extra)
+{
+    char text[1024];
+    int rc;
+
+    snprintf(text, sizeof(text), "directory %s\n%s", dir, extra ? extra : "");
+    rc = fake_chain_open(c, "record", text, NULL, 0);
+    if (rc < 0)
+        return rc;
+    memset(&w, 0, sizeof(w));
+    c->session.codec = &writer_codec;
+    c->session.codec_state = &w;
+    return 0;
+}
+
+/* One server message with `seq`, starting a level when `map` is not NULL. */
+static void message(struct fake_chain *c, int seq, const char *map, const char *level)
+{
+    fake_frame(&c->codec, SG_DIR_S2C, SG_FRAME_MESSAGE);
+    c->codec.frame.sequence = seq;
+    c->codec.frame.new_level = map != NULL;
+    snprintf(c->codec.frame.level, sizeof(c->codec.frame.level), "%s",
+             map     ? map
+             : level ? level
+                     : "");
+    fake_chain_run(c, (uint64_t)seq, NULL);
+}
+
+static bool has_name(const char *names, const char *pattern_start, const char *end)
+{
+    const char *p = strstr(names, pattern_start);
+    return p && strstr(p, end);
+}
+
+/* ---- cases ---- */
+
+/* Default name: MAP-YYYYmmdd-HHMMSS-CLIENT.EXT; flushed per message; end marker at session end. */
+static void test_default_name(void)
+{
+    struct fake_chain c;
+    char names[1024], path[600], body[256], stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+
+    CHECK(open_rec(&c, NULL) == 0);
+    message(&c, 10, "q3dm17", NULL);
+    message(&c, 11, NULL, "q3dm17");
+    CHECK(list_dir(dir, names, sizeof(names)) == 1);
+    localtime_r(&now, &tm);
+    strftime(stamp, sizeof(stamp), "q3dm17-%Y%m%d-", &tm);
+    CHECK(strncmp(names, stamp, strlen(stamp)) == 0);
+    CHECK(strlen(names) == strlen("q3dm17-20261122-041500-127.0.0.1_50000.dm_test"));
+    CHECK(has_name(names, "-127.0.0.1_50000", ".dm_test"));
+    snprintf(path, sizeof(path), "%s/%s", dir, names);
+    read_file(path, body, sizeof(body)); /* flushed: readable before the end */
+    CHECK(strcmp(body, "G\nM10\nM11\n") == 0);
+    CHECK(strstr(c.log, "record: recording to ") != NULL);
+    CHECK(c.chain->f[0].counters.seen == 2 && c.chain->f[0].counters.errors == 0);
+    {
+        uint32_t demos = 0;
+        const char *last = NULL;
+        CHECK(sg_record_slot_summary(c.chain->f[0].fc->impl, c.slots[0], &demos, &last));
+        CHECK(demos == 1 && last && strcmp(last, path) == 0);
+        CHECK(!sg_record_slot_summary(c.chain->f[0].fc->impl, NULL, &demos, &last));
+    }
+    fake_chain_close(&c);
+    read_file(path, body, sizeof(body));
+    CHECK(strcmp(body, "G\nM10\nM11\nE\n") == 0);
+    CHECK(strstr(c.log, "finished (2 messages") != NULL);
+    CHECK(w.ends == 1);
+}
+
+/* One demo per level by default; `split_on_map_change no` keeps one for the session. */
+static void test_map_change(void)
+{
+    struct fake_chain c;
+    char names[1024], path[600], body[256], sub[96];
+
+    CHECK(open_rec(&c, "name %map%\n") == 0);
+    message(&c, 1, "oa_dm1", NULL);
+    message(&c, 2, NULL, "oa_dm1");
+    message(&c, 3, "oa_dm2", NULL);
+    message(&c, 4, NULL, "oa_dm2");
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 2);
+    CHECK(strcmp(names, "oa_dm1.dm_test oa_dm2.dm_test") == 0);
+    snprintf(path, sizeof(path), "%s/oa_dm1.dm_test", dir);
+    read_file(path, body, sizeof(body));
+    CHECK(strcmp(body, "G\nM1\nM2\nE\n") == 0);
+    snprintf(path, sizeof(path), "%s/oa_dm2.dm_test", dir);
+    read_file(path, body, sizeof(body));
+    CHECK(strcmp(body, "G\nM3\nM4\nE\n") == 0);
+
+    snprintf(sub, sizeof(sub), "%s/one", dir);
+    {
+        char text[256];
+        snprintf(text, sizeof(text), "directory %s\nname %%map%%\nsplit_on_map_change no\n", sub);
+        CHECK(fake_chain_open(&c, "record", text, NULL, 0) == 0);
+        memset(&w, 0, sizeof(w));
+        c.session.codec = &writer_codec;
+        c.session.codec_state = &w;
+    }
+    message(&c, 1, "oa_dm1", NULL);
+    message(&c, 2, "oa_dm2", NULL);
+    message(&c, 3, NULL, "oa_dm2");
+    fake_chain_close(&c);
+    CHECK(list_dir(sub, names, sizeof(names)) == 1);
+    CHECK(strcmp(names, "oa_dm1.dm_test") == 0);
+    snprintf(path, sizeof(path), "%s/oa_dm1.dm_test", sub);
+    read_file(path, body, sizeof(body));
+    CHECK(strcmp(body, "G\nM1\nM2\nM3\nE\n") == 0);
+}
+
+/* max_size: past it, the demo ends and the next message starts part 2 on a new FILE*. */
+static void test_max_size_next(void)
+{
+    struct fake_chain c;
+    char names[1024], path[600], body[256];
+
+    /* "G\nM1\n" is 5 bytes, each "Mn\n" 3 more: 10 bytes end a part after its third message */
+    CHECK(open_rec(&c, "name %map%\nmax_size 10\n") == 0);
+    for (int i = 1; i <= 7; i++)
+        message(&c, i, i == 1 ? "dm" : NULL, "dm");
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 3);
+    CHECK(strcmp(names, "dm-part2.dm_test dm-part3.dm_test dm.dm_test") == 0);
+    snprintf(path, sizeof(path), "%s/dm.dm_test", dir);
+    read_file(path, body, sizeof(body));
+    CHECK(strcmp(body, "G\nM1\nM2\nM3\nE\n") == 0);
+    snprintf(path, sizeof(path), "%s/dm-part2.dm_test", dir);
+    read_file(path, body, sizeof(body));
+    CHECK(strcmp(body, "G\nM4\nM5\nM6\nE\n") == 0);
+    snprintf(path, sizeof(path), "%s/dm-part3.dm_test", dir);
+    read_file(path, body, sizeof(body));
+    CHECK(strcmp(body, "G\nM7\nE\n") == 0);
+    CHECK(w.news == 3 && w.ends == 3);
+
+    /* %part% in the template numbers every part, the first too */
+    CHECK(open_rec(&c, "name %map%_%part%\nmax_size 10\n") == 0);
+    for (int i = 1; i <= 4; i++)
+        message(&c, i, i == 1 ? "x" : NULL, "x");
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 5);
+    CHECK(strstr(names, "x_1.dm_test") && strstr(names, "x_2.dm_test"));
+}
+
+static void test_max_size_stop(void)
+{
+    struct fake_chain c;
+    char names[1024], path[600], body[256];
+
+    CHECK(open_rec(&c, "name %map%\nmax_size 10\nat_max_size stop\n") == 0);
+    for (int i = 1; i <= 6; i++)
+        message(&c, i, i == 1 ? "dm" : NULL, "dm");
+    message(&c, 7, "dm2", NULL); /* not even a new level starts again */
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 1);
+    snprintf(path, sizeof(path), "%s/dm.dm_test", dir);
+    read_file(path, body, sizeof(body));
+    CHECK(strcmp(body, "G\nM1\nM2\nM3\nE\n") == 0);
+    CHECK(w.records == 3);
+    CHECK(strstr(c.log, "reached max_size") != NULL);
+}
+
+/* A file that never got a message (the codec waits for a start) is removed. */
+static void test_empty_removed(void)
+{
+    struct fake_chain c;
+    char names[1024];
+
+    CHECK(open_rec(&c, NULL) == 0);
+    w.mode = 1;
+    message(&c, 1, NULL, "dm");
+    message(&c, 2, NULL, "dm");
+    CHECK(list_dir(dir, names, sizeof(names)) == 1); /* open while waiting */
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 0);
+    CHECK(w.records == 2);
+    CHECK(strstr(c.log, "recording to") == NULL);
+}
+
+/* A write error stops this session's recording, logged once; frames still pass. */
+static void test_write_error(void)
+{
+    struct fake_chain c;
+    struct sg_chain_result res;
+    char names[1024];
+    int v = -1;
+
+    CHECK(open_rec(&c, NULL) == 0);
+    w.mode = 2;
+    message(&c, 1, "dm", NULL);
+    fake_frame(&c.codec, SG_DIR_S2C, SG_FRAME_MESSAGE);
+    c.codec.frame.sequence = 2;
+    v = fake_chain_run(&c, 2, &res);
+    CHECK(v == SG_FILTER_PASS && !res.drop);
+    message(&c, 3, NULL, "dm");
+    CHECK(w.records == 1);
+    CHECK(c.chain->f[0].counters.errors == 1);
+    {
+        const char *p = strstr(c.log, "recording stopped: writing ");
+        CHECK(p && strstr(p, sg_strerror(-ENOSPC)));
+        CHECK(p && !strstr(p + 1, "recording stopped"));
+    }
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 0); /* nothing was written: removed */
+}
+
+/* Placeholders and sanitizing: every value becomes letters, digits, '-', '_', '.'. */
+static void test_template(void)
+{
+    struct fake_chain c;
+    char names[1024];
+
+    CHECK(open_rec(&c, "name \"%route% %session% %server% %client% %map%\"\n") == 0);
+    c.session.client = "[::1]:5";
+    c.session.id = 42;
+    message(&c, 1, "../evil/map", NULL);
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 1);
+    CHECK(strcmp(names, "test_42_127.0.0.1_27960____1__5_.._evil_map.dm_test") == 0);
+
+    /* a name taken already gets -2 rather than overwriting */
+    CHECK(open_rec(&c, "name fixed\n") == 0);
+    message(&c, 1, "a", NULL);
+    fake_chain_close(&c);
+    CHECK(open_rec(&c, "name fixed\n") == 0);
+    message(&c, 1, "a", NULL);
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 3);
+    CHECK(strstr(names, "fixed-2.dm_test ") && strstr(names, "fixed.dm_test"));
+
+    /* a leading '.' never makes a hidden file */
+    CHECK(open_rec(&c, "name %map%\n") == 0);
+    message(&c, 1, ".hidden", NULL);
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 4);
+    CHECK(strstr(names, "_hidden.dm_test") != NULL);
+}
+
+/* What is not a server message as it went out is not recorded. */
+static void test_not_recorded(void)
+{
+    struct fake_chain c;
+    char names[1024];
+
+    CHECK(open_rec(&c, NULL) == 0);
+    fake_frame(&c.codec, SG_DIR_C2S, SG_FRAME_MESSAGE);
+    fake_chain_run(&c, 1, NULL);
+    fake_frame(&c.codec, SG_DIR_S2C, SG_FRAME_PARTIAL);
+    fake_chain_run(&c, 2, NULL);
+    fake_frame(&c.codec, SG_DIR_S2C, SG_FRAME_OOB);
+    fake_chain_run(&c, 3, NULL);
+    CHECK(w.records == 0 && c.slots[0] == NULL);
+
+    /* a codec without a demo writer */
+    c.session.codec = &no_writer_codec;
+    message(&c, 4, "dm", NULL);
+    CHECK(c.slots[0] == NULL);
+    /* no codec */
+    c.session.codec = NULL;
+    message(&c, 5, "dm", NULL);
+    CHECK(c.slots[0] == NULL);
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 0);
+}
+
+/* A frame another filter dropped never reached the client: not recorded. */
+static void test_dropped(void)
+{
+    struct fake_chain c;
+    struct sg_filter_call call = {0};
+    struct sg_filter_proxy proxy = {0};
+    struct sg_chain_result res = {.drop = true, .drop_filter = 0};
+    char names[1024];
+
+    CHECK(open_rec(&c, NULL) == 0);
+    fake_frame(&c.codec, SG_DIR_S2C, SG_FRAME_MESSAGE);
+    c.codec.frame.new_level = true;
+    call.session = &c.session;
+    call.frame = &c.codec.frame;
+    sg_chain_taps(c.chain, c.slots, &call, &proxy, &res);
+    CHECK(w.records == 0);
+    res.drop = false;
+    sg_chain_taps(c.chain, c.slots, &call, &proxy, &res);
+    CHECK(w.records == 1);
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 1);
+}
+
+/* A directory that cannot be made: logged, the session is not recorded, nothing breaks. */
+static void test_unwritable(void)
+{
+    struct fake_chain c;
+    char text[256];
+
+    snprintf(text, sizeof(text), "directory /proc/self/no/such/dir\n");
+    CHECK(fake_chain_open(&c, "record", text, NULL, 0) == 0);
+    memset(&w, 0, sizeof(w));
+    c.session.codec = &writer_codec;
+    c.session.codec_state = &w;
+    message(&c, 1, "dm", NULL);
+    message(&c, 2, NULL, "dm");
+    CHECK(strstr(c.log, "cannot record to") && strstr(c.log, "not recording this session"));
+    CHECK(w.records == 0 && c.chain->f[0].counters.errors == 1);
+    fake_chain_close(&c);
+}
+
+static void test_bad_config(void)
+{
+    struct fake_chain c;
+    char err[512];
+
+    CHECK(fake_chain_open(&c, "record", "", err, sizeof(err)) < 0);
+    CHECK(strstr(err, "needs 'directory DIR'") != NULL);
+    CHECK(fake_chain_open(&c, "record", "directory d\nname %mapname%\n", err, sizeof(err)) < 0);
+    CHECK(strstr(err, "unknown placeholder at '%mapname%'") != NULL);
+    CHECK(fake_chain_open(&c, "record", "directory d\nname a/b\n", err, sizeof(err)) < 0);
+    CHECK(strstr(err, "without '/'") != NULL);
+    CHECK(fake_chain_open(&c, "record", "directory d\nmax_size lots\n", err, sizeof(err)) < 0);
+    CHECK(fake_chain_open(&c, "record", "directory d\nat_max_size maybe\n", err, sizeof(err)) < 0);
+    CHECK(fake_chain_open(&c, "record", "directory d\nsplit_on_map_change perhaps\n", err,
+                          sizeof(err)) < 0);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } cases[] = {
+        {"default_name", test_default_name},
+        {"map_change", test_map_change},
+        {"max_size_next", test_max_size_next},
+        {"max_size_stop", test_max_size_stop},
+        {"empty_removed", test_empty_removed},
+        {"write_error", test_write_error},
+        {"template", test_template},
+        {"not_recorded", test_not_recorded},
+        {"dropped", test_dropped},
+        {"unwritable", test_unwritable},
+        {"bad_config", test_bad_config},
+    };
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s CASE\n", argv[0]);
+        return 2;
+    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (strcmp(argv[1], cases[i].name) != 0)
+            continue;
+        make_dir();
+        cases[i].fn();
+        remove_tree(dir);
+        if (failures)
+            fprintf(stderr, "%s: %d checks failed\n", argv[1], failures);
+        return failures ? 1 : 0;
+    }
+    fprintf(stderr, "unknown case '%s'\n", argv[1]);
+    return 2;
+}
