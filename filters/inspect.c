@@ -81,8 +81,7 @@ struct inspect_route {
     FILE *mem;     /* one frame's output */
     char *mem_buf;
     size_t mem_size;
-    FILE *dump; /* the codec's dump of one frame */
-    char *dump_buf;
+    char *dump_buf; /* the codec's dump of one frame */
     size_t dump_size;
     size_t len; /* bytes waiting in buf */
     char buf[INSPECT_BUF];
@@ -163,8 +162,7 @@ static int create(const void *conf, void **route_state, char *err, size_t errlen
         }
     }
     r->mem = open_memstream(&r->mem_buf, &r->mem_size);
-    r->dump = r->mem ? open_memstream(&r->dump_buf, &r->dump_size) : NULL;
-    if (!r->dump) {
+    if (!r->mem) {
         e = ENOMEM;
         snprintf(err, errlen, "out of memory");
         goto err_close;
@@ -225,7 +223,6 @@ static void destroy(void *route_state)
     if (!r)
         return;
     flush(r);
-    fclose(r->dump);
     fclose(r->mem);
     free(r->dump_buf);
     free(r->mem_buf);
@@ -339,20 +336,26 @@ static int codec_dump(struct inspect_route *r, const struct sg_filter_call *call
                       enum sg_dump_level level, bool json, size_t *len)
 {
     const struct sg_filter_session *s = call->session;
+    FILE *m;
     off_t n;
     int err;
 
     if (!s || !s->codec || !s->codec->dump || !s->codec_state)
         return SG_E_UNSUPPORTED;
-    if (fseeko(r->dump, 0, SEEK_SET) != 0)
-        return -EIO;
-    err = s->codec->dump(s->codec_state, call->frame, level, json, r->dump);
-    if (fflush(r->dump) != 0)
+    /* a fresh stream each time: a rewound memstream's size is not reliable everywhere */
+    free(r->dump_buf);
+    r->dump_buf = NULL;
+    r->dump_size = 0;
+    m = open_memstream(&r->dump_buf, &r->dump_size);
+    if (!m)
         return -ENOMEM;
-    n = ftello(r->dump);
+    err = s->codec->dump(s->codec_state, call->frame, level, json, m);
+    if (fclose(m) != 0)
+        return -ENOMEM;
+    n = (off_t)r->dump_size;
     if (err < 0)
         return err;
-    if (n <= 0 || (size_t)n > r->dump_size)
+    if (n <= 0 || !r->dump_buf)
         return SG_E_STATE;
     *len = (size_t)n;
     return 0;
