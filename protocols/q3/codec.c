@@ -482,7 +482,9 @@ static int q3_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
 /* One reliable command of a rebuilt message. */
 struct out_cmd {
     int32_t seq;
-    const char *text;
+    const char *text;       /* a text that stays put (renum's, or the caller's copy) */
+    struct sg_q3_bytes ref; /* or, when has_ref, the original in the message's byte pool */
+    bool has_ref;
 };
 
 static int cmp_out_cmd(const void *a, const void *b)
@@ -497,7 +499,8 @@ static int cmp_out_cmd(const void *a, const void *b)
  * injected ones it has not acknowledged yet, in number order.
  */
 static int out_commands(const struct sg_q3_renum *r, const int32_t *seqs, const char *const *texts,
-                        int n, bool with_pending, struct out_cmd *out, int cap)
+                        const struct sg_q3_bytes *refs, int n, bool with_pending,
+                        struct out_cmd *out, int cap)
 {
     int k = 0;
 
@@ -506,12 +509,18 @@ static int out_commands(const struct sg_q3_renum *r, const int32_t *seqs, const 
         const char *t;
         if (!sg_q3_renum_map(r, seqs[i], &to, &t))
             continue;
+        memset(&out[k], 0, sizeof(out[k]));
         out[k].seq = to;
-        out[k++].text = t ? t : texts[i];
+        out[k].text = t ? t : texts ? texts[i] : NULL;
+        out[k].has_ref = !t && refs;
+        if (out[k].has_ref)
+            out[k].ref = refs[i];
+        k++;
     }
     for (int i = 0; with_pending && i < r->npending && k < cap; i++) {
         if (r->pending[i].receiver <= r->receiver_ack)
             continue;
+        memset(&out[k], 0, sizeof(out[k]));
         out[k].seq = r->pending[i].receiver;
         out[k++].text = r->pending[i].text;
     }
@@ -524,7 +533,7 @@ static int translate_server_message(struct q3c *c)
 {
     struct sg_q3_svmsg *sv = &c->sv;
     int32_t seqs[SG_Q3_MAX_RELIABLE_COMMANDS * 2];
-    const char *texts[SG_Q3_MAX_RELIABLE_COMMANDS * 2];
+    struct sg_q3_bytes refs[SG_Q3_MAX_RELIABLE_COMMANDS * 2];
     struct out_cmd cmds[SG_Q3_MAX_RELIABLE_COMMANDS * 2 + SG_Q3_RENUM_PENDING];
     struct sg_q3_op *rest;
     uint32_t nrest = 0, first_cmd = UINT32_MAX;
@@ -541,7 +550,7 @@ static int translate_server_message(struct q3c *c)
             if (first_cmd == UINT32_MAX)
                 first_cmd = nrest;
             seqs[n] = op->u.cmd.sequence;
-            texts[n++] = sg_q3_svmsg_str(sv, op->u.cmd.text);
+            refs[n++] = op->u.cmd.text; /* not a pointer: the pool grows below */
             continue;
         }
         if (op->type == SG_Q3_SVC_GAMESTATE) {
@@ -554,7 +563,8 @@ static int translate_server_message(struct q3c *c)
     if (first_cmd == UINT32_MAX)
         first_cmd = 0; /* commands lead a server message (SV_UpdateServerCommandsToClient) */
     /* injected commands wait for a message after the gamestate (renum_gamestate) */
-    k = out_commands(&c->sc, seqs, texts, n, !gamestate, cmds, (int)(sizeof(cmds) / sizeof(cmds[0])));
+    k = out_commands(&c->sc, seqs, NULL, refs, n, !gamestate, cmds,
+                     (int)(sizeof(cmds) / sizeof(cmds[0])));
 
     /* The ops again: what came before the commands, the commands, the rest. */
     sv->num_ops = 0;
@@ -564,9 +574,12 @@ static int translate_server_message(struct q3c *c)
         sv->ops[err] = rest[i];
     }
     for (int i = 0; i < k; i++) {
-        struct sg_q3_bytes ref;
+        struct sg_q3_bytes ref = cmds[i].ref;
         int at = sg_q3_svmsg_add_op(sv, SG_Q3_SVC_SERVERCOMMAND);
-        if ((err = at) < 0 || (err = sg_q3_svmsg_add_bytes(sv, cmds[i].text, strlen(cmds[i].text), &ref)) < 0)
+        if ((err = at) < 0)
+            goto out;
+        if (!cmds[i].has_ref &&
+            (err = sg_q3_svmsg_add_bytes(sv, cmds[i].text, strlen(cmds[i].text), &ref)) < 0)
             goto out;
         sv->ops[at].type = SG_Q3_SVC_SERVERCOMMAND;
         sv->ops[at].u.cmd.sequence = cmds[i].seq;
@@ -602,7 +615,8 @@ static void translate_client_message(struct q3c *c)
         snprintf(c->cmd_copies[i], sizeof(c->cmd_copies[i]), "%s", cm->commands[i].text);
         texts[i] = c->cmd_copies[i];
     }
-    k = out_commands(&c->cc, seqs, texts, n, true, cmds, (int)(sizeof(cmds) / sizeof(cmds[0])));
+    k = out_commands(&c->cc, seqs, texts, NULL, n, true, cmds,
+                     (int)(sizeof(cmds) / sizeof(cmds[0])));
     if (k > SG_Q3_MAX_RELIABLE_COMMANDS)
         k = SG_Q3_MAX_RELIABLE_COMMANDS;
     for (int i = 0; i < k; i++) {

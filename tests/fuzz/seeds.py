@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 TARGETS = ['fuzz_huffman', 'fuzz_q3_message', 'fuzz_q3_client', 'fuzz_q3_netchan',
-           'fuzz_demo_reader', 'fuzz_config']
+           'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config']
 
 SERVER_PORT = 27960  # the server port of every Q3 session capture (MANIFEST.md)
 SESSIONS = {'ioq68': 1, 'ioq71': 2, 'oa71': 3}  # capture -> fuzz_q3_netchan wire mode
@@ -267,6 +267,7 @@ GENERATORS = {
     'fuzz_q3_message': seeds_message,
     'fuzz_q3_client': seeds_client,
     'fuzz_q3_netchan': seeds_netchan,
+    'fuzz_q3_filters': seeds_netchan,  # the same input format
     'fuzz_demo_reader': seeds_demo,
     'fuzz_config': seeds_config,
 }
@@ -287,7 +288,8 @@ def generate(target, testdata, source, outdir):
 # Longest input per target: room for the oversized messages and datagrams
 # each decoder must refuse (MAX_MSGLEN is 16384); the others keep libFuzzer's
 # default (the largest seed, at least 4096).  scripts/fuzz.sh uses the same.
-MAX_LEN = {'fuzz_q3_client': 20000, 'fuzz_q3_message': 40000, 'fuzz_q3_netchan': 40000}
+MAX_LEN = {'fuzz_q3_client': 20000, 'fuzz_q3_message': 40000, 'fuzz_q3_netchan': 40000,
+           'fuzz_q3_filters': 40000}
 
 # What a sanitizer, libFuzzer or a target's property check prints on a failure.
 REPORTS = re.compile(r'ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|libFuzzer)'
