@@ -35,6 +35,7 @@ void sg_q3_msg_init_read(struct sg_q3_msg *m, const uint8_t *data, size_t len)
     m->data = (uint8_t *)(uintptr_t)data;
     m->cap = len;
     m->size = len;
+    m->huff = sg_q3_huff_fixed();
 }
 
 void sg_q3_msg_init_write(struct sg_q3_msg *m, uint8_t *buf, size_t cap)
@@ -44,6 +45,7 @@ void sg_q3_msg_init_write(struct sg_q3_msg *m, uint8_t *buf, size_t cap)
         memset(buf, 0, cap);
     m->data = buf;
     m->cap = cap;
+    m->huff = sg_q3_huff_fixed();
 }
 
 void sg_q3_msg_oob(struct sg_q3_msg *m, bool oob)
@@ -115,7 +117,7 @@ int32_t sg_q3_msg_read_bits(struct sg_q3_msg *m, int bits)
         if (!ok)
             return read_fail(m);
     } else {
-        const struct sg_q3_huff *h = sg_q3_huff_fixed();
+        const struct sg_q3_huff *h = m->huff ? m->huff : sg_q3_huff_fixed();
         unsigned raw = n & 7;
         size_t end = m->size * 8;
 
@@ -176,7 +178,7 @@ void sg_q3_msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits)
         return;
     }
 
-    h = sg_q3_huff_fixed();
+    h = m->huff ? m->huff : sg_q3_huff_fixed();
     v &= 0xffffffffu >> (32 - n);
     raw = n & 7;
     if (raw) {

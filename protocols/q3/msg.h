@@ -51,6 +51,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct sg_q3_huff;
+
 #define SG_Q3_MAX_MSGLEN       16384 /* MAX_MSGLEN */
 #define SG_Q3_MAX_STRING_CHARS 1024
 #define SG_Q3_BIG_INFO_STRING  8192
@@ -64,6 +66,7 @@ struct sg_q3_msg {
                          counts; size + 1 after a read past the end */
     bool oob;         /* true: raw byte mode */
     bool overflowed;  /* sticky overflow flag */
+    const struct sg_q3_huff *huff; /* the fixed coder, fetched once (NULL: fetched per use) */
 };
 
 /* Reader over `len` bytes at `data` (not modified; cast away for the struct). */
