@@ -2,6 +2,7 @@
 #include "protocols/q3/renum.h"
 
 #include "protocols/error.h"
+#include "protocols/q3/proto.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -41,7 +42,7 @@ static struct sg_q3_renum_entry *entry(struct sg_q3_renum *r, int32_t seq)
     struct sg_q3_renum_entry *e = &r->ring[SLOT(seq)];
 
     if (!r->started || e->sender != seq || seq > r->last_sender ||
-        seq <= r->last_sender - SG_Q3_RENUM_RING)
+        (int64_t)seq <= (int64_t)r->last_sender - SG_Q3_RENUM_RING)
         return NULL;
     return e;
 }
@@ -51,10 +52,10 @@ int32_t sg_q3_renum_add(struct sg_q3_renum *r, int32_t seq)
     struct sg_q3_renum_entry *e;
 
     if (!r->started)
-        start(r, seq - 1);
+        start(r, sg_q3_seqadd(seq, -1));
     if (seq <= r->last_sender)
-        return seq + (r->last_receiver - r->last_sender);
-    r->last_receiver += seq - r->last_sender;
+        return sg_q3_renum_forward(r, seq);
+    r->last_receiver = sg_q3_seqadd(r->last_receiver, sg_q3_seqdiff(seq, r->last_sender));
     r->last_sender = seq;
     e = &r->ring[SLOT(seq)];
     free(e->text);
@@ -76,15 +77,15 @@ int sg_q3_renum_drop(struct sg_q3_renum *r, int32_t seq)
     free(e->text);
     e->text = NULL;
     /* everything numbered after it moves down by one */
-    for (int32_t s = seq + 1; s <= r->last_sender; s++) {
-        struct sg_q3_renum_entry *n = entry(r, s);
+    for (int64_t s = (int64_t)seq + 1; s <= r->last_sender; s++) {
+        struct sg_q3_renum_entry *n = entry(r, (int32_t)s);
         if (n && n->receiver > was)
             n->receiver--;
     }
     for (int i = 0; i < r->npending; i++)
         if (r->pending[i].receiver > was)
             r->pending[i].receiver--;
-    r->last_receiver--;
+    r->last_receiver = sg_q3_seqadd(r->last_receiver, -1);
     r->changed = true;
     return 0;
 }
@@ -123,7 +124,7 @@ bool sg_q3_renum_map(const struct sg_q3_renum *r, int32_t seq, int32_t *receiver
 
 int32_t sg_q3_renum_forward(const struct sg_q3_renum *r, int32_t seq)
 {
-    return r->started ? seq + (r->last_receiver - r->last_sender) : seq;
+    return r->started ? sg_q3_seqadd(seq, sg_q3_seqdiff(r->last_receiver, r->last_sender)) : seq;
 }
 
 int sg_q3_renum_inject(struct sg_q3_renum *r, const char *text)
@@ -136,7 +137,8 @@ int sg_q3_renum_inject(struct sg_q3_renum *r, const char *text)
         return SG_E_TOOBIG;
     if (!(copy = strdup(text)))
         return -ENOMEM;
-    r->pending[r->npending].receiver = ++r->last_receiver;
+    r->last_receiver = sg_q3_seqadd(r->last_receiver, 1);
+    r->pending[r->npending].receiver = r->last_receiver;
     r->pending[r->npending].text = copy;
     r->npending++;
     r->changed = true;
@@ -145,22 +147,22 @@ int sg_q3_renum_inject(struct sg_q3_renum *r, const char *text)
 
 int32_t sg_q3_renum_ack_peek(const struct sg_q3_renum *r, int32_t ack)
 {
-    int32_t cand;
+    int64_t cand;
 
     if (!r->started || !r->changed)
         return ack;
     cand = r->last_sender;
-    for (int32_t s = r->last_sender; s > r->last_sender - SG_Q3_RENUM_RING; s--) {
+    for (int64_t s = r->last_sender; s > (int64_t)r->last_sender - SG_Q3_RENUM_RING; s--) {
         const struct sg_q3_renum_entry *e = &r->ring[SLOT(s)];
         if (e->sender != s)
             break; /* before the first command seen: numbers were the same */
         if (e->receiver == 0)
             continue; /* dropped: received along with what precedes it */
         if (e->receiver <= ack)
-            return cand;
+            return (int32_t)cand;
         cand = s - 1;
     }
-    return cand < ack ? cand : ack;
+    return cand < ack ? (int32_t)cand : ack;
 }
 
 int32_t sg_q3_renum_ack(struct sg_q3_renum *r, int32_t ack)
@@ -190,9 +192,9 @@ int32_t sg_q3_renum_gamestate(struct sg_q3_renum *r, int32_t seq)
     }
     at = sg_q3_renum_forward(r, seq > r->last_sender ? seq : r->last_sender);
     for (int i = 0; i < r->npending; i++)
-        r->pending[i].receiver = at + 1 + i;
+        r->pending[i].receiver = sg_q3_seqadd(at, 1 + i);
     r->last_sender = seq > r->last_sender ? seq : r->last_sender;
-    r->last_receiver = at + r->npending;
+    r->last_receiver = sg_q3_seqadd(at, r->npending);
     return at;
 }
 

@@ -4,6 +4,7 @@
  */
 #include "protocols/q3/renum.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,51 @@ static void case_limits(void)
     sg_q3_renum_finish(&r);
 }
 
+/*
+ * Sequence numbers from a hostile peer: the extremes of int32 in any order
+ * (found by fault@malformed_q3 under UBSan: a signed overflow in
+ * sg_q3_renum_add).  Nothing may overflow; numbering stays consistent.
+ */
+static void case_extremes(void)
+{
+    static const int32_t seqs[] = {INT32_MAX, INT32_MIN, -2097151989, 1698718208, 0, -1,
+                                   INT32_MIN + 1, INT32_MAX - 1, 5};
+
+    for (size_t a = 0; a < sizeof(seqs) / sizeof(seqs[0]); a++) {
+        struct sg_q3_renum r;
+
+        sg_q3_renum_init(&r);
+        sg_q3_renum_ack(&r, seqs[a]);
+        CHECK(sg_q3_renum_inject(&r, "print \"x\"") == 0);
+        for (size_t b = 0; b < sizeof(seqs) / sizeof(seqs[0]); b++) {
+            int32_t to = sg_q3_renum_add(&r, seqs[b]);
+
+            (void)to;
+            (void)map(&r, seqs[b]);
+            (void)sg_q3_renum_forward(&r, seqs[b]);
+            (void)sg_q3_renum_drop(&r, seqs[b]);
+            (void)sg_q3_renum_ack(&r, seqs[(a + b) % (sizeof(seqs) / sizeof(seqs[0]))]);
+        }
+        (void)sg_q3_renum_gamestate(&r, INT32_MAX);
+        CHECK(sg_q3_renum_inject(&r, "print \"y\"") == 0);
+        (void)sg_q3_renum_ack_peek(&r, INT32_MIN);
+        sg_q3_renum_finish(&r);
+    }
+
+    /* wrapping past INT32_MAX keeps the offset an injection made */
+    {
+        struct sg_q3_renum r;
+
+        sg_q3_renum_init(&r);
+        sg_q3_renum_ack(&r, INT32_MAX - 2);
+        CHECK(sg_q3_renum_add(&r, INT32_MAX - 1) == INT32_MAX - 1);
+        CHECK(sg_q3_renum_inject(&r, "print \"z\"") == 0); /* receiver INT32_MAX */
+        CHECK(sg_q3_renum_add(&r, INT32_MAX) == INT32_MIN);
+        CHECK(sg_q3_renum_forward(&r, INT32_MAX) == INT32_MIN);
+        sg_q3_renum_finish(&r);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -162,6 +208,7 @@ int main(int argc, char **argv)
     } cases[] = {
         {"identity", case_identity}, {"inject", case_inject},       {"drop", case_drop},
         {"text", case_text},         {"gamestate", case_gamestate}, {"limits", case_limits},
+        {"extremes", case_extremes},
     };
     int ran = 0;
 
