@@ -11,8 +11,8 @@
     XX(SESSION_LIMIT, "session_limit", "the route already has max_sessions sessions")              \
     XX(RATE_LIMIT, "rate_limit", "the source opened new sessions too fast")                        \
     XX(SEND_ERROR, "send_error", "the kernel refused the datagram")                                \
+    XX(UNREACHABLE, "unreachable", "the server's host said nothing listens on its port (ICMP)")   \
     XX(QUEUE_FULL, "queue_full", "too many datagrams waiting for the socket")                      \
-    XX(FOREIGN_SOURCE, "foreign_source", "a datagram from someone other than the server")          \
     XX(TRUNCATED, "truncated", "a datagram larger than the receive buffer")                        \
     XX(NO_SOCKET, "no_socket", "the session's upstream socket could not be opened")                \
     XX(SHUTDOWN, "shutdown", "the proxy is shutting down")                                         \

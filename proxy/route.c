@@ -7,6 +7,7 @@
 #include "proxy/addr.h"
 #include "proxy/app.h"
 
+#include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,13 +176,6 @@ static bool rate_allow(struct sg_route *r, const struct sockaddr *sa)
 
 /* ---- receiving from clients ---- */
 
-static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
-{
-    struct sg_route *r = handle->data;
-    buf->base = r->recvbuf;
-    buf->len = r->recvbuf_len;
-}
-
 /* A datagram from a client that has no session yet: admit it or drop it. */
 static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
 {
@@ -207,21 +201,12 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
     return s;
 }
 
-static void on_client_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
-                           const struct sockaddr *from, unsigned flags)
+/* One datagram from a client: find or make its session, then relay. */
+static void from_client(struct sg_route *r, const struct mmsghdr *m, const struct sockaddr *from)
 {
-    struct sg_route *r = handle->data;
     struct sg_session *s;
 
-    /* Errors and the end of a read burst. */
-    if (nread < 0) {
-        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, 0, "receive error: %s",
-                  uv_strerror((int)nread));
-        return;
-    }
-    if (!from)
-        return;
-    if (flags & UV_UDP_PARTIAL) {
+    if (m->msg_hdr.msg_flags & MSG_TRUNC) {
         r->counters.drops[SG_DROP_TRUNCATED]++;
         return;
     }
@@ -229,12 +214,25 @@ static void on_client_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
         r->counters.drops[SG_DROP_SHUTDOWN]++;
         return;
     }
-
-    /* Find or make the client's session, then relay. */
     s = session_find(r, from);
     if (!s && !(s = admit(r, from)))
         return;
-    sg_session_forward_to_server(s, buf->base, (size_t)nread);
+    sg_session_forward_to_server(s, m->msg_hdr.msg_iov->iov_base, m->msg_len);
+}
+
+static void on_client_readable(struct sg_udp *u)
+{
+    struct sg_route *r = u->data;
+    struct sg_udp_batch *b = &r->batch;
+    int n = sg_udp_recv(u, b);
+
+    if (n < 0) {
+        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, 0, "receive error: %s",
+                  strerror(-n));
+        return;
+    }
+    for (int i = 0; i < n && r->listener.open; i++)
+        from_client(r, &b->msg[i], (const struct sockaddr *)&b->from[i]);
 }
 
 /* ---- the idle sweep ---- */
@@ -301,19 +299,16 @@ static int open_listener(struct sg_route *r)
         return err;
     }
 
-    /* Bind; an IPv6 wildcard stays dual-stack (no UV_UDP_IPV6ONLY). */
-    err = uv_udp_init_ex(&r->app->loop, &r->listener, AF_UNSPEC | UV_UDP_RECVMMSG);
-    if (err < 0)
-        return err;
-    r->listener.data = r;
-    r->listener_open = true;
-    r->open_handles++;
-    err = uv_udp_bind(&r->listener, (struct sockaddr *)&r->listen_addr, 0);
-    if (err == 0)
-        err = uv_udp_recv_start(&r->listener, on_alloc, on_client_recv);
+    /* Bind; an IPv6 wildcard is dual-stack. */
+    err = sg_udp_open(&r->listener, &r->app->loop, (struct sockaddr *)&r->listen_addr, NULL,
+                      on_client_readable, r);
+    if (r->listener.fd >= 0) {
+        r->listener_open = true;
+        r->open_handles++;
+    }
     if (err < 0) {
         sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "cannot listen on %s: %s",
-               sg_addr_format((struct sockaddr *)&r->listen_addr, a, sizeof(a)), uv_strerror(err));
+               sg_addr_format((struct sockaddr *)&r->listen_addr, a, sizeof(a)), strerror(-err));
         return err;
     }
     return 0;
@@ -360,11 +355,17 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     r->nbuckets = 64;
     r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
     r->rates = calloc(RATE_SLOTS, sizeof(*r->rates));
-    r->recvbuf_len = (size_t)SG_RECV_BATCH * SG_MAX_DATAGRAM;
-    r->recvbuf = malloc(r->recvbuf_len);
-    err = (r->buckets && r->rates && r->recvbuf) ? copy_conf(&r->conf, rc) : UV_ENOMEM;
+    err = (r->buckets && r->rates) ? sg_udp_batch_init(&r->batch) : UV_ENOMEM;
+    if (err == 0)
+        err = copy_conf(&r->conf, rc);
     if (err < 0)
         goto err_route;
+
+    /* Every datagram leaves through the outbox. */
+    err = sg_outbox_init(&r->outbox, &app->loop, sg_session_sent);
+    if (err < 0)
+        goto err_route;
+    r->open_handles += 2;
 
     /* The idle sweep. */
     err = uv_timer_init(&app->loop, &r->sweep);
@@ -413,7 +414,7 @@ err_handles:
     return err;
 err_route:
     free_conf(&r->conf);
-    free(r->recvbuf);
+    sg_udp_batch_finish(&r->batch);
     free(r->buckets);
     free(r->rates);
     free(r);
@@ -506,8 +507,12 @@ void sg_route_close(struct sg_route *r, const char *reason)
     }
     if (r->sweep_open)
         uv_close((uv_handle_t *)&r->sweep, on_route_handle_closed);
-    if (r->listener_open)
-        uv_close((uv_handle_t *)&r->listener, on_route_handle_closed);
+    /* The sessions' datagrams are out (each close flushed); then the
+     * outbox and the listener.  Their close callbacks find the route. */
+    if (sg_outbox_close(&r->outbox, on_route_handle_closed))
+        r->outbox.check.data = r->outbox.idle.data = r;
+    if (r->listener_open && sg_udp_close(&r->listener, on_route_handle_closed))
+        r->listener.poll.data = r;
     r->sweep_open = r->listener_open = false;
     sg_chain_flush(r->chain);
     if (r->delay.open) {
@@ -523,7 +528,8 @@ void sg_route_destroy(struct sg_route *r)
     sg_chain_destroy(r->chain);
     r->chain = NULL;
     free_conf(&r->conf);
-    free(r->recvbuf);
+    sg_udp_batch_finish(&r->batch);
+    sg_outbox_finish(&r->outbox);
     free(r->buckets);
     free(r->rates);
     free(r->ended);

@@ -6,12 +6,13 @@
  * buckets and a sweep timer that ends idle sessions.
  *
  * A session is one client address on one route.  It owns an upstream UDP
- * socket of its own, so the server sees one source port per client.  It is
- * freed only from the close callback of that socket (STYLE.md).
+ * socket of its own, connected to the server, so the server sees one source
+ * port per client.  It is freed only from the close callback of that socket
+ * (STYLE.md).
  *
- * Datagrams are forwarded from the receive buffer with uv_udp_try_send; only
- * when the socket would block is the datagram copied into a queued send,
- * which owns its bytes until the send callback.
+ * Sockets are read in batches (one recvmmsg per readiness) into the route's
+ * batch buffer; what goes out is copied into the route's outbox and leaves
+ * in one sendmmsg per socket at the end of the loop turn (proxy/udp.h).
  */
 #ifndef SG_PROXY_ROUTE_H
 #define SG_PROXY_ROUTE_H
@@ -20,6 +21,7 @@
 #include "proxy/counters.h"
 #include "proxy/delay.h"
 #include "proxy/log.h"
+#include "proxy/udp.h"
 #include "protocols/codec.h"
 #include "filters/chain.h"
 
@@ -30,10 +32,6 @@
 
 struct sg_app;
 struct sg_route;
-
-#define SG_MAX_DATAGRAM     65536
-#define SG_RECV_BATCH       16 /* datagrams per receive call */
-#define SG_MAX_QUEUED_SENDS 256 /* per socket, beyond uv_udp_try_send */
 
 /* What is kept of a session after it ends, for --stats. */
 struct sg_session_summary {
@@ -56,10 +54,10 @@ struct sg_session {
     struct sg_session *prev, *next; /* route's list of live sessions */
     struct sockaddr_storage client;
     struct sockaddr_storage server; /* the server this session talks to */
-    uv_udp_t upstream;
-    uint64_t last_active; /* uv_now() of the last datagram either way */
-    unsigned queued;      /* sends waiting in libuv */
+    struct sg_udp upstream; /* connected to `server` */
+    uint64_t last_active;   /* uv_now() of the last datagram either way */
     bool closing;
+    bool refused_logged; /* the server's "port unreachable" was reported */
     bool probed;                  /* the codec is decided (auto: probing ended) */
     const struct sg_codec *codec; /* decoding this session, or NULL */
     void *cstate;                 /* the codec's per-session state */
@@ -86,14 +84,13 @@ struct sg_route {
     const struct sg_codec *codec; /* from `protocol`; NULL: probe each session (auto) */
     struct sockaddr_storage listen_addr;
     struct sockaddr_storage server_addr;
-    uv_udp_t listener;
+    struct sg_udp listener;
     uv_timer_t sweep;
     bool listener_open, sweep_open; /* handles initialised and not yet closed */
     struct sg_chain *chain;         /* the filters, or NULL */
     struct sg_delay_queue delay;    /* datagrams filters hold back */
     bool closing;
     int open_handles; /* handles whose close callback is pending or due */
-    unsigned listener_queued;
 
     /* Live sessions: hash by client address (keyed SipHash) plus a list. */
     struct sg_session **buckets;
@@ -112,10 +109,10 @@ struct sg_route {
     size_t nended, ended_cap;
     uint64_t ended_omitted;
 
-    /* Receive buffer shared by the route's sockets: room for a batch of
-     * SG_RECV_BATCH datagrams per recvmmsg (UV_UDP_RECVMMSG). */
-    char *recvbuf;
-    size_t recvbuf_len;
+    /* Shared by the route's sockets: one receive batch, and the outbox
+     * every datagram leaves through. */
+    struct sg_udp_batch batch;
+    struct sg_outbox outbox;
 };
 
 /*
@@ -134,8 +131,9 @@ void sg_route_destroy(struct sg_route *r);
 
 /* Sessions (proxy/session.c). */
 struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *client);
-void sg_session_forward_to_server(struct sg_session *s, const char *data, size_t len);
-void sg_session_forward_to_client(struct sg_session *s, const char *data, size_t len);
+void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len);
+/* What became of a datagram the route's outbox sent for a session (sg_outbox_done_cb). */
+void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len, int err);
 void sg_session_close(struct sg_session *s, const char *reason);
 /* The route's chain is being replaced: end the session's filter state for `old`. */
 int sg_session_chain_changed(struct sg_session *s, struct sg_chain *old, struct sg_chain *now);
@@ -156,11 +154,6 @@ bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot,
                             const char **last);
 void sg_session_record_summary(const struct sg_session *s, const struct sg_chain *chain,
                                struct sg_session_summary *sum);
-
-/* Send `len` bytes on `handle`, without copying unless the socket would
- * block.  `queued` counts the caller's outstanding queued sends. */
-int sg_udp_send(uv_udp_t *handle, const char *data, size_t len, const struct sockaddr *to,
-                unsigned *queued);
 
 /* Session table internals shared by route.c and session.c. */
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s);

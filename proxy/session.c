@@ -13,68 +13,40 @@
 #include "proxy/route.h"
 #include "protocols/error.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct queued_send {
-    uv_udp_send_t req;
-    unsigned *queued;
-    char data[];
-};
-
-static void on_queued_sent(uv_udp_send_t *req, int status)
-{
-    struct queued_send *q = (struct queued_send *)req;
-    (*q->queued)--;
-    free(q);
-}
-
-int sg_udp_send(uv_udp_t *handle, const char *data, size_t len, const struct sockaddr *to,
-                unsigned *queued)
-{
-    uv_buf_t buf = uv_buf_init((char *)(uintptr_t)data, (unsigned)len);
-    struct queued_send *q;
-    int err;
-
-    /* The common case: straight from the receive buffer, no copy. */
-    if (*queued == 0) {
-        err = uv_udp_try_send(handle, &buf, 1, to);
-        if (err >= 0)
-            return 0;
-        if (err != UV_EAGAIN)
-            return err;
-    }
-
-    /* The socket would block (or others wait first): queue a copy. */
-    if (*queued >= SG_MAX_QUEUED_SENDS)
-        return UV_ENOBUFS;
-    q = malloc(sizeof(*q) + len);
-    if (!q)
-        return UV_ENOMEM;
-    memcpy(q->data, data, len);
-    q->queued = queued;
-    buf = uv_buf_init(q->data, (unsigned)len);
-    err = uv_udp_send(&q->req, handle, &buf, 1, to, on_queued_sent);
-    if (err < 0) {
-        free(q);
-        return err;
-    }
-    (*queued)++;
-    return 0;
-}
 
 /* Count a failed send once per session in the log, every time in counters. */
 static void count_send_error(struct sg_session *s, int err, const char *dir)
 {
     struct sg_route *r = s->route;
-    enum sg_drop why = err == UV_ENOBUFS ? SG_DROP_QUEUE_FULL : SG_DROP_SEND_ERROR;
+    enum sg_drop why = err == -ENOBUFS       ? SG_DROP_QUEUE_FULL
+                       : err == -ECONNREFUSED ? SG_DROP_UNREACHABLE
+                                              : SG_DROP_SEND_ERROR;
 
     s->sum.counters.drops[why]++;
     r->counters.drops[why]++;
+    if (why == SG_DROP_UNREACHABLE)
+        return; /* logged by server_refused() */
     if (sg_counters_drops(&s->sum.counters) == 1)
         sg_log_at(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id, "send %s failed: %s", dir,
-                  uv_strerror(err));
+                  strerror(-err));
+}
+
+/* The server's host answered "port unreachable": say so once per session. */
+static void server_refused(struct sg_session *s)
+{
+    struct sg_route *r = s->route;
+
+    if (s->refused_logged)
+        return;
+    s->refused_logged = true;
+    sg_log_at(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+              "server %s unreachable: nothing listens on that port (ICMP port unreachable); "
+              "relaying goes on in case it starts",
+              s->server_str);
 }
 
 /* ---- sending, either way ---- */
@@ -108,20 +80,28 @@ static void tap_datagram(struct sg_session *s, enum sg_leg leg, const uint8_t *d
     }
 }
 
-static int send_dir(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
+/* Hand a datagram to the route's outbox; sg_session_sent reports on it. */
+static void send_dir(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
 {
     struct sg_route *r = s->route;
-    const char *bytes = (const char *)data;
-    int err;
 
     if (dir == SG_DIR_C2S)
-        err = sg_udp_send(&s->upstream, bytes, len, (struct sockaddr *)&s->server, &s->queued);
+        sg_outbox_push(&r->outbox, &s->upstream, NULL, data, len, s, (uint8_t)dir);
     else
-        err = sg_udp_send(&r->listener, bytes, len, (struct sockaddr *)&s->client,
-                          &r->listener_queued);
+        sg_outbox_push(&r->outbox, &r->listener, (struct sockaddr *)&s->client, data, len, s,
+                       (uint8_t)dir);
+}
+
+void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len, int err)
+{
+    struct sg_session *s = session;
+    struct sg_route *r = s->route;
+
     if (err < 0) {
+        if (err == -ECONNREFUSED)
+            server_refused(s);
         count_send_error(s, err, dir == SG_DIR_C2S ? "to server" : "to client");
-        return err;
+        return;
     }
     if (dir == SG_DIR_C2S) {
         s->sum.counters.c2s_packets++;
@@ -136,7 +116,6 @@ static int send_dir(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
     }
     if (r->chain && r->chain->has_datagram_taps)
         tap_datagram(s, dir == SG_DIR_C2S ? SG_LEG_SERVER_OUT : SG_LEG_CLIENT_OUT, data, len);
-    return 0;
 }
 
 void sg_session_send_delayed(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
@@ -154,18 +133,18 @@ struct emit_ctx {
     uint8_t copies;
 };
 
+/* Never fails: what the kernel refuses is counted when the outbox is flushed. */
 static int emit(void *ctx, const uint8_t *data, size_t len)
 {
     struct emit_ctx *e = ctx;
     struct sg_route *r = e->s->route;
-    int err = 0;
 
     for (int i = 0; i <= e->copies; i++) {
         if (e->delay_ms == 0 || sg_delay_push(&r->delay, uv_now(&r->app->loop), e->delay_ms,
                                               e->s, e->dir, data, len) < 0)
-            err = send_dir(e->s, e->dir, data, len);
+            send_dir(e->s, e->dir, data, len);
     }
-    return err;
+    return 0;
 }
 
 /* ---- decoding ---- */
@@ -343,81 +322,60 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
 
 /* ---- server -> client ---- */
 
-static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+static void on_server_readable(struct sg_udp *u)
 {
-    struct sg_session *s = handle->data;
-    buf->base = s->route->recvbuf;
-    buf->len = s->route->recvbuf_len;
-}
-
-static void on_server_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
-                           const struct sockaddr *from, unsigned flags)
-{
-    struct sg_session *s = handle->data;
+    struct sg_session *s = u->data;
     struct sg_route *r = s->route;
-    char a[SG_ADDR_STRLEN];
+    struct sg_udp_batch *b = &r->batch;
+    int n = sg_udp_recv(u, b);
 
-    /* Errors (an ICMP unreachable shows up here) are not fatal. */
-    if (nread < 0) {
-        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "upstream: %s",
-                  uv_strerror((int)nread));
-        return;
+    /* An ICMP error is reported first; the datagrams come with the next call. */
+    if (n < 0) {
+        if (n == -ECONNREFUSED)
+            server_refused(s);
+        else
+            sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "upstream: %s",
+                      strerror(-n));
+        n = sg_udp_recv(u, b);
     }
-    if (!from || s->closing)
-        return;
-    if (flags & UV_UDP_PARTIAL) {
-        s->sum.counters.drops[SG_DROP_TRUNCATED]++;
-        r->counters.drops[SG_DROP_TRUNCATED]++;
-        return;
+    /* The socket is connected: the kernel delivers only the server's datagrams. */
+    for (int i = 0; i < n && !s->closing; i++) {
+        if (b->msg[i].msg_hdr.msg_flags & MSG_TRUNC) {
+            s->sum.counters.drops[SG_DROP_TRUNCATED]++;
+            r->counters.drops[SG_DROP_TRUNCATED]++;
+            continue;
+        }
+        relay(s, SG_DIR_S2C, b->iov[i].iov_base, b->msg[i].msg_len);
     }
-
-    /* Only the server may answer through this socket. */
-    if (!sg_addr_equal(from, (struct sockaddr *)&s->server)) {
-        s->sum.counters.drops[SG_DROP_FOREIGN_SOURCE]++;
-        r->counters.drops[SG_DROP_FOREIGN_SOURCE]++;
-        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
-                  "drop from %s: not the server", sg_addr_format(from, a, sizeof(a)));
-        return;
-    }
-    relay(s, SG_DIR_S2C, (const uint8_t *)buf->base, (size_t)nread);
 }
 
 /* ---- client -> server ---- */
 
-void sg_session_forward_to_server(struct sg_session *s, const char *data, size_t len)
+void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len)
 {
-    relay(s, SG_DIR_C2S, (const uint8_t *)data, len);
+    relay(s, SG_DIR_C2S, data, len);
 }
 
 /* ---- life cycle ---- */
 
+/* A socket of the server's family on an ephemeral port, connected to the server. */
 static int open_upstream(struct sg_session *s)
 {
     struct sockaddr_storage any;
-    struct sockaddr_storage bound;
-    int len = sizeof(bound);
     int err;
 
-    /* A socket of the server's family on an ephemeral port. */
     memset(&any, 0, sizeof(any));
     any.ss_family = s->server.ss_family;
-    err = uv_udp_init_ex(&s->route->app->loop, &s->upstream, AF_UNSPEC | UV_UDP_RECVMMSG);
-    if (err < 0)
-        return err;
-    s->upstream.data = s;
-    err = uv_udp_bind(&s->upstream, (struct sockaddr *)&any, 0);
-    if (err == 0)
-        err = uv_udp_recv_start(&s->upstream, on_alloc, on_server_recv);
-    if (err == 0 && uv_udp_getsockname(&s->upstream, (struct sockaddr *)&bound, &len) == 0) {
-        s->sum.upstream_port = sg_addr_port((struct sockaddr *)&bound);
-        s->upstream_local = bound;
-    }
+    err = sg_udp_open(&s->upstream, &s->route->app->loop, (struct sockaddr *)&any,
+                      (struct sockaddr *)&s->server, on_server_readable, s);
+    if (err == 0 && sg_udp_local(&s->upstream, &s->upstream_local) == 0)
+        s->sum.upstream_port = sg_addr_port((struct sockaddr *)&s->upstream_local);
     return err;
 }
 
 static void on_upstream_closed(uv_handle_t *h)
 {
-    struct sg_session *s = h->data;
+    struct sg_session *s = ((struct sg_udp *)h->data)->data;
     struct sg_route *r = s->route;
 
     sg_route__session_ended(r, &s->sum);
@@ -452,13 +410,11 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
     if (err < 0) {
         sg_log(&app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
                "cannot open a socket towards the server for %s: %s", s->sum.client,
-               uv_strerror(err));
-        if (s->upstream.loop) {
-            s->closing = true;
-            s->sum.end_reason = "no socket";
-            s->sum.ended_ms = s->sum.started_ms;
-            uv_close((uv_handle_t *)&s->upstream, on_upstream_closed);
-        } else {
+               strerror(-err));
+        s->closing = true;
+        s->sum.end_reason = "no socket";
+        s->sum.ended_ms = s->sum.started_ms;
+        if (!sg_udp_close(&s->upstream, on_upstream_closed)) {
             free(s->slots);
             free(s);
         }
@@ -481,6 +437,8 @@ void sg_session_close(struct sg_session *s, const char *reason)
 
     if (s->closing)
         return;
+    /* What the session relayed so far leaves before its socket closes. */
+    sg_outbox_flush(&r->outbox);
     s->closing = true;
     s->sum.end_reason = reason;
     s->sum.ended_ms = sg_now_wall_ms();
@@ -515,5 +473,5 @@ void sg_session_close(struct sg_session *s, const char *reason)
               (unsigned long long)c->c2s_packets, (unsigned long long)c->c2s_bytes,
               (unsigned long long)c->s2c_packets, (unsigned long long)c->s2c_bytes,
               (unsigned long long)sg_counters_drops(c));
-    uv_close((uv_handle_t *)&s->upstream, on_upstream_closed);
+    sg_udp_close(&s->upstream, on_upstream_closed);
 }

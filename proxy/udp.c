@@ -1,0 +1,466 @@
+/*
+ * The relay's UDP sockets and its outbox (udp.h).
+ *
+ *   poll readable ──▶ sg_udp_recv: one recvmmsg ──▶ owner relays each datagram
+ *                                                      │ sg_outbox_push (copy)
+ *   loop turn ends (uv_check) ──▶ sg_outbox_flush ◀────┘
+ *        per socket with entries: sendmmsg, 64 at a time
+ *        the kernel would block ──▶ the socket's queue ──▶ poll writable ──▶ sendmsg
+ *
+ * Order is kept per socket: while copies wait in a socket's queue, every
+ * newer datagram for it goes behind them.
+ */
+#include "proxy/udp.h"
+
+#include "proxy/addr.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SEND_CHUNK 64 /* datagrams per sendmmsg */
+
+struct sg_udp_queued {
+    struct sg_udp_queued *next;
+    struct sockaddr_storage to;
+    socklen_t tolen;
+    size_t len;
+    uint8_t data[];
+};
+
+/* ---- receive batches ---- */
+
+int sg_udp_batch_init(struct sg_udp_batch *b)
+{
+    memset(b, 0, sizeof(*b));
+    b->buf = malloc((size_t)SG_RECV_BATCH * SG_MAX_DATAGRAM);
+    if (!b->buf)
+        return -ENOMEM;
+    for (int i = 0; i < SG_RECV_BATCH; i++) {
+        b->iov[i].iov_base = b->buf + (size_t)i * SG_MAX_DATAGRAM;
+        b->msg[i].msg_hdr.msg_iov = &b->iov[i];
+        b->msg[i].msg_hdr.msg_iovlen = 1;
+        b->msg[i].msg_hdr.msg_name = &b->from[i];
+    }
+    return 0;
+}
+
+void sg_udp_batch_finish(struct sg_udp_batch *b)
+{
+    free(b->buf);
+    b->buf = NULL;
+}
+
+/* ---- the socket ---- */
+
+static void on_poll(uv_poll_t *p, int status, int events);
+
+static void watch(struct sg_udp *u)
+{
+    uv_poll_start(&u->poll, u->events, on_poll);
+}
+
+/* Copies waiting for the kernel: send what it takes now. */
+static void drain(struct sg_udp *u)
+{
+    while (u->qhead) {
+        struct sg_udp_queued *q = u->qhead;
+        ssize_t n = u->connected ? send(u->fd, q->data, q->len, MSG_DONTWAIT)
+                                 : sendto(u->fd, q->data, q->len, MSG_DONTWAIT,
+                                          (struct sockaddr *)&q->to, q->tolen);
+
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        /* Sent, or refused for good: either way it leaves the queue (it was
+         * counted when it was queued). */
+        u->qhead = q->next;
+        if (!u->qhead)
+            u->qtail = NULL;
+        u->queued--;
+        free(q);
+    }
+    if (u->events & UV_WRITABLE) {
+        u->events &= ~UV_WRITABLE;
+        if (u->open)
+            watch(u);
+    }
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    struct sg_udp *u = p->data;
+
+    /*
+     * libuv stops the handle and reports UV_EBADF on POLLERR: a socket error
+     * is pending (an ICMP unreachable on a connected socket).  Clear it,
+     * keep it for the owner's next receive, and watch again.
+     */
+    if (status < 0) {
+        int soerr = 0;
+        socklen_t len = sizeof(soerr);
+
+        if (getsockopt(u->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr)
+            u->pending_err = -soerr;
+        if (u->open)
+            watch(u);
+        events = UV_READABLE;
+    }
+    if (events & UV_WRITABLE)
+        drain(u);
+    if ((events & UV_READABLE) && u->open)
+        u->on_read(u);
+}
+
+int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
+                const struct sockaddr *peer, sg_udp_read_cb on_read, void *data)
+{
+    int fd, err, off = 0;
+
+    memset(u, 0, sizeof(*u));
+    u->fd = -1;
+    u->ob_head = u->ob_tail = -1;
+    u->on_read = on_read;
+    u->data = data;
+
+    fd = socket(local->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    /* [::] takes IPv4 clients too, whatever the system default. */
+    if (local->sa_family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    if (bind(fd, local, sg_addr_len(local)) < 0 ||
+        (peer && connect(fd, peer, sg_addr_len(peer)) < 0)) {
+        err = -errno;
+        goto err_fd;
+    }
+    err = uv_poll_init_socket(loop, &u->poll, fd);
+    if (err < 0)
+        goto err_fd;
+    u->poll.data = u;
+    u->fd = fd;
+    u->open = true;
+    u->connected = peer != NULL;
+    u->events = UV_READABLE;
+    err = uv_poll_start(&u->poll, u->events, on_poll);
+    if (err < 0) {
+        u->open = false;
+        return err; /* the handle is initialised: the caller closes it */
+    }
+    return 0;
+
+err_fd:
+    close(fd);
+    return err;
+}
+
+int sg_udp_local(const struct sg_udp *u, struct sockaddr_storage *out)
+{
+    socklen_t len = sizeof(*out);
+
+    return getsockname(u->fd, (struct sockaddr *)out, &len) < 0 ? -errno : 0;
+}
+
+int sg_udp_recv(struct sg_udp *u, struct sg_udp_batch *b)
+{
+    int n;
+
+    if (u->pending_err) {
+        n = u->pending_err;
+        u->pending_err = 0;
+        return n;
+    }
+    for (int i = 0; i < SG_RECV_BATCH; i++) {
+        b->iov[i].iov_len = SG_MAX_DATAGRAM;
+        b->msg[i].msg_hdr.msg_namelen = sizeof(b->from[i]);
+    }
+    n = recvmmsg(u->fd, b->msg, SG_RECV_BATCH, MSG_DONTWAIT, NULL);
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+    return n;
+}
+
+/* Behind the copies already waiting; the poll then watches for writable. */
+static int enqueue(struct sg_udp *u, const uint8_t *data, size_t len, const struct sockaddr *to)
+{
+    struct sg_udp_queued *q;
+
+    if (u->queued >= SG_MAX_QUEUED_SENDS)
+        return -ENOBUFS;
+    q = malloc(sizeof(*q) + len);
+    if (!q)
+        return -ENOMEM;
+    q->next = NULL;
+    q->len = len;
+    q->tolen = 0;
+    if (to && !u->connected) {
+        q->tolen = sg_addr_len(to);
+        memcpy(&q->to, to, q->tolen);
+    }
+    memcpy(q->data, data, len);
+    if (u->qtail)
+        u->qtail->next = q;
+    else
+        u->qhead = q;
+    u->qtail = q;
+    u->queued++;
+    if (!(u->events & UV_WRITABLE)) {
+        u->events |= UV_WRITABLE;
+        watch(u);
+    }
+    return 0;
+}
+
+int sg_udp_send(struct sg_udp *u, const uint8_t *data, size_t len, const struct sockaddr *to)
+{
+    ssize_t n;
+
+    if (!u->open)
+        return -EBADF;
+    if (u->queued)
+        return enqueue(u, data, len, to);
+    do {
+        n = u->connected ? send(u->fd, data, len, MSG_DONTWAIT)
+                         : sendto(u->fd, data, len, MSG_DONTWAIT, to, sg_addr_len(to));
+    } while (n < 0 && errno == EINTR);
+    if (n >= 0)
+        return 0;
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return enqueue(u, data, len, to);
+    return -errno;
+}
+
+bool sg_udp_close(struct sg_udp *u, uv_close_cb cb)
+{
+    bool had_handle = u->fd >= 0;
+
+    while (u->qhead) {
+        struct sg_udp_queued *q = u->qhead;
+        u->qhead = q->next;
+        free(q);
+    }
+    u->qtail = NULL;
+    u->queued = 0;
+    u->open = false;
+    if (!had_handle)
+        return false;
+    /* uv_close stops the watch at once, so the descriptor can go now. */
+    uv_close((uv_handle_t *)&u->poll, cb);
+    close(u->fd);
+    u->fd = -1;
+    return true;
+}
+
+/* ---- the outbox ---- */
+
+static void on_check(uv_check_t *h)
+{
+    sg_outbox_flush(h->data);
+}
+
+static void on_idle(uv_idle_t *h)
+{
+    sg_outbox_flush(h->data);
+}
+
+int sg_outbox_init(struct sg_outbox *ob, uv_loop_t *loop, sg_outbox_done_cb done)
+{
+    int err;
+
+    memset(ob, 0, sizeof(*ob));
+    ob->done = done;
+    ob->e = malloc(SG_OUTBOX_ENTRIES * sizeof(*ob->e));
+    ob->arena = malloc(SG_OUTBOX_BYTES);
+    if (!ob->e || !ob->arena) {
+        err = -ENOMEM;
+        goto err_mem;
+    }
+    err = uv_check_init(loop, &ob->check);
+    if (err < 0)
+        goto err_mem;
+    err = uv_idle_init(loop, &ob->idle);
+    if (err < 0) {
+        uv_close((uv_handle_t *)&ob->check, NULL);
+        goto err_mem;
+    }
+    ob->check.data = ob->idle.data = ob;
+    uv_check_start(&ob->check, on_check);
+    /* Neither keeps the loop alive by itself. */
+    uv_unref((uv_handle_t *)&ob->check);
+    uv_unref((uv_handle_t *)&ob->idle);
+    ob->open = true;
+    return 0;
+
+err_mem:
+    free(ob->e);
+    free(ob->arena);
+    ob->e = NULL;
+    ob->arena = NULL;
+    return err;
+}
+
+/* One socket's entries, `k` of them at `idx`, in order. */
+static void send_group(struct sg_outbox *ob, struct sg_udp *u, const int32_t *idx, unsigned k)
+{
+    struct mmsghdr mm[SEND_CHUNK];
+    struct iovec iov[SEND_CHUNK];
+    unsigned sent = 0;
+
+    /* A closed socket, or one with copies waiting: no direct send. */
+    if (!u->open || u->queued) {
+        for (unsigned j = 0; j < k; j++) {
+            const struct sg_outbox_entry *e = &ob->e[idx[j]];
+            int err = u->open ? enqueue(u, ob->arena + e->off, e->len, e->to) : -EBADF;
+
+            ob->done(e->ctx, e->tag, ob->arena + e->off, e->len, err);
+        }
+        return;
+    }
+
+    memset(mm, 0, k * sizeof(mm[0]));
+    for (unsigned j = 0; j < k; j++) {
+        const struct sg_outbox_entry *e = &ob->e[idx[j]];
+
+        iov[j].iov_base = ob->arena + e->off;
+        iov[j].iov_len = e->len;
+        mm[j].msg_hdr.msg_iov = &iov[j];
+        mm[j].msg_hdr.msg_iovlen = 1;
+        if (!u->connected) {
+            mm[j].msg_hdr.msg_name = (void *)(uintptr_t)e->to;
+            mm[j].msg_hdr.msg_namelen = sg_addr_len(e->to);
+        }
+    }
+    while (sent < k) {
+        int r = sendmmsg(u->fd, mm + sent, k - sent, MSG_DONTWAIT);
+        int err = r < 0 ? errno : 0;
+
+        if (r > 0) {
+            for (unsigned j = sent; j < sent + (unsigned)r; j++) {
+                const struct sg_outbox_entry *e = &ob->e[idx[j]];
+                ob->done(e->ctx, e->tag, ob->arena + e->off, e->len, 0);
+            }
+            sent += (unsigned)r;
+            continue;
+        }
+        if (err == EINTR)
+            continue;
+        if (err == EAGAIN || err == EWOULDBLOCK) {
+            /* The rest waits in the socket's queue, in order. */
+            for (; sent < k; sent++) {
+                const struct sg_outbox_entry *e = &ob->e[idx[sent]];
+                ob->done(e->ctx, e->tag, ob->arena + e->off, e->len,
+                         enqueue(u, ob->arena + e->off, e->len, e->to));
+            }
+            return;
+        }
+        /* This one was refused (e.g. ECONNREFUSED after an ICMP error): skip it. */
+        {
+            const struct sg_outbox_entry *e = &ob->e[idx[sent]];
+            ob->done(e->ctx, e->tag, ob->arena + e->off, e->len, -err);
+            sent++;
+        }
+    }
+}
+
+void sg_outbox_flush(struct sg_outbox *ob)
+{
+    struct sg_udp *u, *next;
+    int32_t idx[SEND_CHUNK];
+
+    if (ob->flushing || ob->n == 0)
+        return;
+    ob->flushing = true;
+    for (u = ob->socks; u; u = next) {
+        int32_t i = u->ob_head;
+
+        next = u->ob_next;
+        u->ob_head = u->ob_tail = -1;
+        u->ob_next = NULL;
+        u->ob_listed = false;
+        while (i >= 0) {
+            unsigned k = 0;
+
+            for (; i >= 0 && k < SEND_CHUNK; i = ob->e[i].next)
+                idx[k++] = i;
+            send_group(ob, u, idx, k);
+        }
+    }
+    ob->socks = ob->socks_tail = NULL;
+    ob->n = 0;
+    ob->used = 0;
+    ob->flushing = false;
+    if (ob->idle_on) {
+        uv_idle_stop(&ob->idle);
+        ob->idle_on = false;
+    }
+}
+
+void sg_outbox_push(struct sg_outbox *ob, struct sg_udp *u, const struct sockaddr *to,
+                    const uint8_t *data, size_t len, void *ctx, uint8_t tag)
+{
+    struct sg_outbox_entry *e;
+
+    /* Closed, or pushed from a done callback: straight to the socket. */
+    if (!ob->open || ob->flushing) {
+        ob->done(ctx, tag, data, len, sg_udp_send(u, data, len, to));
+        return;
+    }
+    if (ob->n == SG_OUTBOX_ENTRIES || len > SG_OUTBOX_BYTES - ob->used)
+        sg_outbox_flush(ob);
+
+    e = &ob->e[ob->n];
+    e->u = u;
+    e->to = to;
+    e->ctx = ctx;
+    e->off = (uint32_t)ob->used;
+    e->len = (uint32_t)len;
+    e->next = -1;
+    e->tag = tag;
+    memcpy(ob->arena + ob->used, data, len);
+    ob->used += (len + 15) & ~(size_t)15;
+    if (ob->used > SG_OUTBOX_BYTES)
+        ob->used = SG_OUTBOX_BYTES;
+
+    /* Onto the socket's list, and the socket onto the flush's. */
+    if (u->ob_tail >= 0)
+        ob->e[u->ob_tail].next = (int32_t)ob->n;
+    else
+        u->ob_head = (int32_t)ob->n;
+    u->ob_tail = (int32_t)ob->n;
+    if (!u->ob_listed) {
+        u->ob_listed = true;
+        u->ob_next = NULL;
+        if (ob->socks_tail)
+            ob->socks_tail->ob_next = u;
+        else
+            ob->socks = u;
+        ob->socks_tail = u;
+    }
+    ob->n++;
+
+    /* Entries pushed outside the poll phase (timers) must not wait for I/O. */
+    if (!ob->idle_on) {
+        uv_idle_start(&ob->idle, on_idle);
+        ob->idle_on = true;
+    }
+}
+
+int sg_outbox_close(struct sg_outbox *ob, uv_close_cb cb)
+{
+    if (!ob->open)
+        return 0;
+    sg_outbox_flush(ob);
+    ob->open = false;
+    uv_close((uv_handle_t *)&ob->check, cb);
+    uv_close((uv_handle_t *)&ob->idle, cb);
+    return 2;
+}
+
+void sg_outbox_finish(struct sg_outbox *ob)
+{
+    free(ob->e);
+    free(ob->arena);
+    ob->e = NULL;
+    ob->arena = NULL;
+}

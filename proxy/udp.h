@@ -1,0 +1,160 @@
+/*
+ * The relay's UDP sockets and its outbox.
+ *
+ * A struct sg_udp is a non-blocking datagram socket of our own, watched by a
+ * uv_poll_t, so that the relay decides its system calls itself:
+ *
+ *   receive   one recvmmsg of up to SG_RECV_BATCH datagrams per readiness
+ *             event into a caller-owned batch (epoll is level-triggered:
+ *             what is left is reported again on the next loop turn);
+ *   send      datagrams are copied into the route's outbox and leave in one
+ *             sendmmsg per socket when the outbox is flushed: once per loop
+ *             turn, after every ready socket was read (uv_check), so the
+ *             datagrams that many upstream sockets received for their
+ *             clients leave the listener together; when the kernel would
+ *             block, the rest waits in the socket's own queue (copies, at
+ *             most SG_MAX_QUEUED_SENDS) and leaves when it is writable.
+ *
+ * An upstream socket is connected to its server: the kernel then keeps the
+ * route, takes datagrams only from that address, and reports an ICMP
+ * "port unreachable" as ECONNREFUSED on the next receive.
+ *
+ * Ownership: struct sg_udp and struct sg_outbox are caller-owned and must
+ * stay put until their close callbacks ran.  Data handed to
+ * sg_outbox_push is copied; `to` and `ctx` are borrowed until the entry is
+ * flushed (the owner flushes before it frees them).
+ */
+#ifndef SG_PROXY_UDP_H
+#define SG_PROXY_UDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#define SG_MAX_DATAGRAM     65536
+#define SG_RECV_BATCH       32          /* datagrams per receive call */
+#define SG_MAX_QUEUED_SENDS 256         /* per socket, while the kernel would block */
+#define SG_OUTBOX_ENTRIES   512         /* datagrams per flush, at most */
+#define SG_OUTBOX_BYTES     (512 * 1024) /* their bytes, at most */
+
+struct sg_udp;
+struct sg_udp_queued;
+
+/* Readable (or an error is pending: the next sg_udp_recv returns it). */
+typedef void (*sg_udp_read_cb)(struct sg_udp *u);
+
+struct sg_udp {
+    uv_poll_t poll;
+    int fd;         /* -1 once closed */
+    bool open;      /* watched and not closing */
+    bool connected; /* sends go to the connected peer (`to` is ignored) */
+    int pending_err; /* a socket error cleared at POLLERR, for the next receive */
+    int events;     /* UV_READABLE, plus UV_WRITABLE while copies wait */
+    sg_udp_read_cb on_read;
+    void *data; /* the owner's */
+
+    /* Copies waiting for the kernel (it would block), oldest first. */
+    struct sg_udp_queued *qhead, *qtail;
+    unsigned queued;
+
+    /* The outbox's entries for this socket, in the flush being built. */
+    int32_t ob_head, ob_tail;
+    struct sg_udp *ob_next;
+    bool ob_listed;
+};
+
+/* One receive call's datagrams; caller-owned, reused (sg_udp_batch_init). */
+struct sg_udp_batch {
+    struct mmsghdr msg[SG_RECV_BATCH];
+    struct iovec iov[SG_RECV_BATCH];
+    struct sockaddr_storage from[SG_RECV_BATCH];
+    uint8_t *buf; /* SG_RECV_BATCH slots of SG_MAX_DATAGRAM bytes */
+};
+
+/* Allocate the batch's buffer; 0 or -ENOMEM.  _finish accepts a zeroed batch. */
+int sg_udp_batch_init(struct sg_udp_batch *b);
+void sg_udp_batch_finish(struct sg_udp_batch *b);
+
+/*
+ * Open a socket of `local`'s family bound to `local` (an IPv6 wildcard
+ * stays dual-stack), connected to `peer` when it is not NULL, and start
+ * watching it on `loop`: `on_read` is called when it is readable.  Returns
+ * 0 or a negative errno; on failure nothing is left open and `u->fd` is -1.
+ */
+int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
+                const struct sockaddr *peer, sg_udp_read_cb on_read, void *data);
+
+/* The socket's own address; 0 or a negative errno. */
+int sg_udp_local(const struct sg_udp *u, struct sockaddr_storage *out);
+
+/*
+ * Receive up to SG_RECV_BATCH datagrams into `b`: returns how many (0 when
+ * none is waiting), or a negative errno reported for the socket (for a
+ * connected socket -ECONNREFUSED after an ICMP unreachable; call again
+ * for the datagrams).  Datagram i is b->iov[i].iov_base, b->msg[i].msg_len
+ * bytes, from b->from[i]; (b->msg[i].msg_hdr.msg_flags & MSG_TRUNC) marks
+ * one longer than SG_MAX_DATAGRAM.
+ */
+int sg_udp_recv(struct sg_udp *u, struct sg_udp_batch *b);
+
+/*
+ * Send one datagram now (no outbox): straight to the kernel, or behind the
+ * copies already waiting.  0 (sent or queued), -ENOBUFS (queue full) or a
+ * negative errno.
+ */
+int sg_udp_send(struct sg_udp *u, const uint8_t *data, size_t len, const struct sockaddr *to);
+
+/* Stop watching, drop the waiting copies and close; `cb` gets &u->poll.
+ * Accepts a socket that never opened (then `cb` is not called: returns false). */
+bool sg_udp_close(struct sg_udp *u, uv_close_cb cb);
+
+/* ---- the outbox ---- */
+
+/* What became of one pushed datagram: 0 sent (or queued), or a negative errno. */
+typedef void (*sg_outbox_done_cb)(void *ctx, uint8_t tag, const uint8_t *data, size_t len,
+                                  int err);
+
+struct sg_outbox_entry {
+    struct sg_udp *u;
+    const struct sockaddr *to;
+    void *ctx;
+    uint32_t off, len;
+    int32_t next; /* the socket's next entry, or -1 */
+    uint8_t tag;
+};
+
+struct sg_outbox {
+    uv_check_t check; /* flushes after the poll phase of every loop turn */
+    uv_idle_t idle;   /* keeps the poll from blocking while entries wait */
+    bool open, idle_on, flushing;
+    sg_outbox_done_cb done;
+    struct sg_outbox_entry *e;
+    unsigned n;
+    uint8_t *arena;
+    size_t used;
+    struct sg_udp *socks, *socks_tail; /* sockets with entries, first come first */
+};
+
+/* Initialise and start the outbox on `loop`; 0 or a negative errno. */
+int sg_outbox_init(struct sg_outbox *ob, uv_loop_t *loop, sg_outbox_done_cb done);
+
+/*
+ * Queue a copy of `len` bytes for `u` (to `to` unless it is connected);
+ * `done(ctx, tag, ...)` reports what became of it when it is flushed.
+ * Flushes first when the outbox is full.
+ */
+void sg_outbox_push(struct sg_outbox *ob, struct sg_udp *u, const struct sockaddr *to,
+                    const uint8_t *data, size_t len, void *ctx, uint8_t tag);
+
+/* Send everything queued, one sendmmsg per socket. */
+void sg_outbox_flush(struct sg_outbox *ob);
+
+/* Flush, stop and close both handles; `cb` is called for each of the two
+ * (returns how many close callbacks are due: 0 or 2). */
+int sg_outbox_close(struct sg_outbox *ob, uv_close_cb cb);
+/* Free the buffers once both handles are closed; accepts a zeroed outbox. */
+void sg_outbox_finish(struct sg_outbox *ob);
+
+#endif
