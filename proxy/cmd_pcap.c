@@ -216,6 +216,7 @@ static void session_destroy(struct session *s)
         sg_q3_demo_writer_finish(&s->w);
     }
     sg_q3_state_destroy(s->st);
+    sg_q3_netchan_finish(s->nc);
     free(s->nc);
     free(s);
 }

@@ -4,6 +4,8 @@
  */
 #include "protocols/q3/clmsg.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "protocols/error.h"
@@ -26,28 +28,52 @@ const char *sg_q3_usercmd_field_name(int field)
 
 /* ---- reliable command rings and keys ---- */
 
-void sg_q3_ring_store(struct sg_q3_reliable_ring *ring, int32_t seq, const char *text)
+int sg_q3_ring_store(struct sg_q3_reliable_ring *ring, int32_t seq, const char *text)
 {
-    char *slot = ring->cmd[seq & (SG_Q3_MAX_RELIABLE_COMMANDS - 1)];
+    unsigned i = (unsigned)seq & (SG_Q3_MAX_RELIABLE_COMMANDS - 1);
     size_t len = strlen(text);
 
     /* never let an old command overwrite a newer one in its slot */
     if ((int64_t)ring->highest - seq >= SG_Q3_MAX_RELIABLE_COMMANDS)
-        return;
+        return 0;
     if (len > SG_Q3_MAX_STRING_CHARS - 1)
         len = SG_Q3_MAX_STRING_CHARS - 1;
-    /* the game copies with strncpy: the rest of the slot is zeroed */
-    memset(slot, 0, SG_Q3_MAX_STRING_CHARS);
-    memcpy(slot, text, len);
+    if (len + 1 > ring->cap[i]) {
+        size_t cap = (len + 64) & ~(size_t)63; /* 64-byte steps, at most 1024 */
+        char *p = realloc(ring->cmd[i], cap);
+
+        if (!p) {
+            if (ring->cmd[i])
+                ring->cmd[i][0] = '\0';
+            return -ENOMEM;
+        }
+        ring->cmd[i] = p;
+        ring->cap[i] = (uint16_t)cap;
+    }
+    memcpy(ring->cmd[i], text, len);
+    ring->cmd[i][len] = '\0';
     if (seq > ring->highest)
         ring->highest = seq;
+    return 0;
 }
 
 const char *sg_q3_ring_get(const struct sg_q3_reliable_ring *ring, int32_t seq)
 {
+    const char *s;
+
     if (!ring)
         return "";
-    return ring->cmd[seq & (SG_Q3_MAX_RELIABLE_COMMANDS - 1)];
+    s = ring->cmd[(unsigned)seq & (SG_Q3_MAX_RELIABLE_COMMANDS - 1)];
+    return s ? s : "";
+}
+
+void sg_q3_ring_finish(struct sg_q3_reliable_ring *ring)
+{
+    if (!ring)
+        return;
+    for (int i = 0; i < SG_Q3_MAX_RELIABLE_COMMANDS; i++)
+        free(ring->cmd[i]);
+    memset(ring, 0, sizeof(*ring));
 }
 
 int32_t sg_q3_hash_key(const char *s, int maxlen)

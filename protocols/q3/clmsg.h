@@ -51,15 +51,27 @@ struct sg_q3_reliable_cmd {
 
 /*
  * The last 64 reliable commands one side knows, by number (the game's
- * reliableCommands / serverCommands arrays).  Zeroed = all empty.
+ * reliableCommands / serverCommands arrays).  The game keeps 1024 bytes a
+ * slot; only the bytes up to the NUL matter to the keys, so each slot here
+ * is a heap string sized to its command (grown, never shrunk: no
+ * allocation once the slots are warm).  Zeroed = all empty; free with
+ * sg_q3_ring_finish.
  */
 struct sg_q3_reliable_ring {
     int32_t highest; /* highest number stored */
-    char cmd[SG_Q3_MAX_RELIABLE_COMMANDS][SG_Q3_MAX_STRING_CHARS];
+    char *cmd[SG_Q3_MAX_RELIABLE_COMMANDS]; /* NULL: never filled ("") */
+    uint16_t cap[SG_Q3_MAX_RELIABLE_COMMANDS];
 };
 
-/* Store command `seq` (NUL-terminated `text`, truncated to 1023 bytes). */
-void sg_q3_ring_store(struct sg_q3_reliable_ring *ring, int32_t seq, const char *text);
+/*
+ * Store command `seq` (NUL-terminated `text`, truncated to 1023 bytes),
+ * unless a newer command owns its slot.  0, or -ENOMEM (the slot then
+ * reads "").
+ */
+int sg_q3_ring_store(struct sg_q3_reliable_ring *ring, int32_t seq, const char *text);
+
+/* Free the slots and zero the ring; accepts NULL and a zeroed ring. */
+void sg_q3_ring_finish(struct sg_q3_reliable_ring *ring);
 
 /* The entry for command `seq` (its slot; "" when never filled).  Valid until the slot changes. */
 const char *sg_q3_ring_get(const struct sg_q3_reliable_ring *ring, int32_t seq);

@@ -393,16 +393,28 @@ void sg_q3_netchan_init(struct sg_q3_netchan *nc)
     memset(nc, 0, sizeof(*nc));
 }
 
+/* Both views forget everything (the rings' slots are freed). */
+static void clear_views(struct sg_q3_netchan *nc)
+{
+    for (int i = 0; i < 2; i++) {
+        sg_q3_ring_finish(&nc->view[i].client_cmds);
+        sg_q3_ring_finish(&nc->view[i].server_cmds);
+    }
+    memset(nc->view, 0, sizeof(nc->view));
+}
+
 void sg_q3_netchan_finish(struct sg_q3_netchan *nc)
 {
-    if (nc)
-        memset(nc, 0, sizeof(*nc));
+    if (!nc)
+        return;
+    clear_views(nc);
+    memset(nc, 0, sizeof(*nc));
 }
 
 void sg_q3_netchan_reset(struct sg_q3_netchan *nc)
 {
     memset(nc->rx, 0, sizeof(nc->rx));
-    memset(nc->view, 0, sizeof(nc->view));
+    clear_views(nc);
     nc->split_views = false;
 }
 

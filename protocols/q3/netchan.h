@@ -19,8 +19,9 @@
  * relayed unchanged; encoding a (changed) message overwrites it with what
  * was actually sent.
  *
- * All state is in the caller-owned struct sg_q3_netchan (about 300 KB;
- * allocate it on the heap).  Nothing is global.
+ * All state is in the caller-owned struct sg_q3_netchan (about 35 KB;
+ * allocate it on the heap) and the heap strings of its command rings,
+ * which sg_q3_netchan_finish frees.  Nothing is global.
  */
 #ifndef SG_PROTOCOLS_Q3_NETCHAN_H
 #define SG_PROTOCOLS_Q3_NETCHAN_H
@@ -186,7 +187,7 @@ struct sg_q3_datagrams {
 /* Initialise `nc` for a new session (everything unknown). */
 void sg_q3_netchan_init(struct sg_q3_netchan *nc);
 
-/* Nothing is allocated; clears the struct.  Accepts NULL. */
+/* Frees the command rings' strings and clears the struct.  Accepts NULL. */
 void sg_q3_netchan_finish(struct sg_q3_netchan *nc);
 
 /* A new connection on the same session: sequences, fragments and views restart. */

@@ -154,6 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(copy, msg, len);
     fuzz_message(c, feed, copy, len);
     free(copy);
+    sg_q3_ring_finish(&c->ring);
     free(c->a);
     free(c->b);
     free(c);

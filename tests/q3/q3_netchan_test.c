@@ -84,7 +84,9 @@ static struct fixture *fixture(enum sg_q3_wire wire)
 
 static void fixture_free(struct fixture *x)
 {
+    sg_q3_netchan_finish(x->tx);
     free(x->tx);
+    sg_q3_netchan_finish(x->rx);
     free(x->rx);
     free(x->f);
     free(x);
@@ -566,6 +568,7 @@ static int case_detect_midsession(void)
     CHECK(s->nc->evidence & SG_Q3_EVIDENCE_RECOVERED);
     CHECK(s->nc->challenge == -2091621925);
     CHECK(s->undecodable < 4 && s->messages > 1000);
+    sg_q3_netchan_finish(s->nc);
     free(s->nc);
     free(s->f);
     free(s);
@@ -658,6 +661,7 @@ static int case_clmsg_roundtrip(void)
     CHECK(sg_q3_clmsg_decode(buf, (size_t)n, 0, NULL, b) == SG_E_MALFORMED);
     free(a);
     free(b);
+    sg_q3_ring_finish(ring);
     free(ring);
     return 0;
 }
@@ -765,8 +769,10 @@ static int case_malformed(void)
         CHECK(pcap_udp_foreach(path, fuzz_capture, z) == 0);
     }
     printf("%llu datagrams decoded without a crash\n", (unsigned long long)z->n);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 3; k++) {
+        sg_q3_netchan_finish(z->nc[k]);
         free(z->nc[k]);
+    }
     free(z->f);
     free(z->o);
     free(z->sk);
