@@ -197,42 +197,61 @@ static int parse_gamestate(struct parse *p, int opi)
     return 0;
 }
 
-/* The old frame's entity `index`, or NULL past its end. */
-static const struct sg_q3_entity *old_entity(const struct sg_q3_state *st,
-                                             const struct sg_q3_snapshot *old, int index)
+/* The old frame's entity `index`: its ring slot; false past its end. */
+static bool old_slot(const struct sg_q3_state *st, const struct sg_q3_snapshot *old, int index,
+                     struct sg_q3_parse_slot *slot)
 {
     if (!old || index >= old->num_entities)
-        return NULL;
-    return sg_q3_state_entity(st, old, index);
+        return false;
+    *slot = sg_q3__state_slot(st, old, index);
+    return true;
 }
 
-/* Append an entity to the parse ring as part of the new frame. */
-static void keep_entity(struct sg_q3_state *st, struct sg_q3_snapshot *frame,
-                        const struct sg_q3_entity *e)
+/* Append an entity to the ring as part of the new frame. */
+static int keep_new(struct sg_q3_state *st, struct sg_q3_snapshot *frame,
+                    const struct sg_q3_entity *e)
 {
     if (e->number == SG_Q3_ENTITYNUM_NONE)
-        return; /* removed */
-    st->parse_entities[st->parse_entities_num & (SG_Q3_MAX_PARSE_ENTITIES - 1)] = *e;
-    st->parse_entities_num++;
+        return 0; /* removed */
+    if (sg_q3__state_push_new(st, e) < 0)
+        return -ENOMEM;
+    frame->num_entities++;
+    return 0;
+}
+
+/* Append the old frame's state of an entity, shared. */
+static void keep_old(struct sg_q3_state *st, struct sg_q3_snapshot *frame,
+                     struct sg_q3_parse_slot slot)
+{
+    sg_q3__state_push_slot(st, slot);
     frame->num_entities++;
 }
 
-/* Packet entities: updates in number order, merged with the old frame's list. */
+/*
+ * Packet entities: updates in number order, merged with the old frame's
+ * list.  Carried-over entities are appended by sharing their state (their
+ * number is in the ring slot: the state is not read).  With a base far
+ * enough back, appending reaches the old frame's own ring slots, as in the
+ * game (whose "too old" check keeps real servers' frames out of reach): a
+ * state may then be recycled while it is read and give garbage, never an
+ * access out of bounds (the pool's records never move).
+ */
 static int parse_entities(struct parse *p, const struct sg_q3_snapshot *old,
                           struct sg_q3_snapshot *frame, uint32_t *num_ents)
 {
     struct sg_q3_state *st = p->st;
-    const struct sg_q3_entity *oldstate = old_entity(st, old, 0);
     int oldindex = 0, last = -1;
+    struct sg_q3_parse_slot os = {0, 0};
+    bool have_old = old_slot(st, old, 0, &os);
     uint32_t first = p->out->num_ents;
+    int err;
 
     frame->parse_entities_num = st->parse_entities_num;
     frame->num_entities = 0;
     for (;;) {
         struct sg_q3_entity to;
-        int oldnum = oldstate ? oldstate->number : NO_ENTITY;
         int newnum = sg_q3_msg_read_bits(&p->m, SG_Q3_GENTITYNUM_BITS);
-        int ei, err;
+        int ei;
 
         if (p->m.overflowed)
             return SG_E_OVERFLOW;
@@ -244,11 +263,10 @@ static int parse_entities(struct parse *p, const struct sg_q3_snapshot *old,
         last = newnum;
 
         /* old entities below this number are carried over unchanged */
-        while (oldstate && oldstate->number < newnum) {
-            keep_entity(st, frame, oldstate);
-            oldstate = old_entity(st, old, ++oldindex);
+        while (have_old && os.number < newnum) {
+            keep_old(st, frame, os);
+            have_old = old_slot(st, old, ++oldindex, &os);
         }
-        oldnum = oldstate ? oldstate->number : NO_ENTITY;
 
         /* the update applies to the old frame's entity or to the baseline */
         ei = sg_q3_svmsg_add_ent(p->out);
@@ -257,18 +275,26 @@ static int parse_entities(struct parse *p, const struct sg_q3_snapshot *old,
         err = sg_q3_delta_entity_read(&p->m, newnum, &p->out->ents[ei]);
         if (err < 0)
             return err;
-        if (oldnum == newnum) {
-            sg_q3_delta_entity_apply(oldstate, &p->out->ents[ei], &to);
-            oldstate = old_entity(st, old, ++oldindex);
+        if (have_old && os.number == newnum) {
+            const struct sg_q3_entity *from = sg_q3__state_ref_entity(st, os.ref);
+
+            sg_q3_delta_entity_apply(from, &p->out->ents[ei], &to);
+            /* unchanged by the update: share the old state */
+            if (to.number != SG_Q3_ENTITYNUM_NONE && memcmp(&to, from, sizeof(to)) == 0)
+                keep_old(st, frame, os);
+            else if ((err = keep_new(st, frame, &to)) < 0)
+                return err;
+            have_old = old_slot(st, old, ++oldindex, &os);
         } else {
             sg_q3_delta_entity_apply(&st->baselines[newnum], &p->out->ents[ei], &to);
+            if ((err = keep_new(st, frame, &to)) < 0)
+                return err;
         }
-        keep_entity(st, frame, &to);
     }
 
     /* the rest of the old frame is unchanged */
-    for (; oldstate; oldstate = old_entity(st, old, ++oldindex))
-        keep_entity(st, frame, oldstate);
+    for (; have_old; have_old = old_slot(st, old, ++oldindex, &os))
+        keep_old(st, frame, os);
     *num_ents = p->out->num_ents - first;
     return 0;
 }
@@ -286,14 +312,15 @@ static bool base_usable(const struct sg_q3_state *st, const struct sg_q3_snapsho
 /* Keep a valid frame: forget skipped message numbers, store it in the ring. */
 static void commit_snapshot(struct sg_q3_state *st, const struct sg_q3_snapshot *frame)
 {
-    int32_t n = sg_q3_seqadd(st->snap.message_num, 1);
+    int32_t n = sg_q3_seqadd(st->snap_message_num, 1);
 
     if (sg_q3_seqdiff(frame->message_num, n) >= SG_Q3_PACKET_BACKUP)
         n = sg_q3_seqadd(frame->message_num, -(SG_Q3_PACKET_BACKUP - 1));
     for (int k = 1; k < SG_Q3_PACKET_BACKUP && sg_q3_seqdiff(n, frame->message_num) < 0;
          k++, n = sg_q3_seqadd(n, 1))
         st->snapshots[n & SG_Q3_PACKET_MASK].valid = false;
-    st->snap = *frame;
+    st->snap_valid = true;
+    st->snap_message_num = frame->message_num;
     st->snapshots[frame->message_num & SG_Q3_PACKET_MASK] = *frame;
     st->snapshots_valid++;
 }

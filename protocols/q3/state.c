@@ -40,12 +40,58 @@ void sg_q3_state_destroy(struct sg_q3_state *st)
 {
     if (!st)
         return;
+    for (int i = 0; i < st->pool.nchunks; i++)
+        free(st->pool.chunk[i]);
     for (int i = 0; i < SG_Q3_MAX_CONFIGSTRINGS; i++)
         free(st->cs[i]);
     for (int i = 0; i < SG_Q3_MAX_RELIABLE_COMMANDS; i++)
         free(st->commands[i]);
     free(st->big_cs);
+    free(st->parse_scratch);
     free(st);
+}
+
+/* ---- the entity pool and the parse-entities ring ---- */
+
+const struct sg_q3_entity sg_q3__zero_entity;
+
+/* Every slot of the ring lets go of its state. */
+static void release_ring(struct sg_q3_state *st)
+{
+    for (int i = 0; i < SG_Q3_MAX_PARSE_ENTITIES; i++)
+        sg_q3__entpool_unref(&st->pool, st->parse_ring[i].ref);
+    memset(st->parse_ring, 0, sizeof(st->parse_ring));
+}
+
+int sg_q3__state_push_new(struct sg_q3_state *st, const struct sg_q3_entity *e)
+{
+    struct sg_q3_entpool *pool = &st->pool;
+    unsigned rec;
+
+    /* A free record, or a new chunk of them (the ring holds at most 2048). */
+    if (!pool->free_head) {
+        unsigned base = (unsigned)pool->nchunks * SG_Q3_ENTPOOL_CHUNK;
+        struct sg_q3_entity *c;
+
+        if (pool->nchunks == SG_Q3_ENTPOOL_CHUNKS)
+            return -ENOMEM;
+        c = malloc(SG_Q3_ENTPOOL_CHUNK * sizeof(*c));
+        if (!c)
+            return -ENOMEM;
+        for (unsigned i = 0; i < SG_Q3_ENTPOOL_CHUNK; i++) {
+            pool->refs[base + i] = 0;
+            pool->next[base + i] = i + 1 < SG_Q3_ENTPOOL_CHUNK ? (uint16_t)(base + i + 2) : 0;
+        }
+        pool->chunk[pool->nchunks++] = c;
+        pool->free_head = (uint16_t)(base + 1);
+    }
+    rec = (unsigned)pool->free_head - 1;
+    pool->free_head = pool->next[rec];
+    pool->chunk[rec / SG_Q3_ENTPOOL_CHUNK][rec % SG_Q3_ENTPOOL_CHUNK] = *e;
+    pool->live++;
+    sg_q3__state_push_slot(st, (struct sg_q3_parse_slot){(uint16_t)(rec + 1),
+                                                          (uint16_t)e->number});
+    return 0;
 }
 
 void sg_q3_state_clear_gamestate(struct sg_q3_state *st)
@@ -63,7 +109,9 @@ void sg_q3_state_clear_gamestate(struct sg_q3_state *st)
             memset(&st->baselines[i], 0, sizeof(st->baselines[i]));
     memset(st->baseline_used, 0, sizeof(st->baseline_used));
     memset(st->snapshots, 0, sizeof(st->snapshots));
-    memset(&st->snap, 0, sizeof(st->snap));
+    st->snap_valid = false;
+    st->snap_message_num = 0;
+    release_ring(st);
     st->parse_entities_num = 0;
     st->have_gamestate = false;
     st->client_num = 0;
@@ -272,9 +320,12 @@ const struct sg_q3_snapshot *sg_q3_state_snapshot(const struct sg_q3_state *st, 
 const struct sg_q3_entity *sg_q3_state_entity(const struct sg_q3_state *st,
                                               const struct sg_q3_snapshot *snap, int i)
 {
-    uint32_t n = snap->parse_entities_num + (uint32_t)i;
+    return sg_q3__state_ref_entity(st, sg_q3__state_slot(st, snap, i).ref);
+}
 
-    return &st->parse_entities[n & (SG_Q3_MAX_PARSE_ENTITIES - 1)];
+const struct sg_q3_snapshot *sg_q3_state_latest(const struct sg_q3_state *st)
+{
+    return st->snap_valid ? sg_q3_state_snapshot(st, st->snap_message_num) : NULL;
 }
 
 bool sg_q3_state_baseline_used(const struct sg_q3_state *st, int number)

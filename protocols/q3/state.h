@@ -8,7 +8,10 @@
  *  - the last PACKET_BACKUP (32) snapshots by message number, each with its
  *    playerstate and a window into the parse-entities ring (2048 entities),
  *    exactly as cl.snapshots / cl.parseEntities, so deltas resolve the
- *    same way they do in the game, stale frames included;
+ *    same way they do in the game, stale frames included.  A ring slot
+ *    holds a reference into a pool of entity states that snapshots share
+ *    while an entity does not change (most entities, most of the time),
+ *    so a session keeps a few hundred states, not 2048 copies;
  *  - the last 64 reliable server commands (clc.serverCommands).
  *
  * Nothing here is global: a caller creates one state per stream and hands
@@ -39,6 +42,29 @@ struct sg_q3_snapshot {
     int32_t num_entities;
 };
 
+/* Entity states for the parse-entities ring, reference counted, in
+ * chunks that never move (pointers into them stay valid); the counts sit
+ * together, apart from the states, so that counting touches little. */
+#define SG_Q3_ENTPOOL_CHUNK   64
+#define SG_Q3_ENTPOOL_CHUNKS  (SG_Q3_MAX_PARSE_ENTITIES / SG_Q3_ENTPOOL_CHUNK + 2)
+#define SG_Q3_ENTPOOL_RECORDS (SG_Q3_ENTPOOL_CHUNKS * SG_Q3_ENTPOOL_CHUNK)
+
+struct sg_q3_entpool {
+    struct sg_q3_entity *chunk[SG_Q3_ENTPOOL_CHUNKS]; /* SG_Q3_ENTPOOL_CHUNK states each */
+    int nchunks;
+    uint16_t refs[SG_Q3_ENTPOOL_RECORDS];
+    uint16_t next[SG_Q3_ENTPOOL_RECORDS]; /* free list: record + 1, 0 ends it */
+    uint16_t free_head;                   /* record + 1, 0: none free */
+    uint32_t live;                        /* records referenced now */
+};
+
+/* A slot of the parse-entities ring: the state's record, and its entity
+ * number (so that merging a frame reads no record it carries over). */
+struct sg_q3_parse_slot {
+    uint16_t ref;    /* pool record + 1; 0: the all-zero entity */
+    uint16_t number; /* the entity's number */
+};
+
 struct sg_q3_state {
     int protocol; /* 66, 67, 68, 71; informational */
 
@@ -58,10 +84,14 @@ struct sg_q3_state {
 
     /* snapshots */
     int32_t server_message_seq; /* sequence of the message being parsed */
-    struct sg_q3_snapshot snap; /* latest valid snapshot (cl.snap) */
+    bool snap_valid;          /* a valid snapshot arrived since the gamestate (cl.snap.valid) */
+    int32_t snap_message_num; /* its message number (cl.snap.messageNum), 0 before one */
     struct sg_q3_snapshot snapshots[SG_Q3_PACKET_BACKUP];
     uint32_t parse_entities_num; /* entities ever parsed, wrapping */
-    struct sg_q3_entity parse_entities[SG_Q3_MAX_PARSE_ENTITIES];
+    struct sg_q3_parse_slot parse_ring[SG_Q3_MAX_PARSE_ENTITIES];
+    struct sg_q3_entpool pool;
+
+    void *parse_scratch; /* the parser's buffers, kept between messages (parse.c) */
 
     /* counters for reports */
     uint64_t messages, gamestates, snapshots_valid, snapshots_nodelta, errors;
@@ -93,6 +123,9 @@ int sg_q3_state_server_command(struct sg_q3_state *st, int32_t seq, const char *
 /* Stored server command `seq`, or NULL if outside the 64-command window. */
 const char *sg_q3_state_command(const struct sg_q3_state *st, int32_t seq);
 
+/* The latest valid snapshot (the game's cl.snap), or NULL before one. */
+const struct sg_q3_snapshot *sg_q3_state_latest(const struct sg_q3_state *st);
+
 /* The tracked snapshot for message `message_num` if it is valid and current, else NULL. */
 const struct sg_q3_snapshot *sg_q3_state_snapshot(const struct sg_q3_state *st,
                                                   int32_t message_num);
@@ -100,6 +133,54 @@ const struct sg_q3_snapshot *sg_q3_state_snapshot(const struct sg_q3_state *st,
 /* Entity `i` (0 .. num_entities-1) of a tracked snapshot. */
 const struct sg_q3_entity *sg_q3_state_entity(const struct sg_q3_state *st,
                                               const struct sg_q3_snapshot *snap, int i);
+
+/*
+ * The ring, for the parser (parse.c): the slot in the ring of entity `i`
+ * of `snap`, the entity a reference stands for, and appending to the ring,
+ * by sharing a slot's state or as a new state (0 or -ENOMEM).
+ */
+static inline struct sg_q3_parse_slot sg_q3__state_slot(const struct sg_q3_state *st,
+                                                        const struct sg_q3_snapshot *snap, int i)
+{
+    return st->parse_ring[(snap->parse_entities_num + (uint32_t)i) & (SG_Q3_MAX_PARSE_ENTITIES - 1)];
+}
+int sg_q3__state_push_new(struct sg_q3_state *st, const struct sg_q3_entity *e);
+
+extern const struct sg_q3_entity sg_q3__zero_entity; /* what ref 0 stands for */
+
+static inline const struct sg_q3_entity *sg_q3__state_ref_entity(const struct sg_q3_state *st,
+                                                                 uint16_t ref)
+{
+    unsigned rec = (unsigned)ref - 1;
+
+    if (ref == 0)
+        return &sg_q3__zero_entity;
+    return &st->pool.chunk[rec / SG_Q3_ENTPOOL_CHUNK][rec % SG_Q3_ENTPOOL_CHUNK];
+}
+
+static inline void sg_q3__entpool_unref(struct sg_q3_entpool *pool, uint16_t ref)
+{
+    unsigned rec = (unsigned)ref - 1;
+
+    if (ref != 0 && --pool->refs[rec] == 0) {
+        pool->next[rec] = pool->free_head;
+        pool->free_head = ref;
+        pool->live--;
+    }
+}
+
+/* The next slot takes `in`'s state (counted first: it may be the slot's own). */
+static inline void sg_q3__state_push_slot(struct sg_q3_state *st, struct sg_q3_parse_slot in)
+{
+    struct sg_q3_parse_slot *slot =
+        &st->parse_ring[st->parse_entities_num & (SG_Q3_MAX_PARSE_ENTITIES - 1)];
+
+    if (in.ref)
+        st->pool.refs[in.ref - 1]++;
+    sg_q3__entpool_unref(&st->pool, slot->ref);
+    *slot = in;
+    st->parse_entities_num++;
+}
 
 /* True if baseline `number` was received in the gamestate. */
 bool sg_q3_state_baseline_used(const struct sg_q3_state *st, int number);

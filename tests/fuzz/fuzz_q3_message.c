@@ -140,8 +140,8 @@ static bool synth_snapshot(struct ctx *c, struct sg_q3_state *f, const struct sg
     if (n > SG_Q3_MAX_MSGLEN)
         return false;
     FUZZ_CHECK(sg_q3_parse_server_message(f, snap->message_num, c->out, (size_t)n, &c->mb) == 0);
-    FUZZ_CHECK(f->snap.valid && f->snap.message_num == snap->message_num);
-    FUZZ_CHECK(same_frame(c->a, snap, f, &f->snap));
+    FUZZ_CHECK(sg_q3_state_latest(f) && sg_q3_state_latest(f)->message_num == snap->message_num);
+    FUZZ_CHECK(same_frame(c->a, snap, f, sg_q3_state_latest(f)));
     return true;
 }
 
@@ -153,7 +153,7 @@ static bool synth_snapshot(struct ctx *c, struct sg_q3_state *f, const struct sg
 static void synth_check(struct ctx *c)
 {
     struct sg_q3_state *f = sg_q3_state_create(68);
-    const struct sg_q3_snapshot *snap = c->a->snap.valid ? &c->a->snap : NULL;
+    const struct sg_q3_snapshot *snap = sg_q3_state_latest(c->a);
     const struct sg_q3_snapshot *base = snap ? delta_base(c->a, snap) : NULL;
     int32_t seq = base ? base->message_num : snap ? snap->message_num : 2;
     int n, err;
