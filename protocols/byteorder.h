@@ -3,6 +3,7 @@
 #define SG_PROTOCOLS_BYTEORDER_H
 
 #include <stdint.h>
+#include <string.h>
 
 static inline uint16_t sg_le16(const uint8_t *p)
 {
@@ -19,6 +20,24 @@ static inline uint16_t sg_be16(const uint8_t *p)
 static inline uint32_t sg_be32(const uint8_t *p)
 {
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+/* 64 bits in one unaligned load or store (bit readers and writers). */
+static inline uint64_t sg_le64(const uint8_t *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, sizeof(v));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+static inline void sg_put_le64(uint8_t *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, sizeof(v));
 }
 static inline void sg_put_le16(uint8_t *p, uint16_t v)
 {

@@ -71,6 +71,7 @@
 #include <string.h>
 #include <threads.h>
 
+#include "protocols/byteorder.h"
 #include "protocols/error.h"
 
 #define NYT      256  /* the escape leaf's symbol */
@@ -84,7 +85,7 @@
 #endif
 #define LUT_BITS     SG_Q3_HUFF_LUT_BITS
 #define MAX_CODE_LEN 11 /* of the fixed tree; checked when it is built */
-#define LUT_LONG     0x80000000u
+#define LUT_LONG     SG_Q3_HUFF_LUT_LONG
 
 /*
  * Byte frequencies the game's fixed tree is built from (msg_hData in
@@ -461,6 +462,12 @@ static void fixed_build(void)
         h->pair[idx] = pair_entry(h, idx);
 }
 
+const uint32_t *sg_q3_huff_lut(const struct sg_q3_huff *h, uint32_t *mask)
+{
+    *mask = (1u << LUT_BITS) - 1;
+    return h->lut;
+}
+
 const struct sg_q3_huff *sg_q3_huff_fixed(void)
 {
     call_once(&fixed_once, fixed_build);
@@ -470,25 +477,6 @@ const struct sg_q3_huff *sg_q3_huff_fixed(void)
 /* ------------------------------------------------------------------ */
 /* Bit access                                                           */
 
-static inline uint64_t load_le64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
-static inline void store_le64(uint8_t *p, uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    memcpy(p, &v, sizeof(v));
-}
-
 /* The bits from `bit` on, LSB first, zeros past the end; at least 57 of them. */
 static inline uint64_t peek_bits(const uint8_t *data, size_t size, size_t bit)
 {
@@ -496,7 +484,7 @@ static inline uint64_t peek_bits(const uint8_t *data, size_t size, size_t bit)
     uint64_t v = 0;
 
     if (byte + 8 <= size) {
-        v = load_le64(data + byte);
+        v = sg_le64(data + byte);
     } else {
         for (size_t k = 0; byte + k < size; k++)
             v |= (uint64_t)data[byte + k] << (8 * k);
@@ -513,7 +501,7 @@ static inline void poke_bits(uint8_t *out, size_t cap, size_t bit, uint64_t valu
 
     value <<= shift;
     if (byte + 8 <= cap) {
-        store_le64(out + byte, (load_le64(out + byte) & ~mask) | value);
+        sg_put_le64(out + byte, (sg_le64(out + byte) & ~mask) | value);
         return;
     }
     for (unsigned k = 0; 8 * k < shift + len; k++) {
@@ -561,6 +549,57 @@ int sg_q3_huff_decode_sym(const struct sg_q3_huff *h, const uint8_t *data, size_
         return SG_E_HUFFMAN;
     *bit += len;
     return sym;
+}
+
+int sg_q3_huff_read_value(const struct sg_q3_huff *h, const uint8_t *data, size_t size,
+                          size_t *bit, unsigned raw, unsigned nsyms, uint32_t *value)
+{
+    size_t pos = *bit, end = size * 8;
+    uint64_t win;
+    uint32_t v;
+
+    /* Far from the end (the usual case): one load, no bounds to check, as
+     * the raw bits and four codes take at most 7 + 4 * 11 of its 57 bits. */
+    if (pos + 64 <= end) {
+        win = sg_le64(data + (pos >> 3)) >> (pos & 7);
+        v = (uint32_t)win & ((1u << raw) - 1);
+        win >>= raw;
+        pos += raw;
+        for (unsigned i = 0; i < nsyms; i++) {
+            unsigned len;
+
+            v |= (uint32_t)fixed_decode(h, win, &len) << (raw + 8 * i);
+            win >>= len;
+            pos += len;
+        }
+        *bit = pos;
+        *value = v;
+        return 0;
+    }
+
+    /* Near the end: every bit checked. */
+    if (pos > end || raw > end - pos)
+        return SG_E_OVERFLOW;
+    win = peek_bits(data, size, pos);
+    v = (uint32_t)win & ((1u << raw) - 1);
+    win >>= raw;
+    pos += raw;
+    for (unsigned i = 0; i < nsyms; i++) {
+        unsigned len;
+        int s;
+
+        if (pos >= end)
+            return SG_E_HUFFMAN;
+        s = fixed_decode(h, win, &len);
+        if (len > end - pos)
+            return SG_E_HUFFMAN;
+        v |= (uint32_t)s << (raw + 8 * i);
+        win >>= len;
+        pos += len;
+    }
+    *bit = pos;
+    *value = v;
+    return 0;
 }
 
 int sg_q3_huff_get_sym(const struct sg_q3_huff *h, const uint8_t *data, size_t size, size_t *bit,
@@ -647,12 +686,12 @@ int sg_q3_huff_decode(const struct sg_q3_huff *h, const uint8_t *data, size_t si
      */
     if (n >= 2 * SYMS_PER_REFILL && (pos >> 3) + 8 <= size) {
         const uint8_t *p = data + (pos >> 3), *last = data + size - 8;
-        uint64_t bb = load_le64(p) >> (pos & 7);
+        uint64_t bb = sg_le64(p) >> (pos & 7);
         unsigned cnt = 56 - (pos & 7);
 
         p += 7;
         while (n - i >= 2 * SYMS_PER_REFILL && p <= last) {
-            bb |= load_le64(p) << cnt;
+            bb |= sg_le64(p) << cnt;
             p += (63 - cnt) >> 3;
             cnt |= 56;
             for (int k = 0; k < SYMS_PER_REFILL; k++) {
@@ -695,6 +734,47 @@ int sg_q3_huff_decode(const struct sg_q3_huff *h, const uint8_t *data, size_t si
 bad:
     *bit = pos;
     return SG_E_HUFFMAN;
+}
+
+size_t sg_q3_huff_decode_string(const struct sg_q3_huff *h, const uint8_t *data, size_t size,
+                                size_t *bit, uint8_t *out, size_t max, int stop, bool *ended)
+{
+    size_t pos = *bit, i = 0;
+
+    /*
+     * The register of sg_q3_huff_decode: loads never pass `size`, and at
+     * most 55 of the 56+ bits loaded are taken between refills, so every
+     * code ends at least one bit before the end of the loaded bytes, where
+     * the game's byte read succeeds.
+     */
+    *ended = false;
+    if (max == 0 || (pos >> 3) + 8 > size)
+        return 0;
+    {
+        const uint8_t *p = data + (pos >> 3), *last = data + size - 8;
+        uint64_t bb = sg_le64(p) >> (pos & 7);
+        unsigned cnt = 56 - (pos & 7);
+
+        p += 7;
+        while (i < max && p <= last) {
+            bb |= sg_le64(p) << cnt;
+            p += (63 - cnt) >> 3;
+            cnt |= 56;
+            for (int k = 0; k < SYMS_PER_REFILL && i < max; k++) {
+                int c = take_code(h, &bb, &cnt) & 0xff; /* NYT (256) reads as 0 */
+
+                if (c == 0 || c == stop) {
+                    *ended = true;
+                    goto done;
+                }
+                out[i++] = (uint8_t)c;
+            }
+        }
+    done:
+        pos = (size_t)(p - data) * 8 - cnt;
+    }
+    *bit = pos;
+    return i;
 }
 
 static inline void store_le32(uint8_t *p, uint32_t v)

@@ -20,6 +20,7 @@
 #ifndef SG_PROTOCOLS_Q3_HUFFMAN_H
 #define SG_PROTOCOLS_Q3_HUFFMAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,16 @@ const struct sg_q3_huff *sg_q3_huff_fixed(void);
 
 /* The escape symbol (NYT, "not yet transmitted") of both coders. */
 #define SG_Q3_HUFF_NYT 256
+
+/*
+ * The fixed coder's decode table, for inline readers: indexed by the next
+ * stream bits (LSB first) masked with `*mask`, an entry is symbol | length
+ * << 16, or has SG_Q3_HUFF_LUT_LONG set for a code longer than the table
+ * (never with the default 11-bit table; a reader then uses the functions
+ * below).  Valid for the program's lifetime.
+ */
+#define SG_Q3_HUFF_LUT_LONG 0x80000000u
+const uint32_t *sg_q3_huff_lut(const struct sg_q3_huff *h, uint32_t *mask);
 
 /*
  * Decode one symbol from `data` (`size` bytes) starting at bit `*bit`;
@@ -58,6 +69,30 @@ int sg_q3_huff_put_sym(const struct sg_q3_huff *h, uint8_t *out, size_t cap, siz
  */
 int sg_q3_huff_decode_sym(const struct sg_q3_huff *h, const uint8_t *data, size_t size,
                           size_t *bit);
+
+/*
+ * The game's read of one N-bit value in Huffman mode, in one call: the low
+ * `raw` (0..7) bits raw, LSB first, then `nsyms` (0..4) codes giving the
+ * value's bytes from the low one up; a NYT code contributes 256 (spilling
+ * into the next byte), as in the game.  On success stores the value,
+ * advances `*bit` and returns 0.  With `*bit` unchanged, returns
+ * SG_E_OVERFLOW when the raw bits would pass `size * 8`, SG_E_HUFFMAN when
+ * a code would need a bit at or past it.  No byte past `size` is read.
+ */
+int sg_q3_huff_read_value(const struct sg_q3_huff *h, const uint8_t *data, size_t size,
+                          size_t *bit, unsigned raw, unsigned nsyms, uint32_t *value);
+
+/*
+ * The fast path of the game's string readers: decodes codes from `*bit`
+ * on while they lie far enough inside the message (a whole 8-byte load
+ * ahead) that each byte read would succeed, storing at most `max` bytes
+ * as the game's byte reads see them (NYT reads as 0).  It stops after a
+ * byte that reads as 0 or as `stop` (consumed, not stored; `*ended` is
+ * set), after `max` bytes, or near the end; the caller reads the rest one
+ * byte at a time.  Advances `*bit`; returns the bytes stored.
+ */
+size_t sg_q3_huff_decode_string(const struct sg_q3_huff *h, const uint8_t *data, size_t size,
+                                size_t *bit, uint8_t *out, size_t max, int stop, bool *ended);
 
 /*
  * Decode `n` bytes into `out` (table-driven; the fast path for bulk data).

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "protocols/byteorder.h"
+#include "protocols/error.h"
 #include "protocols/q3/huffman.h"
 
 /* ------------------------------------------------------------------ */
@@ -36,6 +37,13 @@ void sg_q3_msg_init_read(struct sg_q3_msg *m, const uint8_t *data, size_t len)
     m->cap = len;
     m->size = len;
     m->huff = sg_q3_huff_fixed();
+    m->lut = sg_q3_huff_lut(m->huff, &m->lut_mask);
+}
+
+void sg_q3_msg_init_read_padded(struct sg_q3_msg *m, const uint8_t *data, size_t len)
+{
+    sg_q3_msg_init_read(m, data, len);
+    m->padded = true;
 }
 
 void sg_q3_msg_init_write(struct sg_q3_msg *m, uint8_t *buf, size_t cap)
@@ -99,7 +107,7 @@ static uint32_t read_oob(struct sg_q3_msg *m, unsigned bits, bool *ok)
     return v;
 }
 
-int32_t sg_q3_msg_read_bits(struct sg_q3_msg *m, int bits)
+int32_t sg_q3__msg_read_bits(struct sg_q3_msg *m, int bits)
 {
     unsigned n = bits < 0 ? 0u - (unsigned)bits : (unsigned)bits;
     bool sgn = bits < 0;
@@ -117,28 +125,34 @@ int32_t sg_q3_msg_read_bits(struct sg_q3_msg *m, int bits)
         if (!ok)
             return read_fail(m);
     } else {
-        const struct sg_q3_huff *h = m->huff ? m->huff : sg_q3_huff_fixed();
         unsigned raw = n & 7;
-        size_t end = m->size * 8;
 
-        /* The odd bits go raw, LSB first. */
-        if (raw) {
-            if (m->bit > end || raw > end - m->bit)
+        if (n < 8) {
+            /* Raw bits only (the delta fields' 1-bit flags, mostly): within
+             * two bytes, both inside the message once the bound holds. */
+            size_t byte = m->bit >> 3;
+            unsigned shift = m->bit & 7;
+            uint32_t w;
+
+            if (m->bit > m->size * 8 || raw > m->size * 8 - m->bit)
                 return read_fail(m);
-            for (unsigned i = 0; i < raw; i++, m->bit++)
-                v |= (uint32_t)((m->data[m->bit >> 3] >> (m->bit & 7)) & 1) << i;
-            n -= raw;
-        }
-        /* Then one code per byte; NYT (256) spills into the next byte. */
-        for (unsigned i = 0; i < n; i += 8) {
-            int s = sg_q3_huff_decode_sym(h, m->data, m->size, &m->bit);
+            w = m->data[byte];
+            if (shift + raw > 8)
+                w |= (uint32_t)m->data[byte + 1] << 8;
+            v = (w >> shift) & ((1u << raw) - 1);
+            m->bit += raw;
+        } else {
+            /* The odd bits raw, then one code per byte (NYT spills into the next). */
+            const struct sg_q3_huff *h = m->huff ? m->huff : sg_q3_huff_fixed();
+            int err = sg_q3_huff_read_value(h, m->data, m->size, &m->bit, raw, n >> 3, &v);
 
-            if (s < 0) {
-                m->bit = end + 1;
+            if (err < 0) {
+                if (err == SG_E_HUFFMAN)
+                    m->bit = m->size * 8 + 1;
                 return read_fail(m);
             }
-            v |= (uint32_t)s << (i + raw);
         }
+        n -= raw;
         m->readcount = (m->bit >> 3) + 1;
         if (m->readcount > m->size)
             m->overflowed = true;
@@ -209,30 +223,9 @@ overflow:
 /* ------------------------------------------------------------------ */
 /* Typed values                                                         */
 
-int sg_q3_msg_read_byte(struct sg_q3_msg *m)
-{
-    int c = (uint8_t)sg_q3_msg_read_bits(m, 8);
-
-    return m->readcount > m->size ? -1 : c;
-}
-
 int sg_q3_msg_read_char(struct sg_q3_msg *m)
 {
     int c = (int8_t)(uint8_t)sg_q3_msg_read_bits(m, 8);
-
-    return m->readcount > m->size ? -1 : c;
-}
-
-int sg_q3_msg_read_short(struct sg_q3_msg *m)
-{
-    int c = (int16_t)(uint16_t)sg_q3_msg_read_bits(m, 16);
-
-    return m->readcount > m->size ? -1 : c;
-}
-
-int32_t sg_q3_msg_read_long(struct sg_q3_msg *m)
-{
-    int32_t c = sg_q3_msg_read_bits(m, 32);
 
     return m->readcount > m->size ? -1 : c;
 }
@@ -286,12 +279,42 @@ void sg_q3_msg_write_float(struct sg_q3_msg *m, float f)
 /* ------------------------------------------------------------------ */
 /* Strings and blocks                                                   */
 
+size_t sg_q3_msg_read_run(struct sg_q3_msg *m, uint8_t *out, size_t max, int stop, bool *ended)
+{
+    const struct sg_q3_huff *h = m->huff ? m->huff : sg_q3_huff_fixed();
+    size_t start = m->bit, n;
+
+    *ended = false;
+    if (m->oob || m->readcount > m->size)
+        return 0;
+    n = sg_q3_huff_decode_string(h, m->data, m->size, &m->bit, out, max, stop, ended);
+    if (m->bit != start)
+        m->readcount = (m->bit >> 3) + 1;
+    return n;
+}
+
 static size_t read_string_until(struct sg_q3_msg *m, char *out, size_t cap, char *raw, int stop)
 {
     size_t len = 0;
 
     if (cap == 0)
         return 0;
+
+    /* Far from the end, runs of codes at once: the bytes the loop would read. */
+    if (cap > 1) {
+        uint8_t *dst = (uint8_t *)(raw ? raw : out);
+        bool ended;
+
+        len = sg_q3_msg_read_run(m, dst, cap - 1, stop, &ended);
+        for (size_t i = 0; i < len; i++) {
+            uint8_t c = dst[i];
+            out[i] = (char)(c == '%' || c > 127 ? '.' : c);
+        }
+        if (ended)
+            goto done;
+    }
+
+    /* Then byte by byte, with the game's end-of-message rules. */
     for (;;) {
         int c = sg_q3_msg_read_byte(m);
 
@@ -304,6 +327,7 @@ static size_t read_string_until(struct sg_q3_msg *m, char *out, size_t cap, char
             raw[len] = (char)c;
         out[len++] = (char)(c == '%' || c > 127 ? '.' : c);
     }
+done:
     out[len] = '\0';
     if (raw)
         raw[len] = '\0';

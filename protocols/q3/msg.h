@@ -51,7 +51,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct sg_q3_huff;
+#include "protocols/byteorder.h"
+#include "protocols/q3/huffman.h"
 
 #define SG_Q3_MAX_MSGLEN       16384 /* MAX_MSGLEN */
 #define SG_Q3_MAX_STRING_CHARS 1024
@@ -65,12 +66,18 @@ struct sg_q3_msg {
     size_t readcount; /* reader: bytes consumed, (bit >> 3) + 1 in Huffman mode, as the game
                          counts; size + 1 after a read past the end */
     bool oob;         /* true: raw byte mode */
+    bool padded;      /* reader: 8 readable bytes follow `size` (sg_q3_msg_init_read_padded) */
     bool overflowed;  /* sticky overflow flag */
     const struct sg_q3_huff *huff; /* the fixed coder, fetched once (NULL: fetched per use) */
+    const uint32_t *lut;           /* its decode table (sg_q3_huff_lut), or NULL */
+    uint32_t lut_mask;
 };
 
 /* Reader over `len` bytes at `data` (not modified; cast away for the struct). */
 void sg_q3_msg_init_read(struct sg_q3_msg *m, const uint8_t *data, size_t len);
+/* The same, when 8 more bytes after `len` may be read (their values never
+ * matter): reads near the end then take the fast path too. */
+void sg_q3_msg_init_read_padded(struct sg_q3_msg *m, const uint8_t *data, size_t len);
 /* Writer into `buf` of `cap` bytes; zeroes the buffer. */
 void sg_q3_msg_init_write(struct sg_q3_msg *m, uint8_t *buf, size_t cap);
 
@@ -84,14 +91,17 @@ void sg_q3_msg_oob(struct sg_q3_msg *m, bool oob);
 
 /* Core bit I/O.  |bits| in 1..32; negative = signed (see above).  A write
  * of -32 bits is written like 32 (the game's writer rejects it). */
-int32_t sg_q3_msg_read_bits(struct sg_q3_msg *m, int bits);
+static inline int32_t sg_q3_msg_read_bits(struct sg_q3_msg *m, int bits);
 void sg_q3_msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits);
 
+/* The reader for every case; sg_q3_msg_read_bits inlines the commonest. */
+int32_t sg_q3__msg_read_bits(struct sg_q3_msg *m, int bits);
+
 /* Conveniences with the game's widths and signedness. */
-int sg_q3_msg_read_byte(struct sg_q3_msg *m);     /* 0..255, or -1 past the end (game behaviour) */
-int sg_q3_msg_read_char(struct sg_q3_msg *m);     /* -128..127, or -1 past the end */
-int sg_q3_msg_read_short(struct sg_q3_msg *m);    /* signed 16, or -1 past the end */
-int32_t sg_q3_msg_read_long(struct sg_q3_msg *m); /* 32, or -1 past the end */
+static inline int sg_q3_msg_read_byte(struct sg_q3_msg *m);     /* 0..255, or -1 past the end (game behaviour) */
+int sg_q3_msg_read_char(struct sg_q3_msg *m);                   /* -128..127, or -1 past the end */
+static inline int sg_q3_msg_read_short(struct sg_q3_msg *m);    /* signed 16, or -1 past the end */
+static inline int32_t sg_q3_msg_read_long(struct sg_q3_msg *m); /* 32, or -1 past the end */
 float sg_q3_msg_read_float(struct sg_q3_msg *m);  /* the 32 bits as a float, or -1.0f */
 void sg_q3_msg_write_byte(struct sg_q3_msg *m, int c);
 void sg_q3_msg_write_short(struct sg_q3_msg *m, int c);
@@ -125,6 +135,15 @@ size_t sg_q3_msg_read_string_line(struct sg_q3_msg *m, char *out, size_t cap, ch
  * into '.' and writes "" for strings of MAX_STRING_CHARS or more). */
 void sg_q3_msg_write_string(struct sg_q3_msg *m, const char *s, size_t len);
 
+/*
+ * The fast start of a string read: bytes as read_byte would return them,
+ * up to `max` of them, stopping after one that is 0 or `stop` (consumed,
+ * not stored; `*ended` set), for as long as every read is certain to
+ * succeed (Huffman mode, far from the end).  Returns the bytes stored; the
+ * caller goes on with read_byte from where it stopped.
+ */
+size_t sg_q3_msg_read_run(struct sg_q3_msg *m, uint8_t *out, size_t max, int stop, bool *ended);
+
 /* `len` bytes, each as read_byte (0xff once past the end, as the game). */
 void sg_q3_msg_read_data(struct sg_q3_msg *m, uint8_t *out, size_t len);
 void sg_q3_msg_write_data(struct sg_q3_msg *m, const uint8_t *in, size_t len);
@@ -135,5 +154,64 @@ void sg_q3_msg_write_data(struct sg_q3_msg *m, const uint8_t *in, size_t len);
  * need when they end on a byte boundary, exactly the length the game sends.
  */
 size_t sg_q3_msg_bytes(const struct sg_q3_msg *m);
+
+/*
+ * Inline, the common case: an unsigned Huffman-mode read from one 8-byte
+ * load (raw bits and at most four 11-bit codes fit in its 57 bits), taken
+ * when every bit it used lies before the end, where the full reader
+ * succeeds with readcount = (bit >> 3) + 1 <= size.  The load stays inside
+ * the buffer: at least 8 bytes before the end, or anywhere before it when
+ * the buffer is padded.  Anything else (signed, OOB, past the end, a code
+ * longer than the table) goes to sg_q3__msg_read_bits, which starts over.
+ */
+static inline int32_t sg_q3_msg_read_bits(struct sg_q3_msg *m, int bits)
+{
+    size_t end = m->size * 8;
+
+    if (bits > 0 && bits <= 32 && !m->oob && m->lut && m->readcount <= m->size &&
+        (m->bit + 64 <= end || (m->padded && m->bit < end))) {
+        uint64_t w = sg_le64(m->data + (m->bit >> 3)) >> (m->bit & 7);
+        unsigned raw = (unsigned)bits & 7, used = raw;
+        uint32_t v = (uint32_t)w & ((1u << raw) - 1);
+
+        w >>= raw;
+        for (unsigned i = 0; i < (unsigned)bits >> 3; i++) {
+            uint32_t e = m->lut[w & m->lut_mask];
+
+            if (e & SG_Q3_HUFF_LUT_LONG)
+                return sg_q3__msg_read_bits(m, bits);
+            v |= (e & 0xffff) << (raw + 8 * i); /* NYT (256) spills over, as in the game */
+            w >>= e >> 16;
+            used += e >> 16;
+        }
+        if (m->bit + used < end) {
+            m->bit += used;
+            m->readcount = (m->bit >> 3) + 1;
+            return (int32_t)v;
+        }
+    }
+    return sg_q3__msg_read_bits(m, bits);
+}
+
+static inline int sg_q3_msg_read_byte(struct sg_q3_msg *m)
+{
+    int c = (uint8_t)sg_q3_msg_read_bits(m, 8);
+
+    return m->readcount > m->size ? -1 : c;
+}
+
+static inline int sg_q3_msg_read_short(struct sg_q3_msg *m)
+{
+    int c = (int16_t)(uint16_t)sg_q3_msg_read_bits(m, 16);
+
+    return m->readcount > m->size ? -1 : c;
+}
+
+static inline int32_t sg_q3_msg_read_long(struct sg_q3_msg *m)
+{
+    int32_t c = sg_q3_msg_read_bits(m, 32);
+
+    return m->readcount > m->size ? -1 : c;
+}
 
 #endif

@@ -30,14 +30,13 @@
 #include "protocols/q3/msg.h"
 #include "protocols/q3/state.h"
 
-#define NO_ENTITY 99999
-
-/* Parsing context for one message. */
+/* Parsing context for one message; kept by the state between messages. */
 struct parse {
     struct sg_q3_state *st;
     struct sg_q3_msg m;
     struct sg_q3_svmsg *out;
     uint8_t str[SG_Q3_MAX_MSGLEN + 1]; /* raw bytes of the string being read */
+    uint8_t msg[SG_Q3_MAX_MSGLEN + 8]; /* the message, padded for the bit reader */
 };
 
 /*
@@ -47,11 +46,13 @@ struct parse {
  */
 static int read_string(struct parse *p, size_t cap, struct sg_q3_bytes *ref)
 {
-    size_t len = 0;
-    bool cut = false;
+    bool ended;
+    size_t len = sg_q3_msg_read_run(&p->m, p->str, cap, 0, &ended);
+    bool cut = len >= cap;
     int err;
 
-    for (;;) {
+    /* the rest (near the end of the message) byte by byte */
+    while (!ended && !cut) {
         int c = sg_q3_msg_read_byte(&p->m);
 
         if (c == -1 || c == 0)
@@ -495,12 +496,14 @@ int sg_q3_parse_server_message(struct sg_q3_state *st, int32_t sequence, const u
         st->errors++;
         return SG_E_TOOBIG;
     }
-    p = malloc(sizeof(*p));
-    if (!p)
+    if (!st->parse_scratch && !(st->parse_scratch = malloc(sizeof(*p))))
         return -ENOMEM;
+    p = st->parse_scratch;
     p->st = st;
     p->out = out;
-    sg_q3_msg_init_read(&p->m, data, len);
+    memcpy(p->msg, data, len);
+    memset(p->msg + len, 0, 8);
+    sg_q3_msg_init_read_padded(&p->m, p->msg, len);
     st->server_message_seq = sequence;
 
     /* reliableAcknowledge, then ops until svc_EOF */
@@ -526,6 +529,5 @@ int sg_q3_parse_server_message(struct sg_q3_state *st, int32_t sequence, const u
     }
     if (err < 0)
         st->errors++;
-    free(p);
     return err < 0 ? err : 0;
 }

@@ -2,7 +2,7 @@
  * Micro-benchmark of the Quake 3 message layer on real demos (built, not a
  * test).
  *
- * Usage: q3_msg_bench [-t seconds] [directory]
+ * Usage: q3_msg_bench [-t seconds] [--only decode|encode|demo] [directory]
  *
  * Loads every demo (*.dm_NN) under `directory` (default $SG_TESTDATA/q3,
  * else the test data beside the source tree) into memory once, then
@@ -341,7 +341,7 @@ static void report(const struct bench *b, const struct result *r, uint64_t bad)
 
 static int usage(void)
 {
-    fputs("usage: q3_msg_bench [-t seconds] [directory]\n", stderr);
+    fputs("usage: q3_msg_bench [-t seconds] [--only decode|encode|demo] [directory]\n", stderr);
     return 2;
 }
 
@@ -352,7 +352,7 @@ int main(int argc, char **argv)
                             {.name = "re-encode (write)"},
                             {.name = "demo decode+re-encode"}};
     char root[PATH_MAX], rel[PATH_MAX];
-    const char *dir = NULL;
+    const char *dir = NULL, *only = NULL;
     double seconds = 5;
     char **files = NULL;
     size_t num_files = 0;
@@ -363,6 +363,11 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) {
             seconds = atof(argv[++i]);
             if (!(seconds > 0))
+                return usage();
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
+            if (strcmp(only, "decode") != 0 && strcmp(only, "encode") != 0 &&
+                strcmp(only, "demo") != 0)
                 return usage();
         } else if (argv[i][0] == '-' || dir) {
             return usage();
@@ -425,19 +430,29 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < b.num_demos; i++)
         printf("  %-60s proto %d %6zu messages%s\n", b.demos[i].path, b.demos[i].protocol,
                b.demos[i].count, b.demos[i].end ? " (truncated)" : "");
-    printf("reproduce: %s -t %g %s\n\n", argv[0], seconds, dir);
+    printf("reproduce: %s -t %g%s%s %s\n\n", argv[0], seconds, only ? " --only " : "",
+           only ? only : "", dir);
     fflush(stdout);
 
-    run(&b, pass_decode, seconds / 3, &res[0]);
-    run(&b, pass_encode, seconds / 3, &res[1]);
-    run(&b, pass_demo, seconds / 3, &res[2]);
+    /* each pass gets a third of the time, or all of it with --only */
+    {
+        double (*const passes[3])(struct bench *) = {pass_decode, pass_encode, pass_demo};
+        static const char *const names[3] = {"decode", "encode", "demo"};
+
+        for (int i = 0; i < 3; i++)
+            if (!only || strcmp(only, names[i]) == 0)
+                run(&b, passes[i], only ? seconds : seconds / 3, &res[i]);
+    }
 
     printf("%-26s %9s %9s %10s %7s %7s %9s\n", "", "best", "median", "best", "", "", "errors/");
     printf("%-26s %9s %9s %10s %7s %7s %9s\n", "what", "MB/s", "MB/s", "msg/s", "reps", "passes",
            "mismatch");
-    report(&b, &res[0], b.decode_errors);
-    report(&b, &res[1], b.mismatches);
-    report(&b, &res[2], b.demo_mismatches);
+    if (res[0].reps)
+        report(&b, &res[0], b.decode_errors);
+    if (res[1].reps)
+        report(&b, &res[1], b.mismatches);
+    if (res[2].reps)
+        report(&b, &res[2], b.demo_mismatches);
 
     /* clean up */
     for (size_t k = 0; k < b.num_msgs; k++)
