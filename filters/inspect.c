@@ -476,6 +476,8 @@ static void text_frame(struct inspect_route *r, const struct sg_filter_call *cal
         } else if (m->number >= 0) {
             fprintf(f, " #%d", (int)m->number);
         }
+        if (m->injected)
+            fputs(" (injected)", f);
         if (m->repeat)
             fputs(" (repeat)", f);
         if (m->changed)
@@ -518,8 +520,9 @@ static void json_msgs(FILE *f, const struct inspect_conf *c, const struct sg_fra
             fputs(",\"command\":", f);
             json_str(f, m->command, strlen(m->command), strip);
         }
-        fprintf(f, ",\"repeat\":%s,\"changed\":%s,\"removed\":%s}", m->repeat ? "true" : "false",
-                m->changed ? "true" : "false", m->dropped ? "true" : "false");
+        fprintf(f, ",\"repeat\":%s,\"changed\":%s,\"removed\":%s,\"injected\":%s}",
+                m->repeat ? "true" : "false", m->changed ? "true" : "false",
+                m->dropped ? "true" : "false", m->injected ? "true" : "false");
         first = false;
     }
     fputc(']', f);

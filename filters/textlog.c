@@ -207,7 +207,8 @@ static int on_frame(struct sg_filter_call *call)
         return SG_FILTER_PASS;
     for (unsigned i = 0; i < f->nmsgs; i++) {
         const struct sg_msg *m = &f->msgs[i];
-        if (m->repeat || m->dropped || !m->text || !sg_filter__kind_in(c->mask, m->kind))
+        if (m->repeat || m->dropped || m->injected || !m->text ||
+            !sg_filter__kind_in(c->mask, m->kind))
             continue;
         add_line(r, call, m);
     }

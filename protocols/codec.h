@@ -65,9 +65,10 @@ struct sg_msg {
     size_t text_len;
     const char *command; /* text kinds: the whole command as the game reads it ("print \"hi\n\""),
                             or the same as text */
-    bool repeat;  /* a resend of a reliable message already shown: its first verdict applies */
-    bool dropped; /* a filter removed it */
-    bool changed; /* a filter changed its text */
+    bool repeat;   /* a resend of a reliable message already shown: its first verdict applies */
+    bool dropped;  /* a filter removed it */
+    bool changed;  /* a filter changed its text */
+    bool injected; /* a filter's injection the codec added when it rebuilt the frame (taps) */
 };
 
 /* One decoded datagram; owned by the codec state, valid until its next call. */
@@ -82,7 +83,9 @@ struct sg_frame {
     size_t msg_len;
     bool new_level; /* S2C: this message starts a level (a gamestate) */
     char level[64]; /* with new_level: the map name, for file names */
-    struct sg_msg *msgs; /* the messages in it (MESSAGE; OOB: one) */
+    /* The messages in it (MESSAGE; OOB: one).  When encode() carried injected
+     * messages, it appends them, marked injected, for the taps to see. */
+    struct sg_msg *msgs;
     unsigned nmsgs;
     void *game;     /* the codec's own decoded form */
 };

@@ -60,7 +60,7 @@ struct q3c {
     unsigned nmsgs, cap_msgs;
     char *arena; /* texts of msgs (offsets while building) */
     size_t arena_len, arena_cap;
-    char *changed[64]; /* texts filters set during this frame */
+    char *changed[128]; /* texts filters set during this frame, and injected ones it carried */
     int nchanged;
     struct sg_q3_renum sc; /* server commands: server -> client */
     struct sg_q3_renum cc; /* client commands: client -> server */
@@ -163,6 +163,31 @@ static long arena_put(struct q3c *c, const char *text, size_t len)
     return (long)off;
 }
 
+/* Room for one more message; false when out of memory. */
+static bool msgs_grow(struct q3c *c)
+{
+    unsigned cap;
+    struct sg_msg *ms;
+    int32_t *sq, *rf;
+
+    if (c->nmsgs < c->cap_msgs)
+        return true;
+    cap = c->cap_msgs ? 2 * c->cap_msgs : 64;
+    ms = realloc(c->msgs, cap * sizeof(*ms));
+    sq = ms ? realloc(c->msg_seq, cap * sizeof(*sq)) : NULL;
+    rf = sq ? realloc(c->msg_ref, cap * sizeof(*rf)) : NULL;
+    if (ms)
+        c->msgs = ms;
+    if (sq)
+        c->msg_seq = sq;
+    if (rf)
+        c->msg_ref = rf;
+    if (!ms || !sq || !rf)
+        return false;
+    c->cap_msgs = cap;
+    return true;
+}
+
 /* Append a message; text and command become arena offsets (fixed up by msgs_done). */
 static struct sg_msg *msg_add(struct q3c *c, enum sg_msg_kind kind, const char *name,
                               int32_t number, const char *text, size_t len, const char *command,
@@ -171,21 +196,8 @@ static struct sg_msg *msg_add(struct q3c *c, enum sg_msg_kind kind, const char *
     struct sg_msg *m;
     long t = -1, cmd = -1;
 
-    if (c->nmsgs == c->cap_msgs) {
-        unsigned cap = c->cap_msgs ? 2 * c->cap_msgs : 64;
-        struct sg_msg *ms = realloc(c->msgs, cap * sizeof(*ms));
-        int32_t *sq = ms ? realloc(c->msg_seq, cap * sizeof(*sq)) : NULL;
-        int32_t *rf = sq ? realloc(c->msg_ref, cap * sizeof(*rf)) : NULL;
-        if (ms)
-            c->msgs = ms;
-        if (sq)
-            c->msg_seq = sq;
-        if (rf)
-            c->msg_ref = rf;
-        if (!ms || !sq || !rf)
-            return NULL;
-        c->cap_msgs = cap;
-    }
+    if (!msgs_grow(c))
+        return NULL;
     if (text && (t = arena_put(c, text, len)) < 0)
         return NULL;
     if (command && (cmd = arena_put(c, command, strlen(command))) < 0)
@@ -247,69 +259,90 @@ static size_t unquote(const char *arg, const char **out)
     return strlen(arg);
 }
 
-/* A server command as a cross-game message. */
-static void add_server_command(struct q3c *c, const char *cmd, int32_t seq, bool repeat)
+/* What a server command is, as a cross-game message: kind, number, text. */
+static void classify_server_command(const char *cmd, enum sg_msg_kind *kind, int32_t *number,
+                                    const char **text, size_t *len)
 {
     char verb[32];
     size_t at = verb_of(cmd, verb, sizeof(verb));
-    const char *text = cmd + at;
-    size_t len;
-    enum sg_msg_kind kind = SG_MSG_SERVER_COMMAND;
-    int32_t number = seq;
-    struct sg_msg *m;
+    const char *t = cmd + at;
 
+    *kind = SG_MSG_SERVER_COMMAND;
     if (strcmp(verb, "print") == 0)
-        kind = SG_MSG_PRINT;
+        *kind = SG_MSG_PRINT;
     else if (strcmp(verb, "cp") == 0)
-        kind = SG_MSG_CENTERPRINT;
+        *kind = SG_MSG_CENTERPRINT;
     else if (strcmp(verb, "chat") == 0 || strcmp(verb, "tchat") == 0)
-        kind = SG_MSG_CHAT;
+        *kind = SG_MSG_CHAT;
     else if (strcmp(verb, "disconnect") == 0)
-        kind = SG_MSG_DISCONNECT;
+        *kind = SG_MSG_DISCONNECT;
     else if (strcmp(verb, "cs") == 0) {
         char *end;
-        long idx = strtol(text, &end, 10);
-        if (end != text) {
-            kind = SG_MSG_CONFIGSTRING;
-            number = (int32_t)idx;
-            text = end;
-            while (*text == ' ')
-                text++;
+        long idx = strtol(t, &end, 10);
+        if (end != t) {
+            *kind = SG_MSG_CONFIGSTRING;
+            *number = (int32_t)idx;
+            t = end;
+            while (*t == ' ')
+                t++;
         }
     }
-    if (kind == SG_MSG_SERVER_COMMAND) {
-        text = cmd;
-        len = strlen(cmd);
+    if (*kind == SG_MSG_SERVER_COMMAND) {
+        *text = cmd;
+        *len = strlen(cmd);
     } else {
-        len = unquote(text, &text);
+        *len = unquote(t, text);
     }
+}
+
+/* A server command as a cross-game message. */
+static void add_server_command(struct q3c *c, const char *cmd, int32_t seq, bool repeat)
+{
+    enum sg_msg_kind kind;
+    int32_t number = seq;
+    const char *text;
+    size_t len;
+    struct sg_msg *m;
+
+    classify_server_command(cmd, &kind, &number, &text, &len);
     m = msg_add(c, kind, "svc_serverCommand", number, text, len, cmd, seq, -1);
     if (m)
         m->repeat = repeat;
 }
 
-/* A client command as a cross-game message. */
-static void add_client_command(struct q3c *c, const char *cmd, int32_t seq, bool repeat)
+/* What a client command is, as a cross-game message: kind and text. */
+static void classify_client_command(const char *cmd, enum sg_msg_kind *kind, const char **text,
+                                    size_t *len)
 {
     char verb[32];
     size_t at = verb_of(cmd, verb, sizeof(verb));
-    const char *text = cmd;
-    size_t len = strlen(cmd);
-    enum sg_msg_kind kind = SG_MSG_CLIENT_COMMAND;
-    struct sg_msg *m;
 
+    *kind = SG_MSG_CLIENT_COMMAND;
+    *text = cmd;
+    *len = strlen(cmd);
     if (strcmp(verb, "say") == 0 || strcmp(verb, "say_team") == 0) {
-        kind = SG_MSG_CHAT;
-        len = unquote(cmd + at, &text);
+        *kind = SG_MSG_CHAT;
+        *len = unquote(cmd + at, text);
     } else if (strcmp(verb, "tell") == 0) {
         const char *rest = cmd + at;
         while (*rest && *rest != ' ')
             rest++;
         while (*rest == ' ')
             rest++;
-        kind = SG_MSG_CHAT;
-        len = unquote(rest, &text);
+        *kind = SG_MSG_CHAT;
+        *len = unquote(rest, text);
     }
+}
+
+/* A client command as a cross-game message. */
+static void add_client_command(struct q3c *c, const char *cmd, int32_t seq, bool repeat)
+{
+    enum sg_msg_kind kind;
+    const char *text;
+    size_t len;
+    struct sg_msg *m;
+
+    classify_client_command(cmd, &kind, &text, &len);
     m = msg_add(c, kind, "clc_clientCommand", seq, text, len, cmd, seq, -1);
     if (m)
         m->repeat = repeat;
@@ -485,7 +518,56 @@ struct out_cmd {
     const char *text;       /* a text that stays put (renum's, or the caller's copy) */
     struct sg_q3_bytes ref; /* or, when has_ref, the original in the message's byte pool */
     bool has_ref;
+    bool injected, resend;  /* a filter's injection; sent before */
 };
+
+static const char *keep_text(struct q3c *c, const char *text, size_t len);
+static void classify_server_command(const char *cmd, enum sg_msg_kind *kind, int32_t *number,
+                                    const char **text, size_t *len);
+static void classify_client_command(const char *cmd, enum sg_msg_kind *kind, const char **text,
+                                    size_t *len);
+
+/*
+ * The injected commands a rebuilt message carries, appended to the frame's
+ * messages (after msgs_done: texts are kept copies) so that the taps show
+ * what was sent.  Resends until acknowledged are marked repeat.
+ */
+static void note_injected(struct q3c *c, const struct out_cmd *cmds, int k)
+{
+    struct sg_frame *f = &c->frame;
+
+    for (int i = 0; i < k; i++) {
+        enum sg_msg_kind kind;
+        int32_t number = cmds[i].seq;
+        const char *text, *cmd;
+        size_t len;
+        struct sg_msg *m;
+
+        if (!cmds[i].injected || !(cmd = keep_text(c, cmds[i].text, strlen(cmds[i].text))))
+            continue;
+        if (f->dir == SG_DIR_S2C)
+            classify_server_command(cmd, &kind, &number, &text, &len);
+        else
+            classify_client_command(cmd, &kind, &text, &len);
+        if (!(text = keep_text(c, text, len)) || !msgs_grow(c))
+            continue;
+        m = &c->msgs[c->nmsgs];
+        memset(m, 0, sizeof(*m));
+        m->kind = kind;
+        m->name = f->dir == SG_DIR_S2C ? "svc_serverCommand" : "clc_clientCommand";
+        m->number = number;
+        m->text = text;
+        m->text_len = len;
+        m->command = cmd;
+        m->injected = true;
+        m->repeat = cmds[i].resend;
+        c->msg_seq[c->nmsgs] = -1;
+        c->msg_ref[c->nmsgs] = -1;
+        c->nmsgs++;
+        f->msgs = c->msgs;
+        f->nmsgs = c->nmsgs;
+    }
+}
 
 static int cmp_out_cmd(const void *a, const void *b)
 {
@@ -498,7 +580,7 @@ static int cmp_out_cmd(const void *a, const void *b)
  * renumbered, without the dropped ones and with changed texts, plus the
  * injected ones it has not acknowledged yet, in number order.
  */
-static int out_commands(const struct sg_q3_renum *r, const int32_t *seqs, const char *const *texts,
+static int out_commands(struct sg_q3_renum *r, const int32_t *seqs, const char *const *texts,
                         const struct sg_q3_bytes *refs, int n, bool with_pending,
                         struct out_cmd *out, int cap)
 {
@@ -522,7 +604,10 @@ static int out_commands(const struct sg_q3_renum *r, const int32_t *seqs, const 
             continue;
         memset(&out[k], 0, sizeof(out[k]));
         out[k].seq = r->pending[i].receiver;
-        out[k++].text = r->pending[i].text;
+        out[k].text = r->pending[i].text;
+        out[k].injected = true;
+        out[k++].resend = r->pending[i].sent;
+        r->pending[i].sent = true;
     }
     qsort(out, (size_t)k, sizeof(*out), cmp_out_cmd);
     return k;
@@ -573,6 +658,7 @@ static int translate_server_message(struct q3c *c)
             goto out;
         sv->ops[err] = rest[i];
     }
+    note_injected(c, cmds, k);
     for (int i = 0; i < k; i++) {
         struct sg_q3_bytes ref = cmds[i].ref;
         int at = sg_q3_svmsg_add_op(sv, SG_Q3_SVC_SERVERCOMMAND);
@@ -619,6 +705,7 @@ static void translate_client_message(struct q3c *c)
                      (int)(sizeof(cmds) / sizeof(cmds[0])));
     if (k > SG_Q3_MAX_RELIABLE_COMMANDS)
         k = SG_Q3_MAX_RELIABLE_COMMANDS;
+    note_injected(c, cmds, k);
     for (int i = 0; i < k; i++) {
         size_t len = strlen(cmds[i].text);
         if (len >= sizeof(cm->commands[i].text))

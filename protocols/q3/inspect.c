@@ -213,10 +213,13 @@ static void packet(struct ictx *c)
 
 /* ---- messages ---- */
 
-/* One message line / object. */
+/* One message line / object; `m` (NULL for a derived message) gives its marks. */
 static void message(struct ictx *c, unsigned i, const char *kind, const char *name, int32_t num,
-                    const char *text, size_t len, bool repeat, bool changed, bool dropped)
+                    const char *text, size_t len, const struct sg_msg *m)
 {
+    bool repeat = m && m->repeat, changed = m && m->changed, dropped = m && m->dropped;
+    bool injected = m && m->injected;
+
     if (c->json) {
         fprintf(c->f, "%s{\"i\":%u,\"kind\":\"%s\",\"name\":", i ? "," : "", i, kind);
         json_str(c->f, name, strlen(name));
@@ -228,6 +231,7 @@ static void message(struct ictx *c, unsigned i, const char *kind, const char *na
         put_bool(c, "repeat", repeat);
         put_bool(c, "changed", changed);
         put_bool(c, "removed", dropped);
+        put_bool(c, "injected", injected);
         fputc('}', c->f);
         return;
     }
@@ -244,6 +248,8 @@ static void message(struct ictx *c, unsigned i, const char *kind, const char *na
     } else if (num >= 0) {
         fprintf(c->f, " #%d", num);
     }
+    if (injected)
+        fputs(" (injected)", c->f);
     if (repeat)
         fputs(" (repeat)", c->f);
     if (changed)
@@ -261,8 +267,7 @@ static void derived_messages(struct ictx *c)
     unsigned n = 0;
 
     if (qf->rx == SG_Q3_RX_OOB) {
-        message(c, n++, kind_game, sg_q3_oob_kind_name(qf->u.oob.kind), -1, NULL, 0, false, false,
-                false);
+        message(c, n++, kind_game, sg_q3_oob_kind_name(qf->u.oob.kind), -1, NULL, 0, NULL);
         return;
     }
     if (qf->rx != SG_Q3_RX_MESSAGE)
@@ -272,11 +277,9 @@ static void derived_messages(struct ictx *c)
         for (int i = 0; i < cm->num_commands; i++)
             message(c, n++, sg_msg_kind_name(SG_MSG_CLIENT_COMMAND), "clc_clientCommand",
                     cm->commands[i].sequence, cm->commands[i].text,
-                    strnlen(cm->commands[i].text, sizeof(cm->commands[i].text)), false, false,
-                    false);
+                    strnlen(cm->commands[i].text, sizeof(cm->commands[i].text)), NULL);
         if (cm->move_op)
-            message(c, n++, kind_game, sg_q3_clc_name(cm->move_op), cm->num_cmds, NULL, 0, false,
-                    false, false);
+            message(c, n++, kind_game, sg_q3_clc_name(cm->move_op), cm->num_cmds, NULL, 0, NULL);
         return;
     }
     if (!c->sv)
@@ -286,13 +289,15 @@ static void derived_messages(struct ictx *c)
 
         if (op->type == SG_Q3_SVC_SERVERCOMMAND) {
             const char *t = sg_q3_svmsg_str(c->sv, op->u.cmd.text);
+            const struct sg_msg marks = {.repeat = !op->u.cmd.fresh};
+
             message(c, n++, sg_msg_kind_name(SG_MSG_SERVER_COMMAND), sg_q3_svc_name(op->type),
-                    op->u.cmd.sequence, t, op->u.cmd.text.len, !op->u.cmd.fresh, false, false);
+                    op->u.cmd.sequence, t, op->u.cmd.text.len, &marks);
         } else if (op->type == SG_Q3_SVC_SNAPSHOT && op->u.snap < c->sv->num_snaps) {
             message(c, n++, kind_game, sg_q3_svc_name(op->type),
-                    c->sv->snaps[op->u.snap].server_time, NULL, 0, false, false, false);
+                    c->sv->snaps[op->u.snap].server_time, NULL, 0, NULL);
         } else if (op->type != SG_Q3_SVC_NOP && op->type != SG_Q3_SVC_EOF) {
-            message(c, n++, kind_game, sg_q3_svc_name(op->type), -1, NULL, 0, false, false, false);
+            message(c, n++, kind_game, sg_q3_svc_name(op->type), -1, NULL, 0, NULL);
         }
     }
 }
@@ -307,7 +312,7 @@ static void messages(struct ictx *c)
         for (unsigned i = 0; i < f->nmsgs; i++) {
             const struct sg_msg *m = &f->msgs[i];
             message(c, i, sg_msg_kind_name(m->kind), m->name ? m->name : "", m->number, m->text,
-                    m->text_len, m->repeat, m->changed, m->dropped);
+                    m->text_len, m);
         }
     } else {
         derived_messages(c);

@@ -140,6 +140,7 @@ int sg_q3_renum_inject(struct sg_q3_renum *r, const char *text)
     r->last_receiver = sg_q3_seqadd(r->last_receiver, 1);
     r->pending[r->npending].receiver = r->last_receiver;
     r->pending[r->npending].text = copy;
+    r->pending[r->npending].sent = false;
     r->npending++;
     r->changed = true;
     return 0;

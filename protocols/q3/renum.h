@@ -35,6 +35,7 @@ struct sg_q3_renum_entry {
 struct sg_q3_renum_inject {
     int32_t receiver;
     char *text;
+    bool sent; /* went out at least once (later sends are resends) */
 };
 
 struct sg_q3_renum {

@@ -18,6 +18,7 @@ Shares its helpers with textlog_loop.py.  Only 127.0.0.1; bounded loops;
 processes killed by PID.  Exit 0 pass, 1 fail, 77 skip.
 """
 
+import json
 import os
 import sys
 
@@ -37,6 +38,12 @@ def prints_to_client(h, name):
                             '        text "^3slipgate: hello %client%"\n'
                             '        every 200ms\n'
                             '        count 5\n'
+                            '    }\n'
+                            '    filter inspect {\n'
+                            '        format json\n'
+                            '        kinds print\n'
+                            '        show_repeats yes\n'
+                            '        output "' + h.path('inspect.jsonl') + '"\n'
                             '    }')
         rep = tl.LooseReplay(h, px, srv, cap, pace=0.1).run()
         check(px.stop() == 0, 'slipgate did not exit cleanly')
@@ -58,11 +65,42 @@ def prints_to_client(h, name):
     nums = [num for num, _ in sv]
     check(nums == list(range(nums[0], nums[0] + len(nums))),
           'the client\'s server commands are not numbered in sequence: %s' % nums)
+    check_inspected(h.path('inspect.jsonl'), rep.client.port, mine)
     theirs = [t for _, t in sv if t.startswith('print') and t != want]
     check(len(theirs) == 6, 'the server\'s own 6 prints did not all arrive: %s' % theirs)
     print('%s: the client received the 5 injected prints as commands %s among %d server '
           'commands numbered %d..%d, and the server\'s 6 prints; replay %.1f s'
           % (name, mine, len(sv), nums[0], nums[-1], rep.elapsed))
+
+
+def check_inspected(path, port, numbers):
+    """The inspector shows each injected print once as new (injected, not
+    repeat) with the number the client got, resends marked repeat, and
+    never marks a server print injected."""
+    text = '^3slipgate: hello 127.0.0.1:%d\n' % port
+    first, resent, others = [], 0, 0
+    with open(path, encoding='utf-8') as f:
+        for line in f:
+            obj = json.loads(line)
+            for m in obj.get('msgs', []):
+                check('injected' in m, 'inspect: message without "injected": %s' % m)
+                if not m['injected']:
+                    check(m['text'] != text, 'inspect: an injected print not marked: %s' % m)
+                    others += 1
+                    continue
+                check(obj['dir'] == 's2c' and m['kind'] == 'print' and
+                      m['name'] == 'svc_serverCommand' and m['text'] == text,
+                      'inspect: unexpected injected message %s in %s' % (m, line.strip()))
+                check(obj['reencoded'], 'inspect: a frame carrying an injection is not '
+                      'marked re-encoded: %s' % line.strip())
+                if m['repeat']:
+                    resent += 1
+                else:
+                    first.append(m['num'])
+    check(sorted(first) == sorted(numbers), 'inspect showed the injected prints as new with '
+          'numbers %s; the client received them as %s' % (first, numbers))
+    print('inspect: 5 injected prints shown as numbers %s, %d resends marked repeat, %d '
+          'server prints' % (first, resent, others))
 
 
 def case_print_ioq71(h):

@@ -248,6 +248,7 @@ static void case_json_fields(void)
     if (open_inspect(&fc, &o, "format json\nlevel fields\nshow_repeats yes") < 0)
         return;
     server_frame(&fc);
+    fc.codec.msgs[2].injected = true; /* "old news": a resent injection */
     fc.codec.frame.new_level = true;
     snprintf(fc.codec.frame.level, sizeof(fc.codec.frame.level), "q3dm17");
     tap(&fc, false, -1, true);
@@ -292,6 +293,7 @@ static void case_json_fields(void)
             CHECK(jis_bool(m, "repeat", false));
             CHECK(jis_bool(m, "changed", false));
             CHECK(jis_bool(m, "removed", false));
+            CHECK(jis_bool(m, "injected", false));
             m = msgs->items[1];
             CHECK(jis_str(m, "kind", "game"));
             CHECK(jis_str(m, "name", "svc_snapshot"));
@@ -300,6 +302,7 @@ static void case_json_fields(void)
             m = msgs->items[2];
             CHECK(jis_num(m, "i", 2));
             CHECK(jis_bool(m, "repeat", true));
+            CHECK(jis_bool(m, "injected", true));
         }
         jfree(v);
     } else {
@@ -424,8 +427,11 @@ static void case_colors_clip(void)
     fake_frame(&fc.codec, SG_DIR_S2C, SG_FRAME_MESSAGE);
     fake_msg(&fc.codec, SG_MSG_CHAT, "^1Red^7 says\x01 hello there, a long line");
     fake_msg(&fc.codec, SG_MSG_CHAT, "^2ok");
+    fake_msg(&fc.codec, SG_MSG_CHAT, "^3hi");
     fc.codec.msgs[1].changed = true;
     fc.codec.msgs[0].dropped = true;
+    fc.codec.msgs[2].injected = true;
+    fc.codec.msgs[2].repeat = true;
     tap(&fc, false, -1, false);
     fake_chain_close(&fc);
     out_read(&o);
@@ -435,6 +441,26 @@ static void case_colors_clip(void)
         CHECK(matches(o.lines[1],
                       "s>c   chat +chat +#0 +Red \\.\\.\\.\\[\\+30 bytes\\] \\(removed\\)$"));
         CHECK(matches(o.lines[2], "s>c   chat +chat +#1 +ok \\(changed\\)$"));
+    }
+    out_free(&o);
+
+    /* an injected message is marked, its resends too (shown with show_repeats) */
+    out_init(&o);
+    if (open_inspect(&fc, &o, "show_repeats yes") < 0)
+        return;
+    fake_frame(&fc.codec, SG_DIR_S2C, SG_FRAME_MESSAGE);
+    fake_msg(&fc.codec, SG_MSG_PRINT, "new");
+    fake_msg(&fc.codec, SG_MSG_PRINT, "again");
+    fc.codec.msgs[0].injected = true;
+    fc.codec.msgs[1].injected = true;
+    fc.codec.msgs[1].repeat = true;
+    tap(&fc, false, -1, false);
+    fake_chain_close(&fc);
+    out_read(&o);
+    CHECK(o.n == 3);
+    if (o.n == 3) {
+        CHECK(matches(o.lines[1], "s>c   print +print +#0 +new \\(injected\\)$"));
+        CHECK(matches(o.lines[2], "s>c   print +print +#1 +again \\(injected\\) \\(repeat\\)$"));
     }
     out_free(&o);
 
