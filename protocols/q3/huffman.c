@@ -468,6 +468,12 @@ const uint32_t *sg_q3_huff_lut(const struct sg_q3_huff *h, uint32_t *mask)
     return h->lut;
 }
 
+const uint32_t *sg_q3_huff_codes(const struct sg_q3_huff *h, const uint8_t **len)
+{
+    *len = h->len;
+    return h->code;
+}
+
 const struct sg_q3_huff *sg_q3_huff_fixed(void)
 {
     call_once(&fixed_once, fixed_build);

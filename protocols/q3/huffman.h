@@ -43,6 +43,13 @@ const struct sg_q3_huff *sg_q3_huff_fixed(void);
 const uint32_t *sg_q3_huff_lut(const struct sg_q3_huff *h, uint32_t *mask);
 
 /*
+ * The fixed coder's encode tables, for inline writers: code[b] holds byte
+ * b's code (the first bit sent in the least significant bit), len[b] its
+ * length (1..11).  Valid for the program's lifetime.
+ */
+const uint32_t *sg_q3_huff_codes(const struct sg_q3_huff *h, const uint8_t **len);
+
+/*
  * Decode one symbol from `data` (`size` bytes) starting at bit `*bit`;
  * on success stores the byte value, advances `*bit` and returns 0.
  * Returns SG_E_HUFFMAN, `*bit` unchanged, for a code that would need a bit

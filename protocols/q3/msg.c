@@ -49,11 +49,29 @@ void sg_q3_msg_init_read_padded(struct sg_q3_msg *m, const uint8_t *data, size_t
 void sg_q3_msg_init_write(struct sg_q3_msg *m, uint8_t *buf, size_t cap)
 {
     memset(m, 0, sizeof(*m));
-    if (cap)
-        memset(buf, 0, cap);
     m->data = buf;
     m->cap = cap;
     m->huff = sg_q3_huff_fixed();
+    m->codes = sg_q3_huff_codes(m->huff, &m->code_len);
+}
+
+/*
+ * Before bits up to bit `end` (exclusive) are written: the bytes they land
+ * in and the byte after (which the game's cursize counts) must be zero or
+ * written.  Zeroes a little further each time, so a message costs about
+ * its own length in zeroing, not the buffer's.
+ */
+static void zero_ahead(struct sg_q3_msg *m, size_t end)
+{
+    size_t need = ((end + 7) >> 3) + 1, to;
+
+    if (need <= m->zeroed)
+        return;
+    to = need + 64 < m->cap ? need + 64 : m->cap;
+    if (to > m->zeroed) {
+        memset(m->data + m->zeroed, 0, to - m->zeroed);
+        m->zeroed = to;
+    }
 }
 
 void sg_q3_msg_oob(struct sg_q3_msg *m, bool oob)
@@ -189,12 +207,38 @@ void sg_q3_msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits)
             sg_put_le32(p, v);
         m->size += n / 8;
         m->bit += n;
+        if (m->zeroed < m->size)
+            m->zeroed = m->size; /* written whole: nothing to zero there */
         return;
     }
 
     h = m->huff ? m->huff : sg_q3_huff_fixed();
     v &= 0xffffffffu >> (32 - n);
     raw = n & 7;
+
+    /*
+     * The common case: raw bits and codes gathered in one register (at most
+     * 7 + 4 * 11 bits) and merged into the buffer with one 8-byte
+     * read-modify-write, well inside the buffer.
+     */
+    if (m->codes && (m->bit >> 3) + 8 <= m->cap) {
+        uint64_t acc = v & ((1u << raw) - 1), mask;
+        unsigned len = raw, shift = m->bit & 7;
+        uint8_t *p = m->data + (m->bit >> 3);
+
+        v >>= raw;
+        for (unsigned i = raw; i < n; i += 8, v >>= 8) {
+            acc |= (uint64_t)m->codes[v & 0xff] << len;
+            len += m->code_len[v & 0xff];
+        }
+        zero_ahead(m, m->bit + len);
+        mask = (len < 64 ? ((uint64_t)1 << len) - 1 : ~(uint64_t)0) << shift;
+        sg_put_le64(p, (sg_le64(p) & ~mask) | (acc << shift));
+        m->bit += len;
+        m->size = (m->bit >> 3) + 1;
+        return;
+    }
+    zero_ahead(m, m->bit + raw + 11 * (n >> 3));
     if (raw) {
         if (m->bit > m->cap * 8 || raw > m->cap * 8 - m->bit)
             goto overflow;

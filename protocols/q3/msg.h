@@ -71,6 +71,9 @@ struct sg_q3_msg {
     const struct sg_q3_huff *huff; /* the fixed coder, fetched once (NULL: fetched per use) */
     const uint32_t *lut;           /* its decode table (sg_q3_huff_lut), or NULL */
     uint32_t lut_mask;
+    const uint32_t *codes;         /* writer: its encode tables (sg_q3_huff_codes), or NULL */
+    const uint8_t *code_len;
+    size_t zeroed; /* writer: bytes [0, zeroed) are zero or hold what was written */
 };
 
 /* Reader over `len` bytes at `data` (not modified; cast away for the struct). */
@@ -78,7 +81,9 @@ void sg_q3_msg_init_read(struct sg_q3_msg *m, const uint8_t *data, size_t len);
 /* The same, when 8 more bytes after `len` may be read (their values never
  * matter): reads near the end then take the fast path too. */
 void sg_q3_msg_init_read_padded(struct sg_q3_msg *m, const uint8_t *data, size_t len);
-/* Writer into `buf` of `cap` bytes; zeroes the buffer. */
+/* Writer into `buf` of `cap` bytes.  The buffer is zeroed as the writer
+ * advances (a little ahead of it): the sg_q3_msg_bytes() bytes written are
+ * the game's, padding bits zero; what lies further is left undefined. */
 void sg_q3_msg_init_write(struct sg_q3_msg *m, uint8_t *buf, size_t cap);
 
 /*

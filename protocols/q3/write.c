@@ -143,7 +143,8 @@ int sg_q3_write_server_message(const struct sg_q3_svmsg *msg, uint8_t *buf, size
     if (start + msg->tail.len > cap)
         return SG_E_OVERFLOW;
     tail = sg_q3_svmsg_bytes(msg, msg->tail);
+    /* merged into the last written byte; past what the writer zeroed, set */
     for (uint32_t i = 0; i < msg->tail.len; i++)
-        buf[start + i] |= tail[i];
+        buf[start + i] = (uint8_t)((start + i < m.zeroed ? buf[start + i] : 0) | tail[i]);
     return (int)(start + msg->tail.len);
 }
