@@ -34,9 +34,9 @@
 #include <uv.h>
 
 #define SG_MAX_DATAGRAM     65536
-#define SG_RECV_BATCH       32          /* datagrams per receive call */
-#define SG_MAX_QUEUED_SENDS 256         /* per socket, while the kernel would block */
-#define SG_OUTBOX_ENTRIES   512         /* datagrams per flush, at most */
+#define SG_RECV_BATCH       32           /* datagrams per receive call */
+#define SG_MAX_QUEUED_SENDS 256          /* per socket, while the kernel would block */
+#define SG_OUTBOX_ENTRIES   512          /* datagrams per flush, at most */
 #define SG_OUTBOX_BYTES     (512 * 1024) /* their bytes, at most */
 
 struct sg_udp;
@@ -47,11 +47,11 @@ typedef void (*sg_udp_read_cb)(struct sg_udp *u);
 
 struct sg_udp {
     uv_poll_t poll;
-    int fd;         /* -1 once closed */
-    bool open;      /* watched and not closing */
-    bool connected; /* sends go to the connected peer (`to` is ignored) */
+    int fd;          /* -1 once closed */
+    bool open;       /* watched and not closing */
+    bool connected;  /* sends go to the connected peer (`to` is ignored) */
     int pending_err; /* a socket error cleared at POLLERR, for the next receive */
-    int events;     /* UV_READABLE, plus UV_WRITABLE while copies wait */
+    int events;      /* UV_READABLE, plus UV_WRITABLE while copies wait */
     sg_udp_read_cb on_read;
     void *data; /* the owner's */
 
@@ -113,8 +113,7 @@ bool sg_udp_close(struct sg_udp *u, uv_close_cb cb);
 /* ---- the outbox ---- */
 
 /* What became of one pushed datagram: 0 sent (or queued), or a negative errno. */
-typedef void (*sg_outbox_done_cb)(void *ctx, uint8_t tag, const uint8_t *data, size_t len,
-                                  int err);
+typedef void (*sg_outbox_done_cb)(void *ctx, uint8_t tag, const uint8_t *data, size_t len, int err);
 
 struct sg_outbox_entry {
     struct sg_udp *u;

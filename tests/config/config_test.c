@@ -11,6 +11,7 @@
  * enabled, and a self-nesting group block for the depth limit).
  */
 #include "config/config.h"
+#include "tests/unit.h"
 #include "protocols/error.h"
 
 #include <errno.h>
@@ -194,16 +195,6 @@ static void conf_free(struct t_conf *c)
 }
 
 /* Checking helpers: each failed check prints and counts. */
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 #define CHECK_INT(got, want) check_int(__LINE__, #got, (long long)(got), (long long)(want))
 #define CHECK_STR(got, want) check_str(__LINE__, #got, (got), (want))
@@ -1282,10 +1273,7 @@ static void case_null_diag(void)
     CHECK_DIAGS(&d, "config:3: error: no column", "f: error: no line", NULL);
 }
 
-static const struct {
-    const char *name;
-    void (*run)(void);
-} cases[] = {
+static const struct unit_case cases[] = {
 #define C(n)                                                                                       \
     {                                                                                              \
 #n, case_##n                                                                               \
@@ -1333,22 +1321,10 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s CASE [FIXTURE_DIR]\n", argv[0]);
-        return 2;
-    }
-    if (strcmp(argv[1], "parse_file") == 0) {
+    /* parse_file takes the fixtures' directory as a second argument */
+    if (argc > 1 && strcmp(argv[1], "parse_file") == 0) {
         case_parse_file(argc > 2 ? argv[2] : ".");
         return failures ? 1 : 0;
     }
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (strcmp(argv[1], cases[i].name) == 0) {
-            cases[i].run();
-            if (failures)
-                fprintf(stderr, "%s: %d check(s) failed\n", argv[1], failures);
-            return failures ? 1 : 0;
-        }
-    }
-    fprintf(stderr, "unknown case '%s'\n", argv[1]);
-    return 2;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

@@ -3,29 +3,19 @@
  * text, both, one way, whole datagrams, resends, bad settings.
  */
 #include "tests/filters/fake.h"
+#include "tests/unit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
+/* Open the filter with `conf`: 0, or -1 counted as a failure. */
 static int open_or_fail(struct fake_chain *fc, const char *conf)
 {
-    if (fake_chain_open(fc, "drop", conf, NULL, 0) < 0) {
-        fprintf(stderr, "cannot open drop with: %s\n", conf);
-        failures++;
-        return -1;
-    }
-    return 0;
+    int rc = fake_chain_open(fc, "drop", conf, NULL, 0);
+
+    CHECKF(rc == 0, "cannot open drop with: %s", conf);
+    return rc < 0 ? -1 : 0;
 }
 
 /* A frame of four messages: print, chat, servercmd, game. */
@@ -130,22 +120,7 @@ static void case_repeats(void)
     fake_chain_close(&fc);
 }
 
-static void expect_error(const char *conf, const char *want)
-{
-    struct fake_chain fc;
-    char err[512] = "";
-
-    if (fake_chain_open(&fc, "drop", conf, err, sizeof(err)) == 0) {
-        fprintf(stderr, "drop accepted: %s\n", conf);
-        failures++;
-        fake_chain_close(&fc);
-        return;
-    }
-    if (!strstr(err, want)) {
-        fprintf(stderr, "config %s\n  error: %s\n  wanted: %s\n", conf, err, want);
-        failures++;
-    }
-}
+#define expect_error(conf, want) CHECK(fake_config_refused("drop", (conf), (want)))
 
 static void case_bad_config(void)
 {
@@ -160,25 +135,11 @@ static void case_bad_config(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
+    static const struct unit_case cases[] = {
         {"by_kind", case_by_kind},     {"by_regex", case_by_regex},
         {"direction", case_direction}, {"whole_datagram", case_whole_datagram},
         {"repeats", case_repeats},     {"bad_config", case_bad_config},
     };
-    int ran = 0;
 
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0)
-            continue;
-        cases[i].fn();
-        ran++;
-    }
-    if (!ran) {
-        fprintf(stderr, "unknown case %s\n", argc > 1 ? argv[1] : "");
-        return 2;
-    }
-    return failures ? 1 : 0;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

@@ -191,3 +191,20 @@ void fake_chain_close(struct fake_chain *fcn)
     fcn->chain = NULL;
     fcn->list = NULL;
 }
+
+bool fake_config_refused(const char *name, const char *conf_text, const char *want)
+{
+    struct fake_chain fc;
+    char err[512] = "";
+
+    if (fake_chain_open(&fc, name, conf_text, err, sizeof(err)) == 0) {
+        fprintf(stderr, "%s accepted: %s\n", name, conf_text);
+        fake_chain_close(&fc);
+        return false;
+    }
+    if (!strstr(err, want)) {
+        fprintf(stderr, "config %s\n  error: %s\n  wanted: %s\n", conf_text, err, want);
+        return false;
+    }
+    return true;
+}

@@ -52,6 +52,11 @@ struct fake_chain {
  */
 int fake_chain_open(struct fake_chain *fcn, const char *name, const char *conf_text, char *err,
                     size_t errlen);
+/*
+ * Does `conf_text` make filter `name` refuse to start with an error that
+ * contains `want`?  Prints what happened when not (for CHECK).
+ */
+bool fake_config_refused(const char *name, const char *conf_text, const char *want);
 /* Run the filter over the fake codec's current frame; returns the verdict the chain reached
  * (SG_FILTER_DROP, SG_FILTER_CHANGED or SG_FILTER_PASS). */
 int fake_chain_run(struct fake_chain *fcn, uint64_t now_ms, struct sg_chain_result *res);

@@ -4,29 +4,19 @@
  * commands real Quake servers send pass, bad settings are explained.
  */
 #include "tests/filters/fake.h"
+#include "tests/unit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
+/* Open the filter with `conf`: 0, or -1 counted as a failure. */
 static int open_or_fail(struct fake_chain *fc, const char *conf)
 {
-    if (fake_chain_open(fc, "guard", conf, NULL, 0) < 0) {
-        fprintf(stderr, "cannot open guard with: %s\n", conf);
-        failures++;
-        return -1;
-    }
-    return 0;
+    int rc = fake_chain_open(fc, "guard", conf, NULL, 0);
+
+    CHECKF(rc == 0, "cannot open guard with: %s", conf);
+    return rc < 0 ? -1 : 0;
 }
 
 /* One S2C message of `kind` through a guard configured with `conf`; returns the verdict. */
@@ -214,22 +204,7 @@ static void case_skips(void)
     fake_chain_close(&fc);
 }
 
-static void expect_error(const char *conf, const char *want)
-{
-    struct fake_chain fc;
-    char err[512] = "";
-
-    if (fake_chain_open(&fc, "guard", conf, err, sizeof(err)) == 0) {
-        fprintf(stderr, "guard accepted: %s\n", conf);
-        failures++;
-        fake_chain_close(&fc);
-        return;
-    }
-    if (!strstr(err, want)) {
-        fprintf(stderr, "config %s\n  error: %s\n  wanted: %s\n", conf, err, want);
-        failures++;
-    }
-}
+#define expect_error(conf, want) CHECK(fake_config_refused("guard", (conf), (want)))
 
 static void case_bad_config(void)
 {
@@ -249,10 +224,7 @@ static void case_bad_config(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
+    static const struct unit_case cases[] = {
         {"blocks_and_logs", case_blocks_and_logs},
         {"stufftext_split", case_stufftext_split},
         {"allow_overrides", case_allow_overrides},
@@ -261,17 +233,6 @@ int main(int argc, char **argv)
         {"skips", case_skips},
         {"bad_config", case_bad_config},
     };
-    int ran = 0;
 
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0)
-            continue;
-        cases[i].fn();
-        ran++;
-    }
-    if (!ran) {
-        fprintf(stderr, "unknown case %s\n", argc > 1 ? argv[1] : "");
-        return 2;
-    }
-    return failures ? 1 : 0;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

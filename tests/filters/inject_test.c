@@ -4,30 +4,20 @@
  * that refuses, bad settings.
  */
 #include "tests/filters/fake.h"
+#include "tests/unit.h"
 
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
+/* Open the filter with `conf`: 0, or -1 counted as a failure. */
 static int open_or_fail(struct fake_chain *fc, const char *conf)
 {
-    if (fake_chain_open(fc, "inject", conf, NULL, 0) < 0) {
-        fprintf(stderr, "cannot open inject with: %s\n", conf);
-        failures++;
-        return -1;
-    }
-    return 0;
+    int rc = fake_chain_open(fc, "inject", conf, NULL, 0);
+
+    CHECKF(rc == 0, "cannot open inject with: %s", conf);
+    return rc < 0 ? -1 : 0;
 }
 
 /* One frame of one game message at `now`; returns the verdict. */
@@ -177,22 +167,7 @@ static void case_refused(void)
     fake_chain_close(&fc);
 }
 
-static void expect_error(const char *conf, const char *want)
-{
-    struct fake_chain fc;
-    char err[512] = "";
-
-    if (fake_chain_open(&fc, "inject", conf, err, sizeof(err)) == 0) {
-        fprintf(stderr, "inject accepted: %s\n", conf);
-        failures++;
-        fake_chain_close(&fc);
-        return;
-    }
-    if (!strstr(err, want)) {
-        fprintf(stderr, "config %s\n  error: %s\n  wanted: %s\n", conf, err, want);
-        failures++;
-    }
-}
+#define expect_error(conf, want) CHECK(fake_config_refused("inject", (conf), (want)))
 
 static void case_bad_config(void)
 {
@@ -210,10 +185,7 @@ static void case_bad_config(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
+    static const struct unit_case cases[] = {
         {"once", case_once},
         {"after", case_after},
         {"every_count", case_every_count},
@@ -222,17 +194,6 @@ int main(int argc, char **argv)
         {"refused", case_refused},
         {"bad_config", case_bad_config},
     };
-    int ran = 0;
 
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0)
-            continue;
-        cases[i].fn();
-        ran++;
-    }
-    if (!ran) {
-        fprintf(stderr, "unknown case %s\n", argc > 1 ? argv[1] : "");
-        return 2;
-    }
-    return failures ? 1 : 0;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

@@ -6,6 +6,7 @@
  * opened or written.  Output goes to a temporary file the test reads back.
  */
 #include "tests/filters/fake.h"
+#include "tests/unit.h"
 
 #include "protocols/error.h"
 #include "tests/q3/json_mini.h"
@@ -15,16 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 /* ---- running the filter ---- */
 
@@ -599,10 +590,7 @@ static void case_bad_config(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
+    static const struct unit_case cases[] = {
         {"text_messages", case_text_messages},
         {"text_packets", case_text_packets},
         {"text_fields_raw", case_text_fields_raw},
@@ -617,18 +605,5 @@ int main(int argc, char **argv)
         {"bad_config", case_bad_config},
     };
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s CASE\n", argv[0]);
-        return 2;
-    }
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (strcmp(argv[1], cases[i].name) == 0) {
-            cases[i].fn();
-            if (failures)
-                fprintf(stderr, "%s: %d check(s) failed\n", argv[1], failures);
-            return failures ? 1 : 0;
-        }
-    }
-    fprintf(stderr, "unknown case %s\n", argv[1]);
-    return 2;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

@@ -7,14 +7,13 @@
  *     filter_netem_test CASE
  */
 #include "tests/filters/fake.h"
+#include "tests/unit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define N 20000
-
-static int failures;
 
 /* Square root and absolute value without libm (Newton's method, plenty for bounds). */
 static double root(double x)
@@ -31,20 +30,10 @@ static double absd(double x)
     return x < 0 ? -x : x;
 }
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);               \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
 static int open_chain(struct fake_chain *fc, const char *conf)
 {
     int rc = fake_chain_open(fc, "netem", conf, NULL, 0);
-    CHECK(rc == 0, "cannot configure netem with:\n%s", conf);
+    CHECKF(rc == 0, "cannot configure netem with:\n%s", conf);
     return rc;
 }
 
@@ -74,8 +63,8 @@ static void run(struct fake_chain *fc, enum sg_dir dir, enum sg_frame_kind kind,
             t->dropped++;
             continue;
         }
-        CHECK(v == SG_FILTER_PASS, "netem changed a frame (verdict %d)", v);
-        CHECK(res.copies <= 1, "%u copies of one frame", (unsigned)res.copies);
+        CHECKF(v == SG_FILTER_PASS, "netem changed a frame (verdict %d)", v);
+        CHECKF(res.copies <= 1, "%u copies of one frame", (unsigned)res.copies);
         t->duplicated += res.copies;
         t->min_delay = res.delay_ms < t->min_delay ? res.delay_ms : t->min_delay;
         t->max_delay = res.delay_ms > t->max_delay ? res.delay_ms : t->max_delay;
@@ -108,10 +97,10 @@ static void loss_rate(void)
         return;
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, N, &ts, NULL);
     run(&fc, SG_DIR_S2C, SG_FRAME_MESSAGE, N, &tcl, NULL);
-    CHECK(binomial_ok(ts.dropped, N, 0.10, "to_server loss"), "loss 10%% to server");
-    CHECK(binomial_ok(tcl.dropped, N, 0.10, "to_client loss"), "loss 10%% to client");
-    CHECK(ts.duplicated == 0 && tcl.duplicated == 0, "duplicates without 'duplicate'");
-    CHECK(ts.max_delay == 0 && tcl.max_delay == 0, "a delay without 'delay'");
+    CHECKF(binomial_ok(ts.dropped, N, 0.10, "to_server loss"), "loss 10%% to server");
+    CHECKF(binomial_ok(tcl.dropped, N, 0.10, "to_client loss"), "loss 10%% to client");
+    CHECKF(ts.duplicated == 0 && tcl.duplicated == 0, "duplicates without 'duplicate'");
+    CHECKF(ts.max_delay == 0 && tcl.max_delay == 0, "a delay without 'delay'");
     fake_chain_close(&fc);
 
     /* Per-direction values win over the one for both, in any order. */
@@ -119,8 +108,8 @@ static void loss_rate(void)
         return;
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, N, &ts, NULL);
     run(&fc, SG_DIR_S2C, SG_FRAME_MESSAGE, N, &tcl, NULL);
-    CHECK(binomial_ok(ts.dropped, N, 0.20, "loss_to_server 20"), "per-direction loss");
-    CHECK(binomial_ok(tcl.dropped, N, 0.05, "loss_to_client 5"), "per-direction loss");
+    CHECKF(binomial_ok(ts.dropped, N, 0.20, "loss_to_server 20"), "per-direction loss");
+    CHECKF(binomial_ok(tcl.dropped, N, 0.05, "loss_to_client 5"), "per-direction loss");
     fake_chain_close(&fc);
 
     /* A fractional percentage. */
@@ -128,8 +117,8 @@ static void loss_rate(void)
         return;
     run(&fc, SG_DIR_S2C, SG_FRAME_MESSAGE, N, &tcl, NULL);
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, N, &ts, NULL);
-    CHECK(binomial_ok(tcl.dropped, N, 0.005, "loss 0.5%"), "fractional loss");
-    CHECK(ts.dropped == 0, "to_server lost %u without a setting for it", ts.dropped);
+    CHECKF(binomial_ok(tcl.dropped, N, 0.005, "loss 0.5%"), "fractional loss");
+    CHECKF(ts.dropped == 0, "to_server lost %u without a setting for it", ts.dropped);
     fake_chain_close(&fc);
 }
 
@@ -141,9 +130,9 @@ static void extremes(void)
     if (open_chain(&fc, "loss_to_server 100%\nloss_to_client 0") < 0)
         return;
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, 1000, &t, NULL);
-    CHECK(t.dropped == 1000, "loss 100%% dropped %u of 1000", t.dropped);
+    CHECKF(t.dropped == 1000, "loss 100%% dropped %u of 1000", t.dropped);
     run(&fc, SG_DIR_S2C, SG_FRAME_MESSAGE, 1000, &t, NULL);
-    CHECK(t.dropped == 0, "loss 0 dropped %u of 1000", t.dropped);
+    CHECKF(t.dropped == 0, "loss 0 dropped %u of 1000", t.dropped);
     fake_chain_close(&fc);
 }
 
@@ -158,7 +147,7 @@ static void raw_frames(void)
     fc.session.codec = NULL;
     fc.session.codec_state = NULL;
     run(&fc, SG_DIR_C2S, SG_FRAME_RAW, N, &t, NULL);
-    CHECK(binomial_ok(t.dropped, N, 0.5, "raw loss 50"), "raw frames");
+    CHECKF(binomial_ok(t.dropped, N, 0.5, "raw loss 50"), "raw frames");
     fake_chain_close(&fc);
 }
 
@@ -183,14 +172,14 @@ static void reproducible(void)
             run(&fc, SG_DIR_S2C, SG_FRAME_MESSAGE, 1, &other, NULL);
     }
     fake_chain_close(&fc);
-    CHECK(memcmp(a, b, N) == 0, "seed 1234 gave different decisions in two runs");
+    CHECKF(memcmp(a, b, N) == 0, "seed 1234 gave different decisions in two runs");
 
     /* Another seed: other decisions. */
     if (open_chain(&fc, "loss 10\nseed 1235") < 0)
         return;
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, N, &t, c);
     fake_chain_close(&fc);
-    CHECK(memcmp(a, c, N) != 0, "seeds 1234 and 1235 gave the same decisions");
+    CHECKF(memcmp(a, c, N) != 0, "seeds 1234 and 1235 gave the same decisions");
 
     /* Another session with the same seed: other decisions too. */
     if (open_chain(&fc, "loss 10\nseed 1234") < 0)
@@ -198,15 +187,15 @@ static void reproducible(void)
     fc.session.id = 2;
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, N, &t, d);
     fake_chain_close(&fc);
-    CHECK(memcmp(a, d, N) != 0, "sessions 1 and 2 gave the same decisions");
+    CHECKF(memcmp(a, d, N) != 0, "sessions 1 and 2 gave the same decisions");
 
     /* No seed: a random one, logged; two routes differ. */
     if (open_chain(&fc, "loss 10") < 0)
         return;
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, N, &t, e);
-    CHECK(strstr(fc.log, "(random: add 'seed'") != NULL, "random seed not logged: %s", fc.log);
+    CHECKF(strstr(fc.log, "(random: add 'seed'") != NULL, "random seed not logged: %s", fc.log);
     fake_chain_close(&fc);
-    CHECK(memcmp(a, e, N) != 0, "a random seed gave the decisions of seed 1234");
+    CHECKF(memcmp(a, e, N) != 0, "a random seed gave the decisions of seed 1234");
 }
 
 static void delay_jitter(void)
@@ -219,16 +208,16 @@ static void delay_jitter(void)
     if (open_chain(&fc, "delay 100ms\njitter 20ms\nseed 9") < 0)
         return;
     run(&fc, SG_DIR_S2C, SG_FRAME_MESSAGE, N, &t, NULL);
-    CHECK(t.dropped == 0 && t.duplicated == 0, "loss or duplicates without asking");
-    CHECK(t.min_delay == 80 && t.max_delay == 120, "delay range %u..%u, expected 80..120",
+    CHECKF(t.dropped == 0 && t.duplicated == 0, "loss or duplicates without asking");
+    CHECKF(t.min_delay == 80 && t.max_delay == 120, "delay range %u..%u, expected 80..120",
           t.min_delay, t.max_delay);
     for (int ms = 80; ms <= 120; ms++)
         missing += t.delay_hist[ms] == 0;
-    CHECK(missing == 0, "%d delay values of 80..120 never drawn", missing);
+    CHECKF(missing == 0, "%d delay values of 80..120 never drawn", missing);
     /* The mean of a uniform over 41 values: 100, sd root((41^2-1)/12). */
     mean = t.delay_sum / N;
     sd_mean = root((41.0 * 41.0 - 1) / 12) / root(N);
-    CHECK(absd(mean - 100) <= 5 * sd_mean, "mean delay %.3f, expected 100 +- %.3f", mean,
+    CHECKF(absd(mean - 100) <= 5 * sd_mean, "mean delay %.3f, expected 100 +- %.3f", mean,
           5 * sd_mean);
     fake_chain_close(&fc);
 
@@ -236,12 +225,12 @@ static void delay_jitter(void)
     if (open_chain(&fc, "delay_to_server 5ms\njitter_to_server 20ms\nseed 9") < 0)
         return;
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, N, &t, NULL);
-    CHECK(t.min_delay == 0 && t.max_delay == 25, "delay range %u..%u, expected 0..25", t.min_delay,
+    CHECKF(t.min_delay == 0 && t.max_delay == 25, "delay range %u..%u, expected 0..25", t.min_delay,
           t.max_delay);
     /* P(0) = 16/41 (every draw of -20..-5 clips to 0). */
-    CHECK(binomial_ok(t.delay_hist[0], N, 16.0 / 41, "clipped to 0"), "clipping at 0");
+    CHECKF(binomial_ok(t.delay_hist[0], N, 16.0 / 41, "clipped to 0"), "clipping at 0");
     run(&fc, SG_DIR_S2C, SG_FRAME_MESSAGE, 1000, &t, NULL);
-    CHECK(t.max_delay == 0, "to_client delayed %u ms by a to_server setting", t.max_delay);
+    CHECKF(t.max_delay == 0, "to_client delayed %u ms by a to_server setting", t.max_delay);
     fake_chain_close(&fc);
 }
 
@@ -253,16 +242,16 @@ static void duplicate(void)
     if (open_chain(&fc, "duplicate 25%\nseed 11") < 0)
         return;
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, N, &t, NULL);
-    CHECK(binomial_ok(t.duplicated, N, 0.25, "duplicate 25%"), "duplication rate");
-    CHECK(t.dropped == 0, "dropped %u without loss", t.dropped);
+    CHECKF(binomial_ok(t.duplicated, N, 0.25, "duplicate 25%"), "duplication rate");
+    CHECKF(t.dropped == 0, "dropped %u without loss", t.dropped);
     fake_chain_close(&fc);
 
     if (open_chain(&fc, "duplicate_to_client 100\nseed 11") < 0)
         return;
     run(&fc, SG_DIR_S2C, SG_FRAME_MESSAGE, 500, &t, NULL);
-    CHECK(t.duplicated == 500, "duplicate 100: %u of 500", t.duplicated);
+    CHECKF(t.duplicated == 500, "duplicate 100: %u of 500", t.duplicated);
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, 500, &t, NULL);
-    CHECK(t.duplicated == 0, "to_server duplicated %u", t.duplicated);
+    CHECKF(t.duplicated == 0, "to_server duplicated %u", t.duplicated);
     fake_chain_close(&fc);
 }
 
@@ -274,15 +263,15 @@ static void reorder(void)
     if (open_chain(&fc, "delay 10ms\nreorder 10%\nreorder_delay 200ms\nseed 5") < 0)
         return;
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, N, &t, NULL);
-    CHECK(t.delay_hist[10] + t.delay_hist[210] == N, "delays other than 10 and 210 ms");
-    CHECK(binomial_ok(t.delay_hist[210], N, 0.10, "reorder 10%"), "reorder rate");
+    CHECKF(t.delay_hist[10] + t.delay_hist[210] == N, "delays other than 10 and 210 ms");
+    CHECKF(binomial_ok(t.delay_hist[210], N, 0.10, "reorder 10%"), "reorder rate");
     fake_chain_close(&fc);
 
     /* The default extra delay is 50 ms. */
     if (open_chain(&fc, "reorder 100\nseed 5") < 0)
         return;
     run(&fc, SG_DIR_S2C, SG_FRAME_MESSAGE, 100, &t, NULL);
-    CHECK(t.min_delay == 50 && t.max_delay == 50, "reorder_delay default: %u..%u ms", t.min_delay,
+    CHECKF(t.min_delay == 50 && t.max_delay == 50, "reorder_delay default: %u..%u ms", t.min_delay,
           t.max_delay);
     fake_chain_close(&fc);
 }
@@ -297,14 +286,14 @@ static void session_log(void)
         return;
     run(&fc, SG_DIR_C2S, SG_FRAME_MESSAGE, 1000, &ts, NULL);
     run(&fc, SG_DIR_S2C, SG_FRAME_MESSAGE, 700, &tcl, NULL);
-    CHECK(strstr(fc.log, "seed 77") != NULL, "no seed in the log: %s", fc.log);
-    CHECK(strstr(fc.log, "loss 30.0000%") != NULL, "settings not logged: %s", fc.log);
+    CHECKF(strstr(fc.log, "seed 77") != NULL, "no seed in the log: %s", fc.log);
+    CHECKF(strstr(fc.log, "loss 30.0000%") != NULL, "settings not logged: %s", fc.log);
     sg_chain_session_end(fc.chain, fc.slots, &fc.session);
     snprintf(want, sizeof(want),
              "to_server 1000 datagrams, %u lost, %u duplicated, 0 reordered; to_client 700 "
              "datagrams, %u lost, %u duplicated",
              ts.dropped, ts.duplicated, tcl.dropped, tcl.duplicated);
-    CHECK(strstr(fc.log, want) != NULL, "session end line missing '%s' in:\n%s", want, fc.log);
+    CHECKF(strstr(fc.log, want) != NULL, "session end line missing '%s' in:\n%s", want, fc.log);
     fake_chain_close(&fc);
 }
 
@@ -331,9 +320,9 @@ static void config_errors(void)
         struct fake_chain fc;
         int rc = fake_chain_open(&fc, "netem", bad[i].conf, err, sizeof(err));
 
-        CHECK(rc < 0, "'%s' was accepted", bad[i].conf);
+        CHECKF(rc < 0, "'%s' was accepted", bad[i].conf);
         if (rc < 0)
-            CHECK(strstr(err, bad[i].want) != NULL, "'%s': message '%s' lacks '%s'", bad[i].conf,
+            CHECKF(strstr(err, bad[i].want) != NULL, "'%s': message '%s' lacks '%s'", bad[i].conf,
                   err, bad[i].want);
         else
             fake_chain_close(&fc);
@@ -346,7 +335,7 @@ static void config_errors(void)
         for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
             struct fake_chain fc;
             int rc = fake_chain_open(&fc, "netem", good[i], err, sizeof(err));
-            CHECK(rc == 0, "'%s' refused: %s", good[i], err);
+            CHECKF(rc == 0, "'%s' refused: %s", good[i], err);
             if (rc == 0)
                 fake_chain_close(&fc);
         }
@@ -355,10 +344,7 @@ static void config_errors(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
+    static const struct unit_case cases[] = {
         {"loss_rate", loss_rate},
         {"extremes", extremes},
         {"raw_frames", raw_frames},
@@ -370,13 +356,5 @@ int main(int argc, char **argv)
         {"config_errors", config_errors},
     };
 
-    for (size_t i = 0; argc == 2 && i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (strcmp(argv[1], cases[i].name) == 0) {
-            cases[i].fn();
-            printf("%s %s\n", failures ? "FAIL" : "PASS", cases[i].name);
-            return failures ? 1 : 0;
-        }
-    }
-    fprintf(stderr, "usage: %s CASE\n", argv[0]);
-    return 2;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

@@ -9,6 +9,7 @@
  *     filter_pcap_test CASE
  */
 #include "tests/filters/fake.h"
+#include "tests/unit.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -20,18 +21,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);               \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 /* ---- a scratch directory ---- */
 
@@ -165,7 +154,7 @@ static int parse(const struct pcap_pkthdr *h, const uint8_t *b, struct pkt *p)
         inet_ntop(AF_INET, b + 12, p->src, sizeof(p->src));
         inet_ntop(AF_INET, b + 16, p->dst, sizeof(p->dst));
         p->ipck_ok = folded(sum16(0, b, 20)) == 0xffff;
-        CHECK((size_t)(b[2] << 8 | b[3]) == h->len, "IPv4 total length %d, packet %u",
+        CHECKF((size_t)(b[2] << 8 | b[3]) == h->len, "IPv4 total length %d, packet %u",
               b[2] << 8 | b[3], h->len);
         s = sum16(17, b + 12, 8);
     } else if ((b[0] >> 4) == 6) {
@@ -176,7 +165,7 @@ static int parse(const struct pcap_pkthdr *h, const uint8_t *b, struct pkt *p)
         inet_ntop(AF_INET6, b + 8, p->src, sizeof(p->src));
         inet_ntop(AF_INET6, b + 24, p->dst, sizeof(p->dst));
         p->ipck_ok = true;
-        CHECK((size_t)(b[4] << 8 | b[5]) + 40 == h->len, "IPv6 payload length %d, packet %u",
+        CHECKF((size_t)(b[4] << 8 | b[5]) + 40 == h->len, "IPv6 payload length %d, packet %u",
               b[4] << 8 | b[5], h->len);
         s = sum16(17, b + 8, 32);
     } else {
@@ -216,10 +205,10 @@ static int read_file(const char *path, struct pkt *out, int n, int *linktype)
         *linktype = pcap_datalink(p);
     for (int i = 0; i < 100000 && (rc = pcap_next_ex(p, &h, &b)) == 1; i++) {
         if (count < n)
-            CHECK(parse(h, b, &out[count]) == 0, "packet %d is not IP/UDP", count + 1);
+            CHECKF(parse(h, b, &out[count]) == 0, "packet %d is not IP/UDP", count + 1);
         count++;
     }
-    CHECK(rc == -2, "reading %s ended with %d: %s", path, rc, pcap_geterr(p));
+    CHECKF(rc == -2, "reading %s ended with %d: %s", path, rc, pcap_geterr(p));
     pcap_close(p);
     return count;
 }
@@ -246,7 +235,7 @@ static int open_chain(struct fake_chain *fc, const char *conf)
 {
     char err[512];
     int rc = fake_chain_open(fc, "pcap", conf, err, sizeof(err));
-    CHECK(rc == 0, "cannot configure pcap with:\n%s\n%s", conf, err);
+    CHECKF(rc == 0, "cannot configure pcap with:\n%s\n%s", conf, err);
     return rc;
 }
 
@@ -282,27 +271,27 @@ static void both_families(const char *format)
     send_dg(&fc, SG_LEG_SERVER_IN, &sv6, &up6, d, sizeof(d));
     send_dg(&fc, SG_LEG_CLIENT_OUT, &ls6, &cl6, d, 0); /* an empty datagram */
     /* The tap's frame verdict: always pass. */
-    CHECK(fake_chain_run(&fc, 0, NULL) == SG_FILTER_PASS, "on_frame did not pass");
+    CHECKF(fake_chain_run(&fc, 0, NULL) == SG_FILTER_PASS, "on_frame did not pass");
     sg_chain_flush(fc.chain);
 
     /* Flushed: readable while the route still runs. */
     n = read_file(path, pkts, 64, &linktype);
-    CHECK(n == 8, "%d packets after flush, expected 8", n);
+    CHECKF(n == 8, "%d packets after flush, expected 8", n);
     fake_chain_close(&fc);
 
     n = read_file(path, pkts, 64, &linktype);
-    CHECK(n == 8, "%d packets, expected 8", n);
-    CHECK(linktype == DLT_RAW, "link type %d, expected DLT_RAW (%d)", linktype, DLT_RAW);
+    CHECKF(n == 8, "%d packets, expected 8", n);
+    CHECKF(linktype == DLT_RAW, "link type %d, expected DLT_RAW (%d)", linktype, DLT_RAW);
     if (n != 8)
         return;
-    CHECK(pkt_is(&pkts[0], AF_INET, "127.0.0.1", 50001, "127.0.0.2", 27960, a, sizeof(a)), "1");
-    CHECK(pkt_is(&pkts[1], AF_INET, "127.0.0.1", 40001, "127.0.0.3", 27961, a, sizeof(a)), "2");
-    CHECK(pkt_is(&pkts[2], AF_INET, "127.0.0.3", 27961, "127.0.0.1", 40001, b, sizeof(b)), "3");
-    CHECK(pkt_is(&pkts[3], AF_INET, "127.0.0.2", 27960, "127.0.0.1", 50001, b, sizeof(b)), "4");
-    CHECK(pkt_is(&pkts[4], AF_INET6, "::1", 50002, "fe80::1", 27970, c, sizeof(c)), "5");
-    CHECK(pkt_is(&pkts[5], AF_INET6, "::1", 40002, "2001:db8::7", 27971, c, sizeof(c)), "6");
-    CHECK(pkt_is(&pkts[6], AF_INET6, "2001:db8::7", 27971, "::1", 40002, d, sizeof(d)), "7");
-    CHECK(pkt_is(&pkts[7], AF_INET6, "fe80::1", 27970, "::1", 50002, d, 0), "8");
+    CHECKF(pkt_is(&pkts[0], AF_INET, "127.0.0.1", 50001, "127.0.0.2", 27960, a, sizeof(a)), "1");
+    CHECKF(pkt_is(&pkts[1], AF_INET, "127.0.0.1", 40001, "127.0.0.3", 27961, a, sizeof(a)), "2");
+    CHECKF(pkt_is(&pkts[2], AF_INET, "127.0.0.3", 27961, "127.0.0.1", 40001, b, sizeof(b)), "3");
+    CHECKF(pkt_is(&pkts[3], AF_INET, "127.0.0.2", 27960, "127.0.0.1", 50001, b, sizeof(b)), "4");
+    CHECKF(pkt_is(&pkts[4], AF_INET6, "::1", 50002, "fe80::1", 27970, c, sizeof(c)), "5");
+    CHECKF(pkt_is(&pkts[5], AF_INET6, "::1", 40002, "2001:db8::7", 27971, c, sizeof(c)), "6");
+    CHECKF(pkt_is(&pkts[6], AF_INET6, "2001:db8::7", 27971, "::1", 40002, d, sizeof(d)), "7");
+    CHECKF(pkt_is(&pkts[7], AF_INET6, "fe80::1", 27970, "::1", 50002, d, 0), "8");
 }
 
 static void pcap_format(void)
@@ -321,16 +310,16 @@ static void pcapng_format(void)
     /* Our own blocks: the section header first, the comments naming session and leg. */
     snprintf(path, sizeof(path), "%s/both.pcapng", dir);
     f = fopen(path, "rb");
-    CHECK(f != NULL, "cannot open %s", path);
+    CHECKF(f != NULL, "cannot open %s", path);
     if (!f)
         return;
     n = fread(bytes, 1, sizeof(bytes) - 1, f);
     fclose(f);
     bytes[n] = '\0';
-    CHECK(n > 4 && memcmp(bytes, "\x0a\x0d\x0d\x0a", 4) == 0, "no section header block");
-    CHECK(memmem(bytes, n, "session 1 client->proxy", 23) != NULL, "no leg comment");
-    CHECK(memmem(bytes, n, "session 2 proxy->client", 23) != NULL, "no leg comment");
-    CHECK(memmem(bytes, n, "slipgate", 8) != NULL, "no interface name");
+    CHECKF(n > 4 && memcmp(bytes, "\x0a\x0d\x0d\x0a", 4) == 0, "no section header block");
+    CHECKF(memmem(bytes, n, "session 1 client->proxy", 23) != NULL, "no leg comment");
+    CHECKF(memmem(bytes, n, "session 2 proxy->client", 23) != NULL, "no leg comment");
+    CHECKF(memmem(bytes, n, "slipgate", 8) != NULL, "no interface name");
 }
 
 /* A leg between different families is IPv6 with a mapped address; two mapped ones are IPv4. */
@@ -353,12 +342,12 @@ static void mixed_families(void)
     send_dg(&fc, SG_LEG_CLIENT_IN, &m1, &m2, a, sizeof(a));
     fake_chain_close(&fc);
     n = read_file(path, pkts, 64, NULL);
-    CHECK(n == 3, "%d packets, expected 3", n);
+    CHECKF(n == 3, "%d packets, expected 3", n);
     if (n != 3)
         return;
-    CHECK(pkt_is(&pkts[0], AF_INET6, "::ffff:127.0.0.1", 5000, "::", 27960, a, sizeof(a)), "1");
-    CHECK(pkt_is(&pkts[1], AF_INET6, "::", 27960, "::ffff:127.0.0.1", 5000, a, sizeof(a)), "2");
-    CHECK(pkt_is(&pkts[2], AF_INET, "127.0.0.1", 5001, "10.0.0.9", 27961, a, sizeof(a)), "3");
+    CHECKF(pkt_is(&pkts[0], AF_INET6, "::ffff:127.0.0.1", 5000, "::", 27960, a, sizeof(a)), "1");
+    CHECKF(pkt_is(&pkts[1], AF_INET6, "::", 27960, "::ffff:127.0.0.1", 5000, a, sizeof(a)), "2");
+    CHECKF(pkt_is(&pkts[2], AF_INET, "127.0.0.1", 5001, "10.0.0.9", 27961, a, sizeof(a)), "3");
 }
 
 /* The proxy's wildcard addresses become the address the kernel uses towards the peer. */
@@ -383,13 +372,13 @@ static void wildcard(void)
     send_dg(&fc, SG_LEG_SERVER_IN, &s6, &u6, a, sizeof(a));
     fake_chain_close(&fc);
     n = read_file(path, pkts, 64, NULL);
-    CHECK(n == 4, "%d packets, expected 4", n);
+    CHECKF(n == 4, "%d packets, expected 4", n);
     if (n != 4)
         return;
-    CHECK(pkt_is(&pkts[0], AF_INET, "127.0.0.1", 5000, "127.0.0.1", 27960, a, sizeof(a)), "1");
-    CHECK(pkt_is(&pkts[1], AF_INET, "127.0.0.1", 27960, "127.0.0.5", 27961, a, sizeof(a)), "2");
-    CHECK(pkt_is(&pkts[2], AF_INET6, "::1", 27970, "::1", 5001, a, sizeof(a)), "3");
-    CHECK(pkt_is(&pkts[3], AF_INET6, "::1", 27971, "::1", 40000, a, sizeof(a)), "4");
+    CHECKF(pkt_is(&pkts[0], AF_INET, "127.0.0.1", 5000, "127.0.0.1", 27960, a, sizeof(a)), "1");
+    CHECKF(pkt_is(&pkts[1], AF_INET, "127.0.0.1", 27960, "127.0.0.5", 27961, a, sizeof(a)), "2");
+    CHECKF(pkt_is(&pkts[2], AF_INET6, "::1", 27970, "::1", 5001, a, sizeof(a)), "3");
+    CHECKF(pkt_is(&pkts[3], AF_INET6, "::1", 27971, "::1", 40000, a, sizeof(a)), "4");
 }
 
 static void snaplen(void)
@@ -413,17 +402,17 @@ static void snaplen(void)
         send_dg(&fc, SG_LEG_SERVER_IN, &s, &c, a, 10);
         fake_chain_close(&fc);
         n = read_file(path, pkts, 64, NULL);
-        CHECK(n == 3, "%d packets, expected 3", n);
+        CHECKF(n == 3, "%d packets, expected 3", n);
         if (n != 3)
             return;
-        CHECK(pkts[0].caplen == 60 && pkts[0].len == 128, "v4: caplen %u len %u, expected 60 128",
+        CHECKF(pkts[0].caplen == 60 && pkts[0].len == 128, "v4: caplen %u len %u, expected 60 128",
               pkts[0].caplen, pkts[0].len);
-        CHECK(pkts[0].data_len == 32 && memcmp(pkts[0].data, a, 32) == 0, "v4 payload cut");
-        CHECK(pkts[0].udp_len == 108, "UDP length %zu, expected 108", pkts[0].udp_len);
-        CHECK(pkts[1].caplen == 60 && pkts[1].len == 148, "v6: caplen %u len %u, expected 60 148",
+        CHECKF(pkts[0].data_len == 32 && memcmp(pkts[0].data, a, 32) == 0, "v4 payload cut");
+        CHECKF(pkts[0].udp_len == 108, "UDP length %zu, expected 108", pkts[0].udp_len);
+        CHECKF(pkts[1].caplen == 60 && pkts[1].len == 148, "v6: caplen %u len %u, expected 60 148",
               pkts[1].caplen, pkts[1].len);
-        CHECK(pkts[1].data_len == 12 && memcmp(pkts[1].data, a, 12) == 0, "v6 payload cut");
-        CHECK(pkts[2].caplen == 38 && pkts[2].len == 38 && pkts[2].cksum_ok,
+        CHECKF(pkts[1].data_len == 12 && memcmp(pkts[1].data, a, 12) == 0, "v6 payload cut");
+        CHECKF(pkts[2].caplen == 38 && pkts[2].len == 38 && pkts[2].cksum_ok,
               "short: caplen %u len %u", pkts[2].caplen, pkts[2].len);
     }
 }
@@ -464,20 +453,20 @@ static void max_size_next(void)
             if (file_size(path) < 0)
                 break;
             parts++;
-            CHECK(file_size(path) <= 4096, "%s is %ld bytes, over max_size 4096", path,
+            CHECKF(file_size(path) <= 4096, "%s is %ld bytes, over max_size 4096", path,
                   file_size(path));
             n = read_file(path, pkts, 64, NULL);
-            CHECK(n > 0, "%s holds %d packets", path, n);
+            CHECKF(n > 0, "%s holds %d packets", path, n);
             for (int i = 0; i < n && i < 64; i++) {
                 payload(a, sizeof(a), (unsigned)(total + i));
-                CHECK(pkts[i].data_len == 100 && memcmp(pkts[i].data, a, 100) == 0,
+                CHECKF(pkts[i].data_len == 100 && memcmp(pkts[i].data, a, 100) == 0,
                       "%s packet %d is not datagram %d", path, i + 1, total + i + 1);
             }
             total += n > 0 ? n : 0;
         }
-        CHECK(total == 100, "%s: %d packets in %d parts, expected 100", ext, total, parts);
-        CHECK(parts >= 3, "%s: only %d parts for ~14 kB in 4 kB files", ext, parts);
-        CHECK(strstr(fc.log, "reached max_size") && strstr(fc.log, "continuing in"),
+        CHECKF(total == 100, "%s: %d packets in %d parts, expected 100", ext, total, parts);
+        CHECKF(parts >= 3, "%s: only %d parts for ~14 kB in 4 kB files", ext, parts);
+        CHECKF(strstr(fc.log, "reached max_size") && strstr(fc.log, "continuing in"),
               "no rotation logged: %s", fc.log);
     }
 
@@ -492,7 +481,7 @@ static void max_size_next(void)
     total = read_file(path, pkts, 64, NULL);
     snprintf(path, sizeof(path), "%s/p2.pcap", dir);
     total += read_file(path, pkts, 64, NULL);
-    CHECK(total == 40, "%%part%%: %d packets in p1 + p2, expected 40", total);
+    CHECKF(total == 40, "%%part%%: %d packets in p1 + p2, expected 40", total);
 }
 
 static void max_size_stop(void)
@@ -512,13 +501,13 @@ static void max_size_stop(void)
         send_dg(&fc, SG_LEG_CLIENT_IN, &c, &s, a, sizeof(a));
     /* (4096 - 24) / (16 + 128) = 28 records fit. */
     n = read_file(path, pkts, 64, NULL);
-    CHECK(n == 28, "%d packets, expected 28", n);
-    CHECK(file_size(path) == 24 + 28 * 144, "size %ld", file_size(path));
-    CHECK(files_in_dir() == 1, "%d files, expected only stop.pcap", files_in_dir());
-    CHECK(strstr(fc.log, "reached max_size (4056 bytes): the capture is stopped") != NULL,
+    CHECKF(n == 28, "%d packets, expected 28", n);
+    CHECKF(file_size(path) == 24 + 28 * 144, "size %ld", file_size(path));
+    CHECKF(files_in_dir() == 1, "%d files, expected only stop.pcap", files_in_dir());
+    CHECKF(strstr(fc.log, "reached max_size (4056 bytes): the capture is stopped") != NULL,
           "log: %s", fc.log);
     fake_chain_close(&fc);
-    CHECK(read_file(path, pkts, 64, NULL) == 28, "the file changed after it was stopped");
+    CHECKF(read_file(path, pkts, 64, NULL) == 28, "the file changed after it was stopped");
 }
 
 /* Disk full: one error line, no more writing, nothing else breaks. */
@@ -530,7 +519,7 @@ static void disk_full(void)
     struct sockaddr_storage c = v4("127.0.0.1", 1), s = v4("127.0.0.1", 2);
 
     if (access("/dev/full", W_OK) != 0) {
-        CHECK(0, "/dev/full is needed to simulate a full disk (Linux); not writable here");
+        CHECKF(0, "/dev/full is needed to simulate a full disk (Linux); not writable here");
         return;
     }
     if (open_chain(&fc, "file /dev/full") < 0)
@@ -543,9 +532,9 @@ static void disk_full(void)
     }
     for (const char *p = fc.log; (p = strstr(p, "/dev/full' failed: No space left on device")); p++)
         lines++;
-    CHECK(lines == 1, "the write error was logged %d times:\n%s", lines, fc.log);
-    CHECK(strstr(fc.log, "the capture is stopped") != NULL, "log: %s", fc.log);
-    CHECK(fake_chain_run(&fc, 0, NULL) == SG_FILTER_PASS, "the tap stopped passing frames");
+    CHECKF(lines == 1, "the write error was logged %d times:\n%s", lines, fc.log);
+    CHECKF(strstr(fc.log, "the capture is stopped") != NULL, "log: %s", fc.log);
+    CHECKF(fake_chain_run(&fc, 0, NULL) == SG_FILTER_PASS, "the tap stopped passing frames");
     fake_chain_close(&fc);
 }
 
@@ -562,7 +551,7 @@ static void name_template(void)
     snprintf(conf, sizeof(conf), "file \"%s/%%route%%-%%date%%.pcap\"", dir);
     if (open_chain(&fc, conf) < 0)
         return;
-    CHECK(files_in_dir() == 0, "a %%route%% file was opened before the first datagram");
+    CHECKF(files_in_dir() == 0, "a %%route%% file was opened before the first datagram");
     payload(a, sizeof(a), 1);
     send_dg(&fc, SG_LEG_CLIENT_IN, &c, &s, a, sizeof(a));
     fake_chain_close(&fc);
@@ -570,22 +559,22 @@ static void name_template(void)
     strftime(day, sizeof(day), "%Y%m%d", &tm);
     snprintf(path, sizeof(path), "%s/test-%s.pcap", dir, day);
     n = read_file(path, pkts, 64, NULL);
-    CHECK(n == 1, "%s: %d packets, expected 1 (log: %s)", path, n, fc.log);
-    CHECK(strstr(fc.log, "capturing into") != NULL, "log: %s", fc.log);
+    CHECKF(n == 1, "%s: %d packets, expected 1 (log: %s)", path, n, fc.log);
+    CHECKF(strstr(fc.log, "capturing into") != NULL, "log: %s", fc.log);
 
     /* A directory that does not exist: the route does not start. */
     snprintf(conf, sizeof(conf), "file \"%s/missing/%%route%%.pcap\"", dir);
-    CHECK(fake_chain_open(&fc, "pcap", conf, err, sizeof(err)) < 0, "missing directory accepted");
-    CHECK(strstr(err, "cannot write into directory") != NULL, "message: %s", err);
+    CHECKF(fake_chain_open(&fc, "pcap", conf, err, sizeof(err)) < 0, "missing directory accepted");
+    CHECKF(strstr(err, "cannot write into directory") != NULL, "message: %s", err);
     snprintf(conf, sizeof(conf), "file \"%s/missing/x.pcap\"", dir);
-    CHECK(fake_chain_open(&fc, "pcap", conf, err, sizeof(err)) < 0, "missing directory accepted");
-    CHECK(strstr(err, "cannot create") != NULL && strstr(err, "No such file or directory"),
+    CHECKF(fake_chain_open(&fc, "pcap", conf, err, sizeof(err)) < 0, "missing directory accepted");
+    CHECKF(strstr(err, "cannot create") != NULL && strstr(err, "No such file or directory"),
           "message: %s", err);
 
     /* An existing file is replaced. */
     snprintf(path, sizeof(path), "%s/old.pcap", dir);
     FILE *f = fopen(path, "w");
-    CHECK(f != NULL, "cannot write %s", path);
+    CHECKF(f != NULL, "cannot write %s", path);
     if (f) {
         fputs("not a capture", f);
         fclose(f);
@@ -595,7 +584,7 @@ static void name_template(void)
         return;
     send_dg(&fc, SG_LEG_CLIENT_IN, &c, &s, a, sizeof(a));
     fake_chain_close(&fc);
-    CHECK(read_file(path, pkts, 64, NULL) == 1, "the old file was not replaced");
+    CHECKF(read_file(path, pkts, 64, NULL) == 1, "the old file was not replaced");
 }
 
 static void config_errors(void)
@@ -619,9 +608,9 @@ static void config_errors(void)
         struct fake_chain fc;
         int rc = fake_chain_open(&fc, "pcap", bad[i].conf, err, sizeof(err));
 
-        CHECK(rc < 0, "'%s' was accepted", bad[i].conf);
+        CHECKF(rc < 0, "'%s' was accepted", bad[i].conf);
         if (rc < 0)
-            CHECK(strstr(err, bad[i].want) != NULL, "'%s': message '%s' lacks '%s'", bad[i].conf,
+            CHECKF(strstr(err, bad[i].want) != NULL, "'%s': message '%s' lacks '%s'", bad[i].conf,
                   err, bad[i].want);
         else
             fake_chain_close(&fc);
@@ -630,10 +619,7 @@ static void config_errors(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
+    static const struct unit_case cases[] = {
         {"pcap_format", pcap_format},
         {"pcapng_format", pcapng_format},
         {"mixed_families", mixed_families},
@@ -646,15 +632,5 @@ int main(int argc, char **argv)
         {"config_errors", config_errors},
     };
 
-    for (size_t i = 0; argc == 2 && i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (strcmp(argv[1], cases[i].name) == 0) {
-            make_dir();
-            cases[i].fn();
-            remove_dir();
-            printf("%s %s\n", failures ? "FAIL" : "PASS", cases[i].name);
-            return failures ? 1 : 0;
-        }
-    }
-    fprintf(stderr, "usage: %s CASE\n", argv[0]);
-    return 2;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), make_dir, remove_dir);
 }

@@ -6,27 +6,16 @@
  *     filter_ratelimit_test CASE
  */
 #include "tests/filters/fake.h"
+#include "tests/unit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);               \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
 static int open_chain(struct fake_chain *fc, const char *conf)
 {
     int rc = fake_chain_open(fc, "ratelimit", conf, NULL, 0);
-    CHECK(rc == 0, "cannot configure ratelimit with:\n%s", conf);
+    CHECKF(rc == 0, "cannot configure ratelimit with:\n%s", conf);
     return rc;
 }
 
@@ -39,7 +28,7 @@ static int burst_at(struct fake_chain *fc, enum sg_dir dir, uint64_t now, int n)
         int v;
         fake_frame(&fc->codec, dir, SG_FRAME_MESSAGE);
         v = fake_chain_run(fc, now, NULL);
-        CHECK(v == SG_FILTER_PASS || v == SG_FILTER_DROP, "verdict %d", v);
+        CHECKF(v == SG_FILTER_PASS || v == SG_FILTER_DROP, "verdict %d", v);
         passed += v == SG_FILTER_PASS;
     }
     return passed;
@@ -64,15 +53,15 @@ static void packet_cap(void)
         return;
     /* A full bucket: 5 at once, then nothing. */
     got = burst_at(&fc, SG_DIR_C2S, 0, 20);
-    CHECK(got == 5, "burst: %d of 20 passed, expected 5", got);
+    CHECKF(got == 5, "burst: %d of 20 passed, expected 5", got);
     /* 100 ms later: one token (10 per second). */
     got = burst_at(&fc, SG_DIR_C2S, 99, 3);
-    CHECK(got == 0, "99 ms: %d passed, expected 0", got);
+    CHECKF(got == 0, "99 ms: %d passed, expected 0", got);
     got = burst_at(&fc, SG_DIR_C2S, 100, 3);
-    CHECK(got == 1, "100 ms: %d passed, expected 1", got);
+    CHECKF(got == 1, "100 ms: %d passed, expected 1", got);
     /* A long pause refills to the burst, not beyond. */
     got = burst_at(&fc, SG_DIR_C2S, 60100, 20);
-    CHECK(got == 5, "after 60 s: %d passed, expected 5 (burst)", got);
+    CHECKF(got == 5, "after 60 s: %d passed, expected 5 (burst)", got);
     fake_chain_close(&fc);
 
     /*
@@ -84,14 +73,14 @@ static void packet_cap(void)
         return;
     for (int k = 0; k < 200; k++)
         passed += burst_at(&fc, SG_DIR_C2S, (uint64_t)k * 50, 1);
-    CHECK(passed == 104, "steady 20/s against 10/s: %d of 200 passed, expected 104", passed);
+    CHECKF(passed == 104, "steady 20/s against 10/s: %d of 200 passed, expected 104", passed);
     fake_chain_close(&fc);
 
     /* The default burst is one second's worth. */
     if (open_chain(&fc, "packets_per_second 30") < 0)
         return;
     got = burst_at(&fc, SG_DIR_S2C, 5, 100);
-    CHECK(got == 30, "default burst: %d passed, expected 30", got);
+    CHECKF(got == 30, "default burst: %d passed, expected 30", got);
     fake_chain_close(&fc);
 }
 
@@ -104,22 +93,22 @@ static void byte_cap(void)
     if (open_chain(&fc, "bytes_per_second 1000") < 0)
         return;
     got = burst_at(&fc, SG_DIR_C2S, 0, 300);
-    CHECK(got == 250, "burst_bytes 1000: %d of 300 passed, expected 250", got);
+    CHECKF(got == 250, "burst_bytes 1000: %d of 300 passed, expected 250", got);
     got = burst_at(&fc, SG_DIR_C2S, 3, 1);
-    CHECK(got == 0, "3 ms refill (3 bytes): %d passed, expected 0", got);
+    CHECKF(got == 0, "3 ms refill (3 bytes): %d passed, expected 0", got);
     got = burst_at(&fc, SG_DIR_C2S, 4, 2);
-    CHECK(got == 1, "4 ms refill (4 bytes): %d passed, expected 1", got);
+    CHECKF(got == 1, "4 ms refill (4 bytes): %d passed, expected 1", got);
     got = burst_at(&fc, SG_DIR_C2S, 1004, 300);
-    CHECK(got == 250, "after 1 s: %d passed, expected 250", got);
+    CHECKF(got == 250, "after 1 s: %d passed, expected 250", got);
     fake_chain_close(&fc);
 
     /* SIZE units and burst_bytes. */
     if (open_chain(&fc, "bytes_per_second 1k\nburst_bytes 40") < 0)
         return;
     got = burst_at(&fc, SG_DIR_S2C, 0, 50);
-    CHECK(got == 10, "burst_bytes 40: %d passed, expected 10", got);
+    CHECKF(got == 10, "burst_bytes 40: %d passed, expected 10", got);
     got = burst_at(&fc, SG_DIR_S2C, 1000, 50);
-    CHECK(got == 10, "refill capped at burst_bytes: %d passed, expected 10", got);
+    CHECKF(got == 10, "refill capped at burst_bytes: %d passed, expected 10", got);
     fake_chain_close(&fc);
 }
 
@@ -132,17 +121,17 @@ static void both_caps(void)
     if (open_chain(&fc, "packets_per_second 100\nbytes_per_second 400\nburst_bytes 40") < 0)
         return;
     got = burst_at(&fc, SG_DIR_C2S, 0, 50);
-    CHECK(got == 10, "%d passed, expected 10 (byte cap)", got);
+    CHECKF(got == 10, "%d passed, expected 10 (byte cap)", got);
     fake_chain_close(&fc);
 
     /* Packets tighter than bytes; a dropped datagram takes no bytes. */
     if (open_chain(&fc, "packets_per_second 3\nbytes_per_second 40") < 0)
         return;
     got = burst_at(&fc, SG_DIR_C2S, 0, 50);
-    CHECK(got == 3, "%d passed, expected 3 (packet cap)", got);
+    CHECKF(got == 3, "%d passed, expected 3 (packet cap)", got);
     /* 1 s later: 3 packets again, bytes never ran out (28 of 40 left + refill). */
     got = burst_at(&fc, SG_DIR_C2S, 1000, 50);
-    CHECK(got == 3, "%d passed, expected 3", got);
+    CHECKF(got == 3, "%d passed, expected 3", got);
     fake_chain_close(&fc);
 }
 
@@ -154,26 +143,26 @@ static void direction(void)
     if (open_chain(&fc, "packets_per_second 5\ndirection to_server") < 0)
         return;
     got = burst_at(&fc, SG_DIR_C2S, 0, 20);
-    CHECK(got == 5, "to_server: %d passed, expected 5", got);
+    CHECKF(got == 5, "to_server: %d passed, expected 5", got);
     got = burst_at(&fc, SG_DIR_S2C, 0, 20);
-    CHECK(got == 20, "to_client not limited: %d passed, expected 20", got);
+    CHECKF(got == 20, "to_client not limited: %d passed, expected 20", got);
     fake_chain_close(&fc);
 
     if (open_chain(&fc, "packets_per_second 5\ndirection to_client") < 0)
         return;
     got = burst_at(&fc, SG_DIR_C2S, 0, 20);
-    CHECK(got == 20, "to_server not limited: %d passed, expected 20", got);
+    CHECKF(got == 20, "to_server not limited: %d passed, expected 20", got);
     got = burst_at(&fc, SG_DIR_S2C, 0, 20);
-    CHECK(got == 5, "to_client: %d passed, expected 5", got);
+    CHECKF(got == 5, "to_client: %d passed, expected 5", got);
     fake_chain_close(&fc);
 
     /* both: one bucket each way, a flood one way leaves the other alone. */
     if (open_chain(&fc, "packets_per_second 5") < 0)
         return;
     got = burst_at(&fc, SG_DIR_C2S, 0, 100);
-    CHECK(got == 5, "both, to_server: %d passed, expected 5", got);
+    CHECKF(got == 5, "both, to_server: %d passed, expected 5", got);
     got = burst_at(&fc, SG_DIR_S2C, 0, 20);
-    CHECK(got == 5, "both, to_client: %d passed, expected 5", got);
+    CHECKF(got == 5, "both, to_client: %d passed, expected 5", got);
     fake_chain_close(&fc);
 }
 
@@ -190,7 +179,7 @@ static void raw_frames(void)
         fake_frame(&fc.codec, SG_DIR_C2S, SG_FRAME_RAW);
         passed += fake_chain_run(&fc, 0, NULL) == SG_FILTER_PASS;
     }
-    CHECK(passed == 7, "raw frames: %d passed, expected 7", passed);
+    CHECKF(passed == 7, "raw frames: %d passed, expected 7", passed);
     fake_chain_close(&fc);
 }
 
@@ -202,22 +191,22 @@ static void logging(void)
     if (open_chain(&fc, "packets_per_second 10\nburst 5") < 0)
         return;
     got = burst_at(&fc, SG_DIR_C2S, 0, 5);
-    CHECK(got == 5 && fc.log[0] == '\0', "logged before limiting: %s", fc.log);
+    CHECKF(got == 5 && fc.log[0] == '\0', "logged before limiting: %s", fc.log);
     burst_at(&fc, SG_DIR_C2S, 0, 15);
     burst_at(&fc, SG_DIR_S2C, 0, 12); /* 5 pass, 7 dropped */
-    CHECK(count(fc.log, "limiting") == 1, "'limiting' logged %d times:\n%s",
+    CHECKF(count(fc.log, "limiting") == 1, "'limiting' logged %d times:\n%s",
           count(fc.log, "limiting"), fc.log);
-    CHECK(strstr(fc.log, "limiting to_server: over 10 packets/s (burst 5)") != NULL, "log: %s",
+    CHECKF(strstr(fc.log, "limiting to_server: over 10 packets/s (burst 5)") != NULL, "log: %s",
           fc.log);
     sg_chain_session_end(fc.chain, fc.slots, &fc.session);
-    CHECK(strstr(fc.log, "session end: dropped to_server 15 of 20 datagrams (60 bytes), "
+    CHECKF(strstr(fc.log, "session end: dropped to_server 15 of 20 datagrams (60 bytes), "
                          "to_client 7 of 12 datagrams (28 bytes)") != NULL,
           "session end counts missing:\n%s", fc.log);
 
     /* A new session starts with full buckets and its own "limiting" line. */
     got = burst_at(&fc, SG_DIR_C2S, 0, 8);
-    CHECK(got == 5, "new session: %d passed, expected 5", got);
-    CHECK(count(fc.log, "limiting") == 2, "'limiting' logged %d times in two sessions",
+    CHECKF(got == 5, "new session: %d passed, expected 5", got);
+    CHECKF(count(fc.log, "limiting") == 2, "'limiting' logged %d times in two sessions",
           count(fc.log, "limiting"));
     fake_chain_close(&fc);
 }
@@ -243,9 +232,9 @@ static void config_errors(void)
         struct fake_chain fc;
         int rc = fake_chain_open(&fc, "ratelimit", bad[i].conf, err, sizeof(err));
 
-        CHECK(rc < 0, "'%s' was accepted", bad[i].conf);
+        CHECKF(rc < 0, "'%s' was accepted", bad[i].conf);
         if (rc < 0)
-            CHECK(strstr(err, bad[i].want) != NULL, "'%s': message '%s' lacks '%s'", bad[i].conf,
+            CHECKF(strstr(err, bad[i].want) != NULL, "'%s': message '%s' lacks '%s'", bad[i].conf,
                   err, bad[i].want);
         else
             fake_chain_close(&fc);
@@ -254,22 +243,11 @@ static void config_errors(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
+    static const struct unit_case cases[] = {
         {"packet_cap", packet_cap},       {"byte_cap", byte_cap},     {"both_caps", both_caps},
         {"direction", direction},         {"raw_frames", raw_frames}, {"logging", logging},
         {"config_errors", config_errors},
     };
 
-    for (size_t i = 0; argc == 2 && i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (strcmp(argv[1], cases[i].name) == 0) {
-            cases[i].fn();
-            printf("%s %s\n", failures ? "FAIL" : "PASS", cases[i].name);
-            return failures ? 1 : 0;
-        }
-    }
-    fprintf(stderr, "usage: %s CASE\n", argv[0]);
-    return 2;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

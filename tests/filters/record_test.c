@@ -9,6 +9,7 @@
  * the files read back say exactly what the filter asked of the codec.
  */
 #include "tests/filters/fake.h"
+#include "tests/unit.h"
 
 #include "protocols/error.h"
 
@@ -20,16 +21,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
                             const char **last);
@@ -118,6 +109,14 @@ static int list_dir(const char *d, char *out, size_t cap)
     }
     free(names);
     return count;
+}
+
+static void remove_tree(const char *d);
+
+/* After a case: its directory goes. */
+static void cleanup(void)
+{
+    remove_tree(dir);
 }
 
 static void remove_tree(const char *d)
@@ -482,10 +481,7 @@ static void test_bad_config(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
+    static const struct unit_case cases[] = {
         {"default_name", test_default_name},
         {"map_change", test_map_change},
         {"max_size_next", test_max_size_next},
@@ -499,20 +495,5 @@ int main(int argc, char **argv)
         {"bad_config", test_bad_config},
     };
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s CASE\n", argv[0]);
-        return 2;
-    }
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (strcmp(argv[1], cases[i].name) != 0)
-            continue;
-        make_dir();
-        cases[i].fn();
-        remove_tree(dir);
-        if (failures)
-            fprintf(stderr, "%s: %d checks failed\n", argv[1], failures);
-        return failures ? 1 : 0;
-    }
-    fprintf(stderr, "unknown case '%s'\n", argv[1]);
-    return 2;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), make_dir, cleanup);
 }

@@ -4,20 +4,11 @@
  * direction and kinds, and the explanations of bad settings.
  */
 #include "tests/filters/fake.h"
+#include "tests/unit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 #define CHECK_STR(got, want)                                                                       \
     do {                                                                                           \
@@ -163,22 +154,7 @@ static void case_direction_kinds(void)
           SG_FILTER_PASS);
 }
 
-static void expect_error(const char *conf, const char *want)
-{
-    struct fake_chain fc;
-    char err[512] = "";
-
-    if (fake_chain_open(&fc, "rewrite", conf, err, sizeof(err)) == 0) {
-        fprintf(stderr, "rewrite accepted: %s\n", conf);
-        failures++;
-        fake_chain_close(&fc);
-        return;
-    }
-    if (!strstr(err, want)) {
-        fprintf(stderr, "config %s\n  error: %s\n  wanted: %s\n", conf, err, want);
-        failures++;
-    }
-}
+#define expect_error(conf, want) CHECK(fake_config_refused("rewrite", (conf), (want)))
 
 static void case_bad_config(void)
 {
@@ -197,10 +173,7 @@ static void case_bad_config(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
+    static const struct unit_case cases[] = {
         {"replaces", case_replaces},
         {"backrefs", case_backrefs},
         {"icase", case_icase},
@@ -208,17 +181,6 @@ int main(int argc, char **argv)
         {"direction_kinds", case_direction_kinds},
         {"bad_config", case_bad_config},
     };
-    int ran = 0;
 
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0)
-            continue;
-        cases[i].fn();
-        ran++;
-    }
-    if (!ran) {
-        fprintf(stderr, "unknown case %s\n", argc > 1 ? argv[1] : "");
-        return 2;
-    }
-    return failures ? 1 : 0;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

@@ -4,22 +4,13 @@
  * path and a full disk (/dev/full).
  */
 #include "tests/filters/fake.h"
+#include "tests/unit.h"
 
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static char dir[64];
 
@@ -224,25 +215,11 @@ static void case_bad_config(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
+    static const struct unit_case cases[] = {
         {"writes_lines", case_writes_lines}, {"flush", case_flush},
         {"unwritable", case_unwritable},     {"disk_full", case_disk_full},
         {"bad_config", case_bad_config},
     };
-    int ran = 0;
 
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0)
-            continue;
-        cases[i].fn();
-        ran++;
-    }
-    if (!ran) {
-        fprintf(stderr, "unknown case %s\n", argc > 1 ? argv[1] : "");
-        return 2;
-    }
-    return failures ? 1 : 0;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

@@ -15,17 +15,8 @@
 #include <string.h>
 
 #include "protocols/error.h"
+#include "tests/unit.h"
 #include "protocols/q3/huffman.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 #define CHECK_EQ(a, b)                                                                             \
     do {                                                                                           \
@@ -485,10 +476,7 @@ static void test_adaptive_connect(void)
 
 /* ------------------------------------------------------------------ */
 
-static const struct {
-    const char *name;
-    void (*run)(void);
-} cases[] = {
+static const struct unit_case cases[] = {
     {"fixed_roundtrip", test_fixed_roundtrip},
     {"fixed_codes", test_fixed_codes},
     {"fixed_bounds", test_fixed_bounds},
@@ -502,18 +490,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s CASE\n", argv[0]);
-        return 2;
-    }
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (strcmp(argv[1], cases[i].name) == 0) {
-            cases[i].run();
-            if (failures)
-                fprintf(stderr, "%s: %d check(s) failed\n", argv[1], failures);
-            return failures ? 1 : 0;
-        }
-    }
-    fprintf(stderr, "unknown case '%s'\n", argv[1]);
-    return 2;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

@@ -14,17 +14,8 @@
 #include <string.h>
 
 #include "protocols/q3/huffman.h"
+#include "tests/unit.h"
 #include "protocols/q3/msg.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 #define CHECK_EQ(a, b)                                                                             \
     do {                                                                                           \
@@ -638,10 +629,7 @@ static void test_demo_walk(void)
 
 /* ------------------------------------------------------------------ */
 
-static const struct {
-    const char *name;
-    void (*run)(void);
-} cases[] = {
+static const struct unit_case cases[] = {
     {"bits_roundtrip", test_bits_roundtrip},
     {"bits_quirks", test_bits_quirks},
     {"bits_layout", test_bits_layout},
@@ -656,18 +644,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s CASE\n", argv[0]);
-        return 2;
-    }
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (strcmp(argv[1], cases[i].name) == 0) {
-            cases[i].run();
-            if (failures)
-                fprintf(stderr, "%s: %d check(s) failed\n", argv[1], failures);
-            return failures ? 1 : 0;
-        }
-    }
-    fprintf(stderr, "unknown case '%s'\n", argv[1]);
-    return 2;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

@@ -3,21 +3,12 @@
  * receiver gets, acknowledgements back, drops, injections, a new level.
  */
 #include "protocols/q3/renum.h"
+#include "tests/unit.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);              \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static int32_t map(const struct sg_q3_renum *r, int32_t seq)
 {
@@ -202,25 +193,11 @@ static void case_extremes(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } cases[] = {
+    static const struct unit_case cases[] = {
         {"identity", case_identity}, {"inject", case_inject},       {"drop", case_drop},
         {"text", case_text},         {"gamestate", case_gamestate}, {"limits", case_limits},
         {"extremes", case_extremes},
     };
-    int ran = 0;
 
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0)
-            continue;
-        cases[i].fn();
-        ran++;
-    }
-    if (!ran) {
-        fprintf(stderr, "unknown case %s\n", argc > 1 ? argv[1] : "");
-        return 2;
-    }
-    return failures ? 1 : 0;
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }
