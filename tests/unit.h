@@ -18,7 +18,9 @@
 #define SG_TESTS_UNIT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int failures; /* checks failed so far */
@@ -41,6 +43,38 @@ static int failures; /* checks failed so far */
             failures++;                                                                            \
         }                                                                                          \
     } while (0)
+
+/* Two integers that must be equal: both are printed when they are not. */
+#define CHECK_EQ(a, b)                                                                             \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (a_ != b_) {                                                                            \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__, __LINE__, #a,    \
+                    a_, #b, b_);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* A repeatable generator (xorshift64) over the caller's state. */
+static inline uint32_t unit_rng(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return (uint32_t)(*state >> 16);
+}
+
+/* A heap copy of exactly `len` bytes, so ASan sees any access past it; never NULL. */
+static inline uint8_t *unit_exact_copy(const uint8_t *p, size_t len)
+{
+    uint8_t *q = malloc(len ? len : 1);
+
+    if (!q)
+        abort();
+    if (len)
+        memcpy(q, p, len);
+    return q;
+}
 
 struct unit_case {
     const char *name;

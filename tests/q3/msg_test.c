@@ -17,37 +17,14 @@
 #include "tests/unit.h"
 #include "protocols/q3/msg.h"
 
-#define CHECK_EQ(a, b)                                                                             \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) {                                                                            \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__, __LINE__, #a,    \
-                    a_, #b, b_);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
 static uint64_t rng_state = 0x853c49e6748fea9bull;
 
 static uint32_t rng(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
+    return unit_rng(&rng_state);
 }
 
-/* A heap copy of exactly `len` bytes, so ASan sees any access past it. */
-static uint8_t *exact_copy(const uint8_t *p, size_t len)
-{
-    uint8_t *q = malloc(len ? len : 1);
-
-    if (!q)
-        abort();
-    if (len)
-        memcpy(q, p, len);
-    return q;
-}
+#define exact_copy unit_exact_copy
 
 /*
  * What the game's reader returns for `value` written with `bits`: the
