@@ -28,11 +28,14 @@
  *       6 peek_byte  7 read_string  8 read_string_line (cap from arg)
  *       9 read_data of arg * 5 bytes  10 OOB on  11 OOB off  12 bits_left
  *       13-15 read_bits of width arg + 17 (17..32), signed when odd
- *     The reader's invariants are checked after every op.  Every value
+ *     The reader's invariants are checked after every op, and a padded
+ *     reader (junk after the data) running the same program must agree
+ *     with it at every step.  Every value
  *     read before the first mode switch, cut string or read past the end
- *     is then written with the writer in the same mode and read back: the
- *     values must agree (in their width; the NYT code may spill a bit
- *     above it).
+ *     is then written with the writer in the same mode (into a malloc'd
+ *     buffer: the writer zeroes as it goes, so the bits after the last one
+ *     written must be zero) and read back: the values must agree (in their
+ *     width; the NYT code may spill a bit above it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -414,6 +417,10 @@ static void write_back(struct program *pg, bool oob, size_t data_len)
         }
     }
     FUZZ_CHECK(!w.overflowed);
+    /* the writer zeroes as it goes (the buffer came from malloc): every bit
+     * after the last one written, up to the byte count, is zero */
+    for (size_t b = w.bit; b < sg_q3_msg_bytes(&w) * 8; b++)
+        FUZZ_CHECK(bit_at(buf, b) == 0);
 
     sg_q3_msg_init_read(&r, buf, sg_q3_msg_bytes(&w));
     sg_q3_msg_oob(&r, oob);
@@ -465,15 +472,35 @@ static void write_back(struct program *pg, bool oob, size_t data_len)
     free(buf);
 }
 
+/*
+ * The same program on a padded reader (sg_q3_msg_init_read_padded: 8 bytes
+ * of junk after the data, which its fast path may load but never use)
+ * must give the same values and leave the reader in the same state after
+ * every op.
+ */
+static void same_reader(const struct program *a, const struct program *b)
+{
+    FUZZ_CHECK(a->m.bit == b->m.bit && a->m.readcount == b->m.readcount &&
+               a->m.overflowed == b->m.overflowed && a->m.oob == b->m.oob);
+    FUZZ_CHECK(a->nlog == b->nlog && a->pool_len == b->pool_len);
+    if (a->nlog > 0) {
+        const struct logged *x = &a->log[a->nlog - 1], *y = &b->log[b->nlog - 1];
+
+        FUZZ_CHECK(x->kind == y->kind && x->width == y->width && x->v == y->v && x->n == y->n);
+        FUZZ_CHECK(memcmp(a->pool + x->off, b->pool + y->off, x->n) == 0);
+    }
+}
+
 static void fuzz_reader(const uint8_t *data, size_t size)
 {
-    struct fuzz_in in, prog;
-    struct program *pg = malloc(sizeof(*pg));
+    struct fuzz_in in, prog, prog2;
+    struct program *pg = malloc(sizeof(*pg)), *pg2 = malloc(sizeof(*pg2));
     size_t plen, dlen;
     const uint8_t *p, *d;
     bool oob, was_overflowed = false;
+    uint8_t *padded;
 
-    FUZZ_CHECK(pg != NULL);
+    FUZZ_CHECK(pg != NULL && pg2 != NULL);
     fuzz_in_init(&in, data, size);
     plen = fuzz_u8(&in);
     oob = fuzz_u8(&in) & 1;
@@ -493,11 +520,28 @@ static void fuzz_reader(const uint8_t *data, size_t size)
     sg_q3_msg_init_read(&pg->m, copy, dlen);
     sg_q3_msg_oob(&pg->m, oob);
 
+    /* the padded twin: junk after the data (a byte pattern that decodes) */
+    padded = malloc(dlen + 8);
+    FUZZ_CHECK(padded != NULL);
+    memcpy(padded, d, dlen);
+    memset(padded + dlen, 0xa5, 8);
+    pg2->pool_cap = pg->pool_cap;
+    pg2->pool = malloc(pg2->pool_cap);
+    FUZZ_CHECK(pg2->pool != NULL);
+    pg2->pool_len = 0;
+    pg2->nlog = 0;
+    pg2->logging = true;
+    sg_q3_msg_init_read_padded(&pg2->m, padded, dlen);
+    sg_q3_msg_oob(&pg2->m, oob);
+
     fuzz_in_init(&prog, p, plen);
+    fuzz_in_init(&prog2, p, plen);
     while (prog.left > 0) {
         size_t bit = pg->m.bit;
 
         run_op(pg, &prog);
+        run_op(pg2, &prog2);
+        same_reader(pg, pg2);
         /* the overflow flag is exactly "readcount > size", and sticky */
         FUZZ_CHECK(pg->m.overflowed == (pg->m.readcount > pg->m.size));
         FUZZ_CHECK(!was_overflowed || pg->m.overflowed);
@@ -508,6 +552,9 @@ static void fuzz_reader(const uint8_t *data, size_t size)
     write_back(pg, oob, dlen);
     free(pg->pool);
     free(pg);
+    free(pg2->pool);
+    free(pg2);
+    free(padded);
     free(copy);
 }
 
