@@ -45,7 +45,11 @@ static void read_float_value(struct sg_q3_msg *m, uint8_t *form, int32_t *value)
 {
     if (sg_q3_msg_read_bits(m, 1) == 0) {
         int trunc = (int)sg_q3_msg_read_bits(m, SG_Q3_FLOAT_INT_BITS) - SG_Q3_FLOAT_INT_BIAS;
-        *form = SG_Q3_FORM_INT;
+
+        /* Only the NYT code (corrupt data) reads past 8191: the game takes
+         * the value all the same, but no 13-bit form can carry it, so it is
+         * recorded as what a writer must send, the full 32 bits. */
+        *form = trunc < SG_Q3_FLOAT_INT_BIAS ? SG_Q3_FORM_INT : SG_Q3_FORM_FULL;
         *value = sg_q3_float_to_bits((float)trunc);
     } else {
         *form = SG_Q3_FORM_FULL;
