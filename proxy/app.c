@@ -38,15 +38,18 @@ static void log_stats(struct sg_app *app)
 {
     char line[4096];
 
-    for (const struct sg_route *r = app->routes; r; r = r->next) {
+    for (struct sg_route *r = app->routes; r; r = r->next) {
         const struct sg_counters *c = &r->counters;
-        int n = snprintf(line, sizeof(line),
-                         "stats: sessions_active=%zu sessions_total=%llu c2s_packets=%llu "
-                         "c2s_bytes=%llu s2c_packets=%llu s2c_bytes=%llu drops=%llu",
-                         r->nsessions, (unsigned long long)r->sessions_total,
-                         (unsigned long long)c->c2s_packets, (unsigned long long)c->c2s_bytes,
-                         (unsigned long long)c->s2c_packets, (unsigned long long)c->s2c_bytes,
-                         (unsigned long long)sg_counters_drops(c));
+        int n;
+
+        sg_route_poll_kernel_drops(r);
+        n = snprintf(line, sizeof(line),
+                     "stats: sessions_active=%zu sessions_total=%llu c2s_packets=%llu "
+                     "c2s_bytes=%llu s2c_packets=%llu s2c_bytes=%llu drops=%llu kernel_drops=%llu",
+                     r->nsessions, (unsigned long long)r->sessions_total,
+                     (unsigned long long)c->c2s_packets, (unsigned long long)c->c2s_bytes,
+                     (unsigned long long)c->s2c_packets, (unsigned long long)c->s2c_bytes,
+                     (unsigned long long)sg_counters_drops(c), (unsigned long long)r->kernel_drops);
 
         for (int i = 0; r->chain && i < r->chain->n && n > 0 && n < (int)sizeof(line); i++) {
             const struct sg_chain_filter *f = &r->chain->f[i];

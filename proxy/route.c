@@ -237,11 +237,55 @@ static void on_client_readable(struct sg_udp *u)
 
 /* ---- the idle sweep ---- */
 
+static const char *format_size(int64_t bytes, char *buf, size_t size)
+{
+    if (bytes > 0 && bytes % (1024 * 1024) == 0)
+        snprintf(buf, size, "%lld MiB", (long long)(bytes / (1024 * 1024)));
+    else if (bytes > 0 && bytes % 1024 == 0)
+        snprintf(buf, size, "%lld KiB", (long long)(bytes / 1024));
+    else
+        snprintf(buf, size, "%lld bytes", (long long)bytes);
+    return buf;
+}
+
+void sg_route_poll_kernel_drops(struct sg_route *r)
+{
+    struct sg_udp_info info;
+
+    if (!r->listener_open || sg_udp_info(&r->listener, &info) < 0)
+        return;
+    r->kernel_drops += (uint32_t)(info.drops - r->kernel_drops_raw);
+    r->kernel_drops_raw = info.drops;
+    r->rcvbuf = info.rcvbuf;
+    r->sndbuf = info.sndbuf;
+}
+
+/* Datagrams the kernel dropped at the listener never reach slipgate's own
+ * counters: say so, at most once a minute, with what helps. */
+static void check_kernel_drops(struct sg_route *r, uint64_t now)
+{
+    char size[32];
+
+    sg_route_poll_kernel_drops(r);
+    if (r->kernel_drops == r->kernel_drops_warned ||
+        (r->kernel_drops_warned_ms && now - r->kernel_drops_warned_ms < 60000))
+        return;
+    sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+           "the kernel dropped %llu datagrams at the listener (%llu in all): its receive buffer "
+           "(%s) was full; raise socket_buffer",
+           (unsigned long long)(r->kernel_drops - r->kernel_drops_warned),
+           (unsigned long long)r->kernel_drops, format_size(r->rcvbuf, size, sizeof(size)));
+    r->kernel_drops_warned = r->kernel_drops;
+    r->kernel_drops_warned_ms = now;
+}
+
 static void on_sweep(uv_timer_t *t)
 {
     struct sg_route *r = t->data;
     uint64_t now = uv_now(&r->app->loop);
     struct sg_session *s, *next;
+
+    check_kernel_drops(r, now);
 
     for (s = r->sessions; s; s = next) {
         next = s->next;
@@ -284,6 +328,29 @@ static void free_conf(struct sg_route_conf *c)
     memset(c, 0, sizeof(*c));
 }
 
+/* `socket_buffer`: ask, then say what the kernel gave, and why when less. */
+static void apply_socket_buffer(struct sg_route *r, int64_t bytes)
+{
+    char want[32], rs[32], ss[32];
+    int rcv, snd, err = sg_udp_set_buffers(&r->listener, (int)bytes, &rcv, &snd);
+
+    format_size(bytes, want, sizeof(want));
+    format_size(rcv, rs, sizeof(rs));
+    format_size(snd, ss, sizeof(ss));
+    if (err < 0)
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+               "socket_buffer %s: %s; the listener has receive %s, send %s", want, strerror(-err),
+               rs, ss);
+    else if (rcv < bytes || snd < bytes)
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+               "socket_buffer %s: the kernel capped the listener at receive %s, send %s; raise "
+               "net.core.rmem_max and net.core.wmem_max (sysctl) or run with CAP_NET_ADMIN",
+               want, rs, ss);
+    else
+        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "listener buffers: receive %s, send %s",
+               rs, ss);
+}
+
 static int open_listener(struct sg_route *r)
 {
     char why[256], a[SG_ADDR_STRLEN];
@@ -311,6 +378,8 @@ static int open_listener(struct sg_route *r)
                sg_addr_format((struct sockaddr *)&r->listen_addr, a, sizeof(a)), strerror(-err));
         return err;
     }
+    if (r->conf.socket_buffer > 0)
+        apply_socket_buffer(r, r->conf.socket_buffer);
     return 0;
 }
 
@@ -486,6 +555,16 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         }
     }
 
+    /* The listener's buffers change at once; the system's default needs a new socket. */
+    if (rc->socket_buffer != r->conf.socket_buffer) {
+        if (rc->socket_buffer > 0 && r->listener_open)
+            apply_socket_buffer(r, rc->socket_buffer);
+        else if (rc->socket_buffer == 0)
+            sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+                   "socket_buffer 0: the listener keeps its buffers until slipgate restarts");
+        r->conf.socket_buffer = rc->socket_buffer;
+    }
+
     /* Limits and timeouts apply at once, to live sessions too. */
     r->conf.idle_timeout_ms = rc->idle_timeout_ms;
     r->conf.max_sessions = rc->max_sessions;
@@ -511,6 +590,7 @@ void sg_route_close(struct sg_route *r, const char *reason)
      * outbox and the listener.  Their close callbacks find the route. */
     if (sg_outbox_close(&r->outbox, on_route_handle_closed))
         r->outbox.check.data = r->outbox.idle.data = r;
+    sg_route_poll_kernel_drops(r);
     if (r->listener_open && sg_udp_close(&r->listener, on_route_handle_closed))
         r->listener.poll.data = r;
     r->sweep_open = r->listener_open = false;

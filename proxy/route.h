@@ -109,6 +109,14 @@ struct sg_route {
     size_t nended, ended_cap;
     uint64_t ended_omitted;
 
+    /* The listener's kernel drops (full receive buffer): since the route
+     * opened, as last read, and when the last warning went out; and its
+     * buffers when last read. */
+    int rcvbuf, sndbuf;
+    uint64_t kernel_drops;
+    uint32_t kernel_drops_raw;
+    uint64_t kernel_drops_warned, kernel_drops_warned_ms;
+
     /* Shared by the route's sockets: one receive batch, and the outbox
      * every datagram leaves through. */
     struct sg_udp_batch batch;
@@ -126,6 +134,9 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc);
 /* End every session with `reason` and close the route's handles; the route
  * stays allocated (for --stats) until sg_route_destroy. */
 void sg_route_close(struct sg_route *r, const char *reason);
+
+/* Bring r->kernel_drops up to date from the listener (when it is open). */
+void sg_route_poll_kernel_drops(struct sg_route *r);
 /* Free a closed route (after the loop has run its close callbacks). */
 void sg_route_destroy(struct sg_route *r);
 

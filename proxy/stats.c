@@ -114,6 +114,8 @@ static void json_route(FILE *f, const struct sg_route *r, bool retired)
             (unsigned long long)r->sessions_total, r->nsessions,
             (unsigned long long)r->ended_omitted);
     json_counters(f, &r->counters);
+    fprintf(f, ",\n      \"listener\": {\"rcvbuf\": %d, \"sndbuf\": %d, \"kernel_drops\": %llu}",
+            r->rcvbuf, r->sndbuf, (unsigned long long)r->kernel_drops);
     fputs(",\n      \"sessions\": [", f);
     for (size_t i = 0; i < r->nended; i++)
         json_session(f, &r->ended[i], &first);
@@ -150,7 +152,8 @@ int sg_stats_write(struct sg_app *app, const char *path)
             (unsigned long long)app->started_wall_ms,
             (unsigned long long)(sg_now_wall_ms() - app->started_wall_ms));
     fputs("  \"routes\": [\n", f);
-    for (const struct sg_route *r = app->routes; r; r = r->next, first = false) {
+    for (struct sg_route *r = app->routes; r; r = r->next, first = false) {
+        sg_route_poll_kernel_drops(r);
         fputs(first ? "" : ",\n", f);
         json_route(f, r, false);
     }

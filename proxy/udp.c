@@ -15,6 +15,7 @@
 #include "proxy/addr.h"
 
 #include <errno.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,43 @@ int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
 err_fd:
     close(fd);
     return err;
+}
+
+/* One buffer: the forcing option first (it ignores the sysctl cap but
+ * needs CAP_NET_ADMIN), then the plain one; the size read back is halved. */
+static int set_buffer(int fd, int force_opt, int opt, int bytes, int *got)
+{
+    int err = 0, v = 0;
+    socklen_t len = sizeof(v);
+
+    if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof(bytes)) < 0 &&
+        setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof(bytes)) < 0)
+        err = -errno;
+    *got = getsockopt(fd, SOL_SOCKET, opt, &v, &len) == 0 ? v / 2 : 0;
+    return err;
+}
+
+int sg_udp_set_buffers(struct sg_udp *u, int bytes, int *rcv, int *snd)
+{
+    int err = set_buffer(u->fd, SO_RCVBUFFORCE, SO_RCVBUF, bytes, rcv);
+    int err2 = set_buffer(u->fd, SO_SNDBUFFORCE, SO_SNDBUF, bytes, snd);
+
+    return err < 0 ? err : err2;
+}
+
+int sg_udp_info(const struct sg_udp *u, struct sg_udp_info *out)
+{
+    uint32_t mem[SK_MEMINFO_VARS];
+    socklen_t len = sizeof(mem);
+
+    memset(out, 0, sizeof(*out));
+    memset(mem, 0, sizeof(mem));
+    if (getsockopt(u->fd, SOL_SOCKET, SO_MEMINFO, mem, &len) < 0)
+        return -errno;
+    out->rcvbuf = (int)(mem[SK_MEMINFO_RCVBUF] / 2);
+    out->sndbuf = (int)(mem[SK_MEMINFO_SNDBUF] / 2);
+    out->drops = mem[SK_MEMINFO_DROPS];
+    return 0;
 }
 
 int sg_udp_local(const struct sg_udp *u, struct sockaddr_storage *out)

@@ -86,6 +86,26 @@ void sg_udp_batch_finish(struct sg_udp_batch *b);
 int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
                 const struct sockaddr *peer, sg_udp_read_cb on_read, void *data);
 
+/*
+ * Ask for `bytes` of kernel receive and send buffer (as root or with
+ * CAP_NET_ADMIN past net.core.rmem_max/wmem_max, else up to them) and
+ * report what the socket got, in the same units as asked (the kernel's own
+ * figure counts its bookkeeping too and is twice that).  0 or a negative
+ * errno; `*rcv` and `*snd` are set either way (0 when unknown).
+ */
+int sg_udp_set_buffers(struct sg_udp *u, int bytes, int *rcv, int *snd);
+
+/* What the kernel says of a socket: its buffers (as sg_udp_set_buffers
+ * reports them) and the datagrams it dropped, mostly for a full receive
+ * buffer (SO_MEMINFO; `drops` wraps at 2^32). */
+struct sg_udp_info {
+    int rcvbuf, sndbuf;
+    uint32_t drops;
+};
+
+/* 0 or a negative errno. */
+int sg_udp_info(const struct sg_udp *u, struct sg_udp_info *out);
+
 /* The socket's own address; 0 or a negative errno. */
 int sg_udp_local(const struct sg_udp *u, struct sockaddr_storage *out);
 

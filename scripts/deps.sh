@@ -10,7 +10,8 @@ pkgs=(build-essential meson ninja-build pkg-config libuv1-dev zlib1g-dev libsodi
 if [ "${1:-}" = "--test" ]; then
   # clang + libclang-rt-dev (libFuzzer and the sanitizer runtimes, only a
   # Recommends of clang) + llvm (llvm-symbolizer) for the fuzz suite
-  pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark)
+  pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
+        iproute2)
 fi
 
 missing=()

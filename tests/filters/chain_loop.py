@@ -102,7 +102,8 @@ def case_stats_filters(h):
 
 STATS_RE = re.compile(r'\[(?P<route>\w+)\] stats: sessions_active=(?P<active>\d+) '
                       r'sessions_total=(?P<total>\d+) c2s_packets=(?P<c2s>\d+) c2s_bytes=\d+ '
-                      r's2c_packets=(?P<s2c>\d+) s2c_bytes=\d+ drops=(?P<drops>\d+)(?P<rest>.*)$')
+                      r's2c_packets=(?P<s2c>\d+) s2c_bytes=\d+ drops=(?P<drops>\d+) '
+                      r'kernel_drops=(?P<kdrops>\d+)(?P<rest>.*)$')
 FILTER_RE = re.compile(r' \| (?P<label>\w+): seen=(?P<seen>\d+) passed=(?P<passed>\d+) '
                        r'dropped=(\d+) changed=(\d+) injected=(\d+) errors=(\d+)')
 
@@ -138,7 +139,7 @@ def case_stats_interval(h):
         check(int(x[1]) == 2 * N and int(x[2]) == 2 * N and x[3:] == ('0', '0', '0', '0'),
               'counters of %s in the line: %r' % (x[0], x))
     plain = [m for m in stats_lines(px, mark) if m.group('route') == 'plain'][-1]
-    check(plain.group('rest') == '' and plain.group('c2s') == '0',
+    check(plain.group('rest') == '' and plain.group('c2s') == '0' and plain.group('kdrops') == '0',
           'the plain route\'s line: %r' % plain.group(0))
 
     # a reload to stats_interval 0 stops the lines

@@ -13,8 +13,10 @@ import collections
 import os
 import random
 import re
+import shutil
 import signal
 import socket
+import subprocess
 import sys
 import time
 
@@ -1008,6 +1010,157 @@ def case_auto_probe(h):
     check('codec' not in s_other, 'a non-Quake session was decoded: %r' % s_other)
     print('q3 session decoded (%r); other session relayed without decoding'
           % s_q3['decode'])
+
+
+# ------------------------------------------------------ socket buffers
+
+def sysctl_int(name):
+    with open('/proc/sys/' + name.replace('.', '/')) as f:
+        return int(f.read().split()[0])
+
+
+def has_cap_net_admin():
+    """Whether this process (so the slipgate it starts) may pass the
+    net.core.[rw]mem_max caps (CAP_NET_ADMIN, bit 12 of CapEff)."""
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith('CapEff:'):
+                return bool(int(line.split()[1], 16) >> 12 & 1)
+    return False
+
+
+def kernel_view(port):
+    """What ss(8) reads from the kernel for the UDP socket bound to `port`:
+    (rb, tb, drops), the buffer sizes as the kernel counts them (twice what
+    was asked) and the datagrams it dropped.  ss is independent of slipgate."""
+    check(shutil.which('ss') is not None, 'ss (iproute2) is not installed')
+    out = subprocess.run(['ss', '-u', '-a', '-m', '-n', '-H', 'sport', '= :%d' % port],
+                         capture_output=True, text=True, timeout=10).stdout
+    m = re.search(r'skmem:\(r\d+,rb(\d+),t\d+,tb(\d+),.*?d(\d+)\)', out)
+    check(m is not None, 'ss shows no socket on port %d:\n%s' % (port, out))
+    return tuple(int(g) for g in m.groups())
+
+
+def kib(n):
+    return '%d MiB' % (n >> 20) if n % (1 << 20) == 0 else \
+        '%d KiB' % (n >> 10) if n % 1024 == 0 else '%d bytes' % n
+
+
+def case_socket_buffer(h):
+    """socket_buffer sizes the listener (checked with ss), a reload resizes
+    it, and datagrams the kernel drops for a full buffer are counted exactly
+    (relayed + kernel_drops == sent), logged and in --stats."""
+    srv = h.echo(V4)
+    want = 3 << 20
+    rmax, wmax = sysctl_int('net.core.rmem_max'), sysctl_int('net.core.wmem_max')
+    forced = has_cap_net_admin()
+    exp_r = want if forced else min(want, rmax)
+    exp_s = want if forced else min(want, wmax)
+    px = h.proxy(config=route_block('buf', '127.0.0.1:$P0', srv.addr, socket_buffer='3M'))
+    P = px.ports[0]
+    dest = (V4, P)
+    if (exp_r, exp_s) == (want, want):
+        check(px.count_log(r'\[buf\] listener buffers: receive 3 MiB, send 3 MiB') == 1,
+              'no "listener buffers: receive 3 MiB, send 3 MiB" line')
+    else:
+        check(px.count_log(r'socket_buffer 3 MiB: the kernel capped the listener at receive '
+                           + re.escape(kib(exp_r)) + ', send ' + re.escape(kib(exp_s))) == 1,
+              'no warning that the kernel capped the buffers at %s/%s' % (exp_r, exp_s))
+    rb, tb, d = kernel_view(P)
+    check((rb, tb) == (2 * exp_r, 2 * exp_s), 'kernel: rb %d tb %d, expected %d %d'
+          % (rb, tb, 2 * exp_r, 2 * exp_s))
+    c = h.client(V4)
+    roundtrip(c, dest, b'first')
+
+    # A reload shrinks the buffer at once (no new socket: same port, same session).
+    small = 16 << 10
+    px.write_config(route_block('buf', '127.0.0.1:%d' % P, srv.addr, socket_buffer='16k'))
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(r'\[buf\] listener buffers: receive 16 KiB, send 16 KiB', 5.0,
+                          start=mark) is not None, 'no "receive 16 KiB" line after the reload')
+    rb, tb, d0 = kernel_view(P)
+    check((rb, tb) == (2 * small, 2 * small), 'kernel after reload: rb %d tb %d, expected %d'
+          % (rb, tb, 2 * small))
+
+    # Stopped, slipgate reads nothing: all but a buffer's worth is dropped.
+    px.send_signal(signal.SIGSTOP)
+    sent = 0
+    try:
+        for burst in range(6):  # bursts stay under the loopback backlog (1000)
+            for i in range(50):
+                c.send(b'flood %03d ' % sent + bytes(200), dest)
+                sent += 1
+            time.sleep(0.005)
+        rb, tb, d1 = kernel_view(P)
+    finally:
+        px.send_signal(signal.SIGCONT)
+    dropped = d1 - d0
+    check(0 < dropped < sent, 'kernel dropped %d of %d datagrams with a 16 KiB buffer'
+          % (dropped, sent))
+    line = px.wait_for_log(r'\[buf\] the kernel dropped (\d+) datagrams at the listener '
+                           r'\((\d+) in all\): its receive buffer \(16 KiB\) was full; '
+                           r'raise socket_buffer', 5.0, start=mark)
+    check(line is not None, 'no warning about the kernel drops')
+    line = line[1]
+    check(int(line.group(1)) == dropped and int(line.group(2)) == dropped,
+          'warning says %s (%s in all), ss says %d' % (line.group(1), line.group(2), dropped))
+    echoes = c.recv(1.0)  # what got through came back
+    check(len(echoes) == sent - dropped, 'client got %d echoes of the flood, expected %d sent '
+          '- %d dropped' % (len(echoes), sent, dropped))
+    roundtrip(c, dest, b'after the flood')
+    st = stop_ok(px)
+    r = stats_route(st, 'buf')
+    li = r.get('listener', {})
+    check(li.get('kernel_drops') == dropped, 'stats: listener.kernel_drops %r, expected %d'
+          % (li.get('kernel_drops'), dropped))
+    check((li.get('rcvbuf'), li.get('sndbuf')) == (small, small),
+          'stats: listener buffers %r, expected %d' % (li, small))
+    relayed = r['counters']['c2s_packets']
+    check(relayed == 2 + sent - dropped, 'stats: c2s_packets %d; expected 2 + %d sent - %d '
+          'dropped by the kernel' % (relayed, sent, dropped))
+    print('buffers %d/%d (forced: %s); flood of %d: %d dropped by the kernel, %d relayed'
+          % (exp_r, exp_s, forced, sent, dropped, relayed - 2))
+
+
+def case_socket_buffer_capped(h):
+    """Without CAP_NET_ADMIN the kernel caps socket_buffer at
+    net.core.[rw]mem_max: slipgate says so and runs with what it got."""
+    import harness
+    rmax, wmax = sysctl_int('net.core.rmem_max'), sysctl_int('net.core.wmem_max')
+    want = (2 * max(rmax, wmax) + 1023) // 1024 * 1024
+    if want > 1 << 30:
+        raise harness.Skip('net.core.rmem_max/wmem_max are %d/%d: socket_buffer cannot ask for '
+                           'more (1G at most)' % (rmax, wmax))
+    exe = h.exe
+    if has_cap_net_admin():
+        check(shutil.which('setpriv') is not None, 'setpriv (util-linux) is not installed')
+        exe = h.path('no-net-admin.sh')
+        with open(exe, 'w') as f:
+            f.write('#!/bin/sh\nexec setpriv --inh-caps -net_admin --bounding-set -net_admin '
+                    '"%s" "$@"\n' % h.exe)
+        os.chmod(exe, 0o755)
+    srv = h.echo(V4)
+    p = harness.Proxy(exe, h.dir, 'capped')
+    h.proxies.append(p)
+    px = p.start(config=route_block('cap', '127.0.0.1:$P0', srv.addr,
+                                    socket_buffer='%dk' % (want // 1024)))
+    hit = px.wait_for_log(r'\[cap\] socket_buffer (.+?): the kernel capped the listener at '
+                          r'receive (.+?), send (.+?); raise net.core.rmem_max and '
+                          r'net.core.wmem_max \(sysctl\) or run with CAP_NET_ADMIN', 3.0)
+    check(hit is not None, 'no warning that the kernel capped the buffers')
+    hit = hit[1]
+    check(hit.groups() == (kib(want), kib(rmax), kib(wmax)),
+          'warning says %s, expected %s' % (hit.groups(), (kib(want), kib(rmax), kib(wmax))))
+    rb, tb, _ = kernel_view(px.ports[0])
+    check((rb, tb) == (2 * rmax, 2 * wmax), 'kernel: rb %d tb %d, expected %d %d'
+          % (rb, tb, 2 * rmax, 2 * wmax))
+    roundtrip(h.client(V4), (V4, px.ports[0]), b'capped but relaying')
+    st = stop_ok(px)
+    li = stats_route(st, 'cap').get('listener', {})
+    check((li.get('rcvbuf'), li.get('sndbuf')) == (rmax, wmax),
+          'stats: listener %r, expected rcvbuf %d sndbuf %d' % (li, rmax, wmax))
+    print('asked %s, got %s/%s' % hit.groups())
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
