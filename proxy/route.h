@@ -58,6 +58,8 @@ struct sg_session {
     uint64_t last_active;   /* uv_now() of the last datagram either way */
     bool closing;
     bool refused_logged; /* the server's "port unreachable" was reported */
+    bool nq_connecting;  /* the client sent a NetQuake connect request */
+    uint16_t nq_control_port; /* the server's port before its accept moved us, or 0 */
     bool probed;                  /* the codec is decided (auto: probing ended) */
     const struct sg_codec *codec; /* decoding this session, or NULL */
     void *cstate;                 /* the codec's per-session state */

@@ -12,7 +12,9 @@
 #include "proxy/app.h"
 #include "proxy/route.h"
 #include "protocols/error.h"
+#include "protocols/nq/control.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +234,91 @@ void sg_session_record_summary(const struct sg_session *s, const struct sg_chain
 }
 
 /*
+ * NetQuake's handshake moves the client: the server's CCREP_ACCEPT names a
+ * port it opened for this client alone.  Relayed as it is, the client
+ * would leave slipgate and talk to the server directly, so the accept the
+ * client gets names slipgate's listening port (where this session already
+ * is) and the session's upstream socket moves to the server's new port.
+ * Returns the datagram to relay: `data`, or `buf` with the port rewritten.
+ */
+static int move_upstream(struct sg_session *s, int port)
+{
+    struct sockaddr_storage moved = s->server;
+    int err;
+
+    if (moved.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&moved)->sin6_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in *)&moved)->sin_port = htons((uint16_t)port);
+    err = sg_udp_reconnect(&s->upstream, (struct sockaddr *)&moved);
+    if (err < 0)
+        return err;
+    s->server = moved;
+    sg_addr_format((struct sockaddr *)&s->server, s->server_str, sizeof(s->server_str));
+    return 0;
+}
+
+static const uint8_t *nq_handshake(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
+                                   size_t len, uint8_t *buf)
+{
+    struct sg_route *r = s->route;
+    int port, listen_port = sg_addr_port((struct sockaddr *)&r->listen_addr);
+    int control_port = sg_addr_port((struct sockaddr *)&s->server);
+    int err;
+
+    if (r->conf.protocol != SG_PROTO_AUTO && r->conf.protocol != SG_PROTO_NQ)
+        return data;
+    if (dir == SG_DIR_C2S) {
+        if (!sg_nq_is_connect_request(data, len))
+            return data;
+        s->nq_connecting = true;
+        /* Connecting again from the same address: the request belongs at
+         * the server's control port, not the port it gave the last time. */
+        if (s->nq_control_port) {
+            err = move_upstream(s, s->nq_control_port);
+            if (err < 0)
+                sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
+                       "NetQuake connect: cannot go back to the server's port %d: %s",
+                       s->nq_control_port, strerror(-err));
+            else
+                s->nq_control_port = 0;
+        }
+        /* DarkPlaces clients open with a bare getchallenge, which protocol
+         * auto took for Quake 3's: this is not Quake 3 after all. */
+        if (s->codec && r->conf.protocol == SG_PROTO_AUTO) {
+            sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+                      "a NetQuake connect request: not %s; relaying without decoding",
+                      s->codec->name);
+            s->codec->destroy(s->cstate);
+            s->codec = NULL;
+            s->cstate = NULL;
+            fill_filter_session(s);
+        }
+        return data;
+    }
+    if (!s->nq_connecting || (port = sg_nq_accept_port(data, len)) < 0)
+        return data;
+    s->nq_connecting = false;
+    memcpy(buf, data, len);
+    sg_nq_set_accept_port(buf, listen_port);
+    if (port == control_port)
+        return buf;
+    err = move_upstream(s, port);
+    if (err < 0) {
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
+               "NetQuake accept: cannot follow the server to port %d: %s; relaying the accept "
+               "as it is",
+               port, strerror(-err));
+        return data;
+    }
+    s->nq_control_port = (uint16_t)control_port;
+    sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+           "NetQuake accept: the server moved this client to %s; the client stays on port %d",
+           s->server_str, listen_port);
+    return buf;
+}
+
+/*
  * One datagram either way: decode it, run the filters, and send the
  * original bytes, or the message rebuilt from its decoded form when a
  * filter changed it, the codec needs it (numbering translated), or the
@@ -248,11 +335,14 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
     struct sg_filter_proxy proxy = {0};
     struct sg_chain_result res = {.drop_filter = -1};
     bool identical, rebuild, sent = false;
+    uint8_t nq_buf[SG_NQ_ACCEPT_LEN];
     int err;
 
     s->last_active = uv_now(&r->app->loop);
     if (chain && chain->has_datagram_taps)
         tap_datagram(s, dir == SG_DIR_C2S ? SG_LEG_CLIENT_IN : SG_LEG_SERVER_IN, data, len);
+    if (dir == SG_DIR_C2S ? !s->nq_connecting : s->nq_connecting && len == SG_NQ_ACCEPT_LEN)
+        data = nq_handshake(s, dir, data, len, nq_buf);
     if (!s->probed) {
         pick_codec(s, dir, data, len);
         fill_filter_session(s);

@@ -193,6 +193,14 @@ int sg_udp_info(const struct sg_udp *u, struct sg_udp_info *out)
     return 0;
 }
 
+int sg_udp_reconnect(struct sg_udp *u, const struct sockaddr *peer)
+{
+    if (connect(u->fd, peer, sg_addr_len(peer)) < 0)
+        return -errno;
+    u->connected = true;
+    return 0;
+}
+
 int sg_udp_local(const struct sg_udp *u, struct sockaddr_storage *out)
 {
     socklen_t len = sizeof(*out);

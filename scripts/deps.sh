@@ -9,9 +9,11 @@ pkgs=(build-essential meson ninja-build pkg-config libuv1-dev zlib1g-dev libsodi
       libpcap-dev python3)
 if [ "${1:-}" = "--test" ]; then
   # clang + libclang-rt-dev (libFuzzer and the sanitizer runtimes, only a
-  # Recommends of clang) + llvm (llvm-symbolizer) for the fuzz suite
+  # Recommends of clang) + llvm (llvm-symbolizer) for the fuzz suite; the
+  # games of the real-peer tests; ss for the socket tests; fteqcc builds the
+  # NetQuake peers' placeholder game code
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
-        iproute2)
+        iproute2 quakespasm darkplaces fteqcc)
 fi
 
 missing=()

@@ -16,6 +16,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -1173,6 +1174,122 @@ def case_socket_buffer_capped(h):
     check((li.get('rcvbuf'), li.get('sndbuf')) == (rmax, wmax),
           'stats: listener %r, expected rcvbuf %d sndbuf %d' % (li, rmax, wmax))
     print('asked %s, got %s/%s' % hit.groups())
+
+
+# --------------------------------------------------- NetQuake handshake
+
+def nq_control(body):
+    """A NetQuake control packet: NETFLAG_CTL | length, big-endian, then `body`."""
+    return struct.pack('>I', 0x80000000 | (4 + len(body))) + body
+
+
+def recv_from(sock, timeout, what):
+    sock.settimeout(timeout)
+    try:
+        return sock.recvfrom(65536)
+    except socket.timeout:
+        raise Fail('nothing arrived: %s' % what)
+    finally:
+        sock.setblocking(False)
+
+
+def nq_handshake(h, protocol):
+    """A scripted NetQuake server: a lobby socket answers the client's
+    CCREQ_CONNECT with CCREP_ACCEPT naming a second socket (the game).
+    Returns (the accept's port as the client saw it, proxy, lobby, game,
+    client, upstream source seen by the lobby)."""
+    game = h.echo(V4, tag=b'GAME')
+    lobby = h.udp_socket(V4)
+    args = ['-l', '127.0.0.1:$P0', '-s', '127.0.0.1:%d' % lobby.getsockname()[1]]
+    px = h.proxy(args=args + (['-p', protocol] if protocol != 'auto' else []))
+    dest = (V4, px.ports[0])
+    c = h.client(V4)
+    # DarkPlaces opens with a bare getchallenge (Quake 3's form), then connects.
+    c.send(b'\xff\xff\xff\xffgetchallenge', dest)
+    data, up = recv_from(lobby, 2.0, 'the getchallenge at the server')
+    connect = nq_control(b'\x01QUAKE\x00\x03')
+    c.send(connect, dest)
+    data, src = recv_from(lobby, 2.0, 'the connect request at the server')
+    check(data == connect and src == up, 'server got %r from %s, expected %r from %s'
+          % (data, src, connect, up))
+    lobby.sendto(nq_control(b'\x81' + struct.pack('<I', game.port)), up)
+    got = c.recv_one(2.0)
+    check(got is not None, 'the accept did not reach the client')
+    payload, source = got
+    check(source[:2] == dest, 'the accept came from %s, not slipgate %s' % (source, dest))
+    check(len(payload) == 9 and payload[:5] == b'\x80\x00\x00\x09\x81',
+          'the accept changed shape: %r' % payload)
+    return struct.unpack('<I', payload[5:])[0], px, lobby, game, c, up
+
+
+def nq_in_game(h, protocol):
+    port, px, lobby, game, c, up = nq_handshake(h, protocol)
+    dest = (V4, px.ports[0])
+    check(port == px.ports[0], 'the client was told port %d, expected slipgate\'s %d (the '
+          'server\'s game socket is %d)' % (port, px.ports[0], game.port))
+    check(px.wait_for_log(r'NetQuake accept: the server moved this client to 127\.0\.0\.1:%d; '
+                          r'the client stays on port %d' % (game.port, port), 2.0) is not None,
+          'no "NetQuake accept" line in the log')
+    # The client stays on slipgate's port; its game traffic reaches the game
+    # socket from the same upstream address the lobby saw, and comes back.
+    for k in range(5):
+        dgram = struct.pack('>II', 0x00100000 | 13, k) + b'move%d' % k
+        roundtrip(c, dest, dgram, server_tag=b'GAME', what='in game: ')
+    check([src for src in game.sources()] == [up[:2]],
+          'the game socket saw %s, expected only %s' % (game.sources(), up[:2]))
+    st = stop_ok(px)
+    s = stats_route(st, 'default')['sessions']
+    check(len(s) == 1, 'stats: %d sessions, expected 1' % len(s))
+    check('codec' not in s[0] and 'decode' not in s[0],
+          'stats: the session was decoded as %r' % s[0].get('codec'))
+    expect_counters(s[0], 'session', 7, 16 + 12 + 5 * 13, 6, 9 + 5 * (13 + 4))
+    print('accept rewritten to %d, game socket %d reached from %s' % (port, game.port, up))
+
+
+def case_nq_accept_auto(h):
+    """protocol auto: a DarkPlaces-style handshake (bare getchallenge, then a
+    NetQuake connect) is not taken for Quake 3, and the accept's port is
+    rewritten so the client stays on slipgate."""
+    nq_in_game(h, 'auto')
+
+
+def case_nq_accept_nq(h):
+    """protocol nq: the same, with no probing at all."""
+    nq_in_game(h, 'nq')
+
+
+def case_nq_reconnect(h):
+    """The same client connects again after the server moved it: the new
+    request goes to the server's control port (not the game port it was
+    moved to), and the second accept is rewritten and followed too."""
+    port, px, lobby, game, c, up = nq_handshake(h, 'nq')
+    dest = (V4, px.ports[0])
+    roundtrip(c, dest, struct.pack('>II', 0x00100000 | 12, 0) + b'move', server_tag=b'GAME',
+              what='first game: ')
+    game2 = h.echo(V4, tag=b'GAME2')
+    connect = nq_control(b'\x01QUAKE\x00\x03')
+    c.send(connect, dest)
+    data, src = recv_from(lobby, 2.0, 'the second connect request at the control port')
+    check(data == connect and src == up, 'control port got %r from %s' % (data, src))
+    lobby.sendto(nq_control(b'\x81' + struct.pack('<I', game2.port)), up)
+    got = c.recv_one(2.0)
+    check(got is not None, 'the second accept did not reach the client')
+    check(struct.unpack('<I', got[0][5:])[0] == px.ports[0],
+          'the second accept was not rewritten: %r' % got[0])
+    roundtrip(c, dest, struct.pack('>II', 0x00100000 | 12, 1) + b'move', server_tag=b'GAME2',
+              what='second game: ')
+    check(game2.sources() == {up[:2]}, 'the second game socket saw %s' % game2.sources())
+    check(px.count_log(r'NetQuake accept: the server moved') == 2,
+          'expected two "NetQuake accept" log lines')
+    stop_ok(px)
+
+
+def case_nq_accept_q3_untouched(h):
+    """A route declared Quake 3 leaves a NetQuake-looking accept alone."""
+    port, px, lobby, game, c, up = nq_handshake(h, 'q3')
+    check(port == game.port, 'a q3 route rewrote the accept to port %d' % port)
+    check(px.count_log(r'NetQuake accept') == 0, 'a q3 route logged a NetQuake accept')
+    stop_ok(px)
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}

@@ -1,0 +1,35 @@
+/*
+ * NetQuake (protocol 15 and the DarkPlaces family) control packets: the
+ * connection handshake that precedes the game's netchan.
+ *
+ * Every NetQuake datagram starts with a big-endian 32-bit word, flags in
+ * the top bits and the datagram's length in the low 16; control packets
+ * have NETFLAG_CTL (0x80000000) and a one-byte command after the header.
+ * The client asks with CCREQ_CONNECT ("QUAKE", NUL, the net protocol
+ * version 3); the server answers CCREP_ACCEPT followed by a little-endian
+ * 32-bit UDP port: a socket it opened for this client alone, to which the
+ * client moves (WinQuake net_dgrm.c, _Datagram_CheckNewConnections and
+ * _Datagram_Connect; quakespasm and DarkPlaces keep it).
+ */
+#ifndef SG_PROTOCOLS_NQ_CONTROL_H
+#define SG_PROTOCOLS_NQ_CONTROL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SG_NQ_NETFLAG_CTL    0x80000000u
+#define SG_NQ_CCREQ_CONNECT  0x01
+#define SG_NQ_CCREP_ACCEPT   0x81
+#define SG_NQ_ACCEPT_LEN     9 /* header, command, port */
+
+/* A client's CCREQ_CONNECT for the game "QUAKE" (length word matching). */
+bool sg_nq_is_connect_request(const uint8_t *d, size_t n);
+
+/* A server's CCREP_ACCEPT: the port it moves the client to (1..65535), or -1. */
+int sg_nq_accept_port(const uint8_t *d, size_t n);
+
+/* Write `port` into an accept (d holds SG_NQ_ACCEPT_LEN bytes). */
+void sg_nq_set_accept_port(uint8_t *d, int port);
+
+#endif
