@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""The documentation stays in step with the binary.
+
+  doc_check.py options SLIPGATE    every option --help lists is in the man
+                                   page and in the README's option block
+  doc_check.py example SLIPGATE    the example config passes --check-config,
+                                   and each directive it uses is in the man page
+"""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
+MAN = os.path.join(ROOT, 'doc', 'slipgate.1')
+README = os.path.join(ROOT, 'README.md')
+EXAMPLE = os.path.join(ROOT, 'config', 'slipgate.conf.example')
+
+
+def read(path):
+    with open(path, encoding='utf-8') as f:
+        return f.read()
+
+
+def check_options(slipgate):
+    out = subprocess.run([slipgate, '--help'], capture_output=True, text=True, timeout=10)
+    if out.returncode != 0:
+        return ['--help exited %d' % out.returncode]
+    opts = re.findall(r'^\s+(?:(-[a-z]), )?(--[a-z][a-z-]*)', out.stdout, re.M)
+    if len(opts) < 5:
+        return ['--help lists only %r: the pattern no longer matches its layout' % opts]
+    man, readme = read(MAN), read(README)
+    problems = []
+    for short, o in opts:
+        if o.replace('-', '\\-') not in man:
+            problems.append('%s is in --help but not in doc/slipgate.1' % o)
+        # The README's option block may abbreviate to the short form.
+        if o not in readme and not (short and re.search(r'(^|\s)%s\b' % short, readme, re.M)):
+            problems.append('%s is in --help but not in README.md' % o)
+    print('%d options checked: %s' % (len(opts), ' '.join(o for _, o in opts)))
+    return problems
+
+
+def check_example(slipgate):
+    out = subprocess.run([slipgate, '--check-config', '-c', EXAMPLE], capture_output=True,
+                         text=True, timeout=10)
+    problems = []
+    if out.returncode != 0:
+        problems.append('--check-config refused the example (exit %d): %s'
+                        % (out.returncode, (out.stdout + out.stderr).strip()))
+    man = read(MAN)
+    words = set()
+    depth = 0
+    for line in read(EXAMPLE).splitlines():
+        # A directive, or a commented-out one ("# NAME VALUE  # why"); prose
+        # comments have more than one word after the name.
+        m = re.match(r'\s*([a-z_]+)\b', line)
+        if not m:
+            m = re.match(r'\s*# ([a-z_]+) ("[^"]*"|\S+)\s*(#.*)?$', line)
+        if m and depth <= 1 and not line.lstrip().startswith('}'):
+            words.add(m.group(1))
+        if not line.lstrip().startswith(('#', '//')):
+            depth += line.count('{') - line.count('}')
+    for w in sorted(words):
+        if not re.search(r'(\\fB|\.BI? )%s\b' % re.escape(w), man):
+            problems.append('the example config uses "%s", which doc/slipgate.1 does not '
+                            'describe' % w)
+    print('example: %d directives checked: %s' % (len(words), ' '.join(sorted(words))))
+    return problems
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in ('options', 'example'):
+        print(__doc__, file=sys.stderr)
+        return 2
+    problems = (check_options if sys.argv[1] == 'options' else check_example)(sys.argv[2])
+    for p in problems:
+        print('FAIL: ' + p)
+    return 1 if problems else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
