@@ -79,8 +79,12 @@ static bool q3_probe(const uint8_t *d, size_t n)
     /* Quake 3's getchallenge has no newline (QuakeWorld's and Quake 2's do). */
     if (n >= sizeof(gc) - 1 && memcmp(d, gc, sizeof(gc) - 1) == 0)
         return n == sizeof(gc) - 1 || d[sizeof(gc) - 1] == ' ';
-    /* Its connect carries Huffman-coded userinfo, not a quoted string. */
-    return n > sizeof(cn) + 2 && memcmp(d, cn, sizeof(cn) - 1) == 0 && d[sizeof(cn) - 1] != '"';
+    /*
+     * Its connect carries Huffman-coded userinfo after a 16-bit big-endian
+     * length of the plain text (under 8 KiB, so the first byte is a control
+     * character); QuakeWorld's and Quake 2's go on in text ("connect 28 ...").
+     */
+    return n > sizeof(cn) + 2 && memcmp(d, cn, sizeof(cn) - 1) == 0 && d[sizeof(cn) - 1] < 0x20;
 }
 
 static int q3_create(void **state)

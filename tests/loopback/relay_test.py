@@ -1013,6 +1013,35 @@ def case_auto_probe(h):
           % s_q3['decode'])
 
 
+def case_auto_probe_other_games(h):
+    """protocol auto claims Quake 3's handshake only: QuakeWorld's and Quake
+    2's text getchallenge and connect (found with the real ezQuake client,
+    whose "connect 28 ..." was taken for Quake 3's) are relayed without
+    decoding; a Quake 3 connect (a length, then Huffman-coded userinfo) is
+    claimed."""
+    srv = h.echo(V4)
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr])
+    dest = (V4, px.ports[0])
+    qw, q2, q3 = h.client(V4), h.client(V4), h.client(V4)
+    oob = b'\xff\xff\xff\xff'
+    for payload in (oob + b'getchallenge\n',
+                    oob + b'connect 28 4321 98765 "\\name\\peers\\topcolor\\0"\n',
+                    struct.pack('<II', 1, 0) + b'\x05\x10\x00'):
+        roundtrip(qw, dest, payload)
+    for payload in (oob + b'getchallenge\n',
+                    oob + b'connect 34 4321 12345 "\\name\\peers\\rate\\25000"\n',
+                    struct.pack('<II', 1, 0) + b'\x04\x10\x00'):
+        roundtrip(q2, dest, payload)
+    roundtrip(q3, dest, oob + b'connect \x00\x2a' + bytes(range(0x80, 0xa0)))
+    r = stats_route(stop_ok(px), 'default')
+    for name, c in (('QuakeWorld', qw), ('Quake 2', q2)):
+        s = session_for(r, c.port)[0]
+        check('codec' not in s, 'the %s session was decoded: %r' % (name, s))
+    s = session_for(r, q3.port)[0]
+    check(s.get('codec') == 'q3', 'the Quake 3 connect was not claimed: %r' % s)
+    print('QuakeWorld and Quake 2 handshakes relayed without decoding; Quake 3 connect claimed')
+
+
 # ------------------------------------------------------ socket buffers
 
 def sysctl_int(name):
