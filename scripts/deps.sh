@@ -11,9 +11,9 @@ if [ "${1:-}" = "--test" ]; then
   # clang + libclang-rt-dev (libFuzzer and the sanitizer runtimes, only a
   # Recommends of clang) + llvm (llvm-symbolizer) for the fuzz suite; the
   # games of the real-peer tests; ss for the socket tests; fteqcc builds the
-  # NetQuake peers' placeholder game code
+  # NetQuake and QuakeWorld peers' placeholder game code
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
-        iproute2 quakespasm darkplaces fteqcc)
+        iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake)
 fi
 
 missing=()
