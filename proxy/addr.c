@@ -45,6 +45,14 @@ int sg_addr_port(const struct sockaddr *sa)
     return 0;
 }
 
+void sg_addr_set_port(struct sockaddr *sa, int port)
+{
+    if (sa->sa_family == AF_INET)
+        ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)port);
+    else if (sa->sa_family == AF_INET6)
+        ((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)port);
+}
+
 socklen_t sg_addr_len(const struct sockaddr *sa)
 {
     return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);

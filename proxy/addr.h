@@ -17,6 +17,8 @@
 char *sg_addr_format(const struct sockaddr *sa, char *buf, size_t cap);
 /* Port in host order, 0 for an unknown family. */
 int sg_addr_port(const struct sockaddr *sa);
+/* Set the port (host order) of an IPv4 or IPv6 address. */
+void sg_addr_set_port(struct sockaddr *sa, int port);
 /* Length of the sockaddr for its family. */
 socklen_t sg_addr_len(const struct sockaddr *sa);
 /* Same family, address and port. */

@@ -14,7 +14,6 @@
 #include "protocols/error.h"
 #include "protocols/nq/control.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,10 +245,7 @@ static int move_upstream(struct sg_session *s, int port)
     struct sockaddr_storage moved = s->server;
     int err;
 
-    if (moved.ss_family == AF_INET6)
-        ((struct sockaddr_in6 *)&moved)->sin6_port = htons((uint16_t)port);
-    else
-        ((struct sockaddr_in *)&moved)->sin_port = htons((uint16_t)port);
+    sg_addr_set_port((struct sockaddr *)&moved, port);
     err = sg_udp_reconnect(&s->upstream, (struct sockaddr *)&moved);
     if (err < 0)
         return err;

@@ -1222,17 +1222,17 @@ def recv_from(sock, timeout, what):
         sock.setblocking(False)
 
 
-def nq_handshake(h, protocol):
+def nq_handshake(h, protocol, host=V4):
     """A scripted NetQuake server: a lobby socket answers the client's
     CCREQ_CONNECT with CCREP_ACCEPT naming a second socket (the game).
     Returns (the accept's port as the client saw it, proxy, lobby, game,
     client, upstream source seen by the lobby)."""
-    game = h.echo(V4, tag=b'GAME')
-    lobby = h.udp_socket(V4)
-    args = ['-l', '127.0.0.1:$P0', '-s', '127.0.0.1:%d' % lobby.getsockname()[1]]
+    game = h.echo(host, tag=b'GAME')
+    lobby = h.udp_socket(host)
+    args = ['-l', fmt_addr(host, '$P0'), '-s', fmt_addr(host, lobby.getsockname()[1])]
     px = h.proxy(args=args + (['-p', protocol] if protocol != 'auto' else []))
-    dest = (V4, px.ports[0])
-    c = h.client(V4)
+    dest = (host, px.ports[0])
+    c = h.client(host)
     # DarkPlaces opens with a bare getchallenge (Quake 3's form), then connects.
     c.send(b'\xff\xff\xff\xffgetchallenge', dest)
     data, up = recv_from(lobby, 2.0, 'the getchallenge at the server')
@@ -1251,13 +1251,14 @@ def nq_handshake(h, protocol):
     return struct.unpack('<I', payload[5:])[0], px, lobby, game, c, up
 
 
-def nq_in_game(h, protocol):
-    port, px, lobby, game, c, up = nq_handshake(h, protocol)
-    dest = (V4, px.ports[0])
+def nq_in_game(h, protocol, host=V4):
+    port, px, lobby, game, c, up = nq_handshake(h, protocol, host)
+    dest = (host, px.ports[0])
     check(port == px.ports[0], 'the client was told port %d, expected slipgate\'s %d (the '
           'server\'s game socket is %d)' % (port, px.ports[0], game.port))
-    check(px.wait_for_log(r'NetQuake accept: the server moved this client to 127\.0\.0\.1:%d; '
-                          r'the client stays on port %d' % (game.port, port), 2.0) is not None,
+    check(px.wait_for_log(r'NetQuake accept: the server moved this client to %s; '
+                          r'the client stays on port %d' % (re.escape(fmt_addr(host, game.port)),
+                                                            port), 2.0) is not None,
           'no "NetQuake accept" line in the log')
     # The client stays on slipgate's port; its game traffic reaches the game
     # socket from the same upstream address the lobby saw, and comes back.
@@ -1311,6 +1312,12 @@ def case_nq_reconnect(h):
     check(px.count_log(r'NetQuake accept: the server moved') == 2,
           'expected two "NetQuake accept" log lines')
     stop_ok(px)
+
+
+def case_nq_accept_v6(h):
+    """The same over IPv6: the session follows the server to its new port
+    on ::1."""
+    nq_in_game(h, 'nq', V6)
 
 
 def case_nq_accept_q3_untouched(h):
