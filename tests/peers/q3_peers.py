@@ -580,19 +580,29 @@ def run_case(case, seconds):
             shutil.rmtree(work, ignore_errors=True)
 
 
-def main():
-    if len(sys.argv) < 2:
-        print(__doc__)
+def run_main(doc, nargs, default_seconds, run, label):
+    """The peers scripts' command line: `nargs` case words, then an optional
+    `--seconds N`; run(*words, seconds); a Fail prints "FAIL label: why"
+    and exits 1."""
+    args = sys.argv[1:]
+    seconds = default_seconds
+    if "--seconds" in args:
+        i = args.index("--seconds")
+        seconds = int(args[i + 1])
+        del args[i:i + 2]
+    if len(args) < nargs:
+        print(doc)
         return 2
-    seconds = 30
-    if "--seconds" in sys.argv:
-        seconds = int(sys.argv[sys.argv.index("--seconds") + 1])
     try:
-        run_case(sys.argv[1], seconds)
+        run(*args[:nargs], seconds)
     except Fail as e:
-        print(f"FAIL {sys.argv[1]}: {e}")
+        print(f"FAIL {label(*args[:nargs])}: {e}")
         return 1
     return 0
+
+
+def main():
+    return run_main(__doc__, 1, 30, run_case, lambda case: case)
 
 
 if __name__ == "__main__":

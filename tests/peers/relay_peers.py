@@ -40,7 +40,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from q3_peers import Fail, Procs, free_udp_port, read, wait_for  # noqa: E402
+from q3_peers import Fail, Procs, free_udp_port, read, run_main, wait_for  # noqa: E402
 
 GAMES = {
     "nq": {"server": "/usr/games/quakespasm", "client": "/usr/games/darkplaces",
@@ -266,18 +266,8 @@ def run(game, case, seconds, work, data, slipgate, procs):
 
 
 def main():
-    if len(sys.argv) < 3:
-        print(__doc__)
-        return 2
-    seconds = 10
-    if "--seconds" in sys.argv:
-        seconds = int(sys.argv[sys.argv.index("--seconds") + 1])
-    try:
-        run_case(sys.argv[1], sys.argv[2], seconds)
-    except Fail as e:
-        print(f"FAIL relay_peers@{sys.argv[1]}+{sys.argv[2]}: {e}")
-        return 1
-    return 0
+    return run_main(__doc__, 2, 10, run_case,
+                    lambda game, case: f"relay_peers@{game}+{case}")
 
 
 if __name__ == "__main__":
