@@ -1,11 +1,13 @@
 /*
  * NetQuake control packets: what counts as a connect request and an
  * accept, and the accept's port rewritten in place.  The bytes are built
- * here from the layout (WinQuake net_dgrm.c); the real handshake is proven
- * by tests/peers/nq_peers.py.
+ * here from the layout (WinQuake net_dgrm.c), then read from a real
+ * quakespasm/DarkPlaces capture ($SG_TESTDATA); the live handshake through
+ * slipgate is proven by tests/peers/relay_peers.py.
  */
 #include "protocols/nq/control.h"
 
+#include "tests/q3/pcap_udp.h"
 #include "tests/unit.h"
 
 #include <stdio.h>
@@ -75,11 +77,67 @@ static void test_accept(void)
     CHECK_EQ(sg_nq_accept_port(d, n - 1), -1);
 }
 
+struct capture_scan {
+    int connects;       /* client CCREQ_CONNECTs */
+    uint16_t control;   /* the server port they went to */
+    int accepts;        /* server CCREP_ACCEPTs from there */
+    int moved_to;       /* the port the (last) accept named */
+    int from_moved;     /* server datagrams from that port, after the accept */
+    int control_others; /* other datagrams the parsers took for either */
+};
+
+static int scan(const struct pcap_udp *u, void *arg)
+{
+    struct capture_scan *c = arg;
+    int port = sg_nq_accept_port(u->data, u->len);
+
+    if (sg_nq_is_connect_request(u->data, u->len)) {
+        c->connects++;
+        c->control = u->dport;
+    } else if (port > 0) {
+        if (c->connects && u->sport == c->control) {
+            c->accepts++;
+            c->moved_to = port;
+        } else {
+            c->control_others++;
+        }
+    } else if (c->moved_to && u->sport == c->moved_to) {
+        c->from_moved++;
+    }
+    return 0;
+}
+
+/* The real handshake: one connect request, the accept names a new port,
+ * and the game then comes from that port. */
+static void test_capture(void)
+{
+    const char *root = getenv("SG_TESTDATA");
+    char path[4096];
+    struct capture_scan c = {0};
+
+    if (!root) {
+        fprintf(stderr, "SG_TESTDATA is not set\n");
+        failures++;
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/nq/sessions/quakespasm_darkplaces/capture.pcap", root);
+    CHECK(pcap_udp_foreach(path, scan, &c) == 0);
+    CHECKF(c.connects >= 1, "%d connect requests", c.connects);
+    CHECKF(c.accepts >= 1, "%d accepts", c.accepts);
+    CHECKF(c.moved_to > 0 && c.moved_to != c.control, "moved from %u to %d", c.control,
+           c.moved_to);
+    CHECKF(c.from_moved > 100, "%d server datagrams from the new port", c.from_moved);
+    CHECKF(c.control_others == 0, "%d other datagrams taken for an accept", c.control_others);
+    printf("connects %d to port %u, accepts %d -> port %d, %d datagrams from there\n", c.connects,
+           c.control, c.accepts, c.moved_to, c.from_moved);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
         {"connect_request", test_connect_request},
         {"accept", test_accept},
+        {"capture", test_capture},
     };
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }

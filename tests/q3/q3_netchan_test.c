@@ -10,6 +10,7 @@
 
 #include "pcap_udp.h"
 #include "protocols/byteorder.h"
+#include "protocols/codec.h"
 #include "protocols/error.h"
 #include "protocols/q3/clmsg.h"
 #include "protocols/q3/netchan.h"
@@ -493,6 +494,65 @@ static int case_oob_captures(void)
     return 0;
 }
 
+/* What protocol auto's probe claims in the real captures of every game. */
+struct probe_scan {
+    unsigned claimed, getchallenge, connect, bare_getchallenge;
+};
+
+static int scan_probe(const struct pcap_udp *u, void *arg)
+{
+    static const char bare[] = "\xff\xff\xff\xffgetchallenge";
+    struct probe_scan *s = arg;
+    const struct sg_codec *c = sg_codec_probe(u->data, u->len);
+
+    if (!c)
+        return 0;
+    CHECK(strcmp(c->name, "q3") == 0);
+    s->claimed++;
+    if (u->len == sizeof(bare) - 1 && memcmp(u->data, bare, u->len) == 0)
+        s->bare_getchallenge++;
+    else if (u->len > 16 && memcmp(u->data + 4, "getchallenge ", 13) == 0)
+        s->getchallenge++;
+    else if (u->len > 12 && memcmp(u->data + 4, "connect ", 8) == 0)
+        s->connect++;
+    return 0;
+}
+
+static int case_probe_captures(void)
+{
+    static const char *const others[] = {"qw/sessions/ezquake_mvdsv/capture.pcap",
+                                         "nq/sessions/quakespasm_darkplaces/capture.pcap"};
+    char rel[128], path[1024];
+
+    /* Quake 3: its getchallenge and connect, nothing else. */
+    for (int i = 0; i < NSESSIONS; i++) {
+        struct probe_scan s = {0};
+
+        snprintf(rel, sizeof(rel), "q3/sessions/%s/capture.pcap", sessions[i]);
+        CHECK(q3_testdata(rel, path, sizeof(path)));
+        CHECK(pcap_udp_foreach(path, scan_probe, &s) == 0);
+        printf("%s: claimed %u (getchallenge %u, connect %u)\n", sessions[i], s.claimed,
+               s.getchallenge, s.connect);
+        CHECK(s.getchallenge > 0 && s.connect > 0);
+        CHECK(s.claimed == s.getchallenge + s.connect);
+    }
+    /* QuakeWorld: nothing (its text connect once was).  NetQuake: only
+     * DarkPlaces' bare getchallenge, which is Quake 3's form too; slipgate
+     * lets the NetQuake connect request after it end the Q3 decoding. */
+    for (int i = 0; i < 2; i++) {
+        struct probe_scan s = {0};
+
+        CHECK(q3_testdata(others[i], path, sizeof(path)));
+        CHECK(pcap_udp_foreach(path, scan_probe, &s) == 0);
+        printf("%s: claimed %u (bare getchallenge %u)\n", others[i], s.claimed,
+               s.bare_getchallenge);
+        CHECK(s.claimed == s.bare_getchallenge);
+        if (i == 0)
+            CHECK(s.claimed == 0);
+    }
+    return 0;
+}
+
 /* The connect packet of each capture: its fields, and the exact bytes again. */
 static int case_connect_roundtrip(void)
 {
@@ -798,6 +858,7 @@ int main(int argc, char **argv)
         {"views_rekey", case_views_rekey},
         {"checksum71", case_checksum71},
         {"oob_captures", case_oob_captures},
+        {"probe_captures", case_probe_captures},
         {"connect_roundtrip", case_connect_roundtrip},
         {"detect_midsession", case_detect_midsession},
         {"clmsg_roundtrip", case_clmsg_roundtrip},
