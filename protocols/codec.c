@@ -1,12 +1,18 @@
-/* The codec registry: every game slipgate can decode. */
+/* The codec registry: every game slipgate knows (decoders first, then relay-only games). */
 #include "protocols/codec.h"
 
 #include <string.h>
 
 extern const struct sg_codec sg_q3_codec;
+extern const struct sg_codec sg_nq_relay;
+extern const struct sg_codec sg_qw_relay;
+extern const struct sg_codec sg_q2_relay;
 
 const struct sg_codec *const sg_codecs[] = {
     &sg_q3_codec,
+    &sg_nq_relay,
+    &sg_qw_relay,
+    &sg_q2_relay,
     NULL,
 };
 
@@ -22,6 +28,22 @@ const struct sg_codec *sg_codec_probe(const uint8_t *data, size_t len)
 {
     for (int i = 0; sg_codecs[i]; i++)
         if (sg_codecs[i]->probe && sg_codecs[i]->probe(data, len))
+            return sg_codecs[i];
+    return NULL;
+}
+
+const struct sg_codec *sg_codec_connect(const uint8_t *data, size_t len, const struct sg_codec *not)
+{
+    for (int i = 0; sg_codecs[i]; i++)
+        if (sg_codecs[i] != not && sg_codecs[i]->is_connect && sg_codecs[i]->is_connect(data, len))
+            return sg_codecs[i];
+    return NULL;
+}
+
+const struct sg_codec *sg_codec_handshaker(void)
+{
+    for (int i = 0; sg_codecs[i]; i++)
+        if (sg_codecs[i]->handshake)
             return sg_codecs[i];
     return NULL;
 }

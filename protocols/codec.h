@@ -106,12 +106,68 @@ struct sg_codec_stats {
     uint64_t rejected, oob;
 };
 
+/* Per session, per game: what the relay hooks remember (zeroed at start). */
+union sg_relay_state {
+    uint64_t align;
+    unsigned char bytes[32];
+};
+
+/* What a handshake hook knows of the session's sockets. */
+struct sg_relay_ctx {
+    int listen_port;           /* slipgate's port the client talks to */
+    int server_port;           /* the server port the session talks to now */
+    int port_low, port_high;   /* the ports a server may move a session to (nq_accept_ports) */
+};
+
+/*
+ * What a handshake hook asks of the proxy: first point the session's
+ * upstream socket at `server_port` of the server's host (when > 0), then
+ * relay `data` (hook-owned, valid until its next call; NULL: the datagram as
+ * it came).  `label` names the step for the log ("NetQuake accept"); with
+ * `moved` the proxy logs the move at info; `refused` says why the hook did
+ * not follow a move to `refused_port` (the proxy logs it once per session).
+ */
+struct sg_relay_move {
+    int server_port;
+    const uint8_t *data;
+    size_t len;
+    const char *label;
+    bool moved;
+    const char *refused;
+    int refused_port;
+};
+
 struct sg_codec {
     const char *name;        /* "q3" */
     const char *description; /* one line */
 
     /* Does a client's first datagram look like this game? (protocol auto) */
     bool (*probe)(const uint8_t *data, size_t len);
+
+    /*
+     * Relay hooks: the game's quirks the proxy acts on (DESIGN.md, STYLE.md
+     * "game quirks go through the codec table").  Each may be NULL.  `rs` is
+     * the session's relay state for this game (zeroed when the session takes
+     * the game; the hooks own its contents).
+     *
+     * is_connect(): is this a client's connect request of this game?  Under
+     * protocol auto it (re)decides a session's game: a DarkPlaces client
+     * that opened with Quake 3's getchallenge, then connects as NetQuake.
+     *
+     * client_qport(): the qport of a client's in-game datagram, or -1 (none,
+     * or not known for this session).  With `learn` the datagram is the
+     * session's own and may teach the hook (Quake 2 35/36 learn the qport's
+     * width from the connect); without it `rs` is only read (the datagram
+     * comes from an unknown address, matched against this session).
+     *
+     * handshake(): a handshake that moves the server's port (NetQuake).
+     * Called for every datagram of the session, either way, before
+     * decoding; fills `out` (see struct sg_relay_move) and returns 0.
+     */
+    bool (*is_connect)(const uint8_t *data, size_t len);
+    int (*client_qport)(union sg_relay_state *rs, const uint8_t *data, size_t len, bool learn);
+    int (*handshake)(union sg_relay_state *rs, const struct sg_relay_ctx *ctx, enum sg_dir dir,
+                     const uint8_t *data, size_t len, struct sg_relay_move *out);
 
     /* Per-session state: create returns 0 and stores it, or -ENOMEM. */
     int (*create)(void **state);
@@ -178,12 +234,25 @@ struct sg_codec {
     const char *(*describe)(void *state); /* "ioquake3 71, challenge 0x..., qport 1234" */
 };
 
-/* The registry: every codec, NULL-terminated. */
+/*
+ * The registry: every game, NULL-terminated.  A game without a decoder
+ * yet (decode NULL: "relay only") still answers the relay hooks; create,
+ * destroy, decode, stats and describe are set exactly when decode is.
+ */
 extern const struct sg_codec *const sg_codecs[];
 
-/* The codec called `name`, or NULL. */
+/* The game called `name`, or NULL. */
 const struct sg_codec *sg_codec_find(const char *name);
-/* The first codec whose probe() claims a client's first datagram, or NULL. */
+/* The first game whose probe() claims a client's first datagram, or NULL. */
 const struct sg_codec *sg_codec_probe(const uint8_t *data, size_t len);
+/* The first game other than `not` whose is_connect() claims a client's datagram, or NULL. */
+const struct sg_codec *sg_codec_connect(const uint8_t *data, size_t len, const struct sg_codec *not);
+/* The first game with a handshake hook (protocol auto runs it on every session), or NULL. */
+const struct sg_codec *sg_codec_handshaker(void);
+/* Does `c` decode (or only relay)? */
+static inline bool sg_codec_decodes(const struct sg_codec *c)
+{
+    return c && c->decode;
+}
 
 #endif

@@ -28,6 +28,37 @@ static void *filter_open(void *obj, const struct sg_conf_directive *d,
                                file);
 }
 
+/* `nq_accept_ports LOW-HIGH` (or one PORT). */
+static int nq_ports_set(void *obj, const struct sg_conf_directive *d,
+                        const struct sg_conf_arg *args, int nargs, struct sg_conf_diag *diag,
+                        const char *file)
+{
+    struct sg_route_conf *rc = obj;
+    long low, high;
+    char *end;
+
+    if (nargs != 1) {
+        const struct sg_conf_arg *at = nargs ? &args[1] : &args[-1];
+        sg_conf_diag_error(diag, file, at->line, at->col, "'%s' takes one argument, LOW-HIGH",
+                           d->name);
+        return SG_E_CONFIG;
+    }
+    errno = 0;
+    low = strtol(args[0].text, &end, 10);
+    high = low;
+    if (end != args[0].text && *end == '-')
+        high = strtol(end + 1, &end, 10);
+    if (errno || end == args[0].text || *end || low < 1 || high > 65535 || low > high) {
+        sg_conf_diag_error(diag, file, args[0].line, args[0].col,
+                           "'%s' wants ports LOW-HIGH within 1-65535, not '%.63s'", d->name,
+                           args[0].text);
+        return SG_E_CONFIG;
+    }
+    rc->nq_accept_low = (int)low;
+    rc->nq_accept_high = (int)high;
+    return 0;
+}
+
 static const struct sg_conf_directive route_directives[] = {
     {.name = "listen",
      .type = SG_CONF_ADDR,
@@ -81,6 +112,12 @@ static const struct sg_conf_directive route_directives[] = {
      .choices = sg_reencode_names,
      .argname = "changed|always",
      .help = "rebuild only frames a filter changed (default), or every decoded message"},
+    {.name = "nq_accept_ports",
+     .type = SG_CONF_CUSTOM,
+     .set = nq_ports_set,
+     .argname = "LOW-HIGH",
+     .help = "ports of the server's host a NetQuake accept may move a session to (default "
+             "1024-65535)"},
     {.name = "record",
      .type = SG_CONF_PATH,
      .offset = offsetof(struct sg_route_conf, record),
@@ -109,6 +146,8 @@ static void route_defaults(struct sg_route_conf *rc)
     rc->idle_timeout_ms = 60000;
     rc->max_sessions = 1024;
     rc->new_sessions_per_source = 10;
+    rc->nq_accept_low = 1024;
+    rc->nq_accept_high = 65535;
 }
 
 static struct sg_route_conf *route_append(struct sg_conf *conf, const char *name, int line)

@@ -40,6 +40,7 @@ struct sg_route_conf {
     int64_t new_sessions_per_source; /* per second, per source IP */
     int64_t socket_buffer;           /* listener's SO_RCVBUF/SO_SNDBUF; 0 = the system's */
     int reencode;                    /* enum sg_reencode */
+    int nq_accept_low, nq_accept_high; /* ports a NetQuake accept may move a session to */
     char *record;                    /* directory for network-side demos, or NULL */
     struct sg_filter_list *filters;  /* `filter` blocks in order (a reference), or NULL */
     struct sg_conf *top;             /* the configuration it belongs to */

@@ -16,6 +16,8 @@
 #define RATE_SLOTS 4096   /* per-source buckets per route; a power of two */
 #define RATE_PROBE 16     /* slots probed before the table counts as full */
 #define ENDED_MAX  100000 /* ended-session summaries kept for --stats */
+#define HOST_BUCKETS 1024 /* chains of sessions by host (qport matching); a power of two */
+#define REBIND_QUIET_MS 1000 /* a session's address this quiet lets an older one take it back */
 
 const char *const sg_drop_names[SG_DROP__COUNT] = {
 #define SG__DROP_NAME(id, name, desc) name,
@@ -44,6 +46,26 @@ static uint64_t addr_hash(const struct sg_route *r, const struct sockaddr *sa)
     crypto_shorthash(out, in, n + 2, r->hash_key);
     memcpy(&h, out, sizeof(h));
     return h;
+}
+
+static size_t host_bucket(const struct sg_route *r, const struct sockaddr *sa)
+{
+    unsigned char in[16];
+    unsigned char out[crypto_shorthash_BYTES];
+    size_t n = sg_addr_host_key(sa, in);
+    uint64_t h;
+
+    crypto_shorthash(out, in, n, r->hash_key);
+    memcpy(&h, out, sizeof(h));
+    return h & (HOST_BUCKETS - 1);
+}
+
+static bool same_host(const struct sockaddr *a, const struct sockaddr *b)
+{
+    unsigned char ka[16], kb[16];
+    size_t na = sg_addr_host_key(a, ka), nb = sg_addr_host_key(b, kb);
+
+    return na == nb && memcmp(ka, kb, na) == 0;
 }
 
 static struct sg_session *session_find(struct sg_route *r, const struct sockaddr *sa)
@@ -85,6 +107,9 @@ void sg_route__session_insert(struct sg_route *r, struct sg_session *s)
     i = addr_hash(r, (struct sockaddr *)&s->client) & (r->nbuckets - 1);
     s->hnext = r->buckets[i];
     r->buckets[i] = s;
+    i = host_bucket(r, (struct sockaddr *)&s->client);
+    s->host_next = r->hosts[i];
+    r->hosts[i] = s;
     s->prev = NULL;
     s->next = r->sessions;
     if (r->sessions)
@@ -93,13 +118,27 @@ void sg_route__session_insert(struct sg_route *r, struct sg_session *s)
     r->nsessions++;
 }
 
-void sg_route__session_remove(struct sg_route *r, struct sg_session *s)
+/* Out of the address table only (the host chain and the list stay). */
+static void unhash(struct sg_route *r, struct sg_session *s)
 {
     struct sg_session **pp =
         &r->buckets[addr_hash(r, (struct sockaddr *)&s->client) & (r->nbuckets - 1)];
     for (; *pp; pp = &(*pp)->hnext) {
         if (*pp == s) {
             *pp = s->hnext;
+            break;
+        }
+    }
+}
+
+void sg_route__session_remove(struct sg_route *r, struct sg_session *s)
+{
+    struct sg_session **pp = &r->hosts[host_bucket(r, (struct sockaddr *)&s->client)];
+
+    unhash(r, s);
+    for (; *pp; pp = &(*pp)->host_next) {
+        if (*pp == s) {
+            *pp = s->host_next;
             break;
         }
     }
@@ -110,6 +149,52 @@ void sg_route__session_remove(struct sg_route *r, struct sg_session *s)
     if (s->next)
         s->next->prev = s->prev;
     r->nsessions--;
+}
+
+/*
+ * NAT rebinding (DESIGN.md rule 8): the games that carry a qport match a
+ * new source port of the same host to the player's session, as their
+ * servers do.  The session's game reads the qport (the codec table's
+ * client_qport); the session keeps its upstream socket, decoder, filters
+ * and recording, and the listener answers the new address from now on.
+ * A late datagram from the address the session just left goes into the
+ * session without moving it back, unless the new address has been quiet
+ * for REBIND_QUIET_MS.  Two players behind one NAT have different qports.
+ */
+struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct sockaddr *from,
+                                            const uint8_t *data, size_t len)
+{
+    char was[SG_ADDR_STRLEN];
+    struct sg_session *s = r->hosts[host_bucket(r, from)];
+    uint64_t now = uv_now(&r->app->loop);
+    size_t i;
+
+    for (; s; s = s->host_next) {
+        if (s->closing || s->qport < 0 || !s->game || !s->game->client_qport ||
+            !same_host((struct sockaddr *)&s->client, from) ||
+            s->game->client_qport(&s->gstate, data, len, false) != s->qport)
+            continue;
+        if (s->prev_client.ss_family && sg_addr_equal((struct sockaddr *)&s->prev_client, from) &&
+            now - s->client_seen < REBIND_QUIET_MS)
+            return s; /* late, from where the player was */
+
+        /* Re-key the session under its new address. */
+        unhash(r, s);
+        memcpy(&s->prev_client, &s->client, sizeof(s->prev_client));
+        memset(&s->client, 0, sizeof(s->client));
+        memcpy(&s->client, from, sg_addr_len(from));
+        i = addr_hash(r, from) & (r->nbuckets - 1);
+        s->hnext = r->buckets[i];
+        r->buckets[i] = s;
+        snprintf(was, sizeof(was), "%s", s->sum.client);
+        sg_addr_format(from, s->sum.client, sizeof(s->sum.client));
+        s->client_seen = now;
+        r->client_moves++;
+        sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+                  "client moved from %s to %s (qport %d)", was, s->sum.client, (int)s->qport);
+        return s;
+    }
+    return NULL;
 }
 
 void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary *sum)
@@ -215,8 +300,12 @@ static void from_client(struct sg_route *r, const struct mmsghdr *m, const struc
         return;
     }
     s = session_find(r, from);
+    if (!s)
+        s = sg_route__session_rebind(r, from, m->msg_hdr.msg_iov->iov_base, m->msg_len);
     if (!s && !(s = admit(r, from)))
         return;
+    if (sg_addr_equal((struct sockaddr *)&s->client, from))
+        s->client_seen = uv_now(&r->app->loop);
     sg_session_forward_to_server(s, m->msg_hdr.msg_iov->iov_base, m->msg_len);
 }
 
@@ -424,7 +513,8 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     r->nbuckets = 64;
     r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
     r->rates = calloc(RATE_SLOTS, sizeof(*r->rates));
-    err = (r->buckets && r->rates) ? sg_udp_batch_init(&r->batch) : UV_ENOMEM;
+    r->hosts = calloc(HOST_BUCKETS, sizeof(*r->hosts));
+    err = (r->buckets && r->rates && r->hosts) ? sg_udp_batch_init(&r->batch) : UV_ENOMEM;
     if (err == 0)
         err = copy_conf(&r->conf, rc);
     if (err < 0)
@@ -460,9 +550,13 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     if (err < 0)
         goto err_handles;
 
-    r->codec = r->conf.protocol == SG_PROTO_AUTO
-                   ? NULL
-                   : sg_codec_find(sg_protocol_names[r->conf.protocol]);
+    r->game = r->conf.protocol == SG_PROTO_AUTO
+                  ? NULL
+                  : sg_codec_find(sg_protocol_names[r->conf.protocol]);
+    r->codec = sg_codec_decodes(r->game) ? r->game : NULL;
+    r->handshake = r->conf.protocol == SG_PROTO_AUTO ? sg_codec_handshaker()
+                   : r->game && r->game->handshake  ? r->game
+                                                    : NULL;
     sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "listening on %s, relaying to %s (%s%s)%s%s",
            sg_addr_format((struct sockaddr *)&r->listen_addr, la, sizeof(la)),
            sg_addr_format((struct sockaddr *)&r->server_addr, sa, sizeof(sa)),
@@ -486,6 +580,7 @@ err_route:
     sg_udp_batch_finish(&r->batch);
     free(r->buckets);
     free(r->rates);
+    free(r->hosts);
     free(r);
     return err;
 }
@@ -534,6 +629,8 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
                dir ? dir : "");
     }
     r->conf.reencode = rc->reencode;
+    r->conf.nq_accept_low = rc->nq_accept_low;
+    r->conf.nq_accept_high = rc->nq_accept_high;
 
     /* Changed filters replace the chain, for live sessions too. */
     if (!sg_filter_list_equal(rc->filters, r->conf.filters)) {
@@ -612,6 +709,7 @@ void sg_route_destroy(struct sg_route *r)
     sg_outbox_finish(&r->outbox);
     free(r->buckets);
     free(r->rates);
+    free(r->hosts);
     free(r->ended);
     free(r);
 }

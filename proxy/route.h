@@ -58,10 +58,17 @@ struct sg_session {
     uint64_t last_active;   /* uv_now() of the last datagram either way */
     bool closing;
     bool refused_logged; /* the server's "port unreachable" was reported */
-    bool nq_connecting;  /* the client sent a NetQuake connect request */
-    uint16_t nq_control_port; /* the server's port before its accept moved us, or 0 */
-    bool probed;                  /* the codec is decided (auto: probing ended) */
-    const struct sg_codec *codec; /* decoding this session, or NULL */
+    bool probed;                  /* the game is decided (auto: probing ended) */
+    const struct sg_codec *game;  /* the session's game (relay hooks), or NULL */
+    union sg_relay_state gstate;  /* its relay hooks' state */
+    int32_t qport;                /* the client's qport (its own datagrams), or -1 */
+    const struct sg_codec *hs;    /* whose handshake hook runs on this session, or NULL */
+    union sg_relay_state hs_state;
+    bool hs_refused_logged;       /* a refused handshake move was reported */
+    struct sg_session *host_next;           /* the route's chain of sessions of one host */
+    struct sockaddr_storage prev_client;    /* the address before a qport move (family 0: none) */
+    uint64_t client_seen;                   /* uv_now() of the last datagram from `client` */
+    const struct sg_codec *codec; /* decoding this session (game with a decoder), or NULL */
     void *cstate;                 /* the codec's per-session state */
     uint64_t decode_errors;       /* reported once in the log */
     void **slots;                 /* one per filter of the route's chain, or NULL */
@@ -83,7 +90,9 @@ struct sg_route {
     struct sg_app *app;
     struct sg_route *next;
     struct sg_route_conf conf;    /* private copy (strings owned) */
-    const struct sg_codec *codec; /* from `protocol`; NULL: probe each session (auto) */
+    const struct sg_codec *game;  /* from `protocol`; NULL: probe each session (auto) */
+    const struct sg_codec *codec; /* `game` when it decodes, else NULL */
+    const struct sg_codec *handshake; /* whose handshake hook runs on every session, or NULL */
     struct sockaddr_storage listen_addr;
     struct sockaddr_storage server_addr;
     struct sg_udp listener;
@@ -99,6 +108,8 @@ struct sg_route {
     size_t nbuckets, nsessions;
     struct sg_session *sessions;
     unsigned char hash_key[16];
+    /* The same sessions by host alone (qport matching), SG_HOST_BUCKETS chains. */
+    struct sg_session **hosts;
 
     /* Per-source new-session buckets (open addressing, bounded). */
     struct sg_rate_bucket *rates;
@@ -107,6 +118,7 @@ struct sg_route {
     /* Counters and the summaries of ended sessions. */
     struct sg_counters counters;
     uint64_t sessions_total;
+    uint64_t client_moves; /* sessions that followed their client to a new address (qport) */
     struct sg_session_summary *ended;
     size_t nended, ended_cap;
     uint64_t ended_omitted;
@@ -167,6 +179,15 @@ bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot,
                             const char **last);
 void sg_session_record_summary(const struct sg_session *s, const struct sg_chain *chain,
                                struct sg_session_summary *sum);
+
+/*
+ * NAT rebinding: a client datagram from `from`, which has no session, may
+ * belong to a live session of the same host whose game carries a qport.
+ * Returns that session, moved to `from` (or, for a late datagram from the
+ * address it just left, not moved), or NULL.  `data` is borrowed.
+ */
+struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct sockaddr *from,
+                                            const uint8_t *data, size_t len);
 
 /* Session table internals shared by route.c and session.c. */
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s);

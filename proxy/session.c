@@ -12,7 +12,6 @@
 #include "proxy/app.h"
 #include "proxy/route.h"
 #include "protocols/error.h"
-#include "protocols/nq/control.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -150,37 +149,78 @@ static int emit(void *ctx, const uint8_t *data, size_t len)
 
 /* ---- decoding ---- */
 
-/* The codec for a new session: the route's, or (auto) whoever claims the first datagram. */
-static void pick_codec(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
+static void fill_filter_session(struct sg_session *s);
+
+/* The session takes `game` (NULL: none): its relay state starts afresh, and
+ * its decoder when it has one. */
+static void set_game(struct sg_session *s, const struct sg_codec *game)
 {
     struct sg_route *r = s->route;
-    const struct sg_codec *codec;
     int err;
 
-    codec = r->conf.protocol != SG_PROTO_AUTO ? r->codec
-            : dir == SG_DIR_C2S               ? sg_codec_probe(data, len)
-                                              : NULL;
+    if (s->codec) {
+        s->codec->destroy(s->cstate);
+        s->codec = NULL;
+        s->cstate = NULL;
+    }
+    s->game = game;
+    memset(&s->gstate, 0, sizeof(s->gstate));
+    s->qport = -1;
+    if (!sg_codec_decodes(game))
+        return;
+    err = game->create(&s->cstate);
+    if (err < 0) {
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
+               "cannot start the %s decoder: %s; relaying without decoding", game->name,
+               sg_strerror(err));
+        return;
+    }
+    s->codec = game;
+    sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "decoding as %s", game->name);
+}
+
+/* The game of a new session: the route's, or (auto) whoever claims the first datagram. */
+static void pick_game(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
+{
+    struct sg_route *r = s->route;
+    const struct sg_codec *game;
+
+    game = r->conf.protocol != SG_PROTO_AUTO ? r->game
+           : dir == SG_DIR_C2S               ? sg_codec_probe(data, len)
+                                             : NULL;
     /*
      * With protocol auto, keep looking while only connectionless packets
      * (0xFFFFFFFF...) pass: a client may ask for the server's info from its
      * game port before it connects.  The client's in-game traffic ends the
      * search; what the server sends never decides.
      */
-    if (!codec && r->conf.protocol == SG_PROTO_AUTO &&
+    if (!game && r->conf.protocol == SG_PROTO_AUTO &&
         (dir == SG_DIR_S2C || (len >= 4 && memcmp(data, "\xff\xff\xff\xff", 4) == 0)))
         return;
     s->probed = true;
-    if (!codec)
+    if (game)
+        set_game(s, game);
+}
+
+/*
+ * Protocol auto: a client's connect request of another game decides
+ * again.  DarkPlaces clients open with a bare getchallenge, which is
+ * Quake 3's form too; their NetQuake connect request says otherwise.
+ */
+static void recheck_game(struct sg_session *s, const uint8_t *data, size_t len)
+{
+    struct sg_route *r = s->route;
+    const struct sg_codec *game = sg_codec_connect(data, len, s->game);
+
+    if (!game)
         return;
-    err = codec->create(&s->cstate);
-    if (err < 0) {
-        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
-               "cannot start the %s decoder: %s; relaying without decoding", codec->name,
-               sg_strerror(err));
-        return;
-    }
-    s->codec = codec;
-    sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "decoding as %s", codec->name);
+    if (s->codec)
+        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+                  "a %s connect request: not %s; %s", game->name, s->codec->name,
+                  sg_codec_decodes(game) ? "decoding again" : "relaying without decoding");
+    set_game(s, game);
+    s->probed = true;
+    fill_filter_session(s);
 }
 
 /* The session as filters see it; refreshed when the codec is decided. */
@@ -232,14 +272,7 @@ void sg_session_record_summary(const struct sg_session *s, const struct sg_chain
     }
 }
 
-/*
- * NetQuake's handshake moves the client: the server's CCREP_ACCEPT names a
- * port it opened for this client alone.  Relayed as it is, the client
- * would leave slipgate and talk to the server directly, so the accept the
- * client gets names slipgate's listening port (where this session already
- * is) and the session's upstream socket moves to the server's new port.
- * Returns the datagram to relay: `data`, or `buf` with the port rewritten.
- */
+/* Point the upstream socket at another port of the server's host. */
 static int move_upstream(struct sg_session *s, int port)
 {
     struct sockaddr_storage moved = s->server;
@@ -254,64 +287,49 @@ static int move_upstream(struct sg_session *s, int port)
     return 0;
 }
 
-static const uint8_t *nq_handshake(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
-                                   size_t len, uint8_t *buf)
+/*
+ * A handshake that moves the server's port (NetQuake's accept): the
+ * game's hook decides (protocols/nq/relay.c); this only moves the socket
+ * and logs.  Returns the datagram to relay, with its length in *len.
+ */
+static const uint8_t *handshake(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
+                                size_t *len)
 {
     struct sg_route *r = s->route;
-    int port, listen_port = sg_addr_port((struct sockaddr *)&r->listen_addr);
-    int control_port = sg_addr_port((struct sockaddr *)&s->server);
+    struct sg_relay_ctx ctx = {
+        .listen_port = sg_addr_port((struct sockaddr *)&r->listen_addr),
+        .server_port = sg_addr_port((struct sockaddr *)&s->server),
+        .port_low = r->conf.nq_accept_low,
+        .port_high = r->conf.nq_accept_high,
+    };
+    struct sg_relay_move m;
     int err;
 
-    if (r->conf.protocol != SG_PROTO_AUTO && r->conf.protocol != SG_PROTO_NQ)
+    if (s->hs->handshake(&s->hs_state, &ctx, dir, data, *len, &m) < 0)
         return data;
-    if (dir == SG_DIR_C2S) {
-        if (!sg_nq_is_connect_request(data, len))
+    if (m.refused && !s->hs_refused_logged) {
+        s->hs_refused_logged = true;
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+               "%s naming port %d refused: %s; relayed as it came, the session stays on %s",
+               m.label, m.refused_port, m.refused, s->server_str);
+    }
+    if (m.server_port > 0 && m.server_port != ctx.server_port) {
+        err = move_upstream(s, m.server_port);
+        if (err < 0) {
+            sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
+                   "%s: cannot move to the server's port %d: %s; relaying it as it came",
+                   m.label, m.server_port, strerror(-err));
             return data;
-        s->nq_connecting = true;
-        /* Connecting again from the same address: the request belongs at
-         * the server's control port, not the port it gave the last time. */
-        if (s->nq_control_port) {
-            err = move_upstream(s, s->nq_control_port);
-            if (err < 0)
-                sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
-                       "NetQuake connect: cannot go back to the server's port %d: %s",
-                       s->nq_control_port, strerror(-err));
-            else
-                s->nq_control_port = 0;
         }
-        /* DarkPlaces clients open with a bare getchallenge, which protocol
-         * auto took for Quake 3's: this is not Quake 3 after all. */
-        if (s->codec && r->conf.protocol == SG_PROTO_AUTO) {
-            sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
-                      "a NetQuake connect request: not %s; relaying without decoding",
-                      s->codec->name);
-            s->codec->destroy(s->cstate);
-            s->codec = NULL;
-            s->cstate = NULL;
-            fill_filter_session(s);
-        }
-        return data;
+        if (m.moved)
+            sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+                   "%s: the server moved this client to %s; the client stays on port %d",
+                   m.label, s->server_str, ctx.listen_port);
     }
-    if (!s->nq_connecting || (port = sg_nq_accept_port(data, len)) < 0)
+    if (!m.data)
         return data;
-    s->nq_connecting = false;
-    memcpy(buf, data, len);
-    sg_nq_set_accept_port(buf, listen_port);
-    if (port == control_port)
-        return buf;
-    err = move_upstream(s, port);
-    if (err < 0) {
-        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
-               "NetQuake accept: cannot follow the server to port %d: %s; relaying the accept "
-               "as it is",
-               port, strerror(-err));
-        return data;
-    }
-    s->nq_control_port = (uint16_t)control_port;
-    sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
-           "NetQuake accept: the server moved this client to %s; the client stays on port %d",
-           s->server_str, listen_port);
-    return buf;
+    *len = m.len;
+    return m.data;
 }
 
 /*
@@ -331,17 +349,24 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
     struct sg_filter_proxy proxy = {0};
     struct sg_chain_result res = {.drop_filter = -1};
     bool identical, rebuild, sent = false;
-    uint8_t nq_buf[SG_NQ_ACCEPT_LEN];
     int err;
 
     s->last_active = uv_now(&r->app->loop);
     if (chain && chain->has_datagram_taps)
         tap_datagram(s, dir == SG_DIR_C2S ? SG_LEG_CLIENT_IN : SG_LEG_SERVER_IN, data, len);
-    if (dir == SG_DIR_C2S ? !s->nq_connecting : s->nq_connecting && len == SG_NQ_ACCEPT_LEN)
-        data = nq_handshake(s, dir, data, len, nq_buf);
+    if (s->hs)
+        data = handshake(s, dir, data, &len);
     if (!s->probed) {
-        pick_codec(s, dir, data, len);
+        pick_game(s, dir, data, len);
         fill_filter_session(s);
+    } else if (dir == SG_DIR_C2S && r->conf.protocol == SG_PROTO_AUTO) {
+        recheck_game(s, data, len);
+    }
+    /* The client's qport, for NAT rebinding (route.c); only from its own address. */
+    if (dir == SG_DIR_C2S && s->game && s->game->client_qport) {
+        int qport = s->game->client_qport(&s->gstate, data, len, true);
+        if (qport >= 0)
+            s->qport = qport;
     }
     if (!s->codec && !chain) {
         send_dir(s, dir, data, len);
@@ -481,6 +506,9 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
     s->route = r;
     memcpy(&s->client, client, sg_addr_len(client));
     s->server = r->server_addr;
+    s->qport = -1;
+    s->hs = r->handshake;
+    s->client_seen = uv_now(&app->loop);
     s->sum.id = ++app->next_session_id;
     s->sum.started_ms = sg_now_wall_ms();
     s->last_active = uv_now(&app->loop);

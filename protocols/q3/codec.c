@@ -13,11 +13,13 @@
  * against real traffic.
  */
 #include "protocols/codec.h"
+#include "protocols/byteorder.h"
 
 #include "protocols/error.h"
 #include "protocols/q3/demo.h"
 #include "protocols/q3/inspect.h"
 #include "protocols/q3/netchan.h"
+#include "protocols/q3/oob.h"
 #include "protocols/q3/renum.h"
 #include "protocols/q3/state.h"
 #include "protocols/q3/svmsg.h"
@@ -85,6 +87,16 @@ static bool q3_probe(const uint8_t *d, size_t n)
      * character); QuakeWorld's and Quake 2's go on in text ("connect 28 ...").
      */
     return n > sizeof(cn) + 2 && memcmp(d, cn, sizeof(cn) - 1) == 0 && d[sizeof(cn) - 1] < 0x20;
+}
+
+/* A client's in-game datagram: sequence, then its 16-bit qport (netchan.h). */
+static int q3_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, bool learn)
+{
+    (void)rs;
+    (void)learn;
+    if (n < 6 || sg_q3_oob_is(d, n))
+        return -1;
+    return sg_le16(d + 4);
 }
 
 static int q3_create(void **state)
@@ -1031,6 +1043,7 @@ const struct sg_codec sg_q3_codec = {
     .name = "q3",
     .description = "Quake 3 (protocols 66-68, ioquake3 71, OpenArena 71)",
     .probe = q3_probe,
+    .client_qport = q3_client_qport,
     .create = q3_create,
     .destroy = q3_destroy,
     .decode = q3_decode,

@@ -1,0 +1,105 @@
+/*
+ * NetQuake in the registry: no decoder yet, but the handshake that moves
+ * the server's port.
+ *
+ * The server's CCREP_ACCEPT names a UDP port it opened for this client
+ * alone (control.h).  Relayed as it is, the client would leave slipgate and
+ * talk to the server directly; so the accept the client gets names
+ * slipgate's own port (where the session already is), and the proxy points
+ * the session's upstream socket at the server's new port.
+ *
+ * That move is followed only for a genuine answer:
+ *   - it answers a CCREQ_CONNECT this session forwarded, once per connect
+ *     (a later accept without a new request is relayed as it came);
+ *   - it came from the port the session talks to (the upstream socket is
+ *     connected: the kernel delivers only the server's address and port),
+ *     which a connect request always resets to the server's control port;
+ *   - the client has never sent a server's control reply (CCREP_*) itself:
+ *     a server that echoes (many do, for any unknown datagram) would hand
+ *     it back as if it were the server's own accept;
+ *   - the port is inside the route's nq_accept_ports.
+ * A refused accept is relayed as it came, and the session stays.
+ */
+#include "protocols/codec.h"
+#include "protocols/byteorder.h"
+#include "protocols/nq/control.h"
+
+#include <string.h>
+
+struct nq_hs {
+    bool connecting;        /* a connect request went out; its accept not yet seen */
+    bool client_replied;    /* the client sent a CCREP_* of its own */
+    uint16_t control_port;  /* the server's port before an accept moved the session, or 0 */
+    uint8_t accept[SG_NQ_ACCEPT_LEN]; /* the accept as the client gets it */
+};
+
+_Static_assert(sizeof(struct nq_hs) <= sizeof(union sg_relay_state), "nq_hs fits");
+
+/* A control packet whose command is a server's reply (CCREP_*: bit 7). */
+static bool is_reply(const uint8_t *d, size_t n)
+{
+    uint32_t head;
+
+    if (n < 5)
+        return false;
+    head = sg_be32(d);
+    return (head & 0xffff0000u) == SG_NQ_NETFLAG_CTL && (d[4] & 0x80) != 0;
+}
+
+static int nq_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *ctx, enum sg_dir dir,
+                        const uint8_t *data, size_t len, struct sg_relay_move *out)
+{
+    struct nq_hs *st = (struct nq_hs *)rs->bytes;
+    int port;
+
+    memset(out, 0, sizeof(*out));
+    if (dir == SG_DIR_C2S) {
+        if (sg_nq_is_connect_request(data, len)) {
+            st->connecting = true;
+            /* Connecting again after a move: the request belongs at the
+             * server's control port, not the port it gave the last time. */
+            if (st->control_port) {
+                out->server_port = st->control_port;
+                out->label = "NetQuake connect";
+                st->control_port = 0;
+            }
+        } else if (is_reply(data, len)) {
+            st->client_replied = true;
+        }
+        return 0;
+    }
+
+    if (!st->connecting || (port = sg_nq_accept_port(data, len)) < 0)
+        return 0;
+    st->connecting = false; /* once per connect */
+    out->label = "NetQuake accept";
+    if (st->client_replied) {
+        out->refused = "the client itself sent server replies (CCREP) towards the server, so "
+                       "this accept may be their echo";
+        out->refused_port = port;
+        return 0;
+    }
+    if (port != ctx->server_port && (port < ctx->port_low || port > ctx->port_high)) {
+        out->refused = "the port is outside nq_accept_ports";
+        out->refused_port = port;
+        return 0;
+    }
+    memcpy(st->accept, data, len);
+    sg_nq_set_accept_port(st->accept, ctx->listen_port);
+    out->data = st->accept;
+    out->len = len;
+    if (port == ctx->server_port)
+        return 0;
+    out->server_port = port;
+    out->moved = true;
+    st->control_port = (uint16_t)ctx->server_port;
+    return 0;
+}
+
+const struct sg_codec sg_nq_relay = {
+    .name = "nq",
+    .description = "NetQuake (protocol 15 and its descendants): relayed, not decoded yet",
+    .probe = sg_nq_is_connect_request,
+    .is_connect = sg_nq_is_connect_request,
+    .handshake = nq_handshake,
+};

@@ -1,0 +1,93 @@
+/*
+ * Quake 2 in the registry: no decoder yet, but the qport that names a
+ * player across NAT rebinding.
+ *
+ * A client's in-game datagram (q2pro chan.c, NetchanOld/New_Transmit):
+ *   0       4       8
+ *   | seq   | ack   | qport | message ...
+ * protocol 34: the qport is a little-endian 16-bit number, always there;
+ * R1Q2 (35) and Q2PRO (36): one byte, qport & 0xff, left out entirely
+ * when that byte is 0.  Both ends decide from the qport in the client's
+ * connect, "connect <protocol> <qport> <challenge> \"<userinfo>\"...", so
+ * the width is learnt from it; before a connect is seen only 34 is read.
+ * The server matches base IP and qport, then follows a new source port.
+ */
+#include "protocols/codec.h"
+#include "protocols/byteorder.h"
+
+#include <string.h>
+
+struct q2_rs {
+    int protocol; /* from the connect: 34, 35, 36; 0 unknown */
+    int qport;    /* from the connect */
+};
+
+_Static_assert(sizeof(struct q2_rs) <= sizeof(union sg_relay_state), "q2_rs fits");
+
+static const char cn[] = "\xff\xff\xff\xff"
+                         "connect ";
+
+/* A decimal number at d[*i] (at most 9 digits), then a space; -1 if none. */
+static long number(const uint8_t *d, size_t n, size_t *i)
+{
+    long v = 0;
+    size_t start = *i;
+
+    while (*i < n && *i - start < 9 && d[*i] >= '0' && d[*i] <= '9')
+        v = v * 10 + (d[(*i)++] - '0');
+    if (*i == start || *i >= n || d[*i] != ' ')
+        return -1;
+    (*i)++;
+    return v;
+}
+
+/* The protocol and qport of a Quake 2 connect (34, 35, 36), or false. */
+static bool parse_connect(const uint8_t *d, size_t n, int *protocol, int *qport)
+{
+    size_t i = sizeof(cn) - 1;
+    long p, q;
+
+    if (n < i || memcmp(d, cn, i) != 0)
+        return false;
+    p = number(d, n, &i);
+    if (p < 34 || p > 36)
+        return false;
+    q = number(d, n, &i);
+    if (q < 0 || q > 65535)
+        return false;
+    *protocol = (int)p;
+    *qport = (int)q;
+    return true;
+}
+
+static bool q2_is_connect(const uint8_t *d, size_t n)
+{
+    int p, q;
+
+    return parse_connect(d, n, &p, &q);
+}
+
+static int q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, bool learn)
+{
+    struct q2_rs *st = (struct q2_rs *)rs->bytes;
+    int p, q;
+
+    if (n >= 4 && sg_le32(d) == 0xffffffffu) {
+        if (learn && parse_connect(d, n, &p, &q)) {
+            st->protocol = p;
+            st->qport = q;
+        }
+        return -1;
+    }
+    if (st->protocol == 35 || st->protocol == 36)
+        return (st->qport & 0xff) != 0 && n >= 9 ? d[8] : -1;
+    return n >= 10 ? sg_le16(d + 8) : -1;
+}
+
+const struct sg_codec sg_q2_relay = {
+    .name = "q2",
+    .description = "Quake 2 (protocols 34, 35, 36): relayed, not decoded yet",
+    .probe = q2_is_connect,
+    .is_connect = q2_is_connect,
+    .client_qport = q2_client_qport,
+};
