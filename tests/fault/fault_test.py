@@ -578,8 +578,12 @@ class Replay:
     (reencode always)."""
 
     def __init__(self, h, px, srv, ups, capture, hold, clients=None, name=None,
-                 stop_event=None, wait=WAIT, pace=0.0):
+                 stop_event=None, wait=WAIT, pace=0.0, move_at=None):
         self.h = h
+        # NAT rebinding: from capture datagram `move_at` (client to server)
+        # on, its client sends from a new socket, and expects replies there.
+        self.move_at = move_at
+        self.moved_from = None
         self.px = px
         self.srv = srv
         self.ups = ups
@@ -664,6 +668,9 @@ class Replay:
                            % (self.name, self.px.proc.poll(), d))
             key = (d.client, d.c2s)
             if d.c2s:
+                if d.index == self.move_at:
+                    self.moved_from = self._client(d.client).port
+                    self.socks[d.client] = self.h.client(V4)
                 c = self._client(d.client)
                 c.send(d.payload, self.dest)
                 if d.client not in self.upstream:
@@ -1856,6 +1863,49 @@ def replay_case(h, res, name):
           % (name, rep.total_sent(), rep.elapsed, rep.held_max, len(route['sessions']),
              len(others), d['messages'], d['reencoded'], d['reencode_identical'], msgs[0],
              msgs[1], msgs[2], rep.skipped))
+
+
+@with_resources
+def case_replay_ioq71_nat(h, res):
+    """NAT rebinding: the ioquake3 71 capture replayed with the client's
+    second half sent from a second socket (a new source port of the same
+    host).  The qport in its datagrams names the player: one session
+    follows it (upstream socket kept, so the server sees one client),
+    decoding goes on with 0 errors, every message is still rebuilt
+    byte-identical and the recording is one demo, identical to the offline
+    decode of the whole capture."""
+    cap = Capture('ioq71')
+    game = [d for d in cap.game() if d.c2s and not d.payload.startswith(q3cap.OOB)]
+    move = game[len(game) // 2]
+    qport = struct.unpack_from('<H', move.payload, 4)[0]
+    srv = res.add(ServerSide())
+    demos = h.path('demos')
+    px = start_replay_proxy(h, srv, ['+set', 'reencode', 'always', '--record', demos])
+    ups = UpstreamMap(px)
+    rep = Replay(h, px, srv, ups, cap, hold=True, move_at=move.index).run()
+    check(rep.moved_from is not None, 'the replay never reached datagram %r' % move)
+    check(not rep.problems, '%d problems in the replay:\n  %s'
+          % (len(rep.problems), '\n  '.join(rep.problems)))
+    new_port = rep.port_of(cap.game_client)
+    moved = r'client moved from 127\.0\.0\.1:%d to 127\.0\.0\.1:%d \(qport %d\)' % (
+        rep.moved_from, new_port, qport)
+    check(px.count_log(moved) == 1, 'no (or more than one) "%s" line in the log' % moved)
+    st = stop_ok(px)
+    route = stats_route(st)
+    check(not sessions_by_port(route).get(rep.moved_from),
+          'a session is still named after the old port %d' % rep.moved_from)
+    game_s = check_replay_sessions(rep, route, decoded=True, reencode=True)
+    check(game_s is not None, 'no game session in the stats')
+    check(game_s.get('demos') == 1 and game_s.get('demo'), 'stats: demos %r demo %r, expected one'
+          % (game_s.get('demos'), game_s.get('demo')))
+    with open(game_s['demo'], 'rb') as f:
+        live = f.read()
+    check(live == offline_demo(h.exe, h.dir, cap),
+          'the live demo differs from the offline decode of the whole capture')
+    d = game_s['decode']
+    print('client moved from port %d to %d at %r (qport %d): one session, %d messages, %d '
+          'rebuilt, 0 decode errors, one demo identical to the offline decode'
+          % (rep.moved_from, new_port, move, qport, d['messages'], d['reencoded']))
 
 
 @with_resources

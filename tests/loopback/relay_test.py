@@ -1328,6 +1328,175 @@ def case_nq_accept_q3_untouched(h):
     stop_ok(px)
 
 
+def nq_echo_attack(h, protocol, accept_first):
+    """A NetQuake accept that only echoes the client: the server sends back
+    whatever it gets (many do), so a client that sends an accept-shaped
+    datagram naming port P, around a connect request, gets it handed back
+    as the server's 'accept'.  Followed, it would point the session at any
+    port of the server's host (here a bystander socket)."""
+    srv = h.echo(V4, tag=b'')
+    bystander = h.udp_socket(V4)
+    victim = bystander.getsockname()[1]
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr]
+                 + (['-p', protocol] if protocol != 'auto' else []))
+    dest = (V4, px.ports[0])
+    c = h.client(V4)
+    connect = nq_control(b'\x01QUAKE\x00\x03')
+    forged = nq_control(b'\x81' + struct.pack('<I', victim))
+    for d in ([forged, connect] if accept_first else [connect, forged]):
+        c.send(d, dest)
+    got = c.recv(1.0)
+    check(len(got) == 2, 'expected both datagrams echoed back, got %d' % len(got))
+    check(px.count_log(r'NetQuake accept: the server moved') == 0,
+          'slipgate followed an echoed accept to port %d' % victim)
+    # The session still talks to the server, and nothing reached the bystander.
+    roundtrip(c, dest, b'\x00\x01\x00\x0cstill', server_tag=b'', what='after the echo: ')
+    bystander.settimeout(0.3)
+    try:
+        data, src = bystander.recvfrom(65536)
+        raise Fail('the bystander port %d got %r from %s' % (victim, data, src))
+    except socket.timeout:
+        pass
+    check(px.wait_for_log(r'NetQuake accept naming port %d refused: the client itself sent '
+                          r'server replies' % victim, 2.0) is not None,
+          'no "NetQuake accept ... refused" line in the log')
+    stop_ok(px)
+    print('%s: the echoed accept naming %d was relayed, not followed' % (protocol, victim))
+
+
+def case_nq_accept_echo(h):
+    """Item 3 of issue 13: an accept-shaped datagram the client itself sent
+    (after or before its connect request) and an echoing server handed back
+    never moves the session, on auto and nq routes."""
+    for protocol in ('auto', 'nq'):
+        for accept_first in (False, True):
+            nq_echo_attack(h, protocol, accept_first)
+
+
+def case_nq_accept_ports(h):
+    """nq_accept_ports: a genuine accept naming a port outside the range is
+    relayed as it came and the session stays; once per connect: a second
+    accept without a new request is not followed either."""
+    game = h.echo(V4, tag=b'GAME')
+    lobby = h.udp_socket(V4)
+    low = 1 if game.port > 1000 else game.port + 1
+    px = h.proxy(config=route_block('nq', '127.0.0.1:$P0', fmt_addr(V4, lobby.getsockname()[1]),
+                                    protocol='nq', nq_accept_ports='%d-%d' % (low, low + 999)))
+    dest = (V4, px.ports[0])
+    c = h.client(V4)
+    c.send(nq_control(b'\x01QUAKE\x00\x03'), dest)
+    data, up = recv_from(lobby, 2.0, 'the connect request at the server')
+    accept = nq_control(b'\x81' + struct.pack('<I', game.port))
+    lobby.sendto(accept, up)
+    got = c.recv_one(2.0)
+    check(got is not None and got[0] == accept, 'the refused accept was not relayed as it came: %r'
+          % (got,))
+    check(px.wait_for_log(r'NetQuake accept naming port %d refused: the port is outside '
+                          r'nq_accept_ports' % game.port, 2.0) is not None,
+          'no refusal in the log')
+    c.send(b'\x00\x01\x00\x0cstay', dest)
+    data, src = recv_from(lobby, 2.0, 'the next datagram at the control port')
+    check(data == b'\x00\x01\x00\x0cstay' and src == up, 'control port got %r from %s'
+          % (data, src))
+    # No new connect request: a second accept is not an answer.
+    lobby.sendto(accept, up)
+    got = c.recv_one(2.0)
+    check(got is not None and got[0] == accept, 'the second accept changed: %r' % (got,))
+    check(px.count_log(r'the server moved') == 0, 'slipgate moved the session')
+    check(game.sources() == set(), 'the game socket was reached: %s' % game.sources())
+    stop_ok(px)
+    print('accept naming %d outside %d-%d relayed unchanged; the session stayed'
+          % (game.port, low, low + 999))
+
+
+# ------------------------------------------------- NAT rebinding (qport)
+
+def qport_rebind(h, protocol, connect, header, qports):
+    """Clients that change source port mid-game keep their session when
+    their datagrams carry the same qport (header(seq, qport) builds one);
+    two players of one host with different qports are not merged."""
+    srv = h.echo(V4)
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr]
+                 + (['-p', protocol] if protocol != 'auto' else []))
+    dest = (V4, px.ports[0])
+    a1, b = h.client(V4), h.client(V4)
+    qa, qb = qports
+    roundtrip(a1, dest, connect(qa), what='A connect: ')
+    roundtrip(b, dest, connect(qb), what='B connect: ')
+    for k in range(3):
+        roundtrip(a1, dest, header(k, qa) + b'a-move', what='A in game: ')
+        roundtrip(b, dest, header(k, qb) + b'b-move', what='B in game: ')
+    check(len(srv.sources()) == 2, 'the server saw %d sources, expected 2' % len(srv.sources()))
+    up_a = {src for _, src, d in srv.snapshot() if d.endswith(b'a-move')}
+
+    # A's NAT picks a new port: same host, same qport.
+    a2 = h.client(V4)
+    for k in range(3, 6):
+        roundtrip(a2, dest, header(k, qa) + b'a-move', what='A from its new port: ')
+    moved = r'client moved from 127\.0\.0\.1:%d to 127\.0\.0\.1:%d \(qport %d\)' % (
+        a1.port, a2.port, qa)
+    check(px.wait_for_log(moved, 2.0) is not None, 'no "%s" line' % moved)
+    check({src for _, src, d in srv.snapshot() if d.endswith(b'a-move')} == up_a,
+          'the server saw A from a new upstream socket: %s, before %s'
+          % ({src for _, src, d in srv.snapshot() if d.endswith(b'a-move')}, up_a))
+    # A late datagram from the old port goes to the server in A's session;
+    # the answer goes to where A is now.
+    a1.send(header(2, qa) + b'a-late', dest)
+    got = a2.recv_one(2.0)
+    check(got is not None and got[0] == b'ECHO' + header(2, qa) + b'a-late',
+          'the late datagram\'s echo did not reach A\'s new port: %r' % (got,))
+    expect_silence(a1, 0.3, 'A\'s old port after the move')
+    roundtrip(a2, dest, header(6, qa) + b'a-move', what='A after the late one: ')
+    # B sends from a new port with its own qport: its own session moves, not A's.
+    b2 = h.client(V4)
+    roundtrip(b2, dest, header(3, qb) + b'b-move', what='B from its new port: ')
+    # A third player of the same host with an unknown qport: a new session.
+    c = h.client(V4)
+    roundtrip(c, dest, header(0, (qa ^ qb ^ 0x55) & 0xff or 1) + b'c-move', what='C: ')
+    check(len(srv.sources()) == 3, 'the server saw %d sources, expected 3 (A, B, C)'
+          % len(srv.sources()))
+    check(px.count_log(r'client moved from') == 2, 'expected two "client moved" lines')
+    st = stop_ok(px)
+    sess = stats_route(st, 'default')['sessions']
+    check(len(sess) == 3, 'stats: %d sessions, expected 3' % len(sess))
+    check(len(session_for(stats_route(st, 'default'), a2.port)) == 1
+          and not session_for(stats_route(st, 'default'), a1.port),
+          'stats: A\'s session is not named after its new port')
+    print('%s: A moved %d -> %d (qport %d), B (qport %d) moved on its own, C apart'
+          % (protocol, a1.port, a2.port, qa, qb))
+
+
+def qw_connect(qport):
+    return b'\xff\xff\xff\xffconnect 28 %d 1234 "\\name\\p%d"\n' % (qport, qport)
+
+
+def qw_header(seq, qport):
+    return struct.pack('<IIH', seq, seq, qport)
+
+
+def case_qport_qw(h):
+    """QuakeWorld (qw route, and auto from its connect): the 16-bit qport
+    at bytes 8-9 of a client's datagram keeps its session across a new
+    source port."""
+    qport_rebind(h, 'qw', qw_connect, qw_header, (4242, 4243))
+    qport_rebind(h, 'auto', qw_connect, qw_header, (517, 32000))
+
+
+def case_qport_q2(h):
+    """Quake 2: protocol 34 carries a 16-bit qport at byte 8; R1Q2 (35) and
+    Q2PRO (36) one byte (qport & 0xff), learnt from the connect string."""
+    def connect(proto):
+        return lambda q: b'\xff\xff\xff\xffconnect %d %d 99 "\\name\\x"\n' % (proto, q)
+
+    def header(proto):
+        if proto == 34:
+            return lambda seq, q: struct.pack('<IIH', seq, seq, q)
+        return lambda seq, q: struct.pack('<IIB', seq, seq, q & 0xff)
+    qport_rebind(h, 'q2', connect(34), header(34), (1000, 1001))
+    qport_rebind(h, 'q2', connect(35), header(35), (17, 18))
+    qport_rebind(h, 'auto', connect(36), header(36), (200, 201))
+
+
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
 
 if __name__ == '__main__':
