@@ -1405,6 +1405,18 @@ def case_nq_accept_ports(h):
     check(px.count_log(r'the server moved') == 0, 'slipgate moved the session')
     check(game.sources() == set(), 'the game socket was reached: %s' % game.sources())
     stop_ok(px)
+    # The directive's values: LOW-HIGH or one port, within 1-65535.
+    for value, ok in (('27000-27100', True), ('26001', True), ('2000-1000', False),
+                      ('0-5', False), ('1-65536', False), ('x', False), ('5-', False),
+                      ('"1 - 2"', False)):
+        path = h.path('ports.conf')
+        with open(path, 'w') as f:
+            f.write(route_block('a', '127.0.0.1:1', '127.0.0.1:2', nq_accept_ports=value))
+        r = h.run(['--check-config', '-c', path])
+        err = r.stderr.decode(errors='replace')
+        check(r.returncode == (0 if ok else 1) and (ok or re.search(
+            re.escape(path) + r":4:\d+: error: 'nq_accept_ports' wants ports LOW-HIGH", err)),
+              'nq_accept_ports %s: exit %d, stderr %r' % (value, r.returncode, err[:300]))
     print('accept naming %d outside %d-%d relayed unchanged; the session stayed'
           % (game.port, low, low + 999))
 
@@ -1459,6 +1471,8 @@ def qport_rebind(h, protocol, connect, header, qports):
     st = stop_ok(px)
     sess = stats_route(st, 'default')['sessions']
     check(len(sess) == 3, 'stats: %d sessions, expected 3' % len(sess))
+    check(stats_route(st, 'default').get('client_moves') == 2,
+          'stats: client_moves %r, expected 2' % stats_route(st, 'default').get('client_moves'))
     check(len(session_for(stats_route(st, 'default'), a2.port)) == 1
           and not session_for(stats_route(st, 'default'), a1.port),
           'stats: A\'s session is not named after its new port')

@@ -20,12 +20,14 @@ packages are not installed, saying so.
 import json
 import re
 import os
+import selectors
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 IOQ3_DIR = "/usr/lib/ioquake3"
@@ -63,6 +65,9 @@ MODES = {
     # network emulation: 10% loss both ways (NETEM_CONF); the session
     # survives and the recorded demo plays
     "netem": ["-c", "{work}/slipgate.conf"],
+    # NAT rebinding: the client talks through UdpNat, which moves to a new
+    # source port mid-game; as full, and the one session follows the qport
+    "nat": ["-p", "q3", "+set", "reencode", "always", "--record", "{work}/demos"],
 }
 
 FILTERS_CONF = """route q3 {{
@@ -173,6 +178,74 @@ def read(path):
         return ""
 
 
+class UdpNat:
+    """A tiny NAT on 127.0.0.1 between the client and slipgate: the client
+    sends to `port`; what it sends leaves from an outward socket, whose
+    replies go back to the client.  rebind() opens a new outward socket
+    (a new source port, as a NAT that lost its mapping); replies that still
+    reach the old one are dropped, as the NAT would.  One thread, bounded
+    by `limit` seconds."""
+
+    def __init__(self, dest, limit):
+        self.dest = dest
+        self.inside = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.inside.bind(("127.0.0.1", 0))
+        self.port = self.inside.getsockname()[1]
+        self.outs = [self._outward()]
+        self.client = None
+        self.late = 0
+        self.stop_at = time.monotonic() + limit
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.inside, selectors.EVENT_READ)
+        self.sel.register(self.outs[0], selectors.EVENT_READ)
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def _outward():
+        o = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        o.bind(("127.0.0.1", 0))
+        return o
+
+    def ports(self):
+        return [o.getsockname()[1] for o in self.outs] if self.stop_at else self.closed_ports
+
+    def rebind(self):
+        o = self._outward()
+        with self.lock:
+            self.outs.append(o)
+            self.sel.register(o, selectors.EVENT_READ)
+
+    def _run(self):
+        while time.monotonic() < self.stop_at:
+            with self.lock:
+                ready = self.sel.select(0.2)
+                out = self.outs[-1]
+            for key, _ in ready:
+                try:
+                    data, src = key.fileobj.recvfrom(65536)
+                except OSError:
+                    continue
+                try:
+                    if key.fileobj is self.inside:
+                        self.client = src
+                        out.sendto(data, self.dest)
+                    elif key.fileobj is out and self.client:
+                        self.inside.sendto(data, self.client)
+                    else:
+                        self.late += 1
+                except OSError:
+                    pass
+
+    def close(self):
+        self.closed_ports = self.ports()
+        self.stop_at = 0
+        self.thread.join(2)
+        for o in [self.inside] + self.outs:
+            o.close()
+
+
 class Procs:
     """Processes started by this test, ended by PID whatever happens."""
 
@@ -224,6 +297,21 @@ class Procs:
         for name, p, f in reversed(self.procs):
             self.stop(p, signal.SIGTERM, 5, group=True)
             f.close()
+
+
+def check_nat(st, nat, px_log):
+    """NAT mode: the client moved once, and one session followed it."""
+    old, new = nat.ports()
+    if len(nat.outs) != 2:
+        raise Fail(f"the NAT never moved: outward ports {nat.ports()}")
+    m = re.findall(r"client moved from 127\.0\.0\.1:(\d+) to 127\.0\.0\.1:(\d+) "
+                   r"\(qport (\d+)\)", px_log)
+    if [(int(a), int(b)) for a, b, _ in m] != [(old, new)]:
+        raise Fail(f"expected one move {old} -> {new} in slipgate's log, got {m}")
+    sessions = [s for r in st["routes"] for s in r["sessions"]]
+    if len(sessions) != 1:
+        raise Fail(f"expected one session, stats have {len(sessions)}: {sessions}")
+    return f"; NAT moved {old} -> {new} (qport {m[0][2]}), one session followed"
 
 
 def check_decoding(session, work, home_cli, cli_cvars, procs, limit):
@@ -468,6 +556,10 @@ def run_case(case, seconds):
         if not wait_for(lambda: "listening on" in read(px_log), 10):
             raise Fail(f"slipgate did not start:\n{read(px_log)}")
 
+        # NAT mode: the client talks to slipgate through UdpNat.
+        nat = UdpNat(("127.0.0.1", px_port), limit) if mode == "nat" else None
+        to = nat.port if nat else px_port
+
         # The real client, through slipgate, moving and firing.
         cli_log = os.path.join(work, "client.log")
         env = dict(os.environ, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
@@ -482,7 +574,7 @@ def run_case(case, seconds):
             "+set", "r_fullscreen", "0", "+set", "s_initsound", "0", "+set", "com_maxfps", "60",
             "+set", "name", "peers", "+set", "cl_autoRecordDemo", "1",
             "+set", "com_introplayed", "1", "+exec", "peersmove.cfg",
-            "+connect", f"127.0.0.1:{px_port}", "+wait", "400", "+vstr", "mv1"],
+            "+connect", f"127.0.0.1:{to}", "+wait", "400", "+vstr", "mv1"],
             cli_log, limit, env=env)
 
         # In the game, then still in it after `seconds`.
@@ -502,6 +594,8 @@ def run_case(case, seconds):
                 raise Fail(f"no recording after the reload:\n{read(px_log)[-2000:]}")
         said = 0
         while time.monotonic() - entered < seconds:
+            if nat and len(nat.outs) == 1 and time.monotonic() - entered > seconds / 2:
+                nat.rebind()
             if mode == "filters" and time.monotonic() - entered > 2 + 4 * said:
                 rcon(srv_port, f"say the server says badword {said}")
                 said += 1
@@ -536,6 +630,10 @@ def run_case(case, seconds):
         if rc != 0:
             raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
         st = json.loads(read(stats))
+        if nat:
+            nat.close()
+            cli_port = nat.ports()[-1]
+            extra = check_nat(st, nat, read(px_log))
         sessions = [s for r in st["routes"] for s in r["sessions"]
                     if s["client"] == f"127.0.0.1:{cli_port}"]
         if len(sessions) != 1:
@@ -552,9 +650,9 @@ def run_case(case, seconds):
         # ~60 packets/s up and 20/s down while in the game.
         if c["c2s_packets"] < 20 * seconds or c["s2c_packets"] < 10 * seconds or drops:
             raise Fail(f"unexpected counters: {c}")
-        extra = ""
-        if mode in ("full", "mapchange", "auto"):
-            extra = check_decoding(sessions[0], work, home_cli, cli_cvars, procs, limit)
+        extra = extra if nat else ""
+        if mode in ("full", "mapchange", "auto", "nat"):
+            extra += check_decoding(sessions[0], work, home_cli, cli_cvars, procs, limit)
         if mode == "midrecord":
             extra = check_midrecord(sessions[0], work, cli_cvars, procs, limit)
         if mode == "filters":
