@@ -35,7 +35,8 @@ struct nq_hs {
 
 _Static_assert(sizeof(struct nq_hs) <= sizeof(union sg_relay_state), "nq_hs fits");
 
-/* A control packet whose command is a server's reply (CCREP_*: bit 7). */
+/* A control packet (its length word matching) whose command is a server's
+ * reply (CCREP_*: bit 7 set). */
 static bool is_reply(const uint8_t *d, size_t n)
 {
     uint32_t head;
@@ -43,7 +44,8 @@ static bool is_reply(const uint8_t *d, size_t n)
     if (n < 5)
         return false;
     head = sg_be32(d);
-    return (head & 0xffff0000u) == SG_NQ_NETFLAG_CTL && (d[4] & 0x80) != 0;
+    return (head & 0xffff0000u) == SG_NQ_NETFLAG_CTL && (head & 0xffffu) == n &&
+           (d[4] & 0x80) != 0;
 }
 
 static int nq_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *ctx, enum sg_dir dir,
