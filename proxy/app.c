@@ -108,6 +108,44 @@ static void stop(struct sg_app *app, const char *why)
 
 static void append_route(struct sg_route **list, struct sg_route *r);
 
+/* ---- retired routes ---- */
+
+/*
+ * A route removed by a reload, or one that failed to start, is closed and
+ * put on app->retired until the close callbacks of its handles and of its
+ * sessions' sockets have run; then sg_app__route_closed keeps a summary of
+ * it (the last SG_APP_RETIRED_KEEP, older ones only counted) and frees it.
+ * So a reload that keeps failing costs no memory.
+ */
+static void retire(struct sg_app *app, struct sg_route *r, const char *why)
+{
+    sg_route_close(r, why);
+    r->retired = true;
+    r->retired_reason = why;
+    r->retired_ms = sg_now_wall_ms();
+    append_route(&app->retired, r);
+    if (r->open_handles == 0)
+        sg_app__route_closed(app, r); /* nothing left to wait for */
+}
+
+void sg_app__route_closed(struct sg_app *app, struct sg_route *r)
+{
+    struct sg_route **pp;
+
+    if (!r->retired)
+        return; /* a serving route closed at shutdown: --stats reads it at exit */
+    for (pp = &app->retired; *pp && *pp != r; pp = &(*pp)->next)
+        ;
+    if (*pp)
+        *pp = r->next;
+    if (!app->retired_log)
+        app->retired_log = calloc(SG_APP_RETIRED_KEEP, sizeof(*app->retired_log));
+    if (app->retired_log)
+        sg_route_summarize(r, &app->retired_log[app->nretired_log % SG_APP_RETIRED_KEEP]);
+    app->nretired_log++; /* without the ring, it counts as omitted */
+    sg_route_destroy(r);
+}
+
 /* ---- reload ---- */
 
 static void reload(struct sg_app *app)
@@ -135,10 +173,8 @@ static void reload(struct sg_app *app)
             continue;
         }
         sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "route removed by reload");
-        sg_route_close(r, "route removed");
         *pp = r->next;
-        r->next = app->retired;
-        app->retired = r;
+        retire(app, r, "route removed");
     }
 
     /* New routes start. */
@@ -150,7 +186,7 @@ static void reload(struct sg_app *app)
             continue;
         if (sg_route_create(app, rc, &created) < 0) {
             if (created)
-                append_route(&app->retired, created);
+                retire(app, created, "startup failed");
             continue;
         }
         append_route(&app->routes, created);
@@ -277,8 +313,10 @@ static int start_routes(struct sg_app *app)
 
     for (struct sg_route_conf *rc = app->conf->routes; rc; rc = rc->next) {
         int err = sg_route_create(app, rc, &r);
-        if (r)
-            append_route(err < 0 ? &app->retired : &app->routes, r);
+        if (r && err < 0)
+            retire(app, r, "startup failed");
+        else if (r)
+            append_route(&app->routes, r);
         if (err < 0)
             failed++;
     }
@@ -343,6 +381,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     sg_log_finish(&run.app.log);
     free_routes(run.app.routes);
     free_routes(run.app.retired);
+    free(run.app.retired_log);
     sg_conf_destroy(run.app.conf);
     return status;
 }

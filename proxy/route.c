@@ -383,10 +383,16 @@ static int open_listener(struct sg_route *r)
     return 0;
 }
 
+void sg_route__handle_closed(struct sg_route *r)
+{
+    r->open_handles--;
+    if (r->closing && r->open_handles == 0)
+        sg_app__route_closed(r->app, r); /* may free r */
+}
+
 static void on_route_handle_closed(uv_handle_t *h)
 {
-    struct sg_route *r = h->data;
-    r->open_handles--;
+    sg_route__handle_closed(h->data);
 }
 
 /* Filters log through the proxy's log, with the filter's label. */
@@ -599,6 +605,31 @@ void sg_route_close(struct sg_route *r, const char *reason)
         r->delay.timer.data = r;
         sg_delay_close(&r->delay, on_route_handle_closed);
     }
+}
+
+static void clip(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
+void sg_route_summarize(const struct sg_route *r, struct sg_route_summary *out)
+{
+    memset(out, 0, sizeof(*out));
+    clip(out->name, sizeof(out->name), r->conf.name);
+    clip(out->listen, sizeof(out->listen), r->conf.listen);
+    clip(out->server, sizeof(out->server), r->conf.server);
+    if (r->listen_addr.ss_family != 0)
+        sg_addr_format((const struct sockaddr *)&r->listen_addr, out->listen_addr,
+                       sizeof(out->listen_addr));
+    out->protocol = r->conf.protocol;
+    out->reason = r->retired_reason;
+    out->retired_ms = r->retired_ms;
+    out->sessions_total = r->sessions_total;
+    out->sessions_dropped = r->nended + r->ended_omitted;
+    out->counters = r->counters;
+    out->rcvbuf = r->rcvbuf;
+    out->sndbuf = r->sndbuf;
+    out->kernel_drops = r->kernel_drops;
 }
 
 void sg_route_destroy(struct sg_route *r)

@@ -72,6 +72,25 @@ struct sg_session {
     struct sg_session_summary sum;
 };
 
+/*
+ * What --stats keeps of a route once it is retired (removed by a reload, or
+ * failed to start) and freed: its identity, totals and why it went.  The
+ * summaries of its sessions are not kept (sessions_dropped counts them).
+ */
+struct sg_route_summary {
+    char name[128];
+    char listen[272], server[272]; /* as configured (clipped) */
+    char listen_addr[64];          /* as resolved, or "" */
+    int protocol;                  /* enum sg_protocol */
+    const char *reason;            /* static string */
+    uint64_t retired_ms;           /* wall clock, ms since the epoch */
+    uint64_t sessions_total;
+    uint64_t sessions_dropped; /* ended-session summaries not kept */
+    struct sg_counters counters;
+    int rcvbuf, sndbuf;
+    uint64_t kernel_drops;
+};
+
 struct sg_rate_bucket {
     unsigned char key[16];
     uint8_t keylen;
@@ -92,7 +111,11 @@ struct sg_route {
     struct sg_chain *chain;         /* the filters, or NULL */
     struct sg_delay_queue delay;    /* datagrams filters hold back */
     bool closing;
-    int open_handles; /* handles whose close callback is pending or due */
+    int open_handles; /* handles (its own and its sessions' sockets) whose close
+                         callback is pending or due */
+    bool retired;               /* on app->retired: freed once closed (sg_app__route_closed) */
+    const char *retired_reason; /* static string */
+    uint64_t retired_ms;
 
     /* Live sessions: hash by client address (keyed SipHash) plus a list. */
     struct sg_session **buckets;
@@ -141,6 +164,8 @@ void sg_route_close(struct sg_route *r, const char *reason);
 void sg_route_poll_kernel_drops(struct sg_route *r);
 /* Free a closed route (after the loop has run its close callbacks). */
 void sg_route_destroy(struct sg_route *r);
+/* What --stats keeps of `r` once it is freed. */
+void sg_route_summarize(const struct sg_route *r, struct sg_route_summary *out);
 
 /* Sessions (proxy/session.c). */
 struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *client);
@@ -172,6 +197,13 @@ void sg_session_record_summary(const struct sg_session *s, const struct sg_chain
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s);
 void sg_route__session_remove(struct sg_route *r, struct sg_session *s);
 void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary *sum);
+/*
+ * The close callback of one of the route's handles (or of a session's
+ * upstream socket, counted in open_handles from sg_udp_open) has run.  When
+ * the route is closing and none is left, sg_app__route_closed may free `r`:
+ * the caller must not touch it after this call.
+ */
+void sg_route__handle_closed(struct sg_route *r);
 uint64_t sg_now_wall_ms(void);
 
 #endif

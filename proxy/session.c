@@ -454,6 +454,8 @@ static int open_upstream(struct sg_session *s)
     any.ss_family = s->server.ss_family;
     err = sg_udp_open(&s->upstream, &s->route->app->loop, (struct sockaddr *)&any,
                       (struct sockaddr *)&s->server, on_server_readable, s);
+    if (s->upstream.fd >= 0)
+        s->route->open_handles++; /* until on_upstream_closed */
     if (err == 0 && sg_udp_local(&s->upstream, &s->upstream_local) == 0)
         s->sum.upstream_port = sg_addr_port((struct sockaddr *)&s->upstream_local);
     return err;
@@ -467,6 +469,7 @@ static void on_upstream_closed(uv_handle_t *h)
     sg_route__session_ended(r, &s->sum);
     free(s->slots);
     free(s);
+    sg_route__handle_closed(r); /* last: a retired route may be freed */
 }
 
 struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *client)

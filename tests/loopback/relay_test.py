@@ -740,6 +740,98 @@ def case_sighup_reload(h):
     print('reload kept the session; idle end %.2f s after the last packet' % dt)
 
 
+def proc_status_kb(pid, field):
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith(field + ':'):
+                return int(line.split()[1])
+    raise Fail('/proc/%d/status has no %s' % (pid, field))
+
+
+def case_reload_churn(h):
+    """Routes that a reload removes, or that fail to start at a reload, are
+    freed once closed: 200 reloads whose new route cannot bind (its port is
+    taken) and 200 that add and remove a route (some with a live session)
+    leave the proxy's memory flat, and --stats lists only the last 64
+    retired routes and counts the others."""
+    srv = h.echo(V4)
+    busy = h.udp_socket(V4)  # holds the port route 'b' wants
+    busy_port = busy.getsockname()[1]
+    base = route_block('a', '127.0.0.1:$P0', srv.addr)
+    px = h.proxy(config=base, lifetime=55.0)
+    pa = px.ports[0]
+    a_only = route_block('a', '127.0.0.1:%d' % pa, srv.addr)
+    with_b = a_only + route_block('b', '127.0.0.1:%d' % busy_port, srv.addr)
+    c_port = free_port()
+    with_c = a_only + route_block('c', '127.0.0.1:%d' % c_port, srv.addr, idle_timeout='30s')
+    pid = px.proc.pid
+    deadline = time.monotonic() + 40
+
+    def reload(text, what):
+        px.write_config(text)
+        mark = px.log_mark()
+        px.send_signal(signal.SIGHUP)
+        check(px.wait_for_log(r'configuration reloaded', 5.0, start=mark) is not None,
+              '%s: no "configuration reloaded" within 5 s' % what)
+        check(time.monotonic() < deadline, '%s: the reloads took over 40 s' % what)
+
+    # Failing reloads: route b cannot listen; a warm-up first.
+    failing, churn = 200, 200
+    for i in range(20):
+        reload(with_b, 'failing reload %d' % i)
+    check(px.count_log(r'cannot listen on') >= 20, 'route b did not fail to listen')
+    data0, rss0 = proc_status_kb(pid, 'VmData'), proc_status_kb(pid, 'VmRSS')
+    for i in range(20, failing):
+        reload(with_b, 'failing reload %d' % i)
+    data1, rss1 = proc_status_kb(pid, 'VmData'), proc_status_kb(pid, 'VmRSS')
+
+    # Route c comes and goes; every 20th time a client has a session on it.
+    c = h.client(V4)
+    sessions_c = 0
+    for i in range(churn):
+        if i % 2 == 0:
+            reload(with_c, 'adding route c (%d)' % i)
+            if i % 20 == 0:
+                roundtrip(c, (V4, c_port), b'churn %d' % i, what='route c: ')
+                sessions_c += 1
+        else:
+            reload(a_only, 'removing route c (%d)' % i)
+    data2, rss2 = proc_status_kb(pid, 'VmData'), proc_status_kb(pid, 'VmRSS')
+    roundtrip(c, (V4, pa), b'route a still relays')
+    print('VmData %d kB after 20 failing reloads, %d kB after %d, %d kB after %d add/remove; '
+          'VmRSS %d, %d, %d kB' % (data0, data1, failing, data2, churn, rss0, rss1, rss2))
+    grow = max(data1, data2) - data0
+    check(grow < 8 * 1024, 'VmData grew by %d kB over %d reloads (retired routes are kept)'
+          % (grow, failing - 20 + churn))
+    grow = max(rss1, rss2) - rss0
+    check(grow < 8 * 1024, 'VmRSS grew by %d kB over %d reloads' % (grow, failing - 20 + churn))
+
+    st = stop_ok(px)
+    retired = [r for r in st['routes'] if r.get('retired')]
+    total = failing + churn // 2
+    check(len(retired) == 64, '--stats lists %d retired routes, expected the last 64 of %d'
+          % (len(retired), total))
+    check(st.get('retired_routes_omitted') == total - 64,
+          '--stats: retired_routes_omitted %r, expected %d'
+          % (st.get('retired_routes_omitted'), total - 64))
+    check(all(r.get('name') == 'c' and r.get('retired_reason') == 'route removed'
+              for r in retired), 'the last 64 retired routes are not route c\'s removals: %r'
+          % [(r.get('name'), r.get('retired_reason')) for r in retired][:8])
+    listed_adds = list(range(0, churn, 2))[-64:]  # the adds whose removal is listed
+    want = sum(1 for i in listed_adds if i % 20 == 0)
+    got = [r.get('sessions_total') for r in retired]
+    check(sum(got) == want and set(got) <= {0, 1},
+          'retired route c summaries count sessions %r (sum %d), expected %d of the %d made'
+          % (got, sum(got), want, sessions_c))
+    stamps = [r.get('retired_ms', 0) for r in retired]
+    check(stamps == sorted(stamps) and stamps[0] > 0,
+          'retired routes are not listed oldest first with retired_ms: %r' % stamps[:8])
+    live = [r.get('name') for r in st['routes'] if not r.get('retired')]
+    check(live == ['a'], 'serving routes at exit: %r, expected [\'a\']' % live)
+    print('%d retired routes: %d listed, %d omitted' % (total, len(retired),
+                                                        st['retired_routes_omitted']))
+
+
 def case_second_signal(h):
     srv = h.echo(V4)
     # A single SIGINT: clean exit 0 with stats.
