@@ -163,6 +163,11 @@ static void reload(struct sg_app *app)
         return;
     }
     app->log.level = conf->log_level;
+    if ((conf->stats_file == NULL) != (app->conf->stats_file == NULL) ||
+        (conf->stats_file && strcmp(conf->stats_file, app->conf->stats_file) != 0))
+        sg_log(&app->log, SG_LOG_WARN, NULL, 0,
+               "stats_file changed: restart slipgate to apply it (the stats go to %s)",
+               app->stats_path ? app->stats_path : "no file");
 
     /* Routes that went away close; the others take the new settings. */
     for (pp = &app->routes; (r = *pp);) {
@@ -341,8 +346,22 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     sg_log_init(&run.app.log, STDERR_FILENO, run.app.conf->log_level);
     run.app.config_path = config_path;
     run.app.ov = ov;
-    run.app.stats_path = stats_path ? stats_path : run.app.conf->stats_file;
     run.app.started_wall_ms = sg_now_wall_ms();
+
+    /* The stats file is written at exit: a path that cannot be written fails now,
+     * not after the whole run.  Our own copy: a reload replaces the configuration. */
+    if (stats_path || run.app.conf->stats_file) {
+        char why[512];
+        const char *p = stats_path ? stats_path : run.app.conf->stats_file;
+        if (sg_stats_check_path(p, why, sizeof(why)) == 0 && !(run.app.stats_path = strdup(p)))
+            snprintf(why, sizeof(why), "out of memory");
+        if (!run.app.stats_path) {
+            fprintf(stderr, "slipgate: %s\n", why);
+            sg_conf_destroy(run.app.conf);
+            sg_log_finish(&run.app.log);
+            return 1;
+        }
+    }
 
     /* The loop, the signals, the routes. */
     err = uv_loop_init(&run.app.loop);
@@ -350,6 +369,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         fprintf(stderr, "slipgate: cannot start the event loop: %s\n", uv_strerror(err));
         sg_conf_destroy(run.app.conf);
         sg_log_finish(&run.app.log);
+        free(run.app.stats_path);
         return 1;
     }
     run.app.started_loop_ms = uv_now(&run.app.loop);
@@ -382,6 +402,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     free_routes(run.app.routes);
     free_routes(run.app.retired);
     free(run.app.retired_log);
+    free(run.app.stats_path);
     sg_conf_destroy(run.app.conf);
     return status;
 }

@@ -23,7 +23,7 @@ struct sg_app {
     struct sg_conf *conf;               /* the configuration in force */
     const char *config_path;            /* -c FILE, or NULL */
     const struct sg_conf_overrides *ov; /* the command line, re-applied on reload */
-    const char *stats_path;             /* --stats FILE (wins over stats_file) */
+    char *stats_path; /* --stats FILE, else stats_file at start (owned; a reload keeps it) */
     struct sg_route *routes;            /* serving */
     struct sg_route *retired;           /* removed by a reload or failed: closing */
     struct sg_route_summary *retired_log; /* ring of the last SG_APP_RETIRED_KEEP freed */
@@ -45,6 +45,13 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
  * one (closed at shutdown) stays for --stats.
  */
 void sg_app__route_closed(struct sg_app *app, struct sg_route *r);
+
+/*
+ * Can the --stats file be written at exit?  Creates and removes PATH.tmp
+ * (the file is written there and renamed over PATH).  Returns 0, or a
+ * negative errno with the reason, naming the path, in `why`.
+ */
+int sg_stats_check_path(const char *path, char *why, size_t whycap);
 
 /* Write the --stats JSON for every route and session to `path`. */
 int sg_stats_write(struct sg_app *app, const char *path);

@@ -28,15 +28,27 @@ static void *filter_open(void *obj, const struct sg_conf_directive *d,
                                file);
 }
 
+/* Where `listen` and `server` were given, for --check-config's resolve and bind checks. */
+static void addr_stored(void *obj, const struct sg_conf_directive *d, const struct sg_conf_arg *arg)
+{
+    struct sg_route_conf *rc = obj;
+    bool listen = strcmp(d->name, "listen") == 0;
+
+    *(listen ? &rc->listen_line : &rc->server_line) = arg->line;
+    *(listen ? &rc->listen_col : &rc->server_col) = arg->col;
+}
+
 static const struct sg_conf_directive route_directives[] = {
     {.name = "listen",
      .type = SG_CONF_ADDR,
+     .stored = addr_stored,
      .offset = offsetof(struct sg_route_conf, listen),
      .argname = "ADDR:PORT",
      .help =
          "address to receive clients on; [::]:PORT is dual-stack (default " SG_DEFAULT_LISTEN ")"},
     {.name = "server",
      .type = SG_CONF_ADDR,
+     .stored = addr_stored,
      .offset = offsetof(struct sg_route_conf, server),
      .argname = "HOST:PORT",
      .help = "the real game server (names resolve; IPv6 as [addr]:port)"},

@@ -44,6 +44,8 @@ struct sg_route_conf {
     struct sg_filter_list *filters;  /* `filter` blocks in order (a reference), or NULL */
     struct sg_conf *top;             /* the configuration it belongs to */
     int line;                        /* where the block opens (0: command line) */
+    int listen_line, listen_col;     /* where `listen` was given (0: default or command line) */
+    int server_line, server_col;     /* where `server` was given (0: command line) */
     struct sg_route_conf *next;
 };
 

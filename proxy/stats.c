@@ -8,8 +8,11 @@
 #include "sg_version.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void json_string(FILE *f, const char *s)
 {
@@ -154,6 +157,34 @@ static void json_route_summary(FILE *f, const struct sg_route_summary *r)
             ",\n      \"listener\": {\"rcvbuf\": %d, \"sndbuf\": %d, \"kernel_drops\": %llu},"
             "\n      \"sessions\": [], \"filters\": []}",
             r->rcvbuf, r->sndbuf, (unsigned long long)r->kernel_drops);
+}
+
+int sg_stats_check_path(const char *path, char *why, size_t whycap)
+{
+    char tmp[4096];
+    struct stat st;
+    int fd, err;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+        snprintf(why, whycap, "the stats file path is too long: %.64s...", path);
+        return -ENAMETOOLONG;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(why, whycap, "cannot write the stats file %s: it is a directory", path);
+        return -EISDIR;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) /* left by a run that was killed: ours to replace */
+        fd = open(tmp, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        err = -errno;
+        snprintf(why, whycap, "cannot write the stats file %s (through %s): %s", path, tmp,
+                 strerror(errno));
+        return err;
+    }
+    close(fd);
+    unlink(tmp);
+    return 0;
 }
 
 int sg_stats_write(struct sg_app *app, const char *path)

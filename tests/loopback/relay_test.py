@@ -25,7 +25,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import (V4, V6, Fail, check, fmt_addr, parse_hostport, pump,  # noqa: E402
-                     require_ipv6, loopback_mtu, free_port, main, END_RE)
+                     require_ipv6, ipv6_unavailable_reason, loopback_mtu, free_port, main,
+                     END_RE)
 
 TAG = b'ECHO'
 DROP_KEYS = ('session_limit', 'rate_limit', 'send_error', 'unreachable')
@@ -921,7 +922,7 @@ log_level info
 stats_file "%(dir)s/stats file.json"
 
 route alpha {
-    listen 127.0.0.1:27960      # trailing comment
+    listen 127.0.0.1:%(p1)d      # trailing comment
     server 127.0.0.1:27961
     protocol auto
     idle_timeout 60s
@@ -930,7 +931,7 @@ route alpha {
 }
 
 route "beta" {
-    listen [::]:27970
+    listen %(any6)s:%(p2)d
     server [::1]:27971
     protocol q3
     idle_timeout 500ms
@@ -939,7 +940,7 @@ route "beta" {
 }
 
 route gamma {
-    listen [::1]:27980
+    listen %(lo6)s:%(p3)d
     server localhost:27981
     protocol qw
     idle_timeout 2m
@@ -969,7 +970,14 @@ BAD_CONFIGS = [
 def case_check_config(h):
     good = h.path('good.conf')
     with open(good, 'w') as f:
-        f.write(GOOD_CONFIG % {'dir': h.dir})
+        # Free ports: --check-config binds each listen address to see it is free.
+        v6 = ipv6_unavailable_reason() is None
+        if not v6:
+            print('note: no IPv6 loopback (%s): the IPv6 routes listen on IPv4'
+                  % ipv6_unavailable_reason())
+        f.write(GOOD_CONFIG % {'dir': h.dir, 'p1': free_port(), 'p2': free_port(),
+                               'p3': free_port(), 'any6': '[::]' if v6 else '0.0.0.0',
+                               'lo6': '[::1]' if v6 else '127.0.0.1'})
     t0 = time.monotonic()
     r = h.run(['--check-config', '-c', good])
     check(r.returncode == 0, '--check-config on a valid file: exit %d, expected 0\n%s'
@@ -1001,6 +1009,102 @@ def case_check_config(h):
             failures.append('%s: stderr lacks /%s/: %r' % (name, must, err[:300]))
     check(not failures, '%d of %d bad configs were not reported as specified:\n  %s'
           % (len(failures), len(BAD_CONFIGS), '\n  '.join(failures)))
+
+
+def case_check_config_system(h):
+    """--check-config checks what the start would meet, not only the file:
+    port 0 and malformed IPv6 addresses are refused when the file is read;
+    a host that does not resolve, a listen port another socket holds and a
+    stats file that cannot be written are reported with where they were
+    given, and exit 1."""
+    busy = h.udp_socket(V4)
+    busy_port = busy.getsockname()[1]
+    free = free_port()
+    cases = [
+        # (name, file text, line, column, required regex)
+        ('server_port_0', 'route a {\n    listen 127.0.0.1:%d\n    server 127.0.0.1:0\n}\n'
+         % free, 3, 12, r"'server' expects a port between 1 and 65535.*port 0"),
+        ('listen_port_0', 'route a {\n    listen 127.0.0.1:0\n    server 127.0.0.1:27960\n}\n',
+         2, 12, r"'listen' expects a port between 1 and 65535.*port 0"),
+        ('colons_v6', 'route a {\n    listen [:::::]:%d\n    server 127.0.0.1:27960\n}\n' % free,
+         2, 12, r"'listen' expects ADDR:PORT.*\[:::::\]"),
+        ('unresolvable', 'route a {\n    listen 127.0.0.1:%d\n\n    server nonexistent.invalid:27960\n'
+         '}\n' % free, 4, 12, r"route 'a': server: cannot resolve 'nonexistent\.invalid:27960'"),
+        ('listen_in_use', 'route a {\n    server 127.0.0.1:27960\n    listen 127.0.0.1:%d\n}\n'
+         % busy_port, 3, 12, r"route 'a': cannot listen on 127\.0\.0\.1:%d: .*in use.*slipgate"
+         % busy_port),
+        ('stats_dir_missing', 'stats_file %s\nroute a {\n    listen 127.0.0.1:%d\n'
+         '    server 127.0.0.1:27960\n}\n' % (h.path('no/such/dir/stats.json'), free), None, None,
+         r'stats_file: cannot write the stats file .*no/such/dir/stats\.json'),
+    ]
+    failures = []
+    for name, text, line, col, must in cases:
+        path = h.path(name + '.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        r = h.run(['--check-config', '-c', path])
+        err = r.stderr.decode(errors='replace')
+        if r.returncode != 1:
+            failures.append('%s: exit %d, expected 1; stdout %r stderr %r'
+                            % (name, r.returncode, r.stdout[:200], err[:300]))
+            continue
+        if line is not None and not re.search(r'%s:%d:%d: error:' % (re.escape(path), line, col),
+                                              err):
+            failures.append('%s: stderr lacks "%s:%d:%d: error:": %r' % (name, path, line, col,
+                                                                         err[:300]))
+        if not re.search(must, err):
+            failures.append('%s: stderr lacks /%s/: %r' % (name, must, err[:300]))
+    # The same from the command line, and --stats.
+    r = h.run(['--check-config', '-l', '127.0.0.1:%d' % busy_port, '-s', '127.0.0.1:27960',
+               '--stats', h.path('missing/stats.json')])
+    err = r.stderr.decode(errors='replace')
+    if r.returncode != 1 or not re.search(r'command line: error: .*in use', err) \
+            or not re.search(r'--stats: error: cannot write the stats file .*missing/stats', err):
+        failures.append('command line: exit %d, stderr %r' % (r.returncode, err[:400]))
+    check(not failures, '%d of %d checks failed:\n  %s'
+          % (len(failures), len(cases) + 1, '\n  '.join(failures)))
+    print('%d configurations refused with where and why' % (len(cases) + 1))
+
+
+def case_stats_path_checked(h):
+    """A --stats or stats_file path that cannot be written fails the start
+    (exit 1, saying why) instead of losing the run's figures at exit; the
+    stats_file in force at start still gets the figures after a reload has
+    replaced the configuration."""
+    srv = h.echo(V4)
+    for what, args in (('--stats in a missing directory',
+                        ['--stats', h.path('missing/stats.json')]),
+                       ('--stats naming a directory', ['--stats', h.dir])):
+        r = h.run(['-l', '127.0.0.1:%d' % free_port(), '-s', srv.addr] + args, timeout=5.0)
+        err = r.stderr.decode(errors='replace')
+        check(r.returncode == 1, '%s: exit %d, expected 1 at once; stderr %r'
+              % (what, r.returncode, err[-500:]))
+        check(re.search(r'cannot write the stats file', err) and 'listening on' not in err,
+              '%s: no clear message before starting: %r' % (what, err[-500:]))
+    cfg_path = h.path('stats_missing.conf')
+    with open(cfg_path, 'w') as f:
+        f.write('stats_file %s\n' % h.path('gone/s.json') + route_block(
+            'a', '127.0.0.1:%d' % free_port(), srv.addr))
+    r = h.run(['-c', cfg_path], timeout=5.0)
+    err = r.stderr.decode(errors='replace')
+    check(r.returncode == 1 and 'cannot write the stats file' in err,
+          'stats_file in a missing directory: exit %d, stderr %r' % (r.returncode, err[-500:]))
+    # stats_file survives a reload (the configuration that named it is freed).
+    target = h.path('from-file.json')
+    cfg = 'stats_file %s\n' % target + route_block('a', '127.0.0.1:$P0', srv.addr)
+    px = h.proxy(config=cfg, stats=False)
+    c = h.client(V4)
+    roundtrip(c, (V4, px.ports[0]), b'before')
+    px.write_config('stats_file %s\n' % target
+                    + route_block('a', '127.0.0.1:%d' % px.ports[0], srv.addr, idle_timeout='30s'))
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(r'configuration reloaded', 5.0, start=mark) is not None,
+          'no "configuration reloaded" after SIGHUP')
+    rc = px.stop()
+    check(rc == 0, 'exit status %d after SIGTERM' % rc)
+    check(os.path.exists(target), 'stats_file %s not written after a reload' % target)
+    print('unwritable stats paths refused at start; stats_file kept across a reload')
 
 
 def case_set_override(h):
