@@ -374,8 +374,9 @@ static int open_listener(struct sg_route *r)
         r->open_handles++;
     }
     if (err < 0) {
-        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "cannot listen on %s: %s",
-               sg_addr_format((struct sockaddr *)&r->listen_addr, a, sizeof(a)), strerror(-err));
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "cannot listen on %s: %s%s",
+               sg_addr_format((struct sockaddr *)&r->listen_addr, a, sizeof(a)), strerror(-err),
+               err == -EADDRINUSE ? " (another program, perhaps another slipgate, has it)" : "");
         return err;
     }
     if (r->conf.socket_buffer > 0)
