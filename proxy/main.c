@@ -248,20 +248,22 @@ static int extract_sets(int *argc, char **argv, const char ***sets, int *nsets)
     return 0;
 }
 
-/* Bind a datagram socket to `sa` as a route's listener would, then close it. */
+/* Bind a datagram socket to `sa` as a route's listener would; returns it, or a negative errno. */
 static int try_bind(const struct sockaddr *sa)
 {
-    int off = 0, err = 0;
+    int off = 0, err;
     int fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
     if (fd < 0)
         return -errno;
     if (sa->sa_family == AF_INET6)
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-    if (bind(fd, sa, sg_addr_len(sa)) < 0)
+    if (bind(fd, sa, sg_addr_len(sa)) < 0) {
         err = -errno;
-    close(fd);
-    return err;
+        close(fd);
+        return err;
+    }
+    return fd;
 }
 
 /* Where a route's `listen` or `server` was given: its line, else the route's, else the command line. */
@@ -283,10 +285,12 @@ static void check_system(const struct sg_conf *conf, struct sg_conf_diag *diag)
     struct sockaddr_storage ss;
     char why[256], a[SG_ADDR_STRLEN];
     const char *file;
-    int line, col, err;
+    int line, col, err, nfds = 0;
+    int *fds = calloc((size_t)conf->nroutes + 1, sizeof(*fds));
     uv_loop_t loop;
 
-    if (uv_loop_init(&loop) < 0) {
+    if (!fds || uv_loop_init(&loop) < 0) {
+        free(fds);
         sg_conf_diag_error(diag, "slipgate", 0, 0, "cannot start an event loop to resolve names");
         return;
     }
@@ -299,7 +303,12 @@ static void check_system(const struct sg_conf *conf, struct sg_conf_diag *diag)
             sg_conf_diag_error(diag, file, line, col, "route '%s': listen: %s", r->name, why);
             continue;
         }
+        /* Held until every route is bound: two routes must not need one port. */
         err = try_bind((struct sockaddr *)&ss);
+        if (err >= 0 && nfds < conf->nroutes)
+            fds[nfds++] = err;
+        else if (err >= 0)
+            close(err);
         if (err < 0)
             sg_conf_diag_error(diag, file, line, col, "route '%s': cannot listen on %s: %s%s",
                                r->name, sg_addr_format((struct sockaddr *)&ss, a, sizeof(a)),
@@ -308,6 +317,9 @@ static void check_system(const struct sg_conf *conf, struct sg_conf_diag *diag)
                                    ? " (another program, perhaps another slipgate, has it)"
                                    : "");
     }
+    while (nfds > 0)
+        close(fds[--nfds]);
+    free(fds);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     if (conf->stats_file && sg_stats_check_path(conf->stats_file, why, sizeof(why)) < 0)

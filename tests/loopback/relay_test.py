@@ -1033,6 +1033,9 @@ def case_check_config_system(h):
         ('listen_in_use', 'route a {\n    server 127.0.0.1:27960\n    listen 127.0.0.1:%d\n}\n'
          % busy_port, 3, 12, r"route 'a': cannot listen on 127\.0\.0\.1:%d: .*in use.*slipgate"
          % busy_port),
+        ('two_routes_one_port', 'route a {\n    listen 0.0.0.0:%d\n    server 127.0.0.1:27960\n}\n'
+         'route b {\n    listen 127.0.0.1:%d\n    server 127.0.0.1:27960\n}\n' % (free, free),
+         6, 12, r"route 'b': cannot listen on 127\.0\.0\.1:%d: .*in use" % free),
         ('stats_dir_missing', 'stats_file %s\nroute a {\n    listen 127.0.0.1:%d\n'
          '    server 127.0.0.1:27960\n}\n' % (h.path('no/such/dir/stats.json'), free), None, None,
          r'stats_file: cannot write the stats file .*no/such/dir/stats\.json'),
@@ -1061,7 +1064,7 @@ def case_check_config_system(h):
     if r.returncode != 1 or not re.search(r'command line: error: .*in use', err) \
             or not re.search(r'--stats: error: cannot write the stats file .*missing/stats', err):
         failures.append('command line: exit %d, stderr %r' % (r.returncode, err[:400]))
-    check(not failures, '%d of %d checks failed:\n  %s'
+    check(not failures, '%d problems over %d configurations:\n  %s'
           % (len(failures), len(cases) + 1, '\n  '.join(failures)))
     print('%d configurations refused with where and why' % (len(cases) + 1))
 
