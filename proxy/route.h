@@ -157,7 +157,8 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
  * new sessions).  Returns 0, or a negative error if `rc` cannot apply. */
 int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc);
 /* End every session with `reason` and close the route's handles; the route
- * stays allocated (for --stats) until sg_route_destroy. */
+ * stays allocated until sg_route_destroy (a serving one for --stats at exit;
+ * a retired one is destroyed by sg_app__route_closed once its handles closed). */
 void sg_route_close(struct sg_route *r, const char *reason);
 
 /* Bring r->kernel_drops up to date from the listener (when it is open). */
