@@ -23,9 +23,9 @@ struct sg_app {
     struct sg_conf *conf;               /* the configuration in force */
     const char *config_path;            /* -c FILE, or NULL */
     const struct sg_conf_overrides *ov; /* the command line, re-applied on reload */
-    char *stats_path; /* --stats FILE, else stats_file at start (owned; a reload keeps it) */
-    struct sg_route *routes;            /* serving */
-    struct sg_route *retired;           /* removed by a reload or failed: closing */
+    char *stats_path;         /* --stats FILE, else stats_file at start (owned; kept on reload) */
+    struct sg_route *routes;  /* serving */
+    struct sg_route *retired; /* removed by a reload or failed to start: closing */
     struct sg_route_summary *retired_log; /* ring of the last SG_APP_RETIRED_KEEP freed */
     uint64_t nretired_log;                /* routes ever summarised into it */
     uv_signal_t sig_hup;

@@ -266,7 +266,8 @@ static int try_bind(const struct sockaddr *sa)
     return fd;
 }
 
-/* Where a route's `listen` or `server` was given: its line, else the route's, else the command line. */
+/* Where a route's `listen` or `server` was given: its line, else the route's, else the
+ * command line. */
 static const char *where(const struct sg_conf *conf, const struct sg_route_conf *r, int line,
                          int col, int *at_line, int *at_col)
 {
@@ -310,12 +311,10 @@ static void check_system(const struct sg_conf *conf, struct sg_conf_diag *diag)
         else if (err >= 0)
             close(err);
         if (err < 0)
-            sg_conf_diag_error(diag, file, line, col, "route '%s': cannot listen on %s: %s%s",
-                               r->name, sg_addr_format((struct sockaddr *)&ss, a, sizeof(a)),
-                               strerror(-err),
-                               err == -EADDRINUSE
-                                   ? " (another program, perhaps another slipgate, has it)"
-                                   : "");
+            sg_conf_diag_error(
+                diag, file, line, col, "route '%s': cannot listen on %s: %s%s", r->name,
+                sg_addr_format((struct sockaddr *)&ss, a, sizeof(a)), strerror(-err),
+                err == -EADDRINUSE ? " (another program, perhaps another slipgate, has it)" : "");
     }
     while (nfds > 0)
         close(fds[--nfds]);
