@@ -1033,8 +1033,8 @@ def case_check_config_system(h):
          2, 12, r"'listen' expects a port between 1 and 65535.*port 0"),
         ('colons_v6', 'route a {\n    listen [:::::]:%d\n    server 127.0.0.1:27960\n}\n' % free,
          2, 12, r"'listen' expects ADDR:PORT.*\[:::::\]"),
-        ('unresolvable', 'route a {\n    listen 127.0.0.1:%d\n\n    server nonexistent.invalid:27960\n'
-         '}\n' % free, 4, 12, r"route 'a': server: cannot resolve 'nonexistent\.invalid:27960'"),
+        ('unresolvable', 'route a {\n    listen 127.0.0.1:%d\n\n'
+         '    server nonexistent.invalid:27960\n}\n' % free, 4, 12, r"route 'a': server: cannot resolve 'nonexistent\.invalid:27960'"),
         ('listen_in_use', 'route a {\n    server 127.0.0.1:27960\n    listen 127.0.0.1:%d\n}\n'
          % busy_port, 3, 12, r"route 'a': cannot listen on 127\.0\.0\.1:%d: .*in use.*slipgate"
          % busy_port),
