@@ -124,9 +124,8 @@ static void fit_open_files(struct sg_app *app)
         return;
     if (rl.rlim_cur != RLIM_INFINITY && (int64_t)rl.rlim_cur < need) {
         struct rlimit want = rl;
-        want.rlim_cur = rl.rlim_max == RLIM_INFINITY || (int64_t)rl.rlim_max >= need
-                            ? (rlim_t)need
-                            : rl.rlim_max;
+        bool enough = rl.rlim_max == RLIM_INFINITY || (int64_t)rl.rlim_max >= need;
+        want.rlim_cur = enough ? (rlim_t)need : rl.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &want) == 0) {
             sg_log(&app->log, SG_LOG_INFO, NULL, 0,
                    "open files limit raised from %llu to %llu for the routes' max_sessions",

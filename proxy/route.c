@@ -475,12 +475,17 @@ static void on_sweep(uv_timer_t *t)
         warn_rate_limit(r, n, NULL);
     if ((n = warn_flush(&r->warn_evicted, now)))
         warn_evicted(r, n);
+    if ((n = warn_flush(&r->warn_no_socket, now)))
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0,
+               "cannot open sockets towards the server: %llu new client(s) refused since the "
+               "last report (drops.no_socket)",
+               (unsigned long long)n);
 }
 
 static uint64_t sweep_interval(const struct sg_route_conf *rc)
 {
     int64_t t = rc->handshake_timeout_ms < rc->idle_timeout_ms ? rc->handshake_timeout_ms
-                                                                : rc->idle_timeout_ms;
+                                                               : rc->idle_timeout_ms;
     uint64_t iv = (uint64_t)t / 4;
     return iv < 50 ? 50 : iv > 1000 ? 1000 : iv;
 }

@@ -526,8 +526,7 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
             sg_log(&app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
                    "cannot open a socket towards the server for %s: %s (%llu new client(s) "
                    "refused for this since the last report; repeated at most every %d s)%s",
-                   s->sum.client, strerror(-err), (unsigned long long)n,
-                   SG_WARN_INTERVAL_MS / 1000,
+                   s->sum.client, strerror(-err), (unsigned long long)n, SG_WARN_INTERVAL_MS / 1000,
                    err == -EMFILE || err == -ENFILE ? "; raise the open files limit (ulimit -n)"
                                                     : "");
         s->closing = true;
@@ -553,6 +552,7 @@ void sg_session_close(struct sg_session *s, const char *reason)
 {
     struct sg_route *r = s->route;
     const struct sg_counters *c = &s->sum.counters;
+    bool quiet;
 
     if (s->closing)
         return;
@@ -587,12 +587,9 @@ void sg_session_close(struct sg_session *s, const char *reason)
     }
     /* Sessions the server never answered, ended for admission: a flood of
      * spoofed sources makes many; the route's rate-limited warning counts them. */
-    sg_log_at(&r->app->log,
-              s->stage == SG_STAGE_UNANSWERED && (strcmp(reason, "evicted") == 0 ||
-                                                  strcmp(reason, "handshake timeout") == 0)
-                  ? SG_LOG_DEBUG
-                  : SG_LOG_INFO,
-              r->conf.name, s->sum.id,
+    quiet = s->stage == SG_STAGE_UNANSWERED &&
+            (strcmp(reason, "evicted") == 0 || strcmp(reason, "handshake timeout") == 0);
+    sg_log_at(&r->app->log, quiet ? SG_LOG_DEBUG : SG_LOG_INFO, r->conf.name, s->sum.id,
               "session end reason=%s client=%s duration=%.1fs c2s=%llu/%lluB s2c=%llu/%lluB "
               "drops=%llu",
               reason, s->sum.client, (double)(s->sum.ended_ms - s->sum.started_ms) / 1000.0,
