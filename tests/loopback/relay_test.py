@@ -682,6 +682,29 @@ def case_nofile_raise(h):
           % (r.get('sessions_total'), drops(r)['no_socket']))
 
 
+def case_nofile_reload(h):
+    """A reload that raises max_sessions raises the open files limit too."""
+    srv = h.echo(V4)
+    opts = dict(new_sessions_per_source=1000, idle_timeout='60s')
+    px = h.proxy(config=route_block('nr', '127.0.0.1:$P0', srv.addr, max_sessions=10, **opts),
+                 preexec_fn=limit_nofile(64, 4096))
+    P = px.ports[0]
+    dest = (V4, P)
+    px.write_config(route_block('nr', '127.0.0.1:%d' % P, srv.addr, max_sessions=200, **opts))
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(r'configuration reloaded', 3.0, start=mark) is not None,
+          'no "configuration reloaded" line after SIGHUP')
+    clients = [h.client(V4) for _ in range(200)]
+    for i, c in enumerate(clients):
+        roundtrip(c, dest, b'c%d' % i, what='client %d of 200 after the reload: ' % i)
+    st = stop_ok(px)
+    r = stats_route(st, 'nr')
+    check(r.get('sessions_total') == 200 and drops(r)['no_socket'] == 0,
+          'stats: sessions_total %r, drops.no_socket %r; expected 200 and 0'
+          % (r.get('sessions_total'), drops(r)['no_socket']))
+
+
 def case_nofile_capped(h):
     """With soft = hard = 64 open files, max_sessions 200 cannot be reached:
     one warning at start, and the refused sessions' error is rate-limited."""
