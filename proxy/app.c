@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /*
@@ -87,6 +88,74 @@ static void stats_timer_start(struct sg_app *app)
     uv_timer_stop(&run->stats_timer);
     if (iv > 0 && !app->stopping)
         uv_timer_start(&run->stats_timer, on_stats_timer, iv, iv);
+}
+
+/* ---- open files ---- */
+
+/*
+ * Every session holds one descriptor (its upstream socket), two when its
+ * route records demos; each route a listener.  The rest of the process (the
+ * loop, signals, logs, --stats, pcap files, plugins) gets a margin.
+ */
+#define FD_MARGIN 32
+
+static int64_t route_fds_per_session(const struct sg_route *r)
+{
+    bool records = r->conf.record != NULL;
+
+    for (int i = 0; r->chain && i < r->chain->n && !records; i++)
+        records = strcmp(r->chain->f[i].fc->impl->name, "record") == 0;
+    return records ? 2 : 1;
+}
+
+/*
+ * Raise the soft RLIMIT_NOFILE to what the routes' max_sessions need (up to
+ * the hard limit), at start and after a reload; say once per route (per
+ * max_sessions value) when the limit keeps max_sessions out of reach.
+ */
+static void fit_open_files(struct sg_app *app)
+{
+    struct rlimit rl;
+    int64_t need = FD_MARGIN, room;
+
+    for (struct sg_route *r = app->routes; r; r = r->next)
+        need += 1 + r->conf.max_sessions * route_fds_per_session(r);
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    if (rl.rlim_cur != RLIM_INFINITY && (int64_t)rl.rlim_cur < need) {
+        struct rlimit want = rl;
+        bool enough = rl.rlim_max == RLIM_INFINITY || (int64_t)rl.rlim_max >= need;
+        want.rlim_cur = enough ? (rlim_t)need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0) {
+            sg_log(&app->log, SG_LOG_INFO, NULL, 0,
+                   "open files limit raised from %llu to %llu for the routes' max_sessions",
+                   (unsigned long long)rl.rlim_cur, (unsigned long long)want.rlim_cur);
+            rl = want;
+        }
+    }
+    if (rl.rlim_cur == RLIM_INFINITY)
+        return;
+
+    /* What is left after the margin goes to the routes in order. */
+    room = (int64_t)rl.rlim_cur - FD_MARGIN;
+    for (struct sg_route *r = app->routes; r; r = r->next) {
+        int64_t per = route_fds_per_session(r);
+        int64_t fit = room > 1 ? (room - 1) / per : 0;
+        room -= 1 + r->conf.max_sessions * per;
+        if (fit >= r->conf.max_sessions) {
+            r->nofile_warned_for = 0;
+            continue;
+        }
+        if (r->nofile_warned_for == r->conf.max_sessions)
+            continue;
+        r->nofile_warned_for = r->conf.max_sessions;
+        sg_log(&app->log, SG_LOG_WARN, r->conf.name, 0,
+               "max_sessions %lld cannot be reached: the open files limit (RLIMIT_NOFILE %llu, "
+               "hard limit %llu) leaves room for about %lld sessions on this route; raise it "
+               "(ulimit -n, systemd LimitNOFILE=) or lower max_sessions",
+               (long long)r->conf.max_sessions, (unsigned long long)rl.rlim_cur,
+               (unsigned long long)rl.rlim_max, (long long)(fit > 0 ? fit : 0));
+    }
 }
 
 /* ---- shutdown ---- */
@@ -199,6 +268,7 @@ static void reload(struct sg_app *app)
 
     sg_conf_destroy(app->conf);
     app->conf = conf;
+    fit_open_files(app);
     stats_timer_start(app);
     sg_log(&app->log, SG_LOG_INFO, NULL, 0, "configuration reloaded");
 }
@@ -379,6 +449,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         status = 1;
         stop(&run.app, "startup failed");
     } else {
+        fit_open_files(&run.app);
         sg_log(&run.app.log, SG_LOG_INFO, NULL, 0, "slipgate %s running (pid %d)", SG_VERSION,
                (int)getpid());
         stats_timer_start(&run.app);

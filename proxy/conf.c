@@ -65,6 +65,14 @@ static const struct sg_conf_directive route_directives[] = {
      .max = 7LL * 24 * 3600 * 1000,
      .argname = "DURATION",
      .help = "end a session after this long without traffic (default 60s)"},
+    {.name = "handshake_timeout",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_route_conf, handshake_timeout_ms),
+     .min = 100,
+     .max = 3600LL * 1000,
+     .argname = "DURATION",
+     .help = "end a session the server has not answered, or whose game handshake has not "
+             "completed, after this long; a full table ends such sessions first (default 5s)"},
     {.name = "max_sessions",
      .type = SG_CONF_INT,
      .offset = offsetof(struct sg_route_conf, max_sessions),
@@ -119,6 +127,7 @@ static void route_defaults(struct sg_route_conf *rc)
 {
     rc->protocol = SG_PROTO_AUTO;
     rc->idle_timeout_ms = 60000;
+    rc->handshake_timeout_ms = 5000;
     rc->max_sessions = 1024;
     rc->new_sessions_per_source = 10;
 }

@@ -36,6 +36,7 @@ struct sg_route_conf {
     char *server; /* ADDR */
     int protocol; /* enum sg_protocol */
     int64_t idle_timeout_ms;
+    int64_t handshake_timeout_ms; /* a session not yet established ends after this long */
     int64_t max_sessions;
     int64_t new_sessions_per_source; /* per second, per source IP */
     int64_t socket_buffer;           /* listener's SO_RCVBUF/SO_SNDBUF; 0 = the system's */

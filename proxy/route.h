@@ -48,6 +48,29 @@ struct sg_session_summary {
     char demo[256];               /* the last demo file */
 };
 
+/*
+ * How far a session has come in proving it is a real player (admission).
+ * UNANSWERED: the server never answered it.  ANSWERED: it did, but the
+ * codec does not yet say the game's handshake completed.  ESTABLISHED:
+ * the server answered and (when a codec with an `established` hook decodes
+ * it) the handshake completed; for good.  Sessions short of ESTABLISHED end
+ * after handshake_timeout and, when the table is full, make room for a
+ * newcomer: UNANSWERED ones first, then ANSWERED ones, oldest first.
+ */
+enum sg_session_stage {
+    SG_STAGE_UNANSWERED,
+    SG_STAGE_ANSWERED,
+    SG_STAGE_ESTABLISHED,
+};
+
+/* A warning repeated at most once per SG_WARN_INTERVAL_MS, with a count. */
+#define SG_WARN_INTERVAL_MS 10000
+struct sg_warn_limit {
+    bool logged;      /* a warning went out */
+    uint64_t last_ms; /* uv_now() when it did */
+    uint64_t count;   /* events since then */
+};
+
 struct sg_session {
     struct sg_route *route;
     struct sg_session *hnext;       /* hash chain */
@@ -56,6 +79,9 @@ struct sg_session {
     struct sockaddr_storage server; /* the server this session talks to */
     struct sg_udp upstream; /* connected to `server` */
     uint64_t last_active;   /* uv_now() of the last datagram either way */
+    uint64_t created;       /* uv_now() when it started */
+    enum sg_session_stage stage;
+    struct sg_session *wprev, *wnext; /* the route's waiting list of its stage (not ESTABLISHED) */
     bool closing;
     bool refused_logged; /* the server's "port unreachable" was reported */
     bool nq_connecting;  /* the client sent a NetQuake connect request */
@@ -123,6 +149,10 @@ struct sg_route {
     struct sg_session *sessions;
     unsigned char hash_key[16];
 
+    /* Sessions not yet established, oldest first: [SG_STAGE_UNANSWERED] and
+     * [SG_STAGE_ANSWERED] (the ones a full table evicts). */
+    struct sg_session *waiting[2], *waiting_tail[2];
+
     /* Per-source new-session buckets (open addressing, bounded). */
     struct sg_rate_bucket *rates;
     size_t nrates;
@@ -130,9 +160,16 @@ struct sg_route {
     /* Counters and the summaries of ended sessions. */
     struct sg_counters counters;
     uint64_t sessions_total;
+    uint64_t sessions_evicted; /* ended for a newcomer when the table was full */
     struct sg_session_summary *ended;
     size_t nended, ended_cap;
     uint64_t ended_omitted;
+
+    /* Admission: rate-limited warnings, the one-time loop warning, and the
+     * max_sessions the descriptor limit was last found short for. */
+    struct sg_warn_limit warn_session_limit, warn_rate_limit, warn_no_socket, warn_evicted;
+    bool loop_logged;
+    int64_t nofile_warned_for;
 
     /* The listener's kernel drops (full receive buffer): since the route
      * opened, as last read, and when the last warning went out; and its
@@ -195,6 +232,9 @@ void sg_session_record_summary(const struct sg_session *s, const struct sg_chain
                                struct sg_session_summary *sum);
 
 /* Session table internals shared by route.c and session.c. */
+void sg_route__session_stage(struct sg_route *r, struct sg_session *s, enum sg_session_stage st);
+/* Count one event of `w`; returns the events to report now (0: stay quiet). */
+uint64_t sg_route__warn_count(struct sg_warn_limit *w, uint64_t now);
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s);
 void sg_route__session_remove(struct sg_route *r, struct sg_session *s);
 void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary *sum);

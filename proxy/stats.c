@@ -112,10 +112,11 @@ static void json_route(FILE *f, const struct sg_route *r, bool retired)
     json_string(f, r->conf.server);
     fprintf(f,
             ", \"protocol\": \"%s\", \"retired\": %s, \"sessions_total\": %llu, "
-            "\"sessions_active\": %zu, \"sessions_omitted\": %llu,\n      \"counters\": ",
+            "\"sessions_active\": %zu, \"sessions_omitted\": %llu, \"sessions_evicted\": %llu,"
+            "\n      \"counters\": ",
             sg_protocol_names[r->conf.protocol], retired ? "true" : "false",
             (unsigned long long)r->sessions_total, r->nsessions,
-            (unsigned long long)r->ended_omitted);
+            (unsigned long long)r->ended_omitted, (unsigned long long)r->sessions_evicted);
     json_counters(f, &r->counters);
     fprintf(f, ",\n      \"listener\": {\"rcvbuf\": %d, \"sndbuf\": %d, \"kernel_drops\": %llu}",
             r->rcvbuf, r->sndbuf, (unsigned long long)r->kernel_drops);

@@ -13,6 +13,7 @@ import collections
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -451,6 +452,318 @@ def case_rate_cap(h):
           % d['session_limit'])
     print('%d of 10 sessions in the first burst (%.1f ms), rate_limit drops %d'
           % (len(ok), burst * 1000, d['rate_limit']))
+
+
+# ------------------------------------------------------------- admission
+
+def wait_starts(px, n, mark, timeout, what):
+    """Wait until `n` "session start" lines follow log index `mark`."""
+    deadline = time.monotonic() + timeout
+    for _ in range(int(timeout / 0.02) + 1):
+        if len(px.session_starts(mark)) >= n or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    got = len(px.session_starts(mark))
+    check(got >= n, '%s: %d "session start" lines within %.1f s, expected %d'
+          % (what, got, timeout, n))
+
+
+def ended_reasons(route):
+    """{client port: [end_reason or None, ...]} of a stats route's sessions."""
+    out = collections.defaultdict(list)
+    for s in route.get('sessions') or []:
+        out[parse_hostport(s['client'])[1]].append(s.get('end_reason'))
+    return out
+
+
+def case_flood_evicts(h):
+    """A full table of sessions the server never answered makes room for a
+    real new player; established sessions are never evicted."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('fl', '127.0.0.1:$P0', srv.addr, max_sessions=20,
+                                    new_sessions_per_source=1000, idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    players = [h.client(V4) for _ in range(3)]
+    for i, c in enumerate(players):
+        roundtrip(c, dest, b'player-%d' % i, what='player %d: ' % i)
+    # A flood the server does not answer (1-byte junk), from 40 sources.
+    srv.echo = False
+    mark = px.log_mark()
+    flood = [h.client(V4) for _ in range(40)]
+    for c in flood:
+        c.send(b'\x01', dest)
+    wait_starts(px, 17, mark, 2.0, 'flood')
+    time.sleep(0.3)
+    check(len(srv.snapshot()) >= 3 + 17, 'the server saw %d datagrams, expected at least 20'
+          % len(srv.snapshot()))
+    # A real new player gets in at once, and the players keep their sessions.
+    srv.echo = True
+    newbie = h.client(V4)
+    roundtrip(newbie, dest, b'newcomer', what='new player with a full table: ')
+    for i, c in enumerate(players):
+        roundtrip(c, dest, b'player-%d-again' % i, what='player %d after the flood: ' % i)
+    warned = px.count_log(r'(?i)warn\b.*\[fl\].*session table full.*were ended \(reason=evicted\)')
+    check(warned == 1, 'expected one (rate-limited) "session table full ... evicted" warning, '
+          'got %d' % warned)
+    st = stop_ok(px)
+    r = stats_route(st, 'fl')
+    reasons = ended_reasons(r)
+    for c in players + [newbie]:
+        check(reasons[c.port] in ([None], ['shutdown']), 'client %d (answered) ended with %r'
+              % (c.port, reasons[c.port]))
+    evicted = [c.port for c in flood if reasons[c.port] == ['evicted']]
+    check(r.get('sessions_total') == 44, 'stats: sessions_total %r, expected 44'
+          % r.get('sessions_total'))
+    check(len(evicted) == 24 and r.get('sessions_evicted') == 24,
+          'expected 24 flood sessions evicted (44 sessions, 20 slots); stats says '
+          'sessions_evicted %r, %d sessions ended evicted'
+          % (r.get('sessions_evicted'), len(evicted)))
+    check(evicted == [c.port for c in flood[:24]], 'the oldest flood sessions should go first')
+    check(drops(r)['session_limit'] == 0, 'stats: drops.session_limit %r, expected 0'
+          % drops(r)['session_limit'])
+
+
+def case_handshake_timeout(h):
+    """A session the server never answered ends after handshake_timeout;
+    an answered one lives on (idle_timeout)."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('hs', '127.0.0.1:$P0', srv.addr, handshake_timeout='1s',
+                                    idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    player, silent = h.client(V4), h.client(V4)
+    roundtrip(player, dest, b'hello')
+    srv.echo = False
+    silent.send(b'anyone?', dest)
+    t0 = time.monotonic()
+    time.sleep(2.2)
+    srv.echo = True
+    roundtrip(player, dest, b'still here', what='answered session after 2.2 s: ')
+    check(time.monotonic() - t0 < 3.0, 'the test took too long to be meaningful')
+    st = stop_ok(px)
+    r = stats_route(st, 'hs')
+    check(r.get('sessions_total') == 2, 'stats: sessions_total %r, expected 2 (the player kept '
+          'its session)' % r.get('sessions_total'))
+    s = session_for(r, silent.port)
+    check(len(s) == 1 and s[0].get('end_reason') == 'handshake timeout',
+          'the unanswered session: %r, expected one ended with "handshake timeout"' % s)
+    dt = (s[0]['ended_ms'] - s[0]['started_ms']) / 1000.0
+    check(0.9 <= dt <= 1.8, 'the unanswered session lasted %.2f s, expected about 1 s' % dt)
+    p = session_for(r, player.port)
+    check(len(p) == 1 and p[0].get('end_reason') in (None, 'shutdown'),
+          'the answered session: %r' % p)
+
+
+OOB = b'\xff\xff\xff\xff'
+
+
+def case_q3_established(h):
+    """Quake 3 route: an answer alone does not establish a session, the
+    handshake does (connectResponse, then the client's sequenced traffic).
+    A full table evicts sessions the server never answered before those it
+    answered."""
+    srv = h.echo(V4, tag=OOB)  # every answer is connectionless: OOB + what came
+    px = h.proxy(config=route_block('q3', '127.0.0.1:$P0', srv.addr, protocol='q3',
+                                    max_sessions=4, new_sessions_per_source=1000,
+                                    handshake_timeout='1500ms', idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    # Answered, not in game: a status query.
+    query = h.client(V4)
+    roundtrip(query, dest, OOB + b'getstatus', server_tag=OOB, what='status query: ')
+    # Three the server does not answer fill the table.
+    srv.echo = False
+    mark = px.log_mark()
+    flood = [h.client(V4) for _ in range(3)]
+    for c in flood:
+        c.send(OOB + b'getinfo', dest)
+    wait_starts(px, 3, mark, 2.0, 'unanswered sessions')
+    time.sleep(0.1)
+    srv.echo = True
+    # A newcomer takes the oldest unanswered session's place.
+    newbie = h.client(V4)
+    roundtrip(newbie, dest, OOB + b'getinfo', server_tag=OOB, what='newcomer: ')
+    # A player: the server's connectResponse, then its sequenced datagrams.
+    player = h.client(V4)
+    roundtrip(player, dest, b'connectResponse', server_tag=OOB, what='connect: ')
+    roundtrip(player, dest, struct.pack('<IH', 1, 1234) + b'move', server_tag=OOB,
+              what='first move: ')
+    time.sleep(2.0)
+    roundtrip(player, dest, struct.pack('<IH', 2, 1234) + b'move', server_tag=OOB,
+              what='player after 2 s: ')
+    st = stop_ok(px)
+    r = stats_route(st, 'q3')
+    reasons = ended_reasons(r)
+    want = {query.port: ['handshake timeout'], flood[0].port: ['evicted'],
+            flood[1].port: ['evicted'], flood[2].port: ['handshake timeout'],
+            newbie.port: ['handshake timeout']}
+    got = {p: reasons[p] for p in want}
+    check(got == want, 'end reasons %s, expected %s' % (got, want))
+    check(reasons[player.port] in ([None], ['shutdown']),
+          'the player in game ended with %r' % reasons[player.port])
+    check(r.get('sessions_total') == 6, 'stats: sessions_total %r, expected 6'
+          % r.get('sessions_total'))
+
+
+def case_session_limit_warning(h):
+    """A table full of established sessions refuses newcomers, and says so
+    again (with a count) while it lasts, at most every 10 s."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('lim', '127.0.0.1:$P0', srv.addr, max_sessions=2,
+                                    new_sessions_per_source=1000, idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    players = [h.client(V4) for _ in range(2)]
+    for i, c in enumerate(players):
+        roundtrip(c, dest, b'p%d' % i)
+    rx = r'(?i)warn\b.*\[lim\].*session limit \(2\) reached'
+    count = r'(?i)warn\b.*\[lim\].*session limit \(2\) reached.*?(\d+) datagram'
+    late = [h.client(V4) for _ in range(10)]
+    late[0].send(b'x', dest)
+    hit = px.wait_for_log(rx, 2.0)
+    check(hit is not None, 'no "session limit (2) reached" warning')
+    mark = px.log_mark()
+    for c in late[1:]:
+        c.send(b'x', dest)
+    for c in late:
+        expect_silence(c, 0.05, 'client over max_sessions 2')
+    check(px.count_log(rx, mark) == 0, 'the warning was repeated at once (not rate-limited)')
+    hit = px.wait_for_log(rx, 13.0, start=mark)
+    check(hit is not None, 'the session limit warning was not repeated while it lasted')
+    hit = px.wait_for_log(count, 0.0, start=mark)
+    check(hit is not None and hit[1].group(1) == '9', 'the repeated warning does not count the '
+          '9 datagrams refused since the first: %r' % (hit and hit[1].string))
+    for i, c in enumerate(players):
+        roundtrip(c, dest, b'p%d-again' % i)
+    st = stop_ok(px)
+    check(drops(stats_route(st, 'lim'))['session_limit'] == 10, 'stats: drops.session_limit '
+          '%r, expected 10' % drops(stats_route(st, 'lim'))['session_limit'])
+
+
+def case_rate_warning(h):
+    """Datagrams refused by new_sessions_per_source: counted per route in
+    --stats and reported by one rate-limited warning."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('rw', '127.0.0.1:$P0', srv.addr, max_sessions=1000,
+                                    new_sessions_per_source=3, idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    clients = [h.client(V4) for _ in range(10)]
+    for c in clients:
+        c.send(b'x', dest)
+    ok = sum(1 for c in clients if c.recv_one(0.3) is not None)
+    rx = r'(?i)warn\b.*\[rw\].*new-session rate limit \(3 per second per source\)'
+    check(px.wait_for_log(rx, 1.0) is not None, 'no rate limit warning')
+    check(px.count_log(rx) == 1, '%d rate limit warnings, expected 1 (rate-limited)'
+          % px.count_log(rx))
+    st = stop_ok(px)
+    d = drops(stats_route(st, 'rw'))
+    check(d['rate_limit'] == 10 - ok and ok < 10, 'stats: drops.rate_limit %r, %d sessions '
+          'opened of 10' % (d['rate_limit'], ok))
+
+
+def limit_nofile(soft, hard):
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def case_nofile_raise(h):
+    """Started with a soft limit of 64 open files (hard 4096), slipgate
+    raises it so that max_sessions 200 sessions open."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('nf', '127.0.0.1:$P0', srv.addr, max_sessions=200,
+                                    new_sessions_per_source=1000, idle_timeout='60s'),
+                 preexec_fn=limit_nofile(64, 4096))
+    dest = (V4, px.ports[0])
+    clients = [h.client(V4) for _ in range(200)]
+    for i, c in enumerate(clients):
+        roundtrip(c, dest, b'c%d' % i, what='client %d of 200: ' % i)
+    check(px.count_log(r'cannot open a socket') == 0, 'socket errors logged')
+    check(px.count_log(r'cannot be reached') == 0, 'a max_sessions warning with a hard limit '
+          'of 4096')
+    st = stop_ok(px)
+    r = stats_route(st, 'nf')
+    check(r.get('sessions_total') == 200 and drops(r)['no_socket'] == 0,
+          'stats: sessions_total %r, drops.no_socket %r; expected 200 and 0'
+          % (r.get('sessions_total'), drops(r)['no_socket']))
+
+
+def case_nofile_reload(h):
+    """A reload that raises max_sessions raises the open files limit too."""
+    srv = h.echo(V4)
+    opts = dict(new_sessions_per_source=1000, idle_timeout='60s')
+    px = h.proxy(config=route_block('nr', '127.0.0.1:$P0', srv.addr, max_sessions=10, **opts),
+                 preexec_fn=limit_nofile(64, 4096))
+    P = px.ports[0]
+    dest = (V4, P)
+    px.write_config(route_block('nr', '127.0.0.1:%d' % P, srv.addr, max_sessions=200, **opts))
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(r'configuration reloaded', 3.0, start=mark) is not None,
+          'no "configuration reloaded" line after SIGHUP')
+    clients = [h.client(V4) for _ in range(200)]
+    for i, c in enumerate(clients):
+        roundtrip(c, dest, b'c%d' % i, what='client %d of 200 after the reload: ' % i)
+    st = stop_ok(px)
+    r = stats_route(st, 'nr')
+    check(r.get('sessions_total') == 200 and drops(r)['no_socket'] == 0,
+          'stats: sessions_total %r, drops.no_socket %r; expected 200 and 0'
+          % (r.get('sessions_total'), drops(r)['no_socket']))
+
+
+def case_nofile_capped(h):
+    """With soft = hard = 64 open files, max_sessions 200 cannot be reached:
+    one warning at start, and the refused sessions' error is rate-limited."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('nc', '127.0.0.1:$P0', srv.addr, max_sessions=200,
+                                    new_sessions_per_source=1000, idle_timeout='60s'),
+                 preexec_fn=limit_nofile(64, 64))
+    dest = (V4, px.ports[0])
+    warn = r'(?i)warn\b.*\[nc\].*max_sessions 200 cannot be reached'
+    check(px.wait_for_log(warn, 2.0) is not None, 'no "max_sessions 200 cannot be reached" '
+          'warning at start')
+    clients = [h.client(V4) for _ in range(150)]
+    for c in clients:
+        c.send(b'y', dest)
+    answered = 0
+    for c in clients:
+        answered += c.recv_one(0.05) is not None
+    for c in clients[:50]:
+        c.send(b'z', dest)
+    time.sleep(0.3)
+    errors = px.count_log(r'(?i)error\b.*cannot open a socket towards the server')
+    check(1 <= errors <= 2, '%d "cannot open a socket" errors, expected 1 or 2 (rate-limited)'
+          % errors)
+    check(px.count_log(warn) == 1, 'the start warning was repeated')
+    st = stop_ok(px)
+    r = stats_route(st, 'nc')
+    check(10 <= r.get('sessions_total') < 64, 'stats: sessions_total %r' % r.get('sessions_total'))
+    check(r.get('sessions_total') == answered, '%d clients answered, %r sessions'
+          % (answered, r.get('sessions_total')))
+    check(drops(r)['no_socket'] >= 150 - answered, 'stats: drops.no_socket %r, expected at '
+          'least %d' % (drops(r)['no_socket'], 150 - answered))
+
+
+def case_loop_source(h):
+    """A datagram to the listener from a configured server's own address
+    opens no session (it would relay to itself forever)."""
+    srv = h.echo(V4)
+    srv2 = h.echo(V4, tag=b'TWO')
+    px = h.proxy(config=route_block('lp', '127.0.0.1:$P0', srv.addr, idle_timeout='60s')
+                 + route_block('other', '127.0.0.1:$P1', srv2.addr), routes=2)
+    dest = (V4, px.ports[0])
+    srv.sock.sendto(b'loop?', dest)   # this route's server
+    srv2.sock.sendto(b'loop?', dest)  # another route's server
+    srv.sock.sendto(b'loop?', dest)
+    time.sleep(1.0)
+    check(len(srv.snapshot()) == 0 and len(srv2.snapshot()) == 0,
+          'the servers received %d and %d datagrams from slipgate'
+          % (len(srv.snapshot()), len(srv2.snapshot())))
+    rx = r'(?i)warn\b.*\[lp\].*datagram from 127\.0\.0\.1:%d.*no session is opened' % srv.port
+    check(px.count_log(rx) == 1, 'expected one "no session is opened" warning naming the '
+          'server, got %d' % px.count_log(rx))
+    c = h.client(V4)
+    roundtrip(c, dest, b'a real client')
+    st = stop_ok(px)
+    r = stats_route(st, 'lp')
+    check(drops(r).get('loop') == 3, 'stats: drops.loop %r, expected 3' % drops(r).get('loop'))
+    check(r.get('sessions_total') == 1, 'stats: sessions_total %r, expected 1'
+          % r.get('sessions_total'))
 
 
 # ---------------------------------------------------------------- stats
