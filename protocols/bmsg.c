@@ -170,6 +170,13 @@ size_t sg_bmsg_read_string(struct sg_bmsg_reader *r, char *out, size_t cap, unsi
     size_t avail = r->end - r->pos, max, n;
     enum sg_bmsg_str_end how;
 
+    if (r->overflowed && cap > 0) {
+        /* a failed reader reads nothing more: the end, as for any read */
+        out[0] = '\0';
+        if (end)
+            *end = SG_BMSG_STR_END;
+        return 0;
+    }
     if (cap == 0) {
         if (end)
             *end = SG_BMSG_STR_CUT;

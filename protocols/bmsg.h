@@ -336,7 +336,8 @@ enum sg_bmsg_str_end {
  * the bytes are kept but the reader is marked.  Returns the bytes stored;
  * `*end` (may be NULL) says which case it was.  Bytes 1..255 other than
  * the terminators are stored as they came.  cap == 0 reads nothing
- * (returns 0, SG_BMSG_STR_CUT).
+ * (returns 0, SG_BMSG_STR_CUT); a reader already marked reads nothing
+ * either (returns 0, SG_BMSG_STR_END).
  */
 size_t sg_bmsg_read_string(struct sg_bmsg_reader *r, char *out, size_t cap, unsigned flags,
                            enum sg_bmsg_str_end *end);

@@ -485,6 +485,17 @@ static void case_strings(void)
         CHECK(sg_bmsg_read_string(&r, NULL, 0, 0, &end) == 0 && end == SG_BMSG_STR_CUT);
         CHECK(r.pos == 0 && !r.overflowed);
     }
+    /* a failed reader gives the end, even to a string it could "cut" */
+    {
+        struct sg_bmsg_reader r;
+        enum sg_bmsg_str_end end;
+        char s1[1] = {'x'};
+
+        sg_bmsg_reader_init(&r, "abc\0", 4);
+        CHECK(sg_bmsg_read_u32(&r) == 0x00636261 && sg_bmsg_read_u8(&r) == -1);
+        CHECK(sg_bmsg_read_string(&r, s1, sizeof(s1), 0, &end) == 0 && end == SG_BMSG_STR_END);
+        CHECK(s1[0] == '\0' && r.overflowed && r.pos == 4);
+    }
     /* the games' 2048-byte buffer: a 3000-byte string is read in two */
     {
         uint8_t *big = malloc(3001);
