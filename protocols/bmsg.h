@@ -155,12 +155,13 @@ static inline void sg_bmsg_reader_fail(struct sg_bmsg_reader *r)
     r->overflowed = true;
 }
 
-/* The next `n` bytes (consumed), or NULL and the reader marked. */
+/* The next `n` bytes (consumed), or NULL and the reader marked (also for
+ * n == 0 on a reader already marked: every read fails after a failure). */
 static inline const uint8_t *sg_bmsg_take(struct sg_bmsg_reader *r, size_t n)
 {
     const uint8_t *p;
 
-    if (r->end - r->pos < n) {
+    if (r->end - r->pos < n || (n == 0 && r->overflowed)) {
         sg_bmsg_reader_fail(r);
         return NULL;
     }

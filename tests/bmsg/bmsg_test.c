@@ -82,6 +82,8 @@ static void case_ints(void)
     CHECK(sg_bmsg_read_float(&r) == -1.0f);
     CHECK(sg_bmsg_read_data(&r, data, 1) == SG_E_OVERFLOW);
     CHECK(sg_bmsg_skip(&r, 1) == SG_E_OVERFLOW);
+    CHECK(sg_bmsg_read_data(&r, data, 0) == SG_E_OVERFLOW); /* even nothing */
+    CHECK(sg_bmsg_take(&r, 0) == NULL);
     CHECK_EQ(r.pos, sizeof(want));
 
     /* a reader over nothing */

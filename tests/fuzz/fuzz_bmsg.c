@@ -190,7 +190,7 @@ static void fuzz_info(const uint8_t *data, size_t size)
     for (size_t i = 0; i < size && len < 400; i++)
         if (data[i]) /* no NUL inside an info string */
             s[len++] = (char)data[i];
-    copy = malloc(len + 1);
+    copy = malloc(cap);
     FUZZ_CHECK(copy != NULL);
     memcpy(copy, s, len);
 
