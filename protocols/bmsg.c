@@ -8,7 +8,7 @@
 const char *sg_bmsg_num_name(enum sg_bmsg_num kind)
 {
     static const char *const names[SG_BMSG_NUM_COUNT] = {
-        "u8",      "s8",          "u16",    "s16",     "s32",         "float", "coord16",
+        "u8",      "s8",      "u16",         "s16",    "s32",     "float",       "coord16",
         "coord24", "coord32", "coord_float", "angle8", "angle16", "angle_float",
     };
 

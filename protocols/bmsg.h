@@ -105,13 +105,13 @@ struct sg_bmsg_sizes {
 #define SG_BMSG_SIZES_CLASSIC ((struct sg_bmsg_sizes){SG_BMSG_COORD16, SG_BMSG_ANGLE8})
 
 /* RMQ (999) protocol flags, as in serverinfo's second long. */
-#define SG_BMSG_PRFL_SHORTANGLE  0x02u
-#define SG_BMSG_PRFL_FLOATANGLE  0x04u
-#define SG_BMSG_PRFL_24BITCOORD  0x08u
-#define SG_BMSG_PRFL_FLOATCOORD  0x10u
-#define SG_BMSG_PRFL_INT32COORD  0x80u
+#define SG_BMSG_PRFL_SHORTANGLE 0x02u
+#define SG_BMSG_PRFL_FLOATANGLE 0x04u
+#define SG_BMSG_PRFL_24BITCOORD 0x08u
+#define SG_BMSG_PRFL_FLOATCOORD 0x10u
+#define SG_BMSG_PRFL_INT32COORD 0x80u
 /* FTE_PEXT_FLOATCOORDS (QuakeWorld serverdata, FTE extension bits). */
-#define SG_BMSG_FTE_FLOATCOORDS  0x8000u
+#define SG_BMSG_FTE_FLOATCOORDS 0x8000u
 
 /* NetQuake by RMQ flags (0 for 15 and 666): float coords win over int32,
  * int32 over 24-bit; float angles over short ones (QuakeSpasm common.c). */

@@ -30,8 +30,8 @@ struct bench {
     size_t len;
     uint8_t *ops; /* kinds, or STRING_OP */
     size_t nops, cap_ops;
-    uint32_t *msg_end;   /* end offset of each message */
-    uint32_t *msg_ops;   /* first op of each message */
+    uint32_t *msg_end; /* end offset of each message */
+    uint32_t *msg_ops; /* first op of each message */
     size_t nmsgs;
 };
 
@@ -188,8 +188,7 @@ int main(int argc, char **argv)
         reps++;
     }
     printf("read: best %.0f MB/s (%.0f M fields/s) over %zu passes; checksum %llx\n", best,
-           best * 1e6 / ((double)b.len / (double)b.nops) / 1e6, reps,
-           (unsigned long long)sum);
+           best * 1e6 / ((double)b.len / (double)b.nops) / 1e6, reps, (unsigned long long)sum);
     if (bad) {
         printf("bmsg_bench: %zu messages did not read back cleanly\n", bad);
         return 1;

@@ -97,10 +97,9 @@ static void case_ints(void)
 /* ---- numbers: sizes, values, bit-exact round trips ---- */
 
 static const enum sg_bmsg_num all_kinds[] = {
-    SG_BMSG_U8,      SG_BMSG_S8,      SG_BMSG_U16,         SG_BMSG_S16,
-    SG_BMSG_S32,     SG_BMSG_FLOAT,   SG_BMSG_COORD16,     SG_BMSG_COORD24,
-    SG_BMSG_COORD32, SG_BMSG_COORD_FLOAT, SG_BMSG_ANGLE8,  SG_BMSG_ANGLE16,
-    SG_BMSG_ANGLE_FLOAT,
+    SG_BMSG_U8,     SG_BMSG_S8,      SG_BMSG_U16,         SG_BMSG_S16,     SG_BMSG_S32,
+    SG_BMSG_FLOAT,  SG_BMSG_COORD16, SG_BMSG_COORD24,     SG_BMSG_COORD32, SG_BMSG_COORD_FLOAT,
+    SG_BMSG_ANGLE8, SG_BMSG_ANGLE16, SG_BMSG_ANGLE_FLOAT,
 };
 #define NKINDS (sizeof(all_kinds) / sizeof(all_kinds[0]))
 
@@ -230,10 +229,9 @@ static void case_num_values(void)
 
         for (int i = 0; i < 20000; i++) {
             uint32_t u = unit_rng(&rng) ^ (unit_rng(&rng) << 16);
-            static const enum sg_bmsg_num exact[] = {SG_BMSG_U8,      SG_BMSG_S8,
-                                                     SG_BMSG_U16,     SG_BMSG_S16,
-                                                     SG_BMSG_COORD16, SG_BMSG_ANGLE8,
-                                                     SG_BMSG_ANGLE16, SG_BMSG_FLOAT};
+            static const enum sg_bmsg_num exact[] = {
+                SG_BMSG_U8,      SG_BMSG_S8,     SG_BMSG_U16,     SG_BMSG_S16,
+                SG_BMSG_COORD16, SG_BMSG_ANGLE8, SG_BMSG_ANGLE16, SG_BMSG_FLOAT};
 
             for (size_t k = 0; k < sizeof(exact) / sizeof(exact[0]); k++) {
                 uint32_t raw = u & size_mask(sg_bmsg_num_size(exact[k]));
@@ -434,7 +432,7 @@ static void string_roundtrip(const uint8_t *in, size_t n, size_t cap, unsigned f
     char s[64];
     struct sg_bmsg_reader r;
     struct sg_bmsg_writer w;
-    enum sg_bmsg_str_end end = (enum sg_bmsg_str_end)-1;
+    enum sg_bmsg_str_end end = (enum sg_bmsg_str_end)99; /* none */
     size_t len;
 
     sg_bmsg_reader_init(&r, copy, n);
@@ -640,6 +638,9 @@ static void case_nq_demo(void)
  * the reader, written again identically; the FTE bits select float
  * coordinates.
  */
+/* OOB header and S2C_CHALLENGE */
+static const uint8_t CHALLENGE[5] = {0xff, 0xff, 0xff, 0xff, 'c'};
+
 struct qw_found {
     int challenges;
 };
@@ -657,7 +658,7 @@ static int qw_datagram(const struct pcap_udp *u, void *arg)
     int pairs = 0;
 
     if (u->sport != 27500 || u->len < 6 || u->len > sizeof(out) ||
-        memcmp(u->data, "\xff\xff\xff\xff" "c", 5) != 0)
+        memcmp(u->data, CHALLENGE, 5) != 0)
         return 0;
     sg_bmsg_reader_init(&r, u->data, u->len);
     sg_bmsg_writer_init(&w, out, sizeof(out));

@@ -88,8 +88,8 @@ static void expect_set(const char *in, size_t cap, const char *key, const char *
     memcpy(buf, in, len + 1);
     r = sg_info_set(buf, &len, cap, key, strlen(key), value, strlen(value));
     CHECKF(r == ret, "set %s=%s in \"%s\": %d, want %d", key, value, in, r, ret);
-    CHECKF(len == strlen(want) && memcmp(buf, want, len) == 0, "set %s=%s in \"%s\": \"%.*s\"",
-           key, value, in, (int)len, buf);
+    CHECKF(len == strlen(want) && memcmp(buf, want, len) == 0, "set %s=%s in \"%s\": \"%.*s\"", key,
+           value, in, (int)len, buf);
     if (r == 1)
         CHECK(buf[len] == '\0');
     /* nothing written past the limit */
@@ -203,13 +203,18 @@ struct qw_info {
     int connects, statuses;
 };
 
+static int is_oob(const char *d)
+{
+    return memcmp(d, "\xff\xff\xff\xff", 4) == 0;
+}
+
 static int qw_datagram(const struct pcap_udp *u, void *arg)
 {
     struct qw_info *found = arg;
     const char *d = (const char *)u->data, *v;
     size_t n;
 
-    if (u->len > 12 && memcmp(d, "\xff\xff\xff\xff" "connect ", 12) == 0) {
+    if (u->len > 12 && is_oob(d) && memcmp(d + 4, "connect ", 8) == 0) {
         const char *q = memchr(d, '"', u->len), *q2;
         char buf[SG_INFO_QW_USER];
         size_t len;
@@ -234,7 +239,7 @@ static int qw_datagram(const struct pcap_udp *u, void *arg)
         CHECK(sg_info_set(buf, &len, sizeof(buf), S("name"), S("peers")) == 1);
         CHECK(len == (size_t)(q2 - q - 1) && memcmp(buf, q + 1, len) == 0);
         found->connects++;
-    } else if (u->sport == 27500 && u->len > 5 && memcmp(d, "\xff\xff\xff\xff" "n", 5) == 0) {
+    } else if (u->sport == 27500 && u->len > 5 && is_oob(d) && d[4] == 'n') {
         /* serverinfo up to the first newline */
         const char *s = d + 5, *nl = memchr(s, '\n', u->len - 5);
 

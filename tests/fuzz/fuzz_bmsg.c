@@ -42,12 +42,12 @@
 #define MAX_OPS 8192
 
 struct item {
-    uint8_t op;        /* as in the program (op & 15 decides) */
-    uint8_t str_end;   /* strings: enum sg_bmsg_str_end */
-    unsigned flags;    /* strings: the flags they were read with */
-    size_t cap;        /* strings: the cap they were read with */
-    uint32_t raw;      /* numbers, be16/be32 */
-    size_t off, n;     /* strings and data: bytes in the input */
+    uint8_t op;      /* as in the program (op & 15 decides) */
+    uint8_t str_end; /* strings: enum sg_bmsg_str_end */
+    unsigned flags;  /* strings: the flags they were read with */
+    size_t cap;      /* strings: the cap they were read with */
+    uint32_t raw;    /* numbers, be16/be32 */
+    size_t off, n;   /* strings and data: bytes in the input */
 };
 
 static const size_t caps[4] = {1, 3, 64, 2048};
@@ -94,7 +94,7 @@ static int run_op(struct sg_bmsg_reader *r, uint8_t op, struct item *it, char *s
         case SG_BMSG_STR_FF:
         case SG_BMSG_STR_NL:
             FUZZ_CHECK(r->pos == pos + n + 1 && !r->overflowed);
-            FUZZ_CHECK(r->data[pos + n] == (end == SG_BMSG_STR_NUL ? 0
+            FUZZ_CHECK(r->data[pos + n] == (end == SG_BMSG_STR_NUL  ? 0
                                             : end == SG_BMSG_STR_FF ? 0xff
                                                                     : '\n'));
             break;
@@ -166,8 +166,7 @@ static int write_items(struct sg_bmsg_writer *w, const struct item *items, size_
         if (kind <= 12)
             err = sg_bmsg_write_num(w, (enum sg_bmsg_num)kind, it->raw);
         else if (kind == 13)
-            err = sg_bmsg_write_string(w, data + it->off, it->n,
-                                       (enum sg_bmsg_str_end)it->str_end);
+            err = sg_bmsg_write_string(w, data + it->off, it->n, (enum sg_bmsg_str_end)it->str_end);
         else if (kind == 14)
             err = sg_bmsg_write_data(w, data + it->off, it->n);
         else if ((it->op >> 4) & 1)
@@ -273,8 +272,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int res = run_op(&r2, items[i].op, &again, s);
 
         FUZZ_CHECK(res == (i + 1 == nitems && last_end ? 2 : 0));
-        FUZZ_CHECK(again.raw == items[i].raw && again.off == items[i].off &&
-                   again.n == items[i].n);
+        FUZZ_CHECK(again.raw == items[i].raw && again.off == items[i].off && again.n == items[i].n);
         if ((items[i].op & 15) == 13)
             FUZZ_CHECK(again.str_end == items[i].str_end);
     }
