@@ -46,7 +46,7 @@
 enum sg_conf_type {
     SG_CONF_STRING,   /* char * (heap, owned by the object; NULL when unset) */
     SG_CONF_PATH,     /* char *, as STRING */
-    SG_CONF_ADDR,     /* char *, syntax-checked host:port */
+    SG_CONF_ADDR,     /* char *, syntax-checked host:port, port 1-65535 */
     SG_CONF_INT,      /* int64_t */
     SG_CONF_SIZE,     /* int64_t bytes, k/M/G suffixes (powers of 1024) */
     SG_CONF_DURATION, /* int64_t milliseconds */
@@ -114,6 +114,12 @@ struct sg_conf_directive {
      * from it, or a failed `open`, falls back to `child`.
      */
     const struct sg_conf_section *(*child_section)(void *child);
+    /*
+     * STRING/PATH/ADDR, optional: called after a value was stored into
+     * `obj`, with the argument it came from (line 0: the command line), so
+     * a later check can point at it.
+     */
+    void (*stored)(void *obj, const struct sg_conf_directive *d, const struct sg_conf_arg *arg);
 };
 
 /* A scope: the top level, or the inside of one kind of block. */

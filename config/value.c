@@ -8,7 +8,8 @@
  * DURATION digits [ms|s|m|h], bare = seconds  int64_t milliseconds
  * BOOL     yes/no on/off true/false 1/0, any case
  * ENUM     one of d->choices, any case        int index
- * STRING   any text; PATH any non-empty text; ADDR as sg_conf_split_addr()
+ * STRING   any text; PATH any non-empty text; ADDR as sg_conf_split_addr(),
+ *          and its port not 0
  *
  * Every rejected value is one diagnostic at the value's position saying
  * what the directive expects and what it got.
@@ -161,20 +162,25 @@ static bool valid_name(const char *h, size_t n)
     return n > 0;
 }
 
-/* The inside of [...]: hex digits, ':' and '.', at least one ':', then an optional %zone. */
+/* The inside of [...]: an IPv6 address (as inet_pton reads it), then an optional %zone. */
 static bool valid_v6(const char *h, size_t n)
 {
+    char text[INET6_ADDRSTRLEN];
+    struct in6_addr a6;
     size_t i = 0;
-    bool colon = false;
 
     for (; i < n && h[i] != '%'; i++) {
         if (!isxdigit((unsigned char)h[i]) && h[i] != ':' && h[i] != '.')
             return false;
-        colon |= h[i] == ':';
     }
     if (i < n && (i + 1 == n || !valid_name(h + i + 1, n - i - 1)))
         return false;
-    return colon;
+    /* Only the characters were checked: "[:::::]" must not pass. */
+    if (i >= sizeof(text))
+        return false;
+    memcpy(text, h, i);
+    text[i] = '\0';
+    return inet_pton(AF_INET6, text, &a6) == 1;
 }
 
 /* A decimal port, 0-65535. */
@@ -353,6 +359,9 @@ static int check_addr(const struct sg_conf_directive *d, const struct sg_conf_ar
     const char *last = strrchr(s, ':');
     int rc = sg_conf_split_addr(s, host, sizeof(host), port, sizeof(port));
 
+    /* Port 0 would be whatever port the kernel picks: nobody could reach it or send to it. */
+    if (rc == 0 && strspn(port, "0") == strlen(port))
+        return BAD("expects a port between 1 and 65535, got '%s' (port 0)", got);
     if (rc == 0)
         return 0;
 
@@ -371,7 +380,7 @@ static int check_addr(const struct sg_conf_directive *d, const struct sg_conf_ar
         else
             snprintf(hint, sizeof(hint), "; put an IPv6 address in brackets, as in [::1]:27960");
     } else if (rc == -ERANGE) {
-        snprintf(hint, sizeof(hint), "; the port must be between 0 and 65535");
+        snprintf(hint, sizeof(hint), "; the port must be between 1 and 65535");
     } else if (rc == -ENOSPC) {
         snprintf(hint, sizeof(hint), "; the host name is too long");
     }
@@ -446,5 +455,8 @@ int sg_conf__set_value(const struct sg_conf_directive *d, void *obj, const struc
     }
     if (rc < 0 || !slot)
         return rc;
-    return store_string(slot, arg->text, file, arg->line, arg->col, diag);
+    rc = store_string(slot, arg->text, file, arg->line, arg->col, diag);
+    if (rc == 0 && d->stored)
+        d->stored(obj, d, arg);
+    return rc;
 }

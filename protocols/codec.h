@@ -232,6 +232,16 @@ struct sg_codec {
     /* Counters and the first error's description. */
     const struct sg_codec_stats *(*stats)(void *state);
     const char *(*describe)(void *state); /* "ioquake3 71, challenge 0x..., qport 1234" */
+
+    /*
+     * Has the game's handshake completed, so that the client is known to
+     * receive what the server sends (a blind, spoofing sender never sees
+     * the server's challenge)?  Once true, stays true.  The proxy asks it
+     * after each decoded datagram to tell real players from floods
+     * (`handshake_timeout`, eviction when the session table is full).  May
+     * be NULL: the server's first answer is then enough.
+     */
+    bool (*established)(void *state);
 };
 
 /*

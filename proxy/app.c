@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /*
@@ -89,6 +90,74 @@ static void stats_timer_start(struct sg_app *app)
         uv_timer_start(&run->stats_timer, on_stats_timer, iv, iv);
 }
 
+/* ---- open files ---- */
+
+/*
+ * Every session holds one descriptor (its upstream socket), two when its
+ * route records demos; each route a listener.  The rest of the process (the
+ * loop, signals, logs, --stats, pcap files, plugins) gets a margin.
+ */
+#define FD_MARGIN 32
+
+static int64_t route_fds_per_session(const struct sg_route *r)
+{
+    bool records = r->conf.record != NULL;
+
+    for (int i = 0; r->chain && i < r->chain->n && !records; i++)
+        records = strcmp(r->chain->f[i].fc->impl->name, "record") == 0;
+    return records ? 2 : 1;
+}
+
+/*
+ * Raise the soft RLIMIT_NOFILE to what the routes' max_sessions need (up to
+ * the hard limit), at start and after a reload; say once per route (per
+ * max_sessions value) when the limit keeps max_sessions out of reach.
+ */
+static void fit_open_files(struct sg_app *app)
+{
+    struct rlimit rl;
+    int64_t need = FD_MARGIN, room;
+
+    for (struct sg_route *r = app->routes; r; r = r->next)
+        need += 1 + r->conf.max_sessions * route_fds_per_session(r);
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    if (rl.rlim_cur != RLIM_INFINITY && (int64_t)rl.rlim_cur < need) {
+        struct rlimit want = rl;
+        bool enough = rl.rlim_max == RLIM_INFINITY || (int64_t)rl.rlim_max >= need;
+        want.rlim_cur = enough ? (rlim_t)need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0) {
+            sg_log(&app->log, SG_LOG_INFO, NULL, 0,
+                   "open files limit raised from %llu to %llu for the routes' max_sessions",
+                   (unsigned long long)rl.rlim_cur, (unsigned long long)want.rlim_cur);
+            rl = want;
+        }
+    }
+    if (rl.rlim_cur == RLIM_INFINITY)
+        return;
+
+    /* What is left after the margin goes to the routes in order. */
+    room = (int64_t)rl.rlim_cur - FD_MARGIN;
+    for (struct sg_route *r = app->routes; r; r = r->next) {
+        int64_t per = route_fds_per_session(r);
+        int64_t fit = room > 1 ? (room - 1) / per : 0;
+        room -= 1 + r->conf.max_sessions * per;
+        if (fit >= r->conf.max_sessions) {
+            r->nofile_warned_for = 0;
+            continue;
+        }
+        if (r->nofile_warned_for == r->conf.max_sessions)
+            continue;
+        r->nofile_warned_for = r->conf.max_sessions;
+        sg_log(&app->log, SG_LOG_WARN, r->conf.name, 0,
+               "max_sessions %lld cannot be reached: the open files limit (RLIMIT_NOFILE %llu, "
+               "hard limit %llu) leaves room for about %lld sessions on this route; raise it "
+               "(ulimit -n, systemd LimitNOFILE=) or lower max_sessions",
+               (long long)r->conf.max_sessions, (unsigned long long)rl.rlim_cur,
+               (unsigned long long)rl.rlim_max, (long long)(fit > 0 ? fit : 0));
+    }
+}
+
 /* ---- shutdown ---- */
 
 static void stop(struct sg_app *app, const char *why)
@@ -108,6 +177,44 @@ static void stop(struct sg_app *app, const char *why)
 
 static void append_route(struct sg_route **list, struct sg_route *r);
 
+/* ---- retired routes ---- */
+
+/*
+ * A route removed by a reload, or one that failed to start, is closed and
+ * put on app->retired until the close callbacks of its handles and of its
+ * sessions' sockets have run; then sg_app__route_closed keeps a summary of
+ * it (the last SG_APP_RETIRED_KEEP, older ones only counted) and frees it.
+ * So a reload that keeps failing costs no memory.
+ */
+static void retire(struct sg_app *app, struct sg_route *r, const char *why)
+{
+    sg_route_close(r, why);
+    r->retired = true;
+    r->retired_reason = why;
+    r->retired_ms = sg_now_wall_ms();
+    append_route(&app->retired, r);
+    if (r->open_handles == 0)
+        sg_app__route_closed(app, r); /* nothing left to wait for */
+}
+
+void sg_app__route_closed(struct sg_app *app, struct sg_route *r)
+{
+    struct sg_route **pp;
+
+    if (!r->retired)
+        return; /* a serving route closed at shutdown: --stats reads it at exit */
+    for (pp = &app->retired; *pp && *pp != r; pp = &(*pp)->next)
+        ;
+    if (*pp)
+        *pp = r->next;
+    if (!app->retired_log)
+        app->retired_log = calloc(SG_APP_RETIRED_KEEP, sizeof(*app->retired_log));
+    if (app->retired_log)
+        sg_route_summarize(r, &app->retired_log[app->nretired_log % SG_APP_RETIRED_KEEP]);
+    app->nretired_log++; /* without the ring, it counts as omitted */
+    sg_route_destroy(r);
+}
+
 /* ---- reload ---- */
 
 static void reload(struct sg_app *app)
@@ -125,6 +232,11 @@ static void reload(struct sg_app *app)
         return;
     }
     app->log.level = conf->log_level;
+    if ((conf->stats_file == NULL) != (app->conf->stats_file == NULL) ||
+        (conf->stats_file && strcmp(conf->stats_file, app->conf->stats_file) != 0))
+        sg_log(&app->log, SG_LOG_WARN, NULL, 0,
+               "stats_file changed: restart slipgate to apply it (the stats go to %s)",
+               app->stats_path ? app->stats_path : "no file");
 
     /* Routes that went away close; the others take the new settings. */
     for (pp = &app->routes; (r = *pp);) {
@@ -135,10 +247,8 @@ static void reload(struct sg_app *app)
             continue;
         }
         sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "route removed by reload");
-        sg_route_close(r, "route removed");
         *pp = r->next;
-        r->next = app->retired;
-        app->retired = r;
+        retire(app, r, "route removed");
     }
 
     /* New routes start. */
@@ -150,7 +260,7 @@ static void reload(struct sg_app *app)
             continue;
         if (sg_route_create(app, rc, &created) < 0) {
             if (created)
-                append_route(&app->retired, created);
+                retire(app, created, "startup failed");
             continue;
         }
         append_route(&app->routes, created);
@@ -158,6 +268,7 @@ static void reload(struct sg_app *app)
 
     sg_conf_destroy(app->conf);
     app->conf = conf;
+    fit_open_files(app);
     stats_timer_start(app);
     sg_log(&app->log, SG_LOG_INFO, NULL, 0, "configuration reloaded");
 }
@@ -277,8 +388,10 @@ static int start_routes(struct sg_app *app)
 
     for (struct sg_route_conf *rc = app->conf->routes; rc; rc = rc->next) {
         int err = sg_route_create(app, rc, &r);
-        if (r)
-            append_route(err < 0 ? &app->retired : &app->routes, r);
+        if (r && err < 0)
+            retire(app, r, "startup failed");
+        else if (r)
+            append_route(&app->routes, r);
         if (err < 0)
             failed++;
     }
@@ -303,8 +416,22 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     sg_log_init(&run.app.log, STDERR_FILENO, run.app.conf->log_level);
     run.app.config_path = config_path;
     run.app.ov = ov;
-    run.app.stats_path = stats_path ? stats_path : run.app.conf->stats_file;
     run.app.started_wall_ms = sg_now_wall_ms();
+
+    /* The stats file is written at exit: a path that cannot be written fails now,
+     * not after the whole run.  Our own copy: a reload replaces the configuration. */
+    if (stats_path || run.app.conf->stats_file) {
+        char why[512];
+        const char *p = stats_path ? stats_path : run.app.conf->stats_file;
+        if (sg_stats_check_path(p, why, sizeof(why)) == 0 && !(run.app.stats_path = strdup(p)))
+            snprintf(why, sizeof(why), "out of memory");
+        if (!run.app.stats_path) {
+            fprintf(stderr, "slipgate: %s\n", why);
+            sg_conf_destroy(run.app.conf);
+            sg_log_finish(&run.app.log);
+            return 1;
+        }
+    }
 
     /* The loop, the signals, the routes. */
     err = uv_loop_init(&run.app.loop);
@@ -312,6 +439,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         fprintf(stderr, "slipgate: cannot start the event loop: %s\n", uv_strerror(err));
         sg_conf_destroy(run.app.conf);
         sg_log_finish(&run.app.log);
+        free(run.app.stats_path);
         return 1;
     }
     run.app.started_loop_ms = uv_now(&run.app.loop);
@@ -321,6 +449,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         status = 1;
         stop(&run.app, "startup failed");
     } else {
+        fit_open_files(&run.app);
         sg_log(&run.app.log, SG_LOG_INFO, NULL, 0, "slipgate %s running (pid %d)", SG_VERSION,
                (int)getpid());
         stats_timer_start(&run.app);
@@ -343,6 +472,8 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     sg_log_finish(&run.app.log);
     free_routes(run.app.routes);
     free_routes(run.app.retired);
+    free(run.app.retired_log);
+    free(run.app.stats_path);
     sg_conf_destroy(run.app.conf);
     return status;
 }

@@ -14,15 +14,20 @@
 #include <stdint.h>
 #include <uv.h>
 
+/* How many retired routes --stats lists (the older ones are only counted). */
+#define SG_APP_RETIRED_KEEP 64
+
 struct sg_app {
     uv_loop_t loop;
     struct sg_logger log;
     struct sg_conf *conf;               /* the configuration in force */
     const char *config_path;            /* -c FILE, or NULL */
     const struct sg_conf_overrides *ov; /* the command line, re-applied on reload */
-    const char *stats_path;             /* --stats FILE (wins over stats_file) */
-    struct sg_route *routes;            /* serving */
-    struct sg_route *retired;           /* removed by a reload; kept for --stats */
+    char *stats_path;         /* --stats FILE, else stats_file at start (owned; kept on reload) */
+    struct sg_route *routes;  /* serving */
+    struct sg_route *retired; /* removed by a reload or failed to start: closing */
+    struct sg_route_summary *retired_log; /* ring of the last SG_APP_RETIRED_KEEP freed */
+    uint64_t nretired_log;                /* routes ever summarised into it */
     uv_signal_t sig_hup;
     uv_async_t stop_async; /* woken by the SIGINT/SIGTERM handler */
     bool stopping;
@@ -33,6 +38,20 @@ struct sg_app {
 
 /* Run the proxy until a stop signal; returns the process exit status. */
 int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, const char *stats_path);
+
+/*
+ * Route `r` is closing and the close callbacks of all its handles have run.
+ * A retired route is summarised into retired_log and freed here; a serving
+ * one (closed at shutdown) stays for --stats.
+ */
+void sg_app__route_closed(struct sg_app *app, struct sg_route *r);
+
+/*
+ * Can the --stats file be written at exit?  Creates and removes PATH.tmp
+ * (the file is written there and renamed over PATH).  Returns 0, or a
+ * negative errno with the reason, naming the path, in `why`.
+ */
+int sg_stats_check_path(const char *path, char *why, size_t whycap);
 
 /* Write the --stats JSON for every route and session to `path`. */
 int sg_stats_write(struct sg_app *app, const char *path);

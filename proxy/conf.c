@@ -28,6 +28,16 @@ static void *filter_open(void *obj, const struct sg_conf_directive *d,
                                file);
 }
 
+/* Where `listen` and `server` were given, for --check-config's resolve and bind checks. */
+static void addr_stored(void *obj, const struct sg_conf_directive *d, const struct sg_conf_arg *arg)
+{
+    struct sg_route_conf *rc = obj;
+    bool listen = strcmp(d->name, "listen") == 0;
+
+    *(listen ? &rc->listen_line : &rc->server_line) = arg->line;
+    *(listen ? &rc->listen_col : &rc->server_col) = arg->col;
+}
+
 /* `nq_accept_ports LOW-HIGH` (or one PORT). */
 static int nq_ports_set(void *obj, const struct sg_conf_directive *d,
                         const struct sg_conf_arg *args, int nargs, struct sg_conf_diag *diag,
@@ -62,12 +72,14 @@ static int nq_ports_set(void *obj, const struct sg_conf_directive *d,
 static const struct sg_conf_directive route_directives[] = {
     {.name = "listen",
      .type = SG_CONF_ADDR,
+     .stored = addr_stored,
      .offset = offsetof(struct sg_route_conf, listen),
      .argname = "ADDR:PORT",
      .help =
          "address to receive clients on; [::]:PORT is dual-stack (default " SG_DEFAULT_LISTEN ")"},
     {.name = "server",
      .type = SG_CONF_ADDR,
+     .stored = addr_stored,
      .offset = offsetof(struct sg_route_conf, server),
      .argname = "HOST:PORT",
      .help = "the real game server (names resolve; IPv6 as [addr]:port)"},
@@ -84,6 +96,14 @@ static const struct sg_conf_directive route_directives[] = {
      .max = 7LL * 24 * 3600 * 1000,
      .argname = "DURATION",
      .help = "end a session after this long without traffic (default 60s)"},
+    {.name = "handshake_timeout",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_route_conf, handshake_timeout_ms),
+     .min = 100,
+     .max = 3600LL * 1000,
+     .argname = "DURATION",
+     .help = "end a session the server has not answered, or whose game handshake has not "
+             "completed, after this long; a full table ends such sessions first (default 5s)"},
     {.name = "max_sessions",
      .type = SG_CONF_INT,
      .offset = offsetof(struct sg_route_conf, max_sessions),
@@ -144,6 +164,7 @@ static void route_defaults(struct sg_route_conf *rc)
 {
     rc->protocol = SG_PROTO_AUTO;
     rc->idle_timeout_ms = 60000;
+    rc->handshake_timeout_ms = 5000;
     rc->max_sessions = 1024;
     rc->new_sessions_per_source = 10;
     rc->nq_accept_low = 1024;

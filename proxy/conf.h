@@ -36,6 +36,7 @@ struct sg_route_conf {
     char *server; /* ADDR */
     int protocol; /* enum sg_protocol */
     int64_t idle_timeout_ms;
+    int64_t handshake_timeout_ms; /* a session not yet established ends after this long */
     int64_t max_sessions;
     int64_t new_sessions_per_source; /* per second, per source IP */
     int64_t socket_buffer;           /* listener's SO_RCVBUF/SO_SNDBUF; 0 = the system's */
@@ -45,6 +46,8 @@ struct sg_route_conf {
     struct sg_filter_list *filters;  /* `filter` blocks in order (a reference), or NULL */
     struct sg_conf *top;             /* the configuration it belongs to */
     int line;                        /* where the block opens (0: command line) */
+    int listen_line, listen_col;     /* where `listen` was given (0: default or command line) */
+    int server_line, server_col;     /* where `server` was given (0: command line) */
     struct sg_route_conf *next;
 };
 

@@ -8,16 +8,21 @@
  *
  * Exit status: 0 success, 1 runtime or configuration error, 2 usage error.
  */
+#include "proxy/addr.h"
 #include "proxy/app.h"
 #include "proxy/commands.h"
 #include "proxy/conf.h"
 #include "sg_version.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static const char usage_text[] =
     "Usage: slipgate [OPTIONS] [+set NAME VALUE]...\n"
@@ -36,8 +41,11 @@ static const char usage_text[] =
     "  -s, --server HOST:PORT   the real game server (IPv6 as [addr]:port)\n"
     "  -p, --protocol PROTO     auto|q3|q2|qw|nq (default auto: Quake 3 is detected\n"
     "                           and decoded, anything else relayed as it is)\n"
-    "      --check-config       validate the configuration and exit (0 valid, 1 not)\n"
+    "      --check-config       validate the configuration and exit (0 valid, 1 not):\n"
+    "                           also resolves every host, binds every listen\n"
+    "                           address once and checks the stats file\n"
     "      --stats FILE         write a JSON summary of every session at exit\n"
+    "                           (a path that cannot be written fails the start)\n"
     "      --record DIR         record each session's demo (.dm_68, ...) into DIR\n"
     "  -v, --verbose            log more (repeat for debug, trace)\n"
     "  -q, --quiet              log less (repeat for errors only)\n"
@@ -240,17 +248,106 @@ static int extract_sets(int *argc, char **argv, const char ***sets, int *nsets)
     return 0;
 }
 
-static int check_config(const char *path, const struct sg_conf_overrides *ov)
+/* Bind a datagram socket to `sa` as a route's listener would; returns it, or a negative errno. */
+static int try_bind(const struct sockaddr *sa)
+{
+    int off = 0, err;
+    int fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -errno;
+    if (sa->sa_family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    if (bind(fd, sa, sg_addr_len(sa)) < 0) {
+        err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+/* Where a route's `listen` or `server` was given: its line, else the route's, else the
+ * command line. */
+static const char *where(const struct sg_conf *conf, const struct sg_route_conf *r, int line,
+                         int col, int *at_line, int *at_col)
+{
+    *at_line = line ? line : r->line;
+    *at_col = line ? col : 0;
+    return *at_line && conf->file ? conf->file : "command line";
+}
+
+/*
+ * What --check-config checks beyond the file, as the start would meet it:
+ * every server and listen host resolves, every listen address can be bound
+ * now, and the stats file can be written.  Problems go into `diag`.
+ */
+static void check_system(const struct sg_conf *conf, struct sg_conf_diag *diag)
+{
+    struct sockaddr_storage ss;
+    char why[256], a[SG_ADDR_STRLEN];
+    const char *file;
+    int line, col, err, nfds = 0;
+    int *fds = calloc((size_t)conf->nroutes + 1, sizeof(*fds));
+    uv_loop_t loop;
+
+    if (!fds || uv_loop_init(&loop) < 0) {
+        free(fds);
+        sg_conf_diag_error(diag, "slipgate", 0, 0, "cannot start an event loop to resolve names");
+        return;
+    }
+    for (const struct sg_route_conf *r = conf->routes; r; r = r->next) {
+        file = where(conf, r, r->server_line, r->server_col, &line, &col);
+        if (sg_addr_resolve(&loop, r->server, false, &ss, why, sizeof(why)) < 0)
+            sg_conf_diag_error(diag, file, line, col, "route '%s': server: %s", r->name, why);
+        file = where(conf, r, r->listen_line, r->listen_col, &line, &col);
+        if (sg_addr_resolve(&loop, r->listen, true, &ss, why, sizeof(why)) < 0) {
+            sg_conf_diag_error(diag, file, line, col, "route '%s': listen: %s", r->name, why);
+            continue;
+        }
+        /* Held until every route is bound: two routes must not need one port. */
+        err = try_bind((struct sockaddr *)&ss);
+        if (err >= 0 && nfds < conf->nroutes)
+            fds[nfds++] = err;
+        else if (err >= 0)
+            close(err);
+        if (err < 0)
+            sg_conf_diag_error(
+                diag, file, line, col, "route '%s': cannot listen on %s: %s%s", r->name,
+                sg_addr_format((struct sockaddr *)&ss, a, sizeof(a)), strerror(-err),
+                err == -EADDRINUSE ? " (another program, perhaps another slipgate, has it)" : "");
+    }
+    while (nfds > 0)
+        close(fds[--nfds]);
+    free(fds);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    if (conf->stats_file && sg_stats_check_path(conf->stats_file, why, sizeof(why)) < 0)
+        sg_conf_diag_error(diag, conf->file ? conf->file : "command line", 0, 0, "stats_file: %s",
+                           why);
+}
+
+static int check_config(const char *path, const struct sg_conf_overrides *ov, const char *stats)
 {
     struct sg_conf_diag diag;
     struct sg_conf *conf;
+    char why[512];
 
     sg_conf_diag_init(&diag);
     if (sg_conf_load(path, ov, &conf, &diag) < 0) {
+        if (diag.count == 0)
+            sg_conf_diag_error(&diag, "slipgate", 0, 0, "out of memory");
+        conf = NULL;
+    } else {
+        check_system(conf, &diag);
+        if (stats && sg_stats_check_path(stats, why, sizeof(why)) < 0)
+            sg_conf_diag_error(&diag, "--stats", 0, 0, "%s", why);
+    }
+    if (diag.count > 0) {
         for (int i = 0; i < diag.count && i < SG_CONF_MAX_DIAGS; i++)
             fprintf(stderr, "%s\n", diag.msgs[i]);
         if (diag.count > SG_CONF_MAX_DIAGS)
             fprintf(stderr, "(%d more errors)\n", diag.count - SG_CONF_MAX_DIAGS);
+        sg_conf_destroy(conf);
         return 1;
     }
     printf("%s: configuration OK (%d route%s)\n", path ? path : "command line", conf->nroutes,
@@ -353,7 +450,7 @@ int main(int argc, char **argv)
     }
 
     /* Validate only, or run. */
-    status = check ? check_config(config, &ov) : sg_app_run(config, &ov, stats);
+    status = check ? check_config(config, &ov, stats) : sg_app_run(config, &ov, stats);
     free(sets);
     return status;
 }

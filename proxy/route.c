@@ -98,6 +98,46 @@ static void table_grow(struct sg_route *r)
     r->nbuckets = n;
 }
 
+/* ---- the waiting lists: sessions not yet established, oldest first ---- */
+
+static void waiting_append(struct sg_route *r, struct sg_session *s)
+{
+    int k = s->stage;
+
+    s->wnext = NULL;
+    s->wprev = r->waiting_tail[k];
+    if (s->wprev)
+        s->wprev->wnext = s;
+    else
+        r->waiting[k] = s;
+    r->waiting_tail[k] = s;
+}
+
+static void waiting_remove(struct sg_route *r, struct sg_session *s)
+{
+    int k = s->stage;
+
+    if (s->wprev)
+        s->wprev->wnext = s->wnext;
+    else
+        r->waiting[k] = s->wnext;
+    if (s->wnext)
+        s->wnext->wprev = s->wprev;
+    else
+        r->waiting_tail[k] = s->wprev;
+    s->wprev = s->wnext = NULL;
+}
+
+void sg_route__session_stage(struct sg_route *r, struct sg_session *s, enum sg_session_stage st)
+{
+    if (st <= s->stage || s->closing)
+        return; /* stages only go forward */
+    waiting_remove(r, s);
+    s->stage = st;
+    if (st != SG_STAGE_ESTABLISHED)
+        waiting_append(r, s);
+}
+
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s)
 {
     size_t i;
@@ -116,6 +156,8 @@ void sg_route__session_insert(struct sg_route *r, struct sg_session *s)
         r->sessions->prev = s;
     r->sessions = s;
     r->nsessions++;
+    s->stage = SG_STAGE_UNANSWERED;
+    waiting_append(r, s);
 }
 
 /* Out of the address table only (the host chain and the list stay). */
@@ -149,6 +191,8 @@ void sg_route__session_remove(struct sg_route *r, struct sg_session *s)
     if (s->next)
         s->next->prev = s->prev;
     r->nsessions--;
+    if (s->stage != SG_STAGE_ESTABLISHED)
+        waiting_remove(r, s);
 }
 
 /*
@@ -259,26 +303,151 @@ static bool rate_allow(struct sg_route *r, const struct sockaddr *sa)
     return true;
 }
 
+/* ---- rate-limited warnings ---- */
+
+uint64_t sg_route__warn_count(struct sg_warn_limit *w, uint64_t now)
+{
+    uint64_t n;
+
+    w->count++;
+    if (w->logged && now - w->last_ms < SG_WARN_INTERVAL_MS)
+        return 0;
+    n = w->count;
+    w->logged = true;
+    w->last_ms = now;
+    w->count = 0;
+    return n;
+}
+
+/* Events counted since the last warning, once the interval has passed (the sweep reports them). */
+static uint64_t warn_flush(struct sg_warn_limit *w, uint64_t now)
+{
+    uint64_t n = w->count;
+
+    if (n == 0 || now - w->last_ms < SG_WARN_INTERVAL_MS)
+        return 0;
+    w->last_ms = now;
+    w->count = 0;
+    return n;
+}
+
+static void warn_session_limit(struct sg_route *r, uint64_t n, const char *last)
+{
+    sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+           "session limit (%lld) reached and every session is established: %llu datagram(s) "
+           "from new clients dropped%s%s",
+           (long long)r->conf.max_sessions, (unsigned long long)n, last ? "; the last from " : "",
+           last ? last : "");
+}
+
+static void warn_rate_limit(struct sg_route *r, uint64_t n, const char *last)
+{
+    sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+           "new-session rate limit (%lld per second per source): %llu datagram(s) from new "
+           "clients dropped%s%s",
+           (long long)r->conf.new_sessions_per_source, (unsigned long long)n,
+           last ? "; the last from " : "", last ? last : "");
+}
+
+static void warn_evicted(struct sg_route *r, uint64_t n)
+{
+    sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+           "session table full (max_sessions %lld): %llu session(s) not yet established were "
+           "ended (reason=evicted) to admit new clients",
+           (long long)r->conf.max_sessions, (unsigned long long)n);
+}
+
 /* ---- receiving from clients ---- */
 
-/* A datagram from a client that has no session yet: admit it or drop it. */
+/* Is `a` (host and port) the address `b`, where a wildcard `b` stands for
+ * any loopback address with its port? */
+static bool same_endpoint(const struct sockaddr *a, const struct sockaddr *b)
+{
+    static const unsigned char zero[16], v6_loop[16] = {[15] = 1};
+    unsigned char ka[16], kb[16];
+    size_t na, nb;
+
+    if (sg_addr_port(a) != sg_addr_port(b))
+        return false;
+    na = sg_addr_host_key(a, ka);
+    nb = sg_addr_host_key(b, kb);
+    if (na == nb && memcmp(ka, kb, na) == 0)
+        return true;
+    if (nb == 0 || memcmp(kb, zero, nb) != 0)
+        return false;
+    /* a wildcard listener: dual-stack [::] receives IPv4 clients too */
+    return (na == 4 && ka[0] == 127) || (na == 16 && memcmp(ka, v6_loop, 16) == 0);
+}
+
+/* A source no session may have: a configured server (the session would
+ * relay to itself) or one of slipgate's listeners. */
+static bool loop_source(const struct sg_route *r, const struct sockaddr *from, const char **what)
+{
+    for (const struct sg_route *o = r->app->routes; o; o = o->next) {
+        if (same_endpoint(from, (const struct sockaddr *)&o->server_addr)) {
+            *what = o == r ? "this route's server" : "the server of another route";
+            return true;
+        }
+        if (same_endpoint(from, (const struct sockaddr *)&o->listen_addr)) {
+            *what = "slipgate's own listener";
+            return true;
+        }
+    }
+    if (same_endpoint(from, (const struct sockaddr *)&r->server_addr) ||
+        same_endpoint(from, (const struct sockaddr *)&r->listen_addr)) {
+        *what = "this route's own address"; /* the route is not (or no longer) listed */
+        return true;
+    }
+    return false;
+}
+
+/*
+ * A datagram from a client that has no session yet: admit it or drop it.
+ * A full table makes room by ending the oldest session the server never
+ * answered, then the oldest one whose handshake has not completed;
+ * established sessions are never ended for a newcomer.
+ */
 static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
 {
     char a[SG_ADDR_STRLEN];
-    struct sg_session *s;
+    uint64_t now = uv_now(&r->app->loop), n;
+    struct sg_session *s, *victim = NULL;
+    const char *what;
 
-    if (r->nsessions >= (size_t)r->conf.max_sessions) {
-        if (r->counters.drops[SG_DROP_SESSION_LIMIT]++ == 0)
-            sg_log_at(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
-                      "session limit (%lld) reached; new clients are dropped (first: %s)",
-                      (long long)r->conf.max_sessions, sg_addr_format(from, a, sizeof(a)));
+    if (loop_source(r, from, &what)) {
+        r->counters.drops[SG_DROP_LOOP]++;
+        if (!r->loop_logged)
+            sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+                   "datagram from %s, %s: no session is opened for it (it would relay to "
+                   "itself); such datagrams are dropped and counted as drops.loop",
+                   sg_addr_format(from, a, sizeof(a)), what);
+        r->loop_logged = true;
         return NULL;
+    }
+    if (r->nsessions >= (size_t)r->conf.max_sessions) {
+        victim = r->waiting[SG_STAGE_UNANSWERED] ? r->waiting[SG_STAGE_UNANSWERED]
+                                                 : r->waiting[SG_STAGE_ANSWERED];
+        if (!victim) {
+            r->counters.drops[SG_DROP_SESSION_LIMIT]++;
+            if ((n = sg_route__warn_count(&r->warn_session_limit, now)))
+                warn_session_limit(r, n, sg_addr_format(from, a, sizeof(a)));
+            return NULL;
+        }
     }
     if (!rate_allow(r, from)) {
         r->counters.drops[SG_DROP_RATE_LIMIT]++;
+        sg_addr_format(from, a, sizeof(a));
         sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, 0,
-                  "drop from %s: new-session rate limit", sg_addr_format(from, a, sizeof(a)));
+                  "drop from %s: new-session rate limit", a);
+        if ((n = sg_route__warn_count(&r->warn_rate_limit, now)))
+            warn_rate_limit(r, n, a);
         return NULL;
+    }
+    if (victim) {
+        r->sessions_evicted++;
+        sg_session_close(victim, "evicted");
+        if ((n = sg_route__warn_count(&r->warn_evicted, now)))
+            warn_evicted(r, n);
     }
     s = sg_session_create(r, from);
     if (!s)
@@ -290,6 +459,7 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
 static void from_client(struct sg_route *r, const struct mmsghdr *m, const struct sockaddr *from)
 {
     struct sg_session *s;
+    const char *what;
 
     if (m->msg_hdr.msg_flags & MSG_TRUNC) {
         r->counters.drops[SG_DROP_TRUNCATED]++;
@@ -300,7 +470,9 @@ static void from_client(struct sg_route *r, const struct mmsghdr *m, const struc
         return;
     }
     s = session_find(r, from);
-    if (!s)
+    /* A new port of a known player (never one of slipgate's own addresses or
+     * a server's: admit() drops those). */
+    if (!s && !loop_source(r, from, &what))
         s = sg_route__session_rebind(r, from, m->msg_hdr.msg_iov->iov_base, m->msg_len);
     if (!s && !(s = admit(r, from)))
         return;
@@ -371,22 +543,42 @@ static void check_kernel_drops(struct sg_route *r, uint64_t now)
 static void on_sweep(uv_timer_t *t)
 {
     struct sg_route *r = t->data;
-    uint64_t now = uv_now(&r->app->loop);
+    uint64_t now = uv_now(&r->app->loop), n;
     struct sg_session *s, *next;
 
     check_kernel_drops(r, now);
 
     for (s = r->sessions; s; s = next) {
         next = s->next;
-        if (!s->closing && now - s->last_active >= (uint64_t)r->conf.idle_timeout_ms)
+        if (s->closing)
+            continue;
+        if (now - s->last_active >= (uint64_t)r->conf.idle_timeout_ms)
             sg_session_close(s, "idle");
+        else if (s->stage != SG_STAGE_ESTABLISHED &&
+                 now - s->created >= (uint64_t)r->conf.handshake_timeout_ms)
+            sg_session_close(s, "handshake timeout");
     }
     sg_chain_flush(r->chain);
+
+    /* What the rate-limited warnings counted since they last spoke. */
+    if ((n = warn_flush(&r->warn_session_limit, now)))
+        warn_session_limit(r, n, NULL);
+    if ((n = warn_flush(&r->warn_rate_limit, now)))
+        warn_rate_limit(r, n, NULL);
+    if ((n = warn_flush(&r->warn_evicted, now)))
+        warn_evicted(r, n);
+    if ((n = warn_flush(&r->warn_no_socket, now)))
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0,
+               "cannot open sockets towards the server: %llu new client(s) refused since the "
+               "last report (drops.no_socket)",
+               (unsigned long long)n);
 }
 
 static uint64_t sweep_interval(const struct sg_route_conf *rc)
 {
-    uint64_t iv = (uint64_t)rc->idle_timeout_ms / 4;
+    int64_t t = rc->handshake_timeout_ms < rc->idle_timeout_ms ? rc->handshake_timeout_ms
+                                                               : rc->idle_timeout_ms;
+    uint64_t iv = (uint64_t)t / 4;
     return iv < 50 ? 50 : iv > 1000 ? 1000 : iv;
 }
 
@@ -463,8 +655,9 @@ static int open_listener(struct sg_route *r)
         r->open_handles++;
     }
     if (err < 0) {
-        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "cannot listen on %s: %s",
-               sg_addr_format((struct sockaddr *)&r->listen_addr, a, sizeof(a)), strerror(-err));
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "cannot listen on %s: %s%s",
+               sg_addr_format((struct sockaddr *)&r->listen_addr, a, sizeof(a)), strerror(-err),
+               err == -EADDRINUSE ? " (another program, perhaps another slipgate, has it)" : "");
         return err;
     }
     if (r->conf.socket_buffer > 0)
@@ -472,10 +665,16 @@ static int open_listener(struct sg_route *r)
     return 0;
 }
 
+void sg_route__handle_closed(struct sg_route *r)
+{
+    r->open_handles--;
+    if (r->closing && r->open_handles == 0)
+        sg_app__route_closed(r->app, r); /* may free r */
+}
+
 static void on_route_handle_closed(uv_handle_t *h)
 {
-    struct sg_route *r = h->data;
-    r->open_handles--;
+    sg_route__handle_closed(h->data);
 }
 
 /* Filters log through the proxy's log, with the filter's label. */
@@ -664,6 +863,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
 
     /* Limits and timeouts apply at once, to live sessions too. */
     r->conf.idle_timeout_ms = rc->idle_timeout_ms;
+    r->conf.handshake_timeout_ms = rc->handshake_timeout_ms;
     r->conf.max_sessions = rc->max_sessions;
     r->conf.new_sessions_per_source = rc->new_sessions_per_source;
     uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));
@@ -696,6 +896,31 @@ void sg_route_close(struct sg_route *r, const char *reason)
         r->delay.timer.data = r;
         sg_delay_close(&r->delay, on_route_handle_closed);
     }
+}
+
+static void clip(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
+void sg_route_summarize(const struct sg_route *r, struct sg_route_summary *out)
+{
+    memset(out, 0, sizeof(*out));
+    clip(out->name, sizeof(out->name), r->conf.name);
+    clip(out->listen, sizeof(out->listen), r->conf.listen);
+    clip(out->server, sizeof(out->server), r->conf.server);
+    if (r->listen_addr.ss_family != 0)
+        sg_addr_format((const struct sockaddr *)&r->listen_addr, out->listen_addr,
+                       sizeof(out->listen_addr));
+    out->protocol = r->conf.protocol;
+    out->reason = r->retired_reason;
+    out->retired_ms = r->retired_ms;
+    out->sessions_total = r->sessions_total;
+    out->sessions_dropped = r->nended + r->ended_omitted;
+    out->counters = r->counters;
+    out->rcvbuf = r->rcvbuf;
+    out->sndbuf = r->sndbuf;
+    out->kernel_drops = r->kernel_drops;
 }
 
 void sg_route_destroy(struct sg_route *r)

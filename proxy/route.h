@@ -48,6 +48,29 @@ struct sg_session_summary {
     char demo[256];               /* the last demo file */
 };
 
+/*
+ * How far a session has come in proving it is a real player (admission).
+ * UNANSWERED: the server never answered it.  ANSWERED: it did, but the
+ * codec does not yet say the game's handshake completed.  ESTABLISHED:
+ * the server answered and (when a codec with an `established` hook decodes
+ * it) the handshake completed; for good.  Sessions short of ESTABLISHED end
+ * after handshake_timeout and, when the table is full, make room for a
+ * newcomer: UNANSWERED ones first, then ANSWERED ones, oldest first.
+ */
+enum sg_session_stage {
+    SG_STAGE_UNANSWERED,
+    SG_STAGE_ANSWERED,
+    SG_STAGE_ESTABLISHED,
+};
+
+/* A warning repeated at most once per SG_WARN_INTERVAL_MS, with a count. */
+#define SG_WARN_INTERVAL_MS 10000
+struct sg_warn_limit {
+    bool logged;      /* a warning went out */
+    uint64_t last_ms; /* uv_now() when it did */
+    uint64_t count;   /* events since then */
+};
+
 struct sg_session {
     struct sg_route *route;
     struct sg_session *hnext;       /* hash chain */
@@ -56,6 +79,9 @@ struct sg_session {
     struct sockaddr_storage server; /* the server this session talks to */
     struct sg_udp upstream; /* connected to `server` */
     uint64_t last_active;   /* uv_now() of the last datagram either way */
+    uint64_t created;       /* uv_now() when it started */
+    enum sg_session_stage stage;
+    struct sg_session *wprev, *wnext; /* the route's waiting list of its stage (not ESTABLISHED) */
     bool closing;
     bool refused_logged; /* the server's "port unreachable" was reported */
     bool probed;                  /* the game is decided (auto: probing ended) */
@@ -77,6 +103,25 @@ struct sg_session {
     char server_str[64];
     struct sg_frame raw_frame; /* for datagrams no codec decodes */
     struct sg_session_summary sum;
+};
+
+/*
+ * What --stats keeps of a route once it is retired (removed by a reload, or
+ * failed to start) and freed: its identity, totals and why it went.  The
+ * summaries of its sessions are not kept (sessions_dropped counts them).
+ */
+struct sg_route_summary {
+    char name[128];
+    char listen[272], server[272]; /* as configured (clipped) */
+    char listen_addr[64];          /* as resolved, or "" */
+    int protocol;                  /* enum sg_protocol */
+    const char *reason;            /* static string */
+    uint64_t retired_ms;           /* wall clock, ms since the epoch */
+    uint64_t sessions_total;
+    uint64_t sessions_dropped; /* ended-session summaries not kept */
+    struct sg_counters counters;
+    int rcvbuf, sndbuf;
+    uint64_t kernel_drops;
 };
 
 struct sg_rate_bucket {
@@ -101,7 +146,11 @@ struct sg_route {
     struct sg_chain *chain;         /* the filters, or NULL */
     struct sg_delay_queue delay;    /* datagrams filters hold back */
     bool closing;
-    int open_handles; /* handles whose close callback is pending or due */
+    int open_handles; /* handles (its own and its sessions' sockets) whose close
+                         callback is pending or due */
+    bool retired;               /* on app->retired: freed once closed (sg_app__route_closed) */
+    const char *retired_reason; /* static string */
+    uint64_t retired_ms;
 
     /* Live sessions: hash by client address (keyed SipHash) plus a list. */
     struct sg_session **buckets;
@@ -111,6 +160,10 @@ struct sg_route {
     /* The same sessions by host alone (qport matching), SG_HOST_BUCKETS chains. */
     struct sg_session **hosts;
 
+    /* Sessions not yet established, oldest first: [SG_STAGE_UNANSWERED] and
+     * [SG_STAGE_ANSWERED] (the ones a full table evicts). */
+    struct sg_session *waiting[2], *waiting_tail[2];
+
     /* Per-source new-session buckets (open addressing, bounded). */
     struct sg_rate_bucket *rates;
     size_t nrates;
@@ -118,10 +171,17 @@ struct sg_route {
     /* Counters and the summaries of ended sessions. */
     struct sg_counters counters;
     uint64_t sessions_total;
+    uint64_t sessions_evicted; /* ended for a newcomer when the table was full */
     uint64_t client_moves; /* sessions that followed their client to a new address (qport) */
     struct sg_session_summary *ended;
     size_t nended, ended_cap;
     uint64_t ended_omitted;
+
+    /* Admission: rate-limited warnings, the one-time loop warning, and the
+     * max_sessions the descriptor limit was last found short for. */
+    struct sg_warn_limit warn_session_limit, warn_rate_limit, warn_no_socket, warn_evicted;
+    bool loop_logged;
+    int64_t nofile_warned_for;
 
     /* The listener's kernel drops (full receive buffer): since the route
      * opened, as last read, and when the last warning went out; and its
@@ -146,13 +206,16 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
  * new sessions).  Returns 0, or a negative error if `rc` cannot apply. */
 int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc);
 /* End every session with `reason` and close the route's handles; the route
- * stays allocated (for --stats) until sg_route_destroy. */
+ * stays allocated until sg_route_destroy (a serving one for --stats at exit;
+ * a retired one is destroyed by sg_app__route_closed once its handles closed). */
 void sg_route_close(struct sg_route *r, const char *reason);
 
 /* Bring r->kernel_drops up to date from the listener (when it is open). */
 void sg_route_poll_kernel_drops(struct sg_route *r);
 /* Free a closed route (after the loop has run its close callbacks). */
 void sg_route_destroy(struct sg_route *r);
+/* What --stats keeps of `r` once it is freed. */
+void sg_route_summarize(const struct sg_route *r, struct sg_route_summary *out);
 
 /* Sessions (proxy/session.c). */
 struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *client);
@@ -190,9 +253,19 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
                                             const uint8_t *data, size_t len);
 
 /* Session table internals shared by route.c and session.c. */
+void sg_route__session_stage(struct sg_route *r, struct sg_session *s, enum sg_session_stage st);
+/* Count one event of `w`; returns the events to report now (0: stay quiet). */
+uint64_t sg_route__warn_count(struct sg_warn_limit *w, uint64_t now);
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s);
 void sg_route__session_remove(struct sg_route *r, struct sg_session *s);
 void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary *sum);
+/*
+ * The close callback of one of the route's handles (or of a session's
+ * upstream socket, counted in open_handles from sg_udp_open) has run.  When
+ * the route is closing and none is left, sg_app__route_closed may free `r`:
+ * the caller must not touch it after this call.
+ */
+void sg_route__handle_closed(struct sg_route *r);
 uint64_t sg_now_wall_ms(void);
 
 #endif

@@ -333,6 +333,27 @@ static const uint8_t *handshake(struct sg_session *s, enum sg_dir dir, const uin
 }
 
 /*
+ * Admission (route.h, enum sg_session_stage): the server's first answer
+ * moves a session to ANSWERED; it is ESTABLISHED once, in addition, the
+ * codec says the game's handshake completed.  A session whose codec is not
+ * decided yet (protocol auto, only connectionless packets so far: servers
+ * answer those to anyone, spoofed sources too) waits for the decision;
+ * without a codec, or with one that has no `established` hook, the server's
+ * answer is enough.
+ */
+static void update_stage(struct sg_session *s, enum sg_dir dir)
+{
+    struct sg_route *r = s->route;
+
+    if (dir == SG_DIR_S2C)
+        sg_route__session_stage(r, s, SG_STAGE_ANSWERED);
+    if (s->stage != SG_STAGE_ANSWERED || !s->probed)
+        return;
+    if (!s->codec || !s->codec->established || s->codec->established(s->cstate))
+        sg_route__session_stage(r, s, SG_STAGE_ESTABLISHED);
+}
+
+/*
  * One datagram either way: decode it, run the filters, and send the
  * original bytes, or the message rebuilt from its decoded form when a
  * filter changed it, the codec needs it (numbering translated), or the
@@ -369,6 +390,8 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
             s->qport = qport;
     }
     if (!s->codec && !chain) {
+        if (s->stage != SG_STAGE_ESTABLISHED)
+            update_stage(s, dir);
         send_dir(s, dir, data, len);
         return;
     }
@@ -381,7 +404,11 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
                    "first decode error (%s); the traffic is still relayed: %s",
                    dir == SG_DIR_C2S ? "client to server" : "server to client",
                    s->codec->describe(s->cstate));
+        if (s->stage != SG_STAGE_ESTABLISHED)
+            update_stage(s, dir);
     } else {
+        if (s->stage != SG_STAGE_ESTABLISHED)
+            update_stage(s, dir);
         memset(&s->raw_frame, 0, sizeof(s->raw_frame));
         s->raw_frame.dir = dir;
         s->raw_frame.kind = SG_FRAME_RAW;
@@ -479,6 +506,8 @@ static int open_upstream(struct sg_session *s)
     any.ss_family = s->server.ss_family;
     err = sg_udp_open(&s->upstream, &s->route->app->loop, (struct sockaddr *)&any,
                       (struct sockaddr *)&s->server, on_server_readable, s);
+    if (s->upstream.fd >= 0)
+        s->route->open_handles++; /* until on_upstream_closed */
     if (err == 0 && sg_udp_local(&s->upstream, &s->upstream_local) == 0)
         s->sum.upstream_port = sg_addr_port((struct sockaddr *)&s->upstream_local);
     return err;
@@ -492,6 +521,7 @@ static void on_upstream_closed(uv_handle_t *h)
     sg_route__session_ended(r, &s->sum);
     free(s->slots);
     free(s);
+    sg_route__handle_closed(r); /* last: a retired route may be freed */
 }
 
 struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *client)
@@ -511,7 +541,7 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
     s->client_seen = uv_now(&app->loop);
     s->sum.id = ++app->next_session_id;
     s->sum.started_ms = sg_now_wall_ms();
-    s->last_active = uv_now(&app->loop);
+    s->last_active = s->created = uv_now(&app->loop);
     sg_addr_format(client, s->sum.client, sizeof(s->sum.client));
     sg_addr_format((struct sockaddr *)&s->server, s->server_str, sizeof(s->server_str));
     if (r->chain && !(s->slots = calloc((size_t)r->chain->n, sizeof(*s->slots)))) {
@@ -522,9 +552,14 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
     /* The upstream socket; on failure it still needs closing. */
     err = open_upstream(s);
     if (err < 0) {
-        sg_log(&app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
-               "cannot open a socket towards the server for %s: %s", s->sum.client,
-               strerror(-err));
+        uint64_t n = sg_route__warn_count(&r->warn_no_socket, s->last_active);
+        if (n)
+            sg_log(&app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
+                   "cannot open a socket towards the server for %s: %s (%llu new client(s) "
+                   "refused for this since the last report; repeated at most every %d s)%s",
+                   s->sum.client, strerror(-err), (unsigned long long)n, SG_WARN_INTERVAL_MS / 1000,
+                   err == -EMFILE || err == -ENFILE ? "; raise the open files limit (ulimit -n)"
+                                                    : "");
         s->closing = true;
         s->sum.end_reason = "no socket";
         s->sum.ended_ms = s->sum.started_ms;
@@ -548,6 +583,7 @@ void sg_session_close(struct sg_session *s, const char *reason)
 {
     struct sg_route *r = s->route;
     const struct sg_counters *c = &s->sum.counters;
+    bool quiet;
 
     if (s->closing)
         return;
@@ -580,7 +616,11 @@ void sg_session_close(struct sg_session *s, const char *reason)
         s->codec = NULL;
         s->cstate = NULL;
     }
-    sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+    /* Sessions the server never answered, ended for admission: a flood of
+     * spoofed sources makes many; the route's rate-limited warning counts them. */
+    quiet = s->stage == SG_STAGE_UNANSWERED &&
+            (strcmp(reason, "evicted") == 0 || strcmp(reason, "handshake timeout") == 0);
+    sg_log_at(&r->app->log, quiet ? SG_LOG_DEBUG : SG_LOG_INFO, r->conf.name, s->sum.id,
               "session end reason=%s client=%s duration=%.1fs c2s=%llu/%lluB s2c=%llu/%lluB "
               "drops=%llu",
               reason, s->sum.client, (double)(s->sum.ended_ms - s->sum.started_ms) / 1000.0,

@@ -8,8 +8,11 @@
 #include "sg_version.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void json_string(FILE *f, const char *s)
 {
@@ -109,11 +112,12 @@ static void json_route(FILE *f, const struct sg_route *r, bool retired)
     json_string(f, r->conf.server);
     fprintf(f,
             ", \"protocol\": \"%s\", \"retired\": %s, \"sessions_total\": %llu, "
-            "\"sessions_active\": %zu, \"sessions_omitted\": %llu, \"client_moves\": %llu,\n"
-            "      \"counters\": ",
+            "\"sessions_active\": %zu, \"sessions_omitted\": %llu, \"sessions_evicted\": %llu,"
+            " \"client_moves\": %llu,\n      \"counters\": ",
             sg_protocol_names[r->conf.protocol], retired ? "true" : "false",
             (unsigned long long)r->sessions_total, r->nsessions,
-            (unsigned long long)r->ended_omitted, (unsigned long long)r->client_moves);
+            (unsigned long long)r->ended_omitted, (unsigned long long)r->sessions_evicted,
+            (unsigned long long)r->client_moves);
     json_counters(f, &r->counters);
     fprintf(f, ",\n      \"listener\": {\"rcvbuf\": %d, \"sndbuf\": %d, \"kernel_drops\": %llu}",
             r->rcvbuf, r->sndbuf, (unsigned long long)r->kernel_drops);
@@ -130,10 +134,66 @@ static void json_route(FILE *f, const struct sg_route *r, bool retired)
     fputs("}", f);
 }
 
+/* A retired route that was freed: what its summary kept (no sessions, no filters). */
+static void json_route_summary(FILE *f, const struct sg_route_summary *r)
+{
+    fputs("    {\"name\": ", f);
+    json_string(f, r->name);
+    fputs(", \"listen\": ", f);
+    json_string(f, r->listen);
+    fputs(", \"listen_addr\": ", f);
+    json_string(f, r->listen_addr);
+    fputs(", \"server\": ", f);
+    json_string(f, r->server);
+    fprintf(f,
+            ", \"protocol\": \"%s\", \"retired\": true, \"retired_ms\": %llu, "
+            "\"retired_reason\": ",
+            sg_protocol_names[r->protocol], (unsigned long long)r->retired_ms);
+    json_string(f, r->reason ? r->reason : "");
+    fprintf(f,
+            ", \"sessions_total\": %llu, \"sessions_active\": 0, \"sessions_omitted\": %llu,"
+            "\n      \"counters\": ",
+            (unsigned long long)r->sessions_total, (unsigned long long)r->sessions_dropped);
+    json_counters(f, &r->counters);
+    fprintf(f,
+            ",\n      \"listener\": {\"rcvbuf\": %d, \"sndbuf\": %d, \"kernel_drops\": %llu},"
+            "\n      \"sessions\": [], \"filters\": []}",
+            r->rcvbuf, r->sndbuf, (unsigned long long)r->kernel_drops);
+}
+
+int sg_stats_check_path(const char *path, char *why, size_t whycap)
+{
+    char tmp[4096];
+    struct stat st;
+    int fd, err;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+        snprintf(why, whycap, "the stats file path is too long: %.64s...", path);
+        return -ENAMETOOLONG;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(why, whycap, "cannot write the stats file %s: it is a directory", path);
+        return -EISDIR;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) /* left by a run that was killed: ours to replace */
+        fd = open(tmp, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        err = -errno;
+        snprintf(why, whycap, "cannot write the stats file %s (through %s): %s", path, tmp,
+                 strerror(errno));
+        return err;
+    }
+    close(fd);
+    unlink(tmp);
+    return 0;
+}
+
 int sg_stats_write(struct sg_app *app, const char *path)
 {
     char tmp[4096];
     bool first = true;
+    uint64_t kept;
     FILE *f;
     int err = 0;
 
@@ -149,14 +209,25 @@ int sg_stats_write(struct sg_app *app, const char *path)
                strerror(errno));
         return err;
     }
-    fprintf(f, "{\"version\": \"%s\", \"started_ms\": %llu, \"uptime_ms\": %llu,\n", SG_VERSION,
-            (unsigned long long)app->started_wall_ms,
-            (unsigned long long)(sg_now_wall_ms() - app->started_wall_ms));
+    kept = app->retired_log ? app->nretired_log : 0;
+    if (kept > SG_APP_RETIRED_KEEP)
+        kept = SG_APP_RETIRED_KEEP;
+    fprintf(f,
+            "{\"version\": \"%s\", \"started_ms\": %llu, \"uptime_ms\": %llu, "
+            "\"retired_routes_omitted\": %llu,\n",
+            SG_VERSION, (unsigned long long)app->started_wall_ms,
+            (unsigned long long)(sg_now_wall_ms() - app->started_wall_ms),
+            (unsigned long long)(app->nretired_log - kept));
     fputs("  \"routes\": [\n", f);
     for (struct sg_route *r = app->routes; r; r = r->next, first = false) {
         sg_route_poll_kernel_drops(r);
         fputs(first ? "" : ",\n", f);
         json_route(f, r, false);
+    }
+    /* Retired routes: the freed ones, oldest first, then those still closing. */
+    for (uint64_t i = app->nretired_log - kept; i < app->nretired_log; i++, first = false) {
+        fputs(first ? "" : ",\n", f);
+        json_route_summary(f, &app->retired_log[i % SG_APP_RETIRED_KEEP]);
     }
     for (const struct sg_route *r = app->retired; r; r = r->next, first = false) {
         fputs(first ? "" : ",\n", f);

@@ -40,6 +40,11 @@ struct q3c {
     char first_error[200];
     char describe[320];
 
+    /* admission: the server treats the client as connected (a connectResponse,
+     * or sequenced traffic, which a server sends only to connected clients);
+     * established once the client's own sequenced traffic followed */
+    bool server_in_game, established;
+
     /* the datagram decoded last, to compare a rebuilt one against */
     size_t last_len;
     uint8_t last[SG_Q3_MAX_MSGLEN + 64];
@@ -448,6 +453,32 @@ static void server_message(struct q3c *c, struct sg_frame *f)
         snprintf(f->level, sizeof(f->level), "unknown");
 }
 
+/*
+ * Admission (sg_codec.established): a server sends connectResponse only to
+ * the address whose connect carried the challenge it gave that address, and
+ * sequenced (netchan) datagrams only to connected clients; a spoofing sender
+ * never sees either.  The session is in game once, after that, the client
+ * sends sequenced datagrams of its own.
+ */
+static void note_in_game(struct q3c *c, enum sg_dir dir, const uint8_t *data, size_t len)
+{
+    bool oob = len >= 4 && memcmp(data, "\xff\xff\xff\xff", 4) == 0;
+
+    if (dir == SG_DIR_S2C) {
+        if (oob ? c->qf.rx == SG_Q3_RX_OOB && c->qf.u.oob.kind == SG_Q3_OOB_CONNECT_RESPONSE
+                : len >= 4)
+            c->server_in_game = true;
+    } else if (c->server_in_game && !oob && len >= 6) {
+        c->established = true;
+    }
+}
+
+static bool q3_established(void *state)
+{
+    const struct q3c *c = state;
+    return c->established;
+}
+
 static int q3_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
                      const struct sg_frame **out)
 {
@@ -473,6 +504,7 @@ static int q3_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         note_error(c, err, dir == SG_DIR_C2S ? "client datagram" : "server datagram");
     f->sequence = c->qf.sequence;
     *out = f;
+    note_in_game(c, dir, data, len);
 
     switch (c->qf.rx) {
     case SG_Q3_RX_OOB:
@@ -1058,4 +1090,5 @@ const struct sg_codec sg_q3_codec = {
     .dump = q3_dump,
     .stats = q3_stats,
     .describe = q3_describe,
+    .established = q3_established,
 };

@@ -641,13 +641,17 @@ static void case_bad_addr(void)
                   "  listen [::1]27960\n"
                   "  server fe80::1\n"
                   "}\n"
-                  "metrics \"my host:80\"\n",
+                  "metrics \"my host:80\"\n"
+                  "route u {\n"
+                  "  listen [:::::]:27960\n"
+                  "  server 127.0.0.1:0\n"
+                  "}\n",
                   "t.conf:2:10: error: 'listen' expects ADDR:PORT (e.g. 0.0.0.0:27960 or "
                   "[::]:27960), got '27960'",
                   "t.conf:3:10: error: 'server' expects ADDR:PORT (e.g. 0.0.0.0:27960 or "
                   "[::]:27960), got '::1:27960'; did you mean '[::1]:27960'?",
                   "t.conf:6:10: error: 'listen' expects ADDR:PORT (e.g. 0.0.0.0:27960 or "
-                  "[::]:27960), got '0.0.0.0:70000'; the port must be between 0 and 65535",
+                  "[::]:27960), got '0.0.0.0:70000'; the port must be between 1 and 65535",
                   "t.conf:7:10: error: 'server' expects ADDR:PORT (e.g. 0.0.0.0:27960 or "
                   "[::]:27960), got ':27960'",
                   "t.conf:10:10: error: 'listen' expects ADDR:PORT (e.g. 0.0.0.0:27960 or "
@@ -657,6 +661,10 @@ static void case_bad_addr(void)
                   "[::1]:27960",
                   "t.conf:13:9: error: 'metrics' expects ADDR:PORT (e.g. 0.0.0.0:27960 or "
                   "[::]:27960), got 'my host:80'",
+                  "t.conf:15:10: error: 'listen' expects ADDR:PORT (e.g. 0.0.0.0:27960 or "
+                  "[::]:27960), got '[:::::]:27960'",
+                  "t.conf:16:10: error: 'server' expects a port between 1 and 65535, got "
+                  "'127.0.0.1:0' (port 0)",
                   NULL);
 }
 
@@ -1161,6 +1169,10 @@ static void case_addr_split(void)
         {"[]:1", -EINVAL, NULL, NULL},
         {"[host]:1", -EINVAL, NULL, NULL},
         {"[fe80::1%]:1", -EINVAL, NULL, NULL},
+        {"[:::::]:27960", -EINVAL, NULL, NULL},
+        {"[1:2]:1", -EINVAL, NULL, NULL},
+        {"[1::2::3]:1", -EINVAL, NULL, NULL},
+        {"[::1.2.3]:1", -EINVAL, NULL, NULL},
         {"ho st:1", -EINVAL, NULL, NULL},
         {"**:1", -EINVAL, NULL, NULL},
         {"", -EINVAL, NULL, NULL},

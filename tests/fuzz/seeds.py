@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 TARGETS = ['fuzz_huffman', 'fuzz_q3_message', 'fuzz_q3_client', 'fuzz_q3_netchan',
-           'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config']
+           'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config', 'fuzz_bmsg']
 
 SERVER_PORT = 27960  # the server port of every Q3 session capture (MANIFEST.md)
 SESSIONS = {'ioq68': 1, 'ioq71': 2, 'oa71': 3}  # capture -> fuzz_q3_netchan wire mode
@@ -262,6 +262,45 @@ def seeds_config(testdata, source):
     return seeds
 
 
+# fuzz_bmsg programs (see fuzz_bmsg.c): op = kind | arg << 4
+BMSG_PROGRAMS = [
+    b'',  # the target's default program
+    bytes([0x04, 0x05, 0x05, 0x05]),  # NQ demo block header: long, 3 float angles
+    bytes([0x00, 0xcd]),  # svc byte, string (cap 2048)
+    bytes([0x00, 0x02, 0x06, 0x0a, 0x06, 0x0a, 0x06, 0x0a]),  # bits, entity, coord16/angle8
+    bytes([0x0f, 0x0f, 0xdd, 0x0e]),  # NQ datagram header, then strings with 0xff / newline stops
+    bytes([0x04, 0x00, 0x07, 0x0b, 0x07, 0x0b, 0x08, 0x0c, 0x09, 0x0c]),  # RMQ sizes
+]
+
+
+def seeds_bmsg(testdata, source):
+    """NetQuake demo blocks and QuakeWorld datagrams under a few programs."""
+    seeds = {}
+    for path in sorted(glob.glob(os.path.join(testdata, 'nq', 'demos', '*.dem'))):
+        data = open(path, 'rb').read()
+        base = os.path.basename(path).split('.')[0]
+        pos = data.find(b'\n') + 1
+        blocks = []
+        while pos + 16 <= len(data):
+            n = struct.unpack_from('<i', data, pos)[0]
+            if n <= 0 or pos + 16 + n > len(data):
+                break
+            blocks.append(data[pos:pos + 16 + n])
+            pos += 16 + n
+        for i, b in enumerate(spread(blocks, 8)):
+            prog = BMSG_PROGRAMS[i % len(BMSG_PROGRAMS)]
+            seeds['%s_%d' % (base, i)] = bytes([len(prog)]) + prog + b[:4096]
+    qw = os.path.join(testdata, 'qw', 'sessions', 'ezquake_mvdsv', 'capture.pcap')
+    if os.path.exists(qw):
+        dgrams = [p for s, d, p in pcapng_udp(qw)]
+        oob = [p for p in dgrams if p.startswith(OOB)]
+        game = [p for p in dgrams if not p.startswith(OOB)]
+        for i, p in enumerate(oob[:6] + spread(game, 6)):
+            prog = BMSG_PROGRAMS[(i + 2) % len(BMSG_PROGRAMS)]
+            seeds['qw_%d' % i] = bytes([len(prog)]) + prog + p
+    return seeds
+
+
 GENERATORS = {
     'fuzz_huffman': seeds_huffman,
     'fuzz_q3_message': seeds_message,
@@ -270,6 +309,7 @@ GENERATORS = {
     'fuzz_q3_filters': seeds_netchan,  # the same input format
     'fuzz_demo_reader': seeds_demo,
     'fuzz_config': seeds_config,
+    'fuzz_bmsg': seeds_bmsg,
 }
 
 

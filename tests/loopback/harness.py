@@ -402,11 +402,12 @@ class Proxy:
 
     # ---- start -------------------------------------------------------
     def start(self, config=None, args=(), routes=1, stats=True, ready=True,
-              lifetime=50.0, attempts=3, ready_timeout=8.0):
+              lifetime=50.0, attempts=3, ready_timeout=8.0, preexec_fn=None):
         """Start slipgate.  `config` (a string) is written to a file passed
         with -c; `$P0`, `$P1`, ... in it and in `args` become free ports
         (self.ports).  Waits until `routes` "listening" lines are logged (or,
-        failing that, the ports show up bound in /proc/net/udp*)."""
+        failing that, the ports show up bound in /proc/net/udp*).  `preexec_fn`
+        runs in the child before exec (resource limits)."""
         text = (config or '') + ' ' + ' '.join(args)
         nports = len(set(re.findall(r'\$P(\d+)', text)))
         for attempt in range(attempts):
@@ -419,7 +420,7 @@ class Proxy:
             argv += [string.Template(a).safe_substitute(subst) for a in args]
             if stats:
                 argv += ['--stats', self.stats_path]
-            self._spawn(argv, lifetime)
+            self._spawn(argv, lifetime, preexec_fn)
             if not ready:
                 return self
             status = self._wait_ready(routes, ready_timeout)
@@ -442,7 +443,7 @@ class Proxy:
             f.write(text)
         os.replace(tmp, self.config_path)
 
-    def _spawn(self, argv, lifetime):
+    def _spawn(self, argv, lifetime, preexec_fn=None):
         self.lines = []
         self.argv = argv
         try:
@@ -452,7 +453,8 @@ class Proxy:
         out = open(self.stdout_path, 'wb')
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.PIPE, start_new_session=True)
+                                         stderr=subprocess.PIPE, start_new_session=True,
+                                         preexec_fn=preexec_fn)
         finally:
             out.close()
         self.started_at = time.monotonic()

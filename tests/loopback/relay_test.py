@@ -13,6 +13,7 @@ import collections
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -25,7 +26,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import (V4, V6, Fail, check, fmt_addr, parse_hostport, pump,  # noqa: E402
-                     require_ipv6, loopback_mtu, free_port, main, END_RE)
+                     require_ipv6, ipv6_unavailable_reason, loopback_mtu, free_port, main,
+                     END_RE)
 
 TAG = b'ECHO'
 DROP_KEYS = ('session_limit', 'rate_limit', 'send_error', 'unreachable')
@@ -452,6 +454,318 @@ def case_rate_cap(h):
           % (len(ok), burst * 1000, d['rate_limit']))
 
 
+# ------------------------------------------------------------- admission
+
+def wait_starts(px, n, mark, timeout, what):
+    """Wait until `n` "session start" lines follow log index `mark`."""
+    deadline = time.monotonic() + timeout
+    for _ in range(int(timeout / 0.02) + 1):
+        if len(px.session_starts(mark)) >= n or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    got = len(px.session_starts(mark))
+    check(got >= n, '%s: %d "session start" lines within %.1f s, expected %d'
+          % (what, got, timeout, n))
+
+
+def ended_reasons(route):
+    """{client port: [end_reason or None, ...]} of a stats route's sessions."""
+    out = collections.defaultdict(list)
+    for s in route.get('sessions') or []:
+        out[parse_hostport(s['client'])[1]].append(s.get('end_reason'))
+    return out
+
+
+def case_flood_evicts(h):
+    """A full table of sessions the server never answered makes room for a
+    real new player; established sessions are never evicted."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('fl', '127.0.0.1:$P0', srv.addr, max_sessions=20,
+                                    new_sessions_per_source=1000, idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    players = [h.client(V4) for _ in range(3)]
+    for i, c in enumerate(players):
+        roundtrip(c, dest, b'player-%d' % i, what='player %d: ' % i)
+    # A flood the server does not answer (1-byte junk), from 40 sources.
+    srv.echo = False
+    mark = px.log_mark()
+    flood = [h.client(V4) for _ in range(40)]
+    for c in flood:
+        c.send(b'\x01', dest)
+    wait_starts(px, 17, mark, 2.0, 'flood')
+    time.sleep(0.3)
+    check(len(srv.snapshot()) >= 3 + 17, 'the server saw %d datagrams, expected at least 20'
+          % len(srv.snapshot()))
+    # A real new player gets in at once, and the players keep their sessions.
+    srv.echo = True
+    newbie = h.client(V4)
+    roundtrip(newbie, dest, b'newcomer', what='new player with a full table: ')
+    for i, c in enumerate(players):
+        roundtrip(c, dest, b'player-%d-again' % i, what='player %d after the flood: ' % i)
+    warned = px.count_log(r'(?i)warn\b.*\[fl\].*session table full.*were ended \(reason=evicted\)')
+    check(warned == 1, 'expected one (rate-limited) "session table full ... evicted" warning, '
+          'got %d' % warned)
+    st = stop_ok(px)
+    r = stats_route(st, 'fl')
+    reasons = ended_reasons(r)
+    for c in players + [newbie]:
+        check(reasons[c.port] in ([None], ['shutdown']), 'client %d (answered) ended with %r'
+              % (c.port, reasons[c.port]))
+    evicted = [c.port for c in flood if reasons[c.port] == ['evicted']]
+    check(r.get('sessions_total') == 44, 'stats: sessions_total %r, expected 44'
+          % r.get('sessions_total'))
+    check(len(evicted) == 24 and r.get('sessions_evicted') == 24,
+          'expected 24 flood sessions evicted (44 sessions, 20 slots); stats says '
+          'sessions_evicted %r, %d sessions ended evicted'
+          % (r.get('sessions_evicted'), len(evicted)))
+    check(evicted == [c.port for c in flood[:24]], 'the oldest flood sessions should go first')
+    check(drops(r)['session_limit'] == 0, 'stats: drops.session_limit %r, expected 0'
+          % drops(r)['session_limit'])
+
+
+def case_handshake_timeout(h):
+    """A session the server never answered ends after handshake_timeout;
+    an answered one lives on (idle_timeout)."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('hs', '127.0.0.1:$P0', srv.addr, handshake_timeout='1s',
+                                    idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    player, silent = h.client(V4), h.client(V4)
+    roundtrip(player, dest, b'hello')
+    srv.echo = False
+    silent.send(b'anyone?', dest)
+    t0 = time.monotonic()
+    time.sleep(2.2)
+    srv.echo = True
+    roundtrip(player, dest, b'still here', what='answered session after 2.2 s: ')
+    check(time.monotonic() - t0 < 3.0, 'the test took too long to be meaningful')
+    st = stop_ok(px)
+    r = stats_route(st, 'hs')
+    check(r.get('sessions_total') == 2, 'stats: sessions_total %r, expected 2 (the player kept '
+          'its session)' % r.get('sessions_total'))
+    s = session_for(r, silent.port)
+    check(len(s) == 1 and s[0].get('end_reason') == 'handshake timeout',
+          'the unanswered session: %r, expected one ended with "handshake timeout"' % s)
+    dt = (s[0]['ended_ms'] - s[0]['started_ms']) / 1000.0
+    check(0.9 <= dt <= 1.8, 'the unanswered session lasted %.2f s, expected about 1 s' % dt)
+    p = session_for(r, player.port)
+    check(len(p) == 1 and p[0].get('end_reason') in (None, 'shutdown'),
+          'the answered session: %r' % p)
+
+
+OOB = b'\xff\xff\xff\xff'
+
+
+def case_q3_established(h):
+    """Quake 3 route: an answer alone does not establish a session, the
+    handshake does (connectResponse, then the client's sequenced traffic).
+    A full table evicts sessions the server never answered before those it
+    answered."""
+    srv = h.echo(V4, tag=OOB)  # every answer is connectionless: OOB + what came
+    px = h.proxy(config=route_block('q3', '127.0.0.1:$P0', srv.addr, protocol='q3',
+                                    max_sessions=4, new_sessions_per_source=1000,
+                                    handshake_timeout='1500ms', idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    # Answered, not in game: a status query.
+    query = h.client(V4)
+    roundtrip(query, dest, OOB + b'getstatus', server_tag=OOB, what='status query: ')
+    # Three the server does not answer fill the table.
+    srv.echo = False
+    mark = px.log_mark()
+    flood = [h.client(V4) for _ in range(3)]
+    for c in flood:
+        c.send(OOB + b'getinfo', dest)
+    wait_starts(px, 3, mark, 2.0, 'unanswered sessions')
+    time.sleep(0.1)
+    srv.echo = True
+    # A newcomer takes the oldest unanswered session's place.
+    newbie = h.client(V4)
+    roundtrip(newbie, dest, OOB + b'getinfo', server_tag=OOB, what='newcomer: ')
+    # A player: the server's connectResponse, then its sequenced datagrams.
+    player = h.client(V4)
+    roundtrip(player, dest, b'connectResponse', server_tag=OOB, what='connect: ')
+    roundtrip(player, dest, struct.pack('<IH', 1, 1234) + b'move', server_tag=OOB,
+              what='first move: ')
+    time.sleep(2.0)
+    roundtrip(player, dest, struct.pack('<IH', 2, 1234) + b'move', server_tag=OOB,
+              what='player after 2 s: ')
+    st = stop_ok(px)
+    r = stats_route(st, 'q3')
+    reasons = ended_reasons(r)
+    want = {query.port: ['handshake timeout'], flood[0].port: ['evicted'],
+            flood[1].port: ['evicted'], flood[2].port: ['handshake timeout'],
+            newbie.port: ['handshake timeout']}
+    got = {p: reasons[p] for p in want}
+    check(got == want, 'end reasons %s, expected %s' % (got, want))
+    check(reasons[player.port] in ([None], ['shutdown']),
+          'the player in game ended with %r' % reasons[player.port])
+    check(r.get('sessions_total') == 6, 'stats: sessions_total %r, expected 6'
+          % r.get('sessions_total'))
+
+
+def case_session_limit_warning(h):
+    """A table full of established sessions refuses newcomers, and says so
+    again (with a count) while it lasts, at most every 10 s."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('lim', '127.0.0.1:$P0', srv.addr, max_sessions=2,
+                                    new_sessions_per_source=1000, idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    players = [h.client(V4) for _ in range(2)]
+    for i, c in enumerate(players):
+        roundtrip(c, dest, b'p%d' % i)
+    rx = r'(?i)warn\b.*\[lim\].*session limit \(2\) reached'
+    count = r'(?i)warn\b.*\[lim\].*session limit \(2\) reached.*?(\d+) datagram'
+    late = [h.client(V4) for _ in range(10)]
+    late[0].send(b'x', dest)
+    hit = px.wait_for_log(rx, 2.0)
+    check(hit is not None, 'no "session limit (2) reached" warning')
+    mark = px.log_mark()
+    for c in late[1:]:
+        c.send(b'x', dest)
+    for c in late:
+        expect_silence(c, 0.05, 'client over max_sessions 2')
+    check(px.count_log(rx, mark) == 0, 'the warning was repeated at once (not rate-limited)')
+    hit = px.wait_for_log(rx, 13.0, start=mark)
+    check(hit is not None, 'the session limit warning was not repeated while it lasted')
+    hit = px.wait_for_log(count, 0.0, start=mark)
+    check(hit is not None and hit[1].group(1) == '9', 'the repeated warning does not count the '
+          '9 datagrams refused since the first: %r' % (hit and hit[1].string))
+    for i, c in enumerate(players):
+        roundtrip(c, dest, b'p%d-again' % i)
+    st = stop_ok(px)
+    check(drops(stats_route(st, 'lim'))['session_limit'] == 10, 'stats: drops.session_limit '
+          '%r, expected 10' % drops(stats_route(st, 'lim'))['session_limit'])
+
+
+def case_rate_warning(h):
+    """Datagrams refused by new_sessions_per_source: counted per route in
+    --stats and reported by one rate-limited warning."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('rw', '127.0.0.1:$P0', srv.addr, max_sessions=1000,
+                                    new_sessions_per_source=3, idle_timeout='60s'))
+    dest = (V4, px.ports[0])
+    clients = [h.client(V4) for _ in range(10)]
+    for c in clients:
+        c.send(b'x', dest)
+    ok = sum(1 for c in clients if c.recv_one(0.3) is not None)
+    rx = r'(?i)warn\b.*\[rw\].*new-session rate limit \(3 per second per source\)'
+    check(px.wait_for_log(rx, 1.0) is not None, 'no rate limit warning')
+    check(px.count_log(rx) == 1, '%d rate limit warnings, expected 1 (rate-limited)'
+          % px.count_log(rx))
+    st = stop_ok(px)
+    d = drops(stats_route(st, 'rw'))
+    check(d['rate_limit'] == 10 - ok and ok < 10, 'stats: drops.rate_limit %r, %d sessions '
+          'opened of 10' % (d['rate_limit'], ok))
+
+
+def limit_nofile(soft, hard):
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def case_nofile_raise(h):
+    """Started with a soft limit of 64 open files (hard 4096), slipgate
+    raises it so that max_sessions 200 sessions open."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('nf', '127.0.0.1:$P0', srv.addr, max_sessions=200,
+                                    new_sessions_per_source=1000, idle_timeout='60s'),
+                 preexec_fn=limit_nofile(64, 4096))
+    dest = (V4, px.ports[0])
+    clients = [h.client(V4) for _ in range(200)]
+    for i, c in enumerate(clients):
+        roundtrip(c, dest, b'c%d' % i, what='client %d of 200: ' % i)
+    check(px.count_log(r'cannot open a socket') == 0, 'socket errors logged')
+    check(px.count_log(r'cannot be reached') == 0, 'a max_sessions warning with a hard limit '
+          'of 4096')
+    st = stop_ok(px)
+    r = stats_route(st, 'nf')
+    check(r.get('sessions_total') == 200 and drops(r)['no_socket'] == 0,
+          'stats: sessions_total %r, drops.no_socket %r; expected 200 and 0'
+          % (r.get('sessions_total'), drops(r)['no_socket']))
+
+
+def case_nofile_reload(h):
+    """A reload that raises max_sessions raises the open files limit too."""
+    srv = h.echo(V4)
+    opts = dict(new_sessions_per_source=1000, idle_timeout='60s')
+    px = h.proxy(config=route_block('nr', '127.0.0.1:$P0', srv.addr, max_sessions=10, **opts),
+                 preexec_fn=limit_nofile(64, 4096))
+    P = px.ports[0]
+    dest = (V4, P)
+    px.write_config(route_block('nr', '127.0.0.1:%d' % P, srv.addr, max_sessions=200, **opts))
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(r'configuration reloaded', 3.0, start=mark) is not None,
+          'no "configuration reloaded" line after SIGHUP')
+    clients = [h.client(V4) for _ in range(200)]
+    for i, c in enumerate(clients):
+        roundtrip(c, dest, b'c%d' % i, what='client %d of 200 after the reload: ' % i)
+    st = stop_ok(px)
+    r = stats_route(st, 'nr')
+    check(r.get('sessions_total') == 200 and drops(r)['no_socket'] == 0,
+          'stats: sessions_total %r, drops.no_socket %r; expected 200 and 0'
+          % (r.get('sessions_total'), drops(r)['no_socket']))
+
+
+def case_nofile_capped(h):
+    """With soft = hard = 64 open files, max_sessions 200 cannot be reached:
+    one warning at start, and the refused sessions' error is rate-limited."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('nc', '127.0.0.1:$P0', srv.addr, max_sessions=200,
+                                    new_sessions_per_source=1000, idle_timeout='60s'),
+                 preexec_fn=limit_nofile(64, 64))
+    dest = (V4, px.ports[0])
+    warn = r'(?i)warn\b.*\[nc\].*max_sessions 200 cannot be reached'
+    check(px.wait_for_log(warn, 2.0) is not None, 'no "max_sessions 200 cannot be reached" '
+          'warning at start')
+    clients = [h.client(V4) for _ in range(150)]
+    for c in clients:
+        c.send(b'y', dest)
+    answered = 0
+    for c in clients:
+        answered += c.recv_one(0.05) is not None
+    for c in clients[:50]:
+        c.send(b'z', dest)
+    time.sleep(0.3)
+    errors = px.count_log(r'(?i)error\b.*cannot open a socket towards the server')
+    check(1 <= errors <= 2, '%d "cannot open a socket" errors, expected 1 or 2 (rate-limited)'
+          % errors)
+    check(px.count_log(warn) == 1, 'the start warning was repeated')
+    st = stop_ok(px)
+    r = stats_route(st, 'nc')
+    check(10 <= r.get('sessions_total') < 64, 'stats: sessions_total %r' % r.get('sessions_total'))
+    check(r.get('sessions_total') == answered, '%d clients answered, %r sessions'
+          % (answered, r.get('sessions_total')))
+    check(drops(r)['no_socket'] >= 150 - answered, 'stats: drops.no_socket %r, expected at '
+          'least %d' % (drops(r)['no_socket'], 150 - answered))
+
+
+def case_loop_source(h):
+    """A datagram to the listener from a configured server's own address
+    opens no session (it would relay to itself forever)."""
+    srv = h.echo(V4)
+    srv2 = h.echo(V4, tag=b'TWO')
+    px = h.proxy(config=route_block('lp', '127.0.0.1:$P0', srv.addr, idle_timeout='60s')
+                 + route_block('other', '127.0.0.1:$P1', srv2.addr), routes=2)
+    dest = (V4, px.ports[0])
+    srv.sock.sendto(b'loop?', dest)   # this route's server
+    srv2.sock.sendto(b'loop?', dest)  # another route's server
+    srv.sock.sendto(b'loop?', dest)
+    time.sleep(1.0)
+    check(len(srv.snapshot()) == 0 and len(srv2.snapshot()) == 0,
+          'the servers received %d and %d datagrams from slipgate'
+          % (len(srv.snapshot()), len(srv2.snapshot())))
+    rx = r'(?i)warn\b.*\[lp\].*datagram from 127\.0\.0\.1:%d.*no session is opened' % srv.port
+    check(px.count_log(rx) == 1, 'expected one "no session is opened" warning naming the '
+          'server, got %d' % px.count_log(rx))
+    c = h.client(V4)
+    roundtrip(c, dest, b'a real client')
+    st = stop_ok(px)
+    r = stats_route(st, 'lp')
+    check(drops(r).get('loop') == 3, 'stats: drops.loop %r, expected 3' % drops(r).get('loop'))
+    check(r.get('sessions_total') == 1, 'stats: sessions_total %r, expected 1'
+          % r.get('sessions_total'))
+
+
 # ---------------------------------------------------------------- stats
 
 def case_stats_sigterm(h):
@@ -740,6 +1054,103 @@ def case_sighup_reload(h):
     print('reload kept the session; idle end %.2f s after the last packet' % dt)
 
 
+def proc_status_kb(pid, field):
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith(field + ':'):
+                return int(line.split()[1])
+    raise Fail('/proc/%d/status has no %s' % (pid, field))
+
+
+def case_reload_churn(h):
+    """Routes that a reload removes, or that fail to start at a reload, are
+    freed once closed: 200 reloads whose new route cannot bind (its port is
+    taken) and 200 that add and remove a route (some with a live session)
+    leave the proxy's memory flat, and --stats lists only the last 64
+    retired routes and counts the others."""
+    # Under AddressSanitizer freed memory waits in a quarantine (256 MB by
+    # default) before reuse; a small one keeps use-after-free checks on recent
+    # frees and lets these figures measure slipgate.  No effect otherwise.
+    opts = os.environ.get('ASAN_OPTIONS', '')
+    os.environ['ASAN_OPTIONS'] = (opts + ':' if opts else '') + 'quarantine_size_mb=2'
+    srv = h.echo(V4)
+    busy = h.udp_socket(V4)  # holds the port route 'b' wants
+    busy_port = busy.getsockname()[1]
+    base = route_block('a', '127.0.0.1:$P0', srv.addr)
+    px = h.proxy(config=base, lifetime=55.0)
+    pa = px.ports[0]
+    a_only = route_block('a', '127.0.0.1:%d' % pa, srv.addr)
+    with_b = a_only + route_block('b', '127.0.0.1:%d' % busy_port, srv.addr)
+    c_port = free_port()
+    with_c = a_only + route_block('c', '127.0.0.1:%d' % c_port, srv.addr, idle_timeout='30s')
+    pid = px.proc.pid
+    deadline = time.monotonic() + 40
+
+    def reload(text, what):
+        px.write_config(text)
+        mark = px.log_mark()
+        px.send_signal(signal.SIGHUP)
+        check(px.wait_for_log(r'configuration reloaded', 5.0, start=mark) is not None,
+              '%s: no "configuration reloaded" within 5 s' % what)
+        check(time.monotonic() < deadline, '%s: the reloads took over 40 s' % what)
+
+    # Failing reloads: route b cannot listen; a warm-up first.
+    failing, churn = 200, 200
+    for i in range(20):
+        reload(with_b, 'failing reload %d' % i)
+    check(px.count_log(r'cannot listen on') >= 20, 'route b did not fail to listen')
+    data0, rss0 = proc_status_kb(pid, 'VmData'), proc_status_kb(pid, 'VmRSS')
+    for i in range(20, failing):
+        reload(with_b, 'failing reload %d' % i)
+    data1, rss1 = proc_status_kb(pid, 'VmData'), proc_status_kb(pid, 'VmRSS')
+
+    # Route c comes and goes; every 20th time a client has a session on it.
+    c = h.client(V4)
+    sessions_c = 0
+    for i in range(churn):
+        if i % 2 == 0:
+            reload(with_c, 'adding route c (%d)' % i)
+            if i % 20 == 0:
+                roundtrip(c, (V4, c_port), b'churn %d' % i, what='route c: ')
+                sessions_c += 1
+        else:
+            reload(a_only, 'removing route c (%d)' % i)
+    data2, rss2 = proc_status_kb(pid, 'VmData'), proc_status_kb(pid, 'VmRSS')
+    roundtrip(c, (V4, pa), b'route a still relays')
+    print('VmData %d kB after 20 failing reloads, %d kB after %d, %d kB after %d add/remove; '
+          'VmRSS %d, %d, %d kB' % (data0, data1, failing, data2, churn, rss0, rss1, rss2))
+    grow = max(data1, data2) - data0
+    check(grow < 8 * 1024, 'VmData grew by %d kB over %d reloads (retired routes are kept)'
+          % (grow, failing - 20 + churn))
+    grow = max(rss1, rss2) - rss0
+    check(grow < 8 * 1024, 'VmRSS grew by %d kB over %d reloads' % (grow, failing - 20 + churn))
+
+    st = stop_ok(px)
+    retired = [r for r in st['routes'] if r.get('retired')]
+    total = failing + churn // 2
+    check(len(retired) == 64, '--stats lists %d retired routes, expected the last 64 of %d'
+          % (len(retired), total))
+    check(st.get('retired_routes_omitted') == total - 64,
+          '--stats: retired_routes_omitted %r, expected %d'
+          % (st.get('retired_routes_omitted'), total - 64))
+    check(all(r.get('name') == 'c' and r.get('retired_reason') == 'route removed'
+              for r in retired), 'the last 64 retired routes are not route c\'s removals: %r'
+          % [(r.get('name'), r.get('retired_reason')) for r in retired][:8])
+    listed_adds = list(range(0, churn, 2))[-64:]  # the adds whose removal is listed
+    want = sum(1 for i in listed_adds if i % 20 == 0)
+    got = [r.get('sessions_total') for r in retired]
+    check(sum(got) == want and set(got) <= {0, 1},
+          'retired route c summaries count sessions %r (sum %d), expected %d of the %d made'
+          % (got, sum(got), want, sessions_c))
+    stamps = [r.get('retired_ms', 0) for r in retired]
+    check(stamps == sorted(stamps) and stamps[0] > 0,
+          'retired routes are not listed oldest first with retired_ms: %r' % stamps[:8])
+    live = [r.get('name') for r in st['routes'] if not r.get('retired')]
+    check(live == ['a'], 'serving routes at exit: %r, expected [\'a\']' % live)
+    print('%d retired routes: %d listed, %d omitted' % (total, len(retired),
+                                                        st['retired_routes_omitted']))
+
+
 def case_second_signal(h):
     srv = h.echo(V4)
     # A single SIGINT: clean exit 0 with stats.
@@ -829,7 +1240,7 @@ log_level info
 stats_file "%(dir)s/stats file.json"
 
 route alpha {
-    listen 127.0.0.1:27960      # trailing comment
+    listen 127.0.0.1:%(p1)d      # trailing comment
     server 127.0.0.1:27961
     protocol auto
     idle_timeout 60s
@@ -838,7 +1249,7 @@ route alpha {
 }
 
 route "beta" {
-    listen [::]:27970
+    listen %(any6)s:%(p2)d
     server [::1]:27971
     protocol q3
     idle_timeout 500ms
@@ -847,7 +1258,7 @@ route "beta" {
 }
 
 route gamma {
-    listen [::1]:27980
+    listen %(lo6)s:%(p3)d
     server localhost:27981
     protocol qw
     idle_timeout 2m
@@ -877,7 +1288,14 @@ BAD_CONFIGS = [
 def case_check_config(h):
     good = h.path('good.conf')
     with open(good, 'w') as f:
-        f.write(GOOD_CONFIG % {'dir': h.dir})
+        # Free ports: --check-config binds each listen address to see it is free.
+        v6 = ipv6_unavailable_reason() is None
+        if not v6:
+            print('note: no IPv6 loopback (%s): the IPv6 routes listen on IPv4'
+                  % ipv6_unavailable_reason())
+        f.write(GOOD_CONFIG % {'dir': h.dir, 'p1': free_port(), 'p2': free_port(),
+                               'p3': free_port(), 'any6': '[::]' if v6 else '0.0.0.0',
+                               'lo6': '[::1]' if v6 else '127.0.0.1'})
     t0 = time.monotonic()
     r = h.run(['--check-config', '-c', good])
     check(r.returncode == 0, '--check-config on a valid file: exit %d, expected 0\n%s'
@@ -909,6 +1327,105 @@ def case_check_config(h):
             failures.append('%s: stderr lacks /%s/: %r' % (name, must, err[:300]))
     check(not failures, '%d of %d bad configs were not reported as specified:\n  %s'
           % (len(failures), len(BAD_CONFIGS), '\n  '.join(failures)))
+
+
+def case_check_config_system(h):
+    """--check-config checks what the start would meet, not only the file:
+    port 0 and malformed IPv6 addresses are refused when the file is read;
+    a host that does not resolve, a listen port another socket holds and a
+    stats file that cannot be written are reported with where they were
+    given, and exit 1."""
+    busy = h.udp_socket(V4)
+    busy_port = busy.getsockname()[1]
+    free = free_port()
+    cases = [
+        # (name, file text, line, column, required regex)
+        ('server_port_0', 'route a {\n    listen 127.0.0.1:%d\n    server 127.0.0.1:0\n}\n'
+         % free, 3, 12, r"'server' expects a port between 1 and 65535.*port 0"),
+        ('listen_port_0', 'route a {\n    listen 127.0.0.1:0\n    server 127.0.0.1:27960\n}\n',
+         2, 12, r"'listen' expects a port between 1 and 65535.*port 0"),
+        ('colons_v6', 'route a {\n    listen [:::::]:%d\n    server 127.0.0.1:27960\n}\n' % free,
+         2, 12, r"'listen' expects ADDR:PORT.*\[:::::\]"),
+        ('unresolvable', 'route a {\n    listen 127.0.0.1:%d\n\n'
+         '    server nonexistent.invalid:27960\n}\n' % free, 4, 12, r"route 'a': server: cannot resolve 'nonexistent\.invalid:27960'"),
+        ('listen_in_use', 'route a {\n    server 127.0.0.1:27960\n    listen 127.0.0.1:%d\n}\n'
+         % busy_port, 3, 12, r"route 'a': cannot listen on 127\.0\.0\.1:%d: .*in use.*slipgate"
+         % busy_port),
+        ('two_routes_one_port', 'route a {\n    listen 0.0.0.0:%d\n    server 127.0.0.1:27960\n}\n'
+         'route b {\n    listen 127.0.0.1:%d\n    server 127.0.0.1:27960\n}\n' % (free, free),
+         6, 12, r"route 'b': cannot listen on 127\.0\.0\.1:%d: .*in use" % free),
+        ('stats_dir_missing', 'stats_file %s\nroute a {\n    listen 127.0.0.1:%d\n'
+         '    server 127.0.0.1:27960\n}\n' % (h.path('no/such/dir/stats.json'), free), None, None,
+         r'stats_file: cannot write the stats file .*no/such/dir/stats\.json'),
+    ]
+    failures = []
+    for name, text, line, col, must in cases:
+        path = h.path(name + '.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        r = h.run(['--check-config', '-c', path])
+        err = r.stderr.decode(errors='replace')
+        if r.returncode != 1:
+            failures.append('%s: exit %d, expected 1; stdout %r stderr %r'
+                            % (name, r.returncode, r.stdout[:200], err[:300]))
+            continue
+        if line is not None and not re.search(r'%s:%d:%d: error:' % (re.escape(path), line, col),
+                                              err):
+            failures.append('%s: stderr lacks "%s:%d:%d: error:": %r' % (name, path, line, col,
+                                                                         err[:300]))
+        if not re.search(must, err):
+            failures.append('%s: stderr lacks /%s/: %r' % (name, must, err[:300]))
+    # The same from the command line, and --stats.
+    r = h.run(['--check-config', '-l', '127.0.0.1:%d' % busy_port, '-s', '127.0.0.1:27960',
+               '--stats', h.path('missing/stats.json')])
+    err = r.stderr.decode(errors='replace')
+    if r.returncode != 1 or not re.search(r'command line: error: .*in use', err) \
+            or not re.search(r'--stats: error: cannot write the stats file .*missing/stats', err):
+        failures.append('command line: exit %d, stderr %r' % (r.returncode, err[:400]))
+    check(not failures, '%d problems over %d configurations:\n  %s'
+          % (len(failures), len(cases) + 1, '\n  '.join(failures)))
+    print('%d configurations refused with where and why' % (len(cases) + 1))
+
+
+def case_stats_path_checked(h):
+    """A --stats or stats_file path that cannot be written fails the start
+    (exit 1, saying why) instead of losing the run's figures at exit; the
+    stats_file in force at start still gets the figures after a reload has
+    replaced the configuration."""
+    srv = h.echo(V4)
+    for what, args in (('--stats in a missing directory',
+                        ['--stats', h.path('missing/stats.json')]),
+                       ('--stats naming a directory', ['--stats', h.dir])):
+        r = h.run(['-l', '127.0.0.1:%d' % free_port(), '-s', srv.addr] + args, timeout=5.0)
+        err = r.stderr.decode(errors='replace')
+        check(r.returncode == 1, '%s: exit %d, expected 1 at once; stderr %r'
+              % (what, r.returncode, err[-500:]))
+        check(re.search(r'cannot write the stats file', err) and 'listening on' not in err,
+              '%s: no clear message before starting: %r' % (what, err[-500:]))
+    cfg_path = h.path('stats_missing.conf')
+    with open(cfg_path, 'w') as f:
+        f.write('stats_file %s\n' % h.path('gone/s.json') + route_block(
+            'a', '127.0.0.1:%d' % free_port(), srv.addr))
+    r = h.run(['-c', cfg_path], timeout=5.0)
+    err = r.stderr.decode(errors='replace')
+    check(r.returncode == 1 and 'cannot write the stats file' in err,
+          'stats_file in a missing directory: exit %d, stderr %r' % (r.returncode, err[-500:]))
+    # stats_file survives a reload (the configuration that named it is freed).
+    target = h.path('from-file.json')
+    cfg = 'stats_file %s\n' % target + route_block('a', '127.0.0.1:$P0', srv.addr)
+    px = h.proxy(config=cfg, stats=False)
+    c = h.client(V4)
+    roundtrip(c, (V4, px.ports[0]), b'before')
+    px.write_config('stats_file %s\n' % target
+                    + route_block('a', '127.0.0.1:%d' % px.ports[0], srv.addr, idle_timeout='30s'))
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(r'configuration reloaded', 5.0, start=mark) is not None,
+          'no "configuration reloaded" after SIGHUP')
+    rc = px.stop()
+    check(rc == 0, 'exit status %d after SIGTERM' % rc)
+    check(os.path.exists(target), 'stats_file %s not written after a reload' % target)
+    print('unwritable stats paths refused at start; stats_file kept across a reload')
 
 
 def case_set_override(h):
