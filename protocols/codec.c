@@ -2,6 +2,7 @@
 #include "protocols/codec.h"
 
 #include <string.h>
+#include <strings.h>
 
 extern const struct sg_codec sg_q3_codec;
 extern const struct sg_codec sg_nq_relay;
@@ -44,6 +45,72 @@ const struct sg_codec *sg_codec_handshaker(void)
 {
     for (int i = 0; sg_codecs[i]; i++)
         if (sg_codecs[i]->handshake)
+            return sg_codecs[i];
+    return NULL;
+}
+
+const struct sg_codec *sg_codec_demo_ext(const char *ext)
+{
+    for (int i = 0; sg_codecs[i]; i++) {
+        const struct sg_demo_impl *d = sg_codecs[i]->demo_reader;
+
+        for (int j = 0; d && d->extensions[j]; j++)
+            if (strcasecmp(d->extensions[j], ext) == 0)
+                return sg_codecs[i];
+    }
+    return NULL;
+}
+
+/*
+ * Demo files of the games whose codec has no reader yet, so that the tools
+ * can name the game.  A game leaves this list when its codec gains a
+ * demo_reader (which then lists the extensions itself).
+ */
+static const struct {
+    const char *game, *exts[3], *list;
+} unreadable[] = {
+    {"qw", {"qwd", "mvd", NULL}, ".qwd, .mvd"},
+    {"nq", {"dem", NULL, NULL}, ".dem"},
+    {"q2", {"dm2", NULL, NULL}, ".dm2"},
+};
+
+const char *sg_codec_demo_unreadable(const char *ext, const char **exts)
+{
+    for (size_t i = 0; i < sizeof(unreadable) / sizeof(unreadable[0]); i++) {
+        const struct sg_codec *c = sg_codec_find(unreadable[i].game);
+
+        if (c && c->demo_reader)
+            continue; /* readable after all */
+        for (int j = 0; unreadable[i].exts[j]; j++)
+            if (strcasecmp(unreadable[i].exts[j], ext) == 0) {
+                if (exts)
+                    *exts = unreadable[i].list;
+                return unreadable[i].game;
+            }
+    }
+    return NULL;
+}
+
+const char *sg_codec_demo_unreadable_at(int i, const char **exts)
+{
+    for (size_t k = 0; k < sizeof(unreadable) / sizeof(unreadable[0]); k++) {
+        const struct sg_codec *c = sg_codec_find(unreadable[k].game);
+
+        if (c && c->demo_reader)
+            continue;
+        if (i-- == 0) {
+            if (exts)
+                *exts = unreadable[k].list;
+            return unreadable[k].game;
+        }
+    }
+    return NULL;
+}
+
+const struct sg_codec *sg_codec_capture_default(void)
+{
+    for (int i = 0; sg_codecs[i]; i++)
+        if (sg_codecs[i]->capture)
             return sg_codecs[i];
     return NULL;
 }

@@ -137,6 +137,70 @@ struct sg_relay_move {
     int refused_port;
 };
 
+/*
+ * Offline tools (`slipgate demo`, `slipgate pcap decode`): what a game
+ * offers for its demo files and its captured sessions.  The proxy finds a
+ * file's game and a capture flow's game through the codec table, opens the
+ * files and reads the capture; these hooks do everything game-specific and
+ * print their own report lines to the streams they are given.
+ */
+
+/* Probe answers: a file's first bytes are this game's demo, are not, or are too few to tell. */
+#define SG_DEMO_PROBE_NO      0
+#define SG_DEMO_PROBE_YES     1
+#define SG_DEMO_PROBE_UNKNOWN (-1)
+
+/*
+ * A game's demo reader.  `name` is the file's name (some formats take
+ * their protocol from it); `in` is open for reading at offset 0 and
+ * borrowed for the call, as is `out` (the file to write) and `report`
+ * (stdout for the lines the command prints).  Each hook returns the number
+ * of problems it found in the demo (0: clean; > 0: the command exits 1),
+ * or a negative error that stopped it (I/O, memory), which the caller
+ * reports.  `cut` may be NULL (a game whose demos cannot be cut yet).
+ */
+struct sg_demo_impl {
+    const char *const *extensions; /* the file name endings it reads, without the dot; NULL-terminated */
+    /* Do the first `len` bytes of a file (all of it when shorter) start this format?  SG_DEMO_PROBE_*. */
+    int (*probe)(const uint8_t *head, size_t len);
+    int (*info)(FILE *in, const char *name, FILE *report);        /* `demo info` */
+    int (*dump)(FILE *in, const char *name, bool json, FILE *report); /* `demo dump` */
+    int (*reencode)(FILE *in, const char *name, FILE *out, FILE *report);
+    int (*cut)(FILE *in, const char *name, FILE *out, int32_t from_ms, int32_t to_ms,
+               FILE *report);
+};
+
+/*
+ * A game's capture decoder: the proxy splits a capture's UDP datagrams
+ * into flows (client address, server address) and feeds each flow's
+ * datagrams, in capture order, to one flow object of its game.
+ */
+struct sg_capture_impl {
+    const char *title; /* "Quake 3": the summary's "N not Quake 3 UDP" */
+    /* Does the sender of this datagram act as a client (1), a server (0), or can it not tell (-1)? */
+    int (*role)(const uint8_t *data, size_t len);
+    /*
+     * A new flow; with `record_base` non-NULL ("DIR/127.0.0.1-27960",
+     * borrowed for the call) it records the server's messages into
+     * record_base + "." + the game's demo extension.  0 or -ENOMEM.
+     */
+    int (*create)(void **flow, const char *record_base);
+    /*
+     * Decode one datagram in `dir` and print the rest of its line to
+     * `report` (after the proxy's "#frame time session dir len=" prefix,
+     * newline included; JSON: the object's further members and its '}').
+     * Returns the number of errors to count (decode, recording), never
+     * negative; failures are told on stderr.
+     */
+    int (*datagram)(void *flow, enum sg_dir dir, const uint8_t *data, size_t len, bool json,
+                    FILE *report);
+    /* End the flow's recording (the capture is over).  Returns the number of errors. */
+    int (*finish)(void *flow);
+    /* Print the rest of the flow's summary line (after "session N: C -> S: "), newline included. */
+    void (*summary)(void *flow, FILE *out);
+    void (*destroy)(void *flow); /* accepts NULL */
+};
+
 struct sg_codec {
     const char *name;        /* "q3" */
     const char *description; /* one line */
@@ -205,6 +269,10 @@ struct sg_codec {
     int (*record)(void *state, const struct sg_frame *frame, FILE *out);
     int (*record_end)(void *state, FILE *out);
 
+    /* Offline tools (see struct sg_demo_impl, sg_capture_impl); NULL when the game has none yet. */
+    const struct sg_demo_impl *demo_reader;
+    const struct sg_capture_impl *capture;
+
     /*
      * Filters (filters/filter.h).  All may be NULL for a codec without
      * them.  set_text() / drop_msg() change message `i` of the frame decoded
@@ -259,6 +327,19 @@ const struct sg_codec *sg_codec_probe(const uint8_t *data, size_t len);
 const struct sg_codec *sg_codec_connect(const uint8_t *data, size_t len, const struct sg_codec *not);
 /* The first game with a handshake hook (protocol auto runs it on every session), or NULL. */
 const struct sg_codec *sg_codec_handshaker(void);
+/* The first game whose demo reader reads files ending in `.ext` (`ext` without the dot), or NULL. */
+const struct sg_codec *sg_codec_demo_ext(const char *ext);
+/*
+ * The game whose demo files end in `.ext` although its codec has no demo
+ * reader yet ("qw" for "qwd"), or NULL; with `exts` set to its extensions
+ * (".qwd, .mvd").
+ */
+const char *sg_codec_demo_unreadable(const char *ext, const char **exts);
+/* The same list walked: the i-th such game from 0 (and `*exts`), NULL past its end. */
+const char *sg_codec_demo_unreadable_at(int i, const char **exts);
+/* The first game with a capture decoder (what an unclaimed capture flow is decoded as), or NULL. */
+const struct sg_codec *sg_codec_capture_default(void);
+
 /* Does `c` decode (or only relay)? */
 static inline bool sg_codec_decodes(const struct sg_codec *c)
 {

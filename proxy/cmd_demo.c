@@ -1,17 +1,22 @@
 /*
- * `slipgate demo ...`: offline tools over Quake 3 demo files, built on the
- * message layer of protocols/q3 (the same decoder the proxy runs live).
+ * `slipgate demo ...`: offline tools over demo files, for every game whose
+ * codec has a demo reader (codec.h, struct sg_demo_impl).  The file's game
+ * comes from the codec table: its extension names a reader and its first
+ * bytes must agree with it; a file with an unknown extension goes to the
+ * reader whose probe claims its first bytes; `--protocol NAME` forces one.
+ * Everything game-specific (decoding, what `info` reports, the dump's
+ * lines, re-encoding, cutting) is the reader's; this file only picks it and
+ * opens the files.
  *
- *   demo info FILE...                  protocol, map, game, server, players,
- *                                      duration, counts, errors
+ *   demo info FILE...                  what the file holds (per game)
  *   demo dump FILE [--json]            every message decoded, one per line
  *   demo reencode IN OUT               decode + encode every message; how many
  *                                      came out byte-identical
  *   demo cut IN OUT --from MS --to MS  the span of server time [from, to] as a
- *                                      playable demo (synthesized gamestate +
- *                                      non-delta first snapshot)
+ *                                      playable demo (games that support it)
  *
- * Exit codes: 0 ok, 1 errors found or I/O failure, 2 usage.
+ * Exit codes: 0 ok, 1 errors found, a file no reader reads, or I/O
+ * failure, 2 usage.
  */
 #include "proxy/commands.h"
 
@@ -23,21 +28,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocols/codec.h"
 #include "protocols/error.h"
-#include "protocols/q3/demo.h"
-#include "protocols/q3/dump.h"
-#include "protocols/q3/state.h"
-#include "protocols/q3/svmsg.h"
 
 #define EXIT_ERRORS 1
 #define EXIT_USAGE  2
+#define HEAD_LEN    64 /* bytes of a file the readers' probes see */
 
 static const char usage_text[] =
     "usage: slipgate demo info FILE...\n"
     "       slipgate demo dump FILE [--json]\n"
     "       slipgate demo reencode IN OUT\n"
     "       slipgate demo cut IN OUT --from MS --to MS\n"
-    "FILE is a Quake 3 demo (.dm_66, .dm_67, .dm_68, .dm_71); MS is server time in ms.\n";
+    "  --protocol NAME, -p NAME  read FILE as that game's demo, whatever its name says\n"
+    "The game comes from FILE's extension and first bytes; MS is server time in ms.\n";
+
+/* The list of readable and not-yet-readable demo formats, after the usage text. */
+static void print_formats(FILE *out)
+{
+    const char *game, *exts;
+
+    fputs("Demo readers (per game, from the codec table):\n", out);
+    for (int i = 0; sg_codecs[i]; i++) {
+        const struct sg_demo_impl *d = sg_codecs[i]->demo_reader;
+
+        if (!d)
+            continue;
+        fprintf(out, "  %-4s", sg_codecs[i]->name);
+        for (int j = 0; d->extensions[j]; j++)
+            fprintf(out, "%s.%s", j ? ", " : " ", d->extensions[j]);
+        fprintf(out, "%s\n", d->cut ? "" : " (no cut)");
+    }
+    for (int i = 0; (game = sg_codec_demo_unreadable_at(i, &exts)); i++)
+        fprintf(out, "  %-4s %s: not readable yet\n", game, exts);
+}
 
 /* Print a usage error and return the usage exit code. */
 __attribute__((format(printf, 1, 2))) static int usage(const char *fmt, ...);
@@ -55,184 +79,183 @@ static int usage(const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-/* Open a demo for reading, reporting failures. */
-static int open_demo(struct sg_q3_demo_reader *r, const char *path)
+/* A game's name for people: its description up to " (" or ":" ("Quake 3"). */
+static void game_title(const struct sg_codec *c, char *buf, size_t cap)
 {
-    int err = sg_q3_demo_reader_open(r, path);
+    size_t n = strcspn(c->description, "(:");
 
-    if (err < 0)
-        fprintf(stderr, "slipgate demo: %s: %s\n", path, sg_strerror(err));
-    return err;
+    while (n > 0 && c->description[n - 1] == ' ')
+        n--;
+    snprintf(buf, cap, "%.*s", (int)n, c->description);
 }
 
-/* Everything `info` reports about one file. */
-struct info {
-    uint64_t messages, gamestates, snapshots, decode_errors, nodelta;
-    int32_t first_time, last_time;
-    bool have_time;
-    int end;
-    size_t partial;
-};
-
-/* Copy `s` without Quake color codes (^X). */
-static void clean_name(const char *s, char *out, size_t cap)
+/* "q3 (.dm_66, .dm_67, ...)" for every game with a reader, then the ones without. */
+static void print_known(FILE *out)
 {
-    size_t n = 0;
+    const char *game, *exts;
+    int n = 0;
 
-    for (; *s && n + 1 < cap; s++) {
-        if (s[0] == '^' && s[1]) {
-            s++;
+    for (int i = 0; sg_codecs[i]; i++) {
+        const struct sg_demo_impl *d = sg_codecs[i]->demo_reader;
+
+        if (!d)
             continue;
-        }
-        out[n++] = *s;
+        fprintf(out, "%s%s (", n++ ? "; " : "", sg_codecs[i]->name);
+        for (int j = 0; d->extensions[j]; j++)
+            fprintf(out, "%s.%s", j ? ", " : "", d->extensions[j]);
+        fputc(')', out);
     }
-    out[n] = 0;
+    if (!n)
+        fputs("none", out);
+    for (int i = 0; (game = sg_codec_demo_unreadable_at(i, &exts)); i++)
+        fprintf(out, "%s%s (%s)", i ? ", " : "; not readable yet: ", game, exts);
 }
 
-/* Decode a whole file through one state, gathering counts and times. */
-static int scan(struct sg_q3_demo_reader *r, struct sg_q3_state *st, struct info *in)
+/* The extension of `path`'s file name, without the dot ("" when none). */
+static const char *file_ext(const char *path)
 {
-    static uint8_t buf[SG_Q3_MAX_MSGLEN];
-    struct sg_q3_svmsg msg;
-    int err;
+    const char *base = strrchr(path, '/');
+    const char *dot;
 
-    memset(in, 0, sizeof(*in));
-    sg_q3_svmsg_init(&msg);
-    for (;;) {
-        int32_t seq;
-        size_t len;
-        int perr;
-
-        err = sg_q3_demo_read(r, &seq, buf, &len);
-        if (err <= 0)
-            break;
-        perr = sg_q3_parse_server_message(st, seq, buf, len, &msg);
-        in->messages++;
-        in->decode_errors += perr < 0;
-        in->gamestates += sg_q3_svmsg_count(&msg, SG_Q3_SVC_GAMESTATE);
-        for (uint32_t i = 0; i < msg.num_snaps; i++) {
-            const struct sg_q3_snap *s = &msg.snaps[i];
-
-            in->snapshots++;
-            in->nodelta += s->status == SG_E_NODELTA;
-            if (!in->have_time)
-                in->first_time = s->server_time;
-            in->last_time = s->server_time;
-            in->have_time = true;
-        }
-    }
-    in->end = err;
-    in->partial = r->partial;
-    sg_q3_svmsg_finish(&msg);
-    return err == -ENOMEM ? err : 0;
+    base = base ? base + 1 : path;
+    dot = strrchr(base, '.');
+    return dot && dot != base ? dot + 1 : "";
 }
 
-/* The players named in the configstrings at the end of the file. */
-static void print_players(const struct sg_q3_state *st)
+/* Say that `c` has no demo reader; returns NULL. */
+static const struct sg_codec *no_reader(const char *path, const struct sg_codec *c)
 {
-    int count = 0;
+    char title[64];
 
-    printf("players:      ");
-    for (int i = 0; i < SG_Q3_MAX_CLIENTS; i++) {
-        char name[64], clean[64];
-
-        if (!sg_q3_info_value(sg_q3_state_configstring(st, SG_Q3_CS_PLAYERS + i), "n", name,
-                              sizeof(name)))
-            continue;
-        clean_name(name, clean, sizeof(clean));
-        printf("%s%d:%s", count++ ? ", " : "", i, clean);
-    }
-    printf("%s\n", count ? "" : "(none)");
+    game_title(c, title, sizeof(title));
+    fprintf(stderr, "slipgate demo: %s: %s (%s) demos are not readable yet; readable now: ", path,
+            title, c->name);
+    print_known(stderr);
+    fputs("\n", stderr);
+    return NULL;
 }
 
-/* `demo info` for one file; returns 0, or 1 if errors were found. */
-static int info_one(const char *path)
+/*
+ * The game whose reader reads `f` (named `path`), or NULL after saying why
+ * not.  `forced` is the --protocol game, or NULL.  Leaves `f` at offset 0.
+ */
+static const struct sg_codec *pick_reader(FILE *f, const char *path, const struct sg_codec *forced)
 {
-    struct sg_q3_demo_reader r;
-    struct sg_q3_state *st;
-    struct info in;
-    char map[256], game[256], version[256], proto[32], fsgame[256];
-    const char *serverinfo;
-    uint64_t errors;
+    uint8_t head[HEAD_LEN];
+    size_t n = fread(head, 1, sizeof(head), f);
+    const char *ext = file_ext(path), *game, *exts;
+    const struct sg_codec *c;
+    char title[64];
 
-    if (open_demo(&r, path) < 0)
+    if (ferror(f) || fseek(f, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "slipgate demo: %s: %s\n", path, sg_strerror(errno ? -errno : -EIO));
+        return NULL;
+    }
+    if (forced)
+        return forced->demo_reader ? forced : no_reader(path, forced);
+
+    /* the extension names a reader: the first bytes must not contradict it */
+    c = sg_codec_demo_ext(ext);
+    if (c && c->demo_reader->probe(head, n) != SG_DEMO_PROBE_NO)
+        return c;
+    if (c) {
+        game_title(c, title, sizeof(title));
+        fprintf(stderr,
+                "slipgate demo: %s: its extension .%s says a %s demo, but its first bytes are "
+                "not one (use --protocol NAME to read it as a given game's demo)\n",
+                path, ext, title);
+        return NULL;
+    }
+
+    /* a game whose demos cannot be read yet */
+    game = sg_codec_demo_unreadable(ext, &exts);
+    if (game) {
+        c = sg_codec_find(game);
+        if (c)
+            return no_reader(path, c);
+        fprintf(stderr, "slipgate demo: %s: %s demos (%s) are not readable yet\n", path, game,
+                exts);
+        return NULL;
+    }
+
+    /* an unknown extension: the first bytes decide */
+    for (int i = 0; sg_codecs[i]; i++)
+        if (sg_codecs[i]->demo_reader &&
+            sg_codecs[i]->demo_reader->probe(head, n) == SG_DEMO_PROBE_YES)
+            return sg_codecs[i];
+    fprintf(stderr,
+            "slipgate demo: no codec reads %s: its extension %s%s and its first bytes match no "
+            "known demo format; known: ",
+            path, ext[0] ? "." : "(none)", ext);
+    print_known(stderr);
+    fputs("\n", stderr);
+    return NULL;
+}
+
+/* Open `path` and find its reader; NULL (after saying why) when either fails. */
+static FILE *open_demo(const char *path, const struct sg_codec *forced, const struct sg_codec **c)
+{
+    FILE *f = fopen(path, "rb");
+
+    if (!f) {
+        fprintf(stderr, "slipgate demo: %s: %s\n", path, sg_strerror(-errno));
+        return NULL;
+    }
+    *c = pick_reader(f, path, forced);
+    if (!*c) {
+        fclose(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* A hook's result as an exit code, telling a stopping error as "slipgate demo: WHAT: ERROR". */
+static int result(int rc, const char *what)
+{
+    if (rc < 0) {
+        fprintf(stderr, "slipgate demo: %s: %s\n", what, sg_strerror(rc));
         return EXIT_ERRORS;
-    st = sg_q3_state_create(r.protocol);
-    if (!st || scan(&r, st, &in) < 0) {
-        fprintf(stderr, "slipgate demo: %s: out of memory\n", path);
-        sg_q3_state_destroy(st);
-        sg_q3_demo_reader_finish(&r);
-        return EXIT_ERRORS;
     }
-
-    /* what the configstrings say */
-    serverinfo = sg_q3_state_configstring(st, SG_Q3_CS_SERVERINFO);
-    sg_q3_info_value(serverinfo, "mapname", map, sizeof(map));
-    sg_q3_info_value(serverinfo, "gamename", game, sizeof(game));
-    sg_q3_info_value(serverinfo, "version", version, sizeof(version));
-    if (!sg_q3_info_value(serverinfo, "protocol", proto, sizeof(proto)))
-        sg_q3_info_value(serverinfo, "com_protocol", proto, sizeof(proto)); /* ioquake3 */
-    sg_q3_info_value(sg_q3_state_configstring(st, SG_Q3_CS_SYSTEMINFO), "fs_game", fsgame,
-                     sizeof(fsgame));
-    errors = in.decode_errors + in.nodelta + (in.end != 0);
-
-    printf("file:         %s\n", path);
-    printf("protocol:     %s (file name: %d)\n", proto[0] ? proto : "?", r.protocol);
-    printf("map:          %s\n", map[0] ? map : "?");
-    printf("game:         %s%s%s\n", game[0] ? game : "?", fsgame[0] ? ", fs_game " : "", fsgame);
-    printf("server:       %s\n", version[0] ? version : "?");
-    print_players(st);
-    if (in.have_time)
-        printf("duration:     %.3f s (server time %d .. %d)\n",
-               ((double)in.last_time - (double)in.first_time) / 1000.0, in.first_time,
-               in.last_time);
-    else
-        printf("duration:     ? (no snapshots)\n");
-    printf("messages:     %" PRIu64 " (%" PRIu64 " gamestates, %" PRIu64 " snapshots)\n",
-           in.messages, in.gamestates, in.snapshots);
-    printf("errors:       %" PRIu64, errors);
-    if (in.decode_errors)
-        printf(", %" PRIu64 " messages failed to decode", in.decode_errors);
-    if (in.nodelta)
-        printf(", %" PRIu64 " snapshots with a missing delta base", in.nodelta);
-    if (in.end)
-        printf(", file ends without end marker (%s, %zu stray bytes)", sg_errname(in.end),
-               in.partial);
-    printf("\n");
-
-    sg_q3_state_destroy(st);
-    sg_q3_demo_reader_finish(&r);
-    return errors ? EXIT_ERRORS : 0;
+    return rc > 0 ? EXIT_ERRORS : 0;
 }
 
 /* demo info FILE... */
-static int cmd_info(int argc, char **argv)
+static int cmd_info(int argc, char **argv, const struct sg_codec *forced)
 {
     int rc = 0;
 
     if (argc < 2)
         return usage("info needs at least one FILE");
     for (int i = 1; i < argc; i++) {
+        const struct sg_codec *c;
+        FILE *f;
+
         if (i > 1)
             printf("\n");
-        if (info_one(argv[i]) != 0)
+        f = open_demo(argv[i], forced, &c);
+        if (!f) {
             rc = EXIT_ERRORS;
+            continue;
+        }
+        if (result(c->demo_reader->info(f, argv[i], stdout), argv[i]) != 0)
+            rc = EXIT_ERRORS;
+        fclose(f);
     }
     return rc;
 }
 
 /* demo dump FILE [--json] */
-static int cmd_dump(int argc, char **argv)
+static int cmd_dump(int argc, char **argv, const struct sg_codec *forced)
 {
-    enum sg_q3_dump_format format = SG_Q3_DUMP_TEXT;
     const char *path = NULL;
-    struct sg_q3_demo_reader r;
-    struct sg_q3_dump_stats stats;
-    int err;
+    const struct sg_codec *c;
+    bool json = false;
+    FILE *f;
+    int rc;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
-            format = SG_Q3_DUMP_JSON;
+            json = true;
         else if (argv[i][0] == '-' && argv[i][1])
             return usage("dump: unknown option %s", argv[i]);
         else if (path)
@@ -242,57 +265,52 @@ static int cmd_dump(int argc, char **argv)
     }
     if (!path)
         return usage("dump needs a FILE");
-    if (open_demo(&r, path) < 0)
+    f = open_demo(path, forced, &c);
+    if (!f)
         return EXIT_ERRORS;
-    err = sg_q3_dump_demo(stdout, format, &r, &stats);
-    sg_q3_demo_reader_finish(&r);
-    if (err < 0) {
-        fprintf(stderr, "slipgate demo: %s: %s\n", path, sg_strerror(err));
-        return EXIT_ERRORS;
-    }
-    return stats.decode_errors || stats.nodelta || stats.end ? EXIT_ERRORS : 0;
+    rc = result(c->demo_reader->dump(f, path, json, stdout), path);
+    fclose(f);
+    return rc;
 }
 
-/* Open IN and create OUT, reporting failures. */
-static int open_pair(struct sg_q3_demo_reader *r, struct sg_q3_demo_writer *w, const char *in,
-                     const char *out)
+/* Open IN (finding its reader) and create OUT, reporting failures. */
+static int open_pair(const char *in, const char *out, const struct sg_codec *forced,
+                     const struct sg_codec **c, FILE **inf, FILE **outf)
 {
-    int err;
-
-    if (open_demo(r, in) < 0)
+    *inf = open_demo(in, forced, c);
+    if (!*inf)
         return -1;
-    err = sg_q3_demo_writer_open(w, out);
-    if (err < 0) {
-        fprintf(stderr, "slipgate demo: %s: %s\n", out, sg_strerror(err));
-        sg_q3_demo_reader_finish(r);
+    *outf = fopen(out, "wb");
+    if (!*outf) {
+        fprintf(stderr, "slipgate demo: %s: %s\n", out, sg_strerror(-errno));
+        fclose(*inf);
         return -1;
     }
     return 0;
 }
 
-/* demo reencode IN OUT */
-static int cmd_reencode(int argc, char **argv)
+/* Close OUT, telling a write error the hook could not see. */
+static int close_out(FILE *outf, int rc, const char *what)
 {
-    struct sg_q3_demo_reader r;
-    struct sg_q3_demo_writer w;
-    struct sg_q3_demo_stats cs;
-    int err, ferr;
+    if (fclose(outf) != 0 && rc >= 0)
+        rc = -errno;
+    return result(rc, what);
+}
+
+/* demo reencode IN OUT */
+static int cmd_reencode(int argc, char **argv, const struct sg_codec *forced)
+{
+    const struct sg_codec *c;
+    FILE *inf, *outf;
+    int rc;
 
     if (argc != 3)
         return usage("reencode takes IN and OUT");
-    if (open_pair(&r, &w, argv[1], argv[2]) < 0)
+    if (open_pair(argv[1], argv[2], forced, &c, &inf, &outf) < 0)
         return EXIT_ERRORS;
-    err = sg_q3_demo_reencode(&r, &w, &cs);
-    ferr = sg_q3_demo_writer_finish(&w);
-    sg_q3_demo_reader_finish(&r);
-    if (err < 0 || ferr < 0) {
-        fprintf(stderr, "slipgate demo: reencode: %s\n", sg_strerror(err < 0 ? err : ferr));
-        return EXIT_ERRORS;
-    }
-    printf("%" PRIu64 " messages, %" PRIu64 " byte-identical, %" PRIu64 " failed to decode%s\n",
-           cs.messages, cs.identical, cs.decode_errors,
-           cs.end ? " (input ends without end marker)" : "");
-    return cs.identical == cs.messages && !cs.end ? 0 : EXIT_ERRORS;
+    rc = c->demo_reader->reencode(inf, argv[1], outf, stdout);
+    fclose(inf);
+    return close_out(outf, rc, "reencode");
 }
 
 /* Parse a server time argument. */
@@ -310,15 +328,14 @@ static bool parse_time(const char *s, int32_t *out)
 }
 
 /* demo cut IN OUT --from MS --to MS */
-static int cmd_cut(int argc, char **argv)
+static int cmd_cut(int argc, char **argv, const struct sg_codec *forced)
 {
     const char *in = NULL, *out = NULL;
     int32_t from = INT32_MIN, to = INT32_MAX;
     bool have_from = false, have_to = false;
-    struct sg_q3_demo_reader r;
-    struct sg_q3_demo_writer w;
-    struct sg_q3_demo_stats cs;
-    int err, ferr;
+    const struct sg_codec *c;
+    FILE *inf, *outf;
+    int rc;
 
     /* arguments */
     for (int i = 1; i < argc; i++) {
@@ -344,38 +361,80 @@ static int cmd_cut(int argc, char **argv)
     if (to < from)
         return usage("cut: --to is before --from");
 
-    /* copy the span */
-    if (open_pair(&r, &w, in, out) < 0)
+    /* the game's reader must know how to cut before OUT is created */
+    inf = open_demo(in, forced, &c);
+    if (!inf)
         return EXIT_ERRORS;
-    err = sg_q3_demo_cut(&r, &w, from, to, &cs);
-    ferr = sg_q3_demo_writer_finish(&w);
-    sg_q3_demo_reader_finish(&r);
-    if (err < 0 || ferr < 0) {
-        fprintf(stderr, "slipgate demo: cut: %s\n", sg_strerror(err < 0 ? err : ferr));
+    if (!c->demo_reader->cut) {
+        char title[64];
+
+        game_title(c, title, sizeof(title));
+        fprintf(stderr, "slipgate demo: %s: %s demos cannot be cut yet\n", in, title);
+        fclose(inf);
         return EXIT_ERRORS;
     }
-    printf("wrote %" PRIu64 " messages (%" PRIu64 " re-encoded) from %" PRIu64 " read%s\n",
-           cs.written, cs.rewritten, cs.messages, cs.started ? "" : "; no snapshot in that span");
-    return !cs.started || cs.decode_errors ? EXIT_ERRORS : 0;
+    fclose(inf);
+
+    /* copy the span */
+    if (open_pair(in, out, c, &c, &inf, &outf) < 0)
+        return EXIT_ERRORS;
+    rc = c->demo_reader->cut(inf, in, outf, from, to, stdout);
+    fclose(inf);
+    return close_out(outf, rc, "cut");
+}
+
+/* Take `--protocol NAME` / `-p NAME` out of argv; 0, or the usage exit code. */
+static int take_protocol(int *argc, char **argv, const struct sg_codec **forced)
+{
+    int n = 0;
+
+    for (int i = 0; i < *argc; i++) {
+        if (strcmp(argv[i], "--protocol") != 0 && strcmp(argv[i], "-p") != 0) {
+            argv[n++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= *argc)
+            return usage("%s needs a game name", argv[i]);
+        *forced = sg_codec_find(argv[++i]);
+        if (!*forced) {
+            fprintf(stderr, "slipgate demo: unknown protocol '%s'; known:", argv[i]);
+            for (int j = 0; sg_codecs[j]; j++)
+                fprintf(stderr, " %s", sg_codecs[j]->name);
+            fputs("\n", stderr);
+            fputs(usage_text, stderr);
+            return EXIT_USAGE;
+        }
+    }
+    *argc = n;
+    return 0;
 }
 
 int sg_cmd_demo(int argc, char **argv)
 {
+    const struct sg_codec *forced = NULL;
     const char *sub = argc > 1 ? argv[1] : NULL;
+    int rc;
 
     if (!sub)
         return usage("missing subcommand");
     if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
         fputs(usage_text, stdout);
+        print_formats(stdout);
         return 0;
     }
+    rc = take_protocol(&argc, argv, &forced);
+    if (rc != 0)
+        return rc;
+    sub = argc > 1 ? argv[1] : NULL;
+    if (!sub)
+        return usage("missing subcommand");
     if (strcmp(sub, "info") == 0)
-        return cmd_info(argc - 1, argv + 1);
+        return cmd_info(argc - 1, argv + 1, forced);
     if (strcmp(sub, "dump") == 0)
-        return cmd_dump(argc - 1, argv + 1);
+        return cmd_dump(argc - 1, argv + 1, forced);
     if (strcmp(sub, "reencode") == 0)
-        return cmd_reencode(argc - 1, argv + 1);
+        return cmd_reencode(argc - 1, argv + 1, forced);
     if (strcmp(sub, "cut") == 0)
-        return cmd_cut(argc - 1, argv + 1);
+        return cmd_cut(argc - 1, argv + 1, forced);
     return usage("unknown subcommand '%s'", sub);
 }

@@ -1071,6 +1071,9 @@ static const char *q3_describe(void *state)
     return c->describe;
 }
 
+extern const struct sg_demo_impl sg_q3_demo_impl;       /* offline.c */
+extern const struct sg_capture_impl sg_q3_capture_impl; /* capture.c */
+
 const struct sg_codec sg_q3_codec = {
     .name = "q3",
     .description = "Quake 3 (protocols 66-68, ioquake3 71, OpenArena 71)",
@@ -1083,6 +1086,8 @@ const struct sg_codec sg_q3_codec = {
     .demo_ext = q3_demo_ext,
     .record = q3_record,
     .record_end = q3_record_end,
+    .demo_reader = &sg_q3_demo_impl,
+    .capture = &sg_q3_capture_impl,
     .set_text = q3_set_text,
     .drop_msg = q3_drop_msg,
     .inject = q3_inject,
