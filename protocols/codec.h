@@ -149,6 +149,8 @@ struct sg_relay_move {
 #define SG_DEMO_PROBE_NO      0
 #define SG_DEMO_PROBE_YES     1
 #define SG_DEMO_PROBE_UNKNOWN (-1)
+/* How many first bytes of a file the probes are given (fewer when the file is shorter). */
+#define SG_DEMO_HEAD_MAX 65536
 
 /*
  * A game's demo reader.  `name` is the file's name (some formats take

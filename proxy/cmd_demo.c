@@ -33,7 +33,6 @@
 
 #define EXIT_ERRORS 1
 #define EXIT_USAGE  2
-#define HEAD_LEN    64 /* bytes of a file the readers' probes see */
 
 static const char usage_text[] =
     "usage: slipgate demo info FILE...\n"
@@ -135,22 +134,38 @@ static const struct sg_codec *no_reader(const char *path, const struct sg_codec 
     return NULL;
 }
 
+static const struct sg_codec *pick_by_head(const char *path, const uint8_t *head, size_t n,
+                                           const struct sg_codec *forced);
+
 /*
  * The game whose reader reads `f` (named `path`), or NULL after saying why
  * not.  `forced` is the --protocol game, or NULL.  Leaves `f` at offset 0.
  */
 static const struct sg_codec *pick_reader(FILE *f, const char *path, const struct sg_codec *forced)
 {
-    uint8_t head[HEAD_LEN];
-    size_t n = fread(head, 1, sizeof(head), f);
+    uint8_t *head = malloc(SG_DEMO_HEAD_MAX);
+    size_t n = head ? fread(head, 1, SG_DEMO_HEAD_MAX, f) : 0;
+    const struct sg_codec *c;
+
+    if (!head || ferror(f) || fseek(f, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "slipgate demo: %s: %s\n", path,
+                sg_strerror(!head ? -ENOMEM : errno ? -errno : -EIO));
+        free(head);
+        return NULL;
+    }
+    c = pick_by_head(path, head, n, forced);
+    free(head);
+    return c;
+}
+
+/* pick_reader() once the file's first `n` bytes are in `head`. */
+static const struct sg_codec *pick_by_head(const char *path, const uint8_t *head, size_t n,
+                                           const struct sg_codec *forced)
+{
     const char *ext = file_ext(path), *game, *exts;
     const struct sg_codec *c;
     char title[64];
 
-    if (ferror(f) || fseek(f, 0, SEEK_SET) != 0) {
-        fprintf(stderr, "slipgate demo: %s: %s\n", path, sg_strerror(errno ? -errno : -EIO));
-        return NULL;
-    }
     if (forced)
         return forced->demo_reader ? forced : no_reader(path, forced);
 

@@ -63,13 +63,15 @@ struct session {
     struct endpoint client, server;
     const struct sg_codec *codec; /* the flow's game */
     void *flow;                   /* its capture decoder's flow; NULL: not decoded */
+    bool undecoded;               /* counted as an error for having no decoder */
     uint64_t datagrams;
 };
 
 struct tool {
     bool json;
     const char *record_dir;
-    const struct sg_codec *forced; /* --protocol */
+    const struct sg_codec *forced;  /* --protocol */
+    const struct sg_codec *claimed; /* the game a probe or connect hook claimed last */
     struct session *sessions[MAX_SESSIONS];
     unsigned nsessions;
     uint64_t frames, skipped, errors;
@@ -111,8 +113,13 @@ static bool endpoint_eq(const struct endpoint *a, const struct endpoint *b)
            memcmp(a->addr, b->addr, a->family == 6 ? 16 : 4) == 0;
 }
 
-/* The game of a new flow whose first datagram is `data`. */
-static const struct sg_codec *flow_game(const struct tool *t, const uint8_t *data, size_t len)
+/*
+ * The game of a new flow whose first datagram is `data`: --protocol, or the
+ * game whose probe or connect hook claims it, or the game claimed last in
+ * this capture (a NetQuake server's new port), or the first game with a
+ * capture decoder (a Quake 3 capture that starts mid-game).
+ */
+static const struct sg_codec *flow_game(struct tool *t, const uint8_t *data, size_t len)
 {
     const struct sg_codec *c;
 
@@ -121,8 +128,10 @@ static const struct sg_codec *flow_game(const struct tool *t, const uint8_t *dat
     c = sg_codec_probe(data, len);
     if (!c)
         c = sg_codec_connect(data, len, NULL);
-    if (!c)
-        c = sg_codec_capture_default();
+    if (c)
+        t->claimed = c;
+    else
+        c = t->claimed ? t->claimed : sg_codec_capture_default();
     return c;
 }
 
@@ -140,6 +149,50 @@ static int record_base(const struct tool *t, const struct session *s, char *path
     return snprintf(path, cap, "%s/%s", t->record_dir, name) < (int)cap ? 0 : -1;
 }
 
+/* Give session `s` to `game`: its capture decoder's flow, or none (an error, once). 0 or -1. */
+static int start_flow(struct tool *t, struct session *s, const struct sg_codec *game)
+{
+    char base[4096];
+
+    s->codec = game;
+    if (!game || !game->capture) {
+        if (!s->undecoded)
+            t->errors++; /* a flow that cannot be decoded: said in the summary */
+        s->undecoded = true;
+        return 0;
+    }
+    if (t->record_dir && record_base(t, s, base, sizeof(base)) < 0) {
+        fprintf(stderr, "slipgate pcap: %s: directory name too long\n", t->record_dir);
+        return -1;
+    }
+    if (game->capture->create(&s->flow, t->record_dir ? base : NULL) < 0) {
+        fprintf(stderr, "slipgate pcap: out of memory\n");
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * A client's connect that another game's hook claims moves the flow to that
+ * game, as protocol auto does live (a DarkPlaces client opens with Quake
+ * 3's getchallenge, then connects as NetQuake).
+ */
+static void maybe_switch(struct tool *t, struct session *s, const uint8_t *data, size_t len)
+{
+    const struct sg_codec *other = sg_codec_connect(data, len, s->codec);
+
+    if (!other)
+        return;
+    t->claimed = other;
+    if (s->flow) {
+        t->errors += (uint64_t)s->codec->capture->finish(s->flow);
+        s->codec->capture->destroy(s->flow);
+        s->flow = NULL;
+    }
+    if (start_flow(t, s, other) < 0)
+        t->errors++;
+}
+
 /* The session of a datagram from `src` to `dst`, created on first sight; NULL when full. */
 static struct session *find_session(struct tool *t, const struct endpoint *src,
                                     const struct endpoint *dst, const uint8_t *data, size_t len,
@@ -147,7 +200,6 @@ static struct session *find_session(struct tool *t, const struct endpoint *src,
 {
     const struct sg_codec *game;
     struct session *s;
-    char base[4096];
     int client;
 
     for (unsigned i = 0; i < t->nsessions; i++) {
@@ -172,23 +224,11 @@ static struct session *find_session(struct tool *t, const struct endpoint *src,
         client = src->port > dst->port; /* mid-game: servers usually sit on the lower port */
     s->client = client ? *src : *dst;
     s->server = client ? *dst : *src;
-    s->codec = game;
     *dir = client ? SG_DIR_C2S : SG_DIR_S2C;
 
-    /* the game's decoder for this flow */
-    if (game && game->capture) {
-        if (t->record_dir && record_base(t, s, base, sizeof(base)) < 0) {
-            fprintf(stderr, "slipgate pcap: %s: directory name too long\n", t->record_dir);
-            free(s);
-            return NULL;
-        }
-        if (game->capture->create(&s->flow, t->record_dir ? base : NULL) < 0) {
-            fprintf(stderr, "slipgate pcap: out of memory\n");
-            free(s);
-            return NULL;
-        }
-    } else {
-        t->errors++; /* a flow that cannot be decoded: said in the summary */
+    if (start_flow(t, s, game) < 0) {
+        free(s);
+        return NULL;
     }
     s->id = ++t->nsessions;
     t->sessions[s->id - 1] = s;
@@ -217,6 +257,8 @@ static void on_datagram(struct tool *t, const struct endpoint *src, const struct
         return;
     }
     s->datagrams++;
+    if (!t->forced && dir == SG_DIR_C2S && s->datagrams > 1)
+        maybe_switch(t, s, data, len);
     if (t->json)
         printf("{\"frame\":%" PRIu64 ",\"time\":%.6f,\"session\":%u,\"dir\":\"%s\",\"len\":%zu",
                frame, ts, s->id, dir == SG_DIR_C2S ? "c2s" : "s2c", len);

@@ -25,16 +25,35 @@
 #include "protocols/q3/state.h"
 #include "protocols/q3/svmsg.h"
 
-/* A demo's first block header: int32 sequence, int32 length (or the end marker's -1). */
+/*
+ * A demo's first block: int32 sequence, int32 length up to MAX_MSGLEN (or
+ * the end marker's -1), then the next block's header: the end marker or a
+ * later sequence with a length the game accepts.  (A file that ends inside
+ * its first message is not taken for a demo.)
+ */
 static int q3_demo_probe(const uint8_t *head, size_t len)
 {
-    int32_t length;
+    int32_t seq, length, seq2, length2;
 
     if (len < 8)
         return SG_DEMO_PROBE_UNKNOWN;
+    seq = (int32_t)sg_le32(head);
     length = (int32_t)sg_le32(head + 4);
-    return length == -1 || (length >= 0 && length <= SG_Q3_MAX_MSGLEN) ? SG_DEMO_PROBE_YES
-                                                                       : SG_DEMO_PROBE_NO;
+    if (length == -1)
+        return SG_DEMO_PROBE_YES;
+    if (length < 0 || length > SG_Q3_MAX_MSGLEN)
+        return SG_DEMO_PROBE_NO;
+    /* (`len` < SG_DEMO_HEAD_MAX: the whole file, which the first block must fit in) */
+    if (len < 8 + (size_t)length)
+        return len < SG_DEMO_HEAD_MAX ? SG_DEMO_PROBE_NO : SG_DEMO_PROBE_UNKNOWN;
+    if (len < 8 + (size_t)length + 8)
+        return SG_DEMO_PROBE_YES; /* one message, then a cut: a crashed recording */
+    seq2 = (int32_t)sg_le32(head + 8 + length);
+    length2 = (int32_t)sg_le32(head + 8 + length + 4);
+    if (length2 == -1)
+        return SG_DEMO_PROBE_YES;
+    return seq2 > seq && length2 >= 0 && length2 <= SG_Q3_MAX_MSGLEN ? SG_DEMO_PROBE_YES
+                                                                      : SG_DEMO_PROBE_NO;
 }
 
 /* Everything `info` reports about one file. */
