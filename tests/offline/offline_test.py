@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""`slipgate demo` / `slipgate pcap decode`: which game's reader gets a file or a flow.
+
+usage: offline_test.py SLIPGATE CASE   (SG_TESTDATA points at the test data)
+Exit codes checked: 0 ok, 1 errors found or nothing can read it, 2 usage.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SLIPGATE = sys.argv[1]
+CASE = sys.argv[2]
+DATA = os.environ.get("SG_TESTDATA", "")
+KNOWN = "known: q3 (.dm_66, .dm_67, .dm_68, .dm_71)"
+
+
+def data(rel):
+    path = os.path.join(DATA, rel)
+    if not os.path.isfile(path):
+        sys.exit("missing test data: " + path)
+    return path
+
+
+def run(*args):
+    p = subprocess.run([SLIPGATE, *args], capture_output=True, text=True, errors="replace",
+                       timeout=100)
+    return p.returncode, p.stdout, p.stderr
+
+
+def expect(cond, what):
+    if not cond:
+        sys.exit("FAILED: " + what)
+
+
+def copy(tmp, src, name):
+    dst = os.path.join(tmp, name)
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def case_demo_help():
+    rc, out, _ = run("demo", "--help")
+    expect(rc == 0 and "usage:" in out, "--help")
+    expect("  q3   .dm_66, .dm_67, .dm_68, .dm_71\n" in out, "help lists the q3 reader:\n" + out)
+    expect("  qw   .qwd, .mvd: not readable yet\n" in out, "help lists qw as not readable yet")
+    expect("--protocol NAME" in out, "help shows --protocol")
+
+
+def case_demo_unknown_type():
+    with tempfile.TemporaryDirectory() as tmp:
+        f = os.path.join(tmp, "notes.xyz")
+        with open(f, "w") as fp:
+            fp.write("these are not the demos you are looking for\n")
+        rc, out, err = run("demo", "info", f)
+        expect(rc == 1 and out == "", "unknown file: exit 1, nothing on stdout (%d)" % rc)
+        expect("no codec reads %s: its extension .xyz and its first bytes match no known demo "
+               "format; %s" % (f, KNOWN) in err, "clear message: " + err)
+        expect("not readable yet: qw (.qwd, .mvd), nq (.dem), q2 (.dm2)" in err,
+               "names the formats to come: " + err)
+        out_path = os.path.join(tmp, "out.dm_68")
+        rc, out, err = run("demo", "reencode", f, out_path)
+        expect(rc == 1 and "no codec reads" in err, "reencode refuses it")
+        expect(not os.path.exists(out_path), "no output file is created")
+        nodot = copy(tmp, f, "README")
+        rc, _, err = run("demo", "dump", nodot)
+        expect(rc == 1 and "its extension (none) and" in err, "no extension: " + err)
+
+
+def case_demo_extension_lies():
+    with tempfile.TemporaryDirectory() as tmp:
+        # a Quake 2 demo and a text file, both named like Quake 3 demos
+        for src, name in ((data("q2/demos/libq2_test.dm2"), "q2.dm_68"),
+                          (data("MANIFEST.md"), "text.dm_71")):
+            f = copy(tmp, src, name)
+            ext = name.split(".")[1]
+            for sub in (["info", f], ["dump", f], ["reencode", f, os.path.join(tmp, "o")]):
+                rc, out, err = run("demo", *sub)
+                expect(rc == 1 and out == "", "%s %s: exit 1, no output (%d)" % (sub[0], name, rc))
+                expect("%s: its extension .%s says a Quake 3 demo, but its first bytes are not "
+                       "one" % (f, ext) in err, "says the extension lies: " + err)
+            expect(not os.path.exists(os.path.join(tmp, "o")), "reencode wrote nothing")
+        # the real thing under its own name still reads
+        rc, out, _ = run("demo", "info", data("q3/demos/osp_chat.dm_68"))
+        expect(rc == 0 and "map:          cpm3a" in out, "a true .dm_68 reads")
+
+
+def case_demo_content_decides():
+    with tempfile.TemporaryDirectory() as tmp:
+        f = copy(tmp, data("q3/demos/osp_chat.dm_68"), "match.bin")
+        rc, out, err = run("demo", "info", f)
+        expect(rc == 0, "an unknown extension with a Quake 3 demo inside: exit 0 (%s)" % err)
+        expect("protocol:     68 (file name: 0)" in out and "map:          cpm3a" in out, out)
+
+
+def case_demo_protocol_forced():
+    with tempfile.TemporaryDirectory() as tmp:
+        # a Quake 3 demo named like a NetQuake one: refused, unless --protocol q3 says so
+        f = copy(tmp, data("q3/demos/osp_chat.dm_68"), "osp.dem")
+        rc, out, err = run("demo", "info", f)
+        expect(rc == 1 and "NetQuake (nq) demos are not readable yet" in err, err)
+        for opt in ("--protocol", "-p"):
+            rc, out, err = run("demo", "info", opt, "q3", f)
+            expect(rc == 0 and "map:          cpm3a" in out, "%s q3 reads it: %s" % (opt, err))
+            rc, out, err = run("demo", "dump", f, opt, "q3")
+            expect(rc == 0 and out.splitlines()[-1] == "# end marker", "dump with %s q3" % opt)
+        out_path = os.path.join(tmp, "re.dm_68")
+        rc, out, _ = run("demo", "-p", "q3", "reencode", f, out_path)
+        expect(rc == 0 and "533 messages, 533 byte-identical" in out, "reencode with -p q3")
+        # forcing a game without a reader says so, whatever the file is
+        rc, out, err = run("demo", "info", "-p", "qw", data("q3/demos/osp_chat.dm_68"))
+        expect(rc == 1 and out == "" and "QuakeWorld (qw) demos are not readable yet" in err, err)
+
+
+def case_demo_protocol_unknown():
+    rc, _, err = run("demo", "info", "--protocol", "quake9", data("q3/demos/osp_chat.dm_68"))
+    expect(rc == 2 and "unknown protocol 'quake9'; known: q3 nq qw q2" in err, err)
+    rc, _, err = run("demo", "info", data("q3/demos/osp_chat.dm_68"), "-p")
+    expect(rc == 2 and "-p needs a game name" in err, err)
+
+
+def case_demo_no_reader():
+    for rel, game in (("qw/demos/mvdparser_1on1.mvd", "QuakeWorld (qw)"),
+                      ("nq/demos/vgio_test.dem", "NetQuake (nq)"),
+                      ("q2/demos/libq2_test.dm2", "Quake 2 (q2)")):
+        f = data(rel)
+        for sub in (["info", f], ["dump", "--json", f]):
+            rc, out, err = run("demo", *sub)
+            expect(rc == 1 and out == "", "%s %s: exit 1, no output" % (sub[0], rel))
+            expect("%s: %s demos are not readable yet; readable now: q3 (.dm_66" % (f, game) in err,
+                   "says the game has no reader yet: " + err)
+    with tempfile.TemporaryDirectory() as tmp:
+        out_path = os.path.join(tmp, "cut.qwd")
+        rc, _, err = run("demo", "cut", data("qw/demos/mvdparser_1on1.mvd"), out_path,
+                         "--from", "0", "--to", "1000")
+        expect(rc == 1 and "not readable yet" in err and not os.path.exists(out_path), err)
+
+
+def pcap(*args):
+    return run("pcap", "decode", *args)
+
+
+def case_pcap_protocol_forced():
+    cap = data("q3/sessions/ioq71/capture.pcap")
+    auto = pcap(cap)
+    expect(auto[0] == 0, "auto decodes the Quake 3 capture")
+    for opt in ("--protocol", "-p"):
+        forced = pcap(cap, opt, "q3")
+        expect(forced == auto, "%s q3 gives the same lines and summary" % opt)
+    rc, out, err = pcap(cap, "--protocol", "qw")
+    expect(rc == 1 and out == "" and "qw: this game's captures cannot be decoded yet; "
+           "decoders: q3" in err, err)
+    rc, _, err = pcap(cap, "--protocol", "quake9")
+    expect(rc == 2 and "unknown protocol 'quake9'" in err, err)
+    # a QuakeWorld capture forced to Quake 3 is decoded as Quake 3 (and fails there)
+    rc, out, err = pcap(data("qw/sessions/ezquake_mvdsv/capture.pcap"), "-p", "q3")
+    expect(rc == 1 and "wire unknown" in err and "not decoded" not in out, err[-400:])
+
+
+def case_pcap_other_games():
+    for rel, name, title in (("qw/sessions/ezquake_mvdsv/capture.pcap", "qw", "QuakeWorld"),
+                             ("nq/sessions/quakespasm_darkplaces/capture.pcap", "nq", "NetQuake"),
+                             ("q2/sessions/q2pro_36/capture.pcap", "q2", "Quake 2")):
+        rc, out, err = pcap(data(rel))
+        expect(rc == 1, "%s: exit 1 (nothing decoded)" % rel)
+        expect("datagrams of %s (%s), not decoded: its codec has no capture decoder yet"
+               % (title, name) in err, "summary names the game: " + err)
+        expect("error=" not in out, "%s: no Quake 3 decode errors on another game's flow" % rel)
+        expect(" %s not decoded\n" % name in out, "%s: lines say the flow is not decoded" % rel)
+        rc, out, err = pcap(data(rel), "--json")
+        expect('"game":"%s","decoded":false}' % name in out, "JSON says it too")
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+if CASE not in CASES:
+    sys.exit("unknown case " + CASE)
+CASES[CASE]()
