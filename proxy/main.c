@@ -26,8 +26,8 @@
 
 static const char usage_text[] =
     "Usage: slipgate [OPTIONS] [+set NAME VALUE]...\n"
-    "       slipgate demo COMMAND ...      Quake 3 demo tools (slipgate demo --help)\n"
-    "       slipgate pcap decode FILE ...  decode Quake 3 sessions in a capture\n"
+    "       slipgate demo COMMAND ...      demo tools, per game (slipgate demo --help)\n"
+    "       slipgate pcap decode FILE ...  decode the game sessions in a capture\n"
     "       slipgate filters [-c CONFIG] [--json]\n"
     "                                      list the filters and their directives\n"
     "\n"
