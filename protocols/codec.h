@@ -1,8 +1,10 @@
 /*
  * The codec interface: one game protocol behind one table of function
  * pointers (the wlroots backend_impl model).  A codec turns datagrams into
- * decoded frames and back, and writes the game's demo files.  It does no
- * socket I/O and knows nothing of libuv; the proxy owns the sockets.
+ * decoded frames and back, and writes the game's demo files; offline it
+ * reads them and decodes captured sessions (`slipgate demo`, `slipgate
+ * pcap decode`).  It does no socket I/O and knows nothing of libuv; the
+ * proxy owns the sockets and the files.
  *
  * Per session the proxy calls create() once, decode() for every datagram in
  * either direction (the codec keeps both sides' views, DESIGN.md rule 3),
@@ -162,14 +164,17 @@ struct sg_relay_move {
  * reports.  `cut` may be NULL (a game whose demos cannot be cut yet).
  */
 struct sg_demo_impl {
-    const char *const *extensions; /* the file name endings it reads, without the dot; NULL-terminated */
-    /* Do the first `len` bytes of a file (all of it when shorter) start this format?  SG_DEMO_PROBE_*. */
+    /* The file name endings it reads, without the dot; NULL-terminated. */
+    const char *const *extensions;
+    /*
+     * Do the first `len` bytes of a file start this format?  `len` is the
+     * file's size when under SG_DEMO_HEAD_MAX.  Returns SG_DEMO_PROBE_*.
+     */
     int (*probe)(const uint8_t *head, size_t len);
-    int (*info)(FILE *in, const char *name, FILE *report);        /* `demo info` */
+    int (*info)(FILE *in, const char *name, FILE *report);            /* `demo info` */
     int (*dump)(FILE *in, const char *name, bool json, FILE *report); /* `demo dump` */
     int (*reencode)(FILE *in, const char *name, FILE *out, FILE *report);
-    int (*cut)(FILE *in, const char *name, FILE *out, int32_t from_ms, int32_t to_ms,
-               FILE *report);
+    int (*cut)(FILE *in, const char *name, FILE *out, int32_t from_ms, int32_t to_ms, FILE *report);
 };
 
 /*
@@ -179,7 +184,7 @@ struct sg_demo_impl {
  */
 struct sg_capture_impl {
     const char *title; /* "Quake 3": the summary's "N not Quake 3 UDP" */
-    /* Does the sender of this datagram act as a client (1), a server (0), or can it not tell (-1)? */
+    /* Does this datagram's sender act as a client (1), a server (0), or can it not tell (-1)? */
     int (*role)(const uint8_t *data, size_t len);
     /*
      * A new flow; with `record_base` non-NULL ("DIR/127.0.0.1-27960",
@@ -329,7 +334,7 @@ const struct sg_codec *sg_codec_probe(const uint8_t *data, size_t len);
 const struct sg_codec *sg_codec_connect(const uint8_t *data, size_t len, const struct sg_codec *not);
 /* The first game with a handshake hook (protocol auto runs it on every session), or NULL. */
 const struct sg_codec *sg_codec_handshaker(void);
-/* The first game whose demo reader reads files ending in `.ext` (`ext` without the dot), or NULL. */
+/* The first game whose demo reader reads files ending in `.ext` (no dot in `ext`), or NULL. */
 const struct sg_codec *sg_codec_demo_ext(const char *ext);
 /*
  * The game whose demo files end in `.ext` although its codec has no demo

@@ -149,7 +149,9 @@ static const struct sg_codec *pick_reader(FILE *f, const char *path, const struc
 
     if (!head || ferror(f) || fseek(f, 0, SEEK_SET) != 0) {
         fprintf(stderr, "slipgate demo: %s: %s\n", path,
-                sg_strerror(!head ? -ENOMEM : errno ? -errno : -EIO));
+                sg_strerror(!head   ? -ENOMEM
+                            : errno ? -errno
+                                    : -EIO));
         free(head);
         return NULL;
     }
@@ -432,17 +434,17 @@ int sg_cmd_demo(int argc, char **argv)
 
     if (!sub)
         return usage("missing subcommand");
-    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
-        fputs(usage_text, stdout);
-        print_formats(stdout);
-        return 0;
-    }
     rc = take_protocol(&argc, argv, &forced);
     if (rc != 0)
         return rc;
     sub = argc > 1 ? argv[1] : NULL;
     if (!sub)
         return usage("missing subcommand");
+    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
+        fputs(usage_text, stdout);
+        print_formats(stdout);
+        return 0;
+    }
     if (strcmp(sub, "info") == 0)
         return cmd_info(argc - 1, argv + 1, forced);
     if (strcmp(sub, "dump") == 0)

@@ -397,8 +397,7 @@ static void summary(const struct tool *t)
                 s->codec ? s->codec->name : "", s->codec ? ")" : "",
                 s->codec ? "its codec has no capture decoder yet" : "no codec claims it");
     }
-    fprintf(stderr,
-            "%" PRIu64 " frames, %" PRIu64 " not %s UDP, %u sessions, %" PRIu64 " errors\n",
+    fprintf(stderr, "%" PRIu64 " frames, %" PRIu64 " not %s UDP, %u sessions, %" PRIu64 " errors\n",
             t->frames, t->skipped, title, t->nsessions, t->errors);
 }
 
@@ -495,8 +494,7 @@ int sg_cmd_pcap(int argc, char **argv)
     if (!file)
         return usage("decode needs a capture file");
     if (forced && !forced->capture) {
-        fprintf(stderr,
-                "slipgate pcap: %s: this game's captures cannot be decoded yet; decoders:",
+        fprintf(stderr, "slipgate pcap: %s: this game's captures cannot be decoded yet; decoders:",
                 forced->name);
         print_decoders(stderr);
         fputs("\n", stderr);

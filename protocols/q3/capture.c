@@ -64,7 +64,6 @@ static void put_string(FILE *out, const char *s, size_t len, bool json, size_t m
     fputc('"', out);
 }
 
-
 /* Is the first word of an out-of-band datagram one of `words`? */
 static bool oob_word_in(const uint8_t *data, size_t len, const char *const *words, size_t count)
 {
@@ -115,7 +114,8 @@ static void print_oob(FILE *out, const struct sg_q3_oob *o, bool json)
     fprintf(out, " len=%zu", o->text_len);
 }
 
-static void print_command(FILE *out, const char *op, int32_t seq, const char *text, size_t len, bool json)
+static void print_command(FILE *out, const char *op, int32_t seq, const char *text, size_t len,
+                          bool json)
 {
     if (json) {
         fprintf(out, "{\"op\":\"%s\",\"seq\":%" PRId32 ",\"text\":", op, seq);
@@ -133,9 +133,10 @@ static void print_client(FILE *out, const struct sg_q3_clmsg *cl, bool json)
     const char *mv = cl->move_op ? sg_q3_clc_name(cl->move_op) : NULL;
 
     if (json) {
-        fprintf(out, ",\"server_id\":%" PRId32 ",\"message_ack\":%" PRId32 ",\"reliable_ack\":%" PRId32
-               ",\"commands\":[",
-               cl->server_id, cl->message_ack, cl->reliable_ack);
+        fprintf(out,
+                ",\"server_id\":%" PRId32 ",\"message_ack\":%" PRId32 ",\"reliable_ack\":%" PRId32
+                ",\"commands\":[",
+                cl->server_id, cl->message_ack, cl->reliable_ack);
         for (int i = 0; i < cl->num_commands; i++) {
             if (i)
                 fputc(',', out);
@@ -148,11 +149,12 @@ static void print_client(FILE *out, const struct sg_q3_clmsg *cl, bool json)
             for (int i = 0; i < cl->num_cmds; i++) {
                 const struct sg_q3_usercmd *u = &cl->cmds[i];
 
-                fprintf(out, "%s{\"time\":%" PRId32 ",\"angles\":[%" PRId32 ",%" PRId32 ",%" PRId32
-                       "],\"forward\":%d,\"right\":%d,\"up\":%d,\"buttons\":%" PRId32
-                       ",\"weapon\":%u}",
-                       i ? "," : "", u->server_time, u->angles[0], u->angles[1], u->angles[2],
-                       u->forwardmove, u->rightmove, u->upmove, u->buttons, u->weapon);
+                fprintf(out,
+                        "%s{\"time\":%" PRId32 ",\"angles\":[%" PRId32 ",%" PRId32 ",%" PRId32
+                        "],\"forward\":%d,\"right\":%d,\"up\":%d,\"buttons\":%" PRId32
+                        ",\"weapon\":%u}",
+                        i ? "," : "", u->server_time, u->angles[0], u->angles[1], u->angles[2],
+                        u->forwardmove, u->rightmove, u->upmove, u->buttons, u->weapon);
             }
             fputc(']', out);
         }
@@ -160,18 +162,19 @@ static void print_client(FILE *out, const struct sg_q3_clmsg *cl, bool json)
         return;
     }
     fprintf(out, " sid=%" PRId32 " mack=%" PRId32 " rack=%" PRId32, cl->server_id, cl->message_ack,
-           cl->reliable_ack);
+            cl->reliable_ack);
     for (int i = 0; i < cl->num_commands; i++) {
         fputs(" | clc_clientCommand", out);
-        print_command(out, NULL, cl->commands[i].sequence, cl->commands[i].text, cl->commands[i].len,
-                      false);
+        print_command(out, NULL, cl->commands[i].sequence, cl->commands[i].text,
+                      cl->commands[i].len, false);
     }
     if (mv) {
         const struct sg_q3_usercmd *u = &cl->cmds[cl->num_cmds - 1];
 
-        fprintf(out, " | %s %d t=%" PRId32 " ang=%" PRId32 ",%" PRId32 " mv=%d,%d,%d b=%" PRId32 " w=%u",
-               mv, cl->num_cmds, u->server_time, u->angles[0], u->angles[1], u->forwardmove,
-               u->rightmove, u->upmove, u->buttons, u->weapon);
+        fprintf(out,
+                " | %s %d t=%" PRId32 " ang=%" PRId32 ",%" PRId32 " mv=%d,%d,%d b=%" PRId32 " w=%u",
+                mv, cl->num_cmds, u->server_time, u->angles[0], u->angles[1], u->forwardmove,
+                u->rightmove, u->upmove, u->buttons, u->weapon);
     }
     if (cl->eof)
         fputs(" | clc_EOF", out);
@@ -204,25 +207,27 @@ static void print_server(FILE *out, const struct sg_q3_svmsg *sv, bool json)
             break;
         }
         case SG_Q3_SVC_GAMESTATE:
-            fprintf(out, json ? "{\"op\":\"%s\",\"command_seq\":%" PRId32 ",\"items\":%" PRIu32
-                          ",\"client_num\":%" PRId32 ",\"checksum_feed\":%" PRId32 "}"
-                        : "%.0s cmdseq=%" PRId32 " items=%" PRIu32 " client=%" PRId32
-                          " feed=%" PRId32,
-                   name, op->u.gamestate.command_seq, op->u.gamestate.num_items,
-                   op->u.gamestate.client_num, op->u.gamestate.checksum_feed);
+            fprintf(out,
+                    json ? "{\"op\":\"%s\",\"command_seq\":%" PRId32 ",\"items\":%" PRIu32
+                           ",\"client_num\":%" PRId32 ",\"checksum_feed\":%" PRId32 "}"
+                         : "%.0s cmdseq=%" PRId32 " items=%" PRIu32 " client=%" PRId32
+                           " feed=%" PRId32,
+                    name, op->u.gamestate.command_seq, op->u.gamestate.num_items,
+                    op->u.gamestate.client_num, op->u.gamestate.checksum_feed);
             break;
         case SG_Q3_SVC_SNAPSHOT: {
             const struct sg_q3_snap *sn = &sv->snaps[op->u.snap];
 
-            fprintf(out, json ? "{\"op\":\"%s\",\"server_time\":%" PRId32
-                          ",\"delta\":%u,\"flags\":%u,\"entities\":%" PRIu32 "}"
-                        : "%.0s t=%" PRId32 " delta=%u flags=%u ents=%" PRIu32,
-                   name, sn->server_time, sn->delta_num, sn->snap_flags, sn->num_ents);
+            fprintf(out,
+                    json ? "{\"op\":\"%s\",\"server_time\":%" PRId32
+                           ",\"delta\":%u,\"flags\":%u,\"entities\":%" PRIu32 "}"
+                         : "%.0s t=%" PRId32 " delta=%u flags=%u ents=%" PRIu32,
+                    name, sn->server_time, sn->delta_num, sn->snap_flags, sn->num_ents);
             break;
         }
         case SG_Q3_SVC_DOWNLOAD:
             fprintf(out, json ? "{\"op\":\"%s\",\"block\":%u}" : "%.0s block=%u", name,
-                   op->u.download.block);
+                    op->u.download.block);
             break;
         default:
             if (json)
@@ -233,7 +238,6 @@ static void print_server(FILE *out, const struct sg_q3_svmsg *sv, bool json)
     if (json)
         fputc(']', out);
 }
-
 
 /* ---- flows ---- */
 
@@ -476,15 +480,15 @@ static void q3_capture_summary(void *flow, FILE *out)
     const struct sg_q3_netchan_stats *st;
 
     if (!fl->nc || fl->oob == fl->datagrams) {
-        fprintf(out, "%" PRIu64 " out-of-band datagrams only, errors %" PRIu64 "\n",
-                fl->datagrams, fl->errors);
+        fprintf(out, "%" PRIu64 " out-of-band datagrams only, errors %" PRIu64 "\n", fl->datagrams,
+                fl->errors);
         return;
     }
     st = &fl->nc->stats;
     fprintf(out,
             "%" PRIu64 " datagrams (%" PRIu64 " oob), wire %s, "
-            "messages c2s %" PRIu64 " s2c %" PRIu64 ", dropped as old %" PRIu64
-            ", errors %" PRIu64 "%s\n",
+            "messages c2s %" PRIu64 " s2c %" PRIu64 ", dropped as old %" PRIu64 ", errors %" PRIu64
+            "%s\n",
             fl->datagrams, fl->oob, sg_q3_wire_name(fl->nc->wire), st->messages[SG_Q3_C2S],
             st->messages[SG_Q3_S2C], st->old[SG_Q3_C2S] + st->old[SG_Q3_S2C], fl->errors,
             fl->recorded ? ", recorded" : "");

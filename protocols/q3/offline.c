@@ -53,7 +53,7 @@ static int q3_demo_probe(const uint8_t *head, size_t len)
     if (length2 == -1)
         return SG_DEMO_PROBE_YES;
     return seq2 > seq && length2 >= 0 && length2 <= SG_Q3_MAX_MSGLEN ? SG_DEMO_PROBE_YES
-                                                                      : SG_DEMO_PROBE_NO;
+                                                                     : SG_DEMO_PROBE_NO;
 }
 
 /* Everything `info` reports about one file. */
@@ -246,8 +246,7 @@ static int q3_demo_cut(FILE *f, const char *path, FILE *outf, int32_t from, int3
     if (err < 0 || ferr < 0)
         return err < 0 ? err : ferr;
     fprintf(out, "wrote %" PRIu64 " messages (%" PRIu64 " re-encoded) from %" PRIu64 " read%s\n",
-            cs.written, cs.rewritten, cs.messages,
-            cs.started ? "" : "; no snapshot in that span");
+            cs.written, cs.rewritten, cs.messages, cs.started ? "" : "; no snapshot in that span");
     return !cs.started || cs.decode_errors ? 1 : 0;
 }
 
