@@ -49,8 +49,9 @@ static const char usage_text[] =
     "usage: slipgate pcap decode FILE.pcap[ng] [--json] [--record DIR] [--protocol NAME]\n"
     "  --json             one JSON object per datagram instead of text\n"
     "  --record DIR       write each game session's server messages as a demo in DIR\n"
-    "  --protocol NAME    decode every flow as that game (default: each flow's game\n"
-    "                     from its first datagram, Quake 3 when none claims it)\n";
+    "  --protocol NAME    decode every flow as that game (default: the game whose\n"
+    "                     handshake the flow carries, else the game claimed last,\n"
+    "                     else the first game with a capture decoder)\n";
 
 struct endpoint {
     int family; /* 4 or 6 */
