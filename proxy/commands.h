@@ -7,10 +7,10 @@
 #ifndef SG_PROXY_COMMANDS_H
 #define SG_PROXY_COMMANDS_H
 
-/* `slipgate demo info|dump|reencode|cut ...`: demo tools, each game's reader from the codec table. */
+/* `slipgate demo info|dump|reencode|cut ...`: per game, readers from the codec table. */
 int sg_cmd_demo(int argc, char **argv);
 
-/* `slipgate pcap decode FILE [--json] [--record DIR] [--protocol NAME]`: a capture's game sessions. */
+/* `slipgate pcap decode FILE [--json] [--record DIR] [-p NAME]`: a capture's game sessions. */
 int sg_cmd_pcap(int argc, char **argv);
 
 #endif
