@@ -13,7 +13,11 @@
  * netchan header (sequence, fragment, what the receiver does with it) and a
  * summary of the decoded message; with --json one JSON object per line.
  * --record DIR writes each game session's server messages into
- * DIR/<client address>-<port>.dm_<protocol>, starting at the gamestate.
+ * DIR/<client address>-<port>.dm_<protocol>, starting at the gamestate and
+ * ending where the client's own demo ends (as the live recorder,
+ * filters/record.c): before the client's `disconnect`, or after a server
+ * message carrying the server's `disconnect`.  A reconnect on the same
+ * client port (a new gamestate) goes into <client address>-<port>-2.dm_...
  * A summary per session goes to stderr.  Exit status: 0 when everything
  * decoded, 1 when something did not (or a file failed), 2 usage.
  */
@@ -62,6 +66,8 @@ struct session {
     struct sg_q3_demo_writer w; /* --record */
     struct sg_q3_recorder rec;
     bool recording, record_failed, recorded;
+    bool ended;     /* the connection ended: record again from a new gamestate */
+    unsigned demos; /* files started */
     uint64_t datagrams, oob, errors;
 };
 
@@ -234,7 +240,10 @@ static void start_recording(struct tool *t, struct session *s)
             *p = '-'; /* the port separator */
         else if (*p == ':' || *p == '[' || *p == ']')
             *p = '_';
-    snprintf(path, sizeof(path), "%s/%s.dm_%d", t->record_dir, name, proto);
+    if (s->demos > 0)
+        snprintf(path, sizeof(path), "%s/%s-%u.dm_%d", t->record_dir, name, s->demos + 1, proto);
+    else
+        snprintf(path, sizeof(path), "%s/%s.dm_%d", t->record_dir, name, proto);
     err = sg_q3_demo_writer_open(&s->w, path);
     if (err < 0) {
         fprintf(stderr, "slipgate pcap: %s: %s\n", path, sg_strerror(err));
@@ -245,6 +254,20 @@ static void start_recording(struct tool *t, struct session *s)
     sg_q3_recorder_init(&s->rec, &s->w);
     s->recording = true;
     s->recorded = true;
+    s->demos++;
+}
+
+/* The end marker; the file is closed. */
+static void stop_recording(struct tool *t, struct session *s)
+{
+    if (!s->recording)
+        return;
+    if (sg_q3_demo_writer_finish(&s->w) < 0) {
+        fprintf(stderr, "slipgate pcap: session %u: demo write failed\n", s->id);
+        t->errors++;
+    }
+    sg_q3_recorder_finish(&s->rec);
+    s->recording = false;
 }
 
 /* ---- one line per datagram ---- */
@@ -508,13 +531,27 @@ static void on_datagram(struct tool *t, const struct endpoint *src, const struct
         parse_err = sg_q3_parse_server_message(s->st, f->sequence, f->msg, f->msg_len, &t->sv);
         if (parse_err == SG_E_NODELTA)
             parse_err = 0;
-        if (t->record_dir && !s->recording && !s->record_failed)
+        if (s->ended && sg_q3_svmsg_count(&t->sv, SG_Q3_SVC_GAMESTATE) > 0)
+            s->ended = false; /* a reconnect */
+        if (t->record_dir && !s->recording && !s->record_failed && !s->ended)
             start_recording(t, s);
         if (s->recording &&
             sg_q3_recorder_feed(&s->rec, s->st, &t->sv, parse_err, f->msg, f->msg_len) < 0) {
             fprintf(stderr, "slipgate pcap: session %u: demo write failed\n", s->id);
             t->errors++;
         }
+        /* the server dropped the client: the client's own demo ends with this message */
+        if (sg_q3_svmsg_disconnects(&t->sv)) {
+            stop_recording(t, s);
+            s->ended = true;
+        }
+    }
+
+    /* The client leaves: its own demo ended before this message. */
+    if (f->rx == SG_Q3_RX_MESSAGE && dir == SG_Q3_C2S && f->content_err >= 0 &&
+        sg_q3_clmsg_disconnects(&f->u.cl)) {
+        stop_recording(t, s);
+        s->ended = true;
     }
     if (err < 0 || parse_err < 0) {
         s->errors++;
@@ -677,13 +714,7 @@ static int decode_file(const char *path, bool json, const char *record_dir)
     for (unsigned i = 0; i < t->nsessions; i++) {
         struct session *s = t->sessions[i];
 
-        if (s->recording && sg_q3_demo_writer_finish(&s->w) < 0) {
-            fprintf(stderr, "slipgate pcap: session %u: demo write failed\n", s->id);
-            t->errors++;
-        }
-        if (s->recording)
-            sg_q3_recorder_finish(&s->rec);
-        s->recording = false;
+        stop_recording(t, s);
     }
     summary(t);
     status = t->errors ? EXIT_ERRORS : 0;
