@@ -18,6 +18,18 @@
  * SIGTERM and a reload that changes the filters).  A file that never got a
  * message is removed.  A write error (a full disk) stops recording for that
  * session only, is logged once, and never touches the relaying.
+ *
+ * A demo ends where the player's own would (DESIGN.md rule 9):
+ *   - the client disconnects (a C2S frame the codec marks `disconnect`):
+ *     the end marker goes in at once, and nothing the server sends after
+ *     it (its "disconnected" print and disconnect command, snapshots in
+ *     flight) is recorded, even when the client's datagram was dropped;
+ *   - the server drops the client (a server message carrying an
+ *     SG_MSG_DISCONNECT that went out: kicked, server shutdown): the game
+ *     writes that message into its own demo before it acts on it, so the
+ *     message is recorded and the demo ends after it.
+ * After either, only a new level (the gamestate of a reconnect on the same
+ * session) starts a new file.
  */
 #include "filters/chain.h"
 #include "filters/filter.h"
@@ -71,6 +83,8 @@ struct record_slot {
     unsigned part;              /* of the current level: 1, then 2.. after max_size */
     bool failed;                /* stopped by an error, for the rest of the session */
     bool stopped;               /* stopped by max_size with `at_max_size stop` */
+    bool ended;                 /* the connection ended: wait for a new level */
+    bool kick_seen;             /* a server disconnect went by, its datagram dropped */
     uint32_t demos;             /* files that got at least one message */
     char last[RECORD_PATH_MAX]; /* the last of them */
     struct sg_chain *chain;     /* to log from session_end */
@@ -240,8 +254,9 @@ static void slot_log(struct record_slot *slot, const struct sg_filter_session *s
                      text);
 }
 
-/* Write the end marker and close; a file without a message goes away. */
-static void finish_file(struct record_slot *slot, const struct sg_filter_session *s, bool report)
+/* Write the end marker and close; a file without a message goes away.  `why`: "" or "; reason" */
+static void finish_file(struct record_slot *slot, const struct sg_filter_session *s, bool report,
+                        const char *why)
 {
     int err = 0;
     long size;
@@ -261,8 +276,8 @@ static void finish_file(struct record_slot *slot, const struct sg_filter_session
     if (err < 0 && report)
         slot_log(slot, s, SG_FILTER_LOG_ERROR, "demo %s: %s", slot->path, sg_strerror(err));
     else if (report)
-        slot_log(slot, s, SG_FILTER_LOG_INFO, "demo %s finished (%llu messages, %ld bytes)",
-                 slot->path, (unsigned long long)slot->written, size);
+        slot_log(slot, s, SG_FILTER_LOG_INFO, "demo %s finished (%llu messages, %ld bytes)%s",
+                 slot->path, (unsigned long long)slot->written, size, why);
     slot->written = 0;
 }
 
@@ -307,34 +322,103 @@ static int open_file(struct record_slot *slot, const struct record_conf *c,
 
 /* ---- the tap ---- */
 
+/* The session's slot, made on first use; NULL when out of memory. */
+static struct record_slot *slot_get(struct sg_filter_call *call)
+{
+    struct record_slot *slot = *call->slot;
+
+    if (slot)
+        return slot;
+    slot = calloc(1, sizeof(*slot));
+    if (!slot)
+        return NULL;
+    slot->chain = call->proxy ? call->proxy->chain : NULL;
+    slot->index = call->proxy ? call->proxy->index : 0;
+    slot->part = 1;
+    *call->slot = slot;
+    return slot;
+}
+
+/* The connection ended: the demo ends here; nothing more until a new level. */
+static void end_connection(struct record_slot *slot, const struct sg_filter_session *s,
+                           const char *why)
+{
+    finish_file(slot, s, true, why);
+    slot->ended = true;
+    slot->kick_seen = false;
+}
+
+/*
+ * Does this server message end the connection: does it carry the server's
+ * disconnect to the client?  A fresh one that a filter did not remove; or
+ * a resend of one whose first datagram was dropped on the way.
+ */
+static bool server_disconnects(struct record_slot *slot, const struct sg_filter_call *call)
+{
+    const struct sg_frame *f = call->frame;
+    bool fresh = false, resent = false;
+
+    for (unsigned i = 0; i < f->nmsgs; i++) {
+        const struct sg_msg *m = &f->msgs[i];
+
+        if (m->kind != SG_MSG_DISCONNECT || m->dropped)
+            continue;
+        fresh = fresh || !m->repeat;
+        resent = resent || m->repeat;
+    }
+    if (call->dropped) {
+        slot->kick_seen = slot->kick_seen || fresh;
+        return false;
+    }
+    return fresh || (resent && slot->kick_seen);
+}
+
 static int on_frame(struct sg_filter_call *call)
 {
     const struct record_conf *c = call->route_state;
     const struct sg_filter_session *s = call->session;
     const struct sg_frame *f = call->frame;
     struct record_slot *slot = *call->slot;
+    bool kicked;
     long size;
     int n;
 
-    /* Server messages as the client got them, of a game with a demo writer. */
-    if (call->dropped || !f || f->dir != SG_DIR_S2C || f->kind != SG_FRAME_MESSAGE || !s ||
-        !s->codec || !s->codec_state || !s->codec->demo_ext || !s->codec->record)
+    /* Messages of a game with a demo writer. */
+    if (!f || f->kind != SG_FRAME_MESSAGE || !s || !s->codec || !s->codec_state ||
+        !s->codec->demo_ext || !s->codec->record)
         return SG_FILTER_PASS;
-    if (!slot) {
-        slot = calloc(1, sizeof(*slot));
-        if (!slot)
+
+    /* The client leaves: its own demo has ended (even if this datagram was dropped). */
+    if (f->dir == SG_DIR_C2S) {
+        if (!f->disconnect || (slot && slot->ended))
+            return SG_FILTER_PASS;
+        if (!(slot = slot_get(call)))
             return -ENOMEM;
-        slot->chain = call->proxy ? call->proxy->chain : NULL;
-        slot->index = call->proxy ? call->proxy->index : 0;
-        slot->part = 1;
-        *call->slot = slot;
-    }
-    if (slot->failed || slot->stopped)
+        end_connection(slot, s, "; the client disconnected");
         return SG_FILTER_PASS;
+    }
+
+    /* Server messages as the client got them. */
+    if (f->dir != SG_DIR_S2C)
+        return SG_FILTER_PASS;
+    if (!(slot = slot_get(call)))
+        return -ENOMEM;
+    kicked = server_disconnects(slot, call);
+    if (call->dropped || slot->failed || slot->stopped)
+        return SG_FILTER_PASS;
+
+    /* After the connection ended, only a new level (a reconnect) records again. */
+    if (slot->ended) {
+        if (!f->new_level)
+            return SG_FILTER_PASS;
+        slot->ended = false;
+        slot->kick_seen = false;
+        slot->part = 1;
+    }
 
     /* A new level starts a new file (unless the demo should run on). */
     if (f->new_level && c->split_on_map_change && slot->fp) {
-        finish_file(slot, s, true);
+        finish_file(slot, s, true, "");
         slot->part = 1;
     }
     if (!slot->fp) {
@@ -360,9 +444,15 @@ static int on_frame(struct sg_filter_call *call)
     if (n < 0) {
         sg_filter_log(call, SG_FILTER_LOG_ERROR, "recording stopped: writing %s failed: %s",
                       slot->path, sg_strerror(n));
-        finish_file(slot, s, false);
+        finish_file(slot, s, false, "");
         slot->failed = true;
         return n;
+    }
+
+    /* The server dropped the client: its own demo ends with this message. */
+    if (kicked) {
+        end_connection(slot, s, "; the server disconnected the client");
+        return SG_FILTER_PASS;
     }
 
     /* Past the size limit: this part ends here; the next one starts at the next message. */
@@ -374,7 +464,7 @@ static int on_frame(struct sg_filter_call *call)
                           slot->path, size);
             slot->stopped = true;
         }
-        finish_file(slot, s, true);
+        finish_file(slot, s, true, "");
         slot->part++;
     }
     return SG_FILTER_PASS;
@@ -385,7 +475,7 @@ static void session_end(void *route_state, const struct sg_filter_session *sessi
     struct record_slot *slot = p;
 
     (void)route_state;
-    finish_file(slot, session, true);
+    finish_file(slot, session, true, "");
     free(slot);
 }
 

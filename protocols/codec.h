@@ -90,6 +90,14 @@ struct sg_frame {
     struct sg_msg *msgs;
     unsigned nmsgs;
     void *game;     /* the codec's own decoded form */
+    /*
+     * C2S MESSAGE: the client leaves the game with this message (Quake 3:
+     * a `disconnect` command, sent after its own demo has ended).  Set on
+     * every copy the client sends.  Recorders end the demo here and record
+     * nothing more of the connection (DESIGN.md rule 9).  Appended last:
+     * plugins built against the older layout read the fields above.
+     */
+    bool disconnect;
 };
 
 /* How much of a frame a codec's dump() shows. */
@@ -270,7 +278,10 @@ struct sg_codec {
      * state when recording starts mid-level).  Returns 1 written, 0 skipped
      * (waiting for a starting point), or a negative error (a write error:
      * recording should stop).  record_end() writes the end marker and
-     * flushes; `out` stays open.
+     * flushes; `out` stays open.  The caller ends the demo where the
+     * player's own would: at a C2S frame marked `disconnect`, after an S2C
+     * frame whose SG_MSG_DISCONNECT message reached the client, at a new
+     * level, at session end.
      */
     const char *(*demo_ext)(void *state); /* "dm_68", known once the handshake is seen */
     int (*record)(void *state, const struct sg_frame *frame, FILE *out);

@@ -8,7 +8,11 @@
  * message; with JSON the members of one object.  Queries and their answers
  * (getinfo, getstatus, rcon ...) need no netchan: a flow made only of them
  * keeps no session state.  With a record base each game flow's server
- * messages go to <base>.dm_<protocol>, starting at the gamestate.
+ * messages go to <base>.dm_<protocol>, starting at the gamestate and ending
+ * where the client's own demo ends (as the live recorder, filters/record.c):
+ * before the client's `disconnect`, or after a server message carrying the
+ * server's `disconnect`.  A reconnect on the same flow (a new gamestate)
+ * goes into <base>-2.dm_<protocol>, and so on.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,6 +42,8 @@ struct flow {
     struct sg_q3_demo_writer w; /* --record */
     struct sg_q3_recorder rec;
     bool recording, record_failed, recorded;
+    bool ended;     /* the connection ended: record again from a new gamestate */
+    unsigned demos; /* files started */
     uint64_t datagrams, oob, errors;
 };
 
@@ -280,20 +286,26 @@ static int q3_capture_create(void **flow, const char *record_base)
     return 0;
 }
 
-static int q3_capture_finish(void *flow)
+/* The end marker; the file is closed.  The number of errors. */
+static int stop_recording(struct flow *fl)
 {
-    struct flow *fl = flow;
     int errors = 0;
 
-    if (fl->recording && sg_q3_demo_writer_finish(&fl->w) < 0) {
+    if (!fl->recording)
+        return 0;
+    if (sg_q3_demo_writer_finish(&fl->w) < 0) {
         fprintf(stderr, "slipgate pcap: %s.dm_%d: demo write failed\n", fl->record_base,
                 fl->nc->protocol ? fl->nc->protocol : SG_Q3_PROTOCOL_68);
         errors++;
     }
-    if (fl->recording)
-        sg_q3_recorder_finish(&fl->rec);
+    sg_q3_recorder_finish(&fl->rec);
     fl->recording = false;
     return errors;
+}
+
+static int q3_capture_finish(void *flow)
+{
+    return stop_recording(flow);
 }
 
 static void q3_capture_destroy(void *flow)
@@ -319,7 +331,7 @@ static void q3_capture_destroy(void *flow)
 static int start_recording(struct flow *fl)
 {
     int proto = fl->nc->protocol ? fl->nc->protocol : SG_Q3_PROTOCOL_68;
-    size_t cap = strlen(fl->record_base) + 16;
+    size_t cap = strlen(fl->record_base) + 32;
     char *path = malloc(cap);
     int err;
 
@@ -328,7 +340,10 @@ static int start_recording(struct flow *fl)
         fprintf(stderr, "slipgate pcap: out of memory\n");
         return 1;
     }
-    snprintf(path, cap, "%s.dm_%d", fl->record_base, proto);
+    if (fl->demos > 0)
+        snprintf(path, cap, "%s-%u.dm_%d", fl->record_base, fl->demos + 1, proto);
+    else
+        snprintf(path, cap, "%s.dm_%d", fl->record_base, proto);
     err = sg_q3_demo_writer_open(&fl->w, path);
     if (err < 0) {
         fprintf(stderr, "slipgate pcap: %s: %s\n", path, sg_strerror(err));
@@ -340,6 +355,7 @@ static int start_recording(struct flow *fl)
     sg_q3_recorder_init(&fl->rec, &fl->w);
     fl->recording = true;
     fl->recorded = true;
+    fl->demos++;
     return 0;
 }
 
@@ -458,13 +474,27 @@ static int q3_capture_datagram(void *flow, enum sg_dir sdir, const uint8_t *data
         parse_err = sg_q3_parse_server_message(fl->st, f->sequence, f->msg, f->msg_len, &fl->sv);
         if (parse_err == SG_E_NODELTA)
             parse_err = 0;
-        if (fl->record_base && !fl->recording && !fl->record_failed)
+        if (fl->ended && sg_q3_svmsg_count(&fl->sv, SG_Q3_SVC_GAMESTATE) > 0)
+            fl->ended = false; /* a reconnect */
+        if (fl->record_base && !fl->recording && !fl->record_failed && !fl->ended)
             errors += start_recording(fl);
         if (fl->recording &&
             sg_q3_recorder_feed(&fl->rec, fl->st, &fl->sv, parse_err, f->msg, f->msg_len) < 0) {
             fprintf(stderr, "slipgate pcap: %s: demo write failed\n", fl->record_base);
             errors++;
         }
+        /* the server dropped the client: the client's own demo ends with this message */
+        if (sg_q3_svmsg_disconnects(&fl->sv)) {
+            errors += stop_recording(fl);
+            fl->ended = true;
+        }
+    }
+
+    /* The client leaves: its own demo ended before this message. */
+    if (f->rx == SG_Q3_RX_MESSAGE && dir == SG_Q3_C2S && f->content_err >= 0 &&
+        sg_q3_clmsg_disconnects(&f->u.cl)) {
+        errors += stop_recording(fl);
+        fl->ended = true;
     }
     if (err < 0 || parse_err < 0) {
         fl->errors++;

@@ -375,3 +375,11 @@ int sg_q3_clmsg_encode(const struct sg_q3_clmsg *cm, int32_t checksum_feed,
     copy_bits(buf, m.bit, cm->tail, 0, cm->tail_bits);
     return (int)bytes;
 }
+
+bool sg_q3_clmsg_disconnects(const struct sg_q3_clmsg *cm)
+{
+    for (int i = 0; i < cm->num_commands && i < SG_Q3_MAX_RELIABLE_COMMANDS; i++)
+        if (sg_q3_command_is(cm->commands[i].text, "disconnect"))
+            return true;
+    return false;
+}

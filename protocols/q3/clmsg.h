@@ -152,4 +152,11 @@ int sg_q3_clmsg_decode(const uint8_t *data, size_t len, int32_t checksum_feed,
 int sg_q3_clmsg_encode(const struct sg_q3_clmsg *cm, int32_t checksum_feed,
                        const struct sg_q3_reliable_ring *server_cmds, uint8_t *buf, size_t cap);
 
+/*
+ * Does the client leave the game with this message: does it carry a
+ * `disconnect` command (CL_Disconnect sends one, in three packets, after
+ * ending the client's own demo)?  Repeats count too.
+ */
+bool sg_q3_clmsg_disconnects(const struct sg_q3_clmsg *cm);
+
 #endif

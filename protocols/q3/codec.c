@@ -552,6 +552,7 @@ static int q3_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     } else if (c->qf.content_err >= 0) {
         f->ack = c->qf.u.cl.message_ack;
         f->reliable_ack = c->qf.u.cl.reliable_ack;
+        f->disconnect = sg_q3_clmsg_disconnects(&c->qf.u.cl);
         list_client_message(c);
     }
     msgs_done(c, f);

@@ -5,6 +5,7 @@
 #include "protocols/q3/proto.h"
 
 #include <stddef.h>
+#include <string.h>
 
 static const char *const svc_names[SG_Q3_SVC_COUNT] = {
     [SG_Q3_SVC_BAD] = "svc_bad",
@@ -57,4 +58,16 @@ const char *sg_q3_snapflag_name(int bit)
     default:
         return NULL;
     }
+}
+
+bool sg_q3_command_is(const char *cmd, const char *verb)
+{
+    const unsigned char *p = (const unsigned char *)cmd;
+    size_t n = strlen(verb);
+
+    while (*p && *p <= ' ')
+        p++;
+    if (*p == '"')
+        return strncmp((const char *)p + 1, verb, n) == 0 && p[1 + n] == '"';
+    return strncmp((const char *)p, verb, n) == 0 && p[n] <= ' ';
 }

@@ -20,6 +20,7 @@
 #ifndef SG_PROTOCOLS_Q3_PROTO_H
 #define SG_PROTOCOLS_Q3_PROTO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SG_Q3_GENTITYNUM_BITS       10
@@ -111,5 +112,12 @@ const char *sg_q3_clc_name(int op);
 
 /* Name of a snapshot flag bit ("rate_delayed", "not_active", "servercount"), or NULL. */
 const char *sg_q3_snapflag_name(int bit);
+
+/*
+ * Is `verb` the first word of command text `cmd` as the game splits it
+ * (Cmd_TokenizeString: leading blanks and control bytes skipped, the word
+ * ends at a blank or is quoted)?  Both NUL-terminated, borrowed.
+ */
+bool sg_q3_command_is(const char *cmd, const char *verb);
 
 #endif

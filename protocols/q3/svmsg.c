@@ -143,6 +143,15 @@ unsigned sg_q3_svmsg_count(const struct sg_q3_svmsg *msg, int type)
     return n;
 }
 
+bool sg_q3_svmsg_disconnects(const struct sg_q3_svmsg *msg)
+{
+    for (uint32_t i = 0; i < msg->num_ops; i++)
+        if (msg->ops[i].type == SG_Q3_SVC_SERVERCOMMAND &&
+            sg_q3_command_is(sg_q3_svmsg_str(msg, msg->ops[i].u.cmd.text), "disconnect"))
+            return true;
+    return false;
+}
+
 const struct sg_q3_snap *sg_q3_svmsg_snapshot(const struct sg_q3_svmsg *msg)
 {
     for (uint32_t i = 0; i < msg->num_ops; i++) {

@@ -164,6 +164,13 @@ const char *sg_q3_svmsg_str(const struct sg_q3_svmsg *msg, struct sg_q3_bytes re
 /* Count the ops of one type. */
 unsigned sg_q3_svmsg_count(const struct sg_q3_svmsg *msg, int type);
 
+/*
+ * Does the message carry a `disconnect` server command (the server drops
+ * the client: kicked, server quits)?  The client writes such a message
+ * into its own demo and then ends it (CL_GetServerCommand).
+ */
+bool sg_q3_svmsg_disconnects(const struct sg_q3_svmsg *msg);
+
 /* The first svc_snapshot of the message, or NULL. */
 const struct sg_q3_snap *sg_q3_svmsg_snapshot(const struct sg_q3_svmsg *msg);
 

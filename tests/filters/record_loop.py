@@ -6,8 +6,10 @@ checks every datagram arrives byte-identical at the other end), with the
 recorder configured as a `filter record { }` block:
 
     filter_block      the name template, the demo identical to the offline
-                      `slipgate pcap decode --record` demo, --stats demos and
-                      the filter's counters
+                      `slipgate pcap decode --record` demo and ending where
+                      the client's own demo ends (the capture ends with the
+                      client quitting), --stats demos and the filter's
+                      counters
     max_size_parts    max_size: several parts, each a demo that starts with a
                       gamestate and reads without errors
     shortcut          `record DIR`: a record filter in --stats "filters", the
@@ -19,8 +21,10 @@ recorder configured as a `filter record { }` block:
 Only 127.0.0.1 is used; every process is killed by PID at the end.
 """
 
+import glob
 import os
 import re
+import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,6 +76,30 @@ def read(path):
         return f.read()
 
 
+def last_sequence(data):
+    """The sequence of the last message of a Quake 3 demo (records of
+    int32 sequence, int32 length, bytes; -1 -1 ends it), or None."""
+    off, last = 0, None
+    while off + 8 <= len(data):
+        seq, n = struct.unpack_from('<ii', data, off)
+        if n < 0 or off + 8 + n > len(data):
+            break
+        last, off = seq, off + 8 + n
+    return last
+
+
+def check_ends_with_client(cap, path):
+    """The live demo ends where the real client's own demo of the same
+    minutes ends: at the client's disconnect, before the server's answer."""
+    own = glob.glob(os.path.join(os.environ.get('SG_TESTDATA', ''), 'q3', 'sessions', cap.name,
+                                 'client_demo.dm_*'))
+    check(len(own) == 1, 'no client demo for %s (SG_TESTDATA)' % cap.name)
+    want, got = last_sequence(read(own[0])), last_sequence(read(path))
+    check(got == want, '%s ends with message %s; the client\'s own demo ends with %s (it stops '
+          'at the client\'s disconnect)' % (path, got, want))
+    return got
+
+
 def filters_of(route):
     f = route.get('filters')
     check(isinstance(f, list), 'stats: the route has no "filters" list: %r' % (route,))
@@ -96,6 +124,7 @@ def case_filter_block(h, res):
           'stats: demos %r demo %r, expected 1 and %s' % (game.get('demos'), game.get('demo'),
                                                           path))
     msgs = demo_ok(h, path)
+    last = check_ends_with_client(cap, path)
     ref = ft.offline_demo(h.exe, h.dir, cap)
     live = read(path)
     check(live == ref, 'the demo (%d bytes) differs from the offline decode\'s (%d bytes)'
@@ -107,11 +136,14 @@ def case_filter_block(h, res):
           and f[0]['seen'] == f[0]['passed'] and f[0]['seen'] >= msgs[0],
           'stats filter counters %r for a demo of %d messages' % (f[0], msgs[0]))
     check(px.count_log(r'rec: recording to ' + re.escape(path)) == 1
-          and px.count_log(r'rec: demo ' + re.escape(path) + r' finished') == 1,
-          'expected one "recording to" and one "finished" line for %s' % path)
-    print('demo %s: %d messages (%d gamestates), identical to the offline decode; filter '
-          'counters %s' % (files[0], msgs[0], msgs[1], {k: f[0][k] for k in ('seen', 'passed',
-                                                                            'errors')}))
+          and px.count_log(r'rec: demo ' + re.escape(path) + r' finished .*; the client '
+                           r'disconnected') == 1,
+          'expected one "recording to" and one "finished ...; the client disconnected" line '
+          'for %s' % path)
+    print('demo %s: %d messages (%d gamestates), ends with message %d as the client\'s own, '
+          'identical to the offline decode; filter counters %s'
+          % (files[0], msgs[0], msgs[1], last, {k: f[0][k] for k in ('seen', 'passed',
+                                                                     'errors')}))
 
 
 @ft.with_resources
@@ -164,7 +196,9 @@ def case_shortcut(h, res):
     check(game.get('demos') == 1 and game.get('demo') == path, 'stats: demos %r demo %r'
           % (game.get('demos'), game.get('demo')))
     msgs = demo_ok(h, path)
-    print('record DIR -> %s (%d messages), stats filters %s' % (fa[0], msgs[0], f))
+    last = check_ends_with_client(cap, path)
+    print('record DIR -> %s (%d messages, the last %d as in the client\'s own demo), stats '
+          'filters %s' % (fa[0], msgs[0], last, f))
 
 
 def case_one_per_route(h):

@@ -444,6 +444,188 @@ static void test_dropped(void)
     CHECK(list_dir(dir, names, sizeof(names)) == 1);
 }
 
+/* One client message; `disconnect`: the client leaves with it; `dropped`: a filter dropped it. */
+static void client_message(struct fake_chain *c, int seq, bool disconnect, bool dropped)
+{
+    struct sg_filter_call call = {0};
+    struct sg_filter_proxy proxy = {0};
+    struct sg_chain_result res = {.drop = dropped, .drop_filter = dropped ? 0 : -1};
+
+    fake_frame(&c->codec, SG_DIR_C2S, SG_FRAME_MESSAGE);
+    c->codec.frame.sequence = seq;
+    c->codec.frame.disconnect = disconnect;
+    call.session = &c->session;
+    call.frame = &c->codec.frame;
+    sg_chain_taps(c->chain, c->slots, &call, &proxy, &res);
+}
+
+/* The file `name` in the case's directory holds exactly `want`. */
+static bool file_is(const char *name, const char *want)
+{
+    char path[600], body[256];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    read_file(path, body, sizeof(body));
+    if (strcmp(body, want) == 0)
+        return true;
+    fprintf(stderr, "%s holds \"%s\", expected \"%s\"\n", name, body, want);
+    return false;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/*
+ * The client disconnects: the demo ends there (end marker at once), what
+ * the server sends after it is not recorded, the resends of the client's
+ * disconnect change nothing; a reconnect (a new level) starts a new file.
+ */
+static void test_client_disconnect(void)
+{
+    struct fake_chain c;
+    char names[1024];
+    uint32_t demos = 0;
+    const char *last = NULL;
+
+    CHECK(open_rec(&c, "name %map%\n") == 0);
+    message(&c, 1, "dm", NULL);
+    message(&c, 2, NULL, "dm");
+    client_message(&c, 100, false, false); /* an ordinary client message: nothing */
+    message(&c, 3, NULL, "dm");
+    client_message(&c, 101, true, false);
+    CHECK(w.ends == 1);
+    CHECK(file_is("dm.dm_test", "G\nM1\nM2\nM3\nE\n")); /* ended now, not at session end */
+    message(&c, 4, NULL, "dm"); /* the server's answer, snapshots in flight */
+    client_message(&c, 102, true, false);
+    message(&c, 5, NULL, "dm");
+    CHECK(w.records == 3 && w.ends == 1);
+    CHECK(list_dir(dir, names, sizeof(names)) == 1);
+    CHECK(strstr(c.log, "demo ") && strstr(c.log, "/dm.dm_test finished (3 messages, ") &&
+          strstr(c.log, "bytes); the client disconnected\n"));
+    CHECK(count_of(c.log, "the client disconnected") == 1);
+
+    /* the client comes back on the same session: a new gamestate, a new file */
+    message(&c, 1, "dm", NULL);
+    message(&c, 2, NULL, "dm");
+    CHECK(sg_record_slot_summary(c.chain->f[0].fc->impl, c.slots[0], &demos, &last));
+    CHECK(demos == 2 && last && strstr(last, "/dm-2.dm_test"));
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 2);
+    CHECK(strcmp(names, "dm-2.dm_test dm.dm_test") == 0);
+    CHECK(file_is("dm.dm_test", "G\nM1\nM2\nM3\nE\n"));
+    CHECK(file_is("dm-2.dm_test", "G\nM1\nM2\nE\n"));
+    CHECK(w.news == 2 && w.ends == 2);
+
+    /* one demo for the session: a reconnect still starts a new file (a new connection) */
+    CHECK(open_rec(&c, "name one\nsplit_on_map_change no\n") == 0);
+    message(&c, 1, "dm", NULL);
+    client_message(&c, 10, true, false);
+    message(&c, 2, NULL, "dm");
+    message(&c, 1, "dm", NULL);
+    fake_chain_close(&c);
+    CHECK(file_is("one.dm_test", "G\nM1\nE\n"));
+    CHECK(file_is("one-2.dm_test", "G\nM1\nE\n"));
+}
+
+/*
+ * The client's disconnect counts even when a filter dropped its datagram
+ * (the client has left all the same), and before anything was recorded:
+ * what the server sends after it never opens a demo.
+ */
+static void test_client_disconnect_dropped(void)
+{
+    struct fake_chain c;
+    char names[1024];
+
+    CHECK(open_rec(&c, "name %map%\n") == 0);
+    message(&c, 1, "dm", NULL);
+    client_message(&c, 100, true, true);
+    message(&c, 2, NULL, "dm");
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 1);
+    CHECK(file_is("dm.dm_test", "G\nM1\nE\n"));
+    cleanup();
+    make_dir();
+
+    CHECK(open_rec(&c, "name %map%\n") == 0);
+    client_message(&c, 100, true, false);
+    CHECK(c.slots[0] != NULL && w.records == 0);
+    message(&c, 1, NULL, "dm");
+    message(&c, 2, NULL, "dm");
+    CHECK(w.records == 0 && list_dir(dir, names, sizeof(names)) == 0);
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 0);
+    CHECK(strstr(c.log, "recording to") == NULL);
+}
+
+/* One server message carrying the server's disconnect (repeat: a resend; removed: by a filter). */
+static void kick_message(struct fake_chain *c, int seq, bool repeat, bool removed, bool dropped)
+{
+    struct sg_filter_call call = {0};
+    struct sg_filter_proxy proxy = {0};
+    struct sg_chain_result res = {.drop = dropped, .drop_filter = dropped ? 0 : -1};
+    unsigned i;
+
+    fake_frame(&c->codec, SG_DIR_S2C, SG_FRAME_MESSAGE);
+    c->codec.frame.sequence = seq;
+    snprintf(c->codec.frame.level, sizeof(c->codec.frame.level), "dm");
+    fake_msg(&c->codec, SG_MSG_PRINT, "peers disconnected\n");
+    i = fake_msg(&c->codec, SG_MSG_DISCONNECT, "kicked");
+    c->codec.msgs[i].repeat = repeat;
+    c->codec.msgs[i].dropped = removed;
+    fake_msg(&c->codec, SG_MSG_GAME, NULL);
+    call.session = &c->session;
+    call.frame = &c->codec.frame;
+    sg_chain_taps(c->chain, c->slots, &call, &proxy, &res);
+}
+
+/*
+ * The server drops the client (a kick, a server shutdown): the game writes
+ * the message carrying the server's disconnect into its own demo, then
+ * ends it; so does the recorder.  A disconnect a filter removed ends
+ * nothing; one whose datagram was dropped ends the demo at its resend.
+ */
+static void test_server_disconnect(void)
+{
+    struct fake_chain c;
+    char names[1024];
+
+    CHECK(open_rec(&c, "name %map%\n") == 0);
+    message(&c, 1, "dm", NULL);
+    kick_message(&c, 2, false, false, false);
+    CHECK(w.ends == 1);
+    kick_message(&c, 3, true, false, false); /* resent until the client acknowledges */
+    message(&c, 4, NULL, "dm");
+    fake_chain_close(&c);
+    CHECK(list_dir(dir, names, sizeof(names)) == 1);
+    CHECK(file_is("dm.dm_test", "G\nM1\nM2\nE\n"));
+    CHECK(strstr(c.log, "finished (2 messages, ") &&
+          strstr(c.log, "; the server disconnected the client\n"));
+    cleanup();
+    make_dir();
+
+    CHECK(open_rec(&c, "name %map%\n") == 0);
+    message(&c, 1, "dm", NULL);
+    kick_message(&c, 2, false, true, false); /* removed by a filter: the client stays */
+    kick_message(&c, 3, true, false, false); /* ... and is never resent (a stray repeat) */
+    message(&c, 4, NULL, "dm");
+    CHECK(w.ends == 0);
+    kick_message(&c, 5, false, false, true); /* its datagram dropped: the client did not get it */
+    message(&c, 6, NULL, "dm");
+    CHECK(w.ends == 0);
+    kick_message(&c, 7, true, false, false); /* the resend reaches it */
+    message(&c, 8, NULL, "dm");
+    fake_chain_close(&c);
+    CHECK(file_is("dm.dm_test", "G\nM1\nM2\nM3\nM4\nM6\nM7\nE\n"));
+    CHECK(w.ends == 1);
+}
+
 /* A directory that cannot be made: logged, the session is not recorded, nothing breaks. */
 static void test_unwritable(void)
 {
@@ -492,6 +674,9 @@ int main(int argc, char **argv)
         {"not_recorded", test_not_recorded},
         {"dropped", test_dropped},
         {"unwritable", test_unwritable},
+        {"client_disconnect", test_client_disconnect},
+        {"client_disconnect_dropped", test_client_disconnect_dropped},
+        {"server_disconnect", test_server_disconnect},
         {"bad_config", test_bad_config},
     };
 

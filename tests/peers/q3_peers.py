@@ -10,8 +10,12 @@ MODE (optional) selects extra slipgate arguments (see MODES).
 
 What a pass means: the client entered the game (server log), is still in
 it after N seconds of moving and firing (a getstatus to the server lists
-it with a live ping), slipgate relayed traffic both ways with no drops and
-exited 0 on SIGTERM, and its --stats file says so.
+it with a live ping), then quits normally (its `quit` command: it
+sends its `disconnect`, the server log says it disconnected), slipgate
+relayed traffic both ways with no drops and exited 0 on SIGTERM, and its
+--stats file says so.  A demo slipgate recorded ends where the client's
+own demo ends: at the client's disconnect, without the server's answer,
+so it plays to its end (a timedemo result, no "peers disconnected").
 
 Everything runs on 127.0.0.1 with free ports; every process is started
 under a time limit and ended by PID.  Exit 77 (skip) only when the game
@@ -103,7 +107,7 @@ NETEM_CONF = """route q3 {{
 SAY_CFG = ('set mv1 "+forward;+attack;wait 40;-attack;-forward;+moveleft;wait 40;'
            '-moveleft;vstr mv2"\n'
            'set mv2 "+right;wait 15;-right;+moveup;wait 5;-moveup;say hello badword from peers;'
-           'wait 120;vstr mv1"\n')
+           'wait 120;execq peersquit.cfg;vstr mv1"\n')
 
 MIDRECORD_CONF = """route q3 {{
     listen 127.0.0.1:{px}
@@ -115,7 +119,11 @@ MIDRECORD_CONF = """route q3 {{
 RCON_PASSWORD = "slipgate-test"
 
 MOVE_CFG = ('set mv1 "+forward;+attack;wait 40;-attack;-forward;+moveleft;wait 40;'
-            '-moveleft;+right;wait 15;-right;+moveup;wait 5;-moveup;vstr mv1"\n')
+            '-moveleft;+right;wait 15;-right;+moveup;wait 5;-moveup;execq peersquit.cfg;'
+            'vstr mv1"\n')
+
+# Run by the move loops each round: empty while playing, `quit` to leave.
+QUIT_CFG = "peersquit.cfg"
 
 
 class Fail(Exception):
@@ -314,6 +322,60 @@ def check_nat(st, nat, px_log):
     return f"; NAT moved {old} -> {new} (qport {m[0][2]}), one session followed"
 
 
+def quit_client(cli, home_cli, srv_log, procs):
+    """Make the real client quit as a player does, with its `quit` command:
+    CL_Shutdown ends its own demo, sends its `disconnect` and the game exits
+    (xvfb-run then ends).  The command comes from QUIT_CFG, which the move
+    loop runs each round (a command typed on its console would wait behind
+    the endless loop in the command buffer).  The server must log the
+    disconnect.  (Not SIGTERM: ioquake3 runs the same shutdown inside its
+    signal handler, which hung once here before sending anything.)"""
+    with open(os.path.join(home_cli, "baseoa", QUIT_CFG), "w") as f:
+        f.write("quit\n")
+    said = wait_for(lambda: "peers^7 disconnected" in read(srv_log), 20)
+    gone = wait_for(lambda: cli.poll() is not None, 15)
+    procs.stop(cli, group=True)
+    if not gone or not said:
+        raise Fail(f"the client did not quit normally (exited: {gone}, server saw the "
+                   f"disconnect: {said}):\n{read(srv_log)[-1500:]}")
+
+
+def check_demo_end(session, home_cli, px_log):
+    """The last demo slipgate recorded ends at the client's disconnect, as
+    the client's own (cl_autoRecordDemo) does: slipgate says so, no server
+    `disconnect` command is in it, and it holds the client's own last
+    message (it may hold one or two more: messages slipgate relayed while
+    the client was quitting)."""
+    demo = session.get("demo")
+    if not demo or not os.path.exists(demo):
+        raise Fail(f"no recorded demo: {session}")
+    if not re.search(r"demo " + re.escape(demo) + r" finished .*; the client disconnected",
+                     read(px_log)):
+        raise Fail(f"slipgate did not end {demo} at the client's disconnect:\n"
+                   f"{read(px_log)[-2000:]}")
+    dump = subprocess.run([slipgate_binary(), "demo", "dump", demo], capture_output=True,
+                          text=True, timeout=60)
+    lines = dump.stdout.splitlines()
+    bad = [l for l in lines if re.search(r'svc_serverCommand \d+ "disconnect', l)]
+    if dump.returncode != 0 or bad:
+        raise Fail(f"the demo holds the server's disconnect (exit {dump.returncode}): "
+                   f"{bad[:2]}")
+    seqs = [int(m.group(1)) for m in (re.match(r"(-?\d+) len=", l) for l in lines) if m]
+    own_dir = os.path.join(home_cli, "baseoa", "demos")
+    own = sorted((os.path.join(own_dir, f) for f in os.listdir(own_dir)) if
+                 os.path.isdir(own_dir) else [], key=os.path.getmtime)
+    if not own or not seqs:
+        raise Fail(f"no client demo in {own_dir} or no message in {demo}")
+    own_dump = subprocess.run([slipgate_binary(), "demo", "dump", own[-1]], capture_output=True,
+                              text=True, timeout=60).stdout.splitlines()
+    own_seqs = [int(m.group(1)) for m in (re.match(r"(-?\d+) len=", l) for l in own_dump) if m]
+    if not own_seqs or own_seqs[-1] not in seqs:
+        raise Fail(f"{demo} (last message {seqs[-1]}) lacks the client's own last message "
+                   f"{own_seqs[-1:]} ({own[-1]})")
+    return (f"; the demo ends at the client's disconnect: last message {seqs[-1]}, the "
+            f"client's own {own_seqs[-1]}")
+
+
 def check_decoding(session, work, home_cli, cli_cvars, procs, limit):
     """Zero decode errors, every rebuilt message byte-identical, and the
     demo slipgate recorded plays to its end in the real client."""
@@ -443,6 +505,9 @@ def play_demo(demo, work, cli_cvars, procs, limit):
     m = pat.search(read(log))
     if not ok or not m or int(m.group(1)) < 20:
         raise Fail(f"the recorded demo {name} did not play to its end:\n{read(log)[-2500:]}")
+    # the server's answer to the player's quit is not part of the player's demo
+    if "peers^7 disconnected" in read(log):
+        raise Fail(f"the demo {name} shows the server's answer to the client's disconnect")
     return int(m.group(1)), m.group(2), name
 
 
@@ -519,6 +584,8 @@ def run_case(case, seconds):
         os.makedirs(home_srv)
         with open(os.path.join(home_cli, "baseoa", "peersmove.cfg"), "w") as f:
             f.write(SAY_CFG if mode == "filters" else MOVE_CFG)
+        with open(os.path.join(home_cli, "baseoa", QUIT_CFG), "w") as f:
+            f.write("\n")
         srv_port, px_port, cli_port = free_udp_port(), free_udp_port(), free_udp_port()
         limit = seconds + 60
 
@@ -625,7 +692,7 @@ def run_case(case, seconds):
             extra = check_killed_demo(work, home_cli, cli_cvars, procs, limit)
             print(f"PASS {case}: in the game {seconds}s; slipgate killed with SIGKILL ({rc}){extra}")
             return
-        procs.stop(cli, group=True)
+        quit_client(cli, home_cli, srv_log, procs)
         rc = procs.stop(px)
         if rc != 0:
             raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
@@ -660,6 +727,8 @@ def run_case(case, seconds):
                                   cli_cvars, procs, limit)
         if mode == "netem":
             extra = check_netem(sessions[0], work, lost, cli_cvars, procs, limit)
+        if mode in ("full", "mapchange", "auto", "midrecord", "filters", "netem"):
+            extra += check_demo_end(sessions[0], home_cli, px_log)
         if mode == "mapchange":
             files = sorted(os.listdir(os.path.join(work, "demos")))
             maps = sorted(f.split("-")[0] for f in files)

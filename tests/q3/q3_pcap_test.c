@@ -10,7 +10,9 @@
  *                  included), and the client and server message encoders
  *                  give back the message bytes
  *   tool_<s>       `slipgate pcap decode --json --record DIR` exits 0 and
- *                  writes a demo whose messages are those of the capture
+ *                  writes a demo whose messages are those of the capture,
+ *                  ending where the client's own demo ends (the capture
+ *                  ends with the client quitting)
  *
  * <s> is ioq68, ioq71 or oa71 under $SG_TESTDATA/q3/sessions.  The client
  * demo's first record is a gamestate the client synthesizes itself when it
@@ -361,6 +363,11 @@ static int run_tool(const char *name)
                    memcmp(d.msgs[j].data, cd.msgs[i].data, d.msgs[j].len) == 0;
         CHECK(same);
     }
+    /* ... and ours ends where the client's own ends: at its disconnect, before the server's
+     * answer (DESIGN.md rule 9) */
+    printf("last message %d, the client's own demo's %d\n", d.msgs[d.count - 1].seq,
+           cd.msgs[cd.count - 1].seq);
+    CHECK(d.msgs[d.count - 1].seq == cd.msgs[cd.count - 1].seq);
     q3_demo_free(&cd);
     q3_demo_free(&d);
     unlink(demo);
