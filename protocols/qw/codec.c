@@ -319,6 +319,7 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
 
     /* The messages. */
     c->parsed.ext = c->have_serverdata ? c->active : c->chosen;
+    c->parsed.sequence = c->hdr.seq;
     err = sg_qw_parse(dir, &c->var, c->copy + n, len - (size_t)n, &c->parsed);
     if (c->parsed.serverdata) {
         c->active = c->parsed.ext;

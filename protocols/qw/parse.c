@@ -540,13 +540,22 @@ static void parse_clc(struct ctx *c, struct sg_qw_msg *m)
     switch (m->op) {
     case 1: /* nop */
         return;
-    case 3: /* move */
-        num(c, "checksum", SG_BMSG_U8);
+    case 3: { /* move */
+        uint32_t sum = num(c, "checksum", SG_BMSG_U8);
+        size_t from = c->r.pos;
         num(c, "lossage", SG_BMSG_U8);
         usercmd(c);
         usercmd(c);
         usercmd(c);
+        if (c->r.overflowed)
+            return;
+        c->out->moves++;
+        m->sum_ok = sum == sg_qw_move_checksum(c->r.data + from, c->r.pos - from,
+                                               c->out->sequence);
+        if (!m->sum_ok)
+            c->out->moves_bad++;
         return;
+    }
     case 4:
         str(c, "text");
         m->text = 0;
@@ -591,6 +600,7 @@ int sg_qw_parse(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *d
     out->serverdata = false;
     out->level[0] = 0;
     out->unsupported_op = -1;
+    out->moves = out->moves_bad = 0;
     while (sg_bmsg_remaining(&c.r) > 0 && !c.r.overflowed) {
         struct sg_qw_msg *m;
         if (out->nmsgs >= SG_QW_MAX_MSGS)
@@ -600,6 +610,7 @@ int sg_qw_parse(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *d
         m->first = out->nfields;
         m->text = -1;
         m->unparsed = false;
+        m->sum_ok = false;
         if (dir == SG_DIR_S2C) {
             if (m->op == 0) { /* svc_bad */
                 rest(&c, "unparsed");
@@ -624,9 +635,11 @@ int sg_qw_write(const struct sg_qw_parsed *p, const bool *dropped, struct sg_bms
 {
     for (uint32_t i = 0; i < p->nmsgs; i++) {
         const struct sg_qw_msg *m = &p->msgs[i];
+        size_t at;
         if (dropped && dropped[i])
             continue;
         sg_bmsg_write_u8(w, (unsigned)m->op);
+        at = w->len;
         for (uint32_t k = 0; k < m->count; k++) {
             const struct sg_qw_field *f = &p->fields[m->first + k];
             switch (f->type) {
@@ -641,6 +654,8 @@ int sg_qw_write(const struct sg_qw_parsed *p, const bool *dropped, struct sg_bms
                 break;
             }
         }
+        if (m->op == 3 && m->sum_ok && !w->overflowed && w->len > at)
+            w->data[at] = sg_qw_move_checksum(w->data + at + 1, w->len - at - 1, p->sequence);
     }
     return w->overflowed ? SG_E_OVERFLOW : 0;
 }

@@ -87,6 +87,7 @@ struct sg_qw_msg {
     uint32_t count;  /* fields */
     int text;        /* index (relative) of its text field, or -1 */
     bool unparsed;   /* an extension slipgate cannot decode: the rest is one DATA field */
+    bool sum_ok;     /* clc_move: its checksum byte matched (then the writer recomputes it) */
 };
 
 /* A parsed message stream (one datagram's payload after the header). */
@@ -101,6 +102,9 @@ struct sg_qw_parsed {
     char level[64];
     /* An extension met that cannot be decoded: its opcode, else -1. */
     int unsupported_op;
+    /* C2S: the datagram's sequence (set by the caller: move checksums). */
+    uint32_t sequence;
+    uint32_t moves, moves_bad; /* clc_move messages, and those whose checksum did not match */
 };
 
 /* Parse a whole S2C or C2S message stream with `v`; `ext_out` learns from
@@ -109,8 +113,12 @@ struct sg_qw_parsed {
 int sg_qw_parse(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *data, size_t len,
                 struct sg_qw_parsed *out);
 
-/* Write the messages back (each not dropped, in order). */
+/* Write the messages back (each not dropped, in order); a move whose
+ * checksum matched gets it recomputed over what is written. */
 int sg_qw_write(const struct sg_qw_parsed *p, const bool *dropped, struct sg_bmsg_writer *w);
+
+/* clc_move's checksum byte over `len` bytes after it, for datagram `sequence`. */
+uint8_t sg_qw_move_checksum(const uint8_t *move, size_t len, uint32_t sequence);
 
 /* Opcode names: "svc_print", "clc_move"; "svc_unknown" out of range. */
 const char *sg_qw_svc_name(int op);

@@ -44,7 +44,10 @@ struct walk {
     struct sess s[8];
     unsigned ns;
     uint64_t datagrams, messages, identical, errors, rejected, oob, msgs_total, texts;
-    uint64_t serverdata_floatcoords;
+    uint64_t serverdata_floatcoords, moves, moves_bad;
+    /* the first datagram with a clc_move, kept for case_move_checksum */
+    uint8_t move_dgram[SG_QW_MAX_DGRAM];
+    size_t move_len;
     FILE *dump; /* NULL: no dump */
     uint8_t last[SG_QW_MAX_DGRAM];
     size_t last_len;
@@ -103,6 +106,15 @@ static int on_udp(const struct pcap_udp *u, void *arg)
         if (p->ext.mvd1 & SG_QW_MVD1_FLOATCOORDS)
             w->serverdata_floatcoords++;
     }
+    if (f->kind == SG_FRAME_MESSAGE && dir == SG_DIR_C2S) {
+        const struct sg_qw_parsed *p = f->game;
+        w->moves += p->moves;
+        w->moves_bad += p->moves_bad;
+        if (p->moves && !w->move_len && u->len <= sizeof(w->move_dgram) && f->sequence > 20) {
+            memcpy(w->move_dgram, u->data, u->len);
+            w->move_len = u->len;
+        }
+    }
     if (f->kind == SG_FRAME_MESSAGE) {
         bool identical = false;
         w->messages++;
@@ -143,6 +155,9 @@ static void case_pcap_reencode(void)
     /* The session negotiated MVD1 float origins (serverdata said so): entity and
      * player origins were read as floats, and everything still parsed. */
     CHECK(w.serverdata_floatcoords >= 1);
+    /* Every real move's checksum byte is what QW's sequence CRC gives. */
+    CHECK(w.moves > 1000);
+    CHECK_EQ(w.moves_bad, 0);
     walk_free(&w);
 }
 
@@ -380,6 +395,51 @@ static void case_filters(void)
     c->destroy(st);
 }
 
+/* A move that changes gets its checksum recomputed for its sequence. */
+static void case_move_checksum(void)
+{
+    struct walk w = {0}, out = {0};
+    const struct sg_frame *f;
+    struct sg_qw_parsed *p;
+    bool identical, changed = false;
+    void *st, *st2;
+
+    if (!(w.c = qw()))
+        return;
+    CHECK_EQ(pcap_udp_foreach(capture_path(), on_udp, &w), 0);
+    walk_free(&w);
+    CHECK(w.move_len > 10);
+    if (w.move_len <= 10 || w.c->create(&st) < 0)
+        return;
+    CHECK_EQ(w.c->decode(st, SG_DIR_C2S, w.move_dgram, w.move_len, &f), 0);
+    p = f->game;
+    CHECK_EQ(p->moves, 1);
+    /* Change the first command's msec, as a filter editing a move would. */
+    for (uint32_t i = 0; i < p->nmsgs && !changed; i++) {
+        struct sg_qw_msg *m = &p->msgs[i];
+        for (uint32_t k = 0; m->op == 3 && k < m->count; k++) {
+            struct sg_qw_field *fl = &p->fields[m->first + k];
+            if (strcmp(fl->name, "msec") == 0) {
+                fl->raw = (fl->raw + 1) & 0xff;
+                changed = true;
+                break;
+            }
+        }
+    }
+    CHECK(changed);
+    out.c = w.c;
+    CHECK_EQ(w.c->encode(st, f, collect, &out, &identical), 1);
+    CHECK(!identical);
+    /* A fresh receiver finds the rebuilt move's checksum right. */
+    CHECK_EQ(w.c->create(&st2), 0);
+    CHECK_EQ(w.c->decode(st2, SG_DIR_C2S, out.last, out.last_len, &f), 0);
+    p = f->game;
+    CHECK_EQ(p->moves, 1);
+    CHECK_EQ(p->moves_bad, 0);
+    w.c->destroy(st);
+    w.c->destroy(st2);
+}
+
 /* Every prefix and a flipped byte of real datagrams: no crash, bounded. */
 static int on_udp_mangle(const struct pcap_udp *u, void *arg)
 {
@@ -425,7 +485,7 @@ int main(int argc, char **argv)
         {"pcap_reencode", case_pcap_reencode}, {"pcap_golden", case_pcap_golden},
         {"netchan_reject", case_netchan_reject}, {"oob", case_oob},
         {"extension_sizes", case_extension_sizes}, {"filters", case_filters},
-        {"mangled", case_mangled},
+        {"mangled", case_mangled}, {"move_checksum", case_move_checksum},
     };
 
     if (argc > 2)
