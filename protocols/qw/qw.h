@@ -24,7 +24,7 @@
 #define SG_QW_PROTOCOL    28
 #define SG_QW_MAX_MSGLEN  1450  /* mvdsv MAX_MSGLEN */
 #define SG_QW_MAX_DGRAM   8192  /* what the decoder accepts at all */
-#define SG_QW_MAX_FIELDS  (SG_QW_MAX_DGRAM + 64)
+#define SG_QW_MAX_FIELDS  4096  /* a real datagram (<= 1450 bytes) needs far fewer */
 #define SG_QW_MAX_MSGS    1024
 
 /* Extension magics (challenge tail, connect lines, serverdata). */

@@ -158,6 +158,11 @@ static void case_pcap_reencode(void)
     /* Every real move's checksum byte is what QW's sequence CRC gives. */
     CHECK(w.moves > 1000);
     CHECK_EQ(w.moves_bad, 0);
+    printf("%llu datagrams: %llu in-game (%llu messages, %llu rebuilt identical), %llu "
+           "connectionless, %llu rejected, %llu moves checked\n",
+           (unsigned long long)w.datagrams, (unsigned long long)w.messages,
+           (unsigned long long)w.msgs_total, (unsigned long long)w.identical,
+           (unsigned long long)w.oob, (unsigned long long)w.rejected, (unsigned long long)w.moves);
     walk_free(&w);
 }
 
