@@ -44,7 +44,7 @@ struct walk {
     struct sess s[8];
     unsigned ns;
     uint64_t datagrams, messages, identical, errors, rejected, oob, msgs_total, texts;
-    uint64_t serverdata_floatcoords, moves, moves_bad;
+    uint64_t serverdata_floatcoords, moves, moves_bad, mangled;
     /* the first datagram with a clc_move, kept for case_move_checksum */
     uint8_t move_dgram[SG_QW_MAX_DGRAM];
     size_t move_len;
@@ -445,27 +445,48 @@ static void case_move_checksum(void)
     w.c->destroy(st2);
 }
 
-/* Every prefix and a flipped byte of real datagrams: no crash, bounded. */
+/* Every prefix, and each with a flipped payload byte, of real datagrams,
+ * decoded in a session that saw the real connect (so with its extensions)
+ * under fresh sequence numbers: no crash, and what decodes rebuilds. */
 static int on_udp_mangle(const struct pcap_udp *u, void *arg)
 {
     struct walk *w = arg;
     const struct sg_frame *f;
+    static uint8_t connect[2048];
+    static size_t connect_len;
+    static uint32_t seq;
     uint8_t d[SG_QW_MAX_DGRAM];
     enum sg_dir dir;
+    size_t head;
 
     if (!w->server_port)
         w->server_port = u->dport;
     dir = u->dport == w->server_port ? SG_DIR_C2S : SG_DIR_S2C;
-    if (u->len > sizeof(d) || (u->frame % 7) != 0)
+    head = dir == SG_DIR_C2S ? 10 : 8;
+    if (u->len > 11 && memcmp(u->data, "\xff\xff\xff\xff" "connect", 11) == 0 &&
+        u->len <= sizeof(connect)) {
+        memcpy(connect, u->data, u->len);
+        connect_len = u->len;
+    }
+    if (u->len > sizeof(d) || u->len <= head || (u->frame % 5) != 0 || !connect_len)
         return on_udp(u, arg);
-    for (size_t n = 0; n < u->len; n += 3) {
-        memcpy(d, u->data, n);
-        if (n > 9)
-            d[n / 2] ^= 0x5a;
-        w->c->decode(w->s[0].st, dir, d, n, &f);
-        if (f->kind == SG_FRAME_MESSAGE) {
-            bool id;
-            w->c->encode(w->s[0].st, f, collect, w, &id);
+    CHECK_EQ(w->c->decode(w->s[0].st, SG_DIR_C2S, connect, connect_len, &f), 0);
+    for (size_t n = head; n <= u->len; n++) {
+        for (int flip = 0; flip < 2; flip++) {
+            memcpy(d, u->data, n);
+            d[0] = (uint8_t)++seq;
+            d[1] = (uint8_t)(seq >> 8);
+            d[2] = (uint8_t)(seq >> 16);
+            d[3] = 0;
+            if (flip && n > head)
+                d[head + (n - head) * 7 / 11] ^= (uint8_t)(0x5a + n);
+            w->mangled++;
+            w->c->decode(w->s[0].st, dir, d, n, &f);
+            if (f->kind == SG_FRAME_MESSAGE) {
+                bool id = false;
+                CHECK_EQ(w->c->encode(w->s[0].st, f, collect, w, &id), 1);
+                CHECK(id);
+            }
         }
     }
     return on_udp(u, arg);
@@ -481,6 +502,8 @@ static void case_mangled(void)
     w.s[0].port = 0;
     CHECK_EQ(w.c->create(&w.s[0].st), 0);
     CHECK_EQ(pcap_udp_foreach(capture_path(), on_udp_mangle, &w), 0);
+    CHECK(w.mangled > 10000);
+    printf("%llu mangled datagrams decoded\n", (unsigned long long)w.mangled);
     walk_free(&w);
 }
 
