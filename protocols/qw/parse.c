@@ -535,6 +535,24 @@ static void parse_svc(struct ctx *c, struct sg_qw_msg *m)
     c->err = SG_E_MALFORMED;
 }
 
+#define MVD_WEAPON_FORGET_RANKING 0x04u
+#define MVD_WEAPON_FULL_IMPULSE   0x80u
+
+/* flags, [age], then weapon bytes up to a 0 byte, or (packed two to a
+ * byte) up to a byte with a zero half. */
+static void clc_mvd_weapon(struct ctx *c)
+{
+    uint32_t flags = num(c, "flags", SG_BMSG_U8);
+
+    if (flags & MVD_WEAPON_FORGET_RANKING)
+        num(c, "age", SG_BMSG_U8);
+    while (!c->r.overflowed) {
+        uint32_t b = num(c, "weapons", SG_BMSG_U8);
+        if (b == 0 || (!(flags & MVD_WEAPON_FULL_IMPULSE) && (!(b >> 4) || !(b & 15))))
+            break;
+    }
+}
+
 static void parse_clc(struct ctx *c, struct sg_qw_msg *m)
 {
     switch (m->op) {
@@ -573,8 +591,10 @@ static void parse_clc(struct ctx *c, struct sg_qw_msg *m)
             data(c, "data", (size_t)size);
         return;
     }
+    case 200: /* clc_mvd_weapon (MVD1 server-side weapons), as mvdsv reads it */
+        clc_mvd_weapon(c);
+        return;
     case 83:  /* FTE voice chat */
-    case 200: /* clc_mvd_weapon */
     case 201: /* clc_mvd_debug */
         m->unparsed = true;
         if (c->out->unsupported_op < 0)

@@ -339,6 +339,37 @@ static void case_extension_sizes(void)
     CHECK_EQ(fields[3].num, SG_BMSG_ANGLE16);
 }
 
+/* MVD1 server-side weapon selection: decoded as mvdsv reads it, so the
+ * messages after it are seen too. */
+static void case_mvd_weapon(void)
+{
+    struct sg_qw_field fields[64];
+    struct sg_qw_msg msgs[8];
+    struct sg_qw_parsed p = {.fields = fields, .msgs = msgs};
+    struct sg_qw_ext none = {0};
+    struct sg_qw_variant v;
+    uint8_t out[64];
+    struct sg_bmsg_writer w;
+    /* packed ranking ending in a byte with a zero half; forget_ranking with
+     * its age; then full impulses ending in 0; each followed by a stringcmd */
+    static const uint8_t d[] = {200, 0x40, 0x87, 0x65, 0x40, 4, 'h', 'i', 0,
+                                200, 0x84, 3, 7, 8, 0, 4, 'y', 'o', 0};
+
+    sg_qw_variant_of(&none, &v);
+    CHECK_EQ(sg_qw_parse(SG_DIR_C2S, &v, d, sizeof(d), &p), 0);
+    CHECK_EQ(p.nmsgs, 4);
+    CHECK_EQ(msgs[0].op, 200);
+    CHECK_EQ(msgs[0].count, 4);
+    CHECK(!msgs[0].unparsed);
+    CHECK_EQ(msgs[1].op, 4);
+    CHECK_EQ(msgs[2].count, 5);
+    CHECK_EQ(msgs[3].op, 4);
+    CHECK_EQ(p.unsupported_op, -1);
+    sg_bmsg_writer_init(&w, out, sizeof(out));
+    CHECK_EQ(sg_qw_write(&p, NULL, &w), 0);
+    CHECK(w.len == sizeof(d) && memcmp(out, d, sizeof(d)) == 0);
+}
+
 /* ---- filters' view ---- */
 
 static void case_filters(void)
@@ -514,6 +545,7 @@ int main(int argc, char **argv)
         {"netchan_reject", case_netchan_reject}, {"oob", case_oob},
         {"extension_sizes", case_extension_sizes}, {"filters", case_filters},
         {"mangled", case_mangled}, {"move_checksum", case_move_checksum},
+        {"mvd_weapon", case_mvd_weapon},
     };
 
     if (argc > 2)
