@@ -542,26 +542,37 @@ static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
 
 static void dump_field(FILE *out, const struct sg_qw_field *f, bool json)
 {
+    /* JSON: ["name", value] (names repeat within a message: entities). */
+    if (json)
+        fprintf(out, "[\"%s\",", f->name);
+    else
+        fprintf(out, "%s=", f->name);
     switch (f->type) {
     case SG_QW_F_NUM:
         if (f->num == SG_BMSG_FLOAT || f->num == SG_BMSG_COORD_FLOAT || f->num == SG_BMSG_COORD16 ||
-            f->num == SG_BMSG_ANGLE8 || f->num == SG_BMSG_ANGLE16)
-            fprintf(out, json ? "\"%s\":%.9g" : "%s=%.9g", f->name, sg_bmsg_num_value(f->num, f->raw));
-        else if (f->num == SG_BMSG_S16 || f->num == SG_BMSG_S32 || f->num == SG_BMSG_S8)
-            fprintf(out, json ? "\"%s\":%d" : "%s=%d", f->name,
-                    (int)sg_bmsg_num_value(f->num, f->raw));
-        else
-            fprintf(out, json ? "\"%s\":%u" : "%s=%u", f->name, (unsigned)f->raw);
+            f->num == SG_BMSG_ANGLE8 || f->num == SG_BMSG_ANGLE16) {
+            float v = sg_bmsg_num_value(f->num, f->raw);
+            if (v != v || v - v != 0) /* NaN or infinity: not JSON numbers */
+                fprintf(out, json ? "\"0x%08x\"" : "0x%08x", (unsigned)f->raw);
+            else
+                fprintf(out, "%.9g", v);
+        } else if (f->num == SG_BMSG_S16 || f->num == SG_BMSG_S32 || f->num == SG_BMSG_S8) {
+            fprintf(out, "%d", (int)sg_bmsg_num_value(f->num, f->raw));
+        } else {
+            fprintf(out, "%u", (unsigned)f->raw);
+        }
         break;
     case SG_QW_F_STRING:
-        fprintf(out, json ? "\"%s\":\"" : "%s=\"", f->name);
+        fputc('"', out);
         put_escaped(out, f->ptr, f->len, json);
         fputc('"', out);
         break;
     default:
-        fprintf(out, json ? "\"%s\":%u" : "%s=<%u bytes>", f->name, (unsigned)f->len);
+        fprintf(out, json ? "%u" : "<%u bytes>", (unsigned)f->len);
         break;
     }
+    if (json)
+        fputc(']', out);
 }
 
 static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level level, bool json,
@@ -575,33 +586,50 @@ static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
     if (frame != &c->frame)
         return SG_E_STATE;
     if (json) {
-        fprintf(out, "{\"dir\":\"%s\",\"kind\":\"%s\",\"len\":%zu", dir, kinds[frame->kind],
-                c->copy_len);
-        if (frame->sequence >= 0)
-            fprintf(out, ",\"seq\":%d,\"ack\":%d,\"reliable\":%d,\"ack_reliable\":%d",
-                    frame->sequence, frame->ack, c->hdr.reliable, c->hdr.ack_reliable);
-        if (level >= SG_DUMP_MESSAGES) {
-            fputs(",\"msgs\":[", out);
-            for (unsigned i = 0; i < frame->nmsgs; i++) {
-                const struct sg_msg *m = &frame->msgs[i];
-                fprintf(out, "%s{\"name\":\"%s\",\"kind\":\"%s\"", i ? "," : "", m->name,
-                        sg_msg_kind_name(m->kind));
-                if (m->text) {
-                    fputs(",\"text\":\"", out);
-                    put_escaped(out, (const uint8_t *)m->text, m->text_len, true);
-                    fputc('"', out);
+        /* The header view (doc/inspect.md, QuakeWorld). */
+        fprintf(out, "{\"rx\":\"%s\",\"len\":%zu", kinds[frame->kind], c->copy_len);
+        if (frame->sequence >= 0) {
+            fprintf(out, ",\"seq\":%d,\"reliable\":%s,\"ack\":%d,\"ack_reliable\":%s",
+                    frame->sequence, c->hdr.reliable ? "true" : "false", frame->ack,
+                    c->hdr.ack_reliable ? "true" : "false");
+            if (c->hdr.has_qport)
+                fprintf(out, ",\"qport\":%u", (unsigned)c->hdr.qport);
+        }
+        if (frame->kind == SG_FRAME_OOB) {
+            fprintf(out, ",\"oob\":{\"type\":\"%s\"", c->oob.name);
+            if (c->oob.kind == SG_QW_OOB_CHALLENGE || c->oob.kind == SG_QW_OOB_CONNECT)
+                fprintf(out, ",\"challenge\":%d", (int)c->oob.challenge);
+            if (c->oob.kind == SG_QW_OOB_CONNECT)
+                fprintf(out, ",\"protocol\":%d,\"qport\":%d", c->oob.protocol, c->oob.qport);
+            if (c->oob.ext.known)
+                fprintf(out, ",\"fte\":%u,\"fte2\":%u,\"mvd1\":%u,\"z_ext\":%u",
+                        (unsigned)c->oob.ext.fte, (unsigned)c->oob.ext.fte2,
+                        (unsigned)c->oob.ext.mvd1, (unsigned)c->oob.ext.z_ext);
+            fputc('}', out);
+        }
+        if (frame->kind == SG_FRAME_MESSAGE) {
+            fprintf(out, ",\"messages\":%u", c->parsed.nmsgs);
+            if (frame->new_level) {
+                fputs(",\"level\":\"", out);
+                put_escaped(out, (const uint8_t *)frame->level, strlen(frame->level), true);
+                fputc('"', out);
+            }
+        }
+        if (level >= SG_DUMP_FIELDS && frame->kind == SG_FRAME_MESSAGE) {
+            fputs(",\"ops\":[", out);
+            for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
+                const struct sg_qw_msg *pm = &c->pmsgs[i];
+                fprintf(out, "%s{\"op\":\"%s\"", i ? "," : "",
+                        frame->dir == SG_DIR_S2C ? sg_qw_svc_name(pm->op) : sg_qw_clc_name(pm->op));
+                if (c->dropped[i])
+                    fputs(",\"removed\":true", out);
+                fputs(",\"fields\":[", out);
+                for (uint32_t k = 0; k < pm->count; k++) {
+                    if (k)
+                        fputc(',', out);
+                    dump_field(out, &c->fields[pm->first + k], true);
                 }
-                if (level >= SG_DUMP_FIELDS && frame->kind == SG_FRAME_MESSAGE && !m->injected) {
-                    const struct sg_qw_msg *pm = &c->pmsgs[c->msg_index[i]];
-                    fputs(",\"fields\":{", out);
-                    for (uint32_t k = 0; k < pm->count; k++) {
-                        if (k)
-                            fputc(',', out);
-                        dump_field(out, &c->fields[pm->first + k], true);
-                    }
-                    fputc('}', out);
-                }
-                fputc('}', out);
+                fputs("]}", out);
             }
             fputc(']', out);
         }

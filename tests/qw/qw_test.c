@@ -7,6 +7,7 @@
  */
 #include "protocols/codec.h"
 #include "protocols/qw/qw.h"
+#include "tests/q3/json_mini.h"
 #include "tests/q3/pcap_udp.h"
 #include "tests/unit.h"
 
@@ -49,6 +50,8 @@ struct walk {
     uint8_t move_dgram[SG_QW_MAX_DGRAM];
     size_t move_len;
     FILE *dump; /* NULL: no dump */
+    bool json;  /* check every frame's JSON dump at level fields */
+    uint64_t json_lines, json_fields;
     uint8_t last[SG_QW_MAX_DGRAM];
     size_t last_len;
 };
@@ -97,6 +100,30 @@ static int on_udp(const struct pcap_udp *u, void *arg)
     }
     if (w->dump && w->c->dump)
         w->c->dump(s->st, f, SG_DUMP_MESSAGES, false, w->dump);
+    if (w->json) {
+        char *line = NULL;
+        size_t n = 0;
+        FILE *m = open_memstream(&line, &n);
+        CHECK(m && w->c->dump(s->st, f, SG_DUMP_FIELDS, true, m) > 0);
+        if (m)
+            fclose(m);
+        struct jval *v = line ? jparse_line(line) : NULL;
+        CHECKF(v && v->type == J_OBJ, "frame %llu: not one JSON object: %.200s",
+               (unsigned long long)u->frame, line ? line : "");
+        if (v && f->kind == SG_FRAME_MESSAGE) {
+            const struct jval *ops = jget(v, "ops");
+            CHECK(jis_num(v, "seq", f->sequence) && jis_num(v, "len", (double)u->len));
+            CHECK(ops && ops->type == J_ARR && ops->n == (int)((const struct sg_qw_parsed *)f->game)->nmsgs);
+            for (int i = 0; ops && i < ops->n; i++) {
+                const struct jval *fl = jget(ops->items[i], "fields");
+                CHECK(fl && fl->type == J_ARR);
+                w->json_fields += fl ? (uint64_t)fl->n : 0;
+            }
+        }
+        w->json_lines++;
+        jfree(v);
+        free(line);
+    }
     if (f->kind == SG_FRAME_REJECTED)
         w->rejected++;
     if (f->kind == SG_FRAME_OOB)
@@ -220,6 +247,22 @@ static void case_pcap_golden(void)
     }
     free(want);
     free(got);
+}
+
+/* Every frame's JSON dump (level fields) is one JSON object with the
+ * header and every field. */
+static void case_pcap_json(void)
+{
+    struct walk w = {.json = true};
+
+    if (!(w.c = qw()))
+        return;
+    CHECK_EQ(pcap_udp_foreach(capture_path(), on_udp, &w), 0);
+    CHECK_EQ(w.json_lines, w.datagrams);
+    CHECK(w.json_fields > 10000);
+    printf("%llu JSON lines, %llu fields\n", (unsigned long long)w.json_lines,
+           (unsigned long long)w.json_fields);
+    walk_free(&w);
 }
 
 /* ---- netchan ---- */
@@ -545,7 +588,7 @@ int main(int argc, char **argv)
         {"netchan_reject", case_netchan_reject}, {"oob", case_oob},
         {"extension_sizes", case_extension_sizes}, {"filters", case_filters},
         {"mangled", case_mangled}, {"move_checksum", case_move_checksum},
-        {"mvd_weapon", case_mvd_weapon},
+        {"mvd_weapon", case_mvd_weapon}, {"pcap_json", case_pcap_json},
     };
 
     if (argc > 2)
