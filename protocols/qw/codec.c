@@ -27,6 +27,20 @@ struct inject {
     enum sg_msg_kind kind;
     char text[1024];
     size_t len;
+    bool attached; /* riding on the reliable datagram in flight */
+};
+
+/*
+ * Injections towards one receiver ride on the sender's own reliable
+ * datagrams (see qw_inject): the datagram carrying them, and whether the
+ * receiver's reliable bit had flipped when we last saw it acknowledge.
+ */
+struct injq {
+    bool in_flight;     /* attached to datagram `carrier` */
+    uint32_t carrier;
+    bool bit_before;    /* the receiver's reliable bit before the carrier */
+    bool bit_known;     /* we saw the receiver acknowledge (so bit_now is its bit) */
+    bool bit_now;
 };
 
 struct qwc {
@@ -60,6 +74,7 @@ struct qwc {
 
     struct inject inj[MAX_INJECT];
     unsigned ninj;
+    struct injq q[2]; /* by the direction the injections travel */
 
     uint8_t out[SG_QW_MAX_DGRAM + 2048];
     char describe[256];
@@ -221,6 +236,45 @@ static void add_msg(struct qwc *c, int pi)
     }
 }
 
+/* ---- reliable injections ---- */
+
+static void drop_attached(struct qwc *c, enum sg_dir towards, bool delivered)
+{
+    unsigned keepn = 0;
+
+    for (unsigned i = 0; i < c->ninj; i++) {
+        struct inject *j = &c->inj[i];
+        if (j->dir == towards && j->attached) {
+            j->attached = false;
+            if (delivered)
+                continue;
+        }
+        c->inj[keepn++] = *j;
+    }
+    c->ninj = keepn;
+}
+
+/*
+ * An accepted datagram from `dir`'s sender acknowledges what travelled the
+ * other way: its ack word's top bit is its reliable bit (it flips on every
+ * reliable datagram it accepts).  Once it acknowledges the carrier or a
+ * later datagram, a flipped bit says the carrier arrived (the injections
+ * are delivered); an unflipped one that it was lost, and the sender will
+ * resend its reliable message, which carries them again.
+ */
+static void note_ack(struct qwc *c, enum sg_dir dir)
+{
+    enum sg_dir towards = dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S;
+    struct injq *q = &c->q[towards];
+
+    if (q->in_flight && c->hdr.ack >= q->carrier) {
+        q->in_flight = false;
+        drop_attached(c, towards, c->hdr.ack_reliable != q->bit_before);
+    }
+    q->bit_known = true;
+    q->bit_now = c->hdr.ack_reliable;
+}
+
 /* ---- decode ---- */
 
 static void reset_frame(struct qwc *c, enum sg_dir dir)
@@ -261,8 +315,11 @@ static int decode_oob(struct qwc *c, enum sg_dir dir)
         c->chosen.known = true;
         c->have_serverdata = false;
         settle_variant(c);
-        /* A new connection: the receivers start over. */
+        /* A new connection: the receivers start over, injections wait again. */
         memset(c->chan, 0, sizeof(c->chan));
+        memset(c->q, 0, sizeof(c->q));
+        for (unsigned i = 0; i < c->ninj; i++)
+            c->inj[i].attached = false;
         c->accepted = false;
         break;
     case SG_QW_OOB_ACCEPT:
@@ -316,6 +373,8 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         c->stats.rejected++;
         return 0;
     }
+
+    note_ack(c, dir);
 
     /* The messages. */
     c->parsed.ext = c->have_serverdata ? c->active : c->chosen;
@@ -414,10 +473,16 @@ static int qw_drop_msg(void *state, unsigned i)
 }
 
 /*
- * Injection: the text goes out as an unreliable message appended to the
- * next whole datagram towards `dir` (the netchan's reliable bit and
- * sequences stay the sender's own, so neither peer notices; like any
- * unreliable message it is lost if that datagram is).
+ * Injection, reliable without touching the netchan: the text rides on the
+ * sender's next reliable datagram towards `dir` (a QuakeWorld sender keeps
+ * one reliable message in flight and sends a new one, or resends it, only
+ * with the reliable bit set), appended after its messages.  The receiver
+ * flips its reliable bit for that datagram anyway, so neither peer's
+ * sequences or bits change; if the datagram is lost, the receiver's
+ * acknowledgement says so and the sender's resend carries the text again;
+ * it is dropped once acknowledged.  Until the sender sends a reliable
+ * datagram the text waits (the server sends them all the time; a client
+ * with each command it types).
  */
 static int qw_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
                      size_t len)
@@ -448,7 +513,8 @@ static bool qw_must_encode(void *state, const struct sg_frame *frame)
 {
     const struct qwc *c = state;
 
-    if (frame->kind != SG_FRAME_MESSAGE)
+    if (frame->kind != SG_FRAME_MESSAGE || !c->hdr.reliable || c->q[frame->dir].in_flight ||
+        !c->q[frame->dir].bit_known)
         return false;
     for (unsigned i = 0; i < c->ninj; i++)
         if (c->inj[i].dir == frame->dir)
@@ -456,19 +522,21 @@ static bool qw_must_encode(void *state, const struct sg_frame *frame)
     return false;
 }
 
-/* Append the injections waiting for this direction that fit the datagram. */
+/* Attach the injections waiting for this direction that fit a reliable datagram. */
 static void write_injections(struct qwc *c, struct sg_bmsg_writer *w)
 {
-    unsigned keepn = 0;
+    struct injq *q = &c->q[c->frame.dir];
+    bool any = false;
 
+    if (!c->hdr.reliable || q->in_flight || !q->bit_known)
+        return;
     for (unsigned i = 0; i < c->ninj; i++) {
         struct inject *j = &c->inj[i];
         size_t need = j->len + 3;
         if (j->dir != c->frame.dir || w->len + need > SG_QW_MAX_MSGLEN ||
-            c->frame.nmsgs >= SG_QW_MAX_MSGS + MAX_INJECT) {
-            c->inj[keepn++] = *j;
+            c->frame.nmsgs >= SG_QW_MAX_MSGS + MAX_INJECT)
             continue;
-        }
+        j->attached = any = true;
         struct sg_msg *m = &c->msgs[c->frame.nmsgs++];
         memset(m, 0, sizeof(*m));
         m->kind = j->kind;
@@ -491,7 +559,11 @@ static void write_injections(struct qwc *c, struct sg_bmsg_writer *w)
         m->text = m->command = keep(c, j->text, j->len);
         m->text_len = m->text ? j->len : 0;
     }
-    c->ninj = keepn;
+    if (any) {
+        q->in_flight = true;
+        q->carrier = c->hdr.seq;
+        q->bit_before = q->bit_now;
+    }
 }
 
 /* ---- encode ---- */
@@ -520,6 +592,11 @@ static int qw_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
     if (*identical)
         c->stats.reencode_identical++;
     err = emit(ctx, c->out, w.len);
+    if (err < 0 && c->q[frame->dir].in_flight && c->q[frame->dir].carrier == c->hdr.seq) {
+        /* Not sent: what rode on it waits for the next reliable datagram. */
+        c->q[frame->dir].in_flight = false;
+        drop_attached(c, frame->dir, false);
+    }
     return err < 0 ? err : 1;
 }
 

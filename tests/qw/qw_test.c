@@ -429,9 +429,14 @@ static void case_filters(void)
                                   "\x08\x02" "frag\n\0"
                                   "\x09" "cmd pext\n\0"
                                   "\x1a" "Go!\0";
+    static const uint8_t inj[] = "\x08\x02" "hello\n\0";
 
     if (!c || c->create(&st) < 0)
         return;
+    w.c = c;
+    /* The client's acknowledgements first: its reliable bit is 0. */
+    memcpy(d, "\x01\x00\x00\x00\x00\x00\x00\x00\x39\x30\x01", 11);
+    CHECK_EQ(c->decode(st, SG_DIR_C2S, d, 11, &f), 0);
     n = s2c(d, 1, true, 1, body, sizeof(body) - 1);
     CHECK_EQ(c->decode(st, SG_DIR_S2C, d, n, &f), 0);
     CHECK_EQ(f->nmsgs, 4);
@@ -444,7 +449,6 @@ static void case_filters(void)
     CHECK_EQ(c->drop_msg(st, 2), 0);
     CHECK_EQ(c->inject(st, SG_DIR_S2C, SG_MSG_PRINT, "hello\n", 6), 0);
     CHECK(c->must_encode(st, f));
-    w.c = c;
     CHECK_EQ(c->encode(st, f, collect, &w, &identical), 1);
     CHECK(!identical);
     {
@@ -459,8 +463,33 @@ static void case_filters(void)
     CHECK_EQ(f->nmsgs, 5);
     CHECK(f->msgs[4].injected);
 
+    /* While it is in flight, unreliable datagrams do not carry it. */
+    n = s2c(d, 2, false, 1, "\x01", 1);
+    CHECK_EQ(c->decode(st, SG_DIR_S2C, d, n, &f), 0);
+    CHECK(!c->must_encode(st, f));
+    CHECK_EQ(c->encode(st, f, collect, &w, &identical), 1);
+    CHECK(identical);
+    /* The client acknowledges datagram 2 without flipping its bit: 1 was
+     * lost; the server's resend carries the injection again. */
+    memcpy(d, "\x02\x00\x00\x00\x02\x00\x00\x00\x39\x30\x01", 11);
+    CHECK_EQ(c->decode(st, SG_DIR_C2S, d, 11, &f), 0);
+    n = s2c(d, 3, true, 2, "\x08\x02" "frag\n", 8);
+    CHECK_EQ(c->decode(st, SG_DIR_S2C, d, n, &f), 0);
+    CHECK(c->must_encode(st, f));
+    CHECK_EQ(c->encode(st, f, collect, &w, &identical), 1);
+    CHECK_EQ(w.last_len, 8 + 8 + sizeof(inj) - 1);
+    CHECK(memcmp(w.last + 16, inj, sizeof(inj) - 1) == 0);
+    /* Now the client's bit flips: delivered, nothing rides on the next one. */
+    memcpy(d, "\x03\x00\x00\x00\x03\x00\x00\x80\x39\x30\x01", 11);
+    CHECK_EQ(c->decode(st, SG_DIR_C2S, d, 11, &f), 0);
+    n = s2c(d, 4, true, 3, "\x08\x02" "frag\n", 8);
+    CHECK_EQ(c->decode(st, SG_DIR_S2C, d, n, &f), 0);
+    CHECK(!c->must_encode(st, f));
+    CHECK_EQ(c->encode(st, f, collect, &w, &identical), 1);
+    CHECK(identical);
+
     /* C2S: say is chat, the rest client commands. */
-    memcpy(d, "\x02\x00\x00\x00\x01\x00\x00\x00\x39\x30", 10);
+    memcpy(d, "\x04\x00\x00\x00\x04\x00\x00\x80\x39\x30", 10);
     memcpy(d + 10, "\x04say \"hi all\"\0\x04" "pext 0x1\0", 24);
     CHECK_EQ(c->decode(st, SG_DIR_C2S, d, 34, &f), 0);
     CHECK_EQ(f->nmsgs, 2);
@@ -471,6 +500,16 @@ static void case_filters(void)
     CHECK_EQ(c->encode(st, f, collect, &w, &identical), 1);
     CHECK_EQ(w.last_len, 10 + 11 + 10);
     CHECK(memcmp(w.last + 10, "\x04say \"bye\"\0", 11) == 0);
+    /* A say injected to the server waits for the client's next reliable datagram. */
+    CHECK_EQ(c->inject(st, SG_DIR_C2S, SG_MSG_CHAT, "hey", 3), 0);
+    memcpy(d, "\x05\x00\x00\x00\x04\x00\x00\x80\x39\x30\x01", 11);
+    CHECK_EQ(c->decode(st, SG_DIR_C2S, d, 11, &f), 0);
+    CHECK(!c->must_encode(st, f));
+    memcpy(d, "\x06\x00\x00\x80\x04\x00\x00\x80\x39\x30\x01", 11);
+    CHECK_EQ(c->decode(st, SG_DIR_C2S, d, 11, &f), 0);
+    CHECK(c->must_encode(st, f));
+    CHECK_EQ(c->encode(st, f, collect, &w, &identical), 1);
+    CHECK(w.last_len == 11 + 11 && memcmp(w.last + 11, "\x04say \"hey\"\0", 11) == 0);
     c->destroy(st);
 }
 
