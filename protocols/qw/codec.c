@@ -60,6 +60,7 @@ struct qwc {
     struct sg_frame frame;
     struct sg_qw_header hdr;
     struct sg_qw_oob oob;
+    const char *why; /* REJECTED: the receiver's reason */
     struct sg_qw_parsed parsed;
     struct sg_qw_field fields[SG_QW_MAX_FIELDS];
     struct sg_qw_msg pmsgs[SG_QW_MAX_MSGS];
@@ -286,6 +287,7 @@ static void reset_frame(struct qwc *c, enum sg_dir dir)
     c->frame.msgs = c->msgs;
     c->frame.game = &c->parsed;
     c->pool_used = 0;
+    c->why = NULL;
     c->parsed.nmsgs = 0;
     c->parsed.nfields = 0;
 }
@@ -362,6 +364,7 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     n = sg_qw_header_read(dir, c->copy, len, &c->hdr);
     if (n < 0) {
         c->frame.kind = SG_FRAME_REJECTED; /* a runt: ignored by the receiver */
+        c->why = "runt (shorter than the header)";
         c->stats.rejected++;
         return 0;
     }
@@ -370,6 +373,7 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     c->frame.ack = (int32_t)c->hdr.ack;
     if (!sg_qw_chan_accept(&c->chan[dir], &c->hdr)) {
         c->frame.kind = SG_FRAME_REJECTED;
+        c->why = "stale or duplicate sequence";
         c->stats.rejected++;
         return 0;
     }
@@ -672,6 +676,8 @@ static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
             if (c->hdr.has_qport)
                 fprintf(out, ",\"qport\":%u", (unsigned)c->hdr.qport);
         }
+        if (c->why)
+            fprintf(out, ",\"why\":\"%s\"", c->why);
         if (frame->kind == SG_FRAME_OOB) {
             fprintf(out, ",\"oob\":{\"type\":\"%s\"", c->oob.name);
             if (c->oob.kind == SG_QW_OOB_CHALLENGE || c->oob.kind == SG_QW_OOB_CONNECT)
@@ -718,6 +724,8 @@ static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                     frame->ack, c->hdr.ack_reliable ? "r" : "");
         if (frame->kind == SG_FRAME_OOB)
             fprintf(out, " %s", c->oob.name);
+        if (c->why)
+            fprintf(out, " (%s)", c->why);
         fputc('\n', out);
         if (level >= SG_DUMP_MESSAGES && frame->kind == SG_FRAME_MESSAGE) {
             for (unsigned i = 0; i < frame->nmsgs; i++) {

@@ -304,6 +304,16 @@ static void case_netchan_reject(void)
     n = s2c(d, 4, false, 3, "\x01", 1); /* stale */
     CHECK_EQ(c->decode(st, SG_DIR_S2C, d, n, &f), 0);
     CHECK_EQ(f->kind, SG_FRAME_REJECTED);
+    {
+        char *txt = NULL;
+        size_t tl = 0;
+        FILE *m = open_memstream(&txt, &tl);
+        CHECK(m && c->dump(st, f, SG_DUMP_MESSAGES, false, m) > 0);
+        if (m)
+            fclose(m);
+        CHECKF(txt && strstr(txt, "rejected") && strstr(txt, "stale"), "dump: %s", txt);
+        free(txt);
+    }
     n = s2c(d, 7, false, 3, "\x01", 1); /* a gap is fine */
     CHECK_EQ(c->decode(st, SG_DIR_S2C, d, n, &f), 0);
     CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
