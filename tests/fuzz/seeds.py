@@ -30,7 +30,8 @@ import sys
 import tempfile
 
 TARGETS = ['fuzz_huffman', 'fuzz_q3_message', 'fuzz_q3_client', 'fuzz_q3_netchan',
-           'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config', 'fuzz_bmsg']
+           'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config', 'fuzz_bmsg',
+           'fuzz_qw']
 
 SERVER_PORT = 27960  # the server port of every Q3 session capture (MANIFEST.md)
 SESSIONS = {'ioq68': 1, 'ioq71': 2, 'oa71': 3}  # capture -> fuzz_q3_netchan wire mode
@@ -301,6 +302,30 @@ def seeds_bmsg(testdata, source):
     return seeds
 
 
+def seeds_qw(testdata, source):
+    """The QuakeWorld capture's game session (the client that sent
+    `connect`, its server), in fuzz_qw's format: from the start, and a few
+    slices later on under each extension mode."""
+    path = os.path.join(testdata, 'qw', 'sessions', 'ezquake_mvdsv', 'capture.pcap')
+    if not os.path.exists(path):
+        return {}
+    dgrams = pcapng_udp(path)
+    conn = next(((s, d) for s, d, p in dgrams if p[4:11] == b'connect'), None)
+    if not conn:
+        return {}
+    client, server = conn
+    game = [(s == server, p) for s, d, p in dgrams if (s, d) in ((client, server), (server, client))]
+
+    def pack(mode, items):
+        return bytes([mode]) + b''.join(struct.pack('<BH', int(s2c), len(p)) + p
+                                        for s2c, p in items)
+    seeds = {'start': pack(0, game[:120])}
+    step = max(1, len(game) // 8)
+    for i in range(1, 8):
+        seeds['slice_%d' % i] = pack(2 if i % 2 else 0, game[i * step:i * step + 40])
+    return seeds
+
+
 GENERATORS = {
     'fuzz_huffman': seeds_huffman,
     'fuzz_q3_message': seeds_message,
@@ -310,6 +335,7 @@ GENERATORS = {
     'fuzz_demo_reader': seeds_demo,
     'fuzz_config': seeds_config,
     'fuzz_bmsg': seeds_bmsg,
+    'fuzz_qw': seeds_qw,
 }
 
 

@@ -1,0 +1,807 @@
+/*
+ * The QuakeWorld codec: the registry entry (relay hooks kept from the
+ * relay-only days), per-session state, decode / encode, the cross-game
+ * message view for filters, and the inspector's dump.
+ *
+ * Per datagram: connectionless packets are parsed into fields and teach the
+ * session the extensions offered (challenge tail) and chosen (connect lines,
+ * userinfo *z_ext); in-game datagrams pass the receiver's sequence rule
+ * (netchan.c) and their payload is parsed with the sizes the negotiated
+ * extensions select (serverdata is the source of truth once seen).  encode()
+ * writes the header and every message back from its fields.
+ */
+#include "protocols/qw/qw.h"
+
+#include "protocols/byteorder.h"
+#include "protocols/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEXT_POOL (SG_QW_MAX_DGRAM * 2 + SG_QW_MAX_MSGS)
+#define MAX_INJECT 8
+
+struct inject {
+    enum sg_dir dir;
+    enum sg_msg_kind kind;
+    char text[1024];
+    size_t len;
+    bool attached; /* riding on the reliable datagram in flight */
+};
+
+/*
+ * Injections towards one receiver ride on the sender's own reliable
+ * datagrams (see qw_inject): the datagram carrying them, and whether the
+ * receiver's reliable bit had flipped when we last saw it acknowledge.
+ */
+struct injq {
+    bool in_flight;     /* attached to datagram `carrier` */
+    uint32_t carrier;
+    bool bit_before;    /* the receiver's reliable bit before the carrier */
+    bool bit_known;     /* we saw the receiver acknowledge (so bit_now is its bit) */
+    bool bit_now;
+};
+
+struct qwc {
+    struct sg_codec_stats stats;
+    struct sg_qw_ext offered, chosen, active;
+    bool have_serverdata;
+    struct sg_qw_variant var;
+    struct sg_qw_chan chan[2]; /* the receiver of each direction */
+    bool accepted, established;
+    int qport;
+    int32_t challenge;
+    int unsupported_op; /* reported once */
+    bool unsupported_noted;
+    char first_error[160];
+
+    /* The datagram decoded last. */
+    struct sg_frame frame;
+    struct sg_qw_header hdr;
+    struct sg_qw_oob oob;
+    const char *why; /* REJECTED: the receiver's reason */
+    struct sg_qw_parsed parsed;
+    struct sg_qw_field fields[SG_QW_MAX_FIELDS];
+    struct sg_qw_msg pmsgs[SG_QW_MAX_MSGS];
+    struct sg_msg msgs[SG_QW_MAX_MSGS + MAX_INJECT];
+    int msg_index[SG_QW_MAX_MSGS]; /* parsed message of each sg_msg */
+    bool dropped[SG_QW_MAX_MSGS];
+    uint8_t copy[SG_QW_MAX_DGRAM];
+    size_t copy_len;
+    size_t payload_at; /* header bytes */
+    char pool[TEXT_POOL];
+    size_t pool_used;
+
+    struct inject inj[MAX_INJECT];
+    unsigned ninj;
+    struct injq q[2]; /* by the direction the injections travel */
+
+    uint8_t out[SG_QW_MAX_DGRAM + 2048];
+    char describe[256];
+};
+
+/* ---- relay hooks ---- */
+
+static bool qw_is_connect(const uint8_t *d, size_t n)
+{
+    static const char cn[] = "\xff\xff\xff\xff"
+                             "connect 28 ";
+
+    return n >= sizeof(cn) - 1 && memcmp(d, cn, sizeof(cn) - 1) == 0;
+}
+
+static int qw_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, bool learn)
+{
+    (void)rs;
+    (void)learn;
+    if (n < 10 || sg_le32(d) == 0xffffffffu)
+        return -1;
+    return sg_le16(d + 8);
+}
+
+/* ---- state ---- */
+
+static int qw_create(void **state)
+{
+    struct qwc *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return -ENOMEM;
+    c->qport = -1;
+    c->unsupported_op = -1;
+    c->parsed.fields = c->fields;
+    c->parsed.msgs = c->pmsgs;
+    sg_qw_variant_of(&c->active, &c->var);
+    *state = c;
+    return 0;
+}
+
+static void qw_destroy(void *state)
+{
+    free(state);
+}
+
+/* A NUL-terminated copy in the frame's pool, or NULL when it is full. */
+static const char *keep(struct qwc *c, const void *s, size_t n)
+{
+    char *p;
+
+    if (TEXT_POOL - c->pool_used < n + 1)
+        return NULL;
+    p = c->pool + c->pool_used;
+    memcpy(p, s, n);
+    p[n] = 0;
+    c->pool_used += n + 1;
+    return p;
+}
+
+static void note_error(struct qwc *c, int err, const char *what)
+{
+    c->stats.errors++;
+    if (!c->first_error[0])
+        snprintf(c->first_error, sizeof(c->first_error), "%s: %s", what, sg_strerror(err));
+}
+
+/* The extensions the decoder uses: serverdata's, else the client's choice. */
+static void settle_variant(struct qwc *c)
+{
+    const struct sg_qw_ext *e = c->have_serverdata ? &c->active : &c->chosen;
+
+    sg_qw_variant_of(e, &c->var);
+}
+
+/* ---- the cross-game view ---- */
+
+/* The verb of a command ("say" of "say hi"), and where its argument starts. */
+static size_t verb_of(const char *s, size_t n, char *verb, size_t cap)
+{
+    size_t i = 0, k = 0;
+
+    while (i < n && s[i] == ' ')
+        i++;
+    while (i < n && s[i] != ' ' && s[i] != '\n') {
+        if (k + 1 < cap)
+            verb[k++] = s[i];
+        i++;
+    }
+    verb[k] = 0;
+    while (i < n && s[i] == ' ')
+        i++;
+    return i;
+}
+
+/* The say argument without its quotes (ezQuake sends say "text"). */
+static void unquoted(const char *s, size_t n, const char **t, size_t *len)
+{
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+        n--;
+    if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
+        s++;
+        n -= 2;
+    }
+    *t = s;
+    *len = n;
+}
+
+static void add_msg(struct qwc *c, int pi)
+{
+    const struct sg_qw_msg *pm = &c->pmsgs[pi];
+    struct sg_msg *m = &c->msgs[c->frame.nmsgs];
+    bool s2c = c->frame.dir == SG_DIR_S2C;
+    const struct sg_qw_field *tf = pm->text >= 0 ? &c->fields[pm->first + (uint32_t)pm->text] : NULL;
+
+    memset(m, 0, sizeof(*m));
+    m->kind = SG_MSG_GAME;
+    m->name = s2c ? sg_qw_svc_name(pm->op) : sg_qw_clc_name(pm->op);
+    m->number = -1;
+    c->msg_index[c->frame.nmsgs] = pi;
+    c->frame.nmsgs++;
+    if (s2c && pm->op == 2) {
+        m->kind = SG_MSG_DISCONNECT;
+        m->text = m->command = "";
+        return;
+    }
+    if (!tf || tf->end == SG_BMSG_STR_END)
+        return;
+    m->command = keep(c, tf->ptr, tf->len);
+    if (!m->command)
+        return;
+    m->text = m->command;
+    m->text_len = tf->len;
+    if (s2c) {
+        if (pm->op == 8) {
+            uint32_t level = c->fields[pm->first].raw;
+            m->number = (int32_t)level;
+            m->kind = level == 3 ? SG_MSG_CHAT : SG_MSG_PRINT; /* PRINT_CHAT */
+        } else {
+            m->kind = pm->op == 26 ? SG_MSG_CENTERPRINT : SG_MSG_STUFFTEXT;
+        }
+        return;
+    }
+    /* clc_stringcmd */
+    char verb[32];
+    size_t at = verb_of(m->command, tf->len, verb, sizeof(verb));
+    m->kind = SG_MSG_CLIENT_COMMAND;
+    if (strcmp(verb, "say") == 0 || strcmp(verb, "say_team") == 0) {
+        const char *t;
+        size_t n;
+        unquoted(m->command + at, tf->len - at, &t, &n);
+        m->kind = SG_MSG_CHAT;
+        m->text = keep(c, t, n);
+        m->text_len = m->text ? n : 0;
+        if (!m->text) {
+            m->text = m->command;
+            m->text_len = tf->len;
+        }
+    }
+}
+
+/* ---- reliable injections ---- */
+
+static void drop_attached(struct qwc *c, enum sg_dir towards, bool delivered)
+{
+    unsigned keepn = 0;
+
+    for (unsigned i = 0; i < c->ninj; i++) {
+        struct inject *j = &c->inj[i];
+        if (j->dir == towards && j->attached) {
+            j->attached = false;
+            if (delivered)
+                continue;
+        }
+        c->inj[keepn++] = *j;
+    }
+    c->ninj = keepn;
+}
+
+/*
+ * An accepted datagram from `dir`'s sender acknowledges what travelled the
+ * other way: its ack word's top bit is its reliable bit (it flips on every
+ * reliable datagram it accepts).  Once it acknowledges the carrier or a
+ * later datagram, a flipped bit says the carrier arrived (the injections
+ * are delivered); an unflipped one that it was lost, and the sender will
+ * resend its reliable message, which carries them again.
+ */
+static void note_ack(struct qwc *c, enum sg_dir dir)
+{
+    enum sg_dir towards = dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S;
+    struct injq *q = &c->q[towards];
+
+    if (q->in_flight && c->hdr.ack >= q->carrier) {
+        q->in_flight = false;
+        drop_attached(c, towards, c->hdr.ack_reliable != q->bit_before);
+    }
+    q->bit_known = true;
+    q->bit_now = c->hdr.ack_reliable;
+}
+
+/* ---- decode ---- */
+
+static void reset_frame(struct qwc *c, enum sg_dir dir)
+{
+    memset(&c->frame, 0, sizeof(c->frame));
+    c->frame.dir = dir;
+    c->frame.kind = SG_FRAME_RAW;
+    c->frame.sequence = c->frame.ack = c->frame.reliable_ack = -1;
+    c->frame.msgs = c->msgs;
+    c->frame.game = &c->parsed;
+    c->pool_used = 0;
+    c->why = NULL;
+    c->parsed.nmsgs = 0;
+    c->parsed.nfields = 0;
+}
+
+static int decode_oob(struct qwc *c, enum sg_dir dir)
+{
+    struct sg_msg *m = &c->msgs[0];
+    int err = sg_qw_oob_parse(dir, c->copy, c->copy_len, &c->oob);
+
+    c->stats.oob++;
+    c->frame.kind = SG_FRAME_OOB;
+    memset(m, 0, sizeof(*m));
+    m->kind = SG_MSG_GAME;
+    m->name = c->oob.name;
+    m->number = -1;
+    c->frame.nmsgs = 1;
+    switch (c->oob.kind) {
+    case SG_QW_OOB_CHALLENGE:
+        c->challenge = c->oob.challenge;
+        if (c->oob.ext.known)
+            c->offered = c->oob.ext;
+        break;
+    case SG_QW_OOB_CONNECT:
+        c->challenge = c->oob.challenge;
+        c->qport = c->oob.qport;
+        c->chosen = c->oob.ext;
+        c->chosen.known = true;
+        c->have_serverdata = false;
+        settle_variant(c);
+        /* A new connection: the receivers start over, injections wait again. */
+        memset(c->chan, 0, sizeof(c->chan));
+        memset(c->q, 0, sizeof(c->q));
+        for (unsigned i = 0; i < c->ninj; i++)
+            c->inj[i].attached = false;
+        c->accepted = false;
+        break;
+    case SG_QW_OOB_ACCEPT:
+        c->accepted = true;
+        break;
+    default:
+        break;
+    }
+    if (err < 0)
+        note_error(c, err, "connectionless packet");
+    return err;
+}
+
+static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
+                     const struct sg_frame **frame)
+{
+    struct qwc *c = state;
+    int n, err;
+
+    reset_frame(c, dir);
+    *frame = &c->frame;
+    c->stats.decoded++;
+    if (len > SG_QW_MAX_DGRAM) {
+        note_error(c, SG_E_TOOBIG, "datagram");
+        return SG_E_TOOBIG;
+    }
+    memcpy(c->copy, data, len);
+    c->copy_len = len;
+    c->frame.msg = c->copy;
+    c->frame.msg_len = len;
+
+    if (len >= 4 && sg_le32(data) == 0xffffffffu)
+        return decode_oob(c, dir);
+
+    /* Admission: sequenced traffic from the client after the server's accept. */
+    if (dir == SG_DIR_C2S && c->accepted)
+        c->established = true;
+
+    /* The header, and the receiver's rule. */
+    n = sg_qw_header_read(dir, c->copy, len, &c->hdr);
+    if (n < 0) {
+        c->frame.kind = SG_FRAME_REJECTED; /* a runt: ignored by the receiver */
+        c->why = "runt (shorter than the header)";
+        c->stats.rejected++;
+        return 0;
+    }
+    c->payload_at = (size_t)n;
+    c->frame.sequence = (int32_t)c->hdr.seq;
+    c->frame.ack = (int32_t)c->hdr.ack;
+    if (!sg_qw_chan_accept(&c->chan[dir], &c->hdr)) {
+        c->frame.kind = SG_FRAME_REJECTED;
+        c->why = "stale or duplicate sequence";
+        c->stats.rejected++;
+        return 0;
+    }
+
+    note_ack(c, dir);
+
+    /* The messages. */
+    c->parsed.ext = c->have_serverdata ? c->active : c->chosen;
+    c->parsed.sequence = c->hdr.seq;
+    err = sg_qw_parse(dir, &c->var, c->copy + n, len - (size_t)n, &c->parsed);
+    if (c->parsed.serverdata) {
+        c->active = c->parsed.ext;
+        c->active.z_ext = c->chosen.z_ext;
+        c->have_serverdata = true;
+        settle_variant(c);
+        c->frame.new_level = true;
+        snprintf(c->frame.level, sizeof(c->frame.level), "%s", c->parsed.level);
+    }
+    if (c->parsed.unsupported_op >= 0 && c->unsupported_op < 0)
+        c->unsupported_op = c->parsed.unsupported_op;
+    if (err < 0) {
+        note_error(c, err, dir == SG_DIR_S2C ? "server message" : "client message");
+        c->frame.kind = SG_FRAME_RAW;
+        return err;
+    }
+    memset(c->dropped, 0, sizeof(bool) * c->parsed.nmsgs);
+    for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
+        add_msg(c, (int)i);
+    c->frame.kind = SG_FRAME_MESSAGE;
+    c->frame.pieces = 1;
+    c->stats.messages++;
+    return 0;
+}
+
+/* ---- filters ---- */
+
+/* The string field of message `i` now holds `s` (pool-owned, no NUL inside). */
+static int set_field_text(struct qwc *c, unsigned i, const char *s, size_t n)
+{
+    const struct sg_qw_msg *pm = &c->pmsgs[c->msg_index[i]];
+    struct sg_qw_field *f;
+
+    if (pm->text < 0)
+        return SG_E_UNSUPPORTED;
+    f = &c->fields[pm->first + (uint32_t)pm->text];
+    f->ptr = (const uint8_t *)s;
+    f->len = (uint32_t)n;
+    f->end = SG_BMSG_STR_NUL;
+    return 0;
+}
+
+static int qw_set_text(void *state, unsigned i, const char *text, size_t len)
+{
+    struct qwc *c = state;
+    struct sg_msg *m;
+    char cmd[2048];
+    const char *kept;
+    size_t n;
+
+    if (c->frame.kind != SG_FRAME_MESSAGE || i >= c->frame.nmsgs)
+        return SG_E_UNSUPPORTED;
+    m = &c->msgs[i];
+    if (m->injected || m->dropped || !m->text || m->kind == SG_MSG_DISCONNECT ||
+        m->kind == SG_MSG_GAME)
+        return SG_E_UNSUPPORTED;
+    if (memchr(text, 0, len) || len > 1024)
+        return -EINVAL;
+    if (m->kind == SG_MSG_CHAT && c->frame.dir == SG_DIR_C2S) {
+        char verb[32];
+        verb_of(m->command, strlen(m->command), verb, sizeof(verb));
+        n = (size_t)snprintf(cmd, sizeof(cmd), "%s \"%.*s\"", verb, (int)len, text);
+        for (size_t k = strlen(verb) + 2; k + 1 < n; k++)
+            if (cmd[k] == '"')
+                cmd[k] = '\'';
+    } else {
+        n = (size_t)snprintf(cmd, sizeof(cmd), "%.*s", (int)len, text);
+    }
+    kept = keep(c, cmd, n);
+    if (!kept)
+        return SG_E_TOOBIG;
+    if (set_field_text(c, i, kept, n) < 0)
+        return SG_E_UNSUPPORTED;
+    m->command = kept;
+    m->text = (m->kind == SG_MSG_CHAT && c->frame.dir == SG_DIR_C2S) ? keep(c, text, len) : kept;
+    if (!m->text)
+        m->text = kept;
+    m->text_len = strlen(m->text);
+    m->changed = true;
+    return 0;
+}
+
+static int qw_drop_msg(void *state, unsigned i)
+{
+    struct qwc *c = state;
+
+    if (c->frame.kind != SG_FRAME_MESSAGE || i >= c->frame.nmsgs || c->msgs[i].injected)
+        return SG_E_UNSUPPORTED;
+    c->msgs[i].dropped = true;
+    c->dropped[c->msg_index[i]] = true;
+    return 0;
+}
+
+/*
+ * Injection, reliable without touching the netchan: the text rides on the
+ * sender's next reliable datagram towards `dir` (a QuakeWorld sender keeps
+ * one reliable message in flight and sends a new one, or resends it, only
+ * with the reliable bit set), appended after its messages.  The receiver
+ * flips its reliable bit for that datagram anyway, so neither peer's
+ * sequences or bits change; if the datagram is lost, the receiver's
+ * acknowledgement says so and the sender's resend carries the text again;
+ * it is dropped once acknowledged.  Until the sender sends a reliable
+ * datagram the text waits (the server sends them all the time; a client
+ * with each command it types).
+ */
+static int qw_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
+                     size_t len)
+{
+    struct qwc *c = state;
+    struct inject *j;
+
+    if (dir == SG_DIR_S2C
+            ? (kind != SG_MSG_PRINT && kind != SG_MSG_CHAT && kind != SG_MSG_CENTERPRINT &&
+               kind != SG_MSG_STUFFTEXT)
+            : (kind != SG_MSG_CHAT && kind != SG_MSG_CLIENT_COMMAND))
+        return SG_E_UNSUPPORTED;
+    if (memchr(text, 0, len) || len >= sizeof(c->inj[0].text) - 16)
+        return -EINVAL;
+    if (c->ninj >= MAX_INJECT)
+        return SG_E_TOOBIG;
+    j = &c->inj[c->ninj++];
+    j->dir = dir;
+    j->kind = kind;
+    if (dir == SG_DIR_C2S && kind == SG_MSG_CHAT)
+        j->len = (size_t)snprintf(j->text, sizeof(j->text), "say \"%.*s\"", (int)len, text);
+    else
+        j->len = (size_t)snprintf(j->text, sizeof(j->text), "%.*s", (int)len, text);
+    return 0;
+}
+
+static bool qw_must_encode(void *state, const struct sg_frame *frame)
+{
+    const struct qwc *c = state;
+
+    if (frame->kind != SG_FRAME_MESSAGE || !c->hdr.reliable || c->q[frame->dir].in_flight ||
+        !c->q[frame->dir].bit_known)
+        return false;
+    for (unsigned i = 0; i < c->ninj; i++)
+        if (c->inj[i].dir == frame->dir)
+            return true;
+    return false;
+}
+
+/* Attach the injections waiting for this direction that fit a reliable datagram. */
+static void write_injections(struct qwc *c, struct sg_bmsg_writer *w)
+{
+    struct injq *q = &c->q[c->frame.dir];
+    bool any = false;
+
+    if (!c->hdr.reliable || q->in_flight || !q->bit_known)
+        return;
+    for (unsigned i = 0; i < c->ninj; i++) {
+        struct inject *j = &c->inj[i];
+        size_t need = j->len + 3;
+        if (j->dir != c->frame.dir || w->len + need > SG_QW_MAX_MSGLEN ||
+            c->frame.nmsgs >= SG_QW_MAX_MSGS + MAX_INJECT)
+            continue;
+        j->attached = any = true;
+        struct sg_msg *m = &c->msgs[c->frame.nmsgs++];
+        memset(m, 0, sizeof(*m));
+        m->kind = j->kind;
+        m->number = -1;
+        m->injected = true;
+        if (j->dir == SG_DIR_S2C) {
+            if (j->kind == SG_MSG_PRINT || j->kind == SG_MSG_CHAT) {
+                sg_bmsg_write_u8(w, 8);
+                sg_bmsg_write_u8(w, j->kind == SG_MSG_CHAT ? 3 : 2);
+                m->name = "svc_print";
+            } else {
+                sg_bmsg_write_u8(w, j->kind == SG_MSG_CENTERPRINT ? 26 : 9);
+                m->name = j->kind == SG_MSG_CENTERPRINT ? "svc_centerprint" : "svc_stufftext";
+            }
+        } else {
+            sg_bmsg_write_u8(w, 4);
+            m->name = "clc_stringcmd";
+        }
+        sg_bmsg_write_string(w, j->text, j->len, SG_BMSG_STR_NUL);
+        m->text = m->command = keep(c, j->text, j->len);
+        m->text_len = m->text ? j->len : 0;
+    }
+    if (any) {
+        q->in_flight = true;
+        q->carrier = c->hdr.seq;
+        q->bit_before = q->bit_now;
+    }
+}
+
+/* ---- encode ---- */
+
+static int qw_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, void *ctx,
+                     bool *identical)
+{
+    struct qwc *c = state;
+    struct sg_bmsg_writer w;
+    int err;
+
+    *identical = false;
+    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE)
+        return SG_E_STATE;
+    sg_bmsg_writer_init(&w, c->out, sizeof(c->out));
+    sg_qw_header_write(&c->hdr, &w);
+    sg_qw_write(&c->parsed, c->dropped, &w);
+    /* A client's move checksum covers its move only: text filters never change it. */
+    write_injections(c, &w);
+    if (w.overflowed) {
+        c->stats.reencode_errors++;
+        return SG_E_OVERFLOW;
+    }
+    c->stats.reencoded++;
+    *identical = w.len == c->copy_len && memcmp(c->out, c->copy, w.len) == 0;
+    if (*identical)
+        c->stats.reencode_identical++;
+    err = emit(ctx, c->out, w.len);
+    if (err < 0 && c->q[frame->dir].in_flight && c->q[frame->dir].carrier == c->hdr.seq) {
+        /* Not sent: what rode on it waits for the next reliable datagram. */
+        c->q[frame->dir].in_flight = false;
+        drop_attached(c, frame->dir, false);
+    }
+    return err < 0 ? err : 1;
+}
+
+/* ---- dump ---- */
+
+static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned ch = s[i];
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", out);
+        else if (ch < 32 || ch > 126)
+            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
+        else
+            fputc((int)ch, out);
+    }
+}
+
+static void dump_field(FILE *out, const struct sg_qw_field *f, bool json)
+{
+    /* JSON: ["name", value] (names repeat within a message: entities). */
+    if (json)
+        fprintf(out, "[\"%s\",", f->name);
+    else
+        fprintf(out, "%s=", f->name);
+    switch (f->type) {
+    case SG_QW_F_NUM:
+        if (f->num == SG_BMSG_FLOAT || f->num == SG_BMSG_COORD_FLOAT || f->num == SG_BMSG_COORD16 ||
+            f->num == SG_BMSG_ANGLE8 || f->num == SG_BMSG_ANGLE16) {
+            float v = sg_bmsg_num_value(f->num, f->raw);
+            if (v != v || v - v != 0) /* NaN or infinity: not JSON numbers */
+                fprintf(out, json ? "\"0x%08x\"" : "0x%08x", (unsigned)f->raw);
+            else
+                fprintf(out, "%.9g", v);
+        } else if (f->num == SG_BMSG_S16 || f->num == SG_BMSG_S32 || f->num == SG_BMSG_S8) {
+            fprintf(out, "%d", (int)sg_bmsg_num_value(f->num, f->raw));
+        } else {
+            fprintf(out, "%u", (unsigned)f->raw);
+        }
+        break;
+    case SG_QW_F_STRING:
+        fputc('"', out);
+        put_escaped(out, f->ptr, f->len, json);
+        fputc('"', out);
+        break;
+    default:
+        fprintf(out, json ? "%u" : "<%u bytes>", (unsigned)f->len);
+        break;
+    }
+    if (json)
+        fputc(']', out);
+}
+
+static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level level, bool json,
+                   FILE *out)
+{
+    struct qwc *c = state;
+    const char *dir = frame->dir == SG_DIR_C2S ? "c2s" : "s2c";
+    static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
+    long start = ftell(out);
+
+    if (frame != &c->frame)
+        return SG_E_STATE;
+    if (json) {
+        /* The header view (doc/inspect.md, QuakeWorld). */
+        fprintf(out, "{\"rx\":\"%s\",\"len\":%zu", kinds[frame->kind], c->copy_len);
+        if (frame->sequence >= 0) {
+            fprintf(out, ",\"seq\":%d,\"reliable\":%s,\"ack\":%d,\"ack_reliable\":%s",
+                    frame->sequence, c->hdr.reliable ? "true" : "false", frame->ack,
+                    c->hdr.ack_reliable ? "true" : "false");
+            if (c->hdr.has_qport)
+                fprintf(out, ",\"qport\":%u", (unsigned)c->hdr.qport);
+        }
+        if (c->why)
+            fprintf(out, ",\"why\":\"%s\"", c->why);
+        if (frame->kind == SG_FRAME_OOB) {
+            fprintf(out, ",\"oob\":{\"type\":\"%s\"", c->oob.name);
+            if (c->oob.kind == SG_QW_OOB_CHALLENGE || c->oob.kind == SG_QW_OOB_CONNECT)
+                fprintf(out, ",\"challenge\":%d", (int)c->oob.challenge);
+            if (c->oob.kind == SG_QW_OOB_CONNECT)
+                fprintf(out, ",\"protocol\":%d,\"qport\":%d", c->oob.protocol, c->oob.qport);
+            if (c->oob.ext.known)
+                fprintf(out, ",\"fte\":%u,\"fte2\":%u,\"mvd1\":%u,\"z_ext\":%u",
+                        (unsigned)c->oob.ext.fte, (unsigned)c->oob.ext.fte2,
+                        (unsigned)c->oob.ext.mvd1, (unsigned)c->oob.ext.z_ext);
+            fputc('}', out);
+        }
+        if (frame->kind == SG_FRAME_MESSAGE) {
+            fprintf(out, ",\"messages\":%u", c->parsed.nmsgs);
+            if (frame->new_level) {
+                fputs(",\"level\":\"", out);
+                put_escaped(out, (const uint8_t *)frame->level, strlen(frame->level), true);
+                fputc('"', out);
+            }
+        }
+        if (level >= SG_DUMP_FIELDS && frame->kind == SG_FRAME_MESSAGE) {
+            fputs(",\"ops\":[", out);
+            for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
+                const struct sg_qw_msg *pm = &c->pmsgs[i];
+                fprintf(out, "%s{\"op\":\"%s\"", i ? "," : "",
+                        frame->dir == SG_DIR_S2C ? sg_qw_svc_name(pm->op) : sg_qw_clc_name(pm->op));
+                if (c->dropped[i])
+                    fputs(",\"removed\":true", out);
+                fputs(",\"fields\":[", out);
+                for (uint32_t k = 0; k < pm->count; k++) {
+                    if (k)
+                        fputc(',', out);
+                    dump_field(out, &c->fields[pm->first + k], true);
+                }
+                fputs("]}", out);
+            }
+            fputc(']', out);
+        }
+        fputc('}', out);
+    } else {
+        fprintf(out, "%s %s len=%zu", dir, kinds[frame->kind], c->copy_len);
+        if (frame->sequence >= 0)
+            fprintf(out, " seq=%d%s ack=%d%s", frame->sequence, c->hdr.reliable ? "r" : "",
+                    frame->ack, c->hdr.ack_reliable ? "r" : "");
+        if (frame->kind == SG_FRAME_OOB)
+            fprintf(out, " %s", c->oob.name);
+        if (c->why)
+            fprintf(out, " (%s)", c->why);
+        fputc('\n', out);
+        if (level >= SG_DUMP_MESSAGES && frame->kind == SG_FRAME_MESSAGE) {
+            for (unsigned i = 0; i < frame->nmsgs; i++) {
+                const struct sg_msg *m = &frame->msgs[i];
+                fprintf(out, "  %s%s%s", m->name, m->dropped ? " (dropped)" : "",
+                        m->injected ? " (injected)" : "");
+                if (m->text) {
+                    fputs(" \"", out);
+                    put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
+                    fputc('"', out);
+                }
+                if (!m->injected) {
+                    const struct sg_qw_msg *pm = &c->pmsgs[c->msg_index[i]];
+                    if (level >= SG_DUMP_FIELDS) {
+                        for (uint32_t k = 0; k < pm->count; k++) {
+                            fputc(' ', out);
+                            dump_field(out, &c->fields[pm->first + k], false);
+                        }
+                    } else {
+                        fprintf(out, " (%u fields)", (unsigned)pm->count);
+                    }
+                }
+                fputc('\n', out);
+            }
+        }
+    }
+    if (ferror(out))
+        return -EIO;
+    long end = ftell(out);
+    return start >= 0 && end >= start ? (int)(end - start) : 0;
+}
+
+/* ---- counters, description, admission ---- */
+
+static const struct sg_codec_stats *qw_stats(void *state)
+{
+    return &((struct qwc *)state)->stats;
+}
+
+static const char *qw_describe(void *state)
+{
+    struct qwc *c = state;
+    const struct sg_qw_ext *e = c->have_serverdata ? &c->active : &c->chosen;
+    int n = snprintf(c->describe, sizeof(c->describe),
+                     "QuakeWorld 28, qport %d, FTE 0x%x FTE2 0x%x MVD1 0x%x z_ext %u", c->qport,
+                     (unsigned)e->fte, (unsigned)e->fte2, (unsigned)e->mvd1, (unsigned)c->chosen.z_ext);
+    if (c->unsupported_op >= 0 && n > 0 && (size_t)n < sizeof(c->describe))
+        n += snprintf(c->describe + n, sizeof(c->describe) - (size_t)n,
+                      ", relayed undecoded: opcode %d", c->unsupported_op);
+    if (c->first_error[0] && n > 0 && (size_t)n < sizeof(c->describe))
+        snprintf(c->describe + n, sizeof(c->describe) - (size_t)n, ", first error: %s",
+                 c->first_error);
+    return c->describe;
+}
+
+static bool qw_established(void *state)
+{
+    return ((struct qwc *)state)->established;
+}
+
+const struct sg_codec sg_qw_codec = {
+    .name = "qw",
+    .description = "QuakeWorld (protocol 28, FTE/MVD extensions): decoded, re-encoded, filtered",
+    .probe = qw_is_connect,
+    .is_connect = qw_is_connect,
+    .client_qport = qw_client_qport,
+    .create = qw_create,
+    .destroy = qw_destroy,
+    .decode = qw_decode,
+    .encode = qw_encode,
+    .set_text = qw_set_text,
+    .drop_msg = qw_drop_msg,
+    .inject = qw_inject,
+    .must_encode = qw_must_encode,
+    .dump = qw_dump,
+    .stats = qw_stats,
+    .describe = qw_describe,
+    .established = qw_established,
+};

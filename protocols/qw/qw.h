@@ -1,0 +1,183 @@
+/*
+ * QuakeWorld (protocol 28, with the FTE / FTE2 / MVD1 extensions mvdsv and
+ * ezQuake negotiate): the codec's shared declarations.
+ *
+ * The decoded form of a message is a list of fields in wire order, each
+ * with its name, its kind (a number of a bmsg kind, a string with the way
+ * it ended, or raw bytes) and its raw value.  The parsers (parse.c) walk
+ * one field table per message, resolving the sizes the negotiated
+ * extensions select (coordinates, angles, extended entity bits) once per
+ * session; the writer (write.c) writes every field back from its raw form,
+ * so decode -> write gives the bytes that came (STYLE.md "Keep the wire's
+ * own choices").
+ */
+#ifndef SG_PROTOCOLS_QW_QW_H
+#define SG_PROTOCOLS_QW_QW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocols/bmsg.h"
+#include "protocols/codec.h"
+
+#define SG_QW_PROTOCOL    28
+#define SG_QW_MAX_MSGLEN  1450  /* mvdsv MAX_MSGLEN */
+#define SG_QW_MAX_DGRAM   8192  /* what the decoder accepts at all */
+#define SG_QW_MAX_FIELDS  4096  /* a real datagram (<= 1450 bytes) needs far fewer */
+#define SG_QW_MAX_MSGS    1024
+
+/* Extension magics (challenge tail, connect lines, serverdata). */
+#define SG_QW_MAGIC_FTE  0x58455446u /* "FTEX" */
+#define SG_QW_MAGIC_FTE2 0x32455446u /* "FTE2" */
+#define SG_QW_MAGIC_MVD1 0x3144564du /* "MVD1" */
+
+/* FTE extension bits that change what is on the wire. */
+#define SG_QW_FTE_TRANS            0x00000008u
+#define SG_QW_FTE_MODELDBL         0x00001000u
+#define SG_QW_FTE_ENTITYDBL        0x00002000u
+#define SG_QW_FTE_ENTITYDBL2       0x00004000u
+#define SG_QW_FTE_FLOATCOORDS      0x00008000u
+#define SG_QW_FTE_SPAWNSTATIC2     0x00400000u
+#define SG_QW_FTE_CHUNKEDDOWNLOADS 0x20000000u
+/* MVD1 bits. */
+#define SG_QW_MVD1_FLOATCOORDS     0x00000001u
+#define SG_QW_MVD1_HIGHLAGTELEPORT 0x00000002u
+
+/* One set of negotiated extensions. */
+struct sg_qw_ext {
+    uint32_t fte, fte2, mvd1, z_ext;
+    bool known; /* any source said something */
+};
+
+/* The sizes one set of extensions selects, worked out once. */
+struct sg_qw_variant {
+    uint8_t coord;        /* enum sg_bmsg_num: MSG_ReadCoord */
+    uint8_t angle;        /* enum sg_bmsg_num: MSG_ReadAngle */
+    uint8_t ent_origin;   /* packet entities and playerinfo origins */
+    bool fte;             /* FTE bits at all: U_FTE_EVENMORE is read */
+    bool trans;           /* FTE_PEXT_TRANS */
+    bool chunked;         /* FTE_PEXT_CHUNKEDDOWNLOADS */
+    bool setangle_byte;   /* MVD1 HIGHLAGTELEPORT: svc_setangle starts with a byte */
+};
+
+void sg_qw_variant_of(const struct sg_qw_ext *ext, struct sg_qw_variant *v);
+
+/* Field kinds beyond the bmsg numbers. */
+enum {
+    SG_QW_F_NUM,    /* `num` says which enum sg_bmsg_num */
+    SG_QW_F_STRING, /* bytes at ptr, `end` says how it ended */
+    SG_QW_F_DATA,   /* raw bytes at ptr */
+};
+
+struct sg_qw_field {
+    const char *name; /* static */
+    uint8_t type;     /* SG_QW_F_* */
+    uint8_t num;      /* enum sg_bmsg_num (NUM) */
+    uint8_t end;      /* enum sg_bmsg_str_end (STRING) */
+    uint32_t raw;     /* NUM: the wire value */
+    const uint8_t *ptr; /* STRING / DATA: the bytes (frame copy or text pool) */
+    uint32_t len;
+};
+
+/* One message: its opcode and its fields. */
+struct sg_qw_msg {
+    int op;          /* svc_ / clc_ opcode */
+    uint32_t first;  /* index of its first field */
+    uint32_t count;  /* fields */
+    int text;        /* index (relative) of its text field, or -1 */
+    bool unparsed;   /* an extension slipgate cannot decode: the rest is one DATA field */
+    bool sum_ok;     /* clc_move: its checksum byte matched (then the writer recomputes it) */
+};
+
+/* A parsed message stream (one datagram's payload after the header). */
+struct sg_qw_parsed {
+    struct sg_qw_field *fields; /* SG_QW_MAX_FIELDS */
+    uint32_t nfields;
+    struct sg_qw_msg *msgs; /* SG_QW_MAX_MSGS */
+    uint32_t nmsgs;
+    /* What the parser learnt (S2C serverdata). */
+    bool serverdata;
+    struct sg_qw_ext ext;
+    char level[64];
+    /* An extension met that cannot be decoded: its opcode, else -1. */
+    int unsupported_op;
+    /* C2S: the datagram's sequence (set by the caller: move checksums). */
+    uint32_t sequence;
+    uint32_t moves, moves_bad; /* clc_move messages, and those whose checksum did not match */
+};
+
+/* Parse a whole S2C or C2S message stream with `v`; `ext_out` learns from
+ * serverdata.  Returns 0 or a negative error (then the stream is only
+ * partly described). */
+int sg_qw_parse(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *data, size_t len,
+                struct sg_qw_parsed *out);
+
+/* Write the messages back (each not dropped, in order); a move whose
+ * checksum matched gets it recomputed over what is written. */
+int sg_qw_write(const struct sg_qw_parsed *p, const bool *dropped, struct sg_bmsg_writer *w);
+
+/* clc_move's checksum byte over `len` bytes after it, for datagram `sequence`. */
+uint8_t sg_qw_move_checksum(const uint8_t *move, size_t len, uint32_t sequence);
+
+/* Opcode names: "svc_print", "clc_move"; "svc_unknown" out of range. */
+const char *sg_qw_svc_name(int op);
+const char *sg_qw_clc_name(int op);
+
+/* ---- netchan (netchan.c) ---- */
+
+struct sg_qw_header {
+    uint32_t seq, ack; /* 31 bits each */
+    bool reliable, ack_reliable;
+    bool has_qport;
+    uint16_t qport;
+};
+
+/* Read the header of an in-game datagram: the bytes it took, or a
+ * negative error (a runt). */
+int sg_qw_header_read(enum sg_dir dir, const uint8_t *data, size_t len, struct sg_qw_header *h);
+int sg_qw_header_write(const struct sg_qw_header *h, struct sg_bmsg_writer *w);
+
+/* What a receiver accepted last, per direction. */
+struct sg_qw_chan {
+    bool started;
+    uint32_t incoming; /* highest sequence accepted */
+};
+
+/* Does the receiver accept `h` (and note it)?  Its rule: a sequence not
+ * above the last accepted one is dropped (mvdsv Netchan_Process). */
+bool sg_qw_chan_accept(struct sg_qw_chan *c, const struct sg_qw_header *h);
+
+/* ---- connectionless (oob.c) ---- */
+
+enum sg_qw_oob_kind {
+    SG_QW_OOB_OTHER,
+    SG_QW_OOB_GETCHALLENGE,
+    SG_QW_OOB_CHALLENGE, /* 'c' */
+    SG_QW_OOB_CONNECT,
+    SG_QW_OOB_ACCEPT,    /* 'j' */
+    SG_QW_OOB_IP,        /* "ip" (mvdsv realip) */
+    SG_QW_OOB_STATUS,
+    SG_QW_OOB_PING,      /* "ping" or 'k' */
+    SG_QW_OOB_ACK,       /* 'l' */
+    SG_QW_OOB_PRINT,     /* 'n' */
+    SG_QW_OOB_CHUNK,     /* "\\chunk": a chunked download block out of band */
+    SG_QW_OOB_RCON,
+};
+
+struct sg_qw_oob {
+    enum sg_qw_oob_kind kind;
+    const char *name;      /* static */
+    int32_t challenge;     /* CHALLENGE, CONNECT */
+    int protocol;          /* CONNECT */
+    int qport;             /* CONNECT, or -1 */
+    const char *userinfo;  /* CONNECT: into the packet */
+    size_t userinfo_len;
+    struct sg_qw_ext ext;  /* CHALLENGE: offered; CONNECT: chosen (lines and *z_ext) */
+};
+
+/* Parse a connectionless packet (starting with 0xffffffff).  Returns 0 or
+ * SG_E_MALFORMED (the fields that could be read are set). */
+int sg_qw_oob_parse(enum sg_dir dir, const uint8_t *data, size_t len, struct sg_qw_oob *o);
+
+#endif
