@@ -96,6 +96,7 @@ struct sg_session {
     char server_str[64];
     struct sg_frame raw_frame; /* for datagrams no codec decodes */
     struct sg_session_summary sum;
+    char map[64]; /* the level the server last announced, "" until then (proxy/http.c) */
 };
 
 /*
@@ -228,6 +229,9 @@ void sg_session_send_delayed(struct sg_session *s, enum sg_dir dir, const uint8_
  */
 bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
                             const char **last);
+/* The file a record slot is writing now and its size so far; false when none is open. */
+bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
+                             uint64_t *bytes);
 void sg_session_record_summary(const struct sg_session *s, const struct sg_chain *chain,
                                struct sg_session_summary *sum);
 
