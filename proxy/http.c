@@ -139,10 +139,13 @@ static void stream_resume(struct stream *s)
     if (s->suspended && !s->gone) {
         s->suspended = false;
         MHD_resume_connection(s->conn);
+        /* MHD picks it up at its next run: soon, not in the middle of the relay */
+        if (!s->h->stopping)
+            uv_timer_start(&s->h->timer, on_mhd_timer, 0, 0);
     }
 }
 
-/* Append one event; false (and counted) when the ring has no room. */
+/* Append one whole event; false (and counted) when the ring has no room. */
 static bool stream_put(struct stream *s, const char *a, size_t alen, const char *b, size_t blen)
 {
     size_t need = alen + blen, tail;
@@ -239,8 +242,10 @@ void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_fi
         m = open_memstream(&h->ev_buf, &h->ev_size);
         if (!m)
             return;
+        fputs("data: ", m); /* the JSON line has no newline inside: one data: field */
         ok = sg_inspect_json(m, call, s->kinds, &h->dump_buf, &h->dump_size);
-        if (fclose(m) != 0 || ok <= 0 || h->ev_size < 2 || h->ev_size > STREAM_EVENT_MAX) {
+        fputc('\n', m); /* after the line's own: the event's end */
+        if (fclose(m) != 0 || ok <= 0 || h->ev_size < 8 || h->ev_size > STREAM_EVENT_MAX) {
             if (ok > 0) /* too long for an event */
                 h->st.stream_dropped++;
             continue;
@@ -250,9 +255,7 @@ void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_fi
             if (t->kinds != s->kinds || (t->route[0] && strcmp(t->route, ses->route->conf.name)) ||
                 (t->session && t->session != ses->sum.id))
                 continue;
-            /* The JSON line has no newline inside: one data: field. */
-            stream_put(t, "data: ", 6, h->ev_buf, h->ev_size - 1);
-            stream_put(t, "\n\n", 2, NULL, 0);
+            stream_put(t, h->ev_buf, h->ev_size, NULL, 0);
         }
     }
 }
