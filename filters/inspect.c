@@ -631,7 +631,7 @@ static int on_frame(struct sg_filter_call *call)
 int sg_inspect_json(FILE *f, const struct sg_filter_call *call, uint32_t kinds, char **dump_buf,
                     size_t *dump_size)
 {
-    struct inspect_conf c;
+    struct inspect_conf c = {0};
     struct timespec ts;
 
     if (!call->frame)

@@ -239,6 +239,9 @@ void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_fi
             continue;
         if (ndone < SG_HTTP_MAX_STREAMS)
             done[ndone++] = s->kinds;
+        free(h->ev_buf); /* a memstream makes a buffer of its own each time */
+        h->ev_buf = NULL;
+        h->ev_size = 0;
         m = open_memstream(&h->ev_buf, &h->ev_size);
         if (!m)
             return;
