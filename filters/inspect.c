@@ -426,9 +426,9 @@ static void text_frame(struct inspect_route *r, const struct sg_filter_call *cal
     const char *label;
 
     text_prefix(pfx, sizeof(pfx), ts, call);
-    dumped = codec_dump(&r->dump_buf, &r->dump_size, call,
-                        c->level == LEVEL_FIELDS ? SG_DUMP_FIELDS : SG_DUMP_PACKETS, false,
-                        &dlen) == 0;
+    dumped =
+        codec_dump(&r->dump_buf, &r->dump_size, call,
+                   c->level == LEVEL_FIELDS ? SG_DUMP_FIELDS : SG_DUMP_PACKETS, false, &dlen) == 0;
 
     /* The packet line. */
     fprintf(f, "%s%-8s seq=%-7d len=%-5zu", pfx, frame_kind_name(fr->kind), (int)fr->sequence,
@@ -571,9 +571,9 @@ static void json_frame(FILE *f, const struct inspect_conf *c, char **dump_buf, s
     fprintf(f, ",\"reencoded\":%s", call->reencoded ? "true" : "false");
     if (c->level >= LEVEL_MESSAGES)
         json_msgs(f, c, fr);
-    dumped = codec_dump(dump_buf, dump_size, call,
-                        c->level == LEVEL_FIELDS ? SG_DUMP_FIELDS : SG_DUMP_PACKETS, true,
-                        &dlen) == 0;
+    dumped =
+        codec_dump(dump_buf, dump_size, call,
+                   c->level == LEVEL_FIELDS ? SG_DUMP_FIELDS : SG_DUMP_PACKETS, true, &dlen) == 0;
     if (dumped && (*dump_buf)[0] == '{') {
         fputs(",\"game\":", f);
         fwrite(*dump_buf, 1, dlen, f);

@@ -459,8 +459,8 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), not death */
     if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0 ||
-        (run.app.conf->http && sg_http_start(&run.app, run.app.conf->http,
-                                             run.app.conf->http_token, &run.app.http) < 0)) {
+        (run.app.conf->http && sg_http_start(&run.app, run.app.conf->http, run.app.conf->http_token,
+                                             &run.app.http) < 0)) {
         status = 1;
         stop(&run.app, "startup failed");
     } else {

@@ -21,6 +21,7 @@
 #include "proxy/metrics.h"
 #include "proxy/web_assets.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <sodium.h>
@@ -28,16 +29,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TICK_MS         500   /* loop-lag sample, stream keepalives */
-#define KEEPALIVE_TICKS 30    /* a comment line every 15 s to idle streams */
+#define TICK_MS          500   /* loop-lag sample, stream keepalives */
+#define KEEPALIVE_TICKS  30    /* a comment line every 15 s to idle streams */
 #define STREAM_EVENT_MAX 65536 /* a longer event is dropped */
-#define COOKIE_NAME     "slipgate_token"
+#define COOKIE_NAME      "slipgate_token"
 
 struct stream {
     struct sg_http *h;
     struct MHD_Connection *conn;
     struct stream *prev, *next;
-    char route[128]; /* "" = every route */
+    char route[128];  /* "" = every route */
     uint64_t session; /* 0 = every session */
     uint32_t kinds;
     bool suspended;
@@ -479,8 +480,8 @@ static enum MHD_Result token_login(struct sg_http *h, struct MHD_Connection *c, 
 /* ---- the router ---- */
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size, void **ctx)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **ctx)
 {
     struct sg_http *h = cls;
     static int first_call;
@@ -502,14 +503,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (h->has_token && token && strcmp(url, "/") == 0)
         return token_login(h, c, token);
     if (!authorized(h, c))
-        return send_text(c, MHD_HTTP_UNAUTHORIZED,
-                         "a token is required: Authorization: Bearer TOKEN, or open /?token=TOKEN\n");
+        return send_text(
+            c, MHD_HTTP_UNAUTHORIZED,
+            "a token is required: Authorization: Bearer TOKEN, or open /?token=TOKEN\n");
 
     for (size_t i = 0; i < sg_web_assets_count; i++)
         if (strcmp(url, sg_web_assets[i].path) == 0)
             return send_buf(c, MHD_HTTP_OK, sg_web_assets[i].type,
-                            (char *)(uintptr_t)sg_web_assets[i].data, sg_web_assets[i].len,
-                            false);
+                            (char *)(uintptr_t)sg_web_assets[i].data, sg_web_assets[i].len, false);
     if (strcmp(url, "/metrics") == 0)
         return send_doc(c, "text/plain; version=0.0.4; charset=utf-8", doc_metrics, h);
     if (strcmp(url, "/api/routes") == 0)
@@ -541,6 +542,17 @@ static void on_tick(uv_timer_t *t)
 
 /* ---- start and stop ---- */
 
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss->ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
+}
+
 int sg_http_start(struct sg_app *app, const char *addr, const char *token, struct sg_http **out)
 {
     struct sockaddr_storage ss;
@@ -567,13 +579,12 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
     }
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    h->d = MHD_start_daemon(
-        flags, (uint16_t)sg_addr_port((struct sockaddr *)&ss), NULL, NULL, on_request, h,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)SG_HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)SG_HTTP_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)SG_HTTP_REQUEST_MAX + 16384, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-        MHD_OPTION_END);
+    h->d = MHD_start_daemon(flags, (uint16_t)sg_addr_port((struct sockaddr *)&ss), NULL, NULL,
+                            on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)SG_HTTP_MAX_CONNECTIONS,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SG_HTTP_IDLE_TIMEOUT_S,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SG_HTTP_REQUEST_MAX + 16384,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
     if (!h->d) {
         err = errno ? -errno : -EADDRINUSE;
         sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "http %s: cannot listen: %s", addr,
@@ -600,6 +611,11 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
     h->tick_due = uv_hrtime() + (uint64_t)TICK_MS * 1000000u;
     uv_timer_start(&h->tick, on_tick, TICK_MS, TICK_MS);
     run_mhd(h);
+    if (!is_loopback(&ss) && !token)
+        sg_log(&app->log, SG_LOG_WARN, NULL, 0,
+               "http %s is not a loopback address and no http_token is set: anyone who can "
+               "reach it sees every session and message",
+               addr);
     sg_log(&app->log, SG_LOG_INFO, NULL, 0, "http: serving on http://%s/%s", addr,
            token ? " (token required)" : "");
     *out = h;

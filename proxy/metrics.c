@@ -155,10 +155,8 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
     /* Datagrams and bytes relayed, drops. */
     family(f, "slipgate_datagrams_total", "counter", "datagrams forwarded, by direction");
     for (r = app->routes; r; r = r->next) {
-        sample_route(f, "slipgate_datagrams_total", r, "direction", "c2s",
-                     r->counters.c2s_packets);
-        sample_route(f, "slipgate_datagrams_total", r, "direction", "s2c",
-                     r->counters.s2c_packets);
+        sample_route(f, "slipgate_datagrams_total", r, "direction", "c2s", r->counters.c2s_packets);
+        sample_route(f, "slipgate_datagrams_total", r, "direction", "s2c", r->counters.s2c_packets);
     }
     family(f, "slipgate_bytes_total", "counter", "UDP payload bytes forwarded, by direction");
     for (r = app->routes; r; r = r->next) {
@@ -318,9 +316,10 @@ void sg_metrics_recordings_json(FILE *f, struct sg_app *app)
                 json_str(f, path);
                 fprintf(f, ", \"bytes\": %llu, \"map\": ", (unsigned long long)bytes);
                 json_str(f, s->map);
-                fprintf(f, ", \"started_ms\": %llu, \"duration_ms\": %llu}",
-                        (unsigned long long)s->sum.started_ms,
-                        (unsigned long long)(now > s->sum.started_ms ? now - s->sum.started_ms : 0));
+                fprintf(
+                    f, ", \"started_ms\": %llu, \"duration_ms\": %llu}",
+                    (unsigned long long)s->sum.started_ms,
+                    (unsigned long long)(now > s->sum.started_ms ? now - s->sum.started_ms : 0));
                 first = false;
             }
     fputs(first ? "]}\n" : "\n]}\n", f);

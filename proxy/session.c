@@ -338,8 +338,9 @@ static void update_stage(struct sg_session *s, enum sg_dir dir)
 
 /* The web page's live stream (proxy/http.c) sees each frame as the taps do,
  * whether or not the route has filters. */
-static void stream_frame(struct sg_session *s, struct sg_filter_call *call, const struct sg_frame *f,
-                         const uint8_t *data, size_t len, const struct sg_chain_result *res)
+static void stream_frame(struct sg_session *s, struct sg_filter_call *call,
+                         const struct sg_frame *f, const uint8_t *data, size_t len,
+                         const struct sg_chain_result *res)
 {
     if (!s->route->app->http || !f)
         return;
