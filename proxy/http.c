@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define TICK_MS          500   /* loop-lag sample, stream keepalives */
 #define KEEPALIVE_TICKS  30    /* a comment line every 15 s to idle streams */
@@ -42,7 +43,8 @@ struct stream {
     uint64_t session; /* 0 = every session */
     uint32_t kinds;
     bool suspended;
-    bool gone; /* the connection ended (free callback ran) */
+    bool hangup; /* the client closed its end: the response ends */
+    bool gone;   /* the connection ended (free callback ran) */
     uint64_t events, dropped;
     size_t head, len; /* ring: `len` bytes from `head` */
     char ring[SG_HTTP_STREAM_BUF];
@@ -181,7 +183,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     struct stream *s = cls;
     size_t n = 0;
 
-    if (s->h->stopping)
+    if (s->h->stopping || s->hangup)
         return MHD_CONTENT_READER_END_OF_STREAM;
     if (s->len == 0) {
         s->suspended = true;
@@ -408,7 +410,10 @@ static enum MHD_Result start_stream(struct sg_http *h, struct MHD_Connection *c)
             if (k < SG_MSG_KIND_COUNT)
                 s->kinds |= SG_KIND_BIT(k);
             p += n;
-            p += *p == ',';
+            if (*p == ',' && *++p == '\0') { /* "chat," : an empty last word */
+                free(s);
+                return send_text(c, MHD_HTTP_BAD_REQUEST, "kinds: an empty kind\n");
+            }
         }
     }
     r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, s, stream_free);
@@ -526,6 +531,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 /* ---- loop lag and keepalives ---- */
 
+/*
+ * MHD does not watch a suspended connection: a stream client that went
+ * away would keep its slot until the next event.  Peek at its socket: end
+ * of file or an error ends the stream.
+ */
+static void reap_hangups(struct sg_http *h)
+{
+    for (struct stream *s = h->streams; s; s = s->next) {
+        const union MHD_ConnectionInfo *ci;
+        char c;
+        ssize_t n;
+
+        if (!s->suspended || s->hangup)
+            continue;
+        ci = MHD_get_connection_info(s->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci)
+            continue;
+        n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            s->hangup = true;
+            stream_resume(s);
+        }
+    }
+}
+
 static void on_tick(uv_timer_t *t)
 {
     struct sg_http *h = t->data;
@@ -534,6 +564,7 @@ static void on_tick(uv_timer_t *t)
 
     h->st.loop_lag_s = now > h->tick_due ? (double)(now - h->tick_due) / 1e9 : 0.0;
     h->tick_due = now + (uint64_t)TICK_MS * 1000000u;
+    reap_hangups(h);
     if (++h->ticks % KEEPALIVE_TICKS == 0)
         for (struct stream *s = h->streams; s; s = s->next)
             if (s->len == 0)

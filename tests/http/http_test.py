@@ -199,8 +199,10 @@ def case_stream_replay(h):
     kinds = 'print,servercmd,configstring,disconnect,clientcmd,centerprint,chat,stufftext'
     st1 = Stream(px.http, '?route=tapped&kinds=' + kinds)
     st2 = Stream(px.http, '?route=bare&kinds=text')
+    st3 = Stream(px.http, '?session=1&kinds=text')  # the tapped route's session: the first
     try:
-        check(st1.wait_status() == 200 and st2.wait_status() == 200, 'stream status')
+        check(st1.wait_status() == 200 and st2.wait_status() == 200 and st3.wait_status() == 200,
+              'stream status')
         sent, got = replay_game(cap, px.ports[1], s1)
         check(got >= sent - 10, 'tapped replay: %d sent, %d arrived' % (sent, got))
         sent, got = replay_game(cap, px.ports[2], s2)
@@ -210,9 +212,11 @@ def case_stream_replay(h):
         lines = [json.loads(x) for x in open(inspect_out)]
         ev1 = st1.wait_events(len(lines), 3)
         ev2 = st2.wait_events(len(lines), 3)
+        ev3 = st3.wait_events(len(lines), 3)
     finally:
         st1.close()
         st2.close()
+        st3.close()
     check(len(lines) >= 5, 'the inspect filter wrote %d lines (streams: %d, %d)' % (len(lines), len(ev1), len(ev2)))
     check(len(ev1) == len(lines), 'stream of the tapped route: %d events, inspect %d lines'
           % (len(ev1), len(lines)))
@@ -227,6 +231,9 @@ def case_stream_replay(h):
     check(any('entered the game' in (t or '') for t in texts), 'no "entered the game" print '
           'in the stream: %r' % texts[:10])
     check(all(e['route'] == 'bare' for e in ev2), 'route filter let others through')
+    check(len(ev3) == len(lines) and all(e['session'] == 1 and e['route'] == 'tapped'
+                                         for e in ev3),
+          'session=1: %d events, %r' % (len(ev3), [(e['route'], e['session']) for e in ev3][:5]))
 
 
 def rss_of(samples):
@@ -328,6 +335,10 @@ def case_only_get(h):
         check(status == 405 and hdrs.get('allow') == 'GET', '%s: %s %s' % (method, status, hdrs))
     status, _, _ = request(px.http, '/nothing-here')
     check(status == 404, 'unknown path: %s' % status)
+    for query in ('?kinds=bogus', '?kinds=chat,', '?session=abc', '?session=0',
+                  '?route=' + 'r' * 200):
+        status, _, body = request(px.http, '/api/stream' + query)
+        check(status == 400, '/api/stream%s: %s %r' % (query[:40], status, body[:100]))
     status, hdrs, body = request(px.http, '/')
     check(status == 200 and b'<title>slipgate</title>' in body, 'page: %s' % status)
     check("script-src 'self'" in hdrs.get('content-security-policy', ''), 'CSP: %r' % hdrs)
@@ -349,6 +360,24 @@ def case_connection_limit(h):
     time.sleep(0.3)
     status, _, _ = request(px.http, '/api/routes')
     check(status == 200, 'after closing some: %s' % status)
+    for s in held[4:]:
+        s.close()
+    time.sleep(0.3)
+    # at most 8 stream clients (SG_HTTP_MAX_STREAMS)
+    streams = [Stream(px.http) for _ in range(8)]
+    try:
+        check(all(st.wait_status() == 200 for st in streams), 'eight streams')
+        status, _, _ = request(px.http, '/api/stream', timeout=2.0)
+        check(status == 503, 'a ninth stream: %s' % status)
+    finally:
+        for st in streams:
+            st.close()
+    time.sleep(1.2)  # a stream client that went away is noticed within a second
+    st = Stream(px.http)
+    try:
+        check(st.wait_status() == 200, 'a stream after the others closed: %s' % st.status)
+    finally:
+        st.close()
 
 
 def case_request_too_large(h):
