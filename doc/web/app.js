@@ -127,7 +127,9 @@ function addMessage(ev, m) {
   li.appendChild(el("span", ev.dir === "c2s" ? "c>s" : "s>c", "dir-" + ev.dir));
   li.appendChild(el("span", m.kind, "kind"));
   const text = el("span", null, "text");
-  quakeText(text, m.text !== null ? m.text : m.name);
+  const body = m.text !== null ? m.text : m.name;
+  if (body) quakeText(text, body);
+  else text.appendChild(el("span", "(empty)", "dim"));
   li.appendChild(text);
   const stick = feed.scrollTop + feed.clientHeight >= feed.scrollHeight - 4;
   feed.appendChild(li);

@@ -2,11 +2,13 @@
 """The web page in a real browser: headless Chromium (Debian `chromium`)
 loads slipgate's `/` while a real Quake 3 session (the ioquake3 capture,
 replayed lock-step from both ends) flows through a route that records it
-and rewrites a player's name into HTML.  The test drives Chromium through
-the DevTools protocol on a pipe (--remote-debugging-pipe: no port opened)
-and checks the DOM: the session is listed with its codec, its counters
-rise, the print lines of the game show in the feed, the hostile name shows
-as text (no element made of it, no script run), the recording is listed.
+and rewrites a player's name into HTML, and an `inject` filter sends the
+client a chat line holding a script.  The test drives Chromium through the
+DevTools protocol on a pipe (--remote-debugging-pipe: no port opened) and
+checks the DOM: the session is listed with its codec, its counters rise,
+the print lines of the game and the chat line show in the feed, the
+hostile name and chat show as text (no element made of them, no script
+run), the recording is listed with its map and size.
 It saves a screenshot (browser.png in the test's directory, or
 $SG_SCREENSHOT).  Usage: browser_test.py page
 """
@@ -28,6 +30,7 @@ from httplib_sg import Fail, check, request, replay_game, server_socket, q3cap  
 import harness  # noqa: E402
 
 HOSTILE = "<img src=x onerror=document.title='pwned'>"
+CHAT = "<script>document.title='pwned'</script>good game"
 
 
 class Chromium:
@@ -170,8 +173,14 @@ route arena {
     filter rewrite {
         replace "Assassin" "%s"
     }
+    filter inject {
+        kind chat
+        text "%s"
+        after 3s
+        count 1
+    }
 }
-''' % (srv.getsockname()[1], demos, HOSTILE)
+''' % (srv.getsockname()[1], demos, HOSTILE, CHAT)
     px = h.proxy(conf)
     port = px.ports[0]
     px.wait_for_log(r'http: serving on', 5)
@@ -206,8 +215,13 @@ route arena {
         browser.wait("Array.from(document.querySelectorAll('#feed li')).some(li => "
                      "li.textContent.includes('entered the game'))", 15,
                      'a print line of the game ("entered the game")')
+        browser.wait("Array.from(document.querySelectorAll('#feed li')).some(li => "
+                     "li.dataset.kind === 'chat' && li.textContent.includes(%s))"
+                     % json.dumps(CHAT), 15, 'the chat line (injected), as text')
         t.join(30)
         check('error' not in result, 'replay: %r' % result.get('error'))
+        check(browser.eval("document.querySelectorAll('#feed script').length") == 0,
+              'a <script> element was made from a chat line')
         # the hostile name: shown as text, never parsed into an element
         shown = browser.wait("Array.from(document.querySelectorAll('#feed li .text'))"
                              ".map(e => e.textContent).filter(t => t.includes(%s))"
