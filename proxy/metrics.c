@@ -54,6 +54,18 @@ struct codec_sum {
     struct sg_codec_stats c;
 };
 
+static void stats_add(struct sg_codec_stats *to, const struct sg_codec_stats *c)
+{
+    to->decoded += c->decoded;
+    to->messages += c->messages;
+    to->errors += c->errors;
+    to->oob += c->oob;
+    to->rejected += c->rejected;
+    to->reencoded += c->reencoded;
+    to->reencode_identical += c->reencode_identical;
+    to->reencode_errors += c->reencode_errors;
+}
+
 static void add_codec(struct codec_sum *sums, int *n, const char *name,
                       const struct sg_codec_stats *c)
 {
@@ -68,14 +80,7 @@ static void add_codec(struct codec_sum *sums, int *n, const char *name,
         sums[i].name = name;
         (*n)++;
     }
-    sums[i].c.decoded += c->decoded;
-    sums[i].c.messages += c->messages;
-    sums[i].c.errors += c->errors;
-    sums[i].c.oob += c->oob;
-    sums[i].c.rejected += c->rejected;
-    sums[i].c.reencoded += c->reencoded;
-    sums[i].c.reencode_identical += c->reencode_identical;
-    sums[i].c.reencode_errors += c->reencode_errors;
+    stats_add(&sums[i].c, c);
 }
 
 /* Per route: decode sums by codec, demos written, live recordings and their bytes. */
@@ -85,9 +90,26 @@ struct route_sums {
     uint64_t demos, recording, recording_bytes;
 };
 
+void sg_metrics_session_omitted(struct sg_route *r, const struct sg_session_summary *sum)
+{
+    r->omitted.demos += sum->demos;
+    if (!sum->codec)
+        return;
+    for (int i = 0; i < SG_ROUTE_OMITTED_CODECS; i++) {
+        if (!r->omitted.codec[i] || strcmp(r->omitted.codec[i], sum->codec) == 0) {
+            r->omitted.codec[i] = sum->codec; /* a static name (the codec table's) */
+            stats_add(&r->omitted.cstats[i], &sum->cstats);
+            return;
+        }
+    }
+}
+
 static void route_sums(const struct sg_route *r, struct route_sums *out)
 {
     memset(out, 0, sizeof(*out));
+    out->demos = r->omitted.demos;
+    for (int i = 0; i < SG_ROUTE_OMITTED_CODECS && r->omitted.codec[i]; i++)
+        add_codec(out->codecs, &out->ncodecs, r->omitted.codec[i], &r->omitted.cstats[i]);
     for (size_t i = 0; i < r->nended; i++) {
         if (r->ended[i].codec)
             add_codec(out->codecs, &out->ncodecs, r->ended[i].codec, &r->ended[i].cstats);

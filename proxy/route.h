@@ -118,6 +118,8 @@ struct sg_route_summary {
     uint64_t kernel_drops;
 };
 
+#define SG_ROUTE_OMITTED_CODECS 8
+
 struct sg_rate_bucket {
     unsigned char key[16];
     uint8_t keylen;
@@ -165,6 +167,13 @@ struct sg_route {
     struct sg_session_summary *ended;
     size_t nended, ended_cap;
     uint64_t ended_omitted;
+    /* What the omitted ones decoded and recorded, so /metrics counters never
+     * go back (sg_metrics_session_omitted, proxy/metrics.c). */
+    struct {
+        const char *codec[SG_ROUTE_OMITTED_CODECS];
+        struct sg_codec_stats cstats[SG_ROUTE_OMITTED_CODECS];
+        uint64_t demos;
+    } omitted;
 
     /* Admission: rate-limited warnings, the one-time loop warning, and the
      * max_sessions the descriptor limit was last found short for. */
@@ -242,6 +251,9 @@ uint64_t sg_route__warn_count(struct sg_warn_limit *w, uint64_t now);
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s);
 void sg_route__session_remove(struct sg_route *r, struct sg_session *s);
 void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary *sum);
+/* An ended session's summary was not kept: add its decode and demo counts to
+ * r->omitted (proxy/metrics.c). */
+void sg_metrics_session_omitted(struct sg_route *r, const struct sg_session_summary *sum);
 /*
  * The close callback of one of the route's handles (or of a session's
  * upstream socket, counted in open_handles from sg_udp_open) has run.  When
