@@ -34,7 +34,8 @@ function dur(ms) {
 
 // Quake 3 colour codes (^1red) as coloured spans, built from text nodes.
 function quakeText(parent, s) {
-  const parts = String(s).split(/\^([0-9])/);
+  // control characters (Quake 3 puts \x19 after a chat name) are not shown
+  const parts = String(s).replace(/[\x00-\x09\x0b-\x1f\x7f]/g, "").split(/\^([0-9])/);
   let cls = null;
   for (let i = 0; i < parts.length; i++) {
     if (i % 2) { cls = "q" + parts[i]; continue; }
