@@ -614,7 +614,7 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
                             on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)SG_HTTP_MAX_CONNECTIONS,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SG_HTTP_IDLE_TIMEOUT_S,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SG_HTTP_REQUEST_MAX + 16384,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SG_HTTP_REQUEST_MAX + 4096,
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
     if (!h->d) {
         err = errno ? -errno : -EADDRINUSE;
