@@ -29,6 +29,7 @@
  */
 #include "filters/chain.h"
 #include "filters/filter.h"
+#include "filters/inspect.h"
 #include "filters/text.h"
 
 #include "protocols/error.h"
@@ -331,8 +332,8 @@ static const char *drop_label(const struct sg_filter_call *call)
     return p->chain->f[call->drop_filter].fc->label;
 }
 
-/* Ask the codec for its view; 0 and the bytes in r->dump_buf, or a negative error. */
-static int codec_dump(struct inspect_route *r, const struct sg_filter_call *call,
+/* Ask the codec for its view; 0 and the bytes in *buf, or a negative error. */
+static int codec_dump(char **buf, size_t *size, const struct sg_filter_call *call,
                       enum sg_dump_level level, bool json, size_t *len)
 {
     const struct sg_filter_session *s = call->session;
@@ -343,19 +344,19 @@ static int codec_dump(struct inspect_route *r, const struct sg_filter_call *call
     if (!s || !s->codec || !s->codec->dump || !s->codec_state)
         return SG_E_UNSUPPORTED;
     /* a fresh stream each time: a rewound memstream's size is not reliable everywhere */
-    free(r->dump_buf);
-    r->dump_buf = NULL;
-    r->dump_size = 0;
-    m = open_memstream(&r->dump_buf, &r->dump_size);
+    free(*buf);
+    *buf = NULL;
+    *size = 0;
+    m = open_memstream(buf, size);
     if (!m)
         return -ENOMEM;
     err = s->codec->dump(s->codec_state, call->frame, level, json, m);
     if (fclose(m) != 0)
         return -ENOMEM;
-    n = (off_t)r->dump_size;
+    n = (off_t)*size;
     if (err < 0)
         return err;
-    if (n <= 0 || !r->dump_buf)
+    if (n <= 0 || !*buf)
         return SG_E_STATE;
     *len = (size_t)n;
     return 0;
@@ -425,8 +426,9 @@ static void text_frame(struct inspect_route *r, const struct sg_filter_call *cal
     const char *label;
 
     text_prefix(pfx, sizeof(pfx), ts, call);
-    dumped = codec_dump(r, call, c->level == LEVEL_FIELDS ? SG_DUMP_FIELDS : SG_DUMP_PACKETS, false,
-                        &dlen) == 0;
+    dumped =
+        codec_dump(&r->dump_buf, &r->dump_size, call,
+                   c->level == LEVEL_FIELDS ? SG_DUMP_FIELDS : SG_DUMP_PACKETS, false, &dlen) == 0;
 
     /* The packet line. */
     fprintf(f, "%s%-8s seq=%-7d len=%-5zu", pfx, frame_kind_name(fr->kind), (int)fr->sequence,
@@ -528,13 +530,11 @@ static void json_msgs(FILE *f, const struct inspect_conf *c, const struct sg_fra
     fputc(']', f);
 }
 
-static void json_frame(struct inspect_route *r, const struct sg_filter_call *call,
-                       const struct timespec *ts)
+static void json_frame(FILE *f, const struct inspect_conf *c, char **dump_buf, size_t *dump_size,
+                       const struct sg_filter_call *call, const struct timespec *ts)
 {
-    const struct inspect_conf *c = r->conf;
     const struct sg_filter_session *s = call->session;
     const struct sg_frame *fr = call->frame;
-    FILE *f = r->mem;
     struct tm tm;
     size_t dlen = 0;
     const char *label = call->dropped ? drop_label(call) : NULL;
@@ -571,11 +571,12 @@ static void json_frame(struct inspect_route *r, const struct sg_filter_call *cal
     fprintf(f, ",\"reencoded\":%s", call->reencoded ? "true" : "false");
     if (c->level >= LEVEL_MESSAGES)
         json_msgs(f, c, fr);
-    dumped = codec_dump(r, call, c->level == LEVEL_FIELDS ? SG_DUMP_FIELDS : SG_DUMP_PACKETS, true,
-                        &dlen) == 0;
-    if (dumped && r->dump_buf[0] == '{') {
+    dumped =
+        codec_dump(dump_buf, dump_size, call,
+                   c->level == LEVEL_FIELDS ? SG_DUMP_FIELDS : SG_DUMP_PACKETS, true, &dlen) == 0;
+    if (dumped && (*dump_buf)[0] == '{') {
         fputs(",\"game\":", f);
-        fwrite(r->dump_buf, 1, dlen, f);
+        fwrite(*dump_buf, 1, dlen, f);
     }
     if (c->level == LEVEL_FIELDS && !dumped) {
         size_t n = call->len < INSPECT_HEX_BYTES ? call->len : INSPECT_HEX_BYTES;
@@ -617,7 +618,7 @@ static int on_frame(struct sg_filter_call *call)
     if (fseeko(r->mem, 0, SEEK_SET) != 0)
         return -EIO;
     if (r->conf->format == FORMAT_JSON)
-        json_frame(r, call, &ts);
+        json_frame(r->mem, r->conf, &r->dump_buf, &r->dump_size, call, &ts);
     else
         text_frame(r, call, &ts);
     if (fflush(r->mem) != 0 || (n = ftello(r->mem)) < 0 || (size_t)n > r->mem_size)
@@ -625,6 +626,25 @@ static int on_frame(struct sg_filter_call *call)
     emit(r, r->mem_buf, (size_t)n);
     report(call, r);
     return SG_FILTER_PASS;
+}
+
+int sg_inspect_json(FILE *f, const struct sg_filter_call *call, uint32_t kinds, char **dump_buf,
+                    size_t *dump_size)
+{
+    struct inspect_conf c = {0};
+    struct timespec ts;
+
+    if (!call->frame)
+        return 0;
+    conf_init(&c);
+    c.format = FORMAT_JSON;
+    c.mask = kinds;
+    c.kinds_set = kinds != (SG_KINDS_TEXT | SG_KIND_BIT(SG_MSG_GAME));
+    if (!wanted(&c, call->frame))
+        return 0;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    json_frame(f, &c, dump_buf, dump_size, call, &ts);
+    return ferror(f) ? -ENOMEM : 1;
 }
 
 static const struct sg_conf_directive directives[] = {

@@ -65,6 +65,9 @@ extern const struct sg_filter_impl sg_builtin_record;
  */
 bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
                             const char **last);
+/* The file the slot is writing now and its size so far; false when none is open. */
+bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
+                             uint64_t *bytes);
 
 struct record_conf {
     char *directory;
@@ -488,6 +491,20 @@ bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot,
         return false;
     *demos = rs->demos;
     *last = rs->demos ? rs->last : NULL;
+    return true;
+}
+
+bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
+                             uint64_t *bytes)
+{
+    const struct record_slot *rs = slot;
+    off_t at;
+
+    if (impl != &sg_builtin_record || !rs || !rs->fp)
+        return false;
+    at = ftello(rs->fp);
+    *path = rs->path;
+    *bytes = at > 0 ? (uint64_t)at : 0;
     return true;
 }
 

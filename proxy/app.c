@@ -6,6 +6,7 @@
 #include "proxy/app.h"
 
 #include "proxy/addr.h"
+#include "proxy/http.h"
 #include "protocols/error.h"
 #include "sg_version.h"
 
@@ -168,6 +169,8 @@ static void stop(struct sg_app *app, const char *why)
     sg_log(&app->log, SG_LOG_INFO, NULL, 0, "%s: shutting down", why);
     for (struct sg_route *r = app->routes; r; r = r->next)
         sg_route_close(r, "shutdown");
+    sg_http_stop(app->http);
+    app->http = NULL;
     /* The stop handler stays armed for a second, forceful stop. */
     uv_unref((uv_handle_t *)&app->stop_async);
     uv_unref((uv_handle_t *)&app->sig_hup);
@@ -217,6 +220,11 @@ void sg_app__route_closed(struct sg_app *app, struct sg_route *r)
 
 /* ---- reload ---- */
 
+static bool str_same(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
 static void reload(struct sg_app *app)
 {
     struct sg_conf_diag diag;
@@ -237,6 +245,11 @@ static void reload(struct sg_app *app)
         sg_log(&app->log, SG_LOG_WARN, NULL, 0,
                "stats_file changed: restart slipgate to apply it (the stats go to %s)",
                app->stats_path ? app->stats_path : "no file");
+
+    if (!str_same(conf->http, app->conf->http) ||
+        !str_same(conf->http_token, app->conf->http_token))
+        sg_log(&app->log, SG_LOG_WARN, NULL, 0,
+               "http or http_token changed: restart slipgate to apply it");
 
     /* Routes that went away close; the others take the new settings. */
     for (pp = &app->routes; (r = *pp);) {
@@ -445,7 +458,9 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     run.app.started_loop_ms = uv_now(&run.app.loop);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), not death */
-    if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0) {
+    if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0 ||
+        (run.app.conf->http && sg_http_start(&run.app, run.app.conf->http, run.app.conf->http_token,
+                                             &run.app.http) < 0)) {
         status = 1;
         stop(&run.app, "startup failed");
     } else {

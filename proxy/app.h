@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <uv.h>
 
 /* How many retired routes --stats lists (the older ones are only counted). */
@@ -34,6 +35,7 @@ struct sg_app {
     uint64_t next_session_id;
     uint64_t started_wall_ms;
     uint64_t started_loop_ms;
+    struct sg_http *http; /* the `http` server (proxy/http.c), or NULL */
 };
 
 /* Run the proxy until a stop signal; returns the process exit status. */
@@ -52,6 +54,14 @@ void sg_app__route_closed(struct sg_app *app, struct sg_route *r);
  * negative errno with the reason, naming the path, in `why`.
  */
 int sg_stats_check_path(const char *path, char *why, size_t whycap);
+
+/* The --stats document (every route; with `sessions`, every session too) to `f`. */
+void sg_stats_json(FILE *f, struct sg_app *app, bool sessions);
+/* {"sessions": [...]}: the live sessions (with `ended`, the ended ones first), each with
+ * its route's name, fields as in --stats. */
+void sg_stats_json_sessions(FILE *f, struct sg_app *app, bool ended);
+/* What --stats says of live session `s` now (codec counters and demos included). */
+void sg_stats_live_summary(const struct sg_session *s, struct sg_session_summary *out);
 
 /* Write the --stats JSON for every route and session to `path`. */
 int sg_stats_write(struct sg_app *app, const char *path);

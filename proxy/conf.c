@@ -283,6 +283,18 @@ static const struct sg_conf_directive top_directives[] = {
      .argname = "DURATION",
      .help = "log a `stats` line per route (packets, sessions, each filter's counters) this "
              "often (default 0: never)"},
+    {.name = "http",
+     .type = SG_CONF_ADDR,
+     .offset = offsetof(struct sg_conf, http),
+     .argname = "ADDR:PORT",
+     .help = "serve /metrics (Prometheus), a JSON API and a live web page here, e.g. "
+             "127.0.0.1:8080 (default: off; README, Watching slipgate)"},
+    {.name = "http_token",
+     .type = SG_CONF_STRING,
+     .offset = offsetof(struct sg_conf, http_token),
+     .argname = "TOKEN",
+     .help = "require this token from every HTTP client (Authorization: Bearer TOKEN, or the "
+             "page's cookie); default none"},
     {.name = "plugin",
      .type = SG_CONF_CUSTOM,
      .set = plugin_set,
@@ -482,6 +494,15 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
         sg_conf_diag_error(diag, file, 0, 0,
                            "'stats_interval' is 0 (off) or at least 100ms, got %lldms",
                            (long long)conf->stats_interval_ms);
+        rc = SG_E_CONFIG;
+    }
+    if (conf->http_token && (strlen(conf->http_token) < 8 || strlen(conf->http_token) > 256)) {
+        sg_conf_diag_error(diag, file, 0, 0, "'http_token' is 8 to 256 characters, got %zu",
+                           strlen(conf->http_token));
+        rc = SG_E_CONFIG;
+    }
+    if (conf->http_token && !conf->http) {
+        sg_conf_diag_error(diag, file, 0, 0, "'http_token' is set but 'http' is not");
         rc = SG_E_CONFIG;
     }
     for (struct sg_route_conf *r = conf->routes; r; r = r->next) {

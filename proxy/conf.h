@@ -56,6 +56,8 @@ struct sg_conf {
     int log_level; /* enum sg_log_level */
     char *stats_file;
     int64_t stats_interval_ms; /* a `stats` log line per route this often; 0 = never */
+    char *http;                /* `http ADDR:PORT`: the web page and /metrics, or NULL (off) */
+    char *http_token;          /* required from HTTP clients when set */
     char *file; /* the file it came from, or NULL */
     struct sg_route_conf *routes;
     int nroutes;

@@ -64,12 +64,14 @@ static const char usage_text[] =
     "Filters run in each route's chain, from 'filter NAME [LABEL] { ... }' blocks\n"
     "in the config file; 'plugin PATH' at the top loads more of them.  --stats\n"
     "counts each filter's frames; 'stats_interval DURATION' logs them too.\n"
+    "'http ADDR:PORT' serves Prometheus /metrics, a JSON API and a live page.\n"
     "\n"
     "Examples:\n"
     "  slipgate -s q3.example.org:27960\n"
     "  slipgate -l [::]:27960 -s 127.0.0.1:27961 --stats /tmp/slipgate.json\n"
     "  slipgate -c /etc/slipgate.conf +set idle_timeout 2m\n"
-    "  slipgate -p q3 -s 127.0.0.1:27961 --record demos +set reencode always\n";
+    "  slipgate -p q3 -s 127.0.0.1:27961 --record demos +set reencode always\n"
+    "  slipgate -p q3 -s 127.0.0.1:27961 +set http 127.0.0.1:8080\n";
 
 /* ---- slipgate filters ---- */
 

@@ -248,6 +248,7 @@ void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary
         struct sg_session_summary *e;
         if (cap > ENDED_MAX || !(e = realloc(r->ended, cap * sizeof(*e)))) {
             r->ended_omitted++;
+            sg_metrics_session_omitted(r, sum);
             return;
         }
         r->ended = e;

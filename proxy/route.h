@@ -103,6 +103,7 @@ struct sg_session {
     char server_str[64];
     struct sg_frame raw_frame; /* for datagrams no codec decodes */
     struct sg_session_summary sum;
+    char map[64]; /* the level the server last announced, "" until then (proxy/http.c) */
 };
 
 /*
@@ -123,6 +124,8 @@ struct sg_route_summary {
     int rcvbuf, sndbuf;
     uint64_t kernel_drops;
 };
+
+#define SG_ROUTE_OMITTED_CODECS 8
 
 struct sg_rate_bucket {
     unsigned char key[16];
@@ -176,6 +179,13 @@ struct sg_route {
     struct sg_session_summary *ended;
     size_t nended, ended_cap;
     uint64_t ended_omitted;
+    /* What the omitted ones decoded and recorded, so /metrics counters never
+     * go back (sg_metrics_session_omitted, proxy/metrics.c). */
+    struct {
+        const char *codec[SG_ROUTE_OMITTED_CODECS];
+        struct sg_codec_stats cstats[SG_ROUTE_OMITTED_CODECS];
+        uint64_t demos;
+    } omitted;
 
     /* Admission: rate-limited warnings, the one-time loop warning, and the
      * max_sessions the descriptor limit was last found short for. */
@@ -240,6 +250,9 @@ void sg_session_send_delayed(struct sg_session *s, enum sg_dir dir, const uint8_
  */
 bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
                             const char **last);
+/* The file a record slot is writing now and its size so far; false when none is open. */
+bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
+                             uint64_t *bytes);
 void sg_session_record_summary(const struct sg_session *s, const struct sg_chain *chain,
                                struct sg_session_summary *sum);
 
@@ -259,6 +272,9 @@ uint64_t sg_route__warn_count(struct sg_warn_limit *w, uint64_t now);
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s);
 void sg_route__session_remove(struct sg_route *r, struct sg_session *s);
 void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary *sum);
+/* An ended session's summary was not kept: add its decode and demo counts to
+ * r->omitted (proxy/metrics.c). */
+void sg_metrics_session_omitted(struct sg_route *r, const struct sg_session_summary *sum);
 /*
  * The close callback of one of the route's handles (or of a session's
  * upstream socket, counted in open_handles from sg_udp_open) has run.  When

@@ -10,6 +10,7 @@
  */
 #include "proxy/addr.h"
 #include "proxy/app.h"
+#include "proxy/http.h"
 #include "proxy/route.h"
 #include "protocols/error.h"
 
@@ -353,6 +354,23 @@ static void update_stage(struct sg_session *s, enum sg_dir dir)
         sg_route__session_stage(r, s, SG_STAGE_ESTABLISHED);
 }
 
+/* The web page's live stream (proxy/http.c) sees each frame as the taps do,
+ * whether or not the route has filters. */
+static void stream_frame(struct sg_session *s, struct sg_filter_call *call,
+                         const struct sg_frame *f, const uint8_t *data, size_t len,
+                         const struct sg_chain_result *res)
+{
+    if (!s->route->app->http || !f)
+        return;
+    call->session = &s->fsess;
+    call->frame = f;
+    call->data = data;
+    call->len = len;
+    call->dropped = res->drop;
+    call->drop_filter = res->drop_filter;
+    sg_http_frame(s->route->app->http, s, call);
+}
+
 /*
  * One datagram either way: decode it, run the filters, and send the
  * original bytes, or the message rebuilt from its decoded form when a
@@ -433,6 +451,7 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
             s->sum.counters.drops[SG_DROP_FILTER]++;
             r->counters.drops[SG_DROP_FILTER]++;
             sg_chain_taps(chain, s->slots, &call, &proxy, &res);
+            stream_frame(s, &call, f, data, len, &res);
             return;
         }
     }
@@ -456,6 +475,7 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
         emit(&ctx, data, len);
     if (chain)
         sg_chain_taps(chain, s->slots, &call, &proxy, &res);
+    stream_frame(s, &call, f, data, len, &res);
 }
 
 /* ---- server -> client ---- */

@@ -42,10 +42,17 @@ static void json_counters(FILE *f, const struct sg_counters *c)
     fputs("}}", f);
 }
 
-static void json_session(FILE *f, const struct sg_session_summary *s, bool *first)
+/* One session; `route` (the API's flat list) adds its route's name. */
+static void json_session(FILE *f, const struct sg_session_summary *s, const char *route,
+                         bool *first)
 {
-    fprintf(f, "%s\n        {\"id\": %llu, \"client\": ", *first ? "" : ",",
-            (unsigned long long)s->id);
+    fprintf(f, "%s\n        {\"id\": %llu, ", *first ? "" : ",", (unsigned long long)s->id);
+    if (route) {
+        fputs("\"route\": ", f);
+        json_string(f, route);
+        fputs(", ", f);
+    }
+    fputs("\"client\": ", f);
     json_string(f, s->client);
     fprintf(f, ", \"upstream_port\": %d, \"state\": \"%s\", \"started_ms\": %llu", s->upstream_port,
             s->end_reason ? "ended" : "active", (unsigned long long)s->started_ms);
@@ -97,7 +104,21 @@ static void json_filters(FILE *f, const struct sg_chain *chain)
     fputs(chain && chain->n ? "\n      ]" : "]", f);
 }
 
-static void json_route(FILE *f, const struct sg_route *r, bool retired)
+void sg_stats_live_summary(const struct sg_session *s, struct sg_session_summary *out)
+{
+    *out = s->sum;
+    if (s->route->chain && s->slots)
+        sg_session_record_summary(s, s->route->chain, out); /* demos still being written */
+    if (s->codec && s->cstate) {
+        const struct sg_codec_stats *cs = s->codec->stats(s->cstate);
+        out->codec = s->codec->name;
+        out->cstats = *cs;
+        snprintf(out->first_error, sizeof(out->first_error), "%s",
+                 cs->errors ? s->codec->describe(s->cstate) : "");
+    }
+}
+
+static void json_route(FILE *f, const struct sg_route *r, bool retired, bool sessions)
 {
     char a[SG_ADDR_STRLEN];
     bool first = true;
@@ -121,21 +142,23 @@ static void json_route(FILE *f, const struct sg_route *r, bool retired)
     json_counters(f, &r->counters);
     fprintf(f, ",\n      \"listener\": {\"rcvbuf\": %d, \"sndbuf\": %d, \"kernel_drops\": %llu}",
             r->rcvbuf, r->sndbuf, (unsigned long long)r->kernel_drops);
-    fputs(",\n      \"sessions\": [", f);
-    for (size_t i = 0; i < r->nended; i++)
-        json_session(f, &r->ended[i], &first);
-    for (const struct sg_session *s = r->sessions; s; s = s->next) {
-        struct sg_session_summary sum = s->sum;
-        sg_session_record_summary(s, r->chain, &sum); /* demos still being written */
-        json_session(f, &sum, &first);
+    if (sessions) {
+        fputs(",\n      \"sessions\": [", f);
+        for (size_t i = 0; i < r->nended; i++)
+            json_session(f, &r->ended[i], NULL, &first);
+        for (const struct sg_session *s = r->sessions; s; s = s->next) {
+            struct sg_session_summary sum;
+            sg_stats_live_summary(s, &sum);
+            json_session(f, &sum, NULL, &first);
+        }
+        fputs(first ? "]" : "\n      ]", f);
     }
-    fputs(first ? "]" : "\n      ]", f);
     json_filters(f, r->chain);
     fputs("}", f);
 }
 
 /* A retired route that was freed: what its summary kept (no sessions, no filters). */
-static void json_route_summary(FILE *f, const struct sg_route_summary *r)
+static void json_route_summary(FILE *f, const struct sg_route_summary *r, bool sessions)
 {
     fputs("    {\"name\": ", f);
     json_string(f, r->name);
@@ -157,8 +180,9 @@ static void json_route_summary(FILE *f, const struct sg_route_summary *r)
     json_counters(f, &r->counters);
     fprintf(f,
             ",\n      \"listener\": {\"rcvbuf\": %d, \"sndbuf\": %d, \"kernel_drops\": %llu},"
-            "\n      \"sessions\": [], \"filters\": []}",
-            r->rcvbuf, r->sndbuf, (unsigned long long)r->kernel_drops);
+            "%s\n      \"filters\": []}",
+            r->rcvbuf, r->sndbuf, (unsigned long long)r->kernel_drops,
+            sessions ? "\n      \"sessions\": []," : "");
 }
 
 int sg_stats_check_path(const char *path, char *why, size_t whycap)
@@ -189,11 +213,58 @@ int sg_stats_check_path(const char *path, char *why, size_t whycap)
     return 0;
 }
 
+void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
+{
+    bool first = true;
+    uint64_t kept;
+
+    kept = app->retired_log ? app->nretired_log : 0;
+    if (kept > SG_APP_RETIRED_KEEP)
+        kept = SG_APP_RETIRED_KEEP;
+    fprintf(f,
+            "{\"version\": \"%s\", \"started_ms\": %llu, \"uptime_ms\": %llu, "
+            "\"retired_routes_omitted\": %llu,\n",
+            SG_VERSION, (unsigned long long)app->started_wall_ms,
+            (unsigned long long)(sg_now_wall_ms() - app->started_wall_ms),
+            (unsigned long long)(app->nretired_log - kept));
+    fputs("  \"routes\": [\n", f);
+    for (struct sg_route *r = app->routes; r; r = r->next, first = false) {
+        sg_route_poll_kernel_drops(r);
+        fputs(first ? "" : ",\n", f);
+        json_route(f, r, false, sessions);
+    }
+    /* Retired routes: the freed ones, oldest first, then those still closing. */
+    for (uint64_t i = app->nretired_log - kept; i < app->nretired_log; i++, first = false) {
+        fputs(first ? "" : ",\n", f);
+        json_route_summary(f, &app->retired_log[i % SG_APP_RETIRED_KEEP], sessions);
+    }
+    for (const struct sg_route *r = app->retired; r; r = r->next, first = false) {
+        fputs(first ? "" : ",\n", f);
+        json_route(f, r, true, sessions);
+    }
+    fputs("\n  ]\n}\n", f);
+}
+
+void sg_stats_json_sessions(FILE *f, struct sg_app *app, bool ended)
+{
+    bool first = true;
+
+    fputs("{\"sessions\": [", f);
+    for (const struct sg_route *r = app->routes; r; r = r->next) {
+        for (size_t i = 0; ended && i < r->nended; i++)
+            json_session(f, &r->ended[i], r->conf.name, &first);
+        for (const struct sg_session *s = r->sessions; s; s = s->next) {
+            struct sg_session_summary sum;
+            sg_stats_live_summary(s, &sum);
+            json_session(f, &sum, r->conf.name, &first);
+        }
+    }
+    fputs(first ? "]}\n" : "\n  ]}\n", f);
+}
+
 int sg_stats_write(struct sg_app *app, const char *path)
 {
     char tmp[4096];
-    bool first = true;
-    uint64_t kept;
     FILE *f;
     int err = 0;
 
@@ -209,31 +280,7 @@ int sg_stats_write(struct sg_app *app, const char *path)
                strerror(errno));
         return err;
     }
-    kept = app->retired_log ? app->nretired_log : 0;
-    if (kept > SG_APP_RETIRED_KEEP)
-        kept = SG_APP_RETIRED_KEEP;
-    fprintf(f,
-            "{\"version\": \"%s\", \"started_ms\": %llu, \"uptime_ms\": %llu, "
-            "\"retired_routes_omitted\": %llu,\n",
-            SG_VERSION, (unsigned long long)app->started_wall_ms,
-            (unsigned long long)(sg_now_wall_ms() - app->started_wall_ms),
-            (unsigned long long)(app->nretired_log - kept));
-    fputs("  \"routes\": [\n", f);
-    for (struct sg_route *r = app->routes; r; r = r->next, first = false) {
-        sg_route_poll_kernel_drops(r);
-        fputs(first ? "" : ",\n", f);
-        json_route(f, r, false);
-    }
-    /* Retired routes: the freed ones, oldest first, then those still closing. */
-    for (uint64_t i = app->nretired_log - kept; i < app->nretired_log; i++, first = false) {
-        fputs(first ? "" : ",\n", f);
-        json_route_summary(f, &app->retired_log[i % SG_APP_RETIRED_KEEP]);
-    }
-    for (const struct sg_route *r = app->retired; r; r = r->next, first = false) {
-        fputs(first ? "" : ",\n", f);
-        json_route(f, r, true);
-    }
-    fputs("\n  ]\n}\n", f);
+    sg_stats_json(f, app, true);
 
     /* A full disk shows up at flush or close: report it and keep the old file. */
     if (ferror(f) || fflush(f) != 0)

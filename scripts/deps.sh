@@ -6,14 +6,16 @@
 set -euo pipefail
 
 pkgs=(build-essential meson ninja-build pkg-config libuv1-dev zlib1g-dev libsodium-dev
-      libpcap-dev python3)
+      libpcap-dev libmicrohttpd-dev python3)
 if [ "${1:-}" = "--test" ]; then
   # clang + libclang-rt-dev (libFuzzer and the sanitizer runtimes, only a
   # Recommends of clang) + llvm (llvm-symbolizer) for the fuzz suite; the
   # games of the real-peer tests; ss for the socket tests; fteqcc builds the
-  # NetQuake and QuakeWorld peers' placeholder game code
+  # NetQuake and QuakeWorld peers' placeholder game code; the prometheus
+  # client's text parser and headless Chromium for the `http` tests
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
-        iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake)
+        iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake
+        python3-prometheus-client chromium)
 fi
 
 missing=()

@@ -79,6 +79,14 @@ const struct sg_bench_mode sg_bench_modes[] = {
      true,
      NULL,
      "slipgate decoding and recording demos (record DIR)"},
+    {"slipgate-http",
+     SG_BENCH_RELAY_SLIPGATE,
+     {"-p", "q3", NULL},
+     true,
+     false,
+     NULL,
+     "slipgate decoding, with `http` on and /metrics scraped every 100 ms",
+     true},
 };
 
 const size_t sg_bench_nmodes = sizeof(sg_bench_modes) / sizeof(sg_bench_modes[0]);

@@ -19,6 +19,8 @@
 #define SG_BENCH_BENCH_H
 
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -231,6 +233,7 @@ struct sg_bench_mode {
     bool record;             /* add `+set record DIR` (a folder of the run) */
     const char *unavailable; /* why the mode cannot run yet, or NULL */
     const char *what;        /* one line for --help */
+    bool http;               /* add `+set http 127.0.0.1:PORT`, scraped every 100 ms */
 };
 
 extern const struct sg_bench_mode sg_bench_modes[];
@@ -261,6 +264,7 @@ struct sg_bench_result {
     const struct sg_bench_mode *mode;
     enum sg_bench_status status;
     char error[512];
+    unsigned long scrapes_ok, scrapes_failed; /* slipgate-http: /metrics scrapes */
 
     /* Throughput. */
     double tput_pps, tput_target;
@@ -316,6 +320,23 @@ void sg_bench_report_command(const struct sg_bench *b, FILE *f);
  * only with -v. */
 void sg_bench_say(const struct sg_bench_opts *o, bool verbose_only, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* ---- the /metrics scraper of the slipgate-http mode (scrape.c) ---- */
+
+struct sg_bench_scraper {
+    pthread_t thread;
+    bool running;
+    atomic_bool stop;
+    uint16_t port;
+    atomic_ulong ok, failed; /* scrapes that answered 200 with the metrics, the others */
+    char *buf;
+};
+
+/* A TCP port on 127.0.0.1 that was free a moment ago, or a negative errno. */
+int sg_bench_free_tcp_port(void);
+/* Fetch http://127.0.0.1:PORT/metrics every 100 ms on a thread until stopped. */
+int sg_bench_scraper_start(struct sg_bench_scraper *s, uint16_t port);
+void sg_bench_scraper_stop(struct sg_bench_scraper *s); /* accepts a zeroed struct */
 
 /* ---- time ---- */
 

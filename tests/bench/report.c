@@ -297,6 +297,9 @@ static void print_json(const struct sg_bench *b, FILE *f)
             fputc('}', f);
             continue;
         }
+        if (m->mode->http)
+            fprintf(f, ", \"metrics_scrapes\": {\"ok\": %lu, \"failed\": %lu}", m->scrapes_ok,
+                    m->scrapes_failed);
         fprintf(f, ",\n   \"throughput\": {\"pps\": ");
         jnum(f, m->tput_pps, 0);
         fprintf(f, ", \"target_pps\": ");

@@ -41,6 +41,7 @@ struct relay_proc {
     pid_t pid;
     uint16_t port;
     char log[PATH_MAX], stats[PATH_MAX];
+    struct sg_bench_scraper scraper; /* slipgate-http: polls /metrics while it runs */
 };
 
 /* One mode while it runs. */
@@ -234,6 +235,8 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
                        struct relay_proc *rp, struct sg_bench_result *m)
 {
     char listen[32], server[32], lport[16], sport[16], why[256], tail[256], record[PATH_MAX];
+    char http[32];
+    int http_port = 0;
     const char *argv[40];
     int status = 0, err = -EINVAL;
 
@@ -296,6 +299,17 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
                 argv[argc++] = "record";
                 argv[argc++] = record;
             }
+            if (def->http) {
+                http_port = sg_bench_free_tcp_port();
+                if (http_port < 0) {
+                    set_error(m, "no free TCP port: %s", strerror(-http_port));
+                    return http_port;
+                }
+                snprintf(http, sizeof(http), "127.0.0.1:%d", http_port);
+                argv[argc++] = "+set";
+                argv[argc++] = "http";
+                argv[argc++] = http;
+            }
         }
         argv[argc] = NULL;
 
@@ -305,6 +319,9 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
             return err;
         }
         err = sg_bench_child_wait_udp(rp->pid, rp->port, START_TIMEOUT, &status);
+        if (err == 0 && http_port > 0 &&
+            (err = sg_bench_scraper_start(&rp->scraper, (uint16_t)http_port)) < 0)
+            set_error(m, "cannot start the /metrics scraper: %s", strerror(-err));
         if (err == 0)
             return 0;
         status = sg_bench_child_stop(rp->pid, 0.5);
@@ -327,6 +344,7 @@ static void relay_stop(struct relay_proc *rp, struct sg_bench_result *m)
     char why[256], tail[256];
     int status;
 
+    sg_bench_scraper_stop(&rp->scraper);
     if (rp->pid <= 0)
         return;
     status = sg_bench_child_stop(rp->pid, STOP_GRACE);
@@ -605,6 +623,12 @@ static void finish(struct sg_bench *b, struct mode_run *r)
     if (r->others_wall_ns > 0)
         m->others = r->others_ns / r->others_wall_ns;
     relay_stop(&r->rp, m);
+    if (m->mode->http) {
+        m->scrapes_ok = atomic_load(&r->rp.scraper.ok);
+        m->scrapes_failed = atomic_load(&r->rp.scraper.failed);
+        sg_bench_say(&b->o, false, "%s: %lu scrapes of /metrics answered, %lu failed",
+                     m->mode->name, m->scrapes_ok, m->scrapes_failed);
+    }
     if (m->mode->relay == SG_BENCH_RELAY_SLIPGATE && r->rp.stats[0])
         read_stats(r->rp.stats, m);
     if (m->mode->record) {

@@ -72,6 +72,9 @@ MODES = {
     # NAT rebinding: the client talks through UdpNat, which moves to a new
     # source port mid-game; as full, and the one session follows the qport
     "nat": ["-p", "q3", "+set", "reencode", "always", "--record", "{work}/demos"],
+    # the filters mode's config with `http` on: headless Chromium loads the
+    # page during the game (check_web)
+    "web": ["-c", "{work}/slipgate.conf"],
 }
 
 FILTERS_CONF = """route q3 {{
@@ -132,6 +135,14 @@ class Fail(Exception):
 
 def free_udp_port():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def free_tcp_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
@@ -426,6 +437,53 @@ def check_filters(session, work, cli_out, srv_out, said, cli_cvars, procs, limit
             f"{frames} frames in {secs} s")
 
 
+def check_web(http_port, srv_port, work):
+    """The live page in headless Chromium during the real game: the session
+    listed with codec q3 and decode health ok, its counters rising, the
+    server's chat (rewritten by the filter) and the injected prints in the
+    feed; a screenshot saved (web.png in the work folder, or $SG_SCREENSHOT)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "http"))
+    import browser_test
+    ch = browser_test.Chromium(work)
+    try:
+        ch.open(f"http://127.0.0.1:{http_port}/")
+        rows = ch.wait("(%s).filter(r => r[3] === 'q3' && r[10] === 'ok')"
+                       % browser_test.cells("#sessions tbody tr"), 15,
+                       "the session, decoded without errors")
+        first = int(rows[0][5].replace(",", ""))
+        wait_for(lambda: "slipgate_http_stream_clients 1" in http_get(http_port, "/metrics"), 10)
+        rcon(srv_port, "say the page shows badword")
+        ch.wait("Array.from(document.querySelectorAll('#feed li')).some(li => "
+                "li.dataset.kind === 'chat' && li.textContent.includes('the page shows *******'))",
+                15, "the server's chat line, rewritten")
+        ch.wait("Array.from(document.querySelectorAll('#feed li')).some(li => "
+                "li.textContent.includes('slipgate injected'))", 15, "an injected print")
+        later = int(ch.eval(browser_test.cells("#sessions tbody tr"))[0][5].replace(",", ""))
+        if later <= first:
+            raise Fail(f"the session's c>s counter did not rise on the page: {first}, {later}")
+        shot = os.environ.get("SG_SCREENSHOT") or os.path.join(work, "web.png")
+        ch.screenshot(shot)
+        return f"; the page listed the session ({first} -> {later} c>s) and the chat, {shot}"
+    except browser_test.Fail as e:
+        raise Fail(str(e))
+    finally:
+        ch.close()
+
+
+def http_get(port, path):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return data.decode("utf-8", "replace")
+                data += chunk
+    except OSError:
+        return ""
+
+
 def check_netem(session, work, lost, cli_cvars, procs, limit):
     """Under 10% loss: no decode errors and the recorded demo plays."""
     d = session.get("decode") or {}
@@ -583,7 +641,7 @@ def run_case(case, seconds):
         os.makedirs(os.path.join(home_cli, "baseoa"))
         os.makedirs(home_srv)
         with open(os.path.join(home_cli, "baseoa", "peersmove.cfg"), "w") as f:
-            f.write(SAY_CFG if mode == "filters" else MOVE_CFG)
+            f.write(SAY_CFG if mode in ("filters", "web") else MOVE_CFG)
         with open(os.path.join(home_cli, "baseoa", QUIT_CFG), "w") as f:
             f.write("\n")
         srv_port, px_port, cli_port = free_udp_port(), free_udp_port(), free_udp_port()
@@ -611,9 +669,12 @@ def run_case(case, seconds):
             with open(conf, "w") as f:
                 f.write(MIDRECORD_CONF.format(px=px_port, srv=srv_port, extra=""))
             where = []
-        elif mode in ("filters", "netem"):
+        elif mode in ("filters", "netem", "web"):
             with open(conf, "w") as f:
-                f.write((FILTERS_CONF if mode == "filters" else NETEM_CONF).format(
+                if mode == "web":
+                    http_port = free_tcp_port()
+                    f.write(f"http 127.0.0.1:{http_port}\n")
+                f.write((NETEM_CONF if mode == "netem" else FILTERS_CONF).format(
                     px=px_port, srv=srv_port, work=work))
             where = []
         else:
@@ -663,7 +724,7 @@ def run_case(case, seconds):
         while time.monotonic() - entered < seconds:
             if nat and len(nat.outs) == 1 and time.monotonic() - entered > seconds / 2:
                 nat.rebind()
-            if mode == "filters" and time.monotonic() - entered > 2 + 4 * said:
+            if mode in ("filters", "web") and time.monotonic() - entered > 2 + 4 * said:
                 rcon(srv_port, f"say the server says badword {said}")
                 said += 1
             if cli.poll() is not None:
@@ -677,6 +738,7 @@ def run_case(case, seconds):
                 raise Fail(f"the client did not come back after the map change:\n"
                            f"{read(srv_log)[-2000:]}")
             time.sleep(5)
+        web = check_web(http_port, srv_port, work) if mode == "web" else ""
         status = getstatus(srv_port)
         players = [l for l in status.split("\n")[2:] if '"peers' in l]
         if not players or players[0].split()[1] == "999":
@@ -729,6 +791,7 @@ def run_case(case, seconds):
             extra = check_netem(sessions[0], work, lost, cli_cvars, procs, limit)
         if mode in ("full", "mapchange", "auto", "midrecord", "filters", "netem"):
             extra += check_demo_end(sessions[0], home_cli, px_log)
+        extra += web
         if mode == "mapchange":
             files = sorted(os.listdir(os.path.join(work, "demos")))
             maps = sorted(f.split("-")[0] for f in files)

@@ -1,0 +1,41 @@
+/*
+ * The `http ADDR:PORT` server: Prometheus /metrics, the JSON API
+ * (/api/routes, /api/sessions, /api/recordings), the live stream of
+ * decoded messages (/api/stream, Server-Sent Events) and the web page (/).
+ *
+ * GNU libmicrohttpd parses HTTP; it runs without threads of its own, from
+ * the relay's libuv loop: its epoll descriptor is watched by a uv_poll_t
+ * and a timer follows MHD_get_timeout.  Nothing it does blocks the loop.
+ */
+#ifndef SG_PROXY_HTTP_H
+#define SG_PROXY_HTTP_H
+
+#include "filters/filter.h"
+
+struct sg_app;
+struct sg_session;
+struct sg_http;
+
+/* Limits (README, "Watching slipgate"). */
+#define SG_HTTP_MAX_CONNECTIONS 32           /* at once; more are refused */
+#define SG_HTTP_MAX_STREAMS     8            /* /api/stream clients at once */
+#define SG_HTTP_REQUEST_MAX     16384        /* bytes of request line and headers */
+#define SG_HTTP_IDLE_TIMEOUT_S  30           /* an idle connection is closed */
+#define SG_HTTP_STREAM_BUF      (256 * 1024) /* events waiting per stream client */
+
+/*
+ * Start serving on `addr` ("host:port") from app's loop; `token` (may be
+ * NULL) is then required of every request.  Returns 0 and the server in
+ * `*out`, or a negative error after logging why.
+ */
+int sg_http_start(struct sg_app *app, const char *addr, const char *token, struct sg_http **out);
+
+/* Close every connection and the server's handles; the server frees itself
+ * once their close callbacks ran.  Accepts NULL. */
+void sg_http_stop(struct sg_http *h);
+
+/* A frame of session `s` went out or was dropped (`call` as the taps see it):
+ * the live stream's clients get its JSON line.  Cheap when none listens. */
+void sg_http_frame(struct sg_http *h, struct sg_session *s, const struct sg_filter_call *call);
+
+#endif

@@ -1,0 +1,348 @@
+/*
+ * /metrics in the Prometheus text format: one family per quantity, labels
+ * per route (never per client: the series stay bounded by the routes,
+ * codecs, filters and drop reasons of the configuration).  Counters end in
+ * _total, sizes are bytes, times seconds.  Decode counters add the ended
+ * sessions a route still keeps (--stats' list) to the live ones.
+ */
+#include "proxy/metrics.h"
+
+#include "proxy/app.h"
+#include "sg_version.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_CODECS 16
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value: backslash, quote and newline escaped. */
+static void label_value(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            fprintf(f, "\\%c", *s);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void sample_route(FILE *f, const char *name, const struct sg_route *r, const char *k2,
+                         const char *v2, uint64_t value)
+{
+    fprintf(f, "%s{route=", name);
+    label_value(f, r->conf.name);
+    if (k2) {
+        fprintf(f, ",%s=", k2);
+        label_value(f, v2);
+    }
+    fprintf(f, "} %llu\n", (unsigned long long)value);
+}
+
+/* Decode counters of one route by codec: ended sessions kept, plus live ones. */
+struct codec_sum {
+    const char *name;
+    struct sg_codec_stats c;
+};
+
+static void stats_add(struct sg_codec_stats *to, const struct sg_codec_stats *c)
+{
+    to->decoded += c->decoded;
+    to->messages += c->messages;
+    to->errors += c->errors;
+    to->oob += c->oob;
+    to->rejected += c->rejected;
+    to->reencoded += c->reencoded;
+    to->reencode_identical += c->reencode_identical;
+    to->reencode_errors += c->reencode_errors;
+}
+
+static void add_codec(struct codec_sum *sums, int *n, const char *name,
+                      const struct sg_codec_stats *c)
+{
+    int i;
+
+    for (i = 0; i < *n && strcmp(sums[i].name, name) != 0; i++)
+        ;
+    if (i == *n) {
+        if (*n == MAX_CODECS)
+            return;
+        memset(&sums[i], 0, sizeof(sums[i]));
+        sums[i].name = name;
+        (*n)++;
+    }
+    stats_add(&sums[i].c, c);
+}
+
+/* Per route: decode sums by codec, demos written, live recordings and their bytes. */
+struct route_sums {
+    struct codec_sum codecs[MAX_CODECS];
+    int ncodecs;
+    uint64_t demos, recording, recording_bytes;
+};
+
+void sg_metrics_session_omitted(struct sg_route *r, const struct sg_session_summary *sum)
+{
+    r->omitted.demos += sum->demos;
+    if (!sum->codec)
+        return;
+    for (int i = 0; i < SG_ROUTE_OMITTED_CODECS; i++) {
+        if (!r->omitted.codec[i] || strcmp(r->omitted.codec[i], sum->codec) == 0) {
+            r->omitted.codec[i] = sum->codec; /* a static name (the codec table's) */
+            stats_add(&r->omitted.cstats[i], &sum->cstats);
+            return;
+        }
+    }
+}
+
+static void route_sums(const struct sg_route *r, struct route_sums *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->demos = r->omitted.demos;
+    for (int i = 0; i < SG_ROUTE_OMITTED_CODECS && r->omitted.codec[i]; i++)
+        add_codec(out->codecs, &out->ncodecs, r->omitted.codec[i], &r->omitted.cstats[i]);
+    for (size_t i = 0; i < r->nended; i++) {
+        if (r->ended[i].codec)
+            add_codec(out->codecs, &out->ncodecs, r->ended[i].codec, &r->ended[i].cstats);
+        out->demos += r->ended[i].demos;
+    }
+    for (const struct sg_session *s = r->sessions; s; s = s->next) {
+        struct sg_session_summary sum;
+
+        sg_stats_live_summary(s, &sum);
+        if (sum.codec)
+            add_codec(out->codecs, &out->ncodecs, sum.codec, &sum.cstats);
+        out->demos += sum.demos;
+        for (int i = 0; r->chain && s->slots && i < r->chain->n; i++) {
+            const char *path;
+            uint64_t bytes;
+            if (sg_record_slot_progress(r->chain->f[i].fc->impl, s->slots[i], &path, &bytes)) {
+                out->recording++;
+                out->recording_bytes += bytes;
+            }
+        }
+    }
+}
+
+static uint64_t rss_bytes(void)
+{
+    unsigned long long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "re");
+
+    if (!f)
+        return 0;
+    if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *st)
+{
+    struct route_sums *sums;
+    int nroutes = 0, i;
+    const struct sg_route *r;
+
+    for (r = app->routes; r; r = r->next)
+        nroutes++;
+    sums = calloc(nroutes ? (size_t)nroutes : 1, sizeof(*sums));
+    if (!sums)
+        return;
+    i = 0;
+    for (struct sg_route *rw = app->routes; rw; rw = rw->next) {
+        sg_route_poll_kernel_drops(rw);
+        route_sums(rw, &sums[i++]);
+    }
+
+    /* The process. */
+    family(f, "slipgate_build_info", "gauge", "slipgate's version (always 1)");
+    fprintf(f, "slipgate_build_info{version=\"%s\"} 1\n", SG_VERSION);
+    family(f, "slipgate_start_time_seconds", "gauge", "when slipgate started, since the epoch");
+    fprintf(f, "slipgate_start_time_seconds %.3f\n", (double)app->started_wall_ms / 1000.0);
+    family(f, "slipgate_process_resident_memory_bytes", "gauge", "resident memory of the process");
+    fprintf(f, "slipgate_process_resident_memory_bytes %llu\n", (unsigned long long)rss_bytes());
+    family(f, "slipgate_loop_lag_seconds", "gauge",
+           "how late the event loop ran a timer at the last 0.5 s tick");
+    fprintf(f, "slipgate_loop_lag_seconds %.6f\n", st->loop_lag_s);
+
+    /* Datagrams and bytes relayed, drops. */
+    family(f, "slipgate_datagrams_total", "counter", "datagrams forwarded, by direction");
+    for (r = app->routes; r; r = r->next) {
+        sample_route(f, "slipgate_datagrams_total", r, "direction", "c2s", r->counters.c2s_packets);
+        sample_route(f, "slipgate_datagrams_total", r, "direction", "s2c", r->counters.s2c_packets);
+    }
+    family(f, "slipgate_bytes_total", "counter", "UDP payload bytes forwarded, by direction");
+    for (r = app->routes; r; r = r->next) {
+        sample_route(f, "slipgate_bytes_total", r, "direction", "c2s", r->counters.c2s_bytes);
+        sample_route(f, "slipgate_bytes_total", r, "direction", "s2c", r->counters.s2c_bytes);
+    }
+    family(f, "slipgate_drops_total", "counter", "datagrams not forwarded, by reason");
+    for (r = app->routes; r; r = r->next)
+        for (int d = 0; d < SG_DROP__COUNT; d++)
+            sample_route(f, "slipgate_drops_total", r, "reason", sg_drop_names[d],
+                         r->counters.drops[d]);
+    family(f, "slipgate_listener_kernel_drops_total", "counter",
+           "datagrams the kernel dropped at the listening socket (full receive buffer)");
+    for (r = app->routes; r; r = r->next)
+        sample_route(f, "slipgate_listener_kernel_drops_total", r, NULL, NULL, r->kernel_drops);
+
+    /* Sessions. */
+    family(f, "slipgate_sessions_active", "gauge", "sessions (clients) now");
+    for (r = app->routes; r; r = r->next)
+        sample_route(f, "slipgate_sessions_active", r, NULL, NULL, r->nsessions);
+    family(f, "slipgate_sessions_total", "counter", "sessions started");
+    for (r = app->routes; r; r = r->next)
+        sample_route(f, "slipgate_sessions_total", r, NULL, NULL, r->sessions_total);
+    family(f, "slipgate_sessions_evicted_total", "counter",
+           "sessions ended to make room when the table was full");
+    for (r = app->routes; r; r = r->next)
+        sample_route(f, "slipgate_sessions_evicted_total", r, NULL, NULL, r->sessions_evicted);
+
+    /* Decoding, by codec. */
+    {
+        static const struct {
+            const char *name, *help;
+            size_t off;
+        } dec[] = {
+            {"slipgate_decode_datagrams_total", "datagrams decoded",
+             offsetof(struct sg_codec_stats, decoded)},
+            {"slipgate_decode_messages_total", "messages decoded",
+             offsetof(struct sg_codec_stats, messages)},
+            {"slipgate_decode_oob_total", "connectionless (out-of-band) datagrams decoded",
+             offsetof(struct sg_codec_stats, oob)},
+            {"slipgate_decode_rejected_total", "datagrams the codec refused (not its game)",
+             offsetof(struct sg_codec_stats, rejected)},
+            {"slipgate_decode_errors_total", "datagrams that failed to decode (still relayed)",
+             offsetof(struct sg_codec_stats, errors)},
+            {"slipgate_reencodes_total", "messages rebuilt from their decoded form",
+             offsetof(struct sg_codec_stats, reencoded)},
+            {"slipgate_reencodes_identical_total",
+             "rebuilt messages byte-identical to the original",
+             offsetof(struct sg_codec_stats, reencode_identical)},
+            {"slipgate_reencode_errors_total", "rebuilds that failed (the original went out)",
+             offsetof(struct sg_codec_stats, reencode_errors)},
+        };
+        for (size_t k = 0; k < sizeof(dec) / sizeof(dec[0]); k++) {
+            family(f, dec[k].name, "counter", dec[k].help);
+            i = 0;
+            for (r = app->routes; r; r = r->next, i++)
+                for (int c = 0; c < sums[i].ncodecs; c++) {
+                    uint64_t v;
+                    memcpy(&v, (const char *)&sums[i].codecs[c].c + dec[k].off, sizeof(v));
+                    sample_route(f, dec[k].name, r, "codec", sums[i].codecs[c].name, v);
+                }
+        }
+    }
+
+    /* Filters, by label. */
+    {
+        static const struct {
+            const char *name, *help;
+            size_t off;
+        } flt[] = {
+            {"slipgate_filter_frames_total", "frames the filter saw",
+             offsetof(struct sg_filter_counters, seen)},
+            {"slipgate_filter_passed_total", "frames the filter passed",
+             offsetof(struct sg_filter_counters, passed)},
+            {"slipgate_filter_dropped_total", "frames the filter dropped",
+             offsetof(struct sg_filter_counters, dropped)},
+            {"slipgate_filter_changed_total", "frames the filter changed",
+             offsetof(struct sg_filter_counters, changed)},
+            {"slipgate_filter_injected_total", "messages the filter injected",
+             offsetof(struct sg_filter_counters, injected)},
+            {"slipgate_filter_errors_total", "errors of the filter",
+             offsetof(struct sg_filter_counters, errors)},
+        };
+        for (size_t k = 0; k < sizeof(flt) / sizeof(flt[0]); k++) {
+            family(f, flt[k].name, "counter", flt[k].help);
+            for (r = app->routes; r; r = r->next)
+                for (int c = 0; r->chain && c < r->chain->n; c++) {
+                    uint64_t v;
+                    memcpy(&v, (const char *)&r->chain->f[c].counters + flt[k].off, sizeof(v));
+                    sample_route(f, flt[k].name, r, "filter", r->chain->f[c].fc->label, v);
+                }
+        }
+    }
+
+    /* Demos. */
+    family(f, "slipgate_demos_written_total", "counter",
+           "demo files written (that got at least one message)");
+    i = 0;
+    for (r = app->routes; r; r = r->next, i++)
+        sample_route(f, "slipgate_demos_written_total", r, NULL, NULL, sums[i].demos);
+    family(f, "slipgate_recordings_active", "gauge", "demo files being written now");
+    i = 0;
+    for (r = app->routes; r; r = r->next, i++)
+        sample_route(f, "slipgate_recordings_active", r, NULL, NULL, sums[i].recording);
+    family(f, "slipgate_recording_bytes", "gauge", "bytes in the demo files being written now");
+    i = 0;
+    for (r = app->routes; r; r = r->next, i++)
+        sample_route(f, "slipgate_recording_bytes", r, NULL, NULL, sums[i].recording_bytes);
+
+    /* The HTTP server's live stream. */
+    family(f, "slipgate_http_stream_clients", "gauge", "/api/stream clients connected");
+    fprintf(f, "slipgate_http_stream_clients %llu\n", (unsigned long long)st->stream_clients);
+    family(f, "slipgate_http_stream_events_total", "counter", "events queued to stream clients");
+    fprintf(f, "slipgate_http_stream_events_total %llu\n", (unsigned long long)st->stream_events);
+    family(f, "slipgate_http_stream_dropped_total", "counter",
+           "events a slow stream client lost (its buffer was full)");
+    fprintf(f, "slipgate_http_stream_dropped_total %llu\n", (unsigned long long)st->stream_dropped);
+    free(sums);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+void sg_metrics_recordings_json(FILE *f, struct sg_app *app)
+{
+    uint64_t now = sg_now_wall_ms();
+    bool first = true;
+
+    fputs("{\"recordings\": [", f);
+    for (const struct sg_route *r = app->routes; r; r = r->next)
+        for (const struct sg_session *s = r->sessions; s; s = s->next)
+            for (int i = 0; r->chain && s->slots && i < r->chain->n; i++) {
+                const char *path;
+                uint64_t bytes;
+
+                if (!sg_record_slot_progress(r->chain->f[i].fc->impl, s->slots[i], &path, &bytes))
+                    continue;
+                fprintf(f, "%s\n  {\"route\": ", first ? "" : ",");
+                json_str(f, r->conf.name);
+                fprintf(f, ", \"session\": %llu, \"client\": ", (unsigned long long)s->sum.id);
+                json_str(f, s->sum.client);
+                fputs(", \"filter\": ", f);
+                json_str(f, r->chain->f[i].fc->label);
+                fputs(", \"path\": ", f);
+                json_str(f, path);
+                fprintf(f, ", \"bytes\": %llu, \"map\": ", (unsigned long long)bytes);
+                json_str(f, s->map);
+                fprintf(
+                    f, ", \"started_ms\": %llu, \"duration_ms\": %llu}",
+                    (unsigned long long)s->sum.started_ms,
+                    (unsigned long long)(now > s->sum.started_ms ? now - s->sum.started_ms : 0));
+                first = false;
+            }
+    fputs(first ? "]}\n" : "\n]}\n", f);
+}

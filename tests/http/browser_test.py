@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""The web page in a real browser: headless Chromium (Debian `chromium`)
+loads slipgate's `/` while a real Quake 3 session (the ioquake3 capture,
+replayed lock-step from both ends) flows through a route that records it
+and rewrites a player's name into HTML, and an `inject` filter sends the
+client a chat line holding a script.  The test drives Chromium through the
+DevTools protocol on a pipe (--remote-debugging-pipe: no port opened) and
+checks the DOM: the session is listed with its codec, its counters rise,
+the print lines of the game and the chat line show in the feed, the
+hostile name and chat show as text (no element made of them, no script
+run), the recording is listed with its map and size.
+It saves a screenshot (browser.png in the test's directory, or
+$SG_SCREENSHOT).  Usage: browser_test.py page
+"""
+
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from httplib_sg import Fail, check, request, replay_game, server_socket, q3cap  # noqa: E402
+import harness  # noqa: E402
+
+HOSTILE = "<img src=x onerror=document.title='pwned'>"
+CHAT = "<script>document.title='pwned'</script>good game"
+
+
+class Chromium:
+    """Chromium with the DevTools protocol on fds 3 (commands in) and 4 (out)."""
+
+    def __init__(self, workdir):
+        exe = shutil.which('chromium') or shutil.which('chromium-browser')
+        if not exe:
+            raise Fail('chromium is not installed (scripts/deps.sh --test)')
+        cmd_r, self.cmd_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+
+        def fds():
+            os.dup2(cmd_r, 3, inheritable=True)
+            os.dup2(out_w, 4, inheritable=True)
+
+        self.proc = subprocess.Popen(
+            [exe, '--headless', '--no-sandbox', '--disable-gpu', '--remote-debugging-pipe',
+             '--user-data-dir=' + os.path.join(workdir, 'chromium'), '--no-first-run',
+             '--disable-extensions', '--disable-background-networking', '--disable-sync',
+             '--disable-component-update', '--disable-default-apps', '--mute-audio',
+             '--hide-scrollbars', '--window-size=1400,1100', 'about:blank'],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(workdir, 'chromium.log'), 'wb'),
+            close_fds=False, preexec_fn=fds, start_new_session=True)
+        os.close(cmd_r)
+        os.close(out_w)
+        self.buf = b''
+        self.next_id = 0
+        self.session = None
+        self.watchdog = threading.Timer(60, self.kill)
+        self.watchdog.daemon = True
+        self.watchdog.start()
+
+    def _read_message(self, deadline):
+        while b'\0' not in self.buf:
+            if time.monotonic() > deadline:
+                raise Fail('chromium did not answer in time')
+            import select
+            r, _, _ = select.select([self.out_r], [], [], 0.5)
+            if r:
+                chunk = os.read(self.out_r, 1 << 20)
+                if not chunk:
+                    raise Fail('chromium closed its DevTools pipe (exit %s)' % self.proc.poll())
+                self.buf += chunk
+        msg, self.buf = self.buf.split(b'\0', 1)
+        return json.loads(msg)
+
+    def call(self, method, params=None, session=True, timeout=15.0):
+        self.next_id += 1
+        msg = {'id': self.next_id, 'method': method, 'params': params or {}}
+        if session and self.session:
+            msg['sessionId'] = self.session
+        os.write(self.cmd_w, json.dumps(msg).encode() + b'\0')
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self._read_message(deadline)
+            if m.get('id') == self.next_id:
+                if 'error' in m:
+                    raise Fail('chromium: %s: %s' % (method, m['error']))
+                return m.get('result', {})
+
+    def open(self, url):
+        target = self.call('Target.createTarget', {'url': 'about:blank'}, session=False)
+        att = self.call('Target.attachToTarget', {'targetId': target['targetId'], 'flatten': True},
+                        session=False)
+        self.session = att['sessionId']
+        self.call('Page.enable')
+        self.call('Runtime.enable')
+        self.call('Emulation.setDeviceMetricsOverride',
+                  {'width': 1400, 'height': 1100, 'deviceScaleFactor': 1, 'mobile': False})
+        self.call('Page.navigate', {'url': url})
+
+    def eval(self, expr):
+        r = self.call('Runtime.evaluate', {'expression': expr, 'returnByValue': True})
+        if 'exceptionDetails' in r:
+            raise Fail('page script error in %r: %s' % (expr, r['exceptionDetails']))
+        return r['result'].get('value')
+
+    def wait(self, expr, timeout, what):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            v = self.eval(expr)
+            if v:
+                return v
+            time.sleep(0.2)
+        raise Fail('the page did not show %s within %.0f s' % (what, timeout))
+
+    def screenshot(self, path):
+        # the page's content, not the empty viewport below it
+        h = self.eval("Math.ceil(document.querySelector('main').getBoundingClientRect().bottom)")
+        r = self.call('Page.captureScreenshot', {'format': 'png', 'clip': {
+            'x': 0, 'y': 0, 'width': 1400, 'height': min(max(h or 1100, 300), 1100), 'scale': 1}})
+        with open(path, 'wb') as f:
+            f.write(base64.b64decode(r['data']))
+
+    def kill(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # its own group, started here
+            except ProcessLookupError:
+                pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self):
+        try:
+            if self.proc.poll() is None:
+                self.call('Browser.close', session=False, timeout=3)
+                self.proc.wait(3)
+        except Exception:
+            pass
+        self.watchdog.cancel()
+        self.kill()
+        for fd in (self.cmd_w, self.out_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def cells(row_selector):
+    return ('Array.from(document.querySelectorAll(%s)).map(tr => Array.from(tr.cells)'
+            '.map(td => td.textContent))' % json.dumps(row_selector))
+
+
+def case_page(h):
+    cap = q3cap.Capture('ioq71')
+    srv = server_socket()
+    h.sockets.append(srv)
+    demos = h.path('demos')
+    conf = '''http 127.0.0.1:$P0
+route arena {
+    listen 127.0.0.1:$P1
+    server 127.0.0.1:%d
+    protocol q3
+    record %s
+    filter rewrite {
+        replace "Assassin" "%s"
+    }
+    filter inject {
+        kind chat
+        text "%s"
+        after 3s
+        count 1
+    }
+}
+''' % (srv.getsockname()[1], demos, HOSTILE, CHAT)
+    px = h.proxy(conf)
+    port = px.ports[0]
+    px.wait_for_log(r'http: serving on', 5)
+    browser = Chromium(h.dir)
+    stop = threading.Event()
+    try:
+        browser.open('http://127.0.0.1:%d/' % port)
+        browser.wait("document.querySelector('#routes tbody tr') !== null", 15, 'the route')
+        # the page's stream is connected before the game starts
+        end = time.monotonic() + 10
+        while b'slipgate_http_stream_clients 1' not in request(port, '/metrics')[2]:
+            check(time.monotonic() < end, 'the page never opened /api/stream')
+            time.sleep(0.2)
+
+        result = {}
+
+        def play():
+            try:
+                result['sent'] = replay_game(cap, px.ports[1], srv, pace=0.004, stop=stop)
+            except Exception as e:  # reported below
+                result['error'] = e
+
+        t = threading.Thread(target=play, daemon=True)
+        t.start()
+        rows = browser.wait("(%s).filter(r => r[1] === 'arena' && r[3] === 'q3')" %
+                            cells('#sessions tbody tr'), 10, 'the session with its codec')
+        first = int(rows[0][5].replace(',', ''))
+        time.sleep(2.0)
+        rows = browser.eval(cells('#sessions tbody tr'))
+        later = int(rows[0][5].replace(',', ''))
+        check(later > first, 'the c>s counter did not rise: %d then %d' % (first, later))
+        browser.wait("Array.from(document.querySelectorAll('#feed li')).some(li => "
+                     "li.textContent.includes('entered the game'))", 15,
+                     'a print line of the game ("entered the game")')
+        browser.wait("Array.from(document.querySelectorAll('#feed li')).some(li => "
+                     "li.dataset.kind === 'chat' && li.textContent.includes(%s))"
+                     % json.dumps(CHAT), 15, 'the chat line (injected), as text')
+        t.join(30)
+        check('error' not in result, 'replay: %r' % result.get('error'))
+        check(browser.eval("document.querySelectorAll('#feed script').length") == 0,
+              'a <script> element was made from a chat line')
+        # the hostile name: shown as text, never parsed into an element
+        shown = browser.wait("Array.from(document.querySelectorAll('#feed li .text'))"
+                             ".map(e => e.textContent).filter(t => t.includes(%s))"
+                             % json.dumps(HOSTILE), 10, 'the rewritten name as text')
+        check(browser.eval("document.querySelectorAll('#feed img, #sessions img').length") == 0,
+              'an <img> element was made from wire data')
+        check(browser.eval('document.title') == 'slipgate', 'the page title changed: %r'
+              % browser.eval('document.title'))
+        recs = browser.wait(cells('#recordings tbody tr') + '.filter(r => r[2] !== "-")', 10,
+                            'the recording with its map')
+        check(recs[0][2] == 'oa_dm1' and recs[0][4] != '0 B', 'recording row %r' % recs[0])
+        time.sleep(1.2)  # one more refresh with the final counters
+        out = os.environ.get('SG_SCREENSHOT') or h.path('browser.png')
+        browser.screenshot(out)
+        keep = os.environ.get('MESON_BUILD_ROOT')
+        print('shown %d hostile lines as text; recording %r; screenshot %s'
+              % (len(shown), recs[0], out))
+        if keep:
+            shutil.copy(out, os.path.join(keep, 'http-browser.png'))
+    finally:
+        stop.set()
+        browser.close()
+
+
+CASES = {'page': case_page}
+
+if __name__ == '__main__':
+    sys.exit(harness.main(CASES, sys.argv))

@@ -1,0 +1,398 @@
+#!/usr/bin/env python3
+"""The `http` server of slipgate: /metrics, the JSON API, the live stream,
+the token, the limits.  The real slipgate binary ($SLIPGATE) on 127.0.0.1;
+Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
+
+    metrics_match_stats  /metrics parses (prometheus_client's parser) and its
+                         counters equal --stats after a scripted run
+    api_match_stats      /api/routes and /api/sessions equal --stats
+    stream_replay        /api/stream delivers the frames of a real capture
+                         replay: the same lines as an inspect filter writes,
+                         and the same on a route without any filter
+    stream_slow_client   a stream client that never reads: events dropped
+                         and counted, memory flat, the relay unharmed
+    token                http_token: nothing without it, bearer or cookie in
+    only_get             other methods are refused with 405
+    connection_limit     the connection cap refuses one more, then recovers
+    request_too_large    a request past the size cap is refused
+"""
+
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from httplib_sg import (Fail, check, V4, request, get_json, Stream, replay_game,  # noqa: E402
+                        server_socket, q3cap)
+import harness  # noqa: E402
+
+
+def prometheus_parser():
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        # Debian's python3-prometheus-client, when python3 is not Debian's
+        sys.path.append('/usr/lib/python3/dist-packages')
+        try:
+            from prometheus_client.parser import text_string_to_metric_families
+        except ImportError:
+            raise Fail('python3-prometheus-client is not installed (scripts/deps.sh --test)')
+    return text_string_to_metric_families
+
+
+def http_proxy(h, routes, extra=''):
+    """slipgate with `http 127.0.0.1:$P0` and the given route blocks."""
+    conf = 'http 127.0.0.1:$P0\n' + extra + routes
+    px = h.proxy(conf, routes=conf.count('route '))
+    px.http = px.ports[0]
+    px.wait_for_log(r'http: serving on', 5)
+    return px
+
+
+def scrape(port):
+    status, hdrs, body = request(port, '/metrics')
+    check(status == 200, '/metrics: status %s' % status)
+    check(hdrs.get('content-type', '').startswith('text/plain; version=0.0.4'),
+          '/metrics content type %r' % hdrs.get('content-type'))
+    parse = prometheus_parser()
+    samples = {}
+    try:
+        for fam in parse(body.decode()):
+            for s in fam.samples:
+                samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    except Exception as e:
+        raise Fail('/metrics does not parse as Prometheus text: %s\n%s' % (e, body[:2000]))
+    return samples
+
+
+def metric(samples, name, **labels):
+    key = (name, tuple(sorted(labels.items())))
+    check(key in samples, 'no sample %s%s in /metrics' % (name, labels))
+    return samples[key]
+
+
+def echo_traffic(h, px, n, port_index=1):
+    """n datagrams from each of 3 clients through route 0, echoed."""
+    dest = (V4, px.ports[port_index])
+    clients = [h.client(V4) for _ in range(3)]
+    for c in clients:
+        for i in range(n):
+            c.send(b'hello %d' % i, dest)
+        got = 0
+        end = time.monotonic() + 5
+        while got < n and time.monotonic() < end:
+            got += len(c.recv(0.2))
+        check(got == n, 'client %d: %d of %d echoes' % (c.port, got, n))
+    return clients
+
+
+ROUTE_ECHO = '''route main {
+    listen 127.0.0.1:$P1
+    server 127.0.0.1:%d
+    filter netem {
+        loss_to_server 25%%
+        seed 7
+    }
+}
+'''
+
+
+def case_metrics_match_stats(h):
+    srv = h.echo(V4)
+    px = http_proxy(h, ROUTE_ECHO % srv.port)
+    # about a quarter of the client datagrams lost in the netem filter (drops by reason)
+    dest = (V4, px.ports[1])
+    clients = [h.client(V4) for _ in range(3)]
+    for c in clients:
+        for i in range(30):
+            c.send(b'hello %d' % i, dest)
+    time.sleep(0.5)
+    samples = scrape(px.http)
+    px.stop()
+    st = px.stats()['routes'][0]
+    c = st['counters']
+    for direction in ('c2s', 's2c'):
+        check(metric(samples, 'slipgate_datagrams_total', route='main', direction=direction)
+              == c[direction + '_packets'], 'datagrams %s differ from --stats' % direction)
+        check(metric(samples, 'slipgate_bytes_total', route='main', direction=direction)
+              == c[direction + '_bytes'], 'bytes %s differ from --stats' % direction)
+    for reason, n in c['drops'].items():
+        check(metric(samples, 'slipgate_drops_total', route='main', reason=reason) == n,
+              'drops %s differ from --stats' % reason)
+    check(c['drops']['filter'] > 0, 'the drop filter dropped nothing: %s' % c)
+    check(metric(samples, 'slipgate_sessions_total', route='main') == st['sessions_total'] == 3,
+          'sessions_total: %s' % st['sessions_total'])
+    check(metric(samples, 'slipgate_sessions_active', route='main') == 3, 'sessions_active')
+    check(metric(samples, 'slipgate_listener_kernel_drops_total', route='main')
+          == st['listener']['kernel_drops'], 'kernel drops')
+    for f in st['filters']:
+        for k, name in (('seen', 'frames'), ('passed', 'passed'), ('dropped', 'dropped'),
+                        ('changed', 'changed'), ('injected', 'injected'), ('errors', 'errors')):
+            check(metric(samples, 'slipgate_filter_%s_total' % name, route='main',
+                         filter=f['label']) == f[k], 'filter %s %s' % (f['label'], k))
+    check(metric(samples, 'slipgate_process_resident_memory_bytes') > 1e6, 'RSS')
+    check(metric(samples, 'slipgate_loop_lag_seconds') < 1.0, 'loop lag')
+    check(c['c2s_packets'] > 0 and c['s2c_packets'] > 0, 'no traffic: %s' % c)
+
+
+def case_api_match_stats(h):
+    srv = h.echo(V4)
+    px = http_proxy(h, ROUTE_ECHO % srv.port)
+    dest = (V4, px.ports[1])
+    for c in [h.client(V4) for _ in range(2)]:
+        for i in range(10):
+            c.send(b'x' * (i + 1), dest)
+    time.sleep(0.5)
+    routes = get_json(px.http, '/api/routes')
+    sessions = get_json(px.http, '/api/sessions')
+    recs = get_json(px.http, '/api/recordings')
+    px.stop()
+    stats = px.stats()
+    check(recs == {'recordings': []}, 'recordings: %r' % recs)
+    check(len(routes['routes']) == len(stats['routes']) == 1, 'routes')
+    a, b = routes['routes'][0], stats['routes'][0]
+    for k in b:
+        if k in ('sessions', 'listener', 'sessions_active'):
+            continue
+        check(a.get(k) == b[k], '/api/routes %s: %r, --stats %r' % (k, a.get(k), b[k]))
+    check('sessions' not in a, '/api/routes lists the sessions too')
+    check(a['sessions_active'] == 2 and b['sessions_active'] == 0, 'sessions_active')
+    check(len(sessions['sessions']) == 2, '/api/sessions: %r' % sessions)
+    by_id = {s['id']: s for s in b['sessions']}
+    for s in sessions['sessions']:
+        t = by_id[s['id']]
+        check(s['route'] == 'main', 'route name')
+        for k in ('client', 'upstream_port', 'started_ms', 'counters'):
+            check(s[k] == t[k], 'session %d %s: %r vs --stats %r' % (s['id'], k, s[k], t[k]))
+        check(s['state'] == 'active' and t['state'] == 'ended', 'states')
+
+
+ROUTE_Q3 = '''route %s {
+    listen 127.0.0.1:$P%d
+    server 127.0.0.1:%d
+    protocol q3
+%s}
+'''
+
+
+def strip_volatile(ev):
+    return {k: v for k, v in ev.items() if k not in ('t', 'time', 'route', 'session', 'client')}
+
+
+def case_stream_replay(h):
+    cap = q3cap.Capture('ioq71')
+    s1, s2 = server_socket(), server_socket()
+    h.sockets += [s1, s2]
+    inspect_out = h.path('inspect.jsonl')
+    routes = (ROUTE_Q3 % ('tapped', 1, s1.getsockname()[1],
+                          '    filter inspect {\n        format json\n        output %s\n'
+                          '        kinds print,servercmd,configstring,disconnect,clientcmd,'
+                          'centerprint,chat,stufftext\n    }\n' % inspect_out)
+              + ROUTE_Q3 % ('bare', 2, s2.getsockname()[1], ''))
+    px = http_proxy(h, routes)
+    kinds = 'print,servercmd,configstring,disconnect,clientcmd,centerprint,chat,stufftext'
+    st1 = Stream(px.http, '?route=tapped&kinds=' + kinds)
+    st2 = Stream(px.http, '?route=bare&kinds=text')
+    st3 = Stream(px.http, '?session=1&kinds=text')  # the tapped route's session: the first
+    try:
+        check(st1.wait_status() == 200 and st2.wait_status() == 200 and st3.wait_status() == 200,
+              'stream status')
+        sent, got = replay_game(cap, px.ports[1], s1)
+        check(got >= sent - 10, 'tapped replay: %d sent, %d arrived' % (sent, got))
+        sent, got = replay_game(cap, px.ports[2], s2)
+        check(got >= sent - 10, 'bare replay: %d sent, %d arrived' % (sent, got))
+        time.sleep(1.5)  # the inspect filter flushes about once a second
+        px.stop()
+        lines = [json.loads(x) for x in open(inspect_out)]
+        ev1 = st1.wait_events(len(lines), 3)
+        ev2 = st2.wait_events(len(lines), 3)
+        ev3 = st3.wait_events(len(lines), 3)
+    finally:
+        st1.close()
+        st2.close()
+        st3.close()
+    check(len(lines) >= 5, 'the inspect filter wrote %d lines (streams: %d, %d)' % (len(lines), len(ev1), len(ev2)))
+    check(len(ev1) == len(lines), 'stream of the tapped route: %d events, inspect %d lines'
+          % (len(ev1), len(lines)))
+    for a, b in zip(ev1, lines):
+        check(strip_volatile(a) == strip_volatile(b), 'stream event %r\n  != inspect line %r'
+              % (a, b))
+    check(len(ev2) == len(lines), 'stream of the route without filters: %d events, %d '
+          'expected' % (len(ev2), len(lines)))
+    for a, b in zip(ev2, lines):
+        check(strip_volatile(a) == strip_volatile(b), 'bare route event %r\n  != %r' % (a, b))
+    texts = [m['text'] for e in ev2 for m in e['msgs'] if m['kind'] == 'print']
+    check(any('entered the game' in (t or '') for t in texts), 'no "entered the game" print '
+          'in the stream: %r' % texts[:10])
+    check(all(e['route'] == 'bare' for e in ev2), 'route filter let others through')
+    check(len(ev3) == len(lines) and all(e['session'] == 1 and e['route'] == 'tapped'
+                                         for e in ev3),
+          'session=1: %d events, %r' % (len(ev3), [(e['route'], e['session']) for e in ev3][:5]))
+
+
+def rss_of(samples):
+    return metric(samples, 'slipgate_process_resident_memory_bytes')
+
+
+def case_stream_slow_client(h):
+    # Under AddressSanitizer, freed memory waits in a quarantine (256 MB by
+    # default) and shows as resident: keep it small so RSS means growth.
+    opts = os.environ.get('ASAN_OPTIONS', '')
+    os.environ['ASAN_OPTIONS'] = (opts + ':' if opts else '') + 'quarantine_size_mb=1'
+    srv = h.echo(V4)
+    route = '''route main {
+    listen 127.0.0.1:$P1
+    server 127.0.0.1:%d
+    filter inspect {
+        output /dev/null
+        level packets
+    }
+}
+''' % srv.port
+    px = http_proxy(h, route)
+    # A client that asks for the stream and never reads; small buffers so
+    # the kernel holds little and slipgate's own bound shows.
+    lazy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lazy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    lazy.connect((V4, px.http))
+    h.sockets.append(lazy)
+    if not os.environ.get('SG_NOLAZY'):
+        lazy.sendall(b'GET /api/stream HTTP/1.1\r\nHost: x\r\n\r\n')
+    time.sleep(0.3)
+    dest = (V4, px.ports[1])
+    clients = [h.client(V4) for _ in range(4)]
+    payload = b'p' * 900
+
+    def burst(n):
+        for i in range(n):
+            for c in clients:
+                c.send(payload, dest)
+            if i % 10 == 9:
+                time.sleep(0.003)
+        for c in clients:
+            c.recv(0.1)
+
+    burst(1000)
+    first = scrape(px.http)
+    burst(4000)
+    second = scrape(px.http)
+    dropped = metric(second, 'slipgate_http_stream_dropped_total')
+    queued = metric(second, 'slipgate_http_stream_events_total')
+    check(os.environ.get('SG_NOLAZY') or metric(second, 'slipgate_http_stream_clients') == 1, 'the lazy client is gone')
+    check(dropped > 1000, 'only %d events dropped for a client that never reads (%d queued)'
+          % (dropped, queued))
+    grew = rss_of(second) - rss_of(first)
+
+    check(grew < 2 * 1024 * 1024, 'RSS grew by %d bytes while 16000 more events came for a '
+          'client that does not read' % grew)
+    # Every datagram sent is accounted for: forwarded, or lost in a full
+    # listener buffer (the burst outruns a 2-core host at times).
+    fwd = metric(second, 'slipgate_datagrams_total', route='main', direction='c2s')
+    kdrops = metric(second, 'slipgate_listener_kernel_drops_total', route='main')
+    print('forwarded %d, kernel drops %d of 20000' % (fwd, kdrops))
+    check(fwd + kdrops == 20000, 'forwarded %d + kernel drops %d != 20000 sent' % (fwd, kdrops))
+    check(fwd >= 10000, 'the relay suffered: %d of 20000 forwarded' % fwd)
+    # the server still answers a reader
+    status, _, _ = request(px.http, '/api/routes')
+    check(status == 200, 'the server is stuck: %s' % status)
+
+
+def case_token(h):
+    srv = h.echo(V4)
+    px = http_proxy(h, ROUTE_ECHO % srv.port, extra='http_token s3cret-t0ken\n')
+    for path in ('/', '/metrics', '/api/routes', '/api/sessions', '/api/recordings',
+                 '/api/stream', '/app.js'):
+        status, hdrs, _ = request(px.http, path)
+        check(status == 401, '%s without the token: %s' % (path, status))
+        status, _, _ = request(px.http, path, headers={'Authorization': 'Bearer wrong-token'})
+        check(status == 401, '%s with a wrong token: %s' % (path, status))
+        status, _, _ = request(px.http, path, headers={'Authorization': 'Bearer s3cret-t0ke'})
+        check(status == 401, '%s with a prefix of the token: %s' % (path, status))
+    status, _, body = request(px.http, '/metrics',
+                              headers={'Authorization': 'Bearer s3cret-t0ken'})
+    check(status == 200 and b'slipgate_datagrams_total' in body, 'bearer: %s' % status)
+    status, _, _ = request(px.http, '/api/routes', headers={'Cookie': 'slipgate_token=s3cret-t0ken'})
+    check(status == 200, 'cookie: %s' % status)
+    status, hdrs, _ = request(px.http, '/?token=s3cret-t0ken')
+    check(status == 303 and 'slipgate_token=s3cret-t0ken' in hdrs.get('set-cookie', '')
+          and 'HttpOnly' in hdrs.get('set-cookie', ''), 'login: %s %s' % (status, hdrs))
+    status, _, _ = request(px.http, '/?token=nope')
+    check(status == 401, 'login with a wrong token: %s' % status)
+
+
+def case_only_get(h):
+    srv = h.echo(V4)
+    px = http_proxy(h, ROUTE_ECHO % srv.port)
+    for method in ('POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'):
+        status, hdrs, _ = request(px.http, '/metrics', method=method,
+                                  body=b'x=1' if method in ('POST', 'PUT') else b'')
+        check(status == 405 and hdrs.get('allow') == 'GET', '%s: %s %s' % (method, status, hdrs))
+    status, _, _ = request(px.http, '/nothing-here')
+    check(status == 404, 'unknown path: %s' % status)
+    for query in ('?kinds=bogus', '?kinds=chat,', '?session=abc', '?session=0',
+                  '?route=' + 'r' * 200):
+        status, _, body = request(px.http, '/api/stream' + query)
+        check(status == 400, '/api/stream%s: %s %r' % (query[:40], status, body[:100]))
+    status, hdrs, body = request(px.http, '/')
+    check(status == 200 and b'<title>slipgate</title>' in body, 'page: %s' % status)
+    check("script-src 'self'" in hdrs.get('content-security-policy', ''), 'CSP: %r' % hdrs)
+
+
+def case_connection_limit(h):
+    srv = h.echo(V4)
+    px = http_proxy(h, ROUTE_ECHO % srv.port)
+    held = []
+    for _ in range(32):  # SG_HTTP_MAX_CONNECTIONS
+        s = socket.create_connection((V4, px.http), timeout=5)
+        held.append(s)
+        h.sockets.append(s)
+    time.sleep(0.3)
+    status, _, body = request(px.http, '/api/routes', timeout=2.0)
+    check(status is None, 'a 33rd connection was served (%s)' % status)
+    for s in held[:4]:
+        s.close()
+    time.sleep(0.3)
+    status, _, _ = request(px.http, '/api/routes')
+    check(status == 200, 'after closing some: %s' % status)
+    for s in held[4:]:
+        s.close()
+    time.sleep(0.3)
+    # at most 8 stream clients (SG_HTTP_MAX_STREAMS)
+    streams = [Stream(px.http) for _ in range(8)]
+    try:
+        check(all(st.wait_status() == 200 for st in streams), 'eight streams')
+        status, _, _ = request(px.http, '/api/stream', timeout=2.0)
+        check(status == 503, 'a ninth stream: %s' % status)
+    finally:
+        for st in streams:
+            st.close()
+    time.sleep(1.2)  # a stream client that went away is noticed within a second
+    st = Stream(px.http)
+    try:
+        check(st.wait_status() == 200, 'a stream after the others closed: %s' % st.status)
+    finally:
+        st.close()
+
+
+def case_request_too_large(h):
+    srv = h.echo(V4)
+    px = http_proxy(h, ROUTE_ECHO % srv.port)
+    # SG_HTTP_REQUEST_MAX is 16 KiB: 8 KB of headers pass, 24 KB do not
+    status, _, _ = request(px.http, '/metrics', headers={'X-Big': 'a' * 8000})
+    check(status == 200, 'an 8 KB request: %s' % status)
+    status, _, _ = request(px.http, '/metrics', headers={'X-Big': 'a' * 24000})
+    check(status in (413, 414, 431, None), 'a 24 KB request: %s' % status)
+    status, _, _ = request(px.http, '/metrics')
+    check(status == 200, 'the server is fine after it: %s' % status)
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
+
+if __name__ == '__main__':
+    sys.exit(harness.main(CASES, sys.argv))
