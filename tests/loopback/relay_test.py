@@ -1943,6 +1943,61 @@ def case_nq_accept_ports(h):
           % (game.port, low, low + 999))
 
 
+# ------------------------------------------------- logs under a flood
+
+def case_flood_log_bounded(h):
+    """A flood of one-byte datagrams from N distinct sources to a server
+    that never answers them opens N sessions but logs O(1) lines at info
+    and above: each "session start" (and end) line is at debug until the
+    server answers the session, and one rate-limited line counts the
+    sessions that ended unanswered.  A session the server answers still
+    gets its "session start" line at info, once, and its end line."""
+    n = 150
+    srv = h.echo(V4, echo=False)
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr,
+                       '+set', 'new_sessions_per_source', '1000', '+set', 'max_sessions', '1000'])
+    dest = (V4, px.ports[0])
+    mark = px.log_mark()
+    flood = [h.client(V4) for _ in range(n)]
+    for c in flood:
+        c.send(b'\x01', dest)
+    end = time.monotonic() + 5.0
+    while len(srv.snapshot()) < n and time.monotonic() < end:
+        time.sleep(0.02)
+    check(len(srv.snapshot()) == n, 'the server got %d of the %d flood datagrams'
+          % (len(srv.snapshot()), n))
+    # One real player, whom the server answers.
+    real = h.client(V4)
+    real.send(b'REAL', dest)
+    end = time.monotonic() + 3.0
+    up = None
+    while up is None and time.monotonic() < end:
+        up = next((src for _, src, d in srv.snapshot() if d == b'REAL'), None)
+        time.sleep(0.01)
+    check(up is not None, 'the real client\'s datagram did not reach the server')
+    srv.sock.sendto(b'ANSWER', up)
+    got = real.recv_one(2.0)
+    check(got is not None and got[0] == b'ANSWER', 'the server\'s answer did not reach the '
+          'real client: %r' % (got,))
+    check(px.wait_for_log(r'\binfo\b.*session start client=127\.0\.0\.1:%d ' % real.port, 2.0)
+          is not None, 'no info "session start" line for the answered session')
+    st = stop_ok(px)
+    check(len(stats_route(st, 'default')['sessions']) == n + 1,
+          'stats: %d sessions, expected %d' % (len(stats_route(st, 'default')['sessions']), n + 1))
+    loud = [l for l in px.log_lines(mark) if re.search(r'\b(info|warn|error)\b', l)]
+    starts = [l for l in loud if 'session start' in l]
+    check(len(starts) == 1 and 'client=127.0.0.1:%d ' % real.port in starts[0],
+          'expected one info "session start" line, for the real client; got %d: %s'
+          % (len(starts), starts[:3]))
+    check(len([l for l in loud if re.search(r'session end .*client=127\.0\.0\.1:%d '
+                                            % real.port, l)]) == 1,
+          'no info "session end" line for the real client')
+    check(len(loud) <= 8, '%d flood sources gave %d lines at info and above (expected at most '
+          '8):\n  %s' % (n, len(loud), '\n  '.join(loud[:12])))
+    print('%d spoofed sources, %d sessions: %d lines at info and above, the real session\'s '
+          'start line once:\n  %s' % (n, n + 1, len(loud), '\n  '.join(loud)))
+
+
 # ------------------------------------------------- NAT rebinding (qport)
 
 def qport_rebind(h, protocol, connect, header, qports):
@@ -2031,6 +2086,82 @@ def case_qport_q2(h):
     qport_rebind(h, 'q2', connect(34), header(34), (1000, 1001))
     qport_rebind(h, 'q2', connect(35), header(35), (17, 18))
     qport_rebind(h, 'auto', connect(36), header(36), (200, 201))
+
+
+def qport_forged(h, protocol, connect, header, qport):
+    """A player's qport from another port of their host moves their session
+    only with a sequence that continues theirs (newer, at most 500 ahead):
+    a stale one, a repeated one and one far ahead are dropped (drops.rebind,
+    one rate-limited warning saying why), never reach the server and leave
+    the session where it is.  The genuine move then works; a second move
+    within a second of it (ping-pong) is refused, one a second later is not."""
+    srv = h.echo(V4)
+    # -v: each refusal is logged at debug (the warning is rate-limited)
+    px = h.proxy(args=['-v', '-l', '127.0.0.1:$P0', '-s', srv.addr]
+                 + (['-p', protocol] if protocol != 'auto' else []))
+    dest = (V4, px.ports[0])
+    a1 = h.client(V4)
+    roundtrip(a1, dest, connect(qport), what='connect: ')
+    for k in range(1000, 1005):
+        roundtrip(a1, dest, header(k, qport) + b'a-move', what='in game: ')
+    f = h.client(V4)
+    last = 1004
+    for what in ('stale', 'repeated', 'far ahead'):
+        seq, why = {'stale': (990, r'sequence 990 is not newer than the client\'s %d' % last),
+                    'repeated': (last, r'sequence %d is not newer' % last),
+                    'far ahead': (last + 100000, r'sequence %d is 100000 ahead of the client\'s %d'
+                                  % (last + 100000, last))}[what]
+        f.send(header(seq, qport) + b'forged', dest)
+        check(px.wait_for_log(r'refused: ' + why, 2.0) is not None,
+              '%s: no "refused: %s" line' % (what, why))
+        last += 1
+        roundtrip(a1, dest, header(last, qport) + b'a-move', what='after the %s one: ' % what)
+    expect_silence(f, 0.2, 'the forging port')
+    check(not [d for _, _, d in srv.snapshot() if d.endswith(b'forged')],
+          'a forged datagram reached the server')
+    check(px.count_log(r'client moved from') == 0, 'a forged datagram moved the session')
+    check(px.count_log(r'(?i)\bwarn\b.*datagram\(s\) with a player\'s qport from another port '
+                       r'of their host dropped.*127\.0\.0\.1:%d.*not newer' % f.port) == 1,
+          'expected one rate-limited warning naming the forging port and why')
+    # The genuine move.
+    a2 = h.client(V4)
+    roundtrip(a2, dest, header(last + 2, qport) + b'a-move', what='A from its new port: ')
+    check(px.wait_for_log(r'client moved from 127\.0\.0\.1:%d to 127\.0\.0\.1:%d'
+                          % (a1.port, a2.port), 2.0) is not None, 'the genuine move did not happen')
+    # Ping-pong: another port right away is refused, the session stays at a2.
+    a3 = h.client(V4)
+    a3.send(header(last + 3, qport) + b'a-move', dest)
+    check(px.wait_for_log(r'refused: the session moved less than 1000 ms ago', 2.0) is not None,
+          'no "moved less than 1000 ms ago" refusal')
+    expect_silence(a3, 0.2, 'a third port right after a move')
+    roundtrip(a2, dest, header(last + 4, qport) + b'a-move', what='A still at its new port: ')
+    time.sleep(1.1)
+    roundtrip(a3, dest, header(last + 5, qport) + b'a-move', what='A\'s third port a second later: ')
+    check(px.wait_for_log(r'client moved from 127\.0\.0\.1:%d to 127\.0\.0\.1:%d'
+                          % (a2.port, a3.port), 2.0) is not None,
+          'the move a second later did not happen')
+    check(px.count_log(r'client moved from') == 2, 'expected two "client moved" lines')
+    st = stop_ok(px)
+    route = stats_route(st, 'default')
+    check(route['counters']['drops'].get('rebind') == 4,
+          'stats: drops.rebind %r, expected 4' % route['counters']['drops'].get('rebind'))
+    check(len(route['sessions']) == 1, 'stats: %d sessions, expected 1' % len(route['sessions']))
+    print('%s: stale, repeated and far-ahead forgeries from port %d dropped; moved %d -> %d, '
+          'a move right after refused, one a second later followed'
+          % (protocol, f.port, a1.port, a2.port))
+
+
+def case_qport_forged_qw(h):
+    """QuakeWorld: a move needs the client's sequence window (no decoder)."""
+    qport_forged(h, 'qw', qw_connect, qw_header, 4242)
+
+
+def case_qport_forged_q2(h):
+    """Quake 2 (34, and 36 with its one-byte qport): the same."""
+    qport_forged(h, 'q2', lambda q: b'\xff\xff\xff\xffconnect 34 %d 99 "\\name\\x"\n' % q,
+                 lambda seq, q: struct.pack('<IIH', seq, seq, q), 1000)
+    qport_forged(h, 'auto', lambda q: b'\xff\xff\xff\xffconnect 36 %d 99 "\\name\\x"\n' % q,
+                 lambda seq, q: struct.pack('<IIB', seq | 0x80000000, seq, q & 0xff), 200)
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
