@@ -237,7 +237,7 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
                                             const uint8_t *data, size_t len, bool *refused)
 {
     char was[SG_ADDR_STRLEN], why[160];
-    struct sg_session *s = r->hosts[host_bucket(r, from)];
+    struct sg_session *s = r->hosts[host_bucket(r, from)], *no = NULL;
     uint64_t now = uv_now(&r->app->loop);
     size_t i;
 
@@ -250,19 +250,18 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
         if (s->prev_client.ss_family && sg_addr_equal((struct sockaddr *)&s->prev_client, from) &&
             now - s->client_seen < REBIND_QUIET_MS)
             return s; /* late, from where the player was */
+        /* Refused: another session of the host with that qport may still take it. */
         if (s->moved_ms && now - s->moved_ms < MOVE_INTERVAL_MS) {
             snprintf(why, sizeof(why), "the session moved less than %d ms ago",
                      MOVE_INTERVAL_MS);
-            refuse_move(r, s, from, why, now);
-            *refused = true;
-            return NULL;
+            no = s;
+            continue;
         }
         if (s->game->client_follows &&
             !s->game->client_follows(&s->gstate, s->codec == s->game ? s->cstate : NULL, data,
                                      len, why, sizeof(why))) {
-            refuse_move(r, s, from, why, now);
-            *refused = true;
-            return NULL;
+            no = s;
+            continue;
         }
 
         /* Re-key the session under its new address. */
@@ -281,6 +280,10 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
         sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
                   "client moved from %s to %s (qport %d)", was, s->sum.client, (int)s->qport);
         return s;
+    }
+    if (no) {
+        refuse_move(r, no, from, why, now); /* `why` is the last refusal's */
+        *refused = true;
     }
     return NULL;
 }
@@ -938,6 +941,11 @@ void sg_route_close(struct sg_route *r, const char *reason)
         next = s->next;
         sg_session_close(s, reason);
     }
+    if (r->warn_unanswered.count)
+        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
+               "%llu more session(s) ended that the server never answered, since the last report",
+               (unsigned long long)r->warn_unanswered.count);
+    r->warn_unanswered.count = 0;
     if (r->sweep_open)
         uv_close((uv_handle_t *)&r->sweep, on_route_handle_closed);
     /* The sessions' datagrams are out (each close flushed); then the

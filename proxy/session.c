@@ -35,18 +35,24 @@ static void count_send_error(struct sg_session *s, int err, const char *dir)
                   strerror(-err));
 }
 
-/* The server's host answered "port unreachable": say so once per session. */
+/* The server's host answered "port unreachable": say so once per session,
+ * and for the route at most every SG_WARN_INTERVAL_MS (a flood of new
+ * sources towards a server that is down would say it for each). */
 static void server_refused(struct sg_session *s)
 {
     struct sg_route *r = s->route;
+    uint64_t n;
 
     if (s->refused_logged)
         return;
     s->refused_logged = true;
+    if (!(n = sg_route__warn_count(&r->warn_unreachable, uv_now(&r->app->loop))))
+        return;
     sg_log_at(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
               "server %s unreachable: nothing listens on that port (ICMP port unreachable); "
-              "relaying goes on in case it starts",
-              s->server_str);
+              "relaying goes on in case it starts (%llu session(s) met it since the last report; "
+              "said at most every %d s)",
+              s->server_str, (unsigned long long)n, SG_WARN_INTERVAL_MS / 1000);
 }
 
 /* ---- sending, either way ---- */

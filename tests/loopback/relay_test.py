@@ -457,7 +457,8 @@ def case_rate_cap(h):
 # ------------------------------------------------------------- admission
 
 def wait_starts(px, n, mark, timeout, what):
-    """Wait until `n` "session start" lines follow log index `mark`."""
+    """Wait until `n` "session start" lines follow log index `mark` (those of
+    sessions the server has not answered are at debug: the proxy needs -v)."""
     deadline = time.monotonic() + timeout
     for _ in range(int(timeout / 0.02) + 1):
         if len(px.session_starts(mark)) >= n or time.monotonic() > deadline:
@@ -480,8 +481,10 @@ def case_flood_evicts(h):
     """A full table of sessions the server never answered makes room for a
     real new player; established sessions are never evicted."""
     srv = h.echo(V4)
+    # -v: the start line of a session the server has not answered is at debug (wait_starts)
     px = h.proxy(config=route_block('fl', '127.0.0.1:$P0', srv.addr, max_sessions=20,
-                                    new_sessions_per_source=1000, idle_timeout='60s'))
+                                    new_sessions_per_source=1000, idle_timeout='60s'),
+                 args=['-v'])
     dest = (V4, px.ports[0])
     players = [h.client(V4) for _ in range(3)]
     for i, c in enumerate(players):
@@ -564,7 +567,8 @@ def case_q3_established(h):
     srv = h.echo(V4, tag=OOB)  # every answer is connectionless: OOB + what came
     px = h.proxy(config=route_block('q3', '127.0.0.1:$P0', srv.addr, protocol='q3',
                                     max_sessions=4, new_sessions_per_source=1000,
-                                    handshake_timeout='1500ms', idle_timeout='60s'))
+                                    handshake_timeout='1500ms', idle_timeout='60s'),
+                 args=['-v'])  # the unanswered sessions' start lines are at debug (wait_starts)
     dest = (V4, px.ports[0])
     # Answered, not in game: a status query.
     query = h.client(V4)
@@ -1951,7 +1955,9 @@ def case_flood_log_bounded(h):
     and above: each "session start" (and end) line is at debug until the
     server answers the session, and one rate-limited line counts the
     sessions that ended unanswered.  A session the server answers still
-    gets its "session start" line at info, once, and its end line."""
+    gets its "session start" line at info, once, and its end line.  The
+    same flood towards a server that is down (ICMP port unreachable for
+    each session) gives one "unreachable" warning, not one per session."""
     n = 150
     srv = h.echo(V4, echo=False)
     px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr,
@@ -1992,10 +1998,43 @@ def case_flood_log_bounded(h):
     check(len([l for l in loud if re.search(r'session end .*client=127\.0\.0\.1:%d '
                                             % real.port, l)]) == 1,
           'no info "session end" line for the real client')
+    counted = sum(int(m.group(1)) for m in (re.search(
+        r'(\d+) (?:more )?session\(s\) ended that (?:the )?server.* never answered', l)
+        for l in loud) if m)
+    check(counted == n, 'the lines counting the sessions ended unanswered add up to %d, '
+          'expected %d' % (counted, n))
     check(len(loud) <= 8, '%d flood sources gave %d lines at info and above (expected at most '
           '8):\n  %s' % (n, len(loud), '\n  '.join(loud[:12])))
     print('%d spoofed sources, %d sessions: %d lines at info and above, the real session\'s '
           'start line once:\n  %s' % (n, n + 1, len(loud), '\n  '.join(loud)))
+
+    # A server that is down: each session meets "port unreachable"; the
+    # warning is said once for the lot, not once per session.
+    dead_port = free_port()
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', '127.0.0.1:%d' % dead_port,
+                       '+set', 'new_sessions_per_source', '1000', '+set', 'max_sessions', '1000'],
+                 name='dead')
+    dest = (V4, px.ports[0])
+    mark = px.log_mark()
+    flood = [h.client(V4) for _ in range(n)]
+    for k in range(3):
+        for c in flood:
+            c.send(b'\x01', dest)
+        time.sleep(0.05)
+    check(px.wait_for_log(r'unreachable: nothing listens', 2.0) is not None,
+          'no "unreachable" warning for the dead server')
+    time.sleep(0.3)
+    st = stop_ok(px)
+    check(len(stats_route(st, 'default')['sessions']) == n,
+          'stats: %d sessions towards the dead server, expected %d'
+          % (len(stats_route(st, 'default')['sessions']), n))
+    loud = [l for l in px.log_lines(mark) if re.search(r'\b(info|warn|error)\b', l)]
+    check(len(re.findall(r'unreachable: nothing listens', '\n'.join(loud))) == 1,
+          'the unreachable server was reported more than once')
+    check(len(loud) <= 8, '%d flood sources towards a dead server gave %d lines at info and '
+          'above (expected at most 8):\n  %s' % (n, len(loud), '\n  '.join(loud[:12])))
+    print('towards a dead server: %d lines at info and above:\n  %s'
+          % (len(loud), '\n  '.join(loud)))
 
 
 # ------------------------------------------------- NAT rebinding (qport)
