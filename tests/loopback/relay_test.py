@@ -241,7 +241,9 @@ def run_concurrent(h, host, case, nclients=50):
     check(px.ports[0] not in ports, 'the server saw datagrams from the listen port %d'
           % px.ports[0])
 
-    # One "session start" log line per client, naming the client.
+    # One "session start" log line per client, naming the client (logged when
+    # the server first answers: the echo may reach the client before it).
+    wait_starts(px, nclients, 0, 2.0, 'one per client')
     starts = px.session_starts()
     logged = {parse_hostport(m.group('client'))[1] for m in starts}
     check(len(starts) == nclients and logged == client_ports,
@@ -359,6 +361,7 @@ def case_idle_timeout(h):
     # The same client again: a new session.
     mark2 = px.log_mark()
     roundtrip(c, dest, b'second', what='after the idle end: ')
+    wait_starts(px, 1, mark2, 2.0, 'after the idle end')  # logged as the answer went out
     starts2 = px.session_starts(mark2)
     check(len(starts2) == 1, 'a packet after the idle end should start a new session; '
           'got %d session start lines' % len(starts2))
