@@ -60,8 +60,8 @@ static inline bool sg_seqwin_follows(bool have, uint32_t last, uint32_t seq, uin
     }
     d = sg_seqwin_ahead(last, seq, mask);
     if (d == 0 || d > mask / 2) {
-        snprintf(why, whylen, "sequence %lu is not newer than the client's %lu",
-                 (unsigned long)seq, (unsigned long)last);
+        snprintf(why, whylen, "sequence %lu is not newer than the client's %lu", (unsigned long)seq,
+                 (unsigned long)last);
         return false;
     }
     if (d > SG_SEQWIN_AHEAD) {

@@ -18,8 +18,7 @@
     XX(SHUTDOWN, "shutdown", "the proxy is shutting down")                                         \
     XX(FILTER, "filter", "a filter dropped it (drop, guard, netem loss, ratelimit...)")            \
     XX(LOOP, "loop", "from a configured server or slipgate's own listener: it would loop")         \
-    XX(REBIND, "rebind",                                                                           \
-       "a player's qport from a new port of their host, not continuing their stream (NAT rebinding)")
+    XX(REBIND, "rebind", "a player's qport from a new port, not continuing their stream (NAT)")
 
 enum sg_drop {
 #define SG__DROP_ENUM(id, name, desc) SG_DROP_##id,

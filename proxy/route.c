@@ -252,14 +252,13 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
             return s; /* late, from where the player was */
         /* Refused: another session of the host with that qport may still take it. */
         if (s->moved_ms && now - s->moved_ms < MOVE_INTERVAL_MS) {
-            snprintf(why, sizeof(why), "the session moved less than %d ms ago",
-                     MOVE_INTERVAL_MS);
+            snprintf(why, sizeof(why), "the session moved less than %d ms ago", MOVE_INTERVAL_MS);
             no = s;
             continue;
         }
         if (s->game->client_follows &&
-            !s->game->client_follows(&s->gstate, s->codec == s->game ? s->cstate : NULL, data,
-                                     len, why, sizeof(why))) {
+            !s->game->client_follows(&s->gstate, s->codec == s->game ? s->cstate : NULL, data, len,
+                                     why, sizeof(why))) {
             no = s;
             continue;
         }

@@ -181,8 +181,8 @@ struct sg_route {
     /* Admission: rate-limited warnings, the one-time loop warning, and the
      * max_sessions the descriptor limit was last found short for. */
     struct sg_warn_limit warn_session_limit, warn_rate_limit, warn_no_socket, warn_evicted;
-    struct sg_warn_limit warn_rebind;     /* refused qport moves */
-    struct sg_warn_limit warn_unanswered; /* sessions ended never answered */
+    struct sg_warn_limit warn_rebind;      /* refused qport moves */
+    struct sg_warn_limit warn_unanswered;  /* sessions ended never answered */
     struct sg_warn_limit warn_unreachable; /* sessions told port unreachable */
     bool loop_logged;
     int64_t nofile_warned_for;

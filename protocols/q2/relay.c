@@ -94,8 +94,8 @@ static int q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n,
 }
 
 /* No decoder: a move needs the sequence window (seqwin.h). */
-static bool q2_client_follows(const union sg_relay_state *rs, const void *state,
-                              const uint8_t *d, size_t n, char *why, size_t whylen)
+static bool q2_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
+                              size_t n, char *why, size_t whylen)
 {
     const struct q2_rs *st = (const struct q2_rs *)rs->bytes;
 

@@ -126,8 +126,8 @@ static int q3_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n,
  * ioquake3 71 a checksum made with the session's challenge.  Without a
  * decoder (or before it knows the wire), the sequence the relay hook saw.
  */
-static bool q3_client_follows(const union sg_relay_state *rs, const void *state,
-                              const uint8_t *d, size_t n, char *why, size_t whylen)
+static bool q3_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
+                              size_t n, char *why, size_t whylen)
 {
     const struct q3_rs *st = (const struct q3_rs *)rs->bytes;
     const struct q3c *c = state;

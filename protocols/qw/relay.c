@@ -49,8 +49,8 @@ static int qw_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n,
 }
 
 /* No decoder: a move needs the sequence window (seqwin.h). */
-static bool qw_client_follows(const union sg_relay_state *rs, const void *state,
-                              const uint8_t *d, size_t n, char *why, size_t whylen)
+static bool qw_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
+                              size_t n, char *why, size_t whylen)
 {
     const struct qw_rs *st = (const struct qw_rs *)rs->bytes;
 

@@ -207,8 +207,7 @@ static void test_follows(void)
         n = seq_of(d, 1000, qport, qbytes);
         CHECK(!c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
         CHECK(strstr(why, "no client sequence") != NULL);
-        CHECK_EQ(c->client_qport(&rs, (const uint8_t *)connects[g], strlen(connects[g]), true),
-                 -1);
+        CHECK_EQ(c->client_qport(&rs, (const uint8_t *)connects[g], strlen(connects[g]), true), -1);
         CHECK_EQ(c->client_qport(&rs, d, n, true), qport);
         /* Newer by 1 and by 500 (with the reliable bit): yes. */
         n = seq_of(d, 1001, qport, qbytes);
@@ -238,16 +237,15 @@ static void test_follows(void)
         n = seq_of(d, 1700, qport, qbytes);
         CHECK(c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
         /* A reconnect: the sequence restarts. */
-        CHECK_EQ(c->client_qport(&rs, (const uint8_t *)connects[g], strlen(connects[g]), true),
-                 -1);
+        CHECK_EQ(c->client_qport(&rs, (const uint8_t *)connects[g], strlen(connects[g]), true), -1);
         n = seq_of(d, 1, qport, qbytes);
         CHECK(!c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
         CHECK_EQ(c->client_qport(&rs, d, n, true), qport);
         n = seq_of(d, 2, qport, qbytes);
         CHECK(c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
         /* Connectionless packets never move a session. */
-        CHECK(!c->client_follows(&rs, NULL, (const uint8_t *)connects[g], strlen(connects[g]),
-                                 why, sizeof(why)));
+        CHECK(!c->client_follows(&rs, NULL, (const uint8_t *)connects[g], strlen(connects[g]), why,
+                                 sizeof(why)));
     }
 }
 
