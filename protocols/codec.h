@@ -239,12 +239,23 @@ struct sg_codec {
      * width from the connect); without it `rs` is only read (the datagram
      * comes from an unknown address, matched against this session).
      *
+     * client_follows(): may a datagram from an unknown address, whose
+     * qport matched this session, move the session there?  Only a plausible
+     * continuation of the session's client stream may: its sequence newer
+     * than the last one seen and at most SG_SEQWIN_AHEAD ahead (learnt by
+     * client_qport with `learn`; protocols/seqwin.h), and for a session the
+     * codec decodes (`state`, else NULL) what its netchan checks (Quake 3
+     * 71: the checksum with the session's challenge).  Returns true, or
+     * false with the reason in `why`.  NULL: the qport alone moves it.
+     *
      * handshake(): a handshake that moves the server's port (NetQuake).
      * Called for every datagram of the session, either way, before
      * decoding; fills `out` (see struct sg_relay_move) and returns 0.
      */
     bool (*is_connect)(const uint8_t *data, size_t len);
     int (*client_qport)(union sg_relay_state *rs, const uint8_t *data, size_t len, bool learn);
+    bool (*client_follows)(const union sg_relay_state *rs, const void *state, const uint8_t *data,
+                           size_t len, char *why, size_t whylen);
     int (*handshake)(union sg_relay_state *rs, const struct sg_relay_ctx *ctx, enum sg_dir dir,
                      const uint8_t *data, size_t len, struct sg_relay_move *out);
 

@@ -17,7 +17,8 @@
     XX(NO_SOCKET, "no_socket", "the session's upstream socket could not be opened")                \
     XX(SHUTDOWN, "shutdown", "the proxy is shutting down")                                         \
     XX(FILTER, "filter", "a filter dropped it (drop, guard, netem loss, ratelimit...)")            \
-    XX(LOOP, "loop", "from a configured server or slipgate's own listener: it would loop")
+    XX(LOOP, "loop", "from a configured server or slipgate's own listener: it would loop")         \
+    XX(REBIND, "rebind", "a player's qport from a new port, not continuing their stream (NAT)")
 
 enum sg_drop {
 #define SG__DROP_ENUM(id, name, desc) SG_DROP_##id,

@@ -18,6 +18,7 @@
 #define ENDED_MAX  100000 /* ended-session summaries kept for --stats */
 #define HOST_BUCKETS 1024 /* chains of sessions by host (qport matching); a power of two */
 #define REBIND_QUIET_MS 1000 /* a session's address this quiet lets an older one take it back */
+#define MOVE_INTERVAL_MS 1000 /* at most one qport move per session in this time */
 
 const char *const sg_drop_names[SG_DROP__COUNT] = {
 #define SG__DROP_NAME(id, name, desc) name,
@@ -204,15 +205,43 @@ void sg_route__session_remove(struct sg_route *r, struct sg_session *s)
  * A late datagram from the address the session just left goes into the
  * session without moving it back, unless the new address has been quiet
  * for REBIND_QUIET_MS.  Two players behind one NAT have different qports.
+ *
+ * The qport alone is not enough: anyone sending from the player's IP (the
+ * same NAT, or a spoofer) could take the session away.  The game's
+ * client_follows hook wants a datagram that continues the client's stream
+ * (sequence window; the Quake 3 71 checksum), and a session moves at most
+ * once per MOVE_INTERVAL_MS.  A refused move drops the datagram (drop
+ * reason `rebind`, a rate-limited warning) and the session stays.
  */
-struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct sockaddr *from,
-                                            const uint8_t *data, size_t len)
+static void refuse_move(struct sg_route *r, struct sg_session *s, const struct sockaddr *from,
+                        const char *why, uint64_t now)
 {
-    char was[SG_ADDR_STRLEN];
-    struct sg_session *s = r->hosts[host_bucket(r, from)];
+    char a[SG_ADDR_STRLEN];
+    uint64_t n;
+
+    r->counters.drops[SG_DROP_REBIND]++;
+    sg_addr_format(from, a, sizeof(a));
+    sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+              "client move from %s to %s (qport %d) refused: %s", s->sum.client, a, (int)s->qport,
+              why);
+    if ((n = sg_route__warn_count(&r->warn_rebind, now)))
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+               "%llu datagram(s) with a player's qport from another port of their host dropped "
+               "(a forged or stale move); the last from %s for %s (qport %d): %s; repeated at "
+               "most every %d s",
+               (unsigned long long)n, a, s->sum.client, (int)s->qport, why,
+               SG_WARN_INTERVAL_MS / 1000);
+}
+
+struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct sockaddr *from,
+                                            const uint8_t *data, size_t len, bool *refused)
+{
+    char was[SG_ADDR_STRLEN], why[160];
+    struct sg_session *s = r->hosts[host_bucket(r, from)], *no = NULL;
     uint64_t now = uv_now(&r->app->loop);
     size_t i;
 
+    *refused = false;
     for (; s; s = s->host_next) {
         if (s->closing || s->qport < 0 || !s->game || !s->game->client_qport ||
             !same_host((struct sockaddr *)&s->client, from) ||
@@ -221,6 +250,18 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
         if (s->prev_client.ss_family && sg_addr_equal((struct sockaddr *)&s->prev_client, from) &&
             now - s->client_seen < REBIND_QUIET_MS)
             return s; /* late, from where the player was */
+        /* Refused: another session of the host with that qport may still take it. */
+        if (s->moved_ms && now - s->moved_ms < MOVE_INTERVAL_MS) {
+            snprintf(why, sizeof(why), "the session moved less than %d ms ago", MOVE_INTERVAL_MS);
+            no = s;
+            continue;
+        }
+        if (s->game->client_follows &&
+            !s->game->client_follows(&s->gstate, s->codec == s->game ? s->cstate : NULL, data, len,
+                                     why, sizeof(why))) {
+            no = s;
+            continue;
+        }
 
         /* Re-key the session under its new address. */
         unhash(r, s);
@@ -233,10 +274,15 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
         snprintf(was, sizeof(was), "%s", s->sum.client);
         sg_addr_format(from, s->sum.client, sizeof(s->sum.client));
         s->client_seen = now;
+        s->moved_ms = now;
         r->client_moves++;
         sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
                   "client moved from %s to %s (qport %d)", was, s->sum.client, (int)s->qport);
         return s;
+    }
+    if (no) {
+        refuse_move(r, no, from, why, now); /* `why` is the last refusal's */
+        *refused = true;
     }
     return NULL;
 }
@@ -461,6 +507,7 @@ static void from_client(struct sg_route *r, const struct mmsghdr *m, const struc
 {
     struct sg_session *s;
     const char *what;
+    bool refused;
 
     if (m->msg_hdr.msg_flags & MSG_TRUNC) {
         r->counters.drops[SG_DROP_TRUNCATED]++;
@@ -473,8 +520,11 @@ static void from_client(struct sg_route *r, const struct mmsghdr *m, const struc
     s = session_find(r, from);
     /* A new port of a known player (never one of slipgate's own addresses or
      * a server's: admit() drops those). */
-    if (!s && !loop_source(r, from, &what))
-        s = sg_route__session_rebind(r, from, m->msg_hdr.msg_iov->iov_base, m->msg_len);
+    if (!s && !loop_source(r, from, &what)) {
+        s = sg_route__session_rebind(r, from, m->msg_hdr.msg_iov->iov_base, m->msg_len, &refused);
+        if (refused)
+            return; /* counted and logged; the session stays */
+    }
     if (!s && !(s = admit(r, from)))
         return;
     if (sg_addr_equal((struct sockaddr *)&s->client, from))
@@ -572,6 +622,15 @@ static void on_sweep(uv_timer_t *t)
         sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0,
                "cannot open sockets towards the server: %llu new client(s) refused since the "
                "last report (drops.no_socket)",
+               (unsigned long long)n);
+    if ((n = warn_flush(&r->warn_unanswered, now)))
+        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
+               "%llu more session(s) ended that the server never answered, since the last report",
+               (unsigned long long)n);
+    if ((n = warn_flush(&r->warn_rebind, now)))
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+               "%llu more datagram(s) with a player's qport from another port of their host "
+               "dropped since the last report (drops.rebind)",
                (unsigned long long)n);
 }
 
@@ -882,6 +941,11 @@ void sg_route_close(struct sg_route *r, const char *reason)
         next = s->next;
         sg_session_close(s, reason);
     }
+    if (r->warn_unanswered.count)
+        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
+               "%llu more session(s) ended that the server never answered, since the last report",
+               (unsigned long long)r->warn_unanswered.count);
+    r->warn_unanswered.count = 0;
     if (r->sweep_open)
         uv_close((uv_handle_t *)&r->sweep, on_route_handle_closed);
     /* The sessions' datagrams are out (each close flushed); then the

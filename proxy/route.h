@@ -94,6 +94,7 @@ struct sg_session {
     struct sg_session *host_next;           /* the route's chain of sessions of one host */
     struct sockaddr_storage prev_client;    /* the address before a qport move (family 0: none) */
     uint64_t client_seen;                   /* uv_now() of the last datagram from `client` */
+    uint64_t moved_ms;                      /* uv_now() of its last qport move (0: none) */
     const struct sg_codec *codec; /* decoding this session (game with a decoder), or NULL */
     void *cstate;                 /* the codec's per-session state */
     uint64_t decode_errors;       /* reported once in the log */
@@ -190,6 +191,9 @@ struct sg_route {
     /* Admission: rate-limited warnings, the one-time loop warning, and the
      * max_sessions the descriptor limit was last found short for. */
     struct sg_warn_limit warn_session_limit, warn_rate_limit, warn_no_socket, warn_evicted;
+    struct sg_warn_limit warn_rebind;      /* refused qport moves */
+    struct sg_warn_limit warn_unanswered;  /* sessions ended never answered */
+    struct sg_warn_limit warn_unreachable; /* sessions told port unreachable */
     bool loop_logged;
     int64_t nofile_warned_for;
 
@@ -260,10 +264,12 @@ void sg_session_record_summary(const struct sg_session *s, const struct sg_chain
  * NAT rebinding: a client datagram from `from`, which has no session, may
  * belong to a live session of the same host whose game carries a qport.
  * Returns that session, moved to `from` (or, for a late datagram from the
- * address it just left, not moved), or NULL.  `data` is borrowed.
+ * address it just left, not moved), or NULL.  NULL with *refused set: the
+ * qport matched but the move was refused (counted and logged; the caller
+ * drops the datagram).  `data` is borrowed.
  */
 struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct sockaddr *from,
-                                            const uint8_t *data, size_t len);
+                                            const uint8_t *data, size_t len, bool *refused);
 
 /* Session table internals shared by route.c and session.c. */
 void sg_route__session_stage(struct sg_route *r, struct sg_session *s, enum sg_session_stage st);

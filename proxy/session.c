@@ -36,18 +36,24 @@ static void count_send_error(struct sg_session *s, int err, const char *dir)
                   strerror(-err));
 }
 
-/* The server's host answered "port unreachable": say so once per session. */
+/* The server's host answered "port unreachable": say so once per session,
+ * and for the route at most every SG_WARN_INTERVAL_MS (a flood of new
+ * sources towards a server that is down would say it for each). */
 static void server_refused(struct sg_session *s)
 {
     struct sg_route *r = s->route;
+    uint64_t n;
 
     if (s->refused_logged)
         return;
     s->refused_logged = true;
+    if (!(n = sg_route__warn_count(&r->warn_unreachable, uv_now(&r->app->loop))))
+        return;
     sg_log_at(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
               "server %s unreachable: nothing listens on that port (ICMP port unreachable); "
-              "relaying goes on in case it starts",
-              s->server_str);
+              "relaying goes on in case it starts (%llu session(s) met it since the last report; "
+              "said at most every %d s)",
+              s->server_str, (unsigned long long)n, SG_WARN_INTERVAL_MS / 1000);
 }
 
 /* ---- sending, either way ---- */
@@ -334,6 +340,21 @@ static const uint8_t *handshake(struct sg_session *s, enum sg_dir dir, const uin
 }
 
 /*
+ * "session start": at debug when the session opens, at info (the same
+ * fields) once the server first answers it, so that a flood of spoofed
+ * sources the server never answers does not flood the log.
+ */
+static void log_start(struct sg_session *s, enum sg_log_level level)
+{
+    struct sg_route *r = s->route;
+    char a[SG_ADDR_STRLEN];
+
+    sg_log_at(&r->app->log, level, r->conf.name, s->sum.id,
+              "session start client=%s upstream_port=%d server=%s", s->sum.client,
+              s->sum.upstream_port, sg_addr_format((struct sockaddr *)&s->server, a, sizeof(a)));
+}
+
+/*
  * Admission (route.h, enum sg_session_stage): the server's first answer
  * moves a session to ANSWERED; it is ESTABLISHED once, in addition, the
  * codec says the game's handshake completed.  A session whose codec is not
@@ -346,8 +367,10 @@ static void update_stage(struct sg_session *s, enum sg_dir dir)
 {
     struct sg_route *r = s->route;
 
-    if (dir == SG_DIR_S2C)
+    if (dir == SG_DIR_S2C && s->stage == SG_STAGE_UNANSWERED) {
         sg_route__session_stage(r, s, SG_STAGE_ANSWERED);
+        log_start(s, SG_LOG_INFO);
+    }
     if (s->stage != SG_STAGE_ANSWERED || !s->probed)
         return;
     if (!s->codec || !s->codec->established || s->codec->established(s->cstate))
@@ -548,7 +571,6 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
 {
     struct sg_app *app = r->app;
     struct sg_session *s = calloc(1, sizeof(*s));
-    char a[SG_ADDR_STRLEN];
     int err;
 
     if (!s)
@@ -593,9 +615,7 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
 
     sg_route__session_insert(r, s);
     r->sessions_total++;
-    sg_log_at(&app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
-              "session start client=%s upstream_port=%d server=%s", s->sum.client,
-              s->sum.upstream_port, sg_addr_format((struct sockaddr *)&s->server, a, sizeof(a)));
+    log_start(s, SG_LOG_DEBUG);
     return s;
 }
 
@@ -603,6 +623,7 @@ void sg_session_close(struct sg_session *s, const char *reason)
 {
     struct sg_route *r = s->route;
     const struct sg_counters *c = &s->sum.counters;
+    uint64_t n;
     bool quiet;
 
     if (s->closing)
@@ -636,10 +657,15 @@ void sg_session_close(struct sg_session *s, const char *reason)
         s->codec = NULL;
         s->cstate = NULL;
     }
-    /* Sessions the server never answered, ended for admission: a flood of
-     * spoofed sources makes many; the route's rate-limited warning counts them. */
-    quiet = s->stage == SG_STAGE_UNANSWERED &&
-            (strcmp(reason, "evicted") == 0 || strcmp(reason, "handshake timeout") == 0);
+    /* Sessions the server never answered (their start line was at debug too):
+     * a flood of spoofed sources makes many; one rate-limited line counts them. */
+    quiet = s->stage == SG_STAGE_UNANSWERED;
+    if (quiet && (n = sg_route__warn_count(&r->warn_unanswered, uv_now(&r->app->loop))))
+        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+               "%llu session(s) ended that server %s never answered (the last: client %s, "
+               "reason %s); repeated at most every %d s, each at debug",
+               (unsigned long long)n, s->server_str, s->sum.client, reason,
+               SG_WARN_INTERVAL_MS / 1000);
     sg_log_at(&r->app->log, quiet ? SG_LOG_DEBUG : SG_LOG_INFO, r->conf.name, s->sum.id,
               "session end reason=%s client=%s duration=%.1fs c2s=%llu/%lluB s2c=%llu/%lluB "
               "drops=%llu",

@@ -10,17 +10,23 @@
  * when that byte is 0.  Both ends decide from the qport in the client's
  * connect, "connect <protocol> <qport> <challenge> \"<userinfo>\"...", so
  * the width is learnt from it; before a connect is seen only 34 is read.
- * The server matches base IP and qport, then follows a new source port.
+ * The server matches base IP and qport, then follows a new source port;
+ * slipgate also wants a sequence that continues the client's (seqwin.h).
  */
 #include "protocols/codec.h"
 #include "protocols/byteorder.h"
+#include "protocols/seqwin.h"
 
 #include <string.h>
 
 struct q2_rs {
     int protocol; /* from the connect: 34, 35, 36; 0 unknown */
     int qport;    /* from the connect */
+    struct sg_seqwin seq; /* the client's sequence (NAT rebinding) */
 };
+
+/* Bit 31: reliable data; bit 30: a fragment (Q2PRO's new netchan). */
+#define Q2_SEQ_MASK 0x3fffffffu
 
 _Static_assert(sizeof(struct q2_rs) <= sizeof(union sg_relay_state), "q2_rs fits");
 
@@ -76,12 +82,29 @@ static int q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n,
         if (learn && parse_connect(d, n, &p, &q)) {
             st->protocol = p;
             st->qport = q;
+            sg_seqwin_reset(&st->seq); /* a new connection: sequences restart */
         }
         return -1;
     }
+    if (learn && n >= 8)
+        sg_seqwin_learn(&st->seq, sg_le32(d), Q2_SEQ_MASK);
     if (st->protocol == 35 || st->protocol == 36)
         return (st->qport & 0xff) != 0 && n >= 9 ? d[8] : -1;
     return n >= 10 ? sg_le16(d + 8) : -1;
+}
+
+/* No decoder: a move needs the sequence window (seqwin.h). */
+static bool q2_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
+                              size_t n, char *why, size_t whylen)
+{
+    const struct q2_rs *st = (const struct q2_rs *)rs->bytes;
+
+    (void)state;
+    if (n < 8 || sg_le32(d) == 0xffffffffu) {
+        snprintf(why, whylen, "not a sequenced datagram");
+        return false;
+    }
+    return sg_seqwin_follows(st->seq.have, st->seq.last, sg_le32(d), Q2_SEQ_MASK, why, whylen);
 }
 
 const struct sg_codec sg_q2_relay = {
@@ -90,4 +113,5 @@ const struct sg_codec sg_q2_relay = {
     .probe = q2_is_connect,
     .is_connect = q2_is_connect,
     .client_qport = q2_client_qport,
+    .client_follows = q2_client_follows,
 };

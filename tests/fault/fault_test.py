@@ -253,7 +253,8 @@ class RssSampler:
 
 
 class UpstreamMap:
-    """client port -> upstream port, from slipgate's "session start" lines."""
+    """client port -> upstream port, from slipgate's "session start" lines
+    (at debug when the session opens: the proxy needs -v)."""
 
     def __init__(self, px):
         self.px = px
@@ -578,8 +579,10 @@ class Replay:
     (reencode always)."""
 
     def __init__(self, h, px, srv, ups, capture, hold, clients=None, name=None,
-                 stop_event=None, wait=WAIT, pace=0.0, move_at=None):
+                 stop_event=None, wait=WAIT, pace=0.0, move_at=None, before=None):
         self.h = h
+        # before[index](replay): called before capture datagram `index` goes out
+        self.before = before or {}
         # NAT rebinding: from capture datagram `move_at` (client to server)
         # on, its client sends from a new socket, and expects replies there.
         self.move_at = move_at
@@ -667,6 +670,8 @@ class Replay:
                 raise Fail('%s: slipgate exited (status %s) during the replay, at %r'
                            % (self.name, self.px.proc.poll(), d))
             key = (d.client, d.c2s)
+            if d.index in self.before:
+                self.before[d.index](self)
             if d.c2s:
                 if d.index == self.move_at:
                     self.moved_from = self._client(d.client).port
@@ -1034,7 +1039,8 @@ def malformed(h, res, case, q3):
     note = bound_asan_quarantine(h.exe)
     if note:
         print(note)
-    args = ['-l', '127.0.0.1:$P0', '-s', srv.addr, '+set', 'new_sessions_per_source', '1000']
+    # -v: the "session start" line of a session the server has not answered is at debug
+    args = ['-v', '-l', '127.0.0.1:$P0', '-s', srv.addr, '+set', 'new_sessions_per_source', '1000']
     args += ['-p', 'q3', '+set', 'reencode', 'always'] if q3 else ['-p', 'auto']
     px = h.proxy(args=args, lifetime=FLOOD_SECONDS + 80)
     ups = UpstreamMap(px)
@@ -1410,7 +1416,7 @@ def soak_q3_run(h, res, extra, hold):
     note = bound_asan_quarantine(h.exe)
     if note:
         print(note)
-    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', '127.0.0.1:%d' % srv_port, '-p', 'q3',
+    px = h.proxy(args=['-v', '-l', '127.0.0.1:$P0', '-s', '127.0.0.1:%d' % srv_port, '-p', 'q3',
                        '+set', 'new_sessions_per_source', '1000'] + list(extra),
                  lifetime=seconds + 90)
     dest = (V4, px.ports[0])
@@ -1818,7 +1824,8 @@ def case_client_vanishes(h, res):
 # ================================================================ replay / record
 
 def start_replay_proxy(h, srv, extra, exe=None, prefix=(), name=None, lifetime=60.0):
-    args = list(prefix) + ['-l', '127.0.0.1:$P0', '-s', srv.addr, '-p', 'q3',
+    # -v: a session's "session start" line (UpstreamMap) is at debug until the server answers
+    args = list(prefix) + ['-v', '-l', '127.0.0.1:$P0', '-s', srv.addr, '-p', 'q3',
                            '+set', 'new_sessions_per_source', '1000'] + list(extra)
     if exe is None:
         return h.proxy(args=args, lifetime=lifetime, name=name)
@@ -1906,6 +1913,90 @@ def case_replay_ioq71_nat(h, res):
     print('client moved from port %d to %d at %r (qport %d): one session, %d messages, %d '
           'rebuilt, 0 decode errors, one demo identical to the offline decode'
           % (rep.moved_from, new_port, move, qport, d['messages'], d['reencoded']))
+
+
+def q3_solve_challenge(seq, checksum):
+    """The challenge c with c ^ (seq * c) == checksum (mod 2**32), bit by
+    bit from the lowest (bit i of seq * c depends on bits <= i of c)."""
+    cands = [0]
+    for i in range(32):
+        mask = (2 << i) - 1
+        cands = [c | b for c in cands for b in (0, 1 << i)
+                 if ((c | b) ^ (seq * (c | b)) ^ checksum) & mask == 0][:64]
+    return [c for c in cands if (c ^ (seq * c)) & 0xffffffff == checksum]
+
+
+@with_resources
+def case_replay_ioq71_nat_forged(h, res):
+    """NAT rebinding needs more than the qport: during the ioquake3 71
+    replay, datagrams with the player's qport come from another port of the
+    same host: an older one of the capture (stale sequence), the next one
+    with its checksum spoiled, and one far ahead (+100000) with a checksum
+    that verifies.  None moves the session, reaches the server or is
+    answered (drops.rebind counts them, a warning says why); the replay goes
+    on, and the genuine move later still happens, once."""
+    cap = Capture('ioq71')
+    check(cap.checksum, 'the ioq71 capture carries no checksum')
+    game = [d for d in cap.game() if d.c2s and not d.payload.startswith(q3cap.OOB)]
+    at, move = game[len(game) // 4], game[len(game) // 2]
+    qport = struct.unpack_from('<H', at.payload, 4)[0]
+    seq = struct.unpack_from('<I', at.payload, 0)[0] & 0x7fffffff
+    challenge = [c for c in q3_solve_challenge(seq, struct.unpack_from('<I', at.payload, 6)[0])
+                 if all((c ^ (s * c)) & 0xffffffff == k for s, k in
+                        ((struct.unpack_from('<I', g.payload, 0)[0] & 0x7fffffff,
+                          struct.unpack_from('<I', g.payload, 6)[0]) for g in game[:50]))]
+    check(len(challenge) == 1, 'cannot recover the challenge from the capture: %r' % challenge)
+    c = challenge[0]
+    stale = game[len(game) // 4 - 10].payload
+    spoiled = bytearray(at.payload)
+    spoiled[6] ^= 0x5a
+    far = bytearray(at.payload)
+    far_seq = seq + 100000
+    struct.pack_into('<I', far, 0, far_seq | (struct.unpack_from('<I', at.payload, 0)[0]
+                                               & 0x80000000))
+    struct.pack_into('<I', far, 6, (c ^ (far_seq * c)) & 0xffffffff)
+    forged = [('stale', stale), ('checksum', bytes(spoiled)), ('far ahead', bytes(far))]
+    srv = res.add(ServerSide())
+    px = start_replay_proxy(h, srv, ['+set', 'reencode', 'always'])
+    ups = UpstreamMap(px)
+    seen = {}
+
+    def forge(rep):
+        f = h.client(V4)
+        up = rep.upstream[cap.game_client]
+        for what, payload in forged:
+            f.send(payload, rep.dest)
+            got = srv.take(up, 1, 0.3)
+            check(not got, 'the forged (%s) datagram reached the server: %r' % (what, got[:1]))
+        got = f.recv(0.2)
+        check(not got, 'the forging port was answered: %r' % got[:1])
+        check(px.count_log(r'client moved from') == 0,
+              'a forged datagram moved the session: %s' % px.log_lines()[-3:])
+        seen['port'] = f.port
+
+    rep = Replay(h, px, srv, ups, cap, hold=True, move_at=move.index,
+                 before={at.index: forge}).run()
+    check('port' in seen, 'the replay never reached datagram %r' % at)
+    check(rep.moved_from is not None, 'the replay never reached datagram %r' % move)
+    check(not rep.problems, '%d problems in the replay:\n  %s'
+          % (len(rep.problems), '\n  '.join(rep.problems)))
+    warn = (r'(?i)warn.*datagram\(s\) with a player\'s qport from another port of their host '
+            r'dropped.*127\.0\.0\.1:%d' % seen['port'])
+    check(px.count_log(warn) == 1, 'expected one "%s" warning' % warn)
+    moved = r'client moved from 127\.0\.0\.1:%d to 127\.0\.0\.1:%d \(qport %d\)' % (
+        rep.moved_from, rep.port_of(cap.game_client), qport)
+    check(px.count_log(r'client moved from') == 1 and px.count_log(moved) == 1,
+          'expected exactly one "%s" line' % moved)
+    st = stop_ok(px)
+    route = stats_route(st)
+    drops = route['counters']['drops']
+    check(drops.get('rebind') == 3, 'stats: drops.rebind %r, expected 3' % drops.get('rebind'))
+    check(route.get('client_moves') == 1, 'stats: client_moves %r' % route.get('client_moves'))
+    game_s = check_replay_sessions(rep, route, decoded=True, reencode=True)
+    check(game_s is not None, 'no game session in the stats')
+    print('3 forged datagrams with qport %d from port %d (stale, bad checksum, +100000) '
+          'dropped, the session stayed; the genuine move %d -> %d followed'
+          % (qport, seen['port'], rep.moved_from, rep.port_of(cap.game_client)))
 
 
 @with_resources

@@ -81,7 +81,8 @@ def replay(h, cap_name, protocol, inspect_body):
     cap = Capture(cap_name)
     srv = ServerSide()
     try:
-        px = h.proxy(config=config(srv, protocol, inspect_body), lifetime=90.0)
+        # -v: UpstreamMap reads the start line, at debug until the server answers
+        px = h.proxy(config=config(srv, protocol, inspect_body), args=['-v'], lifetime=90.0)
         ups = UpstreamMap(px)
         rep = Replay(h, px, srv, ups, cap, hold=False).run()
         check(not rep.problems, 'replay problems:\n  %s' % '\n  '.join(rep.problems))

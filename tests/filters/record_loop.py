@@ -52,7 +52,8 @@ def replay(h, res, capture, extra, name='proxy'):
     returns (stats route, the capture's game session)."""
     cap = Capture(capture)
     srv = res.add(ft.ServerSide())
-    px = h.proxy(config=CONFIG % {'server': srv.addr, 'extra': extra}, name=name)
+    # -v: UpstreamMap reads the start line, at debug until the server answers
+    px = h.proxy(config=CONFIG % {'server': srv.addr, 'extra': extra}, args=['-v'], name=name)
     ups = ft.UpstreamMap(px)
     rep = ft.Replay(h, px, srv, ups, cap, hold=False).run()
     check(not rep.problems, '%s: %d problems in the replay:\n  %s'

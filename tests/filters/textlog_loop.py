@@ -60,7 +60,8 @@ def start_proxy(h, srv, filters, extra=(), lifetime=90.0):
             '    new_sessions_per_source 1000\n'
             '%s\n'
             '}\n' % (srv.addr, filters))
-    return h.proxy(conf, args=list(extra), lifetime=lifetime)
+    # -v: the "session start" line naming the upstream port is at debug until the server answers
+    return h.proxy(conf, args=['-v'] + list(extra), lifetime=lifetime)
 
 
 def escape(text):

@@ -241,7 +241,9 @@ def run_concurrent(h, host, case, nclients=50):
     check(px.ports[0] not in ports, 'the server saw datagrams from the listen port %d'
           % px.ports[0])
 
-    # One "session start" log line per client, naming the client.
+    # One "session start" log line per client, naming the client (logged when
+    # the server first answers: the echo may reach the client before it).
+    wait_starts(px, nclients, 0, 2.0, 'one per client')
     starts = px.session_starts()
     logged = {parse_hostport(m.group('client'))[1] for m in starts}
     check(len(starts) == nclients and logged == client_ports,
@@ -359,6 +361,7 @@ def case_idle_timeout(h):
     # The same client again: a new session.
     mark2 = px.log_mark()
     roundtrip(c, dest, b'second', what='after the idle end: ')
+    wait_starts(px, 1, mark2, 2.0, 'after the idle end')  # logged as the answer went out
     starts2 = px.session_starts(mark2)
     check(len(starts2) == 1, 'a packet after the idle end should start a new session; '
           'got %d session start lines' % len(starts2))
@@ -457,7 +460,8 @@ def case_rate_cap(h):
 # ------------------------------------------------------------- admission
 
 def wait_starts(px, n, mark, timeout, what):
-    """Wait until `n` "session start" lines follow log index `mark`."""
+    """Wait until `n` "session start" lines follow log index `mark` (those of
+    sessions the server has not answered are at debug: the proxy needs -v)."""
     deadline = time.monotonic() + timeout
     for _ in range(int(timeout / 0.02) + 1):
         if len(px.session_starts(mark)) >= n or time.monotonic() > deadline:
@@ -480,8 +484,10 @@ def case_flood_evicts(h):
     """A full table of sessions the server never answered makes room for a
     real new player; established sessions are never evicted."""
     srv = h.echo(V4)
+    # -v: the start line of a session the server has not answered is at debug (wait_starts)
     px = h.proxy(config=route_block('fl', '127.0.0.1:$P0', srv.addr, max_sessions=20,
-                                    new_sessions_per_source=1000, idle_timeout='60s'))
+                                    new_sessions_per_source=1000, idle_timeout='60s'),
+                 args=['-v'])
     dest = (V4, px.ports[0])
     players = [h.client(V4) for _ in range(3)]
     for i, c in enumerate(players):
@@ -564,7 +570,8 @@ def case_q3_established(h):
     srv = h.echo(V4, tag=OOB)  # every answer is connectionless: OOB + what came
     px = h.proxy(config=route_block('q3', '127.0.0.1:$P0', srv.addr, protocol='q3',
                                     max_sessions=4, new_sessions_per_source=1000,
-                                    handshake_timeout='1500ms', idle_timeout='60s'))
+                                    handshake_timeout='1500ms', idle_timeout='60s'),
+                 args=['-v'])  # the unanswered sessions' start lines are at debug (wait_starts)
     dest = (V4, px.ports[0])
     # Answered, not in game: a status query.
     query = h.client(V4)
@@ -1945,6 +1952,96 @@ def case_nq_accept_ports(h):
           % (game.port, low, low + 999))
 
 
+# ------------------------------------------------- logs under a flood
+
+def case_flood_log_bounded(h):
+    """A flood of one-byte datagrams from N distinct sources to a server
+    that never answers them opens N sessions but logs O(1) lines at info
+    and above: each "session start" (and end) line is at debug until the
+    server answers the session, and one rate-limited line counts the
+    sessions that ended unanswered.  A session the server answers still
+    gets its "session start" line at info, once, and its end line.  The
+    same flood towards a server that is down (ICMP port unreachable for
+    each session) gives one "unreachable" warning, not one per session."""
+    n = 150
+    srv = h.echo(V4, echo=False)
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr,
+                       '+set', 'new_sessions_per_source', '1000', '+set', 'max_sessions', '1000'])
+    dest = (V4, px.ports[0])
+    mark = px.log_mark()
+    flood = [h.client(V4) for _ in range(n)]
+    for c in flood:
+        c.send(b'\x01', dest)
+    end = time.monotonic() + 5.0
+    while len(srv.snapshot()) < n and time.monotonic() < end:
+        time.sleep(0.02)
+    check(len(srv.snapshot()) == n, 'the server got %d of the %d flood datagrams'
+          % (len(srv.snapshot()), n))
+    # One real player, whom the server answers.
+    real = h.client(V4)
+    real.send(b'REAL', dest)
+    end = time.monotonic() + 3.0
+    up = None
+    while up is None and time.monotonic() < end:
+        up = next((src for _, src, d in srv.snapshot() if d == b'REAL'), None)
+        time.sleep(0.01)
+    check(up is not None, 'the real client\'s datagram did not reach the server')
+    srv.sock.sendto(b'ANSWER', up)
+    got = real.recv_one(2.0)
+    check(got is not None and got[0] == b'ANSWER', 'the server\'s answer did not reach the '
+          'real client: %r' % (got,))
+    check(px.wait_for_log(r'\binfo\b.*session start client=127\.0\.0\.1:%d ' % real.port, 2.0)
+          is not None, 'no info "session start" line for the answered session')
+    st = stop_ok(px)
+    check(len(stats_route(st, 'default')['sessions']) == n + 1,
+          'stats: %d sessions, expected %d' % (len(stats_route(st, 'default')['sessions']), n + 1))
+    loud = [l for l in px.log_lines(mark) if re.search(r'\b(info|warn|error)\b', l)]
+    starts = [l for l in loud if 'session start' in l]
+    check(len(starts) == 1 and 'client=127.0.0.1:%d ' % real.port in starts[0],
+          'expected one info "session start" line, for the real client; got %d: %s'
+          % (len(starts), starts[:3]))
+    check(len([l for l in loud if re.search(r'session end .*client=127\.0\.0\.1:%d '
+                                            % real.port, l)]) == 1,
+          'no info "session end" line for the real client')
+    counted = sum(int(m.group(1)) for m in (re.search(
+        r'(\d+) (?:more )?session\(s\) ended that (?:the )?server.* never answered', l)
+        for l in loud) if m)
+    check(counted == n, 'the lines counting the sessions ended unanswered add up to %d, '
+          'expected %d' % (counted, n))
+    check(len(loud) <= 8, '%d flood sources gave %d lines at info and above (expected at most '
+          '8):\n  %s' % (n, len(loud), '\n  '.join(loud[:12])))
+    print('%d spoofed sources, %d sessions: %d lines at info and above, the real session\'s '
+          'start line once:\n  %s' % (n, n + 1, len(loud), '\n  '.join(loud)))
+
+    # A server that is down: each session meets "port unreachable"; the
+    # warning is said once for the lot, not once per session.
+    dead_port = free_port()
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', '127.0.0.1:%d' % dead_port,
+                       '+set', 'new_sessions_per_source', '1000', '+set', 'max_sessions', '1000'],
+                 name='dead')
+    dest = (V4, px.ports[0])
+    mark = px.log_mark()
+    flood = [h.client(V4) for _ in range(n)]
+    for k in range(3):
+        for c in flood:
+            c.send(b'\x01', dest)
+        time.sleep(0.05)
+    check(px.wait_for_log(r'unreachable: nothing listens', 2.0) is not None,
+          'no "unreachable" warning for the dead server')
+    time.sleep(0.3)
+    st = stop_ok(px)
+    check(len(stats_route(st, 'default')['sessions']) == n,
+          'stats: %d sessions towards the dead server, expected %d'
+          % (len(stats_route(st, 'default')['sessions']), n))
+    loud = [l for l in px.log_lines(mark) if re.search(r'\b(info|warn|error)\b', l)]
+    check(len(re.findall(r'unreachable: nothing listens', '\n'.join(loud))) == 1,
+          'the unreachable server was reported more than once')
+    check(len(loud) <= 8, '%d flood sources towards a dead server gave %d lines at info and '
+          'above (expected at most 8):\n  %s' % (n, len(loud), '\n  '.join(loud[:12])))
+    print('towards a dead server: %d lines at info and above:\n  %s'
+          % (len(loud), '\n  '.join(loud)))
+
+
 # ------------------------------------------------- NAT rebinding (qport)
 
 def qport_rebind(h, protocol, connect, header, qports):
@@ -2033,6 +2130,82 @@ def case_qport_q2(h):
     qport_rebind(h, 'q2', connect(34), header(34), (1000, 1001))
     qport_rebind(h, 'q2', connect(35), header(35), (17, 18))
     qport_rebind(h, 'auto', connect(36), header(36), (200, 201))
+
+
+def qport_forged(h, protocol, connect, header, qport):
+    """A player's qport from another port of their host moves their session
+    only with a sequence that continues theirs (newer, at most 500 ahead):
+    a stale one, a repeated one and one far ahead are dropped (drops.rebind,
+    one rate-limited warning saying why), never reach the server and leave
+    the session where it is.  The genuine move then works; a second move
+    within a second of it (ping-pong) is refused, one a second later is not."""
+    srv = h.echo(V4)
+    # -v: each refusal is logged at debug (the warning is rate-limited)
+    px = h.proxy(args=['-v', '-l', '127.0.0.1:$P0', '-s', srv.addr]
+                 + (['-p', protocol] if protocol != 'auto' else []))
+    dest = (V4, px.ports[0])
+    a1 = h.client(V4)
+    roundtrip(a1, dest, connect(qport), what='connect: ')
+    for k in range(1000, 1005):
+        roundtrip(a1, dest, header(k, qport) + b'a-move', what='in game: ')
+    f = h.client(V4)
+    last = 1004
+    for what in ('stale', 'repeated', 'far ahead'):
+        seq, why = {'stale': (990, r'sequence 990 is not newer than the client\'s %d' % last),
+                    'repeated': (last, r'sequence %d is not newer' % last),
+                    'far ahead': (last + 100000, r'sequence %d is 100000 ahead of the client\'s %d'
+                                  % (last + 100000, last))}[what]
+        f.send(header(seq, qport) + b'forged', dest)
+        check(px.wait_for_log(r'refused: ' + why, 2.0) is not None,
+              '%s: no "refused: %s" line' % (what, why))
+        last += 1
+        roundtrip(a1, dest, header(last, qport) + b'a-move', what='after the %s one: ' % what)
+    expect_silence(f, 0.2, 'the forging port')
+    check(not [d for _, _, d in srv.snapshot() if d.endswith(b'forged')],
+          'a forged datagram reached the server')
+    check(px.count_log(r'client moved from') == 0, 'a forged datagram moved the session')
+    check(px.count_log(r'(?i)\bwarn\b.*datagram\(s\) with a player\'s qport from another port '
+                       r'of their host dropped.*127\.0\.0\.1:%d.*not newer' % f.port) == 1,
+          'expected one rate-limited warning naming the forging port and why')
+    # The genuine move.
+    a2 = h.client(V4)
+    roundtrip(a2, dest, header(last + 2, qport) + b'a-move', what='A from its new port: ')
+    check(px.wait_for_log(r'client moved from 127\.0\.0\.1:%d to 127\.0\.0\.1:%d'
+                          % (a1.port, a2.port), 2.0) is not None, 'the genuine move did not happen')
+    # Ping-pong: another port right away is refused, the session stays at a2.
+    a3 = h.client(V4)
+    a3.send(header(last + 3, qport) + b'a-move', dest)
+    check(px.wait_for_log(r'refused: the session moved less than 1000 ms ago', 2.0) is not None,
+          'no "moved less than 1000 ms ago" refusal')
+    expect_silence(a3, 0.2, 'a third port right after a move')
+    roundtrip(a2, dest, header(last + 4, qport) + b'a-move', what='A still at its new port: ')
+    time.sleep(1.1)
+    roundtrip(a3, dest, header(last + 5, qport) + b'a-move', what='A\'s third port a second later: ')
+    check(px.wait_for_log(r'client moved from 127\.0\.0\.1:%d to 127\.0\.0\.1:%d'
+                          % (a2.port, a3.port), 2.0) is not None,
+          'the move a second later did not happen')
+    check(px.count_log(r'client moved from') == 2, 'expected two "client moved" lines')
+    st = stop_ok(px)
+    route = stats_route(st, 'default')
+    check(route['counters']['drops'].get('rebind') == 4,
+          'stats: drops.rebind %r, expected 4' % route['counters']['drops'].get('rebind'))
+    check(len(route['sessions']) == 1, 'stats: %d sessions, expected 1' % len(route['sessions']))
+    print('%s: stale, repeated and far-ahead forgeries from port %d dropped; moved %d -> %d, '
+          'a move right after refused, one a second later followed'
+          % (protocol, f.port, a1.port, a2.port))
+
+
+def case_qport_forged_qw(h):
+    """QuakeWorld: a move needs the client's sequence window (no decoder)."""
+    qport_forged(h, 'qw', qw_connect, qw_header, 4242)
+
+
+def case_qport_forged_q2(h):
+    """Quake 2 (34, and 36 with its one-byte qport): the same."""
+    qport_forged(h, 'q2', lambda q: b'\xff\xff\xff\xffconnect 34 %d 99 "\\name\\x"\n' % q,
+                 lambda seq, q: struct.pack('<IIH', seq, seq, q), 1000)
+    qport_forged(h, 'auto', lambda q: b'\xff\xff\xff\xffconnect 36 %d 99 "\\name\\x"\n' % q,
+                 lambda seq, q: struct.pack('<IIB', seq | 0x80000000, seq, q & 0xff), 200)
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}

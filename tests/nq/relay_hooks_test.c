@@ -2,7 +2,8 @@
  * The relay hooks of the codec table (protocols/codec.h), called as the
  * proxy calls them: NetQuake's handshake hook (when an accept moves the
  * session, and when it must not) and the qport of Quake 3, QuakeWorld and
- * Quake 2 client datagrams.  The proxy's use of them is proven by the
+ * Quake 2 client datagrams, and whether one from a new port may move the
+ * session (client_follows).  The proxy's use of them is proven by the
  * loopback cases nq_accept_* and qport_*, and fault@replay_ioq71_nat.
  */
 #include "protocols/codec.h"
@@ -165,11 +166,95 @@ static void test_qport(void)
                           15));
 }
 
+/* A datagram with sequence `seq` (bytes 0-3) and the qport of idnet(). */
+static size_t seq_of(uint8_t *d, uint32_t seq, int qport, int qbytes)
+{
+    size_t n = idnet(d, qport, qbytes);
+
+    d[0] = (uint8_t)seq;
+    d[1] = (uint8_t)(seq >> 8);
+    d[2] = (uint8_t)(seq >> 16);
+    d[3] = (uint8_t)(seq >> 24);
+    return n;
+}
+
+/*
+ * client_follows (NAT rebinding): only a sequence newer than the client's
+ * last one and at most 500 ahead moves a session; flag bits do not count;
+ * a connect restarts the sequence; nothing before a sequence was seen.
+ */
+static void test_follows(void)
+{
+    static const char qwc[] = "\xff\xff\xff\xff"
+                              "connect 28 4242 1 \"\\name\\x\"\n";
+    static const char q2c36[] = "\xff\xff\xff\xff"
+                                "connect 36 200 99 \"\\name\\x\"\n";
+    const struct sg_codec *games[] = {sg_codec_find("qw"), sg_codec_find("q2")};
+    const char *connects[] = {qwc, q2c36};
+    union sg_relay_state rs;
+    uint8_t d[32];
+    char why[160];
+    size_t n;
+
+    for (int g = 0; g < 2; g++) {
+        const struct sg_codec *c = games[g];
+        int qbytes = g == 0 ? 2 : 1, qport = g == 0 ? 4242 : 200;
+
+        CHECK(c && c->client_follows);
+        if (!c || !c->client_follows)
+            return;
+        memset(&rs, 0, sizeof(rs));
+        n = seq_of(d, 1000, qport, qbytes);
+        CHECK(!c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
+        CHECK(strstr(why, "no client sequence") != NULL);
+        CHECK_EQ(c->client_qport(&rs, (const uint8_t *)connects[g], strlen(connects[g]), true), -1);
+        CHECK_EQ(c->client_qport(&rs, d, n, true), qport);
+        /* Newer by 1 and by 500 (with the reliable bit): yes. */
+        n = seq_of(d, 1001, qport, qbytes);
+        CHECK(c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
+        n = seq_of(d, 0x80000000u | 1500, qport, qbytes);
+        CHECK(c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
+        /* The same, older, 501 ahead, far behind (wrapped): no. */
+        n = seq_of(d, 1000, qport, qbytes);
+        CHECK(!c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
+        CHECK(strstr(why, "not newer") != NULL);
+        n = seq_of(d, 999, qport, qbytes);
+        CHECK(!c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
+        n = seq_of(d, 1501, qport, qbytes);
+        CHECK(!c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
+        CHECK(strstr(why, "ahead") != NULL);
+        n = seq_of(d, 0x30000000u, qport, qbytes);
+        CHECK(!c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
+        /* Reading does not learn; an older datagram of its own does not go back. */
+        n = seq_of(d, 1200, qport, qbytes);
+        CHECK_EQ(c->client_qport(&rs, d, n, false), qport);
+        n = seq_of(d, 1701, qport, qbytes);
+        CHECK(!c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
+        n = seq_of(d, 1200, qport, qbytes);
+        CHECK_EQ(c->client_qport(&rs, d, n, true), qport);
+        n = seq_of(d, 1100, qport, qbytes);
+        CHECK_EQ(c->client_qport(&rs, d, n, true), qport);
+        n = seq_of(d, 1700, qport, qbytes);
+        CHECK(c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
+        /* A reconnect: the sequence restarts. */
+        CHECK_EQ(c->client_qport(&rs, (const uint8_t *)connects[g], strlen(connects[g]), true), -1);
+        n = seq_of(d, 1, qport, qbytes);
+        CHECK(!c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
+        CHECK_EQ(c->client_qport(&rs, d, n, true), qport);
+        n = seq_of(d, 2, qport, qbytes);
+        CHECK(c->client_follows(&rs, NULL, d, n, why, sizeof(why)));
+        /* Connectionless packets never move a session. */
+        CHECK(!c->client_follows(&rs, NULL, (const uint8_t *)connects[g], strlen(connects[g]), why,
+                                 sizeof(why)));
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
         {"nq_handshake", test_nq_handshake},
         {"qport", test_qport},
+        {"follows", test_follows},
     };
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }
