@@ -323,7 +323,18 @@ static void case_netchan_reject(void)
     memcpy(d, "\x05\x00\x00\x00\x03\x00\x00\x00\x39\x30\x01", 11);
     CHECK_EQ(c->decode(st, SG_DIR_C2S, d, 11, &f), 0);
     CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
-    CHECK_EQ(c->client_qport(NULL, d, 11, true), 12345);
+    {
+        union sg_relay_state rs;
+        char why[64];
+
+        memset(&rs, 0, sizeof(rs));
+        CHECK_EQ(c->client_qport(&rs, d, 11, true), 12345);
+        /* sequence 5 learnt: 6 continues the stream, 5 again does not */
+        d[0] = 6;
+        CHECK(c->client_follows(&rs, st, d, 11, why, sizeof(why)));
+        d[0] = 5;
+        CHECK(!c->client_follows(&rs, st, d, 11, why, sizeof(why)));
+    }
     CHECK_EQ(c->stats(st)->rejected, 3);
     c->destroy(st);
 }
