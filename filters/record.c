@@ -290,6 +290,15 @@ static void finish_file(struct record_slot *slot, const struct sg_filter_session
     slot->written = 0;
 }
 
+static bool sig_exists(const char *path)
+{
+    char sig[RECORD_PATH_MAX + 8];
+    struct stat st;
+
+    snprintf(sig, sizeof(sig), "%s.sig", path);
+    return lstat(sig, &st) == 0;
+}
+
 static uint64_t wall_ms(void)
 {
     struct timespec ts;
@@ -326,6 +335,12 @@ static int open_file(struct record_slot *slot, const struct record_conf *c,
         fd = open(slot->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST)
             return -errno;
+        /* Signed: a name whose .sig is left over (its demo deleted) is taken too. */
+        if (fd >= 0 && s->sign_key && sig_exists(slot->path)) {
+            close(fd);
+            remove(slot->path);
+            fd = -1;
+        }
     }
     if (fd < 0)
         return -EEXIST;
