@@ -231,6 +231,7 @@ struct sg_bench_mode {
     bool record;             /* add `+set record DIR` (a folder of the run) */
     const char *unavailable; /* why the mode cannot run yet, or NULL */
     const char *what;        /* one line for --help */
+    bool sign;               /* with record: `+set sign_key KEY` (made by `slipgate keygen`) */
 };
 
 extern const struct sg_bench_mode sg_bench_modes[];
