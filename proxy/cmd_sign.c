@@ -77,10 +77,14 @@ static int map_file(const char *path, const uint8_t **data, size_t *len, size_t 
     *len = 0;
     if (fd < 0)
         return -errno;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (max && (uint64_t)st.st_size > max)) {
-        int err = errno && !S_ISREG(st.st_mode) ? -errno : -EINVAL;
+    if (fstat(fd, &st) != 0) {
+        int err = -errno;
         close(fd);
-        return err ? err : -EINVAL;
+        return err;
+    }
+    if (!S_ISREG(st.st_mode) || (max && (uint64_t)st.st_size > max)) {
+        close(fd);
+        return S_ISREG(st.st_mode) ? -EFBIG : -EINVAL; /* a directory, a device; a huge .sig */
     }
     if (st.st_size == 0) {
         close(fd);
