@@ -41,7 +41,6 @@
 #define SK_HEADER     "slipgate-secret-key 1\n"
 #define PUB_PREFIX    "slipgate-pub 1 "
 #define B64           sodium_base64_VARIANT_ORIGINAL
-#define MAX_CHECKPOINTS (1u << 22)
 
 static int start(void)
 {
@@ -689,8 +688,10 @@ static bool read_header(const uint8_t *sig, size_t siglen, size_t *pos, uint8_t 
         }
         if (strncmp(buf, "begin ", 6) == 0)
             break;
-        char *name = buf + 5, *value = strchr(name, ' ');
-        if (strncmp(buf, "meta ", 5) != 0 || !value || strchr(value + 1, ' ')) {
+        char *name = buf + 5, *value = NULL;
+        if (strncmp(buf, "meta ", 5) == 0)
+            value = strchr(name, ' ');
+        if (!value || strchr(value + 1, ' ')) {
             snprintf(res->reason, sizeof(res->reason), "the .sig's header is damaged");
             return false;
         }
@@ -797,8 +798,6 @@ void sg_sign_verify_mem(const uint8_t *sig, size_t siglen, const uint8_t *data, 
         last = cp;
         have_last = true;
         res->checkpoints++;
-        if (res->checkpoints >= MAX_CHECKPOINTS)
-            break;
     }
 
     /* What the checkpoints cover. */
