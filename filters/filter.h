@@ -91,9 +91,13 @@ struct sg_filter_session {
     uint64_t started_ms;           /* wall clock, ms since the epoch */
     const struct sg_codec *codec;  /* decoding this session, or NULL */
     void *codec_state;             /* for codec calls (demo writer, dump), or NULL */
+    /* Signed recordings (filters/sign.h): the route's key, or NULL; checkpoint interval. */
+    const struct sg_sign_key *sign_key; /* valid for the session's life */
+    int64_t sign_interval_ms;
 };
 
 struct sg_filter_proxy; /* the proxy's side of a call: opaque */
+struct sg_sign_key;     /* filters/sign.h */
 
 /* One call of on_frame. */
 struct sg_filter_call {

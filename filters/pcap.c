@@ -31,9 +31,17 @@
  * buffered and flushed on flush() (the proxy's periodic sweep) and at
  * destroy.  A write error (disk full) is logged once and ends the capture
  * for the route; the traffic itself is never held up.
+ *
+ * With `sign_key` (route or top level), the file is written through a
+ * signer (filters/sign.h) and gets FILE.sig: the route's first datagram
+ * tells the key, so a file opened at start-up (no %route%) is made again
+ * then, signed from its first byte.  Checkpoints are made at flush(),
+ * after the buffered records reached the file; the final one when the
+ * file closes.
  */
 #include "filters/chain.h"
 #include "filters/filter.h"
+#include "filters/sign.h"
 
 #include "protocols/error.h"
 
@@ -89,6 +97,11 @@ struct pcap_route {
     uint16_t ip_id;
     bool stopped; /* no more writing: error or max_size with `stop` */
     bool open_failed_said;
+    bool key_known;                  /* a datagram told the route's sign_key (or none) */
+    const struct sg_sign_key *key;   /* sign the files with it, or NULL */
+    int64_t sign_interval_ms;
+    struct sg_sign_writer *signer;   /* the current file's .sig, or NULL */
+    char server[64];                 /* for the .sig */
     int pending_err; /* an error found without a call to log it with */
     char pending[PCAP_PATH_MAX + 128];
     uint8_t pkt[PKT_MAX];
@@ -294,13 +307,19 @@ static int file_close(struct pcap_route *r)
     if (r->dumper) {
         if (pcap_dump_flush(r->dumper) != 0)
             rc = err_of(errno);
+        if (r->signer && rc == 0 && sg_sign_writer_finish(r->signer, r->packets) < 0)
+            rc = -EIO;
         pcap_dump_close(r->dumper); /* closes r->fp */
     } else if (r->fp) {
         if (fflush(r->fp) != 0 || ferror(r->fp))
             rc = err_of(errno);
+        if (r->signer && rc == 0 && sg_sign_writer_finish(r->signer, r->packets) < 0)
+            rc = -EIO;
         if (fclose(r->fp) != 0 && rc == 0)
             rc = err_of(errno);
     }
+    sg_sign_writer_destroy(r->signer, false);
+    r->signer = NULL;
     r->dumper = NULL;
     r->fp = NULL;
     return rc;
@@ -325,7 +344,25 @@ static int file_open(struct pcap_route *r, char *why, size_t whylen)
     if (lstat(r->path, &st) == 0 && S_ISREG(st.st_mode))
         unlink(r->path);
     fd = open(r->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || !(r->fp = fdopen(fd, "wb"))) {
+    if (fd >= 0 && r->key) {
+        char sigpath[PCAP_PATH_MAX + 8];
+        struct timespec now;
+        struct sg_sign_meta meta = {.route = r->route[0] ? r->route : NULL,
+                                    .server = r->server[0] ? r->server : NULL,
+                                    .kind = "pcap"};
+
+        clock_gettime(CLOCK_REALTIME, &now);
+        meta.start_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+        snprintf(sigpath, sizeof(sigpath), "%s.sig", r->path);
+        if (lstat(sigpath, &st) == 0 && S_ISREG(st.st_mode))
+            unlink(sigpath);
+        err = sg_sign_writer_create(&r->signer, r->key, r->path, fd, &meta, r->sign_interval_ms,
+                                    &r->fp);
+        if (err < 0) {
+            snprintf(why, whylen, "cannot sign '%s': %s", r->path, sg_strerror(err));
+            return err;
+        }
+    } else if (fd < 0 || !(r->fp = fdopen(fd, "wb"))) {
         err = -errno;
         if (fd >= 0)
             close(fd);
@@ -340,6 +377,8 @@ static int file_open(struct pcap_route *r, char *why, size_t whylen)
             snprintf(why, whylen, "cannot start '%s': %s", r->path, pcap_geterr(r->dead));
             fclose(r->fp);
             r->fp = NULL;
+            sg_sign_writer_destroy(r->signer, true);
+            r->signer = NULL;
             return -EIO;
         }
         r->size = 24; /* the file header */
@@ -441,8 +480,20 @@ static void flush(void *route_state)
         rc = pcap_dump_flush(r->dumper);
     else
         rc = fflush(r->fp);
-    if (rc != 0 || ferror(r->fp))
+    if (rc != 0 || ferror(r->fp)) {
         fail(r, err_of(errno), "writing");
+        return;
+    }
+    /* What was flushed is in the file: a checkpoint when one is due. */
+    if (r->signer) {
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (sg_sign_writer_tick(r->signer,
+                                (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000,
+                                r->packets) < 0)
+            fail(r, -EIO, "signing");
+    }
 }
 
 static void destroy(void *route_state)
@@ -762,6 +813,22 @@ static void on_datagram(struct sg_filter_call *call, enum sg_leg leg, const uint
     say_pending(r, call);
     if (r->stopped)
         return;
+
+    /* The first datagram tells the route's signing key: a file opened unsigned is made again. */
+    if (!r->key_known && call->session) {
+        r->key_known = true;
+        r->key = call->session->sign_key;
+        r->sign_interval_ms = call->session->sign_interval_ms;
+        snprintf(r->route, sizeof(r->route), "%s",
+                 call->session->route ? call->session->route : "");
+        snprintf(r->server, sizeof(r->server), "%s",
+                 call->session->server ? call->session->server : "");
+        if (r->key && r->fp && r->packets == 0 && (err = file_close(r)) < 0) {
+            fail(r, err, "writing");
+            say_pending(r, call);
+            return;
+        }
+    }
 
     /* A name with %route% is opened at the route's first datagram. */
     if (!r->fp) {

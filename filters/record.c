@@ -33,6 +33,7 @@
  */
 #include "filters/chain.h"
 #include "filters/filter.h"
+#include "filters/sign.h"
 
 #include "protocols/error.h"
 
@@ -90,6 +91,8 @@ struct record_slot {
     bool kick_seen;             /* a server disconnect went by, its datagram dropped */
     uint32_t demos;             /* files that got at least one message */
     char last[RECORD_PATH_MAX]; /* the last of them */
+    struct sg_sign_writer *signer; /* the current file's .sig (sign_key set), or NULL */
+    bool sign_failed;           /* writing the .sig failed: reported once */
     struct sg_chain *chain;     /* to log from session_end */
     int index;
 };
@@ -269,9 +272,15 @@ static void finish_file(struct record_slot *slot, const struct sg_filter_session
     if (s->codec && s->codec->record_end && s->codec_state)
         err = s->codec->record_end(s->codec_state, slot->fp);
     size = ftell(slot->fp);
+    /* The final checkpoint signs the whole file, end marker included. */
+    if (slot->signer && slot->written > 0 && fflush(slot->fp) == 0 &&
+        sg_sign_writer_finish(slot->signer, slot->written) < 0 && report)
+        slot_log(slot, s, SG_FILTER_LOG_ERROR, "demo %s: writing its .sig failed", slot->path);
     if (fclose(slot->fp) != 0 && err == 0)
         err = -errno;
     slot->fp = NULL;
+    sg_sign_writer_destroy(slot->signer, slot->written == 0);
+    slot->signer = NULL;
     if (slot->written == 0) {
         remove(slot->path);
         return;
@@ -284,7 +293,27 @@ static void finish_file(struct record_slot *slot, const struct sg_filter_session
     slot->written = 0;
 }
 
-/* Open the next file: DIR/NAME[-partN][-K].EXT, never over an existing one. */
+static bool sig_exists(const char *path)
+{
+    char sig[RECORD_PATH_MAX + 8];
+    struct stat st;
+
+    snprintf(sig, sizeof(sig), "%s.sig", path);
+    return lstat(sig, &st) == 0;
+}
+
+static uint64_t wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Open the next file: DIR/NAME[-partN][-K].EXT, never over an existing one;
+ * with a sign_key, written through the signer, FILE.sig beside it.
+ */
 static int open_file(struct record_slot *slot, const struct record_conf *c,
                      const struct sg_filter_session *s, const struct sg_frame *f)
 {
@@ -309,9 +338,33 @@ static int open_file(struct record_slot *slot, const struct record_conf *c,
         fd = open(slot->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST)
             return -errno;
+        /* Signed: a name whose .sig is left over (its demo deleted) is taken too. */
+        if (fd >= 0 && s->sign_key && sig_exists(slot->path)) {
+            close(fd);
+            remove(slot->path);
+            fd = -1;
+        }
     }
     if (fd < 0)
         return -EEXIST;
+    slot->sign_failed = false;
+    if (s->sign_key) {
+        struct sg_sign_meta meta = {.route = s->route,
+                                    .server = s->server,
+                                    .client = s->client,
+                                    .map = f->level[0] ? f->level : NULL,
+                                    .protocol = s->codec->name,
+                                    .kind = "demo",
+                                    .start_ms = wall_ms()};
+        err = sg_sign_writer_create(&slot->signer, s->sign_key, slot->path, fd, &meta,
+                                    s->sign_interval_ms, &slot->fp);
+        if (err < 0) {
+            remove(slot->path);
+            return err;
+        }
+        slot->written = 0;
+        return 0;
+    }
     slot->fp = fdopen(fd, "wb");
     if (!slot->fp) {
         err = -errno;
@@ -442,7 +495,15 @@ static int on_frame(struct sg_filter_call *call)
     if (n > 0 && slot->written++ == 0) {
         slot->demos++;
         memcpy(slot->last, slot->path, sizeof(slot->last));
-        sg_filter_log(call, SG_FILTER_LOG_INFO, "recording to %s", slot->path);
+        sg_filter_log(call, SG_FILTER_LOG_INFO, "recording to %s%s", slot->path,
+                      slot->signer ? " (signed)" : "");
+    }
+    /* A checkpoint when one is due (the message is flushed: it is in the file). */
+    if (n > 0 && slot->signer && !slot->sign_failed &&
+        sg_sign_writer_tick(slot->signer, call->now_ms, slot->written) < 0) {
+        sg_filter_log(call, SG_FILTER_LOG_ERROR, "demo %s: writing its .sig failed; the demo "
+                      "goes on, signed up to its last checkpoint", slot->path);
+        slot->sign_failed = true;
     }
     if (n < 0) {
         sg_filter_log(call, SG_FILTER_LOG_ERROR, "recording stopped: writing %s failed: %s",

@@ -14,6 +14,9 @@
  *                                      came out byte-identical
  *   demo cut IN OUT --from MS --to MS  the span of server time [from, to] as a
  *                                      playable demo (games that support it)
+ *   demo verify FILE [--key K|--keyfile F] [--json]
+ *                                      FILE against its FILE.sig (any game, and
+ *                                      pcap captures: proxy/cmd_sign.c)
  *
  * Exit codes: 0 ok, 1 errors found, a file no reader reads, or I/O
  * failure, 2 usage.
@@ -39,8 +42,12 @@ static const char usage_text[] =
     "       slipgate demo dump FILE [--json]\n"
     "       slipgate demo reencode IN OUT\n"
     "       slipgate demo cut IN OUT --from MS --to MS\n"
+    "       slipgate demo verify FILE [--key PUBKEY | --keyfile F.pub] [--json]\n"
     "  --protocol NAME, -p NAME  read FILE as that game's demo, whatever its name says\n"
-    "The game comes from FILE's extension and first bytes; MS is server time in ms.\n";
+    "The game comes from FILE's extension and first bytes; MS is server time in ms.\n"
+    "verify checks a signed recording (a demo of any game, or a pcap capture) against\n"
+    "FILE.sig: authentic, whole / authentic up to byte N / modified at or after byte N /\n"
+    "signed by another key / no signature; exit 0 only when authentic.\n";
 
 /* The list of readable and not-yet-readable demo formats, after the usage text. */
 static void print_formats(FILE *out)
@@ -434,6 +441,8 @@ int sg_cmd_demo(int argc, char **argv)
 
     if (!sub)
         return usage("missing subcommand");
+    if (strcmp(sub, "verify") == 0) /* any file with a .sig: no game reader involved */
+        return sg_cmd_demo_verify(argc - 1, argv + 1);
     rc = take_protocol(&argc, argv, &forced);
     if (rc != 0)
         return rc;

@@ -13,4 +13,10 @@ int sg_cmd_demo(int argc, char **argv);
 /* `slipgate pcap decode FILE [--json] [--record DIR] [-p NAME]`: a capture's game sessions. */
 int sg_cmd_pcap(int argc, char **argv);
 
+/* `slipgate keygen [--out PREFIX]`: a key pair for `sign_key`. */
+int sg_cmd_keygen(int argc, char **argv);
+
+/* `slipgate demo verify FILE [--key K|--keyfile F] [--json]`: any recording against FILE.sig. */
+int sg_cmd_demo_verify(int argc, char **argv);
+
 #endif

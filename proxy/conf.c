@@ -5,6 +5,7 @@
 #include "proxy/conf.h"
 
 #include "proxy/log.h"
+#include "filters/sign.h"
 #include "protocols/error.h"
 
 #include <errno.h>
@@ -68,6 +69,26 @@ static int nq_ports_set(void *obj, const struct sg_conf_directive *d,
     rc->nq_accept_high = (int)high;
     return 0;
 }
+
+/* Where `sign_key` was given, for the start-up check's file:line. */
+static void route_key_stored(void *obj, const struct sg_conf_directive *d,
+                             const struct sg_conf_arg *arg)
+{
+    ((struct sg_route_conf *)obj)->sign_key_line = arg->line;
+}
+
+static void top_key_stored(void *obj, const struct sg_conf_directive *d,
+                           const struct sg_conf_arg *arg)
+{
+    ((struct sg_conf *)obj)->sign_key_line = arg->line;
+}
+
+#define SIGN_KEY_HELP                                                                              \
+    "sign every recording (demos, pcap captures) with this secret key (from `slipgate keygen`, "  \
+    "mode 0600): a FILE.sig beside each (check with `slipgate demo verify`)"
+#define SIGN_INTERVAL_HELP                                                                         \
+    "how often a signed recording gets a checkpoint, the point up to which a cut recording "      \
+    "still verifies (default 10s)"
 
 static const struct sg_conf_directive route_directives[] = {
     {.name = "listen",
@@ -144,6 +165,19 @@ static const struct sg_conf_directive route_directives[] = {
      .argname = "DIR",
      .help = "write each session's demo files (.dm_68, ...) into DIR (a `record` filter at the "
              "end of the chain)"},
+    {.name = "sign_key",
+     .type = SG_CONF_PATH,
+     .stored = route_key_stored,
+     .offset = offsetof(struct sg_route_conf, sign_key),
+     .argname = "FILE",
+     .help = SIGN_KEY_HELP},
+    {.name = "sign_interval",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_route_conf, sign_interval_ms),
+     .min = 1000,
+     .max = 3600LL * 1000,
+     .argname = "DURATION",
+     .help = SIGN_INTERVAL_HELP},
     {.name = "filter",
      .type = SG_CONF_BLOCK,
      .open = filter_open,
@@ -300,6 +334,19 @@ static const struct sg_conf_directive top_directives[] = {
      .set = plugin_set,
      .argname = "PATH",
      .help = "load filters from a plugin (a shared object); before the routes that use them"},
+    {.name = "sign_key",
+     .type = SG_CONF_PATH,
+     .stored = top_key_stored,
+     .offset = offsetof(struct sg_conf, sign_key),
+     .argname = "FILE",
+     .help = SIGN_KEY_HELP " (every route that sets none)"},
+    {.name = "sign_interval",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_conf, sign_interval_ms),
+     .min = 1000,
+     .max = 3600LL * 1000,
+     .argname = "DURATION",
+     .help = SIGN_INTERVAL_HELP " (every route that sets none)"},
     {.name = "route",
      .type = SG_CONF_BLOCK,
      .open = route_open,
@@ -479,6 +526,33 @@ static int record_filters(const struct sg_route_conf *r)
     return n;
 }
 
+/* The route's signing key, inherited from the top level, and checked now (file:line). */
+static int check_sign_key(struct sg_conf *conf, struct sg_route_conf *r, const char *file,
+                          struct sg_conf_diag *diag)
+{
+    struct sg_sign_key key;
+    char why[512];
+    int line = r->sign_key_line, err;
+
+    if (!r->sign_key && conf->sign_key) {
+        if (!(r->sign_key = strdup(conf->sign_key)))
+            return -ENOMEM;
+        line = conf->sign_key_line;
+    }
+    if (r->sign_interval_ms == 0)
+        r->sign_interval_ms =
+            conf->sign_interval_ms ? conf->sign_interval_ms : SG_SIGN_DEFAULT_INTERVAL_MS;
+    if (!r->sign_key)
+        return 0;
+    err = sg_sign_key_load(r->sign_key, &key, why, sizeof(why));
+    sg_sign_key_wipe(&key);
+    if (err < 0) {
+        sg_conf_diag_error(diag, line ? file : "command line", line, 0, "%s", why);
+        return SG_E_CONFIG;
+    }
+    return 0;
+}
+
 static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
 {
     const char *file = conf->file ? conf->file : "command line";
@@ -515,6 +589,8 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
             rc = SG_E_CONFIG;
         }
         if (r->record && add_record_filter(r, file, diag) < 0)
+            rc = SG_E_CONFIG;
+        if (check_sign_key(conf, r, file, diag) < 0)
             rc = SG_E_CONFIG;
         if (record_filters(r) > 1) {
             sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,

@@ -43,6 +43,9 @@ struct sg_route_conf {
     int reencode;                    /* enum sg_reencode */
     int nq_accept_low, nq_accept_high; /* ports a NetQuake accept may move a session to */
     char *record;                    /* directory for network-side demos, or NULL */
+    char *sign_key;                  /* secret key signing recordings (or the top level's), or NULL */
+    int64_t sign_interval_ms;        /* checkpoints this often (0: the top level's, or 10 s) */
+    int sign_key_line;               /* where sign_key was given (0: top level or command line) */
     struct sg_filter_list *filters;  /* `filter` blocks in order (a reference), or NULL */
     struct sg_conf *top;             /* the configuration it belongs to */
     int line;                        /* where the block opens (0: command line) */
@@ -62,6 +65,9 @@ struct sg_conf {
     struct sg_route_conf *routes;
     int nroutes;
     struct sg_plugin *plugins; /* `plugin PATH` lines, in order (references) */
+    char *sign_key;            /* every route's, unless the route sets its own */
+    int64_t sign_interval_ms;  /* 0: SG_SIGN_DEFAULT_INTERVAL_MS */
+    int sign_key_line;
 };
 
 /* Command-line settings layered over the file (owned by the caller). */

@@ -28,6 +28,7 @@ static const char usage_text[] =
     "Usage: slipgate [OPTIONS] [+set NAME VALUE]...\n"
     "       slipgate demo COMMAND ...      demo tools, per game (slipgate demo --help)\n"
     "       slipgate pcap decode FILE ...  decode the game sessions in a capture\n"
+    "       slipgate keygen [--out PREFIX]  a key pair for signing recordings (sign_key)\n"
     "       slipgate filters [-c CONFIG] [--json]\n"
     "                                      list the filters and their directives\n"
     "\n"
@@ -65,6 +66,10 @@ static const char usage_text[] =
     "in the config file; 'plugin PATH' at the top loads more of them.  --stats\n"
     "counts each filter's frames; 'stats_interval DURATION' logs them too.\n"
     "'http ADDR:PORT' serves Prometheus /metrics, a JSON API and a live page.\n"
+    "\n"
+    "Signed recordings: 'sign_key FILE' (from slipgate keygen) gives every demo and\n"
+    "capture a FILE.sig with a checkpoint every 'sign_interval' (default 10s);\n"
+    "'slipgate demo verify FILE --keyfile KEY.pub' checks it.\n"
     "\n"
     "Examples:\n"
     "  slipgate -s q3.example.org:27960\n"
@@ -395,6 +400,8 @@ int main(int argc, char **argv)
         return sg_cmd_pcap(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "filters") == 0)
         return cmd_filters(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "keygen") == 0)
+        return sg_cmd_keygen(argc - 1, argv + 1);
 
     /* Options, with +set taken out first. */
     if (extract_sets(&argc, argv, &sets, &ov.nsets) < 0) {

@@ -6,6 +6,7 @@
 
 #include "proxy/addr.h"
 #include "proxy/app.h"
+#include "filters/sign.h"
 
 #include <errno.h>
 #include <sodium.h>
@@ -652,9 +653,11 @@ static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
     dst->listen = strdup(src->listen);
     dst->server = strdup(src->server);
     dst->record = src->record ? strdup(src->record) : NULL;
+    dst->sign_key = src->sign_key ? strdup(src->sign_key) : NULL;
     dst->top = NULL; /* the configuration may be replaced by a reload */
     sg_filter_list_ref(dst->filters);
-    if (!dst->name || !dst->listen || !dst->server || (src->record && !dst->record))
+    if (!dst->name || !dst->listen || !dst->server || (src->record && !dst->record) ||
+        (src->sign_key && !dst->sign_key))
         return UV_ENOMEM;
     return 0;
 }
@@ -665,6 +668,7 @@ static void free_conf(struct sg_route_conf *c)
     free(c->listen);
     free(c->server);
     free(c->record);
+    free(c->sign_key);
     sg_filter_list_unref(c->filters);
     memset(c, 0, sizeof(*c));
 }
@@ -758,6 +762,32 @@ static int make_chain(struct sg_route *r, struct sg_filter_list *list, struct sg
     return err;
 }
 
+/* The route's signing key (checked at load already; read again for this route's own copy). */
+static int load_sign_key(struct sg_route *r)
+{
+    char why[512];
+    int err;
+
+    if (!(r->sign_key = calloc(1, sizeof(*r->sign_key))))
+        return UV_ENOMEM;
+    err = sg_sign_key_load(r->conf.sign_key, r->sign_key, why, sizeof(why));
+    if (err < 0) {
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
+        return UV_EINVAL;
+    }
+    sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
+           "signing recordings with key %s (checkpoints every %lld ms)", r->sign_key->id,
+           (long long)r->conf.sign_interval_ms);
+    return 0;
+}
+
+static void free_sign_key(struct sg_route *r)
+{
+    sg_sign_key_wipe(r->sign_key);
+    free(r->sign_key);
+    r->sign_key = NULL;
+}
+
 int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct sg_route **out)
 {
     struct sg_route *r = calloc(1, sizeof(*r));
@@ -776,6 +806,8 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     err = (r->buckets && r->rates && r->hosts) ? sg_udp_batch_init(&r->batch) : UV_ENOMEM;
     if (err == 0)
         err = copy_conf(&r->conf, rc);
+    if (err == 0 && r->conf.sign_key)
+        err = load_sign_key(r);
     if (err < 0)
         goto err_route;
 
@@ -835,6 +867,7 @@ err_handles:
     *out = r;
     return err;
 err_route:
+    free_sign_key(r);
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
     free(r->buckets);
@@ -859,6 +892,10 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
                "protocol changed to %s: applies to new sessions after a restart",
                sg_protocol_names[rc->protocol]);
+    if ((rc->sign_key == NULL) != (r->conf.sign_key == NULL) ||
+        (rc->sign_key && strcmp(rc->sign_key, r->conf.sign_key) != 0))
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+               "sign_key changed: applies after a restart");
 
     /* A new server applies to new sessions; live ones keep theirs. */
     if (strcmp(rc->server, r->conf.server) != 0) {
@@ -994,6 +1031,7 @@ void sg_route_destroy(struct sg_route *r)
         return;
     sg_chain_destroy(r->chain);
     r->chain = NULL;
+    free_sign_key(r);
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
     sg_outbox_finish(&r->outbox);

@@ -148,6 +148,7 @@ struct sg_route {
     uv_timer_t sweep;
     bool listener_open, sweep_open; /* handles initialised and not yet closed */
     struct sg_chain *chain;         /* the filters, or NULL */
+    struct sg_sign_key *sign_key;   /* signs recordings (`sign_key`), or NULL; the route's life */
     struct sg_delay_queue delay;    /* datagrams filters hold back */
     bool closing;
     int open_handles; /* handles (its own and its sessions' sockets) whose close

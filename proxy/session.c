@@ -246,6 +246,8 @@ static void fill_filter_session(struct sg_session *s)
     s->fsess.started_ms = s->sum.started_ms;
     s->fsess.codec = s->codec;
     s->fsess.codec_state = s->cstate;
+    s->fsess.sign_key = r->sign_key;
+    s->fsess.sign_interval_ms = r->conf.sign_interval_ms;
 }
 
 int sg_session_chain_changed(struct sg_session *s, struct sg_chain *old, struct sg_chain *now)

@@ -86,6 +86,16 @@ const struct sg_bench_mode sg_bench_modes[] = {
      false,
      NULL,
      "slipgate decoding, with `http` on and /metrics scraped every 100 ms",
+     true,
+     false},
+    {"slipgate-signed",
+     SG_BENCH_RELAY_SLIPGATE,
+     {"-p", "q3", NULL},
+     true,
+     true,
+     NULL,
+     "slipgate recording signed demos (record DIR, sign_key KEY: hashing and checkpoints)",
+     false,
      true},
 };
 
@@ -96,17 +106,18 @@ const size_t sg_bench_nmodes = sizeof(sg_bench_modes) / sizeof(sg_bench_modes[0]
 /* ---- clean-up on every way out ---- */
 
 /* Paths a signal handler may have to remove (async-signal-safe clean-up). */
-static char cleanup_paths[2 * NMODES + 2][PATH_MAX]; /* files, record folder, folder */
+/* per mode: log, stats; the signing key and its .pub; the record folders, the folder */
+static char cleanup_paths[2 * NMODES + 5][PATH_MAX];
 static volatile sig_atomic_t keep_tmp;
 
 static void cleanup_files(void)
 {
     if (keep_tmp)
         return;
-    for (size_t i = 0; i < 2 * NMODES + 2; i++) {
+    for (size_t i = 0; i < 2 * NMODES + 5; i++) {
         if (!cleanup_paths[i][0])
             continue;
-        if (i >= 2 * NMODES)
+        if (i >= 2 * NMODES + 2)
             rmdir(cleanup_paths[i]);
         else
             unlink(cleanup_paths[i]);
@@ -394,8 +405,11 @@ static int setup(struct sg_bench *b)
         snprintf(cleanup_paths[2 * i + 1], PATH_MAX, "%s/%s-stats.json", b->tmpdir,
                  sg_bench_modes[i].name);
     }
-    snprintf(cleanup_paths[2 * NMODES], PATH_MAX, "%s/record", b->tmpdir);
-    snprintf(cleanup_paths[2 * NMODES + 1], PATH_MAX, "%s", b->tmpdir);
+    snprintf(cleanup_paths[2 * NMODES], PATH_MAX, "%s/sign.key", b->tmpdir);
+    snprintf(cleanup_paths[2 * NMODES + 1], PATH_MAX, "%s/sign.key.pub", b->tmpdir);
+    snprintf(cleanup_paths[2 * NMODES + 2], PATH_MAX, "%s/record", b->tmpdir);
+    snprintf(cleanup_paths[2 * NMODES + 3], PATH_MAX, "%s/record-signed", b->tmpdir);
+    snprintf(cleanup_paths[2 * NMODES + 4], PATH_MAX, "%s", b->tmpdir);
     keep_tmp = b->o.keep_logs;
 
     /* Children are killed on every way out. */

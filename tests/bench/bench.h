@@ -234,6 +234,7 @@ struct sg_bench_mode {
     const char *unavailable; /* why the mode cannot run yet, or NULL */
     const char *what;        /* one line for --help */
     bool http;               /* add `+set http 127.0.0.1:PORT`, scraped every 100 ms */
+    bool sign;               /* with record: `+set sign_key KEY` (made by `slipgate keygen`) */
 };
 
 extern const struct sg_bench_mode sg_bench_modes[];

@@ -231,12 +231,41 @@ static long long record_dir_sweep(const char *dir)
 
 /* ---- relays ---- */
 
+/* `slipgate keygen --out KEY` once per run (the signed mode); 0 or a negative error. */
+static int make_sign_key(struct sg_bench *b, const char *key, struct sg_bench_result *m)
+{
+    const char *argv[] = {b->o.slipgate, "keygen", "--out", key, NULL};
+    char log[PATH_MAX];
+    int status = 0;
+    pid_t pid;
+    int err;
+
+    if (access(key, R_OK) == 0)
+        return 0;
+    snprintf(log, sizeof(log), "%s/keygen.log", b->tmpdir);
+    err = sg_bench_child_spawn((char *const *)(uintptr_t)argv, log, &pid);
+    /* It ends by itself (bounded: 10 s); then reaped and unregistered. */
+    for (int i = 0; err == 0 && i < 1000 && sg_bench_child_running(pid, NULL); i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (err == 0)
+        status = sg_bench_child_stop(pid, 0.5);
+    unlink(log);
+    if (err < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        set_error(m, "slipgate keygen --out %s failed", key);
+        return err < 0 ? err : -EIO;
+    }
+    return 0;
+}
+
 static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint16_t sink_port,
                        struct relay_proc *rp, struct sg_bench_result *m)
 {
     char listen[32], server[32], lport[16], sport[16], why[256], tail[256], record[PATH_MAX];
     char http[32];
     int http_port = 0;
+    char key[PATH_MAX];
     const char *argv[40];
     int status = 0, err = -EINVAL;
 
@@ -290,7 +319,8 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
             argv[argc++] = "idle_timeout";
             argv[argc++] = "1h";
             if (def->record) {
-                snprintf(record, sizeof(record), "%s/record", b->tmpdir);
+                snprintf(record, sizeof(record), "%s/%s", b->tmpdir,
+                         def->sign ? "record-signed" : "record");
                 if (mkdir(record, 0700) < 0 && errno != EEXIST) {
                     set_error(m, "cannot create %s: %s", record, strerror(errno));
                     return -errno;
@@ -309,6 +339,14 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
                 argv[argc++] = "+set";
                 argv[argc++] = "http";
                 argv[argc++] = http;
+            }
+            if (def->sign) {
+                snprintf(key, sizeof(key), "%s/sign.key", b->tmpdir);
+                if ((err = make_sign_key(b, key, m)) < 0)
+                    return err;
+                argv[argc++] = "+set";
+                argv[argc++] = "sign_key";
+                argv[argc++] = key;
             }
         }
         argv[argc] = NULL;
@@ -634,7 +672,8 @@ static void finish(struct sg_bench *b, struct mode_run *r)
     if (m->mode->record) {
         char dir[PATH_MAX];
 
-        snprintf(dir, sizeof(dir), "%s/record", b->tmpdir);
+        snprintf(dir, sizeof(dir), "%s/%s", b->tmpdir,
+                 m->mode->sign ? "record-signed" : "record");
         m->demo_bytes = record_dir_sweep(dir);
         rmdir(dir);
     }

@@ -1999,6 +1999,111 @@ def case_replay_ioq71_nat_forged(h, res):
           % (qport, seen['port'], rep.moved_from, rep.port_of(cap.game_client)))
 
 
+def verify_demo(exe, path, keyfile, *extra):
+    """`slipgate demo verify PATH --keyfile KEYFILE`: (exit status, the line)."""
+    r = subprocess.run([exe, 'demo', 'verify', path, '--keyfile', keyfile] + list(extra),
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    return r.returncode, r.stdout.decode(errors='replace').strip(), r.stderr.decode(errors='replace')
+
+
+def make_key(h, name):
+    """`slipgate keygen --out DIR/NAME`: the secret key's path and the public key line."""
+    prefix = h.path(name)
+    r = subprocess.run([h.exe, 'keygen', '--out', prefix], stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=30)
+    check(r.returncode == 0, 'slipgate keygen: exit %d\n%s' % (r.returncode, r.stderr))
+    check(os.stat(prefix).st_mode & 0o777 == 0o600, 'the secret key is not mode 0600')
+    line = r.stdout.decode().strip()
+    check(line.startswith('slipgate-pub 1 '), 'keygen printed %r' % line)
+    return prefix, line
+
+
+@with_resources
+def case_replay_signed(h, res):
+    """Signed recordings with real traffic: the ioquake3 71 capture replayed
+    through slipgate with `sign_key` (checkpoints every second, the replay
+    paced over a few seconds).  The demo is the same as without signing
+    (the offline decode's), and `demo verify` says "authentic, whole"; one
+    byte edited says "modified"; another key says "signed by another key".
+    Then the first 60% of the capture again, and slipgate killed with
+    SIGKILL in the middle of the game: the demo verifies "authentic up to
+    byte N", N being the bytes of its last checkpoint, short of the file."""
+    cap = Capture('ioq71')
+    key, pub = make_key(h, 'league')
+    other, _ = make_key(h, 'other')
+    srv = res.add(ServerSide())
+    demos = h.path('demos')
+    sign = ['+set', 'reencode', 'always', '--record', demos, '+set', 'sign_key', key,
+            '+set', 'sign_interval', '1s']
+    px = start_replay_proxy(h, srv, sign)
+    rep = Replay(h, px, srv, UpstreamMap(px), cap, hold=True, pace=0.002).run()
+    check(not rep.problems, '%d problems in the replay:\n  %s'
+          % (len(rep.problems), '\n  '.join(rep.problems)))
+    check(px.count_log(r'signing recordings with key %s' % pub.split()[2]) == 1,
+          'no "signing recordings with key ID" line in the log')
+    st = stop_ok(px)
+    game = check_replay_sessions(rep, stats_route(st), decoded=True, reencode=True)
+    check(game is not None and game.get('demos') == 1, 'expected one demo')
+    path = game['demo']
+    with open(path, 'rb') as f:
+        live = f.read()
+    check(live == offline_demo(h.exe, h.dir, cap),
+          'the signed demo differs from the offline decode of the capture')
+    with open(path + '.sig') as f:
+        sig = f.read()
+    cps = sig.count('\ncp ')
+    check(cps >= 3, 'the .sig has %d checkpoints over a %.1f s replay; expected one a second'
+          % (cps, rep.elapsed))
+    rc, line, err = verify_demo(h.exe, path, key + '.pub')
+    check(rc == 0 and line.endswith('authentic, whole (%d bytes, ' % len(live)
+                                     + line.split('bytes, ')[1]) and 'authentic, whole' in line,
+          'verify of the signed demo: exit %d: %s %s' % (rc, line, err))
+    rc_pub, line_pub, _ = verify_demo(h.exe, path, key, '--json')  # the secret file's public half
+    check(rc_pub == 0 and '"verdict":"whole"' in line_pub, 'verify --json: %s' % line_pub)
+    rc2, line2, _ = verify_demo(h.exe, path, other + '.pub')
+    check(rc2 == 1 and 'signed by another key (id %s)' % pub.split()[2] in line2,
+          'verify with another key: exit %d: %s' % (rc2, line2))
+
+    # One byte edited in the middle.
+    edited = h.path('edited.dm_71')
+    pos = len(live) // 2
+    with open(edited, 'wb') as f:
+        f.write(live[:pos] + bytes([live[pos] ^ 0x01]) + live[pos + 1:])
+    shutil.copyfile(path + '.sig', edited + '.sig')
+    rc3, line3, _ = verify_demo(h.exe, edited, key + '.pub')
+    m = re.search(r'modified at or after byte (\d+) ', line3)
+    check(rc3 == 1 and m and int(m.group(1)) <= pos,
+          'verify of the edited demo: exit %d: %s' % (rc3, line3))
+    rc4, line4, _ = verify_demo(h.exe, h.path('league.pub'), key + '.pub')
+    check(rc4 == 1 and 'no signature' in line4, 'verify of an unsigned file: %s' % line4)
+
+    # kill -9 in the middle of the game.
+    cut = Capture('ioq71')
+    cut.dgrams = cut.dgrams[:len(cut.dgrams) * 6 // 10]
+    srv2 = res.add(ServerSide())
+    demos2 = h.path('demos2')
+    sign[4] = demos2
+    px2 = start_replay_proxy(h, srv2, sign)
+    rep2 = Replay(h, px2, srv2, UpstreamMap(px2), cut, hold=True, pace=0.002).run()
+    check(not rep2.problems, 'problems in the cut replay: %s' % rep2.problems[:5])
+    px2.kill()
+    files = [os.path.join(demos2, f) for f in os.listdir(demos2) if f.endswith('.dm_71')]
+    check(len(files) == 1, 'after kill -9: demos %r' % os.listdir(demos2))
+    size = os.path.getsize(files[0])
+    with open(files[0] + '.sig') as f:
+        sig2 = f.read()
+    last = [l for l in sig2.split('\n') if l.startswith('cp ')][-1].split()
+    check(last[5] == '0', 'the last checkpoint after kill -9 is marked final: %s' % last)
+    rc5, line5, _ = verify_demo(h.exe, files[0], key + '.pub')
+    check(rc5 == 0 and line5.split(': ', 1)[1].startswith('authentic up to byte %s / message %s '
+                                                          '(recording cut at ' % (last[2], last[3])),
+          'verify after kill -9: exit %d: %s' % (rc5, line5))
+    check(int(last[2]) <= size, 'the last checkpoint signs more than the file holds')
+    print('signed demo %d bytes, %d checkpoints: %s; one byte edited at %d: %s; after kill -9: '
+          '%d of %d bytes signed: %s' % (len(live), cps, line, pos, line3, int(last[2]), size,
+                                         line5))
+
+
 @with_resources
 def case_replay_ioq68(h, res):
     replay_case(h, res, 'ioq68')

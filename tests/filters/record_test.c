@@ -11,6 +11,8 @@
 #include "tests/filters/fake.h"
 #include "tests/unit.h"
 
+#include "filters/sign.h"
+
 #include "protocols/error.h"
 
 #include <dirent.h>
@@ -661,6 +663,79 @@ static void test_bad_config(void)
                           sizeof(err)) < 0);
 }
 
+/* Every demo file and its .sig in dir verify with `key`: returns how many demos; checkpoints out. */
+static int verify_dir(const struct sg_sign_key *key, unsigned *checkpoints)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort), demos = 0;
+
+    *checkpoints = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        size_t len = strlen(name);
+        char path[600], sigpath[620], data[4096], sig[8192];
+        struct sg_sign_result res;
+        char line[512];
+
+        if (name[0] != '.' && !(len > 4 && strcmp(name + len - 4, ".sig") == 0)) {
+            snprintf(path, sizeof(path), "%s/%s", dir, name);
+            snprintf(sigpath, sizeof(sigpath), "%s.sig", path);
+            read_file(path, data, sizeof(data));
+            read_file(sigpath, sig, sizeof(sig));
+            sg_sign_verify_mem((const uint8_t *)sig, strlen(sig), (const uint8_t *)data,
+                               strlen(data), key->pk, &res);
+            sg_sign_result_line(&res, line, sizeof(line));
+            CHECKF(res.verdict == SG_SIGN_WHOLE, "%s: %s", name, line);
+            CHECKF(strstr(sig, "meta kind demo\n") && strstr(sig, "meta protocol "),
+                   "%s.sig:\n%s", name, sig);
+            *checkpoints += res.checkpoints;
+            demos++;
+        }
+        free(names[i]);
+    }
+    free(names);
+    return demos;
+}
+
+/* With the session's sign_key: each demo (per level, per max_size part) gets a .sig that
+ * verifies whole, with a checkpoint per interval and a final one; the size limit still works
+ * through the signing stream (ftell). */
+static void test_signed(void)
+{
+    struct fake_chain c;
+    struct sg_sign_key key;
+    char names[1024];
+    unsigned cps;
+
+    CHECK_EQ(sg_sign_keygen(&key), 0);
+    CHECK_EQ(open_rec(&c, NULL), 0);
+    c.session.sign_key = &key;
+    c.session.sign_interval_ms = 1000;
+    message(&c, 1000, "q3dm1", NULL);
+    message(&c, 1500, NULL, "q3dm1");
+    message(&c, 2100, NULL, "q3dm1"); /* a checkpoint (1100 ms since the first) */
+    message(&c, 3200, NULL, "q3dm1"); /* another */
+    message(&c, 4000, "q3dm2", NULL); /* a new file */
+    message(&c, 4100, NULL, "q3dm2");
+    fake_chain_close(&c);
+    CHECK_EQ(list_dir(dir, names, sizeof(names)), 4);
+    CHECKF(verify_dir(&key, &cps) == 2, "%s", names);
+    CHECKF(cps == 2 + 2, "checkpoints %u (two periodic, two final)", cps);
+    cleanup();
+    make_dir();
+
+    CHECK_EQ(open_rec(&c, "max_size 12\n"), 0);
+    c.session.sign_key = &key;
+    c.session.sign_interval_ms = 1000;
+    message(&c, 1000, "q3dm1", NULL); /* "G\nM1000\n": 8 bytes */
+    message(&c, 1001, NULL, "q3dm1"); /* 14 > 12: the part ends */
+    message(&c, 1002, NULL, "q3dm1"); /* part 2 */
+    fake_chain_close(&c);
+    CHECK_EQ(list_dir(dir, names, sizeof(names)), 4);
+    CHECKF(verify_dir(&key, &cps) == 2, "%s", names);
+    CHECKF(strstr(names, "-part2.dm_test.sig") != NULL, "%s", names);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
@@ -678,6 +753,7 @@ int main(int argc, char **argv)
         {"client_disconnect_dropped", test_client_disconnect_dropped},
         {"server_disconnect", test_server_disconnect},
         {"bad_config", test_bad_config},
+        {"signed", test_signed},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), make_dir, cleanup);

@@ -31,7 +31,7 @@ import tempfile
 
 TARGETS = ['fuzz_huffman', 'fuzz_q3_message', 'fuzz_q3_client', 'fuzz_q3_netchan',
            'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config', 'fuzz_bmsg',
-           'fuzz_qw']
+           'fuzz_qw', 'fuzz_sign']
 
 SERVER_PORT = 27960  # the server port of every Q3 session capture (MANIFEST.md)
 SESSIONS = {'ioq68': 1, 'ioq71': 2, 'oa71': 3}  # capture -> fuzz_q3_netchan wire mode
@@ -326,6 +326,39 @@ def seeds_qw(testdata, source):
     return seeds
 
 
+def sign_input(flags, sig, data):
+    """A fuzz_sign input: u8 flags, le32 siglen, the .sig, the recording."""
+    return bytes([flags]) + struct.pack('<I', len(sig)) + sig + data
+
+
+def seeds_sign(testdata, source):
+    """Well-formed .sig texts (doc/signatures.md) over a real demo; the
+    signatures are not valid (no Ed25519 in the standard library): the
+    committed regressions/fuzz_sign inputs carry real ones."""
+    import base64
+    import hashlib
+    seeds = {}
+    pk = hashlib.sha256(b'slipgate fuzz key').digest()
+    kid = hashlib.blake2b(pk, digest_size=32).hexdigest()[:16]
+    data = b''
+    for path in sorted(glob.glob(os.path.join(testdata, 'q3', 'demos', '*')))[:1]:
+        data = open(path, 'rb').read()[:8192]
+    head = (b'slipgate-sig 1\nkey %s %s\n' % (kid.encode(), base64.b64encode(pk)) +
+            b'meta slipgate 0.1.0\nmeta kind demo\nmeta file a.dm_68\nmeta map q3dm17\n'
+            b'meta client 127.0.0.1%3A5000\nmeta start_ms 1764000000000\nbegin ' +
+            b'00' * 16 + b'\n')
+    sig = base64.b64encode(bytes(64))
+    cps = b''
+    for i, n in enumerate([len(data) // 3, 2 * len(data) // 3, len(data)]):
+        h = hashlib.blake2b(data[:n], digest_size=32).hexdigest().encode()
+        cps += b'cp %d %d %d %d %d %s %s\n' % (i, n, i + 1, 1764000000000 + i, i == 2, h, sig)
+        seeds['cp%d' % i] = sign_input(0, head + cps, data)
+    seeds['header'] = sign_input(0, head, data)
+    seeds['otherkey'] = sign_input(1, head + cps, data)
+    seeds['cut'] = sign_input(0, (head + cps)[:-30], data)
+    return seeds
+
+
 GENERATORS = {
     'fuzz_huffman': seeds_huffman,
     'fuzz_q3_message': seeds_message,
@@ -336,6 +369,7 @@ GENERATORS = {
     'fuzz_config': seeds_config,
     'fuzz_bmsg': seeds_bmsg,
     'fuzz_qw': seeds_qw,
+    'fuzz_sign': seeds_sign,
 }
 
 

@@ -174,6 +174,57 @@ def case_pcap_other_games():
         expect('"game":"%s","decoded":false}' % name in out, "JSON says it too")
 
 
+def case_sign_key_checked():
+    """`sign_key` is checked at start-up: a key readable by others, a
+    malformed key and a missing one each stop slipgate with FILE:LINE."""
+    with tempfile.TemporaryDirectory() as tmp:
+        key = os.path.join(tmp, "league")
+        rc, out, err = run("keygen", "--out", key)
+        expect(rc == 0 and out.startswith("slipgate-pub 1 "), "keygen: " + out + err)
+        expect(os.stat(key).st_mode & 0o777 == 0o600, "the secret key is mode 0600")
+        rc, out, err = run("keygen", "--out", key)
+        expect(rc == 1 and "File exists" in err, "keygen never overwrites a key: " + err)
+        conf = os.path.join(tmp, "s.conf")
+        with open(conf, "w") as f:
+            f.write("# signed\nroute main {\n    server 127.0.0.1:27961\n"
+                    "    sign_key %s\n}\n" % key)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc == 0, "a 0600 key is accepted: " + err)
+        os.chmod(key, 0o644)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:4: error: sign_key %s is readable or writable by group or others "
+               "(mode 0644)" % (conf, key) in err, "a 0644 key is refused with file:line: " + err)
+        with open(key, "w") as f:
+            f.write("not a key\n")
+        os.chmod(key, 0o600)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:4: error: sign_key %s is not a slipgate secret key" % (conf, key)
+               in err, "a malformed key is refused with file:line: " + err)
+        with open(conf, "w") as f:
+            f.write("sign_key %s.missing\nroute main {\n    server 127.0.0.1:27961\n}\n" % key)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:1: error: sign_key %s.missing: No such file" % (conf, key) in err,
+               "a missing top-level key is refused with file:line: " + err)
+
+
+def case_demo_verify_usage():
+    """`demo verify`: usage errors exit 2; a file without a .sig is "no signature", exit 1."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "x.dm_68")
+        with open(path, "wb") as f:
+            f.write(b"abc")
+        rc, out, err = run("demo", "verify", path)
+        expect(rc == 1 and out.startswith(path + ": no signature ("), "no .sig: " + out + err)
+        rc, out, err = run("demo", "verify", path, "--json")
+        expect(rc == 1 and '"verdict":"none","authentic":false' in out, "--json: " + out)
+        rc, out, err = run("demo", "verify")
+        expect(rc == 2 and "usage: slipgate demo verify" in err, "no file: " + err)
+        rc, out, err = run("demo", "verify", path, "--key", "nonsense")
+        expect(rc == 2 and "not a public key" in err, "bad --key: " + err)
+        rc, out, err = run("demo", "--help")
+        expect("demo verify FILE" in out, "demo --help lists verify")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 if CASE not in CASES:
     sys.exit("unknown case " + CASE)

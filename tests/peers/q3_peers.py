@@ -75,6 +75,14 @@ MODES = {
     # the filters mode's config with `http` on: headless Chromium loads the
     # page during the game (check_web)
     "web": ["-c", "{work}/slipgate.conf"],
+    # as full, with sign_key (a key made by `slipgate keygen`): the demo
+    # plays and `slipgate demo verify` says "authentic, whole"
+    "signed": ["-p", "q3", "+set", "reencode", "always", "--record", "{work}/demos",
+               "+set", "sign_key", "{work}/league", "+set", "sign_interval", "2s"],
+    # as kill9, signed: the cut demo verifies "authentic up to byte N", N the
+    # last checkpoint's, and a copy with one byte edited says "modified"
+    "signedkill9": ["-p", "q3", "--record", "{work}/demos",
+                    "+set", "sign_key", "{work}/league", "+set", "sign_interval", "2s"],
 }
 
 FILTERS_CONF = """route q3 {{
@@ -523,7 +531,7 @@ def check_killed_demo(work, home_cli, cli_cvars, procs, limit):
     """After SIGKILL the demo has no end marker: slipgate's reader must say
     it is truncated yet decode every message before the cut with no error,
     and the real client must play it to its end."""
-    demos = os.listdir(os.path.join(work, "demos"))
+    demos = [f for f in os.listdir(os.path.join(work, "demos")) if not f.endswith(".sig")]
     if len(demos) != 1:
         raise Fail(f"expected one demo, found {demos}")
     demo = os.path.join(work, "demos", demos[0])
@@ -539,6 +547,35 @@ def check_killed_demo(work, home_cli, cli_cvars, procs, limit):
     frames, secs, name = play_demo(demo, work, cli_cvars, procs, limit)
     return (f"; demo {name}: {m.group(1)} whole messages, reported truncated, "
             f"played: {frames} frames in {secs} s")
+
+
+def check_signed(work, demo, whole):
+    """`slipgate demo verify` on the recorded demo with the key's .pub:
+    authentic (whole, or up to the last checkpoint of its .sig); the same
+    demo with one byte edited: modified."""
+    pub = os.path.join(work, "league.pub")
+    v = subprocess.run([slipgate_binary(), "demo", "verify", demo, "--keyfile", pub],
+                       capture_output=True, text=True, timeout=60)
+    line = v.stdout.strip()
+    sig = read(demo + ".sig")
+    last = [l.split() for l in sig.splitlines() if l.startswith("cp ")]
+    if not last:
+        raise Fail(f"no checkpoint in {demo}.sig:\n{sig}")
+    want = ("authentic, whole" if whole else
+            f"authentic up to byte {last[-1][2]} / message {last[-1][3]} (recording cut at ")
+    if v.returncode != 0 or want not in line:
+        raise Fail(f"demo verify {demo}: exit {v.returncode}: {line} {v.stderr}; expected {want}")
+    data = bytearray(open(demo, "rb").read())
+    data[len(data) // 3] ^= 0x20
+    edited = os.path.join(work, "edited-" + os.path.basename(demo))
+    with open(edited, "wb") as f:
+        f.write(data)
+    shutil.copyfile(demo + ".sig", edited + ".sig")
+    e = subprocess.run([slipgate_binary(), "demo", "verify", edited, "--keyfile", pub],
+                       capture_output=True, text=True, timeout=60)
+    if e.returncode != 1 or "modified at or after byte" not in e.stdout:
+        raise Fail(f"demo verify on the edited demo: exit {e.returncode}: {e.stdout}")
+    return f"; {line} ({len(last)} checkpoints); one byte edited: {e.stdout.strip()}"
 
 
 def play_demo(demo, work, cli_cvars, procs, limit):
@@ -679,6 +716,12 @@ def run_case(case, seconds):
             where = []
         else:
             where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}"]
+        if mode in ("signed", "signedkill9"):
+            kg = subprocess.run([slipgate_binary(), "keygen", "--out",
+                                 os.path.join(work, "league")], capture_output=True, text=True,
+                                timeout=30)
+            if kg.returncode != 0:
+                raise Fail(f"slipgate keygen: {kg.stderr}")
         px = procs.start("slipgate", [slipgate_binary()] + where + ["--stats", stats]
                          + [a.replace("{work}", work) for a in MODES[mode]], px_log, limit)
         if not wait_for(lambda: "listening on" in read(px_log), 10):
@@ -748,10 +791,14 @@ def run_case(case, seconds):
                 raise Fail(f"server log says '{bad}':\n{read(srv_log)[-2000:]}")
 
         # Stop the client, then slipgate; check what slipgate counted.
-        if mode == "kill9":
+        if mode in ("kill9", "signedkill9"):
             rc = procs.stop(px, signal.SIGKILL)
             procs.stop(cli, group=True)
             extra = check_killed_demo(work, home_cli, cli_cvars, procs, limit)
+            if mode == "signedkill9":
+                demos = [f for f in os.listdir(os.path.join(work, "demos"))
+                         if not f.endswith(".sig")]
+                extra += check_signed(work, os.path.join(work, "demos", demos[0]), False)
             print(f"PASS {case}: in the game {seconds}s; slipgate killed with SIGKILL ({rc}){extra}")
             return
         quit_client(cli, home_cli, srv_log, procs)
@@ -780,8 +827,10 @@ def run_case(case, seconds):
         if c["c2s_packets"] < 20 * seconds or c["s2c_packets"] < 10 * seconds or drops:
             raise Fail(f"unexpected counters: {c}")
         extra = extra if nat else ""
-        if mode in ("full", "mapchange", "auto", "nat"):
+        if mode in ("full", "mapchange", "auto", "nat", "signed"):
             extra += check_decoding(sessions[0], work, home_cli, cli_cvars, procs, limit)
+        if mode == "signed":
+            extra += check_signed(work, sessions[0]["demo"], True)
         if mode == "midrecord":
             extra = check_midrecord(sessions[0], work, cli_cvars, procs, limit)
         if mode == "filters":
@@ -789,7 +838,7 @@ def run_case(case, seconds):
                                   cli_cvars, procs, limit)
         if mode == "netem":
             extra = check_netem(sessions[0], work, lost, cli_cvars, procs, limit)
-        if mode in ("full", "mapchange", "auto", "midrecord", "filters", "netem"):
+        if mode in ("full", "mapchange", "auto", "midrecord", "filters", "netem", "signed"):
             extra += check_demo_end(sessions[0], home_cli, px_log)
         extra += web
         if mode == "mapchange":
