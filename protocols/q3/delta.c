@@ -132,6 +132,10 @@ int sg_q3_delta_entity_read(struct sg_q3_msg *m, int number, struct sg_q3_entity
         } else {
             rec->form[i] = SG_Q3_FORM_INT;
             rec->value[i] = sg_q3_msg_read_bits(m, bits);
+            /* Only the NYT code (corrupt data) reads past a field's width:
+             * the game takes the value, but no writer can send it again. */
+            if (wire_int(rec->value[i], bits) != rec->value[i])
+                return SG_E_MALFORMED;
         }
     }
     return 0;
@@ -272,6 +276,10 @@ int sg_q3_delta_player_read(struct sg_q3_msg *m, struct sg_q3_player_delta *rec)
         } else {
             rec->form[i] = SG_Q3_FORM_INT;
             rec->value[i] = sg_q3_msg_read_bits(m, bits);
+            /* Only the NYT code (corrupt data) reads past a field's width:
+             * the game takes the value, but no writer can send it again. */
+            if (wire_int(rec->value[i], bits) != rec->value[i])
+                return SG_E_MALFORMED;
         }
     }
 
