@@ -76,6 +76,31 @@ static inline uint8_t *unit_exact_copy(const uint8_t *p, size_t len)
     return q;
 }
 
+/* The whole file at `path`, NUL-terminated (not counted in *len), or NULL
+ * when it cannot be read; the caller frees it. */
+static inline uint8_t *unit_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *buf = NULL;
+    long n;
+
+    *len = 0;
+    if (!f)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+        buf = malloc((size_t)n + 1);
+        if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+            buf[n] = 0;
+            *len = (size_t)n;
+        } else {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
 struct unit_case {
     const char *name;
     void (*fn)(void);

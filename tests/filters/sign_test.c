@@ -29,27 +29,6 @@ struct rec {
     size_t len, siglen;
 };
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *buf;
-    long n;
-
-    *len = 0;
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = buf ? (size_t)n : 0;
-    return buf;
-}
 
 /*
  * Record `name` in `dir`: CHUNKS chunks of CHUNK bytes (the seed makes the
@@ -93,8 +72,8 @@ static void record(const struct sg_sign_key *key, const char *name, unsigned see
     }
     CHECK(fclose(fp) == 0);
     sg_sign_writer_destroy(w, false);
-    r->data = slurp(path, &r->len);
-    r->sig = slurp(sigpath, &r->siglen);
+    r->data = unit_slurp(path, &r->len);
+    r->sig = unit_slurp(sigpath, &r->siglen);
     CHECK(r->data && r->sig);
 }
 

@@ -193,26 +193,6 @@ static void case_pcap_reencode(void)
     walk_free(&w);
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long n;
-
-    if (!f)
-        return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-        buf = malloc((size_t)n + 1);
-        if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            free(buf);
-            buf = NULL;
-        } else if (buf) {
-            *len = (size_t)n;
-        }
-    }
-    fclose(f);
-    return buf;
-}
 
 static void case_pcap_golden(void)
 {
@@ -236,7 +216,7 @@ static void case_pcap_golden(void)
         free(got);
         return;
     }
-    want = slurp(golden_path, &want_len);
+    want = (char *)unit_slurp(golden_path, &want_len);
     CHECK(want != NULL);
     if (want) {
         size_t line = 1, i = 0;
