@@ -83,7 +83,7 @@ sys.path.insert(0, HERE)
 
 import harness  # noqa: E402
 from harness import (V4, Fail, Skip, check, fmt_addr, parse_hostport,  # noqa: E402
-                     free_port, udp_ports_bound, main)
+                     free_port, dead_port, udp_ports_bound, main)
 import q3cap  # noqa: E402
 from q3cap import Capture, Mutator, is_partial  # noqa: E402
 
@@ -1693,7 +1693,7 @@ def case_server_restart(h, res):
 
 @with_resources
 def case_server_unreachable_then_up(h, res):
-    port = free_port()
+    port = dead_port()  # outside the ephemeral range: no client socket of ours can take it
     px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', '127.0.0.1:%d' % port])
     dest = (V4, px.ports[0])
     c = h.client(V4)

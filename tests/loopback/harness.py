@@ -12,11 +12,13 @@ killed by PID in a finally block (see Harness.close).
                    arguments ($P0, $P1 ... are replaced by free listen ports),
                    stderr captured line by line, wait_for_log(), stop(), stats()
     free_port()    a UDP port that was free a moment ago (bind port 0, close)
+    dead_port()    a free UDP port outside the ephemeral range (for "port unreachable")
     Harness        owns all of the above; close() tears everything down
 """
 
 import errno
 import json
+import random
 import os
 import re
 import selectors
@@ -119,6 +121,46 @@ def free_port():
         return s.getsockname()[1]
     finally:
         s.close()
+
+
+def ephemeral_range():
+    """The kernel's ephemeral port range (where bind(0) and connect pick)."""
+    try:
+        with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def dead_port():
+    """A UDP port nothing listens on, outside the ephemeral range.
+
+    free_port() hands back an ephemeral port, which the next client socket
+    the test opens may be given: a test that wants "port unreachable" from a
+    dead server would then talk to its own client.  This picks a port below
+    the ephemeral range (or above it) that is free now; only an explicit
+    bind can take it afterwards.
+    """
+    lo, hi = ephemeral_range()
+    spans = [(max(1024, lo - 8192), lo - 1), (hi + 1, min(65535, hi + 4096))]
+    spans = [(a, b) for a, b in spans if a <= b]
+    bound = udp_ports_bound()
+    rng = random.Random()
+    for _ in range(200):
+        a, b = rng.choice(spans)
+        port = rng.randint(a, b)
+        if port in bound:
+            continue
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.bind(('127.0.0.1', port))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        return port
+    raise RuntimeError('no free UDP port outside the ephemeral range %d-%d' % (lo, hi))
 
 
 def loopback_mtu():

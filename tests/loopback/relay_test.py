@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import (V4, V6, Fail, check, fmt_addr, parse_hostport, pump,  # noqa: E402
                      require_ipv6, ipv6_unavailable_reason, loopback_mtu, free_port, main,
+                     dead_port as find_dead_port,
                      END_RE)
 
 TAG = b'ECHO'
@@ -878,7 +879,7 @@ def case_unreachable_server(h):
     live = h.echo(V4)
     hole = h.udp_socket(V4)  # bound, never read: a silent server
     hole_port = hole.getsockname()[1]
-    dead_port = free_port()  # nothing listens there: ICMP port unreachable
+    dead_port = find_dead_port()  # nothing listens there: ICMP port unreachable
     cfg = (route_block('dead', '127.0.0.1:$P0', '127.0.0.1:%d' % dead_port)
            + route_block('hole', '127.0.0.1:$P1', '127.0.0.1:%d' % hole_port)
            + route_block('live', '127.0.0.1:$P2', live.addr))
@@ -2015,7 +2016,7 @@ def case_flood_log_bounded(h):
 
     # A server that is down: each session meets "port unreachable"; the
     # warning is said once for the lot, not once per session.
-    dead_port = free_port()
+    dead_port = find_dead_port()
     px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', '127.0.0.1:%d' % dead_port,
                        '+set', 'new_sessions_per_source', '1000', '+set', 'max_sessions', '1000'],
                  name='dead')
