@@ -225,6 +225,60 @@ def case_demo_verify_usage():
         expect("demo verify FILE" in out, "demo --help lists verify")
 
 
+def case_anonymize_checked():
+    """`anonymize yes|no` and `anonymize_key FILE` are checked at start-up:
+    a bad value, a key file readable by others and one that is not a key
+    each stop slipgate with FILE:LINE and what is wrong; a missing key file
+    is made (0600, its directory too), and a route's `anonymize no` needs
+    none."""
+    with tempfile.TemporaryDirectory() as tmp:
+        key = os.path.join(tmp, "state", "anon.key")
+        conf = os.path.join(tmp, "a.conf")
+
+        def write(text):
+            with open(conf, "w") as f:
+                f.write(text)
+
+        write("route main {\n    server 127.0.0.1:27961\n    anonymize maybe\n}\n")
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:3:15: error: 'anonymize' expects one of no, yes, got 'maybe'"
+               % conf in err, "a bad value is refused with file:line: " + err)
+        write("anonymize yes\nanonymize_key %s\nroute main {\n    server 127.0.0.1:27961\n}\n"
+              % key)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc == 0, "a missing key file is made: " + err)
+        expect(os.stat(key).st_mode & 0o777 == 0o600, "the key file is mode 0600")
+        expect(os.stat(os.path.dirname(key)).st_mode & 0o777 == 0o700, "its directory is 0700")
+        with open(key) as f:
+            made = f.read()
+        expect(made.startswith("slipgate-anonymize-key 1\n"), "the key file: %r" % made[:30])
+        rc, out, err = run("-c", conf, "--check-config")
+        with open(key) as f:
+            expect(rc == 0 and f.read() == made, "an existing key is kept: " + err)
+        os.chmod(key, 0o644)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:2: error: anonymize_key %s is readable or writable by group or "
+               "others (mode 0644)" % (conf, key) in err,
+               "a 0644 key is refused with file:line: " + err)
+        with open(key, "w") as f:
+            f.write("not a key\n")
+        os.chmod(key, 0o600)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:2: error: anonymize_key %s is not a slipgate anonymize key"
+               % (conf, key) in err, "a malformed key is refused with file:line: " + err)
+        # The route's own key file, and its line.
+        write("anonymize yes\nroute main {\n    server 127.0.0.1:27961\n"
+              "    anonymize_key %s\n}\n" % key)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:4: error: anonymize_key %s is not a slipgate anonymize key"
+               % (conf, key) in err, "a route's bad key is refused at its line: " + err)
+        # `anonymize no` in the route: the top level's bad key is not needed.
+        write("anonymize yes\nanonymize_key %s\nroute main {\n    server 127.0.0.1:27961\n"
+              "    anonymize no\n}\n" % key)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc == 0, "a route with anonymize no needs no key: " + err)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 if CASE not in CASES:
     sys.exit("unknown case " + CASE)
