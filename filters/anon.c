@@ -232,8 +232,7 @@ static void keyed(const struct sg_anon_key *key, const char *domain, const uint8
     crypto_generichash_final(&st, out, HASH_BYTES);
 }
 
-char *sg_anon_name(const struct sg_anon_key *key, const struct sockaddr *sa, char *out,
-                   size_t cap)
+char *sg_anon_name(const struct sg_anon_key *key, const struct sockaddr *sa, char *out, size_t cap)
 {
     uint8_t addr[16], h[HASH_BYTES];
     char hex[9];

@@ -62,8 +62,7 @@ void sg_anon_key_wipe(struct sg_anon_key *key);
  * SG_ANON_NAME_LEN + 1 bytes); an address of another family gives
  * "anon-unknown".  Returns `out`.
  */
-char *sg_anon_name(const struct sg_anon_key *key, const struct sockaddr *sa, char *out,
-                   size_t cap);
+char *sg_anon_name(const struct sg_anon_key *key, const struct sockaddr *sa, char *out, size_t cap);
 
 /*
  * The client's pseudonymous address and port (same family as `sa`; an

@@ -22,7 +22,7 @@
 #define CHECK_STR(a, b)                                                                            \
     do {                                                                                           \
         const char *a_ = (a), *b_ = (b);                                                           \
-        CHECKF(a_ && b_ && strcmp(a_, b_) == 0, "'%s' != '%s'", a_ ? a_ : "(null)",              \
+        CHECKF(a_ &&b_ &&strcmp(a_, b_) == 0, "'%s' != '%s'", a_ ? a_ : "(null)",                  \
                b_ ? b_ : "(null)");                                                                \
     } while (0)
 
@@ -87,7 +87,7 @@ static void case_stable(void)
     fixed_key(&k, 1);
     name(&k, v4("127.0.0.1", 27961), a);
     name(&k, v4("127.0.0.1", 27961), b);
-    name(&k, v4("127.0.0.1", 40000), c); /* a NAT port change */
+    name(&k, v4("127.0.0.1", 40000), c);    /* a NAT port change */
     name(&k, v6("::ffff:127.0.0.1", 5), d); /* the dual-stack listener's form */
     CHECK_STR(a, b);
     CHECK_STR(a, c);
@@ -267,7 +267,8 @@ static void case_default_path(void)
     unsetenv("STATE_DIRECTORY");
     unsetenv("XDG_STATE_HOME");
     setenv("HOME", "/home/q", 1);
-    CHECK_STR(sg_anon_default_path(buf, sizeof(buf)), "/home/q/.local/state/slipgate/anonymize.key");
+    CHECK_STR(sg_anon_default_path(buf, sizeof(buf)),
+              "/home/q/.local/state/slipgate/anonymize.key");
     setenv("XDG_STATE_HOME", "/x/state", 1);
     CHECK_STR(sg_anon_default_path(buf, sizeof(buf)), "/x/state/slipgate/anonymize.key");
     setenv("STATE_DIRECTORY", "/var/lib/slipgate:/var/lib/other", 1);
@@ -283,9 +284,12 @@ static void case_default_path(void)
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
-        {"stable", case_stable},         {"keyed", case_keyed},
-        {"distinct", case_distinct},     {"address", case_address},
-        {"key_file", case_key_file},     {"key_refused", case_key_refused},
+        {"stable", case_stable},
+        {"keyed", case_keyed},
+        {"distinct", case_distinct},
+        {"address", case_address},
+        {"key_file", case_key_file},
+        {"key_refused", case_key_refused},
         {"default_path", case_default_path},
     };
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), setup, teardown);
