@@ -117,12 +117,14 @@ class Tree:
         self.bindir, self.mandir = at('bindir'), at('mandir')
         self.sysconfdir, self.datadir = at('sysconfdir'), at('datadir')
         self.includedir = at('includedir')
-        self.unitdir = meson_opt('systemdsystemunitdir')
-        if self.unitdir in ('', 'no'):
-            # dist/meson.build's default: find the installed units.
-            found = glob.glob(os.path.join(dest + '/', '**', 'slipgate.service'), recursive=True)
-            check(len(found) == 1, 'slipgate.service installed %d times: %r' % (len(found), found))
-            self.unitdir = os.path.dirname(found[0])[len(dest):]
+
+    @property
+    def unitdir(self):
+        # -Dsystemdsystemunitdir, or dist/meson.build's default: the
+        # installed units are found.
+        found = glob.glob(os.path.join(self.dest + '/', '**', 'slipgate.service'), recursive=True)
+        check(len(found) == 1, 'slipgate.service installed %d times: %r' % (len(found), found))
+        return os.path.dirname(found[0])[len(self.dest):]
 
     def install(self):
         ok(['meson', 'install', '-C', BUILD, '--destdir', self.dest, '--no-rebuild'],
@@ -183,6 +185,7 @@ def case_layout(tmp):
 def case_keeps_edited_config(tmp):
     t = Tree(os.path.join(tmp, 'dest'))
     conf = t.real(t.conf())
+    check(os.path.isfile(conf), '%s is not installed' % t.conf())
     check(read(conf) == read(EXAMPLE), 'the first install did not put the example in %s' % t.conf())
     edited = read(conf).replace('idle_timeout 60s', 'idle_timeout 75s') + '\n# edited by the operator\n'
     with open(conf, 'w') as f:
