@@ -30,6 +30,7 @@ Nothing is sent on the network; every listen address checked is a free
 loopback port.
 """
 
+import fcntl
 import glob
 import os
 import re
@@ -374,6 +375,13 @@ def case_deb(tmp):
     real = (os.geteuid() == 0 and not installed_version('slipgate')
             and not installed_version('slipgate-dev') and not os.path.exists('/usr/bin/slipgate')
             and not os.path.exists('/etc/slipgate'))
+    lock = None
+    if real:
+        # Two test runs on one machine (two checkouts) take turns; the one
+        # that finds the other's package installed unpacks instead.
+        lock = open(os.path.join(tempfile.gettempdir(), 'slipgate-install-test.lock'), 'w')
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        real = not installed_version('slipgate') and not os.path.exists('/usr/bin/slipgate')
     if real:
         print('installing with dpkg -i on this machine (root, no slipgate installed)')
         try:
@@ -382,6 +390,7 @@ def case_deb(tmp):
             check_installed(tmp, '', system_pkg_config=True)
         finally:
             r = run(['dpkg', '-P', 'slipgate-dev', 'slipgate'], timeout=300)
+            lock.close()
         check(r.returncode == 0, 'dpkg -P failed: %s%s' % (r.stdout, r.stderr))
         left = [p for p in ('/usr/bin/slipgate', '/etc/slipgate', '/usr/include/slipgate',
                             '/lib/systemd/system/slipgate.service',
@@ -389,6 +398,8 @@ def case_deb(tmp):
         check(not left, 'dpkg -P left %r behind' % left)
         print('dpkg -P removed both packages and every file')
     else:
+        if lock:
+            lock.close()
         print('unpacking with dpkg -x into a temporary root (%s)'
               % ('not root' if os.geteuid() != 0 else 'a slipgate is installed here: left alone'))
         root = os.path.join(tmp, 'root')
