@@ -32,6 +32,7 @@ loopback port.
 
 import fcntl
 import glob
+import json
 import os
 import re
 import shutil
@@ -95,7 +96,6 @@ def read(path):
 
 def meson_opt(name):
     """A meson option of the build directory, from `meson introspect`."""
-    import json
     r = ok(['meson', 'introspect', '--buildoptions', BUILD], 'meson introspect')
     for o in json.loads(r.stdout):
         if o['name'] == name:
@@ -368,7 +368,6 @@ def case_deb(tmp):
     print('lintian: %d errors, %d warnings' % (len(errors), sum(1 for t in tags if t.startswith('W: '))))
     for line in tags:
         print('  ' + line)
-    check(r.returncode in (0, 1) and r.stdout is not None, 'lintian failed to run: %s' % r.stderr)
     check(not errors, 'lintian errors:\n' + '\n'.join(errors) + '\n' + r.stderr)
     check(r.returncode == 0, 'lintian exit %d: %s' % (r.returncode, r.stderr))
 
