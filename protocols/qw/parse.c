@@ -51,6 +51,7 @@ void sg_qw_variant_of(const struct sg_qw_ext *ext, struct sg_qw_variant *v)
     v->trans = (ext->fte & SG_QW_FTE_TRANS) != 0;
     v->chunked = (ext->fte & SG_QW_FTE_CHUNKEDDOWNLOADS) != 0;
     v->setangle_byte = (ext->mvd1 & SG_QW_MVD1_HIGHLAGTELEPORT) != 0;
+    v->mvd = false;
 }
 
 /* ---- fields ---- */
@@ -260,6 +261,34 @@ static void playerinfo(struct ctx *c)
         num(c, "alpha", SG_BMSG_U8);
 }
 
+/* An .mvd's svc_playerinfo (mvdsv's DF_* delta flags): frame always, then
+ * only the origins, angles and bytes whose flag is set; DF_DEAD (0x100)
+ * and DF_GIB (0x200) carry no data. */
+#define DF_ORIGIN      0x0001u /* << 0..2 */
+#define DF_ANGLES      0x0008u /* << 0..2 */
+#define DF_EFFECTS     0x0040u
+#define DF_SKINNUM     0x0080u
+#define DF_WEAPONFRAME 0x0400u
+#define DF_MODEL       0x0800u
+
+static const struct bdesc mvd_player_fields[] = {
+    {DF_ORIGIN, "origin0", K_ORIGIN},         {DF_ORIGIN << 1, "origin1", K_ORIGIN},
+    {DF_ORIGIN << 2, "origin2", K_ORIGIN},    {DF_ANGLES, "angle0", SG_BMSG_ANGLE16},
+    {DF_ANGLES << 1, "angle1", SG_BMSG_ANGLE16}, {DF_ANGLES << 2, "angle2", SG_BMSG_ANGLE16},
+    {DF_MODEL, "model", SG_BMSG_U8},          {DF_SKINNUM, "skin", SG_BMSG_U8},
+    {DF_EFFECTS, "effects", SG_BMSG_U8},      {DF_WEAPONFRAME, "weaponframe", SG_BMSG_U8},
+};
+
+static void playerinfo_mvd(struct ctx *c)
+{
+    uint32_t flags;
+
+    num(c, "player", SG_BMSG_U8);
+    flags = num(c, "flags", SG_BMSG_U16);
+    num(c, "frame", SG_BMSG_U8);
+    bits_table(c, mvd_player_fields, N(mvd_player_fields), flags);
+}
+
 /* ---- messages with a fixed layout ---- */
 
 static const struct fdesc f_none[] = {{NULL, K_END}};
@@ -348,7 +377,10 @@ static void svc_serverdata(struct ctx *c)
     }
     num(c, "servercount", SG_BMSG_S32);
     str(c, "gamedir");
-    num(c, "playernum", SG_BMSG_U8);
+    if (c->v.mvd)
+        num(c, "demotime", SG_BMSG_FLOAT);
+    else
+        num(c, "playernum", SG_BMSG_U8);
     {
         uint32_t before = c->out->nfields;
         size_t n = str(c, "levelname");
@@ -371,11 +403,17 @@ static void svc_serverdata(struct ctx *c)
     ext.z_ext = c->out->ext.z_ext;
     c->out->serverdata = true;
     c->out->ext = ext;
-    sg_qw_variant_of(&ext, &c->v);
+    {
+        bool mvd = c->v.mvd;
+        sg_qw_variant_of(&ext, &c->v);
+        c->v.mvd = mvd;
+    }
 }
 
 static void svc_setangle(struct ctx *c)
 {
+    if (c->v.mvd)
+        num(c, "player", SG_BMSG_U8);
     if (c->v.setangle_byte)
         num(c, "player", SG_BMSG_U8);
     table(c, f_setangle);
@@ -494,7 +532,10 @@ static void parse_svc(struct ctx *c, struct sg_qw_msg *m)
         svc_download(c);
         return;
     case 42:
-        playerinfo(c);
+        if (c->v.mvd)
+            playerinfo_mvd(c);
+        else
+            playerinfo(c);
         return;
     case 43:
         svc_nails(c, 6);

@@ -59,6 +59,11 @@ struct sg_qw_variant {
     bool trans;           /* FTE_PEXT_TRANS */
     bool chunked;         /* FTE_PEXT_CHUNKEDDOWNLOADS */
     bool setangle_byte;   /* MVD1 HIGHLAGTELEPORT: svc_setangle starts with a byte */
+    /* An .mvd's stream (set by its reader after sg_qw_variant_of(), which
+     * clears it; serverdata keeps it): serverdata carries a float demo time
+     * for the player number, svc_playerinfo has MVD's DF_* form, and
+     * svc_setangle names its player first. */
+    bool mvd;
 };
 
 void sg_qw_variant_of(const struct sg_qw_ext *ext, struct sg_qw_variant *v);
