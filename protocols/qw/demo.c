@@ -777,12 +777,12 @@ static int qw_demo_info(FILE *in, const char *name, FILE *out)
         fprintf(out, "duration:     %.3f s\n", fa.last - fa.first);
     else
         fprintf(out, "duration:     ? (no blocks)\n");
-    fprintf(out, "blocks:       %zu (", f.r.count);
+    fprintf(out, "blocks:       %zu", f.r.count);
     n = 0;
     for (int t = 0; t < DEM_TYPES; t++)
         if (fa.blocks[t])
-            fprintf(out, "%s%s %" PRIu64, n++ ? ", " : "", dem_names[t], fa.blocks[t]);
-    fprintf(out, ")\n");
+            fprintf(out, "%s%s %" PRIu64, n++ ? ", " : " (", dem_names[t], fa.blocks[t]);
+    fprintf(out, "%s\n", n ? ")" : "");
     fprintf(out, "messages:     %" PRIu64 " (%" PRIu64 " serverdata", fa.messages, fa.serverdata);
     if (fa.hidden)
         fprintf(out, ", %" PRIu64 " hidden blocks", fa.hidden);
