@@ -296,7 +296,12 @@ static int slurp(FILE *in, uint8_t **buf, size_t *len)
     return 0;
 }
 
-/* Probes: walk the first blocks of each format. */
+/*
+ * Probes: walk the first blocks of each format.  The first block decides
+ * NO; a file cut inside it, or a later block that makes no sense, is
+ * UNKNOWN (a file named .qwd / .mvd is then read, and the reader tells
+ * where it stops); three good blocks (or a good file's end) are YES.
+ */
 static int probe_as(const uint8_t *head, size_t len, bool mvd)
 {
     struct rd r = {.buf = head, .len = len, .mvd = mvd};
@@ -304,29 +309,26 @@ static int probe_as(const uint8_t *head, size_t len, bool mvd)
     double first = 0;
 
     for (int i = 0; i < 3; i++) {
+        bool bad = false;
         int rc = next_block(&r, &b);
+
         if (rc == 0)
             return i ? SG_DEMO_PROBE_YES : SG_DEMO_PROBE_UNKNOWN;
         if (rc < 0) {
-            /* a cut in the head we were given: not a verdict, unless it is the whole file */
-            if (strncmp(r.why, "the file ends", 13) == 0)
-                return len < SG_DEMO_HEAD_MAX && i == 0 ? SG_DEMO_PROBE_NO
-                       : i                               ? SG_DEMO_PROBE_YES
-                                                         : SG_DEMO_PROBE_UNKNOWN;
-            return SG_DEMO_PROBE_NO;
+            bool cut = strncmp(r.why, "the file ends", 13) == 0;
+            return cut || i ? SG_DEMO_PROBE_UNKNOWN : SG_DEMO_PROBE_NO;
         }
         if (mvd) {
             /* an .mvd has no client moves, and its messages start with an svc opcode */
-            if (b.type == DEM_CMD || (b.has_len && b.len > 0 && (b.data[0] == 0 || b.data[0] > 94)))
-                return SG_DEMO_PROBE_NO;
+            bad = b.type == DEM_CMD || (b.has_len && b.len > 0 && (b.data[0] == 0 || b.data[0] > 94));
         } else {
-            if (!isfinite(b.time) || b.time < 0 || b.time > 1e7 || (i && b.time < first - 1.0))
-                return SG_DEMO_PROBE_NO;
-            if (b.type == DEM_READ && b.len < 8 &&
-                !(b.len >= 4 && sg_le32(b.data) == 0xffffffffu))
-                return SG_DEMO_PROBE_NO;
+            bad = !isfinite(b.time) || b.time < 0 || b.time > 1e7 || (i && b.time < first - 1.0) ||
+                  (b.type == DEM_READ && b.len < 8 &&
+                   !(b.len >= 4 && sg_le32(b.data) == 0xffffffffu));
             first = b.time;
         }
+        if (bad)
+            return i ? SG_DEMO_PROBE_UNKNOWN : SG_DEMO_PROBE_NO;
     }
     return SG_DEMO_PROBE_YES;
 }
