@@ -455,7 +455,10 @@ static float le_float(const uint8_t *p)
 /* The block's own line (its header; cmd and set blocks in full). */
 static void put_block(FILE *out, const struct block *b, const struct dec *d, bool json)
 {
-    if (json)
+    if (json && !isfinite(b->time)) /* a .qwd's float time may be anything: JSON has no NaN */
+        fprintf(out, "{\"block\":%zu,\"offset\":%zu,\"time\":null,\"type\":\"%s\"", b->index,
+                b->offset, dem_names[b->type]);
+    else if (json)
         fprintf(out, "{\"block\":%zu,\"offset\":%zu,\"time\":%.3f,\"type\":\"%s\"", b->index,
                 b->offset, b->time, dem_names[b->type]);
     else

@@ -260,6 +260,12 @@ def case_corrupt():
         rc, out, err = run("demo", "reencode", f, out_path)
         expect(rc == 1 and "1 failed to decode" in out and read(out_path) == bytes(bad),
                out + err)
+        # a .qwd whose time is not a number: the JSON dump stays JSON (null)
+        f = os.path.join(tmp, "nan.qwd")
+        write(f, struct.pack("<IBii", 0x7fc00000, 2, 1, 0) + struct.pack("<fBii", 1.0, 2, 2, 0))
+        rc, out, err = run("demo", "dump", "--json", f)
+        lines = [json.loads(line) for line in out.splitlines()]
+        expect(rc == 0 and lines[0]["time"] is None and lines[1]["incoming"] == 0, out + err)
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
