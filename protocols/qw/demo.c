@@ -47,23 +47,23 @@ enum { DEM_CMD, DEM_READ, DEM_SET, DEM_MULTIPLE, DEM_SINGLE, DEM_STATS, DEM_ALL,
 static const char *const dem_names[DEM_TYPES + 1] = {"cmd",    "read",  "set", "multiple",
                                                      "single", "stats", "all", "bad"};
 
-#define CMD_BYTES        36     /* usercmd_t (24) + 3 float view angles */
-#define MAX_BLOCK        SG_QW_MAX_DGRAM /* the longest message block taken */
-#define MAX_FILE         (512u << 20)
-#define HIDDEN_HEAD      6      /* long len, short type */
+#define CMD_BYTES   36              /* usercmd_t (24) + 3 float view angles */
+#define MAX_BLOCK   SG_QW_MAX_DGRAM /* the longest message block taken */
+#define MAX_FILE    (512u << 20)
+#define HIDDEN_HEAD 6 /* long len, short type */
 
 /* One block of the file. */
 struct block {
-    size_t offset;        /* of its first byte */
-    size_t index;         /* 0, 1, ... */
-    int type;             /* DEM_* */
-    unsigned to;          /* single / stats: the player */
-    uint32_t mask;        /* multiple: the players */
-    double time;          /* seconds since the start (mvd) or the recorded time (qwd) */
-    const uint8_t *head;  /* bytes before the payload (time, type, mask, length) */
+    size_t offset;       /* of its first byte */
+    size_t index;        /* 0, 1, ... */
+    int type;            /* DEM_* */
+    unsigned to;         /* single / stats: the player */
+    uint32_t mask;       /* multiple: the players */
+    double time;         /* seconds since the start (mvd) or the recorded time (qwd) */
+    const uint8_t *head; /* bytes before the payload (time, type, mask, length) */
     size_t head_len;
-    bool has_len;         /* `long len` is the last 4 bytes of head */
-    const uint8_t *data;  /* payload */
+    bool has_len;        /* `long len` is the last 4 bytes of head */
+    const uint8_t *data; /* payload */
     size_t len;
 };
 
@@ -172,8 +172,8 @@ struct dec {
     struct sg_qw_variant var;
     struct sg_qw_parsed p;
     enum payload kind;
-    size_t msg_at;  /* payload bytes before the messages (the qwd netchan header) */
-    int err;        /* the last block's parse error, or 0 */
+    size_t msg_at; /* payload bytes before the messages (the qwd netchan header) */
+    int err;       /* the last block's parse error, or 0 */
     uint64_t unsupported;
 };
 
@@ -320,7 +320,8 @@ static int probe_as(const uint8_t *head, size_t len, bool mvd)
         }
         if (mvd) {
             /* an .mvd has no client moves, and its messages start with an svc opcode */
-            bad = b.type == DEM_CMD || (b.has_len && b.len > 0 && (b.data[0] == 0 || b.data[0] > 94));
+            bad =
+                b.type == DEM_CMD || (b.has_len && b.len > 0 && (b.data[0] == 0 || b.data[0] > 94));
         } else {
             bad = !isfinite(b.time) || b.time < 0 || b.time > 1e7 || (i && b.time < first - 1.0) ||
                   (b.type == DEM_READ && b.len < 8 &&
@@ -340,7 +341,7 @@ static int qw_demo_probe(const uint8_t *head, size_t len)
     if (m == SG_DEMO_PROBE_YES || q == SG_DEMO_PROBE_YES)
         return SG_DEMO_PROBE_YES;
     return m == SG_DEMO_PROBE_UNKNOWN || q == SG_DEMO_PROBE_UNKNOWN ? SG_DEMO_PROBE_UNKNOWN
-                                                                     : SG_DEMO_PROBE_NO;
+                                                                    : SG_DEMO_PROBE_NO;
 }
 
 /* .mvd by its name, .qwd by its name, else by its first bytes. */
@@ -471,9 +472,9 @@ static void put_block(FILE *out, const struct block *b, const struct dec *d, boo
         fprintf(out, json ? ",\"len\":%zu" : " len=%zu", b->len);
     if (b->type == DEM_CMD) {
         const uint8_t *c = b->data;
-        static const char *const names[] = {"msec", "pitch", "yaw", "roll", "forward", "side",
-                                            "up", "buttons", "impulse", "view_pitch", "view_yaw",
-                                            "view_roll"};
+        static const char *const names[] = {"msec",    "pitch",      "yaw",      "roll",
+                                            "forward", "side",       "up",       "buttons",
+                                            "impulse", "view_pitch", "view_yaw", "view_roll"};
         for (int i = 0; i < 12; i++) {
             fprintf(out, json ? ",\"%s\":" : " %s=", names[i]);
             if (i == 0)
@@ -485,8 +486,7 @@ static void put_block(FILE *out, const struct block *b, const struct dec *d, boo
             else if (i <= 8)
                 fprintf(out, "%u", c[22 + i - 7]);
             else
-                put_float(out, le_float(c + 24 + 4 * (i - 9)), sg_le32(c + 24 + 4 * (i - 9)),
-                          json);
+                put_float(out, le_float(c + 24 + 4 * (i - 9)), sg_le32(c + 24 + 4 * (i - 9)), json);
         }
     } else if (b->type == DEM_SET) {
         fprintf(out, json ? ",\"outgoing\":%d,\"incoming\":%d" : " outgoing=%d incoming=%d",
@@ -494,8 +494,9 @@ static void put_block(FILE *out, const struct block *b, const struct dec *d, boo
     }
     if (d->kind == PL_MESSAGES && d->msg_at == 8) {
         uint32_t s = sg_le32(b->data), a = sg_le32(b->data + 4);
-        fprintf(out, json ? ",\"seq\":%u,\"reliable\":%s,\"ack\":%u,\"ack_reliable\":%s"
-                          : " seq=%u%s ack=%u%s",
+        fprintf(out,
+                json ? ",\"seq\":%u,\"reliable\":%s,\"ack\":%u,\"ack_reliable\":%s"
+                     : " seq=%u%s ack=%u%s",
                 s & 0x7fffffffu, json ? (s >> 31 ? "true" : "false") : (s >> 31 ? "r" : ""),
                 a & 0x7fffffffu, json ? (a >> 31 ? "true" : "false") : (a >> 31 ? "r" : ""));
     }
@@ -764,7 +765,8 @@ static int qw_demo_info(FILE *in, const char *name, FILE *out)
         fputs("\")", out);
     }
     fputc('\n', out);
-    fprintf(out, "server:       %s%s", fa.version[0] ? fa.version : "?", fa.hostname[0] ? ", " : "");
+    fprintf(out, "server:       %s%s", fa.version[0] ? fa.version : "?",
+            fa.hostname[0] ? ", " : "");
     put_name(out, fa.hostname);
     fputc('\n', out);
     for (int spec = 0; spec < 2; spec++) {
