@@ -181,8 +181,9 @@ static int dec_init(struct dec *d, bool mvd)
 {
     memset(d, 0, sizeof(*d));
     d->mvd = mvd;
-    d->p.fields = calloc(SG_QW_MAX_FIELDS, sizeof(*d->p.fields));
-    d->p.msgs = calloc(SG_QW_MAX_MSGS, sizeof(*d->p.msgs));
+    /* every message and every field takes at least a byte of the block */
+    d->p.fields = calloc(MAX_BLOCK, sizeof(*d->p.fields));
+    d->p.msgs = calloc(MAX_BLOCK, sizeof(*d->p.msgs));
     if (!d->p.fields || !d->p.msgs)
         return -ENOMEM;
     sg_qw_variant_of(&d->ext, &d->var);
@@ -247,7 +248,8 @@ static void decode_block(struct dec *d, const struct block *b)
         return;
     }
     d->kind = PL_MESSAGES;
-    d->err = sg_qw_parse(SG_DIR_S2C, &d->var, b->data + d->msg_at, b->len - d->msg_at, &d->p);
+    d->err = sg_qw_parse_n(SG_DIR_S2C, &d->var, b->data + d->msg_at, b->len - d->msg_at, &d->p,
+                           MAX_BLOCK, MAX_BLOCK);
     if (d->p.unsupported_op >= 0)
         d->unsupported++;
     if (d->p.serverdata) {

@@ -38,6 +38,7 @@ struct ctx {
     struct sg_qw_parsed *out;
     enum sg_dir dir;
     int err;
+    uint32_t max_fields;
 };
 
 void sg_qw_variant_of(const struct sg_qw_ext *ext, struct sg_qw_variant *v)
@@ -60,7 +61,7 @@ static struct sg_qw_field *push(struct ctx *c, const char *name, uint8_t type)
 {
     struct sg_qw_field *f;
 
-    if (c->out->nfields >= SG_QW_MAX_FIELDS) {
+    if (c->out->nfields >= c->max_fields) {
         sg_bmsg_reader_fail(&c->r);
         c->err = SG_E_TOOBIG;
         return NULL;
@@ -653,7 +654,13 @@ static void parse_clc(struct ctx *c, struct sg_qw_msg *m)
 int sg_qw_parse(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *d, size_t len,
                 struct sg_qw_parsed *out)
 {
-    struct ctx c = {.v = *v, .out = out, .dir = dir};
+    return sg_qw_parse_n(dir, v, d, len, out, SG_QW_MAX_FIELDS, SG_QW_MAX_MSGS);
+}
+
+int sg_qw_parse_n(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *d, size_t len,
+                  struct sg_qw_parsed *out, uint32_t max_fields, uint32_t max_msgs)
+{
+    struct ctx c = {.v = *v, .out = out, .dir = dir, .max_fields = max_fields};
 
     sg_bmsg_reader_init(&c.r, d, len);
     out->nfields = 0;
@@ -664,7 +671,7 @@ int sg_qw_parse(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *d
     out->moves = out->moves_bad = 0;
     while (sg_bmsg_remaining(&c.r) > 0 && !c.r.overflowed) {
         struct sg_qw_msg *m;
-        if (out->nmsgs >= SG_QW_MAX_MSGS)
+        if (out->nmsgs >= max_msgs)
             return SG_E_TOOBIG;
         m = &out->msgs[out->nmsgs++];
         m->op = sg_bmsg_read_u8(&c.r);

@@ -117,6 +117,11 @@ struct sg_qw_parsed {
  * partly described). */
 int sg_qw_parse(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *data, size_t len,
                 struct sg_qw_parsed *out);
+/* The same with room for `max_fields` fields and `max_msgs` messages in
+ * `out` (a demo block holds up to 8192 bytes of messages, more than a
+ * datagram's worth; sg_qw_parse: SG_QW_MAX_FIELDS, SG_QW_MAX_MSGS). */
+int sg_qw_parse_n(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *data, size_t len,
+                  struct sg_qw_parsed *out, uint32_t max_fields, uint32_t max_msgs);
 
 /* Write the messages back (each not dropped, in order); a move whose
  * checksum matched gets it recomputed over what is written. */

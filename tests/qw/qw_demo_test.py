@@ -268,6 +268,25 @@ def case_corrupt():
         expect(rc == 0 and lines[0]["time"] is None and lines[1]["incoming"] == 0, out + err)
 
 
+def case_big_blocks():
+    """Blocks of up to 8192 bytes of small messages (more messages and fields
+    than one datagram can hold) decode and re-encode whole."""
+    whole = read(data(MVD))
+    first = whole[:487]  # block #0: the serverdata
+    stats = b"".join(bytes([3, i % 32, i % 256]) for i in range(2730))  # svc_updatestat x 2730
+    nops = bytes([1]) * 8192  # svc_nop x 8192
+    demo = first + b"\x00\x06" + struct.pack("<I", len(stats)) + stats
+    demo += b"\x00\x06" + struct.pack("<I", len(nops)) + nops
+    with tempfile.TemporaryDirectory() as tmp:
+        f = os.path.join(tmp, "big.mvd")
+        write(f, demo)
+        out = check_reencode_same(f, tmp)
+        expect("3 message blocks rebuilt, 3 byte-identical, 0 failed to decode" in out, out)
+        rc, out, err = run("demo", "info", f)
+        expect(rc == 0 and "messages:     %d " % (3 + 2730 + 8192) in out,
+               out + err)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 if __name__ == "__main__":
