@@ -116,9 +116,10 @@ error_at(struct parser *p, const struct sg_conf_arg *at, const char *fmt, ...)
     sg_conf_diag_error(p->diag, p->file, at->line, at->col, "%s", text);
 }
 
-static bool is_brace(const struct sg_conf_arg *a, char brace)
+/* Is `a` the unquoted structural word `mark` ('{', '}' or ';')? */
+static bool is_mark(const struct sg_conf_arg *a, char mark)
 {
-    return !a->quoted && a->text[0] == brace && a->text[1] == '\0';
+    return !a->quoted && a->text[0] == mark && a->text[1] == '\0';
 }
 
 /* Opens a frame; past MAX_DEPTH only counts it. */
@@ -356,7 +357,7 @@ static int set_single(struct parser *p, const struct sg_conf_directive *d,
 static int directive(struct parser *p, const struct sg_conf_arg *args, int n)
 {
     const struct frame *f = &p->frames[p->depth - 1];
-    bool brace = n > 1 && is_brace(&args[n - 1], '{');
+    bool brace = n > 1 && is_mark(&args[n - 1], '{');
     int nvals = n - 1 - brace;
     const struct sg_conf_directive *d;
 
@@ -469,9 +470,9 @@ static int parse_line(struct parser *p, const char *text, size_t len, int line)
     int start = 0;
     for (int i = 0; i <= n; i++) {
         char term = i == n                   ? '\n'
-                    : is_brace(&args[i], '{') ? '{'
-                    : is_brace(&args[i], '}') ? '}'
-                    : is_brace(&args[i], ';') ? ';'
+                    : is_mark(&args[i], '{') ? '{'
+                    : is_mark(&args[i], '}') ? '}'
+                    : is_mark(&args[i], ';') ? ';'
                                               : 0;
         if (!term)
             continue;
@@ -484,6 +485,7 @@ static int parse_line(struct parser *p, const char *text, size_t len, int line)
         }
         if (term == '{') {
             int depth = p->depth;
+            p->pending = NULL;
             if (count == 0)
                 lone_open(p, &args[i], i == 0 ? pending : NULL);
             else
