@@ -9,6 +9,10 @@ Where the snippets are:
   `filter` block is an error ("tag it ```conf"), so a new config snippet
   cannot be left out by mistake.
 - doc/slipgate.1: each .nf/.fi block that opens a `route` or `filter` block.
+- Inline, in both: each `filter ... { ... }` code span (\fB...\fR in the
+  man page) that is a whole block without placeholders (no word in
+  capitals, no "..."): `filter guard { }` is checked, `filter NAME { ... }`
+  is syntax.
 - config/slipgate.conf.example, whole.
 
 How each is checked: `slipgate --check-config -c SNIPPET` must exit 0.
@@ -77,6 +81,40 @@ def markdown_snippets(path, problems):
             problems.append('%s: an untagged block that opens a route or filter block: tag it '
                             '```conf (it is then checked) or show it another way' % where)
         i = j + 1
+    return out
+
+
+INLINE = re.compile(r'^filter\s[^{}]*\{[^{}]*\}$')
+
+
+def inline_snippet(span):
+    """A checkable one-line filter block, or None for syntax (placeholders)."""
+    span = span.strip()
+    if not INLINE.match(span) or '...' in span or re.search(r'\b[A-Z]{2,}\b', span):
+        return None
+    return span + '\n'
+
+
+def markdown_inline(path):
+    # Fenced blocks blanked out (lines kept), then code spans, which may wrap.
+    text = re.sub(r'^\s*```.*?^\s*```[^\n]*$', lambda m: '\n' * m.group(0).count('\n'),
+                  read(path), flags=re.M | re.S)
+    out = []
+    for m in re.finditer(r'`([^`]+)`', text):
+        snippet = inline_snippet(' '.join(m.group(1).split()))
+        if snippet:
+            out.append(('%s:%d (inline)' % (rel(path), text.count('\n', 0, m.start()) + 1),
+                        snippet, False))
+    return out
+
+
+def man_inline(path):
+    out = []
+    for n, ln in enumerate(read(path).split('\n'), 1):
+        for span in re.findall(r'\\fB(.*?)\\fR', ln):
+            text = inline_snippet(span.replace('\\-', '-'))
+            if text:
+                out.append(('%s:%d (inline)' % (rel(path), n), text, False))
     return out
 
 
@@ -173,8 +211,9 @@ def main():
     snippets = []
     for md in [os.path.join(ROOT, 'README.md')] + sorted(
             glob.glob(os.path.join(ROOT, 'doc', '**', '*.md'), recursive=True)):
-        snippets += markdown_snippets(md, problems)
-    snippets += man_snippets(os.path.join(ROOT, 'doc', 'slipgate.1'))
+        snippets += markdown_snippets(md, problems) + markdown_inline(md)
+    man = os.path.join(ROOT, 'doc', 'slipgate.1')
+    snippets += man_snippets(man) + man_inline(man)
     example = os.path.join(ROOT, 'config', 'slipgate.conf.example')
     snippets.append((rel(example), read(example), False))
     for where, text, refused in snippets:
