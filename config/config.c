@@ -473,7 +473,7 @@ static int parse_line(struct parser *p, const char *text, size_t len, int line)
                     : is_mark(&args[i], '{') ? '{'
                     : is_mark(&args[i], '}') ? '}'
                     : is_mark(&args[i], ';') ? ';'
-                                              : 0;
+                                             : 0;
         if (!term)
             continue;
         int count = i - start;

@@ -202,7 +202,8 @@ static unsigned long port_inode(const struct sockaddr *sa, unsigned *uid)
     return 0;
 }
 
-/* The process with a descriptor on socket `inode`: "NAME (pid N)" into `out`; false if none seen. */
+/* The process with a descriptor on socket `inode`: "NAME (pid N)" into `out`; false if none seen.
+ */
 static bool inode_owner(unsigned long inode, char *out, size_t cap)
 {
     char want[64], path[600], link[64];
@@ -309,8 +310,7 @@ static void check_listen(struct doctor *dr, uv_loop_t *loop, const struct sg_rou
         say(dr, FAIL, "route %s: listen %s is in use by a process of uid %u (not visible here)",
             r->name, a, uid);
     else
-        say(dr, FAIL, "route %s: listen %s is in use (its holder is not visible here)", r->name,
-            a);
+        say(dr, FAIL, "route %s: listen %s is in use (its holder is not visible here)", r->name, a);
 }
 
 /* ---- server: does it answer its game's status query ---- */
@@ -410,8 +410,9 @@ static void check_server(struct doctor *dr, uv_loop_t *loop, const struct sg_rou
             "unreachable; asked: %s)",
             r->name, a, asked);
     else
-        say(dr, FAIL, "route %s: server %s did not answer a status query within %lld ms (asked: %s)",
-            r->name, a, (long long)dr->timeout_ms, asked);
+        say(dr, FAIL,
+            "route %s: server %s did not answer a status query within %lld ms (asked: %s)", r->name,
+            a, (long long)dr->timeout_ms, asked);
 }
 
 /* ---- recording directories ---- */
@@ -455,8 +456,8 @@ static void check_dir(struct doctor *dr, const char *who, const char *dir)
         else
             slash[slash == parent ? 1 : 0] = '\0';
         if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            say(dr, FAIL, "%s %s is missing, and so is %s: the recorder cannot create it", who,
-                dir, parent);
+            say(dr, FAIL, "%s %s is missing, and so is %s: the recorder cannot create it", who, dir,
+                parent);
             return;
         }
         missing = true;
@@ -549,7 +550,8 @@ static void check_buffer(struct doctor *dr, const struct sg_route_conf *r)
             "sysctl -w net.core.rmem_max=%lld net.core.wmem_max=%lld",
             r->name, want, rmem, wmem, want, want);
     else
-        say(dr, OK, "route %s: socket_buffer %lld is within net.core.rmem_max %lld and wmem_max %lld",
+        say(dr, OK,
+            "route %s: socket_buffer %lld is within net.core.rmem_max %lld and wmem_max %lld",
             r->name, want, rmem, wmem);
 }
 
@@ -564,8 +566,9 @@ static void check_key(struct doctor *dr, const char *path)
     if (!S_ISREG(st.st_mode))
         say(dr, FAIL, "sign_key %s is not a regular file", path);
     else if (st.st_mode & 077)
-        say(dr, FAIL, "sign_key %s is readable or writable by group or others (mode %04o): chmod 600",
-            path, (unsigned)(st.st_mode & 07777));
+        say(dr, FAIL,
+            "sign_key %s is readable or writable by group or others (mode %04o): chmod 600", path,
+            (unsigned)(st.st_mode & 07777));
     else if (st.st_uid != geteuid())
         say(dr, WARN,
             "sign_key %s (mode %04o) belongs to uid %u, not to uid %u running this check: "

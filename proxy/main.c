@@ -25,10 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sodium.h>
 #include <unistd.h>
 #include <uv.h>
 #include <zlib.h>
-#include <sodium.h>
 
 static const char usage_text[] =
     "Usage: slipgate [OPTIONS] [+set NAME VALUE]...\n"
