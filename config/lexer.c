@@ -169,8 +169,7 @@ static int lex_quoted(struct cursor *c)
     c->i++;
 
     /* The closing quote must end the argument. */
-    if (c->i < c->len && !is_blank(c->text[c->i]) && c->text[c->i] != ';' &&
-        !at_comment(c, c->i)) {
+    if (c->i < c->len && !is_blank(c->text[c->i]) && c->text[c->i] != ';' && !at_comment(c, c->i)) {
         sg_conf_diag_error(c->diag, c->file, c->line, col_of(c->i),
                            "expected a blank or the end of the line after the closing quote");
         return SG_E_CONFIG;
