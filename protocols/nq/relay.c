@@ -98,10 +98,13 @@ static int nq_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *ctx
     return 0;
 }
 
+extern const struct sg_codec_status sg_nq_status; /* status.c */
+
 const struct sg_codec sg_nq_relay = {
     .name = "nq",
     .description = "NetQuake (protocol 15 and its descendants): relayed, not decoded yet",
     .probe = sg_nq_is_connect_request,
     .is_connect = sg_nq_is_connect_request,
     .handshake = nq_handshake,
+    .status = &sg_nq_status,
 };

@@ -815,6 +815,7 @@ static bool qw_established(void *state)
 }
 
 extern const struct sg_demo_impl sg_qw_demo_impl; /* demo.c */
+extern const struct sg_codec_status sg_qw_status; /* status.c */
 
 const struct sg_codec sg_qw_codec = {
     .name = "qw",
@@ -836,4 +837,5 @@ const struct sg_codec sg_qw_codec = {
     .describe = qw_describe,
     .established = qw_established,
     .demo_reader = &sg_qw_demo_impl,
+    .status = &sg_qw_status,
 };
