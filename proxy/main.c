@@ -5,6 +5,7 @@
  *   slipgate demo ...                           offline demo tools
  *   slipgate pcap decode FILE ...               sessions in a capture
  *   slipgate filters [-c CONFIG] [--json]       the filters and their directives
+ *   slipgate play [GAME] [OPTIONS]              the local playground
  *
  * Exit status: 0 success, 1 runtime or configuration error, 2 usage error.
  */
@@ -31,6 +32,13 @@ static const char usage_text[] =
     "       slipgate keygen [--out PREFIX]  a key pair for signing recordings (sign_key)\n"
     "       slipgate filters [-c CONFIG] [--json]\n"
     "                                      list the filters and their directives\n"
+    "       slipgate play [q3|qw|nq] [--with-client] [--seconds N] [--basedir DIR]\n"
+    "                     [--map MAP] [--dir DIR]\n"
+    "                                      a local playground: a real server with bots\n"
+    "                                      (OpenArena by default), slipgate in front of\n"
+    "                                      it showing chat and prints, recording demos,\n"
+    "                                      its web page; --with-client adds a headless\n"
+    "                                      client (slipgate play --help)\n"
     "\n"
     "A live UDP proxy for the Quake games: clients connect to slipgate, slipgate\n"
     "relays every datagram to the real server and back.\n"
@@ -405,6 +413,8 @@ int main(int argc, char **argv)
         return cmd_filters(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "keygen") == 0)
         return sg_cmd_keygen(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "play") == 0)
+        return sg_cmd_play(argc - 1, argv + 1);
 
     /* Options, with +set taken out first. */
     if (extract_sets(&argc, argv, &sets, &ov.nsets) < 0) {
