@@ -18,6 +18,10 @@ headless real client), and then:
     while it ran (server, slipgate, xvfb-run, Xvfb, ioquake3) and every
     PID it reports are gone afterwards.
 
+Case `sigint`: without a client, SIGINT (Ctrl-C) once it is up stops it
+(exit 0): the server's and slipgate's PIDs are reported stopped, it says
+nothing was recorded, and no process of its tree is left.
+
 Exit 77 (skip) only when the game packages are not installed, saying so.
 """
 import os
@@ -156,6 +160,14 @@ def run(slipgate, work):
             raise Fail(f"slipgate play did not end by itself after --seconds {SECONDS}:\n"
                        f"{read(out_path)[-3000:]}")
     text = read(out_path)
+    # nothing it started is left (checked first: a failing test leaves nothing either)
+    time.sleep(0.5)
+    left = [f"{pid} {cmd}" for pid, (st, cmd) in seen.items() if start_time(pid) == st]
+    if left:
+        for pid, (st, _) in seen.items():
+            if start_time(pid) == st:
+                os.kill(pid, signal.SIGKILL)
+        raise Fail("processes the playground started are still running:\n  " + "\n  ".join(left))
     if p.returncode != 0:
         raise Fail(f"slipgate play exited {p.returncode}:\n{text[-3000:]}")
 
@@ -192,7 +204,7 @@ def run(slipgate, work):
                        f"{os.path.getsize(path) if os.path.exists(path) else 'nothing'}")
     frames, secs = play_demo(os.path.join(demos, listed[0][0]), work)
 
-    # nothing it started is left
+    # the PIDs it reports stopped are those of its tree
     m = re.search(r"stopped: (.*)\n", text)
     reported = [int(x) for x in re.findall(r"\(pid (\d+)\)", m.group(1))] if m else []
     if len(reported) != 3:
@@ -200,6 +212,38 @@ def run(slipgate, work):
     for pid in reported:
         if pid not in seen:
             raise Fail(f"reported PID {pid} was never in its process tree")
+    names = sorted({c.split(":")[0] for _, c in seen.values()})
+    return (f"{len(prints)} `entered the game` prints ({', '.join(bots)} bots), chat decoded; "
+            f"web page answered; demo {listed[0][0]} ({listed[0][1]} bytes) played "
+            f"{frames} frames in {secs} s; {len(seen)} processes ({', '.join(names)}) all gone")
+
+
+def run_sigint(slipgate, work):
+    """`slipgate play` without a client, stopped by SIGINT (Ctrl-C) once up."""
+    out_path = os.path.join(work, "play.out")
+    with open(out_path, "wb") as out:
+        p = subprocess.Popen([slipgate, "play", "--dir", os.path.join(work, "play")],
+                             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    seen = {}
+    try:
+        end = time.monotonic() + 30
+        while p.poll() is None and time.monotonic() < end and \
+                "chat and prints going through slipgate" not in read(out_path):
+            time.sleep(0.2)
+        if p.poll() is not None:
+            raise Fail(f"slipgate play exited {p.returncode} before it was up:\n{read(out_path)}")
+        time.sleep(1)
+        seen = tree(p.pid)
+        os.kill(p.pid, signal.SIGINT)
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        raise Fail(f"slipgate play did not stop within 30 s of SIGINT:\n{read(out_path)[-3000:]}")
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    text = read(out_path)
     time.sleep(0.5)
     left = [f"{pid} {cmd}" for pid, (st, cmd) in seen.items() if start_time(pid) == st]
     if left:
@@ -207,10 +251,18 @@ def run(slipgate, work):
             if start_time(pid) == st:
                 os.kill(pid, signal.SIGKILL)
         raise Fail("processes the playground started are still running:\n  " + "\n  ".join(left))
-    names = sorted({c.split(":")[0] for _, c in seen.values()})
-    return (f"{len(prints)} `entered the game` prints ({', '.join(bots)} bots), chat decoded; "
-            f"web page answered; demo {listed[0][0]} ({listed[0][1]} bytes) played "
-            f"{frames} frames in {secs} s; {len(seen)} processes ({', '.join(names)}) all gone")
+    if p.returncode != 0:
+        raise Fail(f"slipgate play exited {p.returncode} after SIGINT:\n{text[-3000:]}")
+    if not re.search(r"connect a client: +connect 127\.0\.0\.1:\d+\n", text):
+        raise Fail(f"no `connect 127.0.0.1:PORT` line:\n{text[:3000]}")
+    m = re.search(r"stopped: (.*)\n", text)
+    reported = [int(x) for x in re.findall(r"\(pid (\d+)\)", m.group(1))] if m else []
+    if len(reported) != 2 or any(pid not in seen for pid in reported):
+        raise Fail(f"the server's and slipgate's PIDs are not reported as stopped: "
+                   f"{m and m.group(0)}; tree {seen}")
+    if "recorded nothing" not in text:
+        raise Fail(f"no word on what was recorded:\n{text[-2000:]}")
+    return f"stopped by SIGINT, exit 0; {len(seen)} processes all gone"
 
 
 def main():
@@ -225,7 +277,8 @@ def main():
             return 77
     work = tempfile.mkdtemp(prefix="sg-play-test-")
     try:
-        print("ok: " + run(slipgate, work))
+        case = sys.argv[1] if len(sys.argv) > 1 else "with_client"
+        print("ok: " + {"with_client": run, "sigint": run_sigint}[case](slipgate, work))
         shutil.rmtree(work, ignore_errors=True)
         return 0
     except Fail as e:
