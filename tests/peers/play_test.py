@@ -22,6 +22,9 @@ Case `sigint`: without a client, SIGINT (Ctrl-C) once it is up stops it
 (exit 0): the server's and slipgate's PIDs are reported stopped, it says
 nothing was recorded, and no process of its tree is left.
 
+Case `missing`: with ioquake3's files hidden (a mount namespace), it starts
+nothing, exits 1 and prints the apt-get line that installs them.
+
 Exit 77 (skip) only when the game packages are not installed, saying so.
 """
 import os
@@ -265,6 +268,28 @@ def run_sigint(slipgate, work):
     return f"stopped by SIGINT, exit 0; {len(seen)} processes all gone"
 
 
+def run_missing(slipgate, work):
+    """Without the game packages (ioquake3's directory hidden by an empty
+    tmpfs in a mount namespace of its own), `slipgate play --with-client`
+    starts nothing and says which apt-get command installs what it needs."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        print("SKIP: cannot make a mount namespace here (unshare -m needs root) to hide "
+              "the game packages")
+        sys.exit(77)
+    r = subprocess.run(
+        ["timeout", "-k", "5", "30", "unshare", "-m", "sh", "-c",
+         'mount -t tmpfs none "$1" && exec "$2" play --with-client --seconds 5 --dir "$3"',
+         "sh", IOQ3_DIR, slipgate, os.path.join(work, "play")],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    want = "apt-get install -y --no-install-recommends ioquake3-server ioquake3\n"
+    if r.returncode != 1 or want not in r.stderr:
+        raise Fail(f"exit {r.returncode} (want 1) and no `{want.strip()}` on stderr:\n"
+                   f"stdout: {r.stdout[-2000:]}\nstderr: {r.stderr[-2000:]}")
+    if "started" in r.stdout:
+        raise Fail(f"it started something without its packages:\n{r.stdout[-2000:]}")
+    return "without ioquake3: exit 1, " + want.strip()
+
+
 def main():
     slipgate = os.environ.get("SLIPGATE")
     if not slipgate or not os.access(slipgate, os.X_OK):
@@ -278,7 +303,8 @@ def main():
     work = tempfile.mkdtemp(prefix="sg-play-test-")
     try:
         case = sys.argv[1] if len(sys.argv) > 1 else "with_client"
-        print("ok: " + {"with_client": run, "sigint": run_sigint}[case](slipgate, work))
+        print("ok: " + {"with_client": run, "sigint": run_sigint,
+                          "missing": run_missing}[case](slipgate, work))
         shutil.rmtree(work, ignore_errors=True)
         return 0
     except Fail as e:
