@@ -25,5 +25,7 @@ int sg_cmd_demo_verify(int argc, char **argv);
  * and the first hours would meet (ports, servers, directories, caps, keys).
  */
 int sg_cmd_doctor(int argc, char **argv);
+/* `slipgate play [GAME] [OPTIONS]`: runs the playground script in this process's place; returns only on failure. */
+int sg_cmd_play(int argc, char **argv);
 
 #endif

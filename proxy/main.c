@@ -6,6 +6,7 @@
  *   slipgate pcap decode FILE ...               sessions in a capture
  *   slipgate filters [-c CONFIG] [--json]       the filters and their directives
  *   slipgate doctor [-c CONFIG] ...             what would go wrong, checked now
+ *   slipgate play [GAME] [OPTIONS]              the local playground
  *
  * Exit status: 0 success, 1 runtime or configuration error, 2 usage error.
  */
@@ -40,6 +41,13 @@ static const char usage_text[] =
     "       slipgate doctor [-c CONFIG]    what would go wrong: ports in use, servers\n"
     "                                      that do not answer, full or unwritable\n"
     "                                      demo directories, buffer caps, key modes\n"
+    "       slipgate play [q3|qw|nq] [--with-client] [--seconds N] [--basedir DIR]\n"
+    "                     [--map MAP] [--dir DIR]\n"
+    "                                      a local playground: a real server with bots\n"
+    "                                      (OpenArena by default), slipgate in front of\n"
+    "                                      it showing chat and prints, recording demos,\n"
+    "                                      its web page; --with-client adds a headless\n"
+    "                                      client (slipgate play --help)\n"
     "\n"
     "A live UDP proxy for the Quake games: clients connect to slipgate, slipgate\n"
     "relays every datagram to the real server and back.\n"
@@ -437,6 +445,8 @@ int main(int argc, char **argv)
         return sg_cmd_keygen(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "doctor") == 0)
         return sg_cmd_doctor(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "play") == 0)
+        return sg_cmd_play(argc - 1, argv + 1);
 
     /* Options, with +set taken out first. */
     if (extract_sets(&argc, argv, &sets, &ov.nsets) < 0) {

@@ -3,6 +3,8 @@
 # only what is missing, through sudo when not root.
 #   scripts/deps.sh           build dependencies
 #   scripts/deps.sh --test    plus what the test suite uses
+#   scripts/deps.sh --play    plus the playground's games (slipgate play,
+#                             ./run.sh with no arguments)
 set -euo pipefail
 
 pkgs=(build-essential meson ninja-build pkg-config libuv1-dev zlib1g-dev libsodium-dev
@@ -19,6 +21,11 @@ if [ "${1:-}" = "--test" ]; then
         iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake
         python3-prometheus-client chromium
         debhelper dpkg-dev lintian fakeroot systemd procps)
+fi
+if [ "${1:-}" = "--play" ]; then
+  # ioquake3's dedicated server and client with the free OpenArena data,
+  # the headless X server the client runs in
+  pkgs+=(ioquake3 ioquake3-server openarena openarena-server xvfb xauth libgl1-mesa-dri)
 fi
 
 missing=()
