@@ -23,6 +23,7 @@
 #include "protocols/codec.h"
 #include "protocols/byteorder.h"
 #include "protocols/nq/control.h"
+#include "protocols/nq/nq.h"
 
 #include <string.h>
 
@@ -104,4 +105,5 @@ const struct sg_codec sg_nq_relay = {
     .probe = sg_nq_is_connect_request,
     .is_connect = sg_nq_is_connect_request,
     .handshake = nq_handshake,
+    .demo_reader = &sg_nq_demo_impl,
 };

@@ -58,7 +58,7 @@ def case_demo_unknown_type():
         expect(rc == 1 and out == "", "unknown file: exit 1, nothing on stdout (%d)" % rc)
         expect("no codec reads %s: its extension .xyz and its first bytes match no known demo "
                "format; %s" % (f, KNOWN) in err, "clear message: " + err)
-        expect("not readable yet: qw (.qwd, .mvd), nq (.dem), q2 (.dm2)" in err,
+        expect("not readable yet: qw (.qwd, .mvd), q2 (.dm2)" in err and "; nq (.dem)" in err,
                "names the formats to come: " + err)
         out_path = os.path.join(tmp, "out.dm_68")
         rc, out, err = run("demo", "reencode", f, out_path)
@@ -100,7 +100,8 @@ def case_demo_protocol_forced():
         # a Quake 3 demo named like a NetQuake one: refused, unless --protocol q3 says so
         f = copy(tmp, data("q3/demos/osp_chat.dm_68"), "osp.dem")
         rc, out, err = run("demo", "info", f)
-        expect(rc == 1 and "NetQuake (nq) demos are not readable yet" in err, err)
+        expect(rc == 1 and "its extension .dem says a NetQuake demo, but its first bytes are not "
+               "one" in err, err)
         for opt in ("--protocol", "-p"):
             rc, out, err = run("demo", "info", opt, "q3", f)
             expect(rc == 0 and "map:          cpm3a" in out, "%s q3 reads it: %s" % (opt, err))
@@ -124,7 +125,6 @@ def case_demo_protocol_unknown():
 
 def case_demo_no_reader():
     for rel, game in (("qw/demos/mvdparser_1on1.mvd", "QuakeWorld (qw)"),
-                      ("nq/demos/vgio_test.dem", "NetQuake (nq)"),
                       ("q2/demos/libq2_test.dm2", "Quake 2 (q2)")):
         f = data(rel)
         for sub in (["info", f], ["dump", "--json", f]):
@@ -137,6 +137,41 @@ def case_demo_no_reader():
         rc, _, err = run("demo", "cut", data("qw/demos/mvdparser_1on1.mvd"), out_path,
                          "--from", "0", "--to", "1000")
         expect(rc == 1 and "not readable yet" in err and not os.path.exists(out_path), err)
+
+
+def case_demo_nq():
+    """NetQuake .dem (protocols 15 and 666): info, dump and a byte-identical reencode."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for rel, proto, level in (("nq/demos/vektar_demo1.dem", "15", "bg"),
+                                  ("nq/demos/vgio_test.dem", "666", "test")):
+            f = data(rel)
+            rc, out, err = run("demo", "info", f)
+            expect(rc == 0 and "protocol:     %s\n" % proto in out and
+                   "map:          %s\n" % level in out and "errors:       0 decode" in out,
+                   "info %s: %s %s" % (rel, out, err))
+            rc, out, err = run("demo", "dump", f)
+            expect(rc == 0 and out.startswith("# cd track ") and "  svc_serverinfo protocol=%s "
+                   % proto in out and out.endswith("# end of file\n"), "dump " + rel)
+            rc, out, err = run("demo", "dump", "--json", f)
+            expect(rc == 0 and '"name":"svc_serverinfo","fields":[["protocol",%s]' % proto in out,
+                   "dump --json " + rel)
+            re_path = os.path.join(tmp, "re.dem")
+            rc, out, err = run("demo", "reencode", f, re_path)
+            expect(rc == 0 and "blocks byte-identical" in out, "reencode %s: %s" % (rel, err))
+            with open(f, "rb") as a, open(re_path, "rb") as b:
+                expect(a.read() == b.read(), "reencode %s gives the same bytes" % rel)
+        # cut inside a block: read to the last whole one, exit 1
+        with open(data("nq/demos/vgio_test.dem"), "rb") as fp:
+            whole = fp.read()
+        cut = os.path.join(tmp, "cut.dem")
+        with open(cut, "wb") as fp:
+            fp.write(whole[:5000])
+        rc, out, err = run("demo", "info", cut)
+        expect(rc == 1 and "the file ends inside a block" in out, "cut: " + out + err)
+        # the content decides under an unknown name
+        other = copy(tmp, data("nq/demos/vgio_test.dem"), "vgio.bin")
+        rc, out, err = run("demo", "info", other)
+        expect(rc == 0 and "protocol:     666" in out, "a .dem under another name: " + err)
 
 
 def pcap(*args):
