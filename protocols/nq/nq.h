@@ -66,6 +66,7 @@ struct sg_nq_msg {
     uint32_t count; /* fields */
     int text;       /* index (relative) of its text field, or -1 */
     bool unparsed;  /* the rest of the stream as one DATA field */
+    uint32_t at;    /* where its opcode byte is in the stream */
 };
 
 /* A parsed message stream; the arrays grow as needed (sg_nq_parsed_free). */
@@ -101,6 +102,12 @@ int sg_nq_write(const struct sg_nq_parsed *p, const bool *dropped, struct sg_bms
 /* Opcode names: "svc_print", "clc_move", "svc_update" (>= 128); "svc_unknown" out of range. */
 const char *sg_nq_svc_name(int op);
 const char *sg_nq_clc_name(int op);
+
+/* The registry entry (codec.c) and its relay hook (relay.c): the accept's port move. */
+extern const struct sg_codec sg_nq_codec;
+int sg_nq_relay_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *ctx,
+                          enum sg_dir dir, const uint8_t *data, size_t len,
+                          struct sg_relay_move *out);
 
 /* ---- .dem files (demo.c) ---- */
 

@@ -633,20 +633,28 @@ int sg_nq_parse(enum sg_dir dir, struct sg_nq_proto *proto, const uint8_t *d, si
             out->msgs_cap = cap;
         }
         m = &out->msgs[out->nmsgs++];
+        m->at = (uint32_t)c.r.pos;
         m->op = sg_bmsg_read_u8(&c.r);
         m->first = out->nfields;
         m->count = 0;
         m->text = -1;
         m->unparsed = false;
         if (dir == SG_DIR_S2C) {
-            if (!sg_nq_protocol_known(proto->protocol) && proto->protocol != 0 && m->op != 11) {
-                /* After a serverinfo of a protocol not decoded: relayed whole. */
+            if (!sg_nq_protocol_known(proto->protocol) && proto->protocol != 0 && m->op != 11 &&
+                m->op != 1 && m->op != 8 && m->op != 9 && m->op != 26) {
+                /* A protocol not decoded (DarkPlaces'): its text messages are
+                 * read where they lead, the rest is relayed whole. */
                 if (out->unsupported_op < 0)
                     out->unsupported_op = m->op;
                 rest(&c, m);
             } else {
                 parse_svc(&c, m);
             }
+        } else if (!sg_nq_protocol_known(proto->protocol) && proto->protocol != 0 && m->op != 1 &&
+                   m->op != 2 && m->op != 4) {
+            if (out->unsupported_op < 0)
+                out->unsupported_op = m->op;
+            rest(&c, m);
         } else {
             parse_clc(&c, m);
         }
