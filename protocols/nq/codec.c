@@ -56,7 +56,14 @@ struct inject {
     char text[1024];
     size_t len;
     bool attached;
+    unsigned waited; /* unreliable datagrams of its direction since it was queued */
 };
+
+/* After this many unreliable datagrams without a reliable message to ride
+ * on, an injection goes on an unreliable one (best effort: a lost datagram
+ * loses it; NetQuake servers send reliable messages only when something
+ * happens, clients only with a typed command). */
+#define INJECT_PATIENCE 20
 
 /* One direction's reliable stream, as its receiver takes it. */
 struct rel {
@@ -536,6 +543,9 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         }
         ur->known = true;
         ur->next = c->seq + 1;
+        for (unsigned i = 0; i < c->ninj; i++)
+            if (c->inj[i].dir == dir && !c->inj[i].attached && c->inj[i].waited < INJECT_PATIENCE)
+                c->inj[i].waited++;
         return decode_message(c, dir, c->copy + 8, payload);
     }
     if (!(c->flags & NETFLAG_DATA)) {
@@ -690,10 +700,11 @@ static int nq_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const 
     return 0;
 }
 
-static bool waiting(const struct nqc *c, enum sg_dir dir)
+static bool waiting(const struct nqc *c, enum sg_dir dir, bool unreliable)
 {
     for (unsigned i = 0; i < c->ninj; i++)
-        if (c->inj[i].dir == dir && !c->inj[i].attached)
+        if (c->inj[i].dir == dir && !c->inj[i].attached &&
+            (!unreliable || c->inj[i].waited >= INJECT_PATIENCE))
             return true;
     return false;
 }
@@ -702,8 +713,11 @@ static bool nq_must_encode(void *state, const struct sg_frame *frame)
 {
     const struct nqc *c = state;
 
-    return frame == &c->frame && frame->kind == SG_FRAME_MESSAGE && c->is_reliable &&
-           !c->rel[frame->dir].in_flight && waiting(c, frame->dir);
+    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE)
+        return false;
+    if (!c->is_reliable)
+        return waiting(c, frame->dir, true);
+    return !c->rel[frame->dir].in_flight && waiting(c, frame->dir, false);
 }
 
 static void write_injections(struct nqc *c, struct sg_bmsg_writer *w, size_t limit)
@@ -711,13 +725,13 @@ static void write_injections(struct nqc *c, struct sg_bmsg_writer *w, size_t lim
     struct rel *rl = &c->rel[c->frame.dir];
     bool any = false;
 
-    if (!c->is_reliable || rl->in_flight)
+    if (c->is_reliable && rl->in_flight)
         return;
     for (unsigned i = 0; i < c->ninj; i++) {
         struct inject *j = &c->inj[i];
         struct sg_msg *m;
         if (j->dir != c->frame.dir || j->attached || w->len + j->len + 2 > limit ||
-            c->frame.nmsgs >= c->msgs_cap)
+            c->frame.nmsgs >= c->msgs_cap || (!c->is_reliable && j->waited < INJECT_PATIENCE))
             continue;
         j->attached = any = true;
         m = &c->msgs[c->frame.nmsgs++];
@@ -737,10 +751,21 @@ static void write_injections(struct nqc *c, struct sg_bmsg_writer *w, size_t lim
         m->text = m->command = keep(c, j->text, j->len);
         m->text_len = m->text ? j->len : 0;
     }
-    if (any) {
+    if (any && c->is_reliable) {
         rl->in_flight = true;
         rl->carrier = c->seq;
     }
+}
+
+/* Injections sent on an unreliable datagram are done with (attached: sent). */
+static void forget_sent(struct nqc *c, enum sg_dir dir)
+{
+    unsigned keepn = 0;
+
+    for (unsigned i = 0; i < c->ninj; i++)
+        if (!(c->inj[i].dir == dir && c->inj[i].attached))
+            c->inj[keepn++] = c->inj[i];
+    c->ninj = keepn;
 }
 
 /* ---- encode ---- */
@@ -795,7 +820,14 @@ static int nq_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
     if (*identical)
         c->stats.reencode_identical++;
     err = emit(ctx, c->out, body + 8);
-    if (err < 0 && c->rel[frame->dir].in_flight && c->rel[frame->dir].carrier == c->seq) {
+    if (!c->is_reliable) {
+        if (err >= 0)
+            forget_sent(c, frame->dir);
+        else
+            for (unsigned i = 0; i < c->ninj; i++)
+                if (c->inj[i].dir == frame->dir)
+                    c->inj[i].attached = false;
+    } else if (err < 0 && c->rel[frame->dir].in_flight && c->rel[frame->dir].carrier == c->seq) {
         c->rel[frame->dir].in_flight = false;
         for (unsigned i = 0; i < c->ninj; i++)
             if (c->inj[i].dir == frame->dir)

@@ -227,6 +227,19 @@ static void case_filters(void)
     CHECK(f->kind == SG_FRAME_MESSAGE && !nq->must_encode(st, f));
     CHECK_EQ(nq->encode(st, f, emit, NULL, &identical), 1);
     CHECK(identical);
+    /* with no reliable message for a while, an injection goes on an unreliable datagram */
+    CHECK_EQ(nq->inject(st, SG_DIR_S2C, SG_MSG_PRINT, "late", 4), 0);
+    for (uint32_t k = 0; k < 19; k++) {
+        f = dec(SG_DIR_S2C, UNREL, 100 + k, "\x01", 1, &err);
+        CHECK(f->kind == SG_FRAME_MESSAGE && !nq->must_encode(st, f));
+    }
+    f = dec(SG_DIR_S2C, UNREL, 200, "\x01", 1, &err);
+    CHECK(nq->must_encode(st, f));
+    CHECK_EQ(nq->encode(st, f, emit, NULL, &identical), 1);
+    CHECK(last_len == 8 + 1 + 6 && memcmp(last_out + 9, "\x08late", 6) == 0 &&
+          sg_be32(last_out) == (UNREL | 15) && sg_be32(last_out + 4) == 200);
+    f = dec(SG_DIR_S2C, UNREL, 201, "\x01", 1, &err);
+    CHECK(!nq->must_encode(st, f)); /* sent once */
     /* a dropped print leaves a nop in the reliable piece */
     f = dec(SG_DIR_S2C, DATA | EOM, 2, print, sizeof(print), &err);
     CHECK_EQ(nq->drop_msg(st, 0), 0);
