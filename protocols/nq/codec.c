@@ -114,6 +114,12 @@ struct nqc {
 
     uint8_t out[MAX_DGRAM + 8];
     char describe[256];
+
+    /* Recording (.dem): the client's latest view angles (its last clc_move),
+     * as the float bits the player's own demo writes, and the demo written. */
+    uint32_t view[3];
+    FILE *rec_out;   /* the demo being written, or NULL */
+    bool rec_started;
 };
 
 /* ---- state ---- */
@@ -472,6 +478,17 @@ static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size
     memset(c->dropped, 0, sizeof(bool) * c->parsed.nmsgs);
     for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
         add_msg(c, (int)i);
+    if (dir == SG_DIR_C2S)
+        for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
+            const struct sg_nq_msg *pm = &c->parsed.msgs[i];
+            if (pm->op != 3 || pm->count < 4 || pm->unparsed)
+                continue;
+            for (int k = 0; k < 3; k++) {
+                const struct sg_nq_field *f = &c->parsed.fields[pm->first + 1 + (uint32_t)k];
+                float v = sg_bmsg_num_value(f->num, f->raw);
+                memcpy(&c->view[k], &v, sizeof(v));
+            }
+        }
     c->frame.msg = d;
     c->frame.msg_len = len;
     c->frame.kind = SG_FRAME_MESSAGE;
@@ -894,6 +911,67 @@ static int nq_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
     return start >= 0 ? (int)(ftell(out) - start) : 0;
 }
 
+/* ---- recording ---- */
+
+/* One .dem block: length, the three view angles, the message; flushed. */
+static int write_block(struct nqc *c, FILE *out, const uint8_t *msg, size_t len)
+{
+    uint8_t hdr[16];
+
+    sg_put_le32(hdr, (uint32_t)len);
+    for (int k = 0; k < 3; k++)
+        sg_put_le32(hdr + 4 + 4 * k, c->view[k]);
+    if (fwrite(hdr, 1, 16, out) != 16 || (len && fwrite(msg, 1, len, out) != len) ||
+        fflush(out) != 0)
+        return -EIO;
+    return 1;
+}
+
+static const char *nq_demo_ext(void *state)
+{
+    (void)state;
+    return "dem";
+}
+
+/*
+ * A server message the client takes (a whole reliable message, or an
+ * unreliable datagram) becomes one block, as the player's own `record`
+ * writes them.  A new demo starts at a serverinfo (a level's start) with
+ * the cd-track line ("-1": no track forced); until then it waits.
+ */
+int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out)
+{
+    struct nqc *c = state;
+
+    if (frame->dir != SG_DIR_S2C || frame->kind != SG_FRAME_MESSAGE || !frame->msg)
+        return 0;
+    if (out != c->rec_out || !c->rec_started) {
+        if (!frame->new_level)
+            return 0; /* mid-level: wait for the next serverinfo */
+        c->rec_out = out;
+        c->rec_started = true;
+        if (fputs("-1\n", out) < 0)
+            return -EIO;
+    }
+    if (frame->msg_len > SG_NQ_DEM_MAX_BLOCK)
+        return SG_E_TOOBIG;
+    return write_block(c, out, frame->msg, frame->msg_len);
+}
+
+/* The end as the player's `stop` writes it: a block holding svc_disconnect. */
+int sg_nq_record_end(void *state, FILE *out)
+{
+    struct nqc *c = state;
+    static const uint8_t disconnect = 2;
+    int err = 0;
+
+    if (c->rec_out == out && c->rec_started)
+        err = write_block(c, out, &disconnect, 1);
+    c->rec_out = NULL;
+    c->rec_started = false;
+    return err < 0 ? err : 0;
+}
+
 /* ---- the rest ---- */
 
 static const struct sg_codec_stats *nq_stats(void *state)
@@ -930,7 +1008,10 @@ const struct sg_codec sg_nq_codec = {
     .destroy = nq_destroy,
     .decode = nq_decode,
     .encode = nq_encode,
-    .demo_ext = NULL,
+    .demo_ext = nq_demo_ext,
+    .record = sg_nq_record,
+    .record_end = sg_nq_record_end,
+    .capture = &sg_nq_capture_impl,
     .demo_reader = &sg_nq_demo_impl,
     .set_text = nq_set_text,
     .drop_msg = nq_drop_msg,

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "protocols/bmsg.h"
 #include "protocols/codec.h"
@@ -108,6 +109,11 @@ extern const struct sg_codec sg_nq_codec;
 int sg_nq_relay_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *ctx,
                           enum sg_dir dir, const uint8_t *data, size_t len,
                           struct sg_relay_move *out);
+
+/* Recording hooks (codec.c), also used by the capture decoder (capture.c). */
+int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out);
+int sg_nq_record_end(void *state, FILE *out);
+extern const struct sg_capture_impl sg_nq_capture_impl;
 
 /* ---- .dem files (demo.c) ---- */
 

@@ -270,6 +270,48 @@ static void case_control(void)
     CHECK(nq->established(st));
 }
 
+/* .dem recording: from a serverinfo on, a block per message the client takes, with the
+ * client's latest move angles; the end is a block holding svc_disconnect. */
+static void case_record(void)
+{
+    static const uint8_t info[] = {11, 15, 0, 0, 0, 1, 0, 'x', 0, 'm', 'a', 'p', 's', '/',
+                                   'b', '.', 'b', 's', 'p', 0, 0, 0};
+    static const uint8_t move[] = {3, 0, 0, 0, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    const struct sg_frame *f;
+    float yaw = 90.0f;
+    uint32_t yaw_bits;
+
+    CHECK(out != NULL);
+    if (!out)
+        return;
+    memcpy(&yaw_bits, &yaw, 4);
+    /* mid-level: waits */
+    f = dec(SG_DIR_S2C, UNREL, 0, "\x01", 1, NULL);
+    CHECK_EQ(nq->record(st, f, out), 0);
+    f = dec(SG_DIR_C2S, UNREL, 0, move, sizeof(move), NULL);
+    CHECK(f->kind == SG_FRAME_MESSAGE);
+    f = dec(SG_DIR_S2C, DATA | EOM, 0, info, sizeof(info), NULL);
+    CHECK(f->kind == SG_FRAME_MESSAGE && f->new_level && strcmp(f->level, "b") == 0);
+    CHECK_EQ(nq->record(st, f, out), 1);
+    f = dec(SG_DIR_S2C, UNREL, 1, "\x01", 1, NULL);
+    CHECK_EQ(nq->record(st, f, out), 1);
+    CHECK_EQ(nq->record_end(st, out), 0);
+    CHECK(strcmp(nq->demo_ext(st), "dem") == 0);
+    fclose(out);
+    CHECK_EQ(len, 3 + (16 + sizeof(info)) + (16 + 1) + (16 + 1));
+    if (len == 3 + (16 + sizeof(info)) + 17 + 17) {
+        const uint8_t *b = (const uint8_t *)buf;
+        CHECK(memcmp(b, "-1\n", 3) == 0);
+        CHECK(sg_le32(b + 3) == sizeof(info) && sg_le32(b + 3 + 4) == yaw_bits); /* pitch 64 * 360 / 256 */
+        CHECK(memcmp(b + 3 + 16, info, sizeof(info)) == 0);
+        CHECK(b[len - 1] == 2 && sg_le32(b + len - 17) == 1);
+    }
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
@@ -277,6 +319,7 @@ int main(int argc, char **argv)
         {"pieces", case_pieces},
         {"filters", case_filters},
         {"control", case_control},
+        {"record", case_record},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), setup, teardown);

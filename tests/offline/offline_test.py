@@ -6,6 +6,7 @@ Exit codes checked: 0 ok, 1 errors found or nothing can read it, 2 usage.
 """
 import os
 import re
+import struct
 import shutil
 import subprocess
 import sys
@@ -197,7 +198,6 @@ def case_pcap_protocol_forced():
 
 def case_pcap_other_games():
     for rel, name, title in (("qw/sessions/ezquake_mvdsv/capture.pcap", "qw", "QuakeWorld"),
-                             ("nq/sessions/quakespasm_darkplaces/capture.pcap", "nq", "NetQuake"),
                              ("q2/sessions/q2pro_36/capture.pcap", "q2", "Quake 2")):
         rc, out, err = pcap(data(rel))
         expect(rc == 1, "%s: exit 1 (nothing decoded)" % rel)
@@ -207,6 +207,52 @@ def case_pcap_other_games():
         expect(" %s not decoded\n" % name in out, "%s: lines say the flow is not decoded" % rel)
         rc, out, err = pcap(data(rel), "--json")
         expect('"game":"%s","decoded":false}' % name in out, "JSON says it too")
+
+
+def dem_blocks(path):
+    """A .dem file's cd-track line and its blocks (message, angle bytes)."""
+    with open(path, "rb") as f:
+        d = f.read()
+    i = d.index(b"\n") + 1
+    out = []
+    while i + 16 <= len(d):
+        n = struct.unpack("<I", d[i:i + 4])[0]
+        out.append((d[i + 16:i + 16 + n], d[i + 4:i + 16]))
+        i += 16 + n
+    expect(i == len(d), "%s: no partial block at the end" % path)
+    return d[:d.index(b"\n") + 1], out
+
+
+def case_pcap_nq():
+    """A quakespasm + DarkPlaces capture: both flows (control port, game
+    port) decoded as NetQuake with 0 errors, every message rebuilt
+    byte-identical; --record writes a .dem whose blocks are the client's
+    own demo of the session (client_demo.dem), message and angles."""
+    cap = data("nq/sessions/quakespasm_darkplaces/capture.pcap")
+    rc, out, err = pcap(cap)
+    expect(rc == 0 and "0 errors" in err, "exit 0, 0 errors: " + err[-800:])
+    m = re.search(r"session 2: \S+ -> \S+: (\d+) datagrams, (\d+) messages \((\d+) rebuilt "
+                  r"byte-identical\)", err)
+    expect(m and int(m.group(2)) > 1000 and m.group(2) == m.group(3), "every message rebuilt: "
+           + err[-800:])
+    expect("CCREQ_CONNECT" in out and "CCREP_ACCEPT" in out and "svc_print" in out,
+           "control packets and texts are shown")
+    rc, out, err = pcap(cap, "--json")
+    expect(rc == 0 and '"kind":"message"' in out and '"identical":false' not in out, "JSON")
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out, err = pcap(cap, "--record", tmp)
+        dems = [f for f in os.listdir(tmp) if f.endswith(".dem")]
+        expect(rc == 0 and len(dems) == 1, "one demo recorded: %s %s" % (dems, err[-500:]))
+        rec = os.path.join(tmp, dems[0])
+        head, ours = dem_blocks(rec)
+        chead, theirs = dem_blocks(data("nq/sessions/quakespasm_darkplaces/client_demo.dem"))
+        expect(head == chead, "the cd-track line: %r vs %r" % (head, chead))
+        expect(len(ours) >= len(theirs) and ours[:len(theirs)] == theirs,
+               "the client's demo is the start of the recording (%d vs %d blocks)"
+               % (len(ours), len(theirs)))
+        expect(ours[-1][0] == b"\x02", "the recording ends with svc_disconnect")
+        rc, out, _ = run("demo", "info", rec)
+        expect(rc == 0 and "errors:       0 decode" in out and "map:          box" in out, out)
 
 
 def case_sign_key_checked():
