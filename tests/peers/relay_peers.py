@@ -262,7 +262,9 @@ def run(game, case, seconds, work, data, slipgate, procs):
                                   "stats_interval", "1s"]
                      + {"auto": [], "full": ["-p", game, "+set", "reencode", "always"],
                         "filters": []}
-                     .get(case, ["-p", case]), px_log, limit)
+                     .get(case, ["-p", case])
+                     + (["--record", os.path.join(work, "rec")] if (game, case) == ("nq", "full")
+                        else []), px_log, limit)
     if not wait_for(lambda: "listening on" in read(px_log), 10):
         raise Fail(f"slipgate did not start:\n{read(px_log)}")
 
@@ -315,6 +317,8 @@ def run(game, case, seconds, work, data, slipgate, procs):
             decoded += check_qw_filters(work, cli_log)
     else:
         decoded = check_decoding(s, sessions, case, "nq")
+        if case == "full":
+            decoded += check_nq_recording(slipgate, os.path.join(work, "rec"))
         if case == "filters":
             decoded += check_nq_filters(work, cli_log, px_log)
     where = f"; the server moved the client to port {moved.group(1)}" if moved else ""
@@ -352,6 +356,27 @@ def check_nq_filters(work, cli_log, px_log):
     if injected < 3:
         raise Fail(f"{injected} injected prints in the client's console:\n{texts[-2500:]}")
     return f"; client saw the rewritten greeting and {injected} injected prints"
+
+
+def check_nq_recording(slipgate, rec_dir):
+    """`--record`: the session's .dem starts at the level's serverinfo, reads
+    with no decode error, and ends with the svc_disconnect block."""
+    dems = [f for f in os.listdir(rec_dir) if f.endswith(".dem")] if os.path.isdir(rec_dir) else []
+    if len(dems) != 1:
+        raise Fail(f"expected one recorded .dem in {rec_dir}: {dems}")
+    path = os.path.join(rec_dir, dems[0])
+    p = subprocess.run([slipgate, "demo", "info", path], capture_output=True, text=True,
+                       timeout=60)
+    if p.returncode != 0 or "map:          box" not in p.stdout or \
+            "errors:       0 decode" not in p.stdout:
+        raise Fail(f"the recorded demo does not read cleanly:\n{p.stdout}{p.stderr}")
+    with open(path, "rb") as f:
+        data = f.read()
+    if not data.startswith(b"-1\n") or not data.endswith(b"\x02"):
+        raise Fail(f"the recorded demo lacks its cd-track line or its end: {data[:8]!r} "
+                   f"... {data[-8:]!r}")
+    blocks = re.search(r"blocks:\s+(\d+)", p.stdout)
+    return f"; recorded {dems[0]} ({blocks.group(1) if blocks else '?'} blocks, reads cleanly)"
 
 
 def check_decoding(s, sessions, case, game):
