@@ -120,9 +120,13 @@ struct nqc {
     uint32_t view[3];
     FILE *rec_out;   /* the demo being written, or NULL */
     bool rec_started;
+    struct level *lv; /* what a demo started mid-level needs (see track()) */
 };
 
 /* ---- state ---- */
+
+struct level;
+static void level_free(struct level *lv);
 
 static int nq_create(void **state)
 {
@@ -154,6 +158,7 @@ static void nq_destroy(void *state)
     free(c->rel[0].buf);
     free(c->rel[1].buf);
     sg_nq_parsed_free(&c->parsed);
+    level_free(c->lv);
     free(c->msgs);
     free(c->msg_index);
     free(c->dropped);
@@ -456,6 +461,123 @@ static int decode_ctl(struct nqc *c, enum sg_dir dir)
     return err;
 }
 
+/*
+ * The level as the client knows it, for a demo that starts mid-level: the
+ * serverinfo message (with the cd track and the view entity), the signon's
+ * baselines, static entities and sounds in their order, and the latest
+ * light styles, player names, frags, colours and stats.  Reset at each
+ * serverinfo; kept from the server messages the client takes (a resend
+ * once).
+ */
+#define LV_SIGNON_MAX (1u << 20)
+
+struct lvmsg {
+    uint8_t len;
+    uint8_t b[67]; /* lightstyle: op, style, up to 64 bytes, NUL */
+};
+
+struct level {
+    bool valid;
+    uint8_t *info;      /* serverinfo, cdtrack, setview messages */
+    size_t info_len, info_cap;
+    uint8_t *signon;    /* baselines, static entities and sounds */
+    size_t signon_len, signon_cap;
+    struct lvmsg style[256], name[256], frags[256], colors[256], stat[256];
+    struct lvmsg time;
+};
+
+static int lv_append(uint8_t **buf, size_t *len, size_t *cap, const uint8_t *d, size_t n)
+{
+    if (*len + n > LV_SIGNON_MAX)
+        return SG_E_TOOBIG;
+    if (*len + n > *cap) {
+        size_t nc = (*len + n) * 2;
+        uint8_t *b = realloc(*buf, nc);
+        if (!b)
+            return -ENOMEM;
+        *buf = b;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, d, n);
+    *len += n;
+    return 0;
+}
+
+static void lv_keep(struct lvmsg *m, const uint8_t *d, size_t n)
+{
+    if (n <= sizeof(m->b)) {
+        memcpy(m->b, d, n);
+        m->len = (uint8_t)n;
+    }
+}
+
+static void track(struct nqc *c, const uint8_t *d, size_t len)
+{
+    struct level *lv = c->lv;
+
+    if (!lv && !(lv = c->lv = calloc(1, sizeof(*lv))))
+        return;
+    for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
+        const struct sg_nq_msg *pm = &c->parsed.msgs[i];
+        size_t at = pm->at, end = i + 1 < c->parsed.nmsgs ? c->parsed.msgs[i + 1].at : len;
+        const uint8_t *b = d + at;
+        size_t n = end - at;
+        uint32_t first = pm->count ? c->parsed.fields[pm->first].raw & 0xff : 0;
+        if (pm->unparsed)
+            continue;
+        switch (pm->op) {
+        case 11: /* a new level */
+            lv->valid = sg_nq_protocol_known(c->proto.protocol);
+            lv->info_len = lv->signon_len = 0;
+            memset(lv->style, 0, sizeof(lv->style));
+            memset(lv->name, 0, sizeof(lv->name));
+            memset(lv->frags, 0, sizeof(lv->frags));
+            memset(lv->colors, 0, sizeof(lv->colors));
+            memset(lv->stat, 0, sizeof(lv->stat));
+            lv->time.len = 0;
+            /* fall through */
+        case 32: /* cdtrack */
+        case 5:  /* setview */
+            if (lv_append(&lv->info, &lv->info_len, &lv->info_cap, b, n) < 0)
+                lv->valid = false;
+            break;
+        case 20: case 22: case 29: case 42: case 43: case 44:
+            if (lv_append(&lv->signon, &lv->signon_len, &lv->signon_cap, b, n) < 0)
+                lv->valid = false;
+            break;
+        case 12:
+            lv_keep(&lv->style[first], b, n);
+            break;
+        case 13:
+            lv_keep(&lv->name[first], b, n);
+            break;
+        case 14:
+            lv_keep(&lv->frags[first], b, n);
+            break;
+        case 17:
+            lv_keep(&lv->colors[first], b, n);
+            break;
+        case 3:
+            lv_keep(&lv->stat[first], b, n);
+            break;
+        case 7:
+            lv_keep(&lv->time, b, n);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static void level_free(struct level *lv)
+{
+    if (!lv)
+        return;
+    free(lv->info);
+    free(lv->signon);
+    free(lv);
+}
+
 /* Parse `len` bytes of message at `d` into the frame's messages. */
 static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size_t len)
 {
@@ -489,6 +611,8 @@ static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size
                 memcpy(&c->view[k], &v, sizeof(v));
             }
         }
+    if (dir == SG_DIR_S2C && !c->is_resend)
+        track(c, d, len);
     c->frame.msg = d;
     c->frame.msg_len = len;
     c->frame.kind = SG_FRAME_MESSAGE;
@@ -927,6 +1051,95 @@ static int write_block(struct nqc *c, FILE *out, const uint8_t *msg, size_t len)
     return 1;
 }
 
+/* Blocks of at most 8000 bytes (WinQuake's MAX_MSGLEN) cut at message boundaries. */
+struct synth {
+    struct nqc *c;
+    FILE *out;
+    uint8_t buf[8000];
+    size_t len;
+    int err;
+};
+
+static void synth_flush(struct synth *y)
+{
+    if (y->len && y->err >= 0) {
+        int e = write_block(y->c, y->out, y->buf, y->len);
+        if (e < 0)
+            y->err = e;
+    }
+    y->len = 0;
+}
+
+static void synth_msg(struct synth *y, const uint8_t *b, size_t n)
+{
+    if (n > sizeof(y->buf))
+        return; /* no such message comes from a NetQuake server */
+    if (y->len + n > sizeof(y->buf))
+        synth_flush(y);
+    memcpy(y->buf + y->len, b, n);
+    y->len += n;
+}
+
+/* The messages in `buf` (whole, as tracked) one by one. */
+static void synth_stream(struct synth *y, const uint8_t *buf, size_t len)
+{
+    struct sg_nq_proto p = y->c->proto;
+    struct sg_nq_parsed parsed = {0};
+
+    if (sg_nq_parse(SG_DIR_S2C, &p, buf, len, &parsed) == 0)
+        for (uint32_t i = 0; i < parsed.nmsgs; i++) {
+            size_t at = parsed.msgs[i].at;
+            size_t end = i + 1 < parsed.nmsgs ? parsed.msgs[i + 1].at : len;
+            synth_msg(y, buf + at, end - at);
+        }
+    else
+        y->err = SG_E_MALFORMED;
+    sg_nq_parsed_free(&parsed);
+}
+
+static void synth_signon(struct synth *y, uint8_t n)
+{
+    uint8_t m[2] = {25, n};
+
+    synth_msg(y, m, 2);
+    synth_flush(y);
+}
+
+/*
+ * A demo started mid-level begins as the client's own would: the
+ * serverinfo (signon 1), the baselines and static entities and sounds
+ * (signon 2), the light styles, players and stats (signon 3); the game's
+ * own messages follow.
+ */
+static int synthesize(struct nqc *c, FILE *out)
+{
+    struct level *lv = c->lv;
+    struct synth *y = calloc(1, sizeof(*y));
+    int err;
+
+    if (!y)
+        return -ENOMEM;
+    y->c = c;
+    y->out = out;
+    synth_stream(y, lv->info, lv->info_len);
+    synth_signon(y, 1);
+    synth_stream(y, lv->signon, lv->signon_len);
+    synth_signon(y, 2);
+    if (lv->time.len)
+        synth_msg(y, lv->time.b, lv->time.len);
+    for (int i = 0; i < 256; i++) {
+        const struct lvmsg *m[5] = {&lv->style[i], &lv->name[i], &lv->frags[i], &lv->colors[i],
+                                    &lv->stat[i]};
+        for (int k = 0; k < 5; k++)
+            if (m[k]->len)
+                synth_msg(y, m[k]->b, m[k]->len);
+    }
+    synth_signon(y, 3);
+    err = y->err;
+    free(y);
+    return err;
+}
+
 static const char *nq_demo_ext(void *state)
 {
     (void)state;
@@ -946,12 +1159,18 @@ int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out)
     if (frame->dir != SG_DIR_S2C || frame->kind != SG_FRAME_MESSAGE || !frame->msg)
         return 0;
     if (out != c->rec_out || !c->rec_started) {
-        if (!frame->new_level)
-            return 0; /* mid-level: wait for the next serverinfo */
+        bool synth = !frame->new_level && c->lv && c->lv->valid;
+        if (!frame->new_level && !synth)
+            return 0; /* mid-level, nothing known of the level: wait for its serverinfo */
         c->rec_out = out;
         c->rec_started = true;
         if (fputs("-1\n", out) < 0)
             return -EIO;
+        if (synth) {
+            int err = synthesize(c, out);
+            if (err < 0)
+                return err;
+        }
     }
     if (frame->msg_len > SG_NQ_DEM_MAX_BLOCK)
         return SG_E_TOOBIG;

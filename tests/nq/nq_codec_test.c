@@ -312,6 +312,77 @@ static void case_record(void)
     free(buf);
 }
 
+/* Recording turned on mid-level: the demo starts with a synthesized
+ * serverinfo and signon (1, 2, 3), then the game, and reads cleanly. */
+struct midgame {
+    int client_port;
+    uint64_t n;
+    FILE *out;
+    int written;
+};
+
+static int on_udp_mid(const struct pcap_udp *u, void *arg)
+{
+    struct midgame *m = arg;
+    const struct sg_frame *f;
+
+    if (m->client_port < 0 && sg_nq_is_connect_request(u->data, u->len))
+        m->client_port = u->sport;
+    if (m->client_port < 0)
+        return 0;
+    nq->decode(st, u->sport == m->client_port ? SG_DIR_C2S : SG_DIR_S2C, u->data, u->len, &f);
+    if (++m->n >= 400 && f->kind == SG_FRAME_MESSAGE && f->dir == SG_DIR_S2C) {
+        CHECK(!f->new_level);
+        int n = nq->record(st, f, m->out);
+        CHECK(n == 1);
+        m->written += n == 1;
+    }
+    return 0;
+}
+
+static void case_record_midgame(void)
+{
+    const char *root = getenv("SG_TESTDATA");
+    char path[4096], *buf = NULL;
+    size_t len = 0;
+    struct midgame m = {.client_port = -1};
+    FILE *in, *null = fopen("/dev/null", "w");
+
+    CHECK(root != NULL && null != NULL);
+    if (!root || !null)
+        return;
+    m.out = open_memstream(&buf, &len);
+    snprintf(path, sizeof(path), "%s/nq/sessions/quakespasm_darkplaces/capture.pcap", root);
+    CHECK(pcap_udp_foreach(path, on_udp_mid, &m) == 0);
+    CHECK_EQ(nq->record_end(st, m.out), 0);
+    fclose(m.out);
+    CHECK(m.written > 100);
+    /* the blocks: serverinfo first, then signons 1, 2, 3 ending the first three */
+    CHECK(len > 3 + 16 && memcmp(buf, "-1\n", 3) == 0 && (uint8_t)buf[3 + 16] == 11);
+    {
+        size_t i = 3;
+        int signon = 0;
+        for (int k = 0; k < 3 && i + 16 <= len; k++) {
+            uint32_t n = sg_le32((const uint8_t *)buf + i);
+            CHECK(n >= 2 && i + 16 + n <= len);
+            if (n < 2 || i + 16 + n > len)
+                break;
+            if ((uint8_t)buf[i + 16 + n - 2] == 25)
+                signon = (uint8_t)buf[i + 16 + n - 1];
+            i += 16 + n;
+            CHECK_EQ(signon, k + 1);
+        }
+    }
+    in = fmemopen(buf, len, "rb");
+    CHECK(in != NULL);
+    if (in) {
+        CHECK_EQ(sg_nq_demo_impl.info(in, "midgame.dem", null), 0);
+        fclose(in);
+    }
+    fclose(null);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
@@ -320,6 +391,7 @@ int main(int argc, char **argv)
         {"filters", case_filters},
         {"control", case_control},
         {"record", case_record},
+        {"record_midgame", case_record_midgame},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), setup, teardown);
