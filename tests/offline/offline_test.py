@@ -255,6 +255,30 @@ def case_pcap_nq():
         expect(rc == 0 and "errors:       0 decode" in out and "map:          box" in out, out)
 
 
+def case_nq_golden():
+    """Golden dumps (tests/nq/golden): `demo dump` of the 666 demo and
+    `pcap decode` of the quakespasm + DarkPlaces capture, line for line.
+    SG_UPDATE_GOLDEN=1 rewrites them (review the diff)."""
+    golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nq", "golden")
+    for name, args in (("vgio_test.dump", ["demo", "dump", data("nq/demos/vgio_test.dem")]),
+                       ("quakespasm_darkplaces.pcap.txt",
+                        ["pcap", "decode",
+                         data("nq/sessions/quakespasm_darkplaces/capture.pcap")])):
+        rc, out, err = run(*args)
+        expect(rc == 0, "%s: exit %d: %s" % (name, rc, err[-500:]))
+        path = os.path.join(golden, name)
+        if os.environ.get("SG_UPDATE_GOLDEN"):
+            with open(path, "w") as f:
+                f.write(out)
+        with open(path) as f:
+            want = f.read()
+        if out != want:
+            a, b = want.splitlines(), out.splitlines()
+            k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+            expect(False, "%s differs from its golden dump at line %d:\n- %s\n+ %s"
+                   % (name, k + 1, a[k] if k < len(a) else "(end)", b[k] if k < len(b) else "(end)"))
+
+
 def case_sign_key_checked():
     """`sign_key` is checked at start-up: a key readable by others, a
     malformed key and a missing one each stop slipgate with FILE:LINE."""
