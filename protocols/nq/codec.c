@@ -134,14 +134,6 @@ static int nq_create(void **state)
 
     if (!c)
         return -ENOMEM;
-    c->rel[0].buf = malloc(MAX_MESSAGE);
-    c->rel[1].buf = malloc(MAX_MESSAGE);
-    if (!c->rel[0].buf || !c->rel[1].buf) {
-        free(c->rel[0].buf);
-        free(c->rel[1].buf);
-        free(c);
-        return -ENOMEM;
-    }
     c->unsupported_op = -1;
     c->accept_port = -1;
     sg_nq_proto_set(&c->proto, SG_NQ_PROTOCOL_NETQUAKE, 0);
@@ -696,7 +688,12 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         return 0;
     }
 
-    /* A reliable piece. */
+    /* A reliable piece (the reassembly buffer comes with the first one: a
+     * flood of sessions that never get there costs little). */
+    if (!rl->buf && !(rl->buf = malloc(MAX_MESSAGE))) {
+        note_error(c, -ENOMEM, "reliable message");
+        return -ENOMEM;
+    }
     c->is_reliable = true;
     if (!rl->known || c->seq == rl->next) {
         if (rl->complete || !rl->known) {
@@ -714,8 +711,15 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         rl->last_at = rl->len;
         memcpy(rl->buf + rl->len, c->copy + 8, payload);
         rl->len += payload;
-        if (rl->in_flight && rl->carrier != c->seq)
-            rl->in_flight = false; /* a new piece after an unacknowledged carrier: sender moved on */
+        if (rl->in_flight && rl->carrier != c->seq) {
+            /* A new piece: the sender had the carrier acknowledged (by a way we did not see). */
+            unsigned keepn = 0;
+            rl->in_flight = false;
+            for (unsigned i = 0; i < c->ninj; i++)
+                if (!(c->inj[i].dir == dir && c->inj[i].attached))
+                    c->inj[keepn++] = c->inj[i];
+            c->ninj = keepn;
+        }
         if (!(c->flags & NETFLAG_EOM)) {
             c->frame.kind = SG_FRAME_RAW; /* relayed now: its sender waits for the ack */
             c->frame.pieces = 0;
