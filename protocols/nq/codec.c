@@ -46,7 +46,7 @@
 #define NETFLAG_CTL         0x80000000u
 
 #define MAX_DGRAM   65535         /* the length field's reach */
-#define MAX_MESSAGE (1u << 17)    /* a reassembled reliable message (QuakeSpasm: 64000) */
+#define MAX_MESSAGE (1u << 16)    /* a reassembled reliable message (QuakeSpasm 64000, DarkPlaces 65536) */
 #define MAX_INJECT  8
 #define TEXT_RESERVE (MAX_INJECT * 1100 + 8 * 2100)
 
@@ -72,6 +72,7 @@ struct rel {
     uint8_t *buf;           /* the message being assembled (MAX_MESSAGE) */
     size_t len;
     size_t last_at;         /* where the last piece taken starts */
+    int pieces;             /* pieces taken of the message */
     bool complete;          /* its EOM piece was taken */
     bool in_flight;         /* injections ride on piece `carrier` */
     uint32_t carrier;
@@ -679,6 +680,7 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         for (unsigned i = 0; i < c->ninj; i++)
             if (c->inj[i].dir == dir && !c->inj[i].attached && c->inj[i].waited < INJECT_PATIENCE)
                 c->inj[i].waited++;
+        c->frame.pieces = 1;
         return decode_message(c, dir, c->copy + 8, payload);
     }
     if (!(c->flags & NETFLAG_DATA)) {
@@ -698,6 +700,7 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     if (!rl->known || c->seq == rl->next) {
         if (rl->complete || !rl->known) {
             rl->len = 0;
+            rl->pieces = 0;
             rl->complete = false;
         }
         rl->known = true;
@@ -711,6 +714,7 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         rl->last_at = rl->len;
         memcpy(rl->buf + rl->len, c->copy + 8, payload);
         rl->len += payload;
+        rl->pieces++;
         if (rl->in_flight && rl->carrier != c->seq) {
             /* A new piece: the sender had the carrier acknowledged (by a way we did not see). */
             unsigned keepn = 0;
@@ -746,6 +750,7 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         c->stats.rejected++;
         return 0;
     }
+    c->frame.pieces = rl->pieces;
     return decode_message(c, dir, rl->buf, rl->len);
 }
 

@@ -155,6 +155,7 @@ static void case_pieces(void)
     CHECK_EQ(f->nmsgs, 2);
     CHECK(f->msgs[0].kind == SG_MSG_PRINT && strcmp(f->msgs[0].text, "abc") == 0);
     CHECK_EQ(f->msg_len, sizeof(p1) + sizeof(p2));
+    CHECK_EQ(f->pieces, 2);
     /* only the last piece is rebuilt */
     emits = 0;
     bool identical = false;
