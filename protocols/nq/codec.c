@@ -1225,6 +1225,8 @@ static bool nq_established(void *state)
     return ((struct nqc *)state)->established;
 }
 
+extern const struct sg_codec_status sg_nq_status; /* status.c */
+
 const struct sg_codec sg_nq_codec = {
     .name = "nq",
     .description = "NetQuake (protocol 15, FitzQuake 666, RMQ 999): decoded, re-encoded, "
@@ -1249,4 +1251,5 @@ const struct sg_codec sg_nq_codec = {
     .stats = nq_stats,
     .describe = nq_describe,
     .established = nq_established,
+    .status = &sg_nq_status,
 };

@@ -814,6 +814,9 @@ static bool qw_established(void *state)
     return ((struct qwc *)state)->established;
 }
 
+extern const struct sg_demo_impl sg_qw_demo_impl; /* demo.c */
+extern const struct sg_codec_status sg_qw_status; /* status.c */
+
 const struct sg_codec sg_qw_codec = {
     .name = "qw",
     .description = "QuakeWorld (protocol 28, FTE/MVD extensions): decoded, re-encoded, filtered",
@@ -833,4 +836,6 @@ const struct sg_codec sg_qw_codec = {
     .stats = qw_stats,
     .describe = qw_describe,
     .established = qw_established,
+    .demo_reader = &sg_qw_demo_impl,
+    .status = &sg_qw_status,
 };

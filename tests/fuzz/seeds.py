@@ -239,6 +239,60 @@ def seeds_demo(testdata, source):
         cut = demo_file(msgs[:6], end=False)
         seeds[name + '_cut'] = cut[:len(cut) - 5]
         seeds[name + '_mid'] = demo_file(msgs[len(msgs) // 2:len(msgs) // 2 + 6])
+    seeds.update(seeds_qw_demo(testdata))
+    return seeds
+
+
+def mvd_blocks(data):
+    """The whole blocks of an .mvd file, as bytes (PROTOCOLS.md C7; protocols/qw/demo.c)."""
+    blocks, pos = [], 0
+    while pos + 2 <= len(data):
+        kind = data[pos + 1] & 7
+        head = 2 + (4 if kind == 3 else 0)
+        if kind == 0:
+            n = head + 36
+        elif kind == 2:
+            n = head + 8
+        elif kind == 7 or pos + head + 4 > len(data):
+            break
+        else:
+            n = head + 4 + struct.unpack_from('<I', data, pos + head)[0]
+        if pos + n > len(data):
+            break
+        blocks.append(data[pos:pos + n])
+        pos += n
+    return blocks
+
+
+def seeds_qw_demo(testdata):
+    """QuakeWorld demos for the same target: pieces of the real .mvd (its
+    start with the serverdata, a later stretch, a cut), and a .qwd built
+    from the QuakeWorld capture's server datagrams (dem_read blocks), with
+    a dem_set and a dem_cmd."""
+    seeds = {}
+    for path in sorted(glob.glob(os.path.join(testdata, 'qw', 'demos', '*.mvd'))):
+        name = 'qw_' + os.path.basename(path).split('.')[0]
+        blocks = mvd_blocks(open(path, 'rb').read())
+        for k in (1, 3, 12, 40):
+            seeds['%s_first%d' % (name, k)] = b''.join(blocks[:k])
+        mid = len(blocks) // 2
+        seeds[name + '_mid'] = b''.join(blocks[:2] + blocks[mid:mid + 30])
+        hidden = [i for i, b in enumerate(blocks) if b[1] & 7 == 3 and b[2:6] == bytes(4)]
+        if hidden:
+            seeds[name + '_hidden'] = b''.join(blocks[:1] + blocks[hidden[0]:hidden[0] + 8])
+        cut = b''.join(blocks[:6])
+        seeds[name + '_cut'] = cut[:len(cut) - 5]
+    cap = os.path.join(testdata, 'qw', 'sessions', 'ezquake_mvdsv', 'capture.pcap')
+    if os.path.isfile(cap):
+        grams = pcapng_udp(cap)
+        server = 27500
+        reads = [struct.pack('<fBI', 0.01 * i, 1, len(p)) + p
+                 for i, (s, d, p) in enumerate(grams) if s == server]
+        cmd = struct.pack('<fB', 0.5, 0) + struct.pack('<B3x3f3hBB3f', 13, 1.5, 90.0, 0.0,
+                                                       320, 0, 0, 1, 0, 1.5, 90.0, 0.0)
+        setb = struct.pack('<fBii', 0.5, 2, 1, 0)
+        seeds['qw_capture_qwd'] = b''.join(reads[:12]) + setb + cmd + b''.join(reads[12:30])
+        seeds['qw_capture_qwd_mid'] = b''.join(reads[len(reads) // 2:len(reads) // 2 + 20])
     return seeds
 
 

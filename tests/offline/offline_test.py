@@ -46,7 +46,7 @@ def case_demo_help():
     rc, out, _ = run("demo", "--help")
     expect(rc == 0 and "usage:" in out, "--help")
     expect("  q3   .dm_66, .dm_67, .dm_68, .dm_71\n" in out, "help lists the q3 reader:\n" + out)
-    expect("  qw   .qwd, .mvd: not readable yet\n" in out, "help lists qw as not readable yet")
+    expect("  qw   .qwd, .mvd (no cut)\n" in out, "help lists the qw reader:\n" + out)
     expect("--protocol NAME" in out, "help shows --protocol")
 
 
@@ -59,7 +59,7 @@ def case_demo_unknown_type():
         expect(rc == 1 and out == "", "unknown file: exit 1, nothing on stdout (%d)" % rc)
         expect("no codec reads %s: its extension .xyz and its first bytes match no known demo "
                "format; %s" % (f, KNOWN) in err, "clear message: " + err)
-        expect("not readable yet: qw (.qwd, .mvd), q2 (.dm2)" in err and "; nq (.dem)" in err,
+        expect("; qw (.qwd, .mvd); nq (.dem); not readable yet: q2 (.dm2)" in err,
                "names the formats to come: " + err)
         out_path = os.path.join(tmp, "out.dm_68")
         rc, out, err = run("demo", "reencode", f, out_path)
@@ -112,8 +112,14 @@ def case_demo_protocol_forced():
         rc, out, _ = run("demo", "-p", "q3", "reencode", f, out_path)
         expect(rc == 0 and "533 messages, 533 byte-identical" in out, "reencode with -p q3")
         # forcing a game without a reader says so, whatever the file is
+        rc, out, err = run("demo", "info", "-p", "q2", data("q3/demos/osp_chat.dm_68"))
+        expect(rc == 1 and out == "" and "Quake 2 (q2) demos are not readable yet" in err, err)
+        # forcing NetQuake on a Quake 3 demo: its reader finds no cd-track line
+        rc, out, err = run("demo", "info", "-p", "nq", data("q3/demos/osp_chat.dm_68"))
+        expect(rc == 1 and "not a NetQuake demo: no cd-track line" in out, out + err)
+        # forcing QuakeWorld on a Quake 3 demo: its reader says where the file stops making sense
         rc, out, err = run("demo", "info", "-p", "qw", data("q3/demos/osp_chat.dm_68"))
-        expect(rc == 1 and out == "" and "QuakeWorld (qw) demos are not readable yet" in err, err)
+        expect(rc == 1 and "errors:       1, at offset 0: block #0 has type" in out, out + err)
 
 
 def case_demo_protocol_unknown():
@@ -125,8 +131,7 @@ def case_demo_protocol_unknown():
 
 
 def case_demo_no_reader():
-    for rel, game in (("qw/demos/mvdparser_1on1.mvd", "QuakeWorld (qw)"),
-                      ("q2/demos/libq2_test.dm2", "Quake 2 (q2)")):
+    for rel, game in (("q2/demos/libq2_test.dm2", "Quake 2 (q2)"),):
         f = data(rel)
         for sub in (["info", f], ["dump", "--json", f]):
             rc, out, err = run("demo", *sub)
@@ -137,7 +142,8 @@ def case_demo_no_reader():
         out_path = os.path.join(tmp, "cut.qwd")
         rc, _, err = run("demo", "cut", data("qw/demos/mvdparser_1on1.mvd"), out_path,
                          "--from", "0", "--to", "1000")
-        expect(rc == 1 and "not readable yet" in err and not os.path.exists(out_path), err)
+        expect(rc == 1 and "QuakeWorld demos cannot be cut yet" in err and
+               not os.path.exists(out_path), err)
 
 
 def case_demo_nq():
@@ -328,6 +334,60 @@ def case_demo_verify_usage():
         expect(rc == 2 and "not a public key" in err, "bad --key: " + err)
         rc, out, err = run("demo", "--help")
         expect("demo verify FILE" in out, "demo --help lists verify")
+
+
+def case_anonymize_checked():
+    """`anonymize yes|no` and `anonymize_key FILE` are checked at start-up:
+    a bad value, a key file readable by others and one that is not a key
+    each stop slipgate with FILE:LINE and what is wrong; a missing key file
+    is made (0600, its directory too), and a route's `anonymize no` needs
+    none."""
+    with tempfile.TemporaryDirectory() as tmp:
+        key = os.path.join(tmp, "state", "anon.key")
+        conf = os.path.join(tmp, "a.conf")
+
+        def write(text):
+            with open(conf, "w") as f:
+                f.write(text)
+
+        write("route main {\n    server 127.0.0.1:27961\n    anonymize maybe\n}\n")
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:3:15: error: 'anonymize' expects one of no, yes, got 'maybe'"
+               % conf in err, "a bad value is refused with file:line: " + err)
+        write("anonymize yes\nanonymize_key %s\nroute main {\n    server 127.0.0.1:27961\n}\n"
+              % key)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc == 0, "a missing key file is made: " + err)
+        expect(os.stat(key).st_mode & 0o777 == 0o600, "the key file is mode 0600")
+        expect(os.stat(os.path.dirname(key)).st_mode & 0o777 == 0o700, "its directory is 0700")
+        with open(key) as f:
+            made = f.read()
+        expect(made.startswith("slipgate-anonymize-key 1\n"), "the key file: %r" % made[:30])
+        rc, out, err = run("-c", conf, "--check-config")
+        with open(key) as f:
+            expect(rc == 0 and f.read() == made, "an existing key is kept: " + err)
+        os.chmod(key, 0o644)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:2: error: anonymize_key %s is readable or writable by group or "
+               "others (mode 0644)" % (conf, key) in err,
+               "a 0644 key is refused with file:line: " + err)
+        with open(key, "w") as f:
+            f.write("not a key\n")
+        os.chmod(key, 0o600)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:2: error: anonymize_key %s is not a slipgate anonymize key"
+               % (conf, key) in err, "a malformed key is refused with file:line: " + err)
+        # The route's own key file, and its line.
+        write("anonymize yes\nroute main {\n    server 127.0.0.1:27961\n"
+              "    anonymize_key %s\n}\n" % key)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:4: error: anonymize_key %s is not a slipgate anonymize key"
+               % (conf, key) in err, "a route's bad key is refused at its line: " + err)
+        # `anonymize no` in the route: the top level's bad key is not needed.
+        write("anonymize yes\nanonymize_key %s\nroute main {\n    server 127.0.0.1:27961\n"
+              "    anonymize no\n}\n" % key)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc == 0, "a route with anonymize no needs no key: " + err)
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
