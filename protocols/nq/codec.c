@@ -442,9 +442,9 @@ static int decode_ctl(struct nqc *c, enum sg_dir dir)
         m->text_len = m->text ? text_len : 0;
     }
     if (dir == SG_DIR_C2S && cmd == 0x01) {
+        /* Clients repeat their request until an accept comes (and one may
+         * arrive after it): the connection starts over at the accept only. */
         c->connect_seen = true;
-        c->accepted = false;
-        reset_netchan(c);
     } else if (dir == SG_DIR_S2C && cmd == 0x81 && err == 0) {
         c->accepted = true;
         reset_netchan(c);

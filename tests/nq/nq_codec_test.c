@@ -269,6 +269,18 @@ static void case_control(void)
     CHECK(strcmp(f->msgs[0].name, "CCREP_ACCEPT") == 0);
     dec(SG_DIR_C2S, UNREL, 0, "\x01", 1, NULL);
     CHECK(nq->established(st));
+    /* a serverinfo of 666, then the client's connect request again (a late
+     * retry): the session keeps its protocol (666 reads a 666 update) */
+    {
+        static const uint8_t info666[] = {11, 0x9a, 2, 0, 0, 1, 0, 'x', 0, 0, 0};
+        static const uint8_t upd[] = {0x81, 0x80, 0x01, 0x05, 0x40}; /* U_EXTEND1, U_ALPHA */
+        int err;
+        f = dec(SG_DIR_S2C, DATA | EOM, 0, info666, sizeof(info666), &err);
+        CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE);
+        CHECK(nq->decode(st, SG_DIR_C2S, conn, sizeof(conn), &f) == 0);
+        f = dec(SG_DIR_S2C, UNREL, 0, upd, sizeof(upd), &err);
+        CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && f->nmsgs == 1);
+    }
 }
 
 /* .dem recording: from a serverinfo on, a block per message the client takes, with the
