@@ -69,7 +69,6 @@ const struct sg_codec *sg_codec_demo_ext(const char *ext)
 static const struct {
     const char *game, *exts[3], *list;
 } unreadable[] = {
-    {"nq", {"dem", NULL, NULL}, ".dem"},
     {"q2", {"dm2", NULL, NULL}, ".dm2"},
 };
 
