@@ -31,7 +31,7 @@ import tempfile
 
 TARGETS = ['fuzz_huffman', 'fuzz_q3_message', 'fuzz_q3_client', 'fuzz_q3_netchan',
            'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config', 'fuzz_bmsg',
-           'fuzz_qw', 'fuzz_sign']
+           'fuzz_qw', 'fuzz_sign', 'fuzz_nq']
 
 SERVER_PORT = 27960  # the server port of every Q3 session capture (MANIFEST.md)
 SESSIONS = {'ioq68': 1, 'ioq71': 2, 'oa71': 3}  # capture -> fuzz_q3_netchan wire mode
@@ -380,6 +380,36 @@ def seeds_qw(testdata, source):
     return seeds
 
 
+def seeds_nq(testdata, source):
+    """The NetQuake capture (control flow, then the game flow on the port
+    the accept names; the client is the side that sent CCREQ_CONNECT), in
+    fuzz_nq's format, from the start and in slices; and the .dem files
+    (mode bit 7)."""
+    seeds = {}
+    path = os.path.join(testdata, 'nq', 'sessions', 'quakespasm_darkplaces', 'capture.pcap')
+    if os.path.exists(path):
+        dgrams = pcapng_udp(path)
+        conn = next((s for s, d, p in dgrams if p[:1] == b'\x80' and p[4:10] == b'\x01QUAKE'),
+                    None)
+        if conn:
+            items = [(s != conn, p) for s, d, p in dgrams if conn in (s, d)]
+
+            def pack(mode, its):
+                return bytes([mode]) + b''.join(struct.pack('<BH', int(s2c), len(p)) + p
+                                                for s2c, p in its)
+            seeds['start'] = pack(0, items[:150])
+            step = max(1, len(items) // 6)
+            for i in range(1, 6):
+                seeds['slice_%d' % i] = pack(1 if i % 2 else 2, items[i * step:i * step + 40])
+    for name in ('vektar_demo1.dem', 'vgio_test.dem'):
+        p = os.path.join(testdata, 'nq', 'demos', name)
+        if os.path.exists(p):
+            with open(p, 'rb') as f:
+                d = f.read()
+            seeds['dem_' + name.split('.')[0]] = b'\x80' + d[:12000]
+    return seeds
+
+
 def sign_input(flags, sig, data):
     """A fuzz_sign input: u8 flags, le32 siglen, the .sig, the recording."""
     return bytes([flags]) + struct.pack('<I', len(sig)) + sig + data
@@ -424,6 +454,7 @@ GENERATORS = {
     'fuzz_bmsg': seeds_bmsg,
     'fuzz_qw': seeds_qw,
     'fuzz_sign': seeds_sign,
+    'fuzz_nq': seeds_nq,
 }
 
 

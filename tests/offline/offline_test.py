@@ -6,6 +6,7 @@ Exit codes checked: 0 ok, 1 errors found or nothing can read it, 2 usage.
 """
 import os
 import re
+import struct
 import shutil
 import subprocess
 import sys
@@ -58,7 +59,7 @@ def case_demo_unknown_type():
         expect(rc == 1 and out == "", "unknown file: exit 1, nothing on stdout (%d)" % rc)
         expect("no codec reads %s: its extension .xyz and its first bytes match no known demo "
                "format; %s" % (f, KNOWN) in err, "clear message: " + err)
-        expect("; qw (.qwd, .mvd); not readable yet: nq (.dem), q2 (.dm2)" in err,
+        expect("; qw (.qwd, .mvd); nq (.dem); not readable yet: q2 (.dm2)" in err,
                "names the formats to come: " + err)
         out_path = os.path.join(tmp, "out.dm_68")
         rc, out, err = run("demo", "reencode", f, out_path)
@@ -100,7 +101,8 @@ def case_demo_protocol_forced():
         # a Quake 3 demo named like a NetQuake one: refused, unless --protocol q3 says so
         f = copy(tmp, data("q3/demos/osp_chat.dm_68"), "osp.dem")
         rc, out, err = run("demo", "info", f)
-        expect(rc == 1 and "NetQuake (nq) demos are not readable yet" in err, err)
+        expect(rc == 1 and "its extension .dem says a NetQuake demo, but its first bytes are not "
+               "one" in err, err)
         for opt in ("--protocol", "-p"):
             rc, out, err = run("demo", "info", opt, "q3", f)
             expect(rc == 0 and "map:          cpm3a" in out, "%s q3 reads it: %s" % (opt, err))
@@ -110,8 +112,11 @@ def case_demo_protocol_forced():
         rc, out, _ = run("demo", "-p", "q3", "reencode", f, out_path)
         expect(rc == 0 and "533 messages, 533 byte-identical" in out, "reencode with -p q3")
         # forcing a game without a reader says so, whatever the file is
+        rc, out, err = run("demo", "info", "-p", "q2", data("q3/demos/osp_chat.dm_68"))
+        expect(rc == 1 and out == "" and "Quake 2 (q2) demos are not readable yet" in err, err)
+        # forcing NetQuake on a Quake 3 demo: its reader finds no cd-track line
         rc, out, err = run("demo", "info", "-p", "nq", data("q3/demos/osp_chat.dm_68"))
-        expect(rc == 1 and out == "" and "NetQuake (nq) demos are not readable yet" in err, err)
+        expect(rc == 1 and "not a NetQuake demo: no cd-track line" in out, out + err)
         # forcing QuakeWorld on a Quake 3 demo: its reader says where the file stops making sense
         rc, out, err = run("demo", "info", "-p", "qw", data("q3/demos/osp_chat.dm_68"))
         expect(rc == 1 and "errors:       1, at offset 0: block #0 has type" in out, out + err)
@@ -126,8 +131,7 @@ def case_demo_protocol_unknown():
 
 
 def case_demo_no_reader():
-    for rel, game in (("nq/demos/vgio_test.dem", "NetQuake (nq)"),
-                      ("q2/demos/libq2_test.dm2", "Quake 2 (q2)")):
+    for rel, game in (("q2/demos/libq2_test.dm2", "Quake 2 (q2)"),):
         f = data(rel)
         for sub in (["info", f], ["dump", "--json", f]):
             rc, out, err = run("demo", *sub)
@@ -140,6 +144,41 @@ def case_demo_no_reader():
                          "--from", "0", "--to", "1000")
         expect(rc == 1 and "QuakeWorld demos cannot be cut yet" in err and
                not os.path.exists(out_path), err)
+
+
+def case_demo_nq():
+    """NetQuake .dem (protocols 15 and 666): info, dump and a byte-identical reencode."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for rel, proto, level in (("nq/demos/vektar_demo1.dem", "15", "bg"),
+                                  ("nq/demos/vgio_test.dem", "666", "test")):
+            f = data(rel)
+            rc, out, err = run("demo", "info", f)
+            expect(rc == 0 and "protocol:     %s\n" % proto in out and
+                   "map:          %s\n" % level in out and "errors:       0 decode" in out,
+                   "info %s: %s %s" % (rel, out, err))
+            rc, out, err = run("demo", "dump", f)
+            expect(rc == 0 and out.startswith("# cd track ") and "  svc_serverinfo protocol=%s "
+                   % proto in out and out.endswith("# end of file\n"), "dump " + rel)
+            rc, out, err = run("demo", "dump", "--json", f)
+            expect(rc == 0 and '"name":"svc_serverinfo","fields":[["protocol",%s]' % proto in out,
+                   "dump --json " + rel)
+            re_path = os.path.join(tmp, "re.dem")
+            rc, out, err = run("demo", "reencode", f, re_path)
+            expect(rc == 0 and "blocks byte-identical" in out, "reencode %s: %s" % (rel, err))
+            with open(f, "rb") as a, open(re_path, "rb") as b:
+                expect(a.read() == b.read(), "reencode %s gives the same bytes" % rel)
+        # cut inside a block: read to the last whole one, exit 1
+        with open(data("nq/demos/vgio_test.dem"), "rb") as fp:
+            whole = fp.read()
+        cut = os.path.join(tmp, "cut.dem")
+        with open(cut, "wb") as fp:
+            fp.write(whole[:5000])
+        rc, out, err = run("demo", "info", cut)
+        expect(rc == 1 and "the file ends inside a block" in out, "cut: " + out + err)
+        # the content decides under an unknown name
+        other = copy(tmp, data("nq/demos/vgio_test.dem"), "vgio.bin")
+        rc, out, err = run("demo", "info", other)
+        expect(rc == 0 and "protocol:     666" in out, "a .dem under another name: " + err)
 
 
 def pcap(*args):
@@ -165,7 +204,6 @@ def case_pcap_protocol_forced():
 
 def case_pcap_other_games():
     for rel, name, title in (("qw/sessions/ezquake_mvdsv/capture.pcap", "qw", "QuakeWorld"),
-                             ("nq/sessions/quakespasm_darkplaces/capture.pcap", "nq", "NetQuake"),
                              ("q2/sessions/q2pro_36/capture.pcap", "q2", "Quake 2")):
         rc, out, err = pcap(data(rel))
         expect(rc == 1, "%s: exit 1 (nothing decoded)" % rel)
@@ -175,6 +213,76 @@ def case_pcap_other_games():
         expect(" %s not decoded\n" % name in out, "%s: lines say the flow is not decoded" % rel)
         rc, out, err = pcap(data(rel), "--json")
         expect('"game":"%s","decoded":false}' % name in out, "JSON says it too")
+
+
+def dem_blocks(path):
+    """A .dem file's cd-track line and its blocks (message, angle bytes)."""
+    with open(path, "rb") as f:
+        d = f.read()
+    i = d.index(b"\n") + 1
+    out = []
+    while i + 16 <= len(d):
+        n = struct.unpack("<I", d[i:i + 4])[0]
+        out.append((d[i + 16:i + 16 + n], d[i + 4:i + 16]))
+        i += 16 + n
+    expect(i == len(d), "%s: no partial block at the end" % path)
+    return d[:d.index(b"\n") + 1], out
+
+
+def case_pcap_nq():
+    """A quakespasm + DarkPlaces capture: both flows (control port, game
+    port) decoded as NetQuake with 0 errors, every message rebuilt
+    byte-identical; --record writes a .dem whose blocks are the client's
+    own demo of the session (client_demo.dem), message and angles."""
+    cap = data("nq/sessions/quakespasm_darkplaces/capture.pcap")
+    rc, out, err = pcap(cap)
+    expect(rc == 0 and "0 errors" in err, "exit 0, 0 errors: " + err[-800:])
+    m = re.search(r"session 2: \S+ -> \S+: (\d+) datagrams, (\d+) messages \((\d+) rebuilt "
+                  r"byte-identical\)", err)
+    expect(m and int(m.group(2)) > 1000 and m.group(2) == m.group(3), "every message rebuilt: "
+           + err[-800:])
+    expect("CCREQ_CONNECT" in out and "CCREP_ACCEPT" in out and "svc_print" in out,
+           "control packets and texts are shown")
+    rc, out, err = pcap(cap, "--json")
+    expect(rc == 0 and '"kind":"message"' in out and '"identical":false' not in out, "JSON")
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out, err = pcap(cap, "--record", tmp)
+        dems = [f for f in os.listdir(tmp) if f.endswith(".dem")]
+        expect(rc == 0 and len(dems) == 1, "one demo recorded: %s %s" % (dems, err[-500:]))
+        rec = os.path.join(tmp, dems[0])
+        head, ours = dem_blocks(rec)
+        chead, theirs = dem_blocks(data("nq/sessions/quakespasm_darkplaces/client_demo.dem"))
+        expect(head == chead, "the cd-track line: %r vs %r" % (head, chead))
+        expect(len(ours) >= len(theirs) and ours[:len(theirs)] == theirs,
+               "the client's demo is the start of the recording (%d vs %d blocks)"
+               % (len(ours), len(theirs)))
+        expect(ours[-1][0] == b"\x02", "the recording ends with svc_disconnect")
+        rc, out, _ = run("demo", "info", rec)
+        expect(rc == 0 and "errors:       0 decode" in out and "map:          box" in out, out)
+
+
+def case_nq_golden():
+    """Golden dumps (tests/nq/golden): `demo dump` of the 666 demo and
+    `pcap decode` of the quakespasm + DarkPlaces capture, line for line.
+    SG_UPDATE_GOLDEN=1 rewrites them (review the diff)."""
+    golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nq", "golden")
+    for name, args in (("vgio_test.dump", ["demo", "dump", data("nq/demos/vgio_test.dem")]),
+                       ("quakespasm_darkplaces.pcap.txt",
+                        ["pcap", "decode",
+                         data("nq/sessions/quakespasm_darkplaces/capture.pcap")])):
+        rc, out, err = run(*args)
+        expect(rc == 0, "%s: exit %d: %s" % (name, rc, err[-500:]))
+        path = os.path.join(golden, name)
+        if os.environ.get("SG_UPDATE_GOLDEN"):
+            with open(path, "w") as f:
+                f.write(out)
+        with open(path) as f:
+            want = f.read()
+        if out != want:
+            a, b = want.splitlines(), out.splitlines()
+            k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+            expect(False, "%s differs from its golden dump at line %d:\n- %s\n+ %s"
+                   % (name, k + 1, a[k] if k < len(a) else "(end)", b[k] if k < len(b) else "(end)"))
 
 
 def case_sign_key_checked():
