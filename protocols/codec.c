@@ -71,7 +71,6 @@ static const struct {
 } unreadable[] = {
     {"qw", {"qwd", "mvd", NULL}, ".qwd, .mvd"},
     {"nq", {"dem", NULL, NULL}, ".dem"},
-    {"q2", {"dm2", NULL, NULL}, ".dm2"},
 };
 
 const char *sg_codec_demo_unreadable(const char *ext, const char **exts)

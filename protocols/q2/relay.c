@@ -14,6 +14,7 @@
  * slipgate also wants a sequence that continues the client's (seqwin.h).
  */
 #include "protocols/codec.h"
+#include "protocols/q2/q2.h"
 #include "protocols/byteorder.h"
 #include "protocols/seqwin.h"
 
@@ -114,4 +115,5 @@ const struct sg_codec sg_q2_relay = {
     .is_connect = q2_is_connect,
     .client_qport = q2_client_qport,
     .client_follows = q2_client_follows,
+    .demo_reader = &sg_q2_demo_impl,
 };
