@@ -7,13 +7,13 @@
 extern const struct sg_codec sg_q3_codec;
 extern const struct sg_codec sg_nq_relay;
 extern const struct sg_codec sg_qw_codec;
-extern const struct sg_codec sg_q2_relay;
+extern const struct sg_codec sg_q2_codec;
 
 const struct sg_codec *const sg_codecs[] = {
     &sg_q3_codec,
     &sg_qw_codec,
     &sg_nq_relay,
-    &sg_q2_relay,
+    &sg_q2_codec,
     NULL,
 };
 

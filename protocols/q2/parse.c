@@ -137,8 +137,8 @@ static int32_t snum(struct ctx *c, const char *name, uint8_t kind)
     }
 }
 
-/* A string as Q2PRO reads it: bytes up to a 0 (consumed); none before the
- * end of the message is a read past it. */
+/* A string as Q2PRO reads it: bytes up to a 0 (consumed), or up to the end
+ * of the message (then `num` is 1: written back without the 0). */
 static const uint8_t *str(struct ctx *c, const char *name, uint32_t *len)
 {
     const uint8_t *p, *z;
@@ -150,16 +150,24 @@ static const uint8_t *str(struct ctx *c, const char *name, uint32_t *len)
         return NULL;
     p = c->r.data + c->r.pos;
     z = memchr(p, 0, c->r.end - c->r.pos);
-    if (!z) {
+    if (!z && c->r.pos >= c->r.end) {
         fail(c, SG_E_OVERFLOW);
         return NULL;
     }
-    c->r.pos += (size_t)(z - p) + 1;
     f = push(c, name, SG_Q2_F_STRING);
     if (!f)
         return NULL;
     f->ptr = p;
-    f->len = (uint32_t)(z - p);
+    if (z) {
+        f->len = (uint32_t)(z - p);
+        c->r.pos += f->len + 1u;
+    } else {
+        /* The message ends first: the receivers take the bytes read (id's
+         * client sends "disconnect" so, without its 0). */
+        f->len = (uint32_t)(c->r.end - c->r.pos);
+        f->num = 1;
+        c->r.pos = c->r.end;
+    }
     if (len)
         *len = f->len;
     return p;
@@ -1243,7 +1251,8 @@ static void write_fields(const struct sg_q2_parsed *p, const struct sg_q2_msg *m
             break;
         case SG_Q2_F_STRING:
             sg_bmsg_write_data(w, f->ptr, f->len);
-            sg_bmsg_write_u8(w, 0);
+            if (f->num == 0)
+                sg_bmsg_write_u8(w, 0);
             break;
         case SG_Q2_F_DATA:
             sg_bmsg_write_data(w, f->ptr, f->len);

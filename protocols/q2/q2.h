@@ -79,7 +79,7 @@ void sg_q2_variant_init(struct sg_q2_variant *v, int protocol, int minor);
 
 enum {
     SG_Q2_F_NUM,    /* `num` says which enum sg_bmsg_num */
-    SG_Q2_F_STRING, /* bytes at ptr, then a 0 byte */
+    SG_Q2_F_STRING, /* bytes at ptr, then a 0 byte (none when `num` is 1: the message ended) */
     SG_Q2_F_DATA,   /* raw bytes at ptr */
     SG_Q2_F_VALUE,  /* a decoded value only (bit-packed moves): not written on its own */
 };
@@ -146,6 +146,13 @@ const char *sg_q2_clc_name(int op);
 
 /* Raw deflate (windowBits -15, as R1Q2 and Q2PRO): 0 and *outlen, or a negative error. */
 int sg_q2_deflate(const uint8_t *in, size_t inlen, uint8_t *out, size_t cap, size_t *outlen);
+
+/* ---- relay hooks (relay.c) ---- */
+
+bool sg_q2_is_connect(const uint8_t *d, size_t n);
+int sg_q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, bool learn);
+bool sg_q2_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
+                          size_t n, char *why, size_t whylen);
 
 /* ---- demos (demo.c) ---- */
 
