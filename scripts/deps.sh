@@ -12,10 +12,13 @@ if [ "${1:-}" = "--test" ]; then
   # Recommends of clang) + llvm (llvm-symbolizer) for the fuzz suite; the
   # games of the real-peer tests; ss for the socket tests; fteqcc builds the
   # NetQuake and QuakeWorld peers' placeholder game code; the prometheus
-  # client's text parser and headless Chromium for the `http` tests
+  # client's text parser and headless Chromium for the `http` tests; the
+  # Quake 2 peers are built from source (../shared/peers/q2: SDL2, X11, GL
+  # headers, xdotool)
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
         iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake
-        python3-prometheus-client chromium)
+        python3-prometheus-client chromium
+        pkgconf libsdl2-dev libx11-dev libxi-dev mesa-common-dev libgl-dev xdotool)
 fi
 
 missing=()
