@@ -92,6 +92,11 @@ struct q2c {
     uint8_t out[MAX_DGRAM + 2048];
     uint8_t body[SG_Q2_MAX_MSGLEN + 2048];
     char describe[256];
+
+    /* Recording (.dm2, protocol 34 sessions): the demo being written. */
+    FILE *rec_out;
+    bool rec_started; /* its serverdata is written */
+    bool rec_dropped[SG_Q2_MAX_MSGS];
 };
 
 /* ---- state ---- */
@@ -795,12 +800,80 @@ static bool q2_established(void *state)
     return ((struct q2c *)state)->established;
 }
 
+/* ---- recording (.dm2) ---- */
+
+/*
+ * A protocol 34 session's demo is the stream as the client accepted it
+ * (after the filters), one block per message, from a serverdata on: the
+ * messages before the first serverdata of a demo are left out, so the
+ * file starts as the players' demos do.  35 and 36 frames are not legal in
+ * a 34 demo and would need transcoding (not written yet): recording them
+ * is refused.  A recording that starts mid-level waits for the next
+ * serverdata (a synthesized preamble is not written yet).
+ */
+static const char *q2_demo_ext(void *state)
+{
+    (void)state;
+    return "dm2";
+}
+
+static int q2_record(void *state, const struct sg_frame *frame, FILE *out)
+{
+    struct q2c *c = state;
+    struct sg_bmsg_writer w;
+    uint8_t h[4];
+    uint32_t from = 0;
+
+    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE || frame->dir != SG_DIR_S2C)
+        return 0;
+    if (c->sv.protocol != 34 && c->sv.protocol != 26)
+        return SG_E_UNSUPPORTED;
+    if (out != c->rec_out) {
+        c->rec_out = out;
+        c->rec_started = false;
+    }
+    if (!c->rec_started) {
+        while (from < c->parsed.nmsgs && c->parsed.msgs[from].op != SG_Q2_SVC_SERVERDATA)
+            from++;
+        if (from == c->parsed.nmsgs)
+            return 0; /* waiting for a serverdata */
+    }
+    /* svc_disconnect / svc_reconnect end the client's connection before it
+     * records them: its own demos never hold them, and a player stops at them. */
+    for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
+        c->rec_dropped[i] = c->dropped[i] || i < from ||
+                            c->parsed.msgs[i].op == SG_Q2_SVC_DISCONNECT ||
+                            c->parsed.msgs[i].op == SG_Q2_SVC_RECONNECT;
+    sg_bmsg_writer_init(&w, c->body, sizeof(c->body));
+    if (sg_q2_write(&c->parsed, c->rec_dropped, &w) < 0 || w.len > SG_Q2_MAX_MSGLEN)
+        return SG_E_OVERFLOW;
+    sg_put_le32(h, (uint32_t)w.len);
+    if (fwrite(h, 1, 4, out) != 4 || fwrite(c->body, 1, w.len, out) != w.len)
+        return -EIO;
+    c->rec_started = true;
+    return 1;
+}
+
+static int q2_record_end(void *state, FILE *out)
+{
+    struct q2c *c = state;
+    static const uint8_t end[4] = {0xff, 0xff, 0xff, 0xff};
+
+    if (out == c->rec_out)
+        c->rec_out = NULL;
+    if (fwrite(end, 1, 4, out) != 4 || fflush(out) != 0)
+        return -EIO;
+    return 0;
+}
+
 /* ---- the capture decoder (`slipgate pcap decode`) ---- */
 
 struct flow {
     void *st;
     uint64_t datagrams, messages, identical, errors, rejected, oob;
-    FILE *report;
+    char *record_path; /* --record: record_base + ".dm2" */
+    FILE *rec;
+    bool rec_failed;
 };
 
 static int capture_role(const uint8_t *d, size_t n)
@@ -819,14 +892,28 @@ static int capture_role(const uint8_t *d, size_t n)
     return -1;
 }
 
+static void capture_destroy_early(struct flow *f)
+{
+    q2_destroy(f->st);
+    free(f);
+}
+
 static int capture_create(void **flow, const char *record_base)
 {
     struct flow *f = calloc(1, sizeof(*f));
 
-    (void)record_base; /* recording .dm2 from captures: not yet */
     if (!f || q2_create(&f->st) < 0) {
         free(f);
         return -ENOMEM;
+    }
+    if (record_base) {
+        size_t n = strlen(record_base) + 5;
+        f->record_path = malloc(n);
+        if (!f->record_path) {
+            capture_destroy_early(f);
+            return -ENOMEM;
+        }
+        snprintf(f->record_path, n, "%s.dm2", record_base);
     }
     *flow = f;
     return 0;
@@ -882,6 +969,26 @@ static int capture_datagram(void *flow, enum sg_dir dir, const uint8_t *data, si
         else
             errors++;
         free(k);
+        if (dir == SG_DIR_S2C && f->record_path && !f->rec_failed) {
+            struct q2c *c = f->st;
+            if (!f->rec && c->parsed.serverdata && (c->sv.protocol == 34 || c->sv.protocol == 26)) {
+                f->rec = fopen(f->record_path, "wb");
+                if (!f->rec) {
+                    fprintf(stderr, "slipgate pcap: %s: %s\n", f->record_path, strerror(errno));
+                    f->rec_failed = true;
+                    errors++;
+                }
+            }
+            if (f->rec) {
+                int r = q2_record(f->st, fr, f->rec);
+                if (r < 0) {
+                    fprintf(stderr, "slipgate pcap: %s: demo write failed: %s\n", f->record_path,
+                            sg_strerror(r));
+                    f->rec_failed = true;
+                    errors++;
+                }
+            }
+        }
     }
     f->errors += (uint64_t)errors;
     if (json) {
@@ -918,8 +1025,15 @@ static int capture_datagram(void *flow, enum sg_dir dir, const uint8_t *data, si
 
 static int capture_finish(void *flow)
 {
-    (void)flow;
-    return 0;
+    struct flow *f = flow;
+    int errors = 0;
+
+    if (f->rec) {
+        errors += q2_record_end(f->st, f->rec) < 0;
+        errors += fclose(f->rec) != 0;
+        f->rec = NULL;
+    }
+    return errors;
 }
 
 static void capture_summary(void *flow, FILE *out)
@@ -940,6 +1054,9 @@ static void capture_destroy(void *flow)
 
     if (!f)
         return;
+    if (f->rec)
+        fclose(f->rec);
+    free(f->record_path);
     q2_destroy(f->st);
     free(f);
 }
@@ -965,6 +1082,9 @@ const struct sg_codec sg_q2_codec = {
     .destroy = q2_destroy,
     .decode = q2_decode,
     .encode = q2_encode,
+    .demo_ext = q2_demo_ext,
+    .record = q2_record,
+    .record_end = q2_record_end,
     .demo_reader = &sg_q2_demo_impl,
     .capture = &q2_capture_impl,
     .set_text = q2_set_text,
