@@ -134,10 +134,12 @@ def run(protocol, seconds, work, b, d, slipgate, procs):
         raise Fail(f"q2proded did not start:\n{read(srv_log)[-2000:]}")
 
     px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
+    rec_dir = os.path.join(work, "demos")
+    record = ["--record", rec_dir] if protocol == "34" else []
     px = procs.start("slipgate", [slipgate, "-l", f"127.0.0.1:{px_port}", "-s",
                                   f"127.0.0.1:{srv_port}", "-p", "q2", "--stats", stats,
-                                  "+set", "reencode", "always", "+set", "stats_interval", "1s"],
-                     px_log, limit)
+                                  "+set", "reencode", "always", "+set", "stats_interval", "1s"]
+                     + record, px_log, limit)
     if not wait_for(lambda: "listening on" in read(px_log), 10):
         raise Fail(f"slipgate did not start:\n{read(px_log)}")
 
@@ -207,10 +209,43 @@ def run(protocol, seconds, work, b, d, slipgate, procs):
         raise Fail(f"rebuilt messages differ from the originals: {dd}")
     if any(route["counters"]["drops"].values()):
         raise Fail(f"drops: {route['counters']['drops']}")
+    played = ""
+    if record:
+        played = check_playback(work, b, d, rec_dir, procs)
     print(f"PASS q2_peers@{protocol}: the Q2PRO client in the game through slipgate for "
           f"{seconds} s with protocol {protocol}; decoded {dd['datagrams']} datagrams "
           f"({dd['messages']} in-game, {dd['rejected']} rejected), 0 errors, "
-          f"{dd['reencoded']} rebuilt byte-identical")
+          f"{dd['reencoded']} rebuilt byte-identical{played}")
+
+
+def check_playback(work, b, d, rec_dir, procs):
+    """slipgate's .dm2 of the session plays to its end in the real client
+    (q2pro, timedemo; the cfg's nextserver alias prints DEMO_FINISHED)."""
+    demos = [f for f in os.listdir(rec_dir) if f.endswith(".dm2")] if os.path.isdir(rec_dir) else []
+    if len(demos) != 1:
+        raise Fail(f"expected one recorded .dm2 in {rec_dir}: {demos}")
+    home = nobody_dir(os.path.join(work, "play"))
+    nobody_dir(os.path.join(home, "baseq2"))
+    nobody_dir(os.path.join(home, "baseq2", "demos"))
+    shutil.copy(os.path.join(rec_dir, demos[0]), os.path.join(home, "baseq2", "demos", "rec.dm2"))
+    with open(os.path.join(home, "baseq2", "play.cfg"), "w") as f:
+        f.write('alias demofin "echo DEMO_FINISHED; quit"\nset nextserver demofin\n')
+    subprocess.run(["chmod", "-R", "a+rwX", home], check=False)
+    log = os.path.join(work, "play.log")
+    env = dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
+    p = procs.start("q2pro-play", AS_NOBODY + [
+        "env", f"HOME={home}", "xvfb-run", "-a", "-s", "-screen 0 640x480x24",
+        os.path.join(b, "q2pro", "q2pro"), "+set", "basedir", d, "+set", "libdir",
+        os.path.join(b, "q2pro"), "+set", "homedir", home, "+set", "sys_console", "1", "+set",
+        "s_enable", "0", "+set", "vid_geometry", "320x240", "+set", "timedemo", "1", "+exec",
+        "play.cfg", "+demo", "rec"], log, 60, env=env)
+    if not wait_for(lambda: "DEMO_FINISHED" in read(log), 50):
+        raise Fail(f"the recorded demo did not play to its end:\n{read(log)[-2000:]}")
+    procs.stop(p, signal.SIGTERM, 5, group=True)
+    m = re.search(r"(\d+) frames, [\d.]+ seconds", read(log))
+    if not m or int(m.group(1)) < 100:
+        raise Fail(f"the recorded demo played too few frames:\n{read(log)[-1500:]}")
+    return f"; its recorded {demos[0]} plays to its end in q2pro ({m.group(1)} frames)"
 
 
 def main():
