@@ -50,6 +50,7 @@ struct chan {
 };
 
 struct hdr {
+    uint32_t w1, w2;   /* the words as they came (bits the receiver ignores kept) */
     uint32_t seq, ack; /* masked */
     bool reliable, ack_reliable, fragment, more;
     uint32_t offset;
@@ -292,6 +293,8 @@ static int read_header(struct q2c *c, enum sg_dir dir, const uint8_t *d, size_t 
         return SG_E_TRUNCATED;
     w1 = sg_le32(d);
     w2 = sg_le32(d + 4);
+    h->w1 = w1;
+    h->w2 = w2;
     h->reliable = (w1 & REL_BIT) != 0;
     h->ack_reliable = (w2 & REL_BIT) != 0;
     h->seq = w1 & (nc ? NEW_MASK : OLD_MASK);
@@ -326,11 +329,11 @@ static int read_header(struct q2c *c, enum sg_dir dir, const uint8_t *d, size_t 
 static void write_header(const struct q2c *c, const struct hdr *h, bool fragment, bool more,
                          uint32_t offset, struct sg_bmsg_writer *w)
 {
-    uint32_t w1 = h->seq | (h->reliable ? REL_BIT : 0) | (fragment ? FRG_BIT : 0);
+    uint32_t w1 = fragment ? h->w1 | FRG_BIT : h->w1;
 
     (void)c;
     sg_bmsg_write_u32(w, w1);
-    sg_bmsg_write_u32(w, h->ack | (h->ack_reliable ? REL_BIT : 0));
+    sg_bmsg_write_u32(w, h->w2);
     if (h->qport_width == 2)
         sg_bmsg_write_u16(w, h->qport);
     else if (h->qport_width == 1)

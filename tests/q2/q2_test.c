@@ -516,6 +516,23 @@ static void case_netchan_reject(void)
     /* the same sequence again: stale */
     CHECK(c->decode(st, SG_DIR_S2C, a, 12, &f) == 0);
     CHECK_EQ(f->kind, SG_FRAME_REJECTED);
+    /* bits the new netchan's receiver masks off (bit 30 of the ack word) stay
+     * as they came (found by fuzz_q2) */
+    uint8_t e[9];
+    sg_put_le32(e, 9);
+    sg_put_le32(e + 4, 6 | 0x40000000u | 0x80000000u);
+    e[8] = SG_Q2_SVC_NOP;
+    CHECK(c->decode(st, SG_DIR_S2C, e, 9, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+    CHECK_EQ(f->ack, 6);
+    struct walk *w2 = calloc(1, sizeof(*w2));
+    CHECK(w2 != NULL);
+    if (w2) {
+        identical = false;
+        CHECK_EQ(c->encode(st, f, collect, w2, &identical), 1);
+        CHECK(identical && w2->last_len == 9 && memcmp(w2->last, e, 9) == 0);
+        free(w2);
+    }
     c->destroy(st);
 }
 
