@@ -28,6 +28,9 @@
 #define TEXT_POOL  (2 * SG_Q2_MAX_MSGLEN + SG_Q2_MAX_MSGS)
 #define MAX_PIECES 64
 
+#define MAX_INJECT 8
+#define INJECT_LIMIT 1400 /* a datagram carrying injections stays within the old MAX_MSGLEN */
+
 #define REL_BIT 0x80000000u
 #define FRG_BIT 0x40000000u
 #define OLD_MASK 0x7fffffffu
@@ -59,8 +62,30 @@ struct hdr {
     uint32_t qport;
 };
 
+struct inject {
+    enum sg_dir dir;
+    enum sg_msg_kind kind;
+    char text[1024];
+    size_t len;
+    bool attached; /* riding on the reliable datagram in flight */
+};
+
+/*
+ * Injections towards one receiver ride on the sender's own reliable
+ * datagrams (see q2_inject): the datagram carrying them, and whether the
+ * receiver's reliable bit had flipped when we last saw it acknowledge.
+ */
+struct injq {
+    bool in_flight;
+    uint32_t carrier;
+    bool bit_before, bit_known, bit_now;
+};
+
 struct q2c {
     struct sg_codec_stats stats;
+    struct inject inj[MAX_INJECT];
+    unsigned ninj;
+    struct injq q[2]; /* by the direction the injections travel */
     int protocol;    /* from the connect (0 unknown) */
     int minor;       /* R1Q2 / Q2PRO minor from the connect */
     int qport;       /* from the connect, -1 unknown */
@@ -80,7 +105,7 @@ struct q2c {
     const char *oob_name;
     const char *why;
     struct sg_q2_parsed parsed;
-    struct sg_msg msgs[SG_Q2_MAX_MSGS];
+    struct sg_msg msgs[SG_Q2_MAX_MSGS + MAX_INJECT];
     int msg_index[SG_Q2_MAX_MSGS];
     bool dropped[SG_Q2_MAX_MSGS];
     uint8_t copy[MAX_DGRAM];
@@ -204,6 +229,9 @@ static void new_connection(struct q2c *c)
         c->chan[d].assembling = false;
         c->chan[d].npieces = 0;
     }
+    memset(c->q, 0, sizeof(c->q));
+    for (unsigned i = 0; i < c->ninj; i++)
+        c->inj[i].attached = false;
     c->accepted = false;
 }
 
@@ -449,6 +477,45 @@ static void add_msg(struct q2c *c, int pi)
     }
 }
 
+/* ---- reliable injections ---- */
+
+static void drop_attached(struct q2c *c, enum sg_dir towards, bool delivered)
+{
+    unsigned keepn = 0;
+
+    for (unsigned i = 0; i < c->ninj; i++) {
+        struct inject *j = &c->inj[i];
+        if (j->dir == towards && j->attached) {
+            j->attached = false;
+            if (delivered)
+                continue;
+        }
+        c->inj[keepn++] = *j;
+    }
+    c->ninj = keepn;
+}
+
+/*
+ * An accepted datagram from `dir`'s sender acknowledges what travelled the
+ * other way: the top bit of its ack word is its reliable bit (it flips on
+ * every reliable datagram it accepts).  Once it acknowledges the carrier or
+ * a later datagram, a flipped bit says the carrier arrived (the injections
+ * are delivered); an unflipped one that it was lost, and the sender will
+ * resend its reliable message, which carries them again.
+ */
+static void note_ack(struct q2c *c, enum sg_dir dir)
+{
+    enum sg_dir towards = dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S;
+    struct injq *q = &c->q[towards];
+
+    if (q->in_flight && c->hdr.ack >= q->carrier) {
+        q->in_flight = false;
+        drop_attached(c, towards, c->hdr.ack_reliable != q->bit_before);
+    }
+    q->bit_known = true;
+    q->bit_now = c->hdr.ack_reliable;
+}
+
 /* ---- decode ---- */
 
 static void reset_frame(struct q2c *c, enum sg_dir dir)
@@ -517,6 +584,7 @@ static int q2_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         c->stats.rejected++;
         return 0;
     }
+    note_ack(c, dir);
     c->payload = c->copy + n;
     c->payload_len = len - (size_t)n;
     c->frame.pieces = 1;
@@ -642,6 +710,103 @@ static int q2_drop_msg(void *state, unsigned i)
     return 0;
 }
 
+/*
+ * Injection, reliable without touching the netchan (as for QuakeWorld): the
+ * text rides on the sender's next reliable, unfragmented datagram towards
+ * `dir`, appended after its messages.  The receiver flips its reliable bit
+ * for that datagram anyway, so neither peer's sequences or bits change; if
+ * the datagram is lost, the receiver's acknowledgement says so and the
+ * sender's resend carries the text again; it is dropped once acknowledged.
+ */
+static int q2_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
+                     size_t len)
+{
+    struct q2c *c = state;
+    struct inject *j;
+
+    if (dir == SG_DIR_S2C
+            ? (kind != SG_MSG_PRINT && kind != SG_MSG_CHAT && kind != SG_MSG_CENTERPRINT &&
+               kind != SG_MSG_STUFFTEXT)
+            : (kind != SG_MSG_CHAT && kind != SG_MSG_CLIENT_COMMAND))
+        return SG_E_UNSUPPORTED;
+    if (memchr(text, 0, len) || len >= sizeof(c->inj[0].text) - 16)
+        return -EINVAL;
+    if (c->ninj >= MAX_INJECT)
+        return SG_E_TOOBIG;
+    j = &c->inj[c->ninj++];
+    memset(j, 0, sizeof(*j));
+    j->dir = dir;
+    j->kind = kind;
+    if (dir == SG_DIR_C2S && kind == SG_MSG_CHAT)
+        j->len = (size_t)snprintf(j->text, sizeof(j->text), "say \"%.*s\"", (int)len, text);
+    else
+        j->len = (size_t)snprintf(j->text, sizeof(j->text), "%.*s", (int)len, text);
+    return 0;
+}
+
+static bool can_carry(const struct q2c *c, enum sg_dir dir)
+{
+    return c->hdr.reliable && !c->hdr.fragment && !c->q[dir].in_flight && c->q[dir].bit_known;
+}
+
+static bool q2_must_encode(void *state, const struct sg_frame *frame)
+{
+    const struct q2c *c = state;
+
+    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE || !can_carry(c, frame->dir))
+        return false;
+    for (unsigned i = 0; i < c->ninj; i++)
+        if (c->inj[i].dir == frame->dir)
+            return true;
+    return false;
+}
+
+/* Attach the injections waiting for this direction that fit the datagram. */
+static void write_injections(struct q2c *c, struct sg_bmsg_writer *w)
+{
+    struct injq *q = &c->q[c->frame.dir];
+    bool any = false;
+
+    if (!can_carry(c, c->frame.dir))
+        return;
+    for (unsigned i = 0; i < c->ninj; i++) {
+        struct inject *j = &c->inj[i];
+        size_t need = j->len + 3;
+        if (j->dir != c->frame.dir || w->len + need > INJECT_LIMIT ||
+            c->frame.nmsgs >= SG_Q2_MAX_MSGS + MAX_INJECT)
+            continue;
+        j->attached = any = true;
+        struct sg_msg *m = &c->msgs[c->frame.nmsgs++];
+        memset(m, 0, sizeof(*m));
+        m->kind = j->kind;
+        m->number = -1;
+        m->injected = true;
+        if (j->dir == SG_DIR_S2C) {
+            if (j->kind == SG_MSG_PRINT || j->kind == SG_MSG_CHAT) {
+                sg_bmsg_write_u8(w, SG_Q2_SVC_PRINT);
+                sg_bmsg_write_u8(w, j->kind == SG_MSG_CHAT ? SG_Q2_PRINT_CHAT : 2);
+                m->name = "svc_print";
+            } else {
+                sg_bmsg_write_u8(w, j->kind == SG_MSG_CENTERPRINT ? SG_Q2_SVC_CENTERPRINT
+                                                                  : SG_Q2_SVC_STUFFTEXT);
+                m->name = j->kind == SG_MSG_CENTERPRINT ? "svc_centerprint" : "svc_stufftext";
+            }
+        } else {
+            sg_bmsg_write_u8(w, SG_Q2_CLC_STRINGCMD);
+            m->name = "clc_stringcmd";
+        }
+        sg_bmsg_write_data(w, j->text, j->len);
+        sg_bmsg_write_u8(w, 0);
+        m->text = m->command = keep(c, j->text, j->len);
+        m->text_len = m->text ? j->len : 0;
+    }
+    if (any) {
+        q->in_flight = true;
+        q->carrier = c->hdr.seq;
+        q->bit_before = q->bit_now;
+    }
+}
+
 /* ---- encode ---- */
 
 static int q2_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, void *ctx,
@@ -668,6 +833,7 @@ static int q2_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
         sg_bmsg_writer_init(&o, c->out, sizeof(c->out));
         write_header(c, &c->hdr, false, false, 0, &o);
         sg_bmsg_write_data(&o, c->body, w.len);
+        write_injections(c, &o);
         if (o.overflowed) {
             c->stats.reencode_errors++;
             return SG_E_OVERFLOW;
@@ -676,6 +842,11 @@ static int q2_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
         if (*identical)
             c->stats.reencode_identical++;
         err = emit(ctx, c->out, o.len);
+        if (err < 0 && c->q[frame->dir].in_flight && c->q[frame->dir].carrier == c->hdr.seq) {
+            /* Not sent: what rode on it waits for the next reliable datagram. */
+            c->q[frame->dir].in_flight = false;
+            drop_attached(c, frame->dir, false);
+        }
         return err < 0 ? err : 1;
     }
     /* A fragmented message: the same pieces when the payload came out the same. */
@@ -1092,6 +1263,8 @@ const struct sg_codec sg_q2_codec = {
     .capture = &q2_capture_impl,
     .set_text = q2_set_text,
     .drop_msg = q2_drop_msg,
+    .inject = q2_inject,
+    .must_encode = q2_must_encode,
     .dump = q2_dump,
     .stats = q2_stats,
     .describe = q2_describe,

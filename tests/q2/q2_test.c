@@ -298,6 +298,69 @@ static void case_filters(void)
     free(w);
 }
 
+/* An injected print rides once on a reliable server datagram, is delivered
+ * (the client's acknowledgement flips its reliable bit) and not sent again;
+ * an injected say rides on a reliable client datagram. */
+struct inj_walk {
+    const struct sg_codec *c;
+    void *st;
+    int frames_with_print, frames_with_say, injected_after, messages;
+    bool asked;
+    struct walk *w;
+};
+
+static int on_inject(const struct pcap_udp *u, void *arg)
+{
+    struct inj_walk *iw = arg;
+    enum sg_dir dir = u->dport == SERVER_PORT ? SG_DIR_C2S : SG_DIR_S2C;
+    const struct sg_frame *f;
+    bool identical;
+
+    iw->c->decode(iw->st, dir, u->data, u->len, &f);
+    if (f->kind != SG_FRAME_MESSAGE)
+        return 0;
+    if (++iw->messages == 200 && !iw->asked) {
+        CHECK(iw->c->inject(iw->st, SG_DIR_S2C, SG_MSG_PRINT, "slipgate injected\n", 18) == 0);
+        CHECK(iw->c->inject(iw->st, SG_DIR_C2S, SG_MSG_CHAT, "hello", 5) == 0);
+        CHECK(iw->c->inject(iw->st, SG_DIR_C2S, SG_MSG_CONFIGSTRING, "x", 1) == SG_E_UNSUPPORTED);
+        iw->asked = true;
+    }
+    iw->w->last_len = 0;
+    iw->w->last_n = 0;
+    CHECK(iw->c->encode(iw->st, f, collect, iw->w, &identical) == 1);
+    for (unsigned i = 0; i < f->nmsgs; i++) {
+        if (!f->msgs[i].injected)
+            continue;
+        if (dir == SG_DIR_S2C) {
+            iw->frames_with_print++;
+            CHECK(memmem(iw->w->last, iw->w->last_len, "\x0a\x02slipgate injected\n", 21) != NULL);
+        } else {
+            iw->frames_with_say++;
+            CHECK(memmem(iw->w->last, iw->w->last_len, "\x04say \"hello\"", 13) != NULL);
+        }
+        CHECK(!identical);
+    }
+    return 0;
+}
+
+static void case_inject(void)
+{
+    struct inj_walk iw = {0};
+    char path[1024];
+
+    iw.c = q2();
+    iw.w = calloc(1, sizeof(*iw.w));
+    if (!iw.c || !iw.w || iw.c->create(&iw.st) < 0)
+        return;
+    snprintf(path, sizeof(path), "%s/q2/sessions/q2pro_34/capture.pcap", td());
+    CHECK(pcap_udp_foreach(path, on_inject, &iw) == 0);
+    CHECK(iw.asked);
+    CHECK_EQ(iw.frames_with_print, 1);
+    CHECK_EQ(iw.frames_with_say, 1);
+    iw.c->destroy(iw.st);
+    free(iw.w);
+}
+
 /* ---- the 34 move checksum ---- */
 
 static void case_move_checksum(void)
@@ -711,6 +774,7 @@ int main(int argc, char **argv)
         {"move_checksum", case_move_checksum}, {"zpacket", case_zpacket},
         {"zip_bomb", case_zip_bomb},           {"netchan_reject", case_netchan_reject},
         {"mangled", case_mangled},             {"record", case_record},
+        {"inject", case_inject},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
