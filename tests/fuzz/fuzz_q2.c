@@ -14,7 +14,8 @@
  *     { u8 flags, le16 length, length bytes } ...   datagrams in arrival order
  *
  * flags bit 0: direction (1 server to client); bits 1-2: 1 change the first
- * text, 2 drop the first message.
+ * text, 2 drop the first message, 3 inject a print to the client and a say
+ * to the server.
  *
  * Properties: no crash, leak or sanitizer report; every error is one of
  * the project's codes; a whole message that no filter touched is rebuilt
@@ -103,6 +104,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 touched = c->set_text(st, 0, "fuzz \"text\"\n", 12) == 0;
             else if (what == 2 && f->nmsgs)
                 touched = c->drop_msg(st, 0) == 0;
+            else if (what == 3) {
+                c->inject(st, SG_DIR_S2C, SG_MSG_PRINT, "injected\n", 9);
+                c->inject(st, SG_DIR_C2S, SG_MSG_CHAT, "hello", 5);
+            }
+            if (c->must_encode(st, f))
+                touched = true; /* an injection rides on it */
             err = c->encode(st, f, collect, &o, &identical);
             FUZZ_CHECK(err >= 1 || err == SG_E_OVERFLOW);
             if (err >= 1 && !touched && f->pieces <= 1)

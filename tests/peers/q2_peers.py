@@ -3,9 +3,14 @@
 server through slipgate with `reencode always`, one wire protocol forced
 per case (../shared/peers/q2/README.md).
 
-    q2_peers.py PROTOCOL [--seconds N]
+    q2_peers.py PROTOCOL[+filters] [--seconds N]
 
 PROTOCOL: 34 (original), 35 (R1Q2) or 36 (Q2PRO, new netchan, zlib).
+34 also records the session (--record) and plays the .dm2 to its end in
+the Q2PRO client (timedemo).  `+filters` runs FILTERS_CONF: the server's
+"entered the game" print rewritten on its way to the client and a print
+injected every 2 s; the client's console must show both, never the
+original text.
 
 The engines are built from the source snapshots in ../shared/peers/q2
 (build_q2_peers.sh) and the placeholder data made (make_q2_data.sh) once
@@ -40,6 +45,24 @@ from q3_peers import Fail, Procs, free_udp_port, read, run_main, wait_for  # noq
 from relay_peers import stats_session  # noqa: E402
 
 AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+FILTERS_CONF = """\
+route default {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol q2
+    reencode always
+    filter rewrite {{
+        replace "entered the game" "came in through slipgate"
+        kinds print chat
+    }}
+    filter inject {{
+        text "slipgate injected %session%\\n"
+        kind print
+        every 2s
+    }}
+}}
+"""
 
 
 def peers_dir():
@@ -95,9 +118,10 @@ def nobody_dir(path):
     return path
 
 
-def run_case(protocol, seconds):
-    if protocol not in ("34", "35", "36"):
-        raise Fail(f"unknown protocol {protocol} (34, 35 or 36)")
+def run_case(case, seconds):
+    protocol, _, extra = case.partition("+")
+    if protocol not in ("34", "35", "36") or extra not in ("", "filters"):
+        raise Fail(f"unknown case {case} (34, 35 or 36, optionally +filters)")
     missing = [p for p in ("xvfb-run", "setpriv", "meson", "ninja", "make", "gcc")
                if not shutil.which(p)]
     if missing:
@@ -114,13 +138,13 @@ def run_case(protocol, seconds):
     os.chmod(work, 0o755)
     procs = Procs()
     try:
-        run(protocol, seconds, work, b, d, slipgate, procs)
+        run(protocol, extra == "filters", seconds, work, b, d, slipgate, procs)
     finally:
         procs.stop_all()
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run(protocol, seconds, work, b, d, slipgate, procs):
+def run(protocol, filters, seconds, work, b, d, slipgate, procs):
     limit = seconds + 90
     srv_port, px_port = free_udp_port(), free_udp_port()
     srv_home, cl_home = nobody_dir(os.path.join(work, "srv")), nobody_dir(os.path.join(work, "cl"))
@@ -135,11 +159,17 @@ def run(protocol, seconds, work, b, d, slipgate, procs):
 
     px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
     rec_dir = os.path.join(work, "demos")
-    record = ["--record", rec_dir] if protocol == "34" else []
-    px = procs.start("slipgate", [slipgate, "-l", f"127.0.0.1:{px_port}", "-s",
-                                  f"127.0.0.1:{srv_port}", "-p", "q2", "--stats", stats,
-                                  "+set", "reencode", "always", "+set", "stats_interval", "1s"]
-                     + record, px_log, limit)
+    record = ["--record", rec_dir] if protocol == "34" and not filters else []
+    where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}", "-p", "q2",
+             "+set", "reencode", "always"]
+    if filters:
+        conf = os.path.join(work, "slipgate.conf")
+        with open(conf, "w") as f:
+            f.write(FILTERS_CONF.format(px=px_port, srv=srv_port))
+        where = ["-c", conf]
+    px = procs.start("slipgate", [slipgate] + where + ["--stats", stats, "+set",
+                                                       "stats_interval", "1s"] + record,
+                     px_log, limit)
     if not wait_for(lambda: "listening on" in read(px_log), 10):
         raise Fail(f"slipgate did not start:\n{read(px_log)}")
 
@@ -205,17 +235,27 @@ def run(protocol, seconds, work, b, d, slipgate, procs):
         raise Fail(f"too few in-game messages decoded: {dd}")
     if dd["reencoded"] != dd["messages"] or dd["reencode_errors"]:
         raise Fail(f"not every message was rebuilt: {dd}")
-    if dd["reencode_identical"] != dd["reencoded"]:
+    if not filters and dd["reencode_identical"] != dd["reencoded"]:
         raise Fail(f"rebuilt messages differ from the originals: {dd}")
     if any(route["counters"]["drops"].values()):
         raise Fail(f"drops: {route['counters']['drops']}")
     played = ""
+    if filters:
+        texts = read(cl_log)
+        if "slipgate came in through slipgate" not in texts:
+            raise Fail(f"the rewritten print is not in the client's console:\n{texts[-2500:]}")
+        if "slipgate entered the game" in texts:
+            raise Fail(f"the original print reached the client:\n{texts[-2500:]}")
+        injected = len(re.findall(r"slipgate injected \d+", texts))
+        if injected < 3:
+            raise Fail(f"{injected} injected prints in the client's console:\n{texts[-2500:]}")
+        played = f"; the client saw the rewritten print and {injected} injected prints"
     if record:
         played = check_playback(work, b, d, rec_dir, procs)
-    print(f"PASS q2_peers@{protocol}: the Q2PRO client in the game through slipgate for "
+    print(f"PASS q2_peers@{protocol}{'+filters' if filters else ''}: the Q2PRO client in the game through slipgate for "
           f"{seconds} s with protocol {protocol}; decoded {dd['datagrams']} datagrams "
           f"({dd['messages']} in-game, {dd['rejected']} rejected), 0 errors, "
-          f"{dd['reencoded']} rebuilt byte-identical{played}")
+          f"{dd['reencoded']} rebuilt ({dd['reencode_identical']} byte-identical){played}")
 
 
 def check_playback(work, b, d, rec_dir, procs):
