@@ -15,6 +15,8 @@
 
 #define SERVER_PORT 27910
 
+static const char *golden_path; /* demo_golden: argv[2] */
+
 static const char *td(void)
 {
     const char *t = getenv("SG_TESTDATA");
@@ -766,6 +768,41 @@ static void case_mangled(void)
     free(file);
 }
 
+/* `slipgate demo dump` of a demo, every field of every message, against its
+ * golden file (SG_UPDATE_GOLDEN=1 rewrites it: review the diff). */
+static void case_demo_golden(void)
+{
+    const struct sg_codec *c = q2();
+    char path[1024], *buf = NULL;
+    size_t len = 0, glen = 0;
+    FILE *in, *out;
+    uint8_t *golden;
+
+    if (!c || !golden_path)
+        return;
+    snprintf(path, sizeof(path), "%s/q2/demos/libq2_test.dm2", td());
+    in = fopen(path, "rb");
+    out = open_memstream(&buf, &len);
+    CHECK(in && out);
+    if (!in || !out)
+        return;
+    CHECK_EQ(c->demo_reader->dump(in, path, false, out), 0);
+    fclose(in);
+    fclose(out);
+    if (getenv("SG_UPDATE_GOLDEN")) {
+        FILE *g = fopen(golden_path, "wb");
+        CHECK(g && fwrite(buf, 1, len, g) == len);
+        if (g)
+            fclose(g);
+    }
+    golden = (uint8_t *)unit_slurp(golden_path, &glen);
+    CHECKF(golden != NULL, "%s", golden_path);
+    CHECKF(golden && glen == len && memcmp(golden, buf, len) == 0,
+           "the dump differs from %s (%zu vs %zu bytes)", golden_path, len, glen);
+    free(golden);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
@@ -774,8 +811,10 @@ int main(int argc, char **argv)
         {"move_checksum", case_move_checksum}, {"zpacket", case_zpacket},
         {"zip_bomb", case_zip_bomb},           {"netchan_reject", case_netchan_reject},
         {"mangled", case_mangled},             {"record", case_record},
-        {"inject", case_inject},
+        {"inject", case_inject},               {"demo_golden", case_demo_golden},
     };
 
+    if (argc > 2)
+        golden_path = argv[2];
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }
