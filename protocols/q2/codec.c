@@ -29,6 +29,8 @@
 #define MAX_PIECES 64
 
 #define MAX_INJECT 8
+#define SG_Q2_CS_OLD 2080      /* configstrings of protocol 34 */
+#define SG_Q2_EDICTS_OLD 1024  /* entities of protocol 34 */
 #define INJECT_LIMIT 1400 /* a datagram carrying injections stays within the old MAX_MSGLEN */
 
 #define REL_BIT 0x80000000u
@@ -123,9 +125,96 @@ struct q2c {
     FILE *rec_out;
     bool rec_started; /* its serverdata is written */
     bool rec_dropped[SG_Q2_MAX_MSGS];
+    bool want_nodelta; /* a recording waits for a non-delta frame: ask the server for one */
+
+    /* The level as the client knows it (S2C, protocol 34): what a demo that
+     * starts mid-level is given first. */
+    struct level {
+        bool have;
+        int32_t servercount;
+        char gamedir[64], levelname[128];
+        int32_t playernum;
+        char *cs[SG_Q2_CS_OLD]; /* configstrings (NULL: empty) */
+        uint8_t *base[SG_Q2_EDICTS_OLD]; /* spawnbaseline messages as written (NULL: none) */
+        uint16_t base_len[SG_Q2_EDICTS_OLD];
+    } lvl;
 };
 
 /* ---- state ---- */
+
+static void level_clear(struct level *l)
+{
+    for (int i = 0; i < SG_Q2_CS_OLD; i++)
+        free(l->cs[i]);
+    for (int i = 0; i < SG_Q2_EDICTS_OLD; i++)
+        free(l->base[i]);
+    memset(l, 0, sizeof(*l));
+}
+
+static void copy_field(char *out, size_t cap, const struct sg_q2_field *f)
+{
+    size_t n = f->len < cap - 1 ? f->len : cap - 1;
+
+    memcpy(out, f->ptr, n);
+    out[n] = 0;
+}
+
+/* Follow the level from the messages the client accepted (protocol 34 only:
+ * a 34 demo is what is written). */
+static void level_track(struct level *l, const struct sg_q2_parsed *p, const bool *dropped)
+{
+    uint8_t tmp[512];
+
+    for (uint32_t i = 0; i < p->nmsgs; i++) {
+        const struct sg_q2_msg *m = &p->msgs[i];
+        const struct sg_q2_field *f = &p->fields[m->first];
+        if (m->unparsed || (dropped && dropped[i]))
+            continue;
+        if (m->op == SG_Q2_SVC_SERVERDATA && m->count >= 6) {
+            level_clear(l);
+            if ((int32_t)f[0].raw != 34)
+                continue;
+            l->have = true;
+            l->servercount = (int32_t)f[1].raw;
+            copy_field(l->gamedir, sizeof(l->gamedir), &f[3]);
+            l->playernum = (int16_t)f[4].raw;
+            copy_field(l->levelname, sizeof(l->levelname), &f[5]);
+        } else if (l->have && m->op == SG_Q2_SVC_CONFIGSTRING && m->count == 2 &&
+                   f[0].raw < SG_Q2_CS_OLD) {
+            char *s = malloc(f[1].len + 1);
+            if (!s)
+                continue;
+            memcpy(s, f[1].ptr, f[1].len);
+            s[f[1].len] = 0;
+            free(l->cs[f[0].raw]);
+            l->cs[f[0].raw] = s;
+        } else if (l->have && m->op == SG_Q2_SVC_SPAWNBASELINE) {
+            /* the message as written, and its entity number */
+            struct sg_q2_parsed one = *p;
+            struct sg_q2_msg mm = *m;
+            struct sg_bmsg_writer w;
+            uint32_t num = 0;
+            mm.parent = -1;
+            one.msgs = &mm;
+            one.nmsgs = 1;
+            for (uint32_t k = 0; k < m->count; k++)
+                if (strcmp(f[k].name, "number") == 0) {
+                    num = f[k].raw;
+                    break;
+                }
+            sg_bmsg_writer_init(&w, tmp, sizeof(tmp));
+            if (num == 0 || num >= SG_Q2_EDICTS_OLD || sg_q2_write(&one, NULL, &w) < 0)
+                continue;
+            uint8_t *b = malloc(w.len);
+            if (!b)
+                continue;
+            memcpy(b, tmp, w.len);
+            free(l->base[num]);
+            l->base[num] = b;
+            l->base_len[num] = (uint16_t)w.len;
+        }
+    }
+}
 
 static void q2_destroy(void *state)
 {
@@ -133,6 +222,7 @@ static void q2_destroy(void *state)
 
     if (!c)
         return;
+    level_clear(&c->lvl);
     for (int d = 0; d < 2; d++) {
         free(c->chan[d].frag);
         free(c->chan[d].pieces);
@@ -649,6 +739,8 @@ static int q2_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         add_msg(c, (int)i);
     c->frame.kind = SG_FRAME_MESSAGE;
     c->stats.messages++;
+    if (dir == SG_DIR_S2C && (c->sv.protocol == 34 || c->parsed.serverdata))
+        level_track(&c->lvl, &c->parsed, NULL);
     return 0;
 }
 
@@ -753,6 +845,11 @@ static bool q2_must_encode(void *state, const struct sg_frame *frame)
 {
     const struct q2c *c = state;
 
+    if (frame == &c->frame && frame->kind == SG_FRAME_MESSAGE && frame->dir == SG_DIR_C2S &&
+        c->want_nodelta && c->cv.protocol == 34)
+        for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
+            if (c->parsed.msgs[i].op == SG_Q2_CLC_MOVE && !c->parsed.msgs[i].unparsed)
+                return true;
     if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE || !can_carry(c, frame->dir))
         return false;
     for (unsigned i = 0; i < c->ninj; i++)
@@ -820,6 +917,17 @@ static int q2_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
     *identical = false;
     if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE)
         return SG_E_STATE;
+    /* A recording waits for a non-delta frame: the client's move asks for one
+     * (lastframe -1, as a client does when it starts recording; the 34
+     * checksum is recomputed by the writer when it matched). */
+    if (frame->dir == SG_DIR_C2S && c->want_nodelta && c->cv.protocol == 34)
+        for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
+            struct sg_q2_msg *m = &c->parsed.msgs[i];
+            if (m->op == SG_Q2_CLC_MOVE && !m->unparsed && m->count >= 2) {
+                c->parsed.fields[m->first + 1].raw = 0xffffffffu;
+                m->changed = true;
+            }
+        }
     /* The message. */
     sg_bmsg_writer_init(&w, c->body, sizeof(c->body));
     sg_q2_write(&c->parsed, c->dropped, &w);
@@ -991,12 +1099,72 @@ static const char *q2_demo_ext(void *state)
     return "dm2";
 }
 
+/* One block of a demo. */
+static int put_block(FILE *out, const uint8_t *d, size_t n)
+{
+    uint8_t h[4];
+
+    sg_put_le32(h, (uint32_t)n);
+    return fwrite(h, 1, 4, out) == 4 && fwrite(d, 1, n, out) == n ? 0 : -EIO;
+}
+
+/*
+ * The start of a demo when recording begins mid-level (as id's `record`
+ * writes it): serverdata (attractloop 1), every non-empty configstring,
+ * every baseline, `precache`, in blocks of at most 1400 bytes.
+ */
+static int write_preamble(struct q2c *c, FILE *out)
+{
+    struct level *l = &c->lvl;
+    uint8_t *buf = c->body;
+    struct sg_bmsg_writer w;
+    int err;
+
+    sg_bmsg_writer_init(&w, buf, 1400);
+    sg_bmsg_write_u8(&w, SG_Q2_SVC_SERVERDATA);
+    sg_bmsg_write_s32(&w, 34);
+    sg_bmsg_write_s32(&w, l->servercount);
+    sg_bmsg_write_u8(&w, 1);
+    sg_bmsg_write_data(&w, l->gamedir, strlen(l->gamedir) + 1);
+    sg_bmsg_write_u16(&w, (unsigned)l->playernum);
+    sg_bmsg_write_data(&w, l->levelname, strlen(l->levelname) + 1);
+    for (int i = 0; i < SG_Q2_CS_OLD + SG_Q2_EDICTS_OLD + 1; i++) {
+        uint8_t one[1100];
+        struct sg_bmsg_writer m;
+        sg_bmsg_writer_init(&m, one, sizeof(one));
+        if (i < SG_Q2_CS_OLD) {
+            if (!l->cs[i] || !l->cs[i][0])
+                continue;
+            sg_bmsg_write_u8(&m, SG_Q2_SVC_CONFIGSTRING);
+            sg_bmsg_write_u16(&m, (unsigned)i);
+            sg_bmsg_write_data(&m, l->cs[i], strlen(l->cs[i]) + 1);
+        } else if (i < SG_Q2_CS_OLD + SG_Q2_EDICTS_OLD) {
+            int k = i - SG_Q2_CS_OLD;
+            if (!l->base[k])
+                continue;
+            sg_bmsg_write_data(&m, l->base[k], l->base_len[k]);
+        } else {
+            sg_bmsg_write_u8(&m, SG_Q2_SVC_STUFFTEXT);
+            sg_bmsg_write_data(&m, "precache\n", 10);
+        }
+        if (m.overflowed)
+            continue; /* longer than a configstring can be: left out */
+        if (w.len + m.len > 1400) {
+            if ((err = put_block(out, buf, w.len)) < 0)
+                return err;
+            sg_bmsg_writer_init(&w, buf, 1400);
+        }
+        sg_bmsg_write_data(&w, one, m.len);
+    }
+    return put_block(out, buf, w.len);
+}
+
 static int q2_record(void *state, const struct sg_frame *frame, FILE *out)
 {
     struct q2c *c = state;
     struct sg_bmsg_writer w;
-    uint8_t h[4];
     uint32_t from = 0;
+    int err;
 
     if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE || frame->dir != SG_DIR_S2C)
         return 0;
@@ -1009,8 +1177,20 @@ static int q2_record(void *state, const struct sg_frame *frame, FILE *out)
     if (!c->rec_started) {
         while (from < c->parsed.nmsgs && c->parsed.msgs[from].op != SG_Q2_SVC_SERVERDATA)
             from++;
-        if (from == c->parsed.nmsgs)
-            return 0; /* waiting for a serverdata */
+        if (from == c->parsed.nmsgs) {
+            /* Mid-level: a synthesized start, then this message once it holds
+             * a frame the player can read without a delta base. */
+            if (!c->lvl.have || c->sv.protocol != 34)
+                return 0;
+            if (c->parsed.frames == 0 || c->parsed.deltaframe > 0) {
+                c->want_nodelta = true;
+                return 0;
+            }
+            if ((err = write_preamble(c, out)) < 0)
+                return err;
+            from = 0;
+        }
+        c->want_nodelta = false;
     }
     /* svc_disconnect / svc_reconnect end the client's connection before it
      * records them: its own demos never hold them, and a player stops at them. */
@@ -1021,9 +1201,8 @@ static int q2_record(void *state, const struct sg_frame *frame, FILE *out)
     sg_bmsg_writer_init(&w, c->body, sizeof(c->body));
     if (sg_q2_write(&c->parsed, c->rec_dropped, &w) < 0 || w.len > SG_Q2_MAX_MSGLEN)
         return SG_E_OVERFLOW;
-    sg_put_le32(h, (uint32_t)w.len);
-    if (fwrite(h, 1, 4, out) != 4 || fwrite(c->body, 1, w.len, out) != w.len)
-        return -EIO;
+    if ((err = put_block(out, c->body, w.len)) < 0)
+        return err;
     c->rec_started = true;
     return 1;
 }
