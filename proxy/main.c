@@ -58,7 +58,7 @@ static const char usage_text[] =
     "                           [::]:PORT listens on IPv6 and IPv4)\n"
     "  -s, --server HOST:PORT   the real game server (IPv6 as [addr]:port)\n"
     "  -p, --protocol PROTO     auto|q3|q2|qw|nq (default auto: Quake 3,\n"
-    "                           QuakeWorld and NetQuake are detected and decoded,\n"
+    "                           QuakeWorld, NetQuake and Quake 2 are detected and decoded,\n"
     "                           anything else relayed as it is)\n"
     "      --check-config       validate the configuration and exit (0 valid, 1 not):\n"
     "                           also resolves every host, binds every listen\n"
