@@ -840,6 +840,7 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     err = open_listener(r);
     if (err < 0)
         goto err_handles;
+    sg_route_send_first_update(r);
 
     r->game = r->conf.protocol == SG_PROTO_AUTO
                   ? NULL
@@ -883,6 +884,9 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     char why[256];
     char *name;
     int err;
+
+    /* Datagrams already sent are decoded under the settings they were sent with. */
+    sg_route_deferred_drain(r);
 
     /* What needs a restart is reported, not applied. */
     if (strcmp(rc->listen, r->conf.listen) != 0)
@@ -963,6 +967,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     r->conf.handshake_timeout_ms = rc->handshake_timeout_ms;
     r->conf.max_sessions = rc->max_sessions;
     r->conf.new_sessions_per_source = rc->new_sessions_per_source;
+    sg_route_send_first_update(r);
     uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));
     return 0;
 }
@@ -1029,6 +1034,11 @@ void sg_route_destroy(struct sg_route *r)
 {
     if (!r)
         return;
+    while (r->dq_head) { /* none is left once the sessions closed */
+        struct sg_deferred *d = r->dq_head;
+        r->dq_head = d->next;
+        free(d);
+    }
     sg_chain_destroy(r->chain);
     r->chain = NULL;
     free_sign_key(r);

@@ -300,14 +300,46 @@ bool sg_udp_close(struct sg_udp *u, uv_close_cb cb)
 
 /* ---- the outbox ---- */
 
+static void on_idle(uv_idle_t *h);
+
+static void idle_on(struct sg_outbox *ob)
+{
+    if (!ob->idle_on) {
+        uv_idle_start(&ob->idle, on_idle);
+        ob->idle_on = true;
+    }
+}
+
 static void on_check(uv_check_t *h)
 {
-    sg_outbox_flush(h->data);
+    struct sg_outbox *ob = h->data;
+
+    sg_outbox_flush(ob);
+    if (!ob->after)
+        return;
+    /* The owner's deferred work, once the turn's datagrams are out. */
+    ob->after_more = ob->after(ob->after_ctx);
+    sg_outbox_flush(ob);
+    if (ob->after_more)
+        idle_on(ob);
 }
 
 static void on_idle(uv_idle_t *h)
 {
-    sg_outbox_flush(h->data);
+    struct sg_outbox *ob = h->data;
+
+    sg_outbox_flush(ob);
+    if (ob->idle_on && ob->n == 0 && !ob->after_more) {
+        uv_idle_stop(&ob->idle);
+        ob->idle_on = false;
+    }
+}
+
+void sg_outbox_after(struct sg_outbox *ob, bool (*after)(void *ctx), void *ctx)
+{
+    ob->after = after;
+    ob->after_ctx = ctx;
+    ob->after_more = false;
 }
 
 int sg_outbox_init(struct sg_outbox *ob, uv_loop_t *loop, sg_outbox_done_cb done)
@@ -436,7 +468,7 @@ void sg_outbox_flush(struct sg_outbox *ob)
     ob->n = 0;
     ob->used = 0;
     ob->flushing = false;
-    if (ob->idle_on) {
+    if (ob->idle_on && !ob->after_more) {
         uv_idle_stop(&ob->idle);
         ob->idle_on = false;
     }
@@ -455,6 +487,8 @@ void sg_outbox_push(struct sg_outbox *ob, struct sg_udp *u, const struct sockadd
     if (ob->n == SG_OUTBOX_ENTRIES || len > SG_OUTBOX_BYTES - ob->used)
         sg_outbox_flush(ob);
 
+    if (ob->n == 0)
+        ob->first_ns = uv_hrtime();
     e = &ob->e[ob->n];
     e->u = u;
     e->to = to;
@@ -486,10 +520,7 @@ void sg_outbox_push(struct sg_outbox *ob, struct sg_udp *u, const struct sockadd
     ob->n++;
 
     /* Entries pushed outside the poll phase (timers) must not wait for I/O. */
-    if (!ob->idle_on) {
-        uv_idle_start(&ob->idle, on_idle);
-        ob->idle_on = true;
-    }
+    idle_on(ob);
 }
 
 int sg_outbox_close(struct sg_outbox *ob, uv_close_cb cb)

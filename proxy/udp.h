@@ -158,6 +158,11 @@ struct sg_outbox {
     uint8_t *arena;
     size_t used;
     struct sg_udp *socks, *socks_tail; /* sockets with entries, first come first */
+    uint64_t first_ns; /* uv_hrtime() when the oldest waiting entry was pushed */
+    /* The owner's work after the turn's flush (sg_outbox_after); true: more is left. */
+    bool (*after)(void *ctx);
+    void *after_ctx;
+    bool after_more; /* the last `after` left work: the poll must not block */
 };
 
 /* Initialise and start the outbox on `loop`; 0 or a negative errno. */
@@ -170,6 +175,20 @@ int sg_outbox_init(struct sg_outbox *ob, uv_loop_t *loop, sg_outbox_done_cb done
  */
 void sg_outbox_push(struct sg_outbox *ob, struct sg_udp *u, const struct sockaddr *to,
                     const uint8_t *data, size_t len, void *ctx, uint8_t tag);
+
+/*
+ * Run `after(ctx)` once per loop turn, after the turn's flush (uv_check):
+ * work that must not delay the datagrams already pushed (send-first
+ * decoding, session.c).  When it returns true (work is left), the loop
+ * polls without blocking and calls it again next turn.  NULL stops it.
+ */
+void sg_outbox_after(struct sg_outbox *ob, bool (*after)(void *ctx), void *ctx);
+
+/* Nanoseconds the oldest waiting entry has waited (0 when none waits). */
+static inline uint64_t sg_outbox_waited_ns(const struct sg_outbox *ob)
+{
+    return ob->n ? uv_hrtime() - ob->first_ns : 0;
+}
 
 /* Send everything queued, one sendmmsg per socket. */
 void sg_outbox_flush(struct sg_outbox *ob);
