@@ -91,6 +91,36 @@ static void stats_timer_start(struct sg_app *app)
         uv_timer_start(&run->stats_timer, on_stats_timer, iv, iv);
 }
 
+/* ---- loop turns ---- */
+
+/* Just before the poll: the turn since the last one, less the time it spent blocked. */
+static void on_turn_prepare(uv_prepare_t *h)
+{
+    struct sg_app *app = h->data;
+    uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(&app->loop), busy;
+
+    if (app->turn_last_ns) {
+        busy = now - app->turn_last_ns - (idle - app->turn_last_idle_ns);
+        app->turns++;
+        if (busy > app->turn_max_ns)
+            app->turn_max_ns = busy;
+        if (busy > 1000000)
+            app->turns_over_1ms++;
+    }
+    app->turn_last_ns = now;
+    app->turn_last_idle_ns = idle;
+}
+
+static void turns_start(struct sg_app *app)
+{
+    if (uv_prepare_init(&app->loop, &app->turn_prep) < 0)
+        return;
+    app->turn_prep.data = app;
+    app->turn_prep_open = true;
+    uv_prepare_start(&app->turn_prep, on_turn_prepare);
+    uv_unref((uv_handle_t *)&app->turn_prep);
+}
+
 /* ---- open files ---- */
 
 /*
@@ -456,6 +486,8 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         return 1;
     }
     run.app.started_loop_ms = uv_now(&run.app.loop);
+    uv_loop_configure(&run.app.loop, UV_METRICS_IDLE_TIME);
+    turns_start(&run.app);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), not death */
     if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0 ||

@@ -36,6 +36,13 @@ struct sg_app {
     uint64_t started_wall_ms;
     uint64_t started_loop_ms;
     struct sg_http *http; /* the `http` server (proxy/http.c), or NULL */
+
+    /* Loop turns (--stats "loop"): the work of each turn, the time blocked in
+     * the poll left out (uv_metrics_idle_time), measured at every uv_prepare. */
+    uv_prepare_t turn_prep;
+    bool turn_prep_open;
+    uint64_t turn_last_ns, turn_last_idle_ns;
+    uint64_t turns, turn_max_ns, turns_over_1ms;
 };
 
 /* Run the proxy until a stop signal; returns the process exit status. */

@@ -142,6 +142,11 @@ static void json_route(FILE *f, const struct sg_route *r, bool retired, bool ses
     json_counters(f, &r->counters);
     fprintf(f, ",\n      \"listener\": {\"rcvbuf\": %d, \"sndbuf\": %d, \"kernel_drops\": %llu}",
             r->rcvbuf, r->sndbuf, (unsigned long long)r->kernel_drops);
+    fprintf(f,
+            ",\n      \"path\": \"%s\", \"deferred\": {\"max_waiting\": %llu, "
+            "\"decoded_at_once\": %llu}",
+            r->send_first ? "send-first" : "in-order", (unsigned long long)r->dq_max,
+            (unsigned long long)r->dq_overflows);
     if (sessions) {
         fputs(",\n      \"sessions\": [", f);
         for (size_t i = 0; i < r->nended; i++)
@@ -227,6 +232,10 @@ void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
             SG_VERSION, (unsigned long long)app->started_wall_ms,
             (unsigned long long)(sg_now_wall_ms() - app->started_wall_ms),
             (unsigned long long)(app->nretired_log - kept));
+    fprintf(f,
+            "  \"loop\": {\"turns\": %llu, \"longest_turn_us\": %.1f, \"turns_over_1ms\": %llu},\n",
+            (unsigned long long)app->turns, (double)app->turn_max_ns / 1000.0,
+            (unsigned long long)app->turns_over_1ms);
     fputs("  \"routes\": [\n", f);
     for (struct sg_route *r = app->routes; r; r = r->next, first = false) {
         sg_route_poll_kernel_drops(r);
