@@ -287,6 +287,10 @@ struct sg_bench_result {
     long long dec_datagrams, dec_messages, dec_errors, dec_reencoded, dec_identical,
         dec_reencode_errors, demos;
     long long demo_bytes;    /* bytes in the record folder at the end, or -1 */
+    /* slipgate's loop (--stats "loop", the whole run): its longest turn's work and the
+     * turns that worked over 1 ms (-1: not reported) */
+    double loop_max_us;
+    long long loop_over_1ms;
     const char *unavailable; /* why this mode did not run (n/a), or NULL */
 
     /* CPU used by processes other than the bench and the relay while this
