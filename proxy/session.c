@@ -693,7 +693,8 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
     s->qport = -1;
     s->hs = r->handshake;
     s->client_seen = uv_now(&app->loop);
-    s->sum.id = ++app->next_session_id;
+    /* Unique across worker loops: worker w of N numbers w+1, w+1+N, ... */
+    s->sum.id = app->next_session_id += (uint64_t)(app->nworkers > 1 ? app->nworkers : 1);
     s->sum.started_ms = sg_now_wall_ms();
     s->last_active = s->created = uv_now(&app->loop);
     sg_addr_format(client, s->sum.client, sizeof(s->sum.client));

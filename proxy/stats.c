@@ -81,13 +81,29 @@ static void json_session(FILE *f, const struct sg_session_summary *s, const char
     *first = false;
 }
 
-/* The route's chain: one object per filter with its counters (since the chain was built). */
-static void json_filters(FILE *f, const struct sg_chain *chain)
+/* The route's chain: one object per filter with its counters (since the chain was built),
+ * summed over the worker loops' copies of the route (`g`, `n`). */
+static void json_filters(FILE *f, const struct sg_route *const *g, int n)
 {
+    const struct sg_chain *chain = g[0]->chain;
+
     fputs(",\n      \"filters\": [", f);
     for (int i = 0; chain && i < chain->n; i++) {
         const struct sg_chain_filter *cf = &chain->f[i];
-        const struct sg_filter_counters *c = &cf->counters;
+        struct sg_filter_counters sum = cf->counters;
+        const struct sg_filter_counters *c = &sum;
+
+        for (int k = 1; k < n; k++) {
+            const struct sg_chain *o = g[k]->chain;
+            if (!o || o->n != chain->n)
+                continue;
+            sum.seen += o->f[i].counters.seen;
+            sum.passed += o->f[i].counters.passed;
+            sum.dropped += o->f[i].counters.dropped;
+            sum.changed += o->f[i].counters.changed;
+            sum.injected += o->f[i].counters.injected;
+            sum.errors += o->f[i].counters.errors;
+        }
 
         fputs(i ? ",\n        {\"label\": " : "\n        {\"label\": ", f);
         json_string(f, cf->fc->label);
@@ -118,11 +134,39 @@ void sg_stats_live_summary(const struct sg_session *s, struct sg_session_summary
     }
 }
 
-static void json_route(FILE *f, const struct sg_route *r, bool retired, bool sessions)
+/*
+ * One route as --stats shows it: with worker loops, the same-named routes
+ * of every loop (`g`, `n` of them, worker 0's first) as one, their counters
+ * summed and their sessions listed together, and "workers" with each
+ * loop's share.
+ */
+static void json_route(FILE *f, const struct sg_route *const *g, int n, bool retired,
+                       bool sessions)
 {
+    const struct sg_route *r = g[0];
     char a[SG_ADDR_STRLEN];
     bool first = true;
+    struct sg_counters c = {0};
+    uint64_t total = 0, omitted = 0, evicted = 0, moves = 0, kdrops = 0, dq_max = 0, dq_full = 0;
+    size_t active = 0;
 
+    for (int k = 0; k < n; k++) {
+        const struct sg_route *x = g[k];
+        c.c2s_packets += x->counters.c2s_packets;
+        c.c2s_bytes += x->counters.c2s_bytes;
+        c.s2c_packets += x->counters.s2c_packets;
+        c.s2c_bytes += x->counters.s2c_bytes;
+        for (int i = 0; i < SG_DROP__COUNT; i++)
+            c.drops[i] += x->counters.drops[i];
+        total += x->sessions_total;
+        active += x->nsessions;
+        omitted += x->ended_omitted;
+        evicted += x->sessions_evicted;
+        moves += x->client_moves;
+        kdrops += x->kernel_drops;
+        dq_max = x->dq_max > dq_max ? x->dq_max : dq_max;
+        dq_full += x->dq_overflows;
+    }
     fputs("    {\"name\": ", f);
     json_string(f, r->conf.name);
     fputs(", \"listen\": ", f);
@@ -136,30 +180,60 @@ static void json_route(FILE *f, const struct sg_route *r, bool retired, bool ses
             "\"sessions_active\": %zu, \"sessions_omitted\": %llu, \"sessions_evicted\": %llu,"
             " \"client_moves\": %llu,\n      \"counters\": ",
             sg_protocol_names[r->conf.protocol], retired ? "true" : "false",
-            (unsigned long long)r->sessions_total, r->nsessions,
-            (unsigned long long)r->ended_omitted, (unsigned long long)r->sessions_evicted,
-            (unsigned long long)r->client_moves);
-    json_counters(f, &r->counters);
+            (unsigned long long)total, active, (unsigned long long)omitted,
+            (unsigned long long)evicted, (unsigned long long)moves);
+    json_counters(f, &c);
     fprintf(f, ",\n      \"listener\": {\"rcvbuf\": %d, \"sndbuf\": %d, \"kernel_drops\": %llu}",
-            r->rcvbuf, r->sndbuf, (unsigned long long)r->kernel_drops);
+            r->rcvbuf, r->sndbuf, (unsigned long long)kdrops);
     fprintf(f,
             ",\n      \"path\": \"%s\", \"deferred\": {\"max_waiting\": %llu, "
             "\"decoded_at_once\": %llu}",
-            r->send_first ? "send-first" : "in-order", (unsigned long long)r->dq_max,
-            (unsigned long long)r->dq_overflows);
+            r->send_first ? "send-first" : "in-order", (unsigned long long)dq_max,
+            (unsigned long long)dq_full);
+    if (n > 1 || r->app->nworkers > 1) {
+        fputs(",\n      \"workers\": [", f);
+        for (int k = 0; k < n; k++)
+            fprintf(f,
+                    "%s{\"worker\": %d, \"sessions_total\": %llu, \"sessions_active\": %zu, "
+                    "\"c2s_packets\": %llu, \"s2c_packets\": %llu}",
+                    k ? ", " : "", g[k]->app->worker, (unsigned long long)g[k]->sessions_total,
+                    g[k]->nsessions, (unsigned long long)g[k]->counters.c2s_packets,
+                    (unsigned long long)g[k]->counters.s2c_packets);
+        fputc(']', f);
+    }
     if (sessions) {
         fputs(",\n      \"sessions\": [", f);
-        for (size_t i = 0; i < r->nended; i++)
-            json_session(f, &r->ended[i], NULL, &first);
-        for (const struct sg_session *s = r->sessions; s; s = s->next) {
-            struct sg_session_summary sum;
-            sg_stats_live_summary(s, &sum);
-            json_session(f, &sum, NULL, &first);
+        for (int k = 0; k < n; k++)
+            for (size_t i = 0; i < g[k]->nended; i++)
+                json_session(f, &g[k]->ended[i], NULL, &first);
+        for (int k = 0; k < n; k++) {
+            for (const struct sg_session *s = g[k]->sessions; s; s = s->next) {
+                struct sg_session_summary sum;
+                sg_stats_live_summary(s, &sum);
+                json_session(f, &sum, NULL, &first);
+            }
         }
         fputs(first ? "]" : "\n      ]", f);
     }
-    json_filters(f, r->chain);
+    json_filters(f, g, n);
     fputs("}", f);
+}
+
+/* Worker 0's route `r` and the same-named serving routes of the other loops. */
+static int route_group(const struct sg_app *app, const struct sg_route *r,
+                       const struct sg_route **g)
+{
+    int n = 0;
+
+    g[n++] = r;
+    for (int i = 1; app->workers && i < app->nworkers; i++) {
+        if (!app->workers[i])
+            continue;
+        for (const struct sg_route *o = app->workers[i]->routes; o; o = o->next)
+            if (strcmp(o->conf.name, r->conf.name) == 0 && n < SG_CONF_MAX_WORKERS)
+                g[n++] = o;
+    }
+    return n;
 }
 
 /* A retired route that was freed: what its summary kept (no sessions, no filters). */
@@ -238,9 +312,11 @@ void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
             (unsigned long long)app->turns_over_1ms);
     fputs("  \"routes\": [\n", f);
     for (struct sg_route *r = app->routes; r; r = r->next, first = false) {
+        const struct sg_route *g[SG_CONF_MAX_WORKERS];
+        int n = route_group(app, r, g);
         sg_route_poll_kernel_drops(r);
         fputs(first ? "" : ",\n", f);
-        json_route(f, r, false, sessions);
+        json_route(f, g, n, false, sessions);
     }
     /* Retired routes: the freed ones, oldest first, then those still closing. */
     for (uint64_t i = app->nretired_log - kept; i < app->nretired_log; i++, first = false) {
@@ -249,7 +325,7 @@ void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
     }
     for (const struct sg_route *r = app->retired; r; r = r->next, first = false) {
         fputs(first ? "" : ",\n", f);
-        json_route(f, r, true, sessions);
+        json_route(f, &r, 1, true, sessions);
     }
     fputs("\n  ]\n}\n", f);
 }

@@ -114,10 +114,11 @@ static void on_poll(uv_poll_t *p, int status, int events)
         u->on_read(u);
 }
 
-int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
-                const struct sockaddr *peer, sg_udp_read_cb on_read, void *data)
+static int udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
+                    const struct sockaddr *peer, sg_udp_read_cb on_read, void *data,
+                    bool reuseport)
 {
-    int fd, err, off = 0;
+    int fd, err, off = 0, on = 1;
 
     memset(u, 0, sizeof(*u));
     u->fd = -1;
@@ -131,6 +132,10 @@ int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
     /* [::] takes IPv4 clients too, whatever the system default. */
     if (local->sa_family == AF_INET6)
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) < 0) {
+        err = -errno;
+        goto err_fd;
+    }
     if (bind(fd, local, sg_addr_len(local)) < 0 ||
         (peer && connect(fd, peer, sg_addr_len(peer)) < 0)) {
         err = -errno;
@@ -154,6 +159,18 @@ int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
 err_fd:
     close(fd);
     return err;
+}
+
+int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
+                const struct sockaddr *peer, sg_udp_read_cb on_read, void *data)
+{
+    return udp_open(u, loop, local, peer, on_read, data, false);
+}
+
+int sg_udp_open_shared(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
+                       sg_udp_read_cb on_read, void *data)
+{
+    return udp_open(u, loop, local, NULL, on_read, data, true);
 }
 
 /* One buffer: the forcing option first (it ignores the sysctl cap but

@@ -86,6 +86,11 @@ void sg_udp_batch_finish(struct sg_udp_batch *b);
 int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
                 const struct sockaddr *peer, sg_udp_read_cb on_read, void *data);
 
+/* As sg_udp_open, with SO_REUSEPORT set before the bind (the worker loops'
+ * listeners share one address; the kernel hashes each client to one). */
+int sg_udp_open_shared(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
+                       sg_udp_read_cb on_read, void *data);
+
 /*
  * Ask for `bytes` of kernel receive and send buffer (as root or with
  * CAP_NET_ADMIN past net.core.rmem_max/wmem_max, else up to them) and
