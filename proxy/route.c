@@ -699,9 +699,9 @@ static void apply_socket_buffer(struct sg_route *r, int64_t bytes)
                "socket_buffer %s: the kernel capped the listener at receive %s, send %s; raise "
                "net.core.rmem_max and net.core.wmem_max (sysctl) or run with CAP_NET_ADMIN",
                want, rs, ss);
-    else
-        sg_log(&r->app->log, r->app->worker ? SG_LOG_DEBUG : SG_LOG_INFO, r->conf.name, 0,
-               "listener buffers: receive %s, send %s", rs, ss);
+    else if (r->app->worker == 0) /* the other loops' listeners are alike */
+        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "listener buffers: receive %s, send %s",
+               rs, ss);
 }
 
 static int open_listener(struct sg_route *r)
@@ -787,7 +787,8 @@ static int load_sign_key(struct sg_route *r)
         sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
         return UV_EINVAL;
     }
-    sg_log(&r->app->log, r->app->worker ? SG_LOG_DEBUG : SG_LOG_INFO, r->conf.name, 0,
+    if (r->app->worker == 0) /* said once, by worker 0 */
+        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
            "signing recordings with key %s (checkpoints every %lld ms)", r->sign_key->id,
            (long long)r->conf.sign_interval_ms);
     return 0;
@@ -862,7 +863,8 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     r->handshake = r->conf.protocol == SG_PROTO_AUTO ? sg_codec_handshaker()
                    : r->game && r->game->handshake  ? r->game
                                                     : NULL;
-    sg_log(&app->log, app->worker ? SG_LOG_DEBUG : SG_LOG_INFO, r->conf.name, 0,
+    if (app->worker == 0) /* said once every loop's socket is in place (app.c) */
+        sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0,
            "listening on %s, relaying to %s (%s%s)%s%s",
            sg_addr_format((struct sockaddr *)&r->listen_addr, la, sizeof(la)),
            sg_addr_format((struct sockaddr *)&r->server_addr, sa, sizeof(sa)),

@@ -292,6 +292,34 @@ int sg_stats_check_path(const char *path, char *why, size_t whycap)
     return 0;
 }
 
+/*
+ * The other loops' summaries of retired route `i`: every loop applies the
+ * same reloads in the same order, so their rings line up; a loop whose
+ * count differs (a route failed on one loop only) is left out.
+ */
+static void retired_merge(const struct sg_app *app, uint64_t i, struct sg_route_summary *sum)
+{
+    for (int k = 1; app->workers && k < app->nworkers; k++) {
+        const struct sg_app *w = app->workers[k];
+        const struct sg_route_summary *o;
+
+        if (!w || !w->retired_log || w->nretired_log != app->nretired_log)
+            continue;
+        o = &w->retired_log[i % SG_APP_RETIRED_KEEP];
+        if (strcmp(o->name, sum->name) != 0)
+            continue;
+        sum->sessions_total += o->sessions_total;
+        sum->sessions_dropped += o->sessions_dropped;
+        sum->kernel_drops += o->kernel_drops;
+        sum->counters.c2s_packets += o->counters.c2s_packets;
+        sum->counters.c2s_bytes += o->counters.c2s_bytes;
+        sum->counters.s2c_packets += o->counters.s2c_packets;
+        sum->counters.s2c_bytes += o->counters.s2c_bytes;
+        for (int d = 0; d < SG_DROP__COUNT; d++)
+            sum->counters.drops[d] += o->counters.drops[d];
+    }
+}
+
 void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
 {
     bool first = true;
@@ -320,8 +348,10 @@ void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
     }
     /* Retired routes: the freed ones, oldest first, then those still closing. */
     for (uint64_t i = app->nretired_log - kept; i < app->nretired_log; i++, first = false) {
+        struct sg_route_summary sum = app->retired_log[i % SG_APP_RETIRED_KEEP];
         fputs(first ? "" : ",\n", f);
-        json_route_summary(f, &app->retired_log[i % SG_APP_RETIRED_KEEP], sessions);
+        retired_merge(app, i, &sum);
+        json_route_summary(f, &sum, sessions);
     }
     for (const struct sg_route *r = app->retired; r; r = r->next, first = false) {
         fputs(first ? "" : ",\n", f);
