@@ -235,6 +235,7 @@ struct sg_bench_mode {
     const char *what;        /* one line for --help */
     bool http;               /* add `+set http 127.0.0.1:PORT`, scraped every 100 ms */
     bool sign;               /* with record: `+set sign_key KEY` (made by `slipgate keygen`) */
+    bool by_workers;         /* a worker-count mode: only with --workers (or named), not `all` */
 };
 
 extern const struct sg_bench_mode sg_bench_modes[];
