@@ -473,6 +473,7 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
         return NULL;
     }
     if (r->nsessions >= (size_t)r->conf.max_sessions) {
+        sg_route_deferred_drain(r); /* the stages as the datagrams so far make them */
         victim = r->waiting[SG_STAGE_UNANSWERED] ? r->waiting[SG_STAGE_UNANSWERED]
                                                  : r->waiting[SG_STAGE_ANSWERED];
         if (!victim) {
