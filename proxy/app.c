@@ -320,6 +320,9 @@ static void worker_apply(struct sg_app *app, struct sg_conf *conf)
     stats_timer_start(app);
 }
 
+static void prebind(struct sg_app *app, const struct sg_conf *conf);
+static void prebound_clear(struct sg_app *app);
+
 static void reload(struct sg_app *app)
 {
     struct sg_conf_diag diag;
@@ -351,6 +354,7 @@ static void reload(struct sg_app *app)
 
     /* The worker threads first (each in its own loop; they wait for nothing),
      * then this loop; the old configuration goes once none uses it. */
+    prebind(app, conf);
     for (int i = 1; i < app->nworkers; i++) {
         atomic_store(&app->workers[i]->want_conf, conf);
         uv_async_send(&app->workers[i]->wake);
@@ -359,6 +363,7 @@ static void reload(struct sg_app *app)
         uv_sem_wait(&app->done);
     sg_app_conf_lock(app);
     apply_routes(app, conf);
+    prebound_clear(app);
     sg_conf_destroy(app->conf);
     app->conf = conf;
     sg_app_conf_unlock(app);
@@ -462,6 +467,66 @@ void sg_app_conf_unlock(struct sg_app *app)
 {
     if (app->nworkers > 1 && --app->lock_depth == 0)
         uv_mutex_unlock(&app->main_app->conf_lock);
+}
+
+/*
+ * SO_REUSEPORT remaps clients whenever a socket joins the group: the
+ * listening sockets of every loop for the routes about to start (all of
+ * them at start, the new ones at a reload) are bound here, one after the
+ * other, before any loop starts its routes; each loop's route takes its
+ * own (sg_app_take_listener).  A route whose address cannot be bound here
+ * binds (and fails) on its own.
+ */
+static void prebind(struct sg_app *app, const struct sg_conf *conf)
+{
+    int n = 0;
+
+    for (const struct sg_route_conf *rc = conf->routes; rc; rc = rc->next)
+        n++;
+    if (app->nworkers < 2 || n == 0 || !(app->prebound = calloc((size_t)n, sizeof(*app->prebound))))
+        return;
+    for (const struct sg_route_conf *rc = conf->routes; rc; rc = rc->next) {
+        struct sg_app_prebound *p = &app->prebound[app->nprebound];
+        struct sockaddr_storage addr;
+        char why[256];
+        bool known = false;
+
+        for (const struct sg_route *r = app->routes; r; r = r->next)
+            known = known || strcmp(r->conf.name, rc->name) == 0;
+        if (known || sg_addr_resolve(&app->loop, rc->listen, true, &addr, why, sizeof(why)) < 0)
+            continue;
+        snprintf(p->name, sizeof(p->name), "%s", rc->name);
+        for (int w = 0; w < app->nworkers; w++)
+            p->fd[w] = sg_udp_bind_shared((struct sockaddr *)&addr);
+        app->nprebound++;
+    }
+}
+
+/* What no route took (it failed, or was not started) is closed. */
+static void prebound_clear(struct sg_app *app)
+{
+    for (int i = 0; i < app->nprebound; i++)
+        for (int w = 0; w < app->nworkers; w++)
+            if (app->prebound[i].fd[w] >= 0)
+                close(app->prebound[i].fd[w]);
+    free(app->prebound);
+    app->prebound = NULL;
+    app->nprebound = 0;
+}
+
+int sg_app_take_listener(struct sg_app *app, const char *name)
+{
+    struct sg_app *m = app->main_app;
+    int fd;
+
+    for (int i = 0; m && i < m->nprebound; i++) {
+        if (strcmp(m->prebound[i].name, name) != 0)
+            continue;
+        fd = m->prebound[i].fd[app->worker];
+        m->prebound[i].fd[app->worker] = -1;
+        return fd;
+    }
+    return -1;
 }
 
 /* `workers N`, -w N, else SLIPGATE_WORKERS, else 1; 0 when the environment's is bad. */
@@ -717,6 +782,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     }
     run.app.next_session_id = (uint64_t)1 - (uint64_t)run.app.nworkers;
     if (status == 0 && run.app.nworkers > 1) {
+        prebind(&run.app, run.app.conf);
         if (workers_start(&run.app) < 0)
             status = 1;
         else
@@ -737,6 +803,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
                (int)getpid());
         stats_timer_start(&run.app);
     }
+    prebound_clear(&run.app);
 
     /* Serve until every route has closed (the workers' too). */
     uv_run(&run.app.loop, UV_RUN_DEFAULT);

@@ -67,7 +67,21 @@ struct sg_app {
     uv_mutex_t conf_lock;              /* worker 0's */
     int lock_depth;                    /* this loop's nesting of sg_app_conf_lock */
     int nstarted;                      /* worker 0's: threads started */
+    /* Worker 0's: every loop's listening socket of each route about to start,
+     * bound together before any loop starts it, so that the kernel's
+     * SO_REUSEPORT group is whole before a client is hashed to it. */
+    struct sg_app_prebound *prebound;
+    int nprebound;
 };
+
+struct sg_app_prebound {
+    char name[128];
+    int fd[SG_CONF_MAX_WORKERS]; /* -1 once taken */
+};
+
+/* The listening socket bound for route `name` on this loop, or -1 (then the
+ * route binds its own).  Called with the conf_lock held (route creation). */
+int sg_app_take_listener(struct sg_app *app, const char *name);
 
 /* Take and release worker 0's conf_lock (no-ops with one worker). */
 void sg_app_conf_lock(struct sg_app *app);

@@ -708,7 +708,7 @@ static void apply_socket_buffer(struct sg_route *r, int64_t bytes)
 static int open_listener(struct sg_route *r)
 {
     char why[256], a[SG_ADDR_STRLEN];
-    int err;
+    int err, fd;
 
     /* Resolve both ends. */
     err = sg_addr_resolve(&r->app->loop, r->conf.listen, true, &r->listen_addr, why, sizeof(why));
@@ -721,7 +721,9 @@ static int open_listener(struct sg_route *r)
     }
 
     /* Bind; an IPv6 wildcard is dual-stack; worker loops share the address. */
-    if (r->app->nworkers > 1)
+    if (r->app->nworkers > 1 && (fd = sg_app_take_listener(r->app, r->conf.name)) >= 0)
+        err = sg_udp_adopt(&r->listener, &r->app->loop, fd, on_client_readable, r);
+    else if (r->app->nworkers > 1)
         err = sg_udp_open_shared(&r->listener, &r->app->loop, (struct sockaddr *)&r->listen_addr,
                                  on_client_readable, r);
     else

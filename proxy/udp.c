@@ -167,6 +167,50 @@ int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
     return udp_open(u, loop, local, peer, on_read, data, false);
 }
 
+int sg_udp_bind_shared(const struct sockaddr *local)
+{
+    int fd = socket(local->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err;
+    int off = 0, on = 1;
+
+    if (fd < 0)
+        return -errno;
+    if (local->sa_family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) < 0 ||
+        bind(fd, local, sg_addr_len(local)) < 0) {
+        err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+int sg_udp_adopt(struct sg_udp *u, uv_loop_t *loop, int fd, sg_udp_read_cb on_read, void *data)
+{
+    int err;
+
+    memset(u, 0, sizeof(*u));
+    u->fd = -1;
+    u->ob_head = u->ob_tail = -1;
+    u->on_read = on_read;
+    u->data = data;
+    err = uv_poll_init_socket(loop, &u->poll, fd);
+    if (err < 0) {
+        close(fd);
+        return err;
+    }
+    u->poll.data = u;
+    u->fd = fd;
+    u->open = true;
+    u->events = UV_READABLE;
+    err = uv_poll_start(&u->poll, u->events, on_poll);
+    if (err < 0) {
+        u->open = false;
+        return err; /* the handle is initialised: the caller closes it */
+    }
+    return 0;
+}
+
 int sg_udp_open_shared(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
                        sg_udp_read_cb on_read, void *data)
 {

@@ -91,6 +91,13 @@ int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
 int sg_udp_open_shared(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
                        sg_udp_read_cb on_read, void *data);
 
+/* A non-blocking datagram socket bound to `local` with SO_REUSEPORT (not
+ * watched yet): its descriptor, or a negative errno. */
+int sg_udp_bind_shared(const struct sockaddr *local);
+/* Watch `fd` (from sg_udp_bind_shared; owned from now on, closed on failure)
+ * as sg_udp_open does; 0 or a negative errno. */
+int sg_udp_adopt(struct sg_udp *u, uv_loop_t *loop, int fd, sg_udp_read_cb on_read, void *data);
+
 /*
  * Ask for `bytes` of kernel receive and send buffer (as root or with
  * CAP_NET_ADMIN past net.core.rmem_max/wmem_max, else up to them) and
