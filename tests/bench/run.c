@@ -322,6 +322,12 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
             argv[argc++] = "+set";
             argv[argc++] = "idle_timeout";
             argv[argc++] = "1h";
+            /* A session is established by its in-game traffic, which the
+             * first latency chunk brings: the modes set up before it wait
+             * for the others' set-up, longer than the default 5 s. */
+            argv[argc++] = "+set";
+            argv[argc++] = "handshake_timeout";
+            argv[argc++] = "1h";
             if (def->record) {
                 snprintf(record, sizeof(record), "%s/%s", b->tmpdir,
                          def->sign ? "record-signed" : "record");
