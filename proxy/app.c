@@ -787,14 +787,13 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
             status = 1;
         else
             sg_log(&run.app.log, SG_LOG_INFO, NULL, 0,
-                   "%d worker loops, one socket per route each (SO_REUSEPORT)",
-                   run.app.nworkers);
+                   "%d worker loops, one socket per route each (SO_REUSEPORT)", run.app.nworkers);
     }
     if (status != 0) {
         stop(&run.app, "startup failed");
     } else if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0 ||
-        (run.app.conf->http && sg_http_start(&run.app, run.app.conf->http, run.app.conf->http_token,
-                                             &run.app.http) < 0)) {
+               (run.app.conf->http && sg_http_start(&run.app, run.app.conf->http,
+                                                    run.app.conf->http_token, &run.app.http) < 0)) {
         status = 1;
         stop(&run.app, "startup failed");
     } else {

@@ -54,9 +54,9 @@ struct sg_app {
      * worker 0's conf_lock (creating and freeing routes: filter lists and
      * plugins are reference counted), never on the datagram path.
      */
-    int worker, nworkers;     /* this loop's index, and how many there are (>= 1) */
-    struct sg_app *main_app;  /* worker 0's app */
-    struct sg_app **workers;  /* worker 0 only: the threads' apps [1..nworkers-1] */
+    int worker, nworkers;    /* this loop's index, and how many there are (>= 1) */
+    struct sg_app *main_app; /* worker 0's app */
+    struct sg_app **workers; /* worker 0 only: the threads' apps [1..nworkers-1] */
     uv_thread_t thread;
     uv_async_t wake;
     bool wake_open;

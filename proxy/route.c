@@ -792,8 +792,8 @@ static int load_sign_key(struct sg_route *r)
     }
     if (r->app->worker == 0) /* said once, by worker 0 */
         sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
-           "signing recordings with key %s (checkpoints every %lld ms)", r->sign_key->id,
-           (long long)r->conf.sign_interval_ms);
+               "signing recordings with key %s (checkpoints every %lld ms)", r->sign_key->id,
+               (long long)r->conf.sign_interval_ms);
     return 0;
 }
 
@@ -868,12 +868,12 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
                                                     : NULL;
     if (app->worker == 0) /* said once every loop's socket is in place (app.c) */
         sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0,
-           "listening on %s, relaying to %s (%s%s)%s%s",
-           sg_addr_format((struct sockaddr *)&r->listen_addr, la, sizeof(la)),
-           sg_addr_format((struct sockaddr *)&r->server_addr, sa, sizeof(sa)),
-           sg_protocol_names[r->conf.protocol],
-           r->conf.reencode == SG_REENCODE_ALWAYS ? ", reencode always" : "",
-           r->conf.record ? ", recording into " : "", r->conf.record ? r->conf.record : "");
+               "listening on %s, relaying to %s (%s%s)%s%s",
+               sg_addr_format((struct sockaddr *)&r->listen_addr, la, sizeof(la)),
+               sg_addr_format((struct sockaddr *)&r->server_addr, sa, sizeof(sa)),
+               sg_protocol_names[r->conf.protocol],
+               r->conf.reencode == SG_REENCODE_ALWAYS ? ", reencode always" : "",
+               r->conf.record ? ", recording into " : "", r->conf.record ? r->conf.record : "");
     if (r->conf.protocol != SG_PROTO_AUTO && !r->codec && app->worker == 0)
         sg_log(&app->log, SG_LOG_WARN, r->conf.name, 0,
                "no %s codec in this build yet: relaying without decoding",

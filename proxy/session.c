@@ -527,8 +527,7 @@ static bool deferred_run(void *ctx)
 void sg_route_send_first_update(struct sg_route *r)
 {
     sg_route_deferred_drain(r);
-    r->send_first =
-        r->conf.reencode == SG_REENCODE_CHANGED && (!r->chain || r->chain->only_taps);
+    r->send_first = r->conf.reencode == SG_REENCODE_CHANGED && (!r->chain || r->chain->only_taps);
     sg_outbox_after(&r->outbox, r->send_first ? deferred_run : NULL, r);
 }
 

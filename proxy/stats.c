@@ -140,8 +140,7 @@ void sg_stats_live_summary(const struct sg_session *s, struct sg_session_summary
  * summed and their sessions listed together, and "workers" with each
  * loop's share.
  */
-static void json_route(FILE *f, const struct sg_route *const *g, int n, bool retired,
-                       bool sessions)
+static void json_route(FILE *f, const struct sg_route *const *g, int n, bool retired, bool sessions)
 {
     const struct sg_route *r = g[0];
     char a[SG_ADDR_STRLEN];

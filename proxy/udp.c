@@ -115,8 +115,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
 }
 
 static int udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
-                    const struct sockaddr *peer, sg_udp_read_cb on_read, void *data,
-                    bool reuseport)
+                    const struct sockaddr *peer, sg_udp_read_cb on_read, void *data, bool reuseport)
 {
     int fd, err, off = 0, on = 1;
 

@@ -170,7 +170,7 @@ struct sg_outbox {
     uint8_t *arena;
     size_t used;
     struct sg_udp *socks, *socks_tail; /* sockets with entries, first come first */
-    uint64_t first_ns; /* uv_hrtime() when the oldest waiting entry was pushed */
+    uint64_t first_ns;                 /* uv_hrtime() when the oldest waiting entry was pushed */
     /* The owner's work after the turn's flush (sg_outbox_after); true: more is left. */
     bool (*after)(void *ctx);
     void *after_ctx;

@@ -97,10 +97,13 @@ const struct sg_bench_mode sg_bench_modes[] = {
      "slipgate recording signed demos (record DIR, sign_key KEY: hashing and checkpoints)",
      false,
      true},
-    /* Worker loops (`-w N`): decoding, as slipgate-decode; picked by --workers. */
+/* Worker loops (`-w N`): decoding, as slipgate-decode; picked by --workers. */
 #define SG_BENCH_WORKERS_MODE(n)                                                                   \
-    {"slipgate-w" #n, SG_BENCH_RELAY_SLIPGATE, {"-p", "q3", "-w", #n, NULL}, true, false, NULL,  \
-     "slipgate decoding with " #n " worker loop(s) (-w " #n "; --workers)", false, false, true}
+    {                                                                                              \
+        "slipgate-w" #n, SG_BENCH_RELAY_SLIPGATE, {"-p", "q3", "-w", #n, NULL}, true, false, NULL, \
+            "slipgate decoding with " #n " worker loop(s) (-w " #n "; --workers)", false, false,   \
+            true                                                                                   \
+    }
     SG_BENCH_WORKERS_MODE(1),
     SG_BENCH_WORKERS_MODE(2),
     SG_BENCH_WORKERS_MODE(4),

@@ -177,8 +177,8 @@ void sg_bench_report_table(const struct sg_bench *b, FILE *f)
             fprintf(f, "\ndecoding: slipgate's --stats at the end, all sessions; its loop's "
                        "longest turn (work, whole run) and turns over 1 ms\n");
             fprintf(f, "%-18s %11s %11s %8s %11s %11s %8s %9s %9s %9s\n", "mode", "datagrams",
-                    "messages", "errors", "reencoded", "identical", "demos", "demo KiB",
-                    "turn us", "turns>1ms");
+                    "messages", "errors", "reencoded", "identical", "demos", "demo KiB", "turn us",
+                    "turns>1ms");
             for (size_t i = 0; i < b->nres; i++) {
                 const struct sg_bench_result *m = &b->res[i];
 
