@@ -66,6 +66,9 @@ static const char usage_text[] =
     "      --stats FILE         write a JSON summary of every session at exit\n"
     "                           (a path that cannot be written fails the start)\n"
     "      --record DIR         record each session's demo (.dm_68, ...) into DIR\n"
+    "  -w, --workers N          N worker loops, each with its own socket per route\n"
+    "                           (SO_REUSEPORT) and its own sessions (default 1, or\n"
+    "                           the environment's SLIPGATE_WORKERS; 'workers N')\n"
     "  -v, --verbose            log more (repeat for debug, trace)\n"
     "  -q, --quiet              log less (repeat for errors only)\n"
     "      --version            print the version, and those of the libraries it\n"
@@ -418,6 +421,7 @@ int main(int argc, char **argv)
         {"check-config", no_argument, NULL, OPT_CHECK},
         {"stats", required_argument, NULL, OPT_STATS},
         {"record", required_argument, NULL, OPT_RECORD},
+        {"workers", required_argument, NULL, 'w'},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -454,7 +458,7 @@ int main(int argc, char **argv)
         return 2;
     }
     ov.sets = sets;
-    while ((opt = getopt_long(argc, argv, "c:l:s:p:vqh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:l:s:p:w:vqh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             config = optarg;
@@ -483,6 +487,18 @@ int main(int argc, char **argv)
         case OPT_RECORD:
             ov.record = optarg;
             break;
+        case 'w': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || n < 1 || n > SG_CONF_MAX_WORKERS) {
+                fprintf(stderr, "slipgate: -w: a number from 1 to %d, got '%s'\n",
+                        SG_CONF_MAX_WORKERS, optarg);
+                free(sets);
+                return 2;
+            }
+            ov.workers = (int)n;
+            break;
+        }
         case OPT_VERSION:
             free(sets);
             return print_version();
