@@ -74,7 +74,10 @@ static const char usage_text[] =
     "      --version            print the version, and those of the libraries it\n"
     "                           runs with (libuv, zlib, libsodium, libpcap,\n"
     "                           libmicrohttpd), and exit\n"
-    "  -h, --help               print this help and exit\n"
+    "  -h, --help               print this help and exit\n";
+
+/* The rest of --help (two strings: each within C's 4095-character minimum). */
+static const char usage_more[] =
     "\n"
     "  +set NAME VALUE          set any configuration directive, over the file:\n"
     "                           a top-level one (+set log_level debug), a route\n"
@@ -504,6 +507,7 @@ int main(int argc, char **argv)
             return print_version();
         case 'h':
             fputs(usage_text, stdout);
+            fputs(usage_more, stdout);
             free(sets);
             return 0;
         default:
