@@ -335,8 +335,7 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
             o->keep_logs = true;
             break;
         case OPT_GAME:
-            if (strcmp(optarg, "q3") == 0 || strcmp(optarg, "qw") == 0 ||
-                strcmp(optarg, "nq") == 0)
+            if (strcmp(optarg, "q3") == 0 || strcmp(optarg, "qw") == 0 || strcmp(optarg, "nq") == 0)
                 o->game = optarg;
             else
                 err = -EINVAL;

@@ -341,8 +341,7 @@ static bool frame_udp(int dlt, const unsigned char *d, size_t caplen, struct udp
  * connect request on.  Returns 1 when the capture holds one, 0 when it does
  * not (it is then read as Quake 3 or QuakeWorld), or a negated errno.
  */
-static int read_nq(const struct udp_seen *seen, size_t n, const uint8_t *bytes,
-                   struct builder *b)
+static int read_nq(const struct udp_seen *seen, size_t n, const uint8_t *bytes, struct builder *b)
 {
     struct sg_bench_script *sc = b->sc;
     unsigned client = 0, control = 0, moved = 0;
