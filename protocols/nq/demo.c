@@ -1,5 +1,5 @@
 /*
- * NetQuake .dem files offline (`slipgate demo info|dump|reencode`): the
+ * NetQuake .dem files offline (`slipgate demo info|dump|reencode|cut`): the
  * cd-track line ("-1\n", as the player's `record` wrote it), then blocks
  * of a little-endian int32 length, three float view angles and the
  * server's message of that length (the DEM seed §5).  Each message is
@@ -417,6 +417,105 @@ static int nq_demo_reencode(FILE *in, const char *name, FILE *out, FILE *report)
     return errors > 1000 ? 1000 : (int)errors;
 }
 
+/* ---- cut ---- */
+
+/* The server time of svc_time in `parsed`'s last one, in ms; false without one. */
+static bool block_time(const struct sg_nq_parsed *p, int64_t *ms)
+{
+    bool found = false;
+
+    for (uint32_t i = 0; i < p->nmsgs; i++) {
+        const struct sg_nq_msg *m = &p->msgs[i];
+        float f;
+
+        if (m->op != 7 || m->count < 1 || m->unparsed ||
+            strcmp(p->fields[m->first].name, "time") != 0)
+            continue;
+        memcpy(&f, &p->fields[m->first].raw, sizeof(f));
+        if (!(f > -2e6f && f < 2e6f)) /* NaN or a time no game reaches */
+            continue;
+        *ms = (int64_t)((double)f * 1000.0);
+        found = true;
+    }
+    return found;
+}
+
+/*
+ * `demo cut`: the cd-track line, the preamble (every block up to the
+ * signon's end: serverinfo, baselines, static entities, the client's state
+ * and svc_signonnum 3, so that the cut plays), then the blocks whose
+ * server time (their last svc_time, or the one before) is in [from, to],
+ * copied as they are.  The preamble ends at the first block with a
+ * svc_time after the one that held svc_signonnum 3 (or, in a demo with no
+ * svc_signonnum at all, at the first block with a svc_time).
+ */
+static int nq_demo_cut(FILE *in, const char *name, FILE *out, int32_t from_ms, int32_t to_ms,
+                       FILE *report)
+{
+    struct dem d;
+    uint64_t pre = 0, kept = 0, errors = 0;
+    bool in_pre = true, signon_done = false, any_signon = false, have_time = false;
+    int64_t now = 0;
+    int rc = dem_open(&d, in);
+
+    if (rc < 0) {
+        fprintf(stderr, "slipgate demo: %s: not a NetQuake demo (no cd-track line)\n", name);
+        return 1;
+    }
+    if (fwrite(d.track, 1, d.track_len, out) != d.track_len) {
+        dem_close(&d);
+        return -EIO;
+    }
+    while ((rc = dem_next(&d)) > 0) {
+        uint8_t hdr[16];
+        int64_t t;
+        bool timed;
+
+        if (sg_nq_parse(SG_DIR_S2C, &d.proto, d.buf, d.len, &d.parsed) < 0)
+            errors++;
+        timed = block_time(&d.parsed, &t);
+        if (timed) {
+            now = t;
+            have_time = true;
+        }
+        if (in_pre && timed && (signon_done || !any_signon))
+            in_pre = false;
+        if (in_pre) {
+            pre++;
+            if (d.parsed.signon >= 0)
+                any_signon = true;
+            if (d.parsed.signon >= 3)
+                signon_done = true;
+        } else if (!have_time || now < from_ms || now > to_ms) {
+            continue;
+        } else {
+            kept++;
+        }
+        sg_put_le32(hdr, d.len);
+        memcpy(hdr + 4, d.angles, 12);
+        if (fwrite(hdr, 1, 16, out) != 16 || fwrite(d.buf, 1, d.len, out) != d.len) {
+            rc = -EIO;
+            break;
+        }
+    }
+    if (rc < 0) {
+        dem_close(&d);
+        return rc;
+    }
+    if (fflush(out) != 0) {
+        dem_close(&d);
+        return -EIO;
+    }
+    fprintf(report,
+            "%" PRIu64 " blocks read: %" PRIu64 " of the preamble (serverinfo and signon), %" PRIu64
+            " in [%" PRId32 ", %" PRId32 "] ms written%s\n",
+            d.blocks, pre, kept, from_ms, to_ms,
+            d.truncated ? "; the file ends inside a block (not copied)" : "");
+    errors += d.truncated + d.too_long;
+    dem_close(&d);
+    return errors > 1000 ? 1000 : (int)errors;
+}
+
 static const char *const nq_demo_exts[] = {"dem", NULL};
 
 const struct sg_demo_impl sg_nq_demo_impl = {
@@ -425,5 +524,5 @@ const struct sg_demo_impl sg_nq_demo_impl = {
     .info = nq_demo_info,
     .dump = nq_demo_dump,
     .reencode = nq_demo_reencode,
-    .cut = NULL,
+    .cut = nq_demo_cut,
 };

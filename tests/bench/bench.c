@@ -32,6 +32,9 @@
 #ifndef SG_BENCH_QW_CAPTURES
 #define SG_BENCH_QW_CAPTURES "../shared/testdata/qw/sessions"
 #endif
+#ifndef SG_BENCH_NQ_CAPTURES
+#define SG_BENCH_NQ_CAPTURES "../shared/testdata/nq/sessions"
+#endif
 
 /* ---- the modes ---- */
 
@@ -189,8 +192,9 @@ static const char usage_head[] =
 static const char usage_tail[] =
     "  --slipgate PATH   the slipgate binary (default: the one built beside)\n"
     "  --captures DIR    Quake 3 captures: DIR/*/capture.pcap (default: the project's)\n"
-    "  --game q3|qw      the game of the captures: the decoding modes run -p GAME\n"
-    "                    (qw: QuakeWorld, default captures the project's qw/sessions)\n"
+    "  --game q3|qw|nq   the game of the captures: the decoding modes run -p GAME\n"
+    "                    (qw: QuakeWorld, default captures the project's qw/sessions;\n"
+    "                    nq: NetQuake, nq/sessions, the accept's port move followed)\n"
     "  --shape builtin   netchan-shaped placeholders instead of the captures (the\n"
     "                    decoding modes are then n/a)\n"
     "  --json            print one JSON object instead of the table\n"
@@ -367,7 +371,7 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
             o->keep_logs = true;
             break;
         case OPT_GAME:
-            if (strcmp(optarg, "q3") == 0 || strcmp(optarg, "qw") == 0)
+            if (strcmp(optarg, "q3") == 0 || strcmp(optarg, "qw") == 0 || strcmp(optarg, "nq") == 0)
                 o->game = optarg;
             else
                 err = -EINVAL;
@@ -403,7 +407,9 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
     if (parse_modes(modes, o->modes, sizeof(o->modes)) < 0)
         return -EINVAL;
     if (!o->captures)
-        o->captures = strcmp(o->game, "qw") == 0 ? SG_BENCH_QW_CAPTURES : SG_BENCH_CAPTURES;
+        o->captures = strcmp(o->game, "qw") == 0   ? SG_BENCH_QW_CAPTURES
+                      : strcmp(o->game, "nq") == 0 ? SG_BENCH_NQ_CAPTURES
+                                                   : SG_BENCH_CAPTURES;
 
     /* Defaults, smaller for --quick; whole numbers where they count things. */
     o->sessions = sessions > 0 ? (unsigned)sessions : o->quick ? 8 : 32;

@@ -66,6 +66,8 @@ struct sg_bench_dgram {
     uint32_t next;     /* for a client datagram: its first reply (script index) */
     uint32_t nreplies; /* server datagrams up to the next client one */
     uint32_t after;    /* for a client datagram: server datagrams before it in the script */
+    uint8_t port_at;   /* NetQuake accept: offset of the port the sink fills in; 0: none */
+    bool moved;        /* NetQuake: the capture's server sent it from the port its accept named */
 };
 
 /* A key and the script index it names, sorted by key. */
@@ -83,6 +85,7 @@ struct sg_bench_script {
     bool checksum; /* ioquake3 71: a checksum after the sequence (keys skip it) */
     bool q3;       /* a real Quake 3 handshake and netchan: a decoder can follow it */
     bool qw;       /* ... a QuakeWorld one (keys: the whole first word, no fragments) */
+    bool nq;       /* ... a NetQuake one (connect, accept moving the port; keys below) */
     struct sg_bench_keyidx *keys[2]; /* [s2c]: keys of each direction */
     size_t nkeys[2], dup_keys;
     uint8_t *bytes;
@@ -158,10 +161,12 @@ struct sg_bench_step {
 /* Create `sessions` client sockets and the sink socket on 127.0.0.1 and
  * start the sink thread.  `shape` is borrowed until sg_bench_load_destroy.
  * `hello`: open each session with the bench's hello (modes that must not
- * decode) instead of the script's getchallenge.  Returns 0 or a negated
- * errno. */
+ * decode) instead of the script's getchallenge.  `follow`: the relay
+ * follows a NetQuake accept to the port it names (slipgate); the sink then
+ * serves the moved sessions from its second socket (load.c).  Returns 0 or
+ * a negated errno. */
 int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions, bool hello,
-                         struct sg_bench_load **out);
+                         bool follow, struct sg_bench_load **out);
 /* The sink's UDP port (where a relay must send). */
 uint16_t sg_bench_load_sink_port(const struct sg_bench_load *l);
 /* Point the first `count` clients at 127.0.0.1:`port` (once per client) and
@@ -248,7 +253,7 @@ struct sg_bench_opts {
     char modes[256]; /* canonical, comma-separated */
     const char *slipgate, *captures;
     bool builtin_shape, json, quick, verbose, keep_logs;
-    const char *game; /* --game: the codec the decoding modes name (-p), "q3" or "qw" */
+    const char *game; /* --game: the codec the decoding modes name (-p), "q3", "qw" or "nq" */
 };
 
 enum sg_bench_status { SG_BENCH_NA, SG_BENCH_OK, SG_BENCH_ERROR };

@@ -24,6 +24,19 @@
  * first datagram of an unknown port while the generator opens that session
  * (sessions open one at a time).
  *
+ * NetQuake (scripts marked `nq`): the server's accept moves the client to
+ * another port of the server.  The sink has a second socket for that (the
+ * game port): the accept it sends names it (the script's accept, its port
+ * filled in), and a datagram is answered from the socket it came to.  With
+ * a relay that follows the accept (`follow`: slipgate, whose NetQuake hook
+ * moves its upstream socket to the named port before it relays the accept),
+ * the server datagrams that the capture's server sent from its new port in
+ * answer to the connect are held until the client has the accept, then sent
+ * from the game port (by the generator's thread, under `mu`): sent at once,
+ * they would come to the relay before it moved and be lost (its upstream
+ * socket is connected to the control port), as on a real network.  Without
+ * (direct, minrelay) every datagram stays on the control port.
+ *
  * Latency is one-way and per datagram: the sender stores each datagram's
  * send time and step (epoch) under (session, script index) in `ts`; the
  * receiver finds the script index from the datagram's key.  Both ends
@@ -41,6 +54,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -115,8 +129,16 @@ struct client {
     uint32_t drops;      /* the socket's overflow count, last seen */
 };
 
+/* NetQuake: the server datagrams held for one session until its client has the accept. */
+struct held {
+    struct sockaddr_in to;
+    uint32_t first, n; /* script indices */
+};
+
 struct sink {
     int fd;
+    int gfd;        /* NetQuake: the game port's socket (the accept names it), or -1 */
+    uint16_t gport; /* its port */
     pthread_t thread;
     bool started;
     atomic_bool stop;
@@ -127,6 +149,7 @@ struct sink {
     uint16_t epoch;
     uint64_t c2s_rcvd, s2c_sent, s2c_fail, drops, unknown;
     struct sg_bench_hist hist;
+    struct held *held; /* [session], NetQuake with `follow` */
 
     /* The sink thread's own. */
     uint32_t ovfl;
@@ -139,7 +162,7 @@ struct sink {
 struct sg_bench_load {
     const struct sg_bench_shape *shape;
     unsigned n, rr;
-    bool hello;
+    bool hello, follow;
     struct client *clients;
     int ep;
     bool no_pwait2;
@@ -287,12 +310,12 @@ static int udp_socket(int flags, int rcvbuf, uint16_t *port)
 
 /* ---- the sink ---- */
 
-static void sink_flush(struct sg_bench_load *l)
+static void sink_flush(struct sg_bench_load *l, int fd)
 {
     struct sink *k = &l->sink;
 
     if (k->ntx)
-        send_all(k->fd, k->tx->msg, k->ntx, &k->s2c_sent, &k->s2c_fail);
+        send_all(fd, k->tx->msg, k->ntx, &k->s2c_sent, &k->s2c_fail);
     k->ntx = 0;
 }
 
@@ -310,8 +333,8 @@ static int sink_session(struct sg_bench_load *l, uint16_t port)
     return s;
 }
 
-/* Answer one received batch (under mu). */
-static void sink_answer(struct sg_bench_load *l, int r, uint64_t now)
+/* Answer one received batch (under mu), from `fd`, where it came. */
+static void sink_answer(struct sg_bench_load *l, int fd, int r, uint64_t now)
 {
     struct sink *k = &l->sink;
 
@@ -336,7 +359,7 @@ static void sink_answer(struct sg_bench_load *l, int r, uint64_t now)
                 k->port_session[port] = h.session;
                 h.kind = KIND_HELLO_ACK;
                 if (k->ntx == MAX_REPLIES)
-                    sink_flush(l);
+                    sink_flush(l, fd);
                 memcpy(k->tx->hdr[k->ntx], &h, sizeof(h));
                 tx_build(k->tx, k->ntx, k->tx->hdr[k->ntx], sizeof(h), &k->rx->from[i]);
                 k->ntx++;
@@ -363,17 +386,87 @@ static void sink_answer(struct sg_bench_load *l, int r, uint64_t now)
             sg_bench_hist_add(&k->hist, ns);
         }
         d = &sc->d[idx];
-        for (uint32_t j = 0; j < d->nreplies; j++) {
+        for (uint32_t j = 0, held = 0; j < d->nreplies; j++) {
             const struct sg_bench_dgram *rep = &sc->d[d->next + j];
 
+            /* NetQuake, a relay that follows the accept: the new port's datagrams
+             * wait (a connect sent again replaces what the last one held). */
+            if (k->held && rep->moved && fd == k->fd) {
+                if (held++ == 0)
+                    k->held[s] = (struct held){k->rx->from[i], d->next + j, 0};
+                k->held[s].n++;
+                continue;
+            }
             if (k->ntx == MAX_REPLIES)
-                sink_flush(l);
+                sink_flush(l, fd);
             atomic_store_explicit(ts_slot(l, (unsigned)s, d->next + j),
                                   ts_pack(l, k->epoch, sg_bench_now_ns()), memory_order_relaxed);
-            tx_build(k->tx, k->ntx++, rep->data, rep->len, &k->rx->from[i]);
+            if (rep->port_at && k->gfd >= 0 && rep->port_at + 4u <= rep->len &&
+                rep->len <= SG_BENCH_HDR_LEN) {
+                /* the accept names the game port */
+                uint8_t *copy = k->tx->hdr[k->ntx];
+
+                memcpy(copy, rep->data, rep->len);
+                copy[rep->port_at] = (uint8_t)k->gport;
+                copy[rep->port_at + 1] = (uint8_t)(k->gport >> 8);
+                copy[rep->port_at + 2] = copy[rep->port_at + 3] = 0;
+                tx_build(k->tx, k->ntx++, copy, rep->len, &k->rx->from[i]);
+            } else {
+                tx_build(k->tx, k->ntx++, rep->data, rep->len, &k->rx->from[i]);
+            }
         }
     }
-    sink_flush(l);
+    sink_flush(l, fd);
+}
+
+/* NetQuake: session `s`'s client has the accept, so the relay has moved to
+ * the game port: send what the sink held (generator's thread). */
+static void sink_release(struct sg_bench_load *l, unsigned s)
+{
+    struct sink *k = &l->sink;
+    struct held *h;
+    unsigned n = 0;
+
+    pthread_mutex_lock(&k->mu);
+    h = &k->held[s];
+    for (uint32_t j = 0; j < h->n && n < MAX_REPLIES; j++) {
+        const struct sg_bench_dgram *rep = &l->clients[s].sc->d[h->first + j];
+
+        atomic_store_explicit(ts_slot(l, s, h->first + j), ts_pack(l, k->epoch, sg_bench_now_ns()),
+                              memory_order_relaxed);
+        tx_build(l->tx, n++, rep->data, rep->len, &h->to);
+    }
+    if (n)
+        send_all(k->gfd, l->tx->msg, n, &k->s2c_sent, &k->s2c_fail);
+    h->n = 0;
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* Read and answer what `fd` holds, without waiting; false when the thread must end. */
+static bool sink_drain_fd(struct sg_bench_load *l, int fd)
+{
+    struct sink *k = &l->sink;
+
+    for (int round = 0; round < 16; round++) {
+        int r;
+
+        rx_prepare(k->rx, true);
+        r = recvmmsg(fd, k->rx->msg, BATCH, MSG_DONTWAIT, NULL);
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                return true;
+            pthread_mutex_lock(&k->mu);
+            k->error = -errno;
+            pthread_mutex_unlock(&k->mu);
+            return false;
+        }
+        pthread_mutex_lock(&k->mu);
+        sink_answer(l, fd, r, sg_bench_now_ns());
+        pthread_mutex_unlock(&k->mu);
+        if (r < BATCH)
+            return true;
+    }
+    return true;
 }
 
 static void *sink_main(void *arg)
@@ -381,7 +474,22 @@ static void *sink_main(void *arg)
     struct sg_bench_load *l = arg;
     struct sink *k = &l->sink;
 
-    while (!atomic_load(&k->stop)) {
+    /* NetQuake: two sockets, the control port and the game port. */
+    while (k->gfd >= 0 && !atomic_load(&k->stop)) {
+        struct pollfd pfd[2] = {{k->fd, POLLIN, 0}, {k->gfd, POLLIN, 0}};
+        int n = poll(pfd, 2, SINK_TIMEOUT_US / 1000);
+
+        if (n < 0 && errno != EINTR) {
+            pthread_mutex_lock(&k->mu);
+            k->error = -errno;
+            pthread_mutex_unlock(&k->mu);
+            break;
+        }
+        if (n > 0 && (((pfd[1].revents & POLLIN) && !sink_drain_fd(l, k->gfd)) ||
+                      ((pfd[0].revents & POLLIN) && !sink_drain_fd(l, k->fd))))
+            break;
+    }
+    while (k->gfd < 0 && !atomic_load(&k->stop)) {
         int r;
 
         rx_prepare(k->rx, true);
@@ -395,7 +503,7 @@ static void *sink_main(void *arg)
             break;
         }
         pthread_mutex_lock(&k->mu);
-        sink_answer(l, r, sg_bench_now_ns());
+        sink_answer(l, k->fd, r, sg_bench_now_ns());
         pthread_mutex_unlock(&k->mu);
     }
     return NULL;
@@ -444,6 +552,8 @@ static int client_recv(struct sg_bench_load *l, struct client *c, struct sg_benc
             if (!l->hello)
                 c->open = true;
             c->pass_s2c++;
+            if (c->sc->d[idx].port_at && l->sink.held)
+                sink_release(l, c->id);
             if (ts_match(l,
                          atomic_load_explicit(ts_slot(l, c->id, (size_t)idx), memory_order_relaxed),
                          l->epoch, now, &ns)) {
@@ -548,7 +658,7 @@ static unsigned client_send(struct sg_bench_load *l, unsigned count, struct sg_b
 /* ---- public ---- */
 
 int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions, bool hello,
-                         struct sg_bench_load **out)
+                         bool follow, struct sg_bench_load **out)
 {
     struct timeval tv = {0, SINK_TIMEOUT_US};
     struct sg_bench_load *l;
@@ -563,10 +673,11 @@ int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions, 
     l->shape = shape;
     l->n = sessions;
     l->hello = hello;
+    l->follow = follow;
     l->t0 = sg_bench_now_ns();
     atomic_init(&l->opening, -1);
     l->ep = -1;
-    l->sink.fd = -1;
+    l->sink.fd = l->sink.gfd = -1;
     pthread_mutex_init(&l->sink.mu, NULL);
     l->clients = calloc(sessions, sizeof(*l->clients));
     l->rx = calloc(1, sizeof(*l->rx));
@@ -592,6 +703,19 @@ int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions, 
         goto err;
     }
     setsockopt(l->sink.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+    /* NetQuake: the game port, where the accept moves the sessions. */
+    if (shape->scripts[0].nq) {
+        l->sink.gfd = udp_socket(0, SINK_RCVBUF, &l->sink.gport);
+        if (l->sink.gfd < 0) {
+            err = l->sink.gfd;
+            goto err;
+        }
+        if (follow && !(l->sink.held = calloc(sessions, sizeof(*l->sink.held)))) {
+            err = -ENOMEM;
+            goto err;
+        }
+    }
 
     /* The clients, each its own session. */
     l->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -855,6 +979,9 @@ void sg_bench_load_destroy(struct sg_bench_load *l)
     }
     if (l->sink.fd >= 0)
         close(l->sink.fd);
+    if (l->sink.gfd >= 0)
+        close(l->sink.gfd);
+    free(l->sink.held);
     for (unsigned i = 0; l->clients && i < l->n; i++)
         if (l->clients[i].fd >= 0)
             close(l->clients[i].fd);

@@ -527,7 +527,10 @@ static void set_up(struct sg_bench *b, struct mode_run *r)
     int err;
 
     /* The sink and the clients, then the relay between them. */
-    if ((err = sg_bench_load_create(&b->shape, o->sessions, !m->mode->decodes, &r->load)) < 0) {
+    /* slipgate's NetQuake hook follows an accept to the port it names (with
+     * -p auto too: it runs on every session); the others stay on one port. */
+    if ((err = sg_bench_load_create(&b->shape, o->sessions, !m->mode->decodes,
+                                    m->mode->relay == SG_BENCH_RELAY_SLIPGATE, &r->load)) < 0) {
         set_error(m, "cannot create the load: %s", strerror(-err));
         return;
     }

@@ -21,6 +21,19 @@
  * and `qw`).  QuakeWorld has no fragments and its first word's top bit is
  * the reliable flag: a netchan datagram's key is its whole first word.
  *
+ * NetQuake captures (slipgate-bench --game nq) are told by their connect
+ * request (a control packet, CCREQ_CONNECT with "QUAKE"): its sender is the
+ * client, its destination the server's control port, and the server's
+ * accept (CCREP_ACCEPT) names the port the rest of the session comes from.
+ * The script is the client's datagrams with both ports from the connect on
+ * (a DarkPlaces client's `getchallenge` before it, which a NetQuake server
+ * does not answer, is left out); the accept is marked with the offset of its
+ * port, which the sink fills with its own second port, and the datagrams
+ * from the new port are marked `moved` (load.c).  Keys: a netchan
+ * datagram's is its first 8 bytes (flags, length, sequence; big-endian); a
+ * control packet's is a hash like an out-of-band one's, of the accept's
+ * first 5 bytes only (the port differs on every path).
+ *
  * Without captures the built-in shape stands in: netchan-shaped datagrams
  * (sequence, qport, zeros) of 30 to 100 bytes from the client and 100 to
  * 600 from the server with a 1300-byte fragment burst now and then, one
@@ -61,6 +74,21 @@ static bool is_oob(const uint8_t *d, size_t len)
     return len >= 4 && le32(d) == 0xffffffffu;
 }
 
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* A NetQuake control packet (flags 0x8000, its length word matching) with command `cmd`. */
+static bool nq_ctl(const uint8_t *d, size_t len, int cmd)
+{
+    return len >= 5 && len <= 0xffff && be32(d) == (0x80000000u | (uint32_t)len) && d[4] == cmd;
+}
+
+#define NQ_CCREQ_CONNECT 0x01
+#define NQ_CCREP_ACCEPT  0x81
+#define NQ_ACCEPT_PORT   5 /* offset of the accept's port (32 bits, little-endian) */
+
 static bool oob_is(const uint8_t *d, size_t len, const char *what)
 {
     size_t n = strlen(what);
@@ -69,21 +97,26 @@ static bool oob_is(const uint8_t *d, size_t len, const char *what)
 }
 
 /* The key of a datagram (see the top of the file), or false if it is too short. */
-static bool dgram_key(bool s2c, bool checksum, bool qw, const uint8_t *d, size_t len,
+static bool dgram_key(bool s2c, bool checksum, bool qw, bool nq, const uint8_t *d, size_t len,
                       uint64_t *key)
 {
     size_t off;
     uint32_t word;
 
-    if (is_oob(d, len)) {
+    if (nq && len >= 8 && !(d[0] & 0x80)) {
+        *key = (uint64_t)be32(d) << 32 | be32(d + 4);
+        return true;
+    }
+    if (is_oob(d, len) || (nq && len >= 5 && (d[0] & 0x80))) {
         uint64_t h = 1469598103934665603ull; /* FNV-1a */
+        size_t n = nq && nq_ctl(d, len, NQ_CCREP_ACCEPT) ? NQ_ACCEPT_PORT : len;
 
-        for (size_t i = 0; i < len && i < OOB_KEY_LEN; i++)
+        for (size_t i = 0; i < n && i < OOB_KEY_LEN; i++)
             h = (h ^ d[i]) * 1099511628211ull;
         *key = h | OOB_KEY_BIT;
         return true;
     }
-    if (len < 4)
+    if (len < 4 || nq)
         return false;
     word = le32(d);
     *key = word;
@@ -112,7 +145,7 @@ long sg_bench_script_find(const struct sg_bench_script *sc, bool s2c, const uint
     size_t lo = 0, hi = sc->nkeys[s2c];
     uint64_t key;
 
-    if (!dgram_key(s2c, sc->checksum, sc->qw, data, len, &key))
+    if (!dgram_key(s2c, sc->checksum, sc->qw, sc->nq, data, len, &key))
         return -1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -201,7 +234,7 @@ static int seal(struct builder *b)
             d->after = (uint32_t)sc->n_s2c;
             sc->c2s[nc++] = (uint32_t)i;
         }
-        if (dgram_key(d->s2c, sc->checksum, sc->qw, d->data, d->len, &key))
+        if (dgram_key(d->s2c, sc->checksum, sc->qw, sc->nq, d->data, d->len, &key))
             sc->keys[d->s2c][sc->nkeys[d->s2c]++] = (struct sg_bench_keyidx){key, (uint32_t)i};
     }
     sc->n_c2s = nc;
@@ -303,6 +336,65 @@ static bool frame_udp(int dlt, const unsigned char *d, size_t caplen, struct udp
     return caplen >= u->off + u->len; /* a datagram cut by the snap length is no use */
 }
 
+/*
+ * A NetQuake session (see the top of the file): the script from the first
+ * connect request on.  Returns 1 when the capture holds one, 0 when it does
+ * not (it is then read as Quake 3 or QuakeWorld), or a negated errno.
+ */
+static int read_nq(const struct udp_seen *seen, size_t n, const uint8_t *bytes, struct builder *b)
+{
+    struct sg_bench_script *sc = b->sc;
+    unsigned client = 0, control = 0, moved = 0;
+    bool accepted = false, data = false;
+    size_t first = n;
+    int err;
+
+    for (size_t i = 0; i < n && first == n; i++) {
+        const uint8_t *d = bytes + seen[i].off;
+
+        if (nq_ctl(d, seen[i].len, NQ_CCREQ_CONNECT) && seen[i].len >= 11 &&
+            memcmp(d + 5, "QUAKE", 6) == 0) {
+            first = i;
+            client = seen[i].sport;
+            control = seen[i].dport;
+        }
+    }
+    if (first == n)
+        return 0;
+    for (size_t i = first; i < n; i++) {
+        const uint8_t *d = bytes + seen[i].off;
+        unsigned sp = seen[i].sport, dp = seen[i].dport;
+        bool s2c = dp == client && (sp == control || (moved && sp == moved));
+        size_t was = sc->n;
+
+        if (!s2c && !(sp == client && (dp == control || (moved && dp == moved))))
+            continue;
+        if (s2c && sp == control && nq_ctl(d, seen[i].len, NQ_CCREP_ACCEPT) &&
+            seen[i].len >= NQ_ACCEPT_PORT + 4 && seen[i].len <= SG_BENCH_HDR_LEN) {
+            unsigned port = le32(d + NQ_ACCEPT_PORT);
+
+            if (port > 0 && port < 65536 && port != client) {
+                moved = port;
+                accepted = true;
+            }
+            if ((err = push(b, s2c, d, seen[i].len)) < 0)
+                return err;
+            if (sc->n > was)
+                sc->d[was].port_at = NQ_ACCEPT_PORT;
+            continue;
+        }
+        if (!(d[0] & 0x80) && accepted)
+            data = true;
+        if ((err = push(b, s2c, d, seen[i].len)) < 0)
+            return err;
+        if (sc->n > was && s2c && moved && sp == moved)
+            sc->d[was].moved = true;
+    }
+    sc->nq = true;
+    sc->q3 = accepted && data;
+    return 1;
+}
+
 /* The script of one capture, or a negated errno (-EINVAL: no usable session). */
 static int read_capture(const char *path, struct sg_bench_script *sc)
 {
@@ -362,6 +454,13 @@ static int read_capture(const char *path, struct sg_bench_script *sc)
         ports[u.sport]++;
         if (u.dport != u.sport)
             ports[u.dport]++;
+    }
+
+    /* NetQuake: its connect request tells the client and the server's ports. */
+    if ((ret = read_nq(seen, n, bytes, &b)) != 0) {
+        if (ret > 0)
+            ret = seal(&b);
+        goto out;
     }
 
     /* The server is the busiest port, the game client its busiest peer. */
@@ -591,7 +690,10 @@ int sg_bench_shape_load(struct sg_bench_shape *shape, const char *dir, bool buil
     if (shape->files) {
         size_t off = (size_t)snprintf(shape->source, sizeof(shape->source),
                                       "%zu %s sessions replayed from %s (", shape->files,
-                                      shape->scripts[0].qw ? "QuakeWorld" : "Quake 3", dir);
+                                      shape->scripts[0].nq   ? "NetQuake"
+                                      : shape->scripts[0].qw ? "QuakeWorld"
+                                                             : "Quake 3",
+                                      dir);
 
         for (size_t i = 0; i < shape->nscripts && off < sizeof(shape->source); i++)
             off += (size_t)snprintf(shape->source + off, sizeof(shape->source) - off, "%s%s%s",

@@ -273,6 +273,130 @@ static void case_malformed(void)
     }
 }
 
+/* ---- demo cut ---- */
+
+/* One block of a .dem in memory. */
+struct blk {
+    const uint8_t *hdr; /* 16 bytes: length and angles, then the message */
+    uint32_t len;
+    int64_t ms; /* its server time: its last svc_time, or the block before's; -1 before any */
+    int signon; /* its last svc_signonnum, or -1 */
+    bool serverinfo;
+};
+
+/* The blocks of `file` (after the cd-track line); returns how many, at most `cap`. */
+static size_t blocks_of(const uint8_t *file, size_t len, struct blk *b, size_t cap)
+{
+    struct sg_nq_proto p;
+    size_t pos = 0, n = 0;
+    int64_t ms = -1;
+
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    while (pos < len && file[pos] != '\n')
+        pos++;
+    pos++;
+    while (pos + 16 <= len && n < cap) {
+        uint32_t l = sg_le32(file + pos);
+        uint8_t *msg;
+
+        if (l > len - pos - 16)
+            break;
+        msg = unit_exact_copy(file + pos + 16, l);
+        CHECK_EQ(sg_nq_parse(SG_DIR_S2C, &p, msg, l, &parsed), 0);
+        for (uint32_t i = 0; i < parsed.nmsgs; i++) {
+            if (parsed.msgs[i].op == 7) { /* svc_time */
+                float f;
+
+                memcpy(&f, &parsed.fields[parsed.msgs[i].first].raw, sizeof(f));
+                ms = (int64_t)((double)f * 1000.0);
+            }
+        }
+        b[n] = (struct blk){file + pos, l, ms, parsed.signon, parsed.serverinfo};
+        free(msg);
+        n++;
+        pos += 16 + l;
+    }
+    return n;
+}
+
+/* A cut of the protocol 15 demo: it reads back cleanly, starts with the
+ * serverinfo and the signon (the original's blocks up to svc_signonnum 3),
+ * then holds exactly the original's later blocks whose server time is in
+ * [from, to], byte for byte. */
+static void case_demo_cut(void)
+{
+    const char *td = getenv("SG_TESTDATA");
+    const int32_t from = 20000, to = 40000;
+    static struct blk orig[8192], cut[8192];
+    char path[1024];
+    uint8_t *file, *out;
+    size_t len, olen, no, nc, pre = 0, k = 0;
+    FILE *f, *devnull;
+    long end;
+
+    CHECK(td != NULL);
+    CHECK(sg_nq_demo_impl.cut != NULL);
+    if (!td || !sg_nq_demo_impl.cut)
+        return;
+    snprintf(path, sizeof(path), "%s/nq/demos/vektar_demo1.dem", td);
+    file = unit_slurp(path, &len);
+    CHECKF(file != NULL, "%s", path);
+    if (!file)
+        return;
+
+    /* cut */
+    {
+        FILE *in = fopen(path, "rb");
+
+        f = tmpfile();
+        devnull = fopen("/dev/null", "w");
+        CHECK(in && f && devnull);
+        if (!in || !f || !devnull)
+            return;
+        CHECK_EQ(sg_nq_demo_impl.cut(in, path, f, from, to, devnull), 0);
+        fclose(in);
+    }
+    fflush(f);
+    end = ftell(f);
+    CHECK(end > 0);
+    olen = (size_t)end;
+    out = malloc(olen);
+    rewind(f);
+    CHECK(out && fread(out, 1, olen, f) == olen);
+    rewind(f);
+    CHECK_EQ(sg_nq_demo_impl.info(f, "cut.dem", devnull), 0); /* reads back, 0 problems */
+    fclose(f);
+    fclose(devnull);
+
+    /* the same cd-track line */
+    CHECK(olen > 3 && memcmp(out, file, 3) == 0);
+
+    no = blocks_of(file, len, orig, 8192);
+    nc = blocks_of(out, olen, cut, 8192);
+    while (pre < no && (pre == 0 || orig[pre - 1].signon < 3))
+        pre++; /* the original's blocks up to and with svc_signonnum 3 */
+    CHECKF(pre > 1 && pre < 10, "%zu blocks of signon", pre);
+    CHECK(nc > pre && cut[0].serverinfo);
+    for (size_t i = 0; i < pre && i < nc; i++)
+        CHECKF(cut[i].len == orig[i].len && memcmp(cut[i].hdr, orig[i].hdr, 16 + orig[i].len) == 0,
+               "preamble block %zu", i);
+    for (size_t i = pre, j = pre; i < no; i++) {
+        if (orig[i].ms < from || orig[i].ms > to)
+            continue;
+        k++;
+        CHECKF(j < nc, "the cut ends before original block %zu", i);
+        if (j >= nc)
+            break;
+        CHECKF(cut[j].len == orig[i].len && memcmp(cut[j].hdr, orig[i].hdr, 16 + orig[i].len) == 0,
+               "cut block %zu is not original block %zu", j, i);
+        j++;
+    }
+    CHECKF(k > 100, "%zu blocks in the range", k);
+    CHECK_EQ(nc, pre + k); /* nothing else */
+    free(out);
+    free(file);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
@@ -284,6 +408,7 @@ int main(int argc, char **argv)
         {"fitz_sound_baseline", case_fitz_sound_baseline},
         {"client", case_client},
         {"malformed", case_malformed},
+        {"demo_cut", case_demo_cut},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, teardown);

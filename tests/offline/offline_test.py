@@ -152,6 +152,18 @@ def case_demo_nq():
             expect(rc == 0 and "blocks byte-identical" in out, "reencode %s: %s" % (rel, err))
             with open(f, "rb") as a, open(re_path, "rb") as b:
                 expect(a.read() == b.read(), "reencode %s gives the same bytes" % rel)
+        # demo cut: the serverinfo and signon first, then the span; it reads back cleanly
+        span = os.path.join(tmp, "span.dem")
+        rc, out, err = run("demo", "cut", data("nq/demos/vektar_demo1.dem"), span,
+                           "--from", "20000", "--to", "40000")
+        expect(rc == 0 and "3 of the preamble" in out, "demo cut .dem: " + out + err)
+        rc, out, err = run("demo", "info", span)
+        expect(rc == 0 and "server time 1.400 .. 39.996" in out and "errors:       0 decode" in out,
+               "the cut .dem reads back: " + out + err)
+        rc, out, err = run("demo", "dump", span)
+        first = out.split("block 2 ")[0]
+        expect(rc == 0 and "svc_serverinfo protocol=15" in first and "svc_signonnum value=1" in first,
+               "the cut .dem starts with the serverinfo: " + out[:400] + err)
         # cut inside a block: read to the last whole one, exit 1
         with open(data("nq/demos/vgio_test.dem"), "rb") as fp:
             whole = fp.read()
