@@ -263,6 +263,14 @@ def qw_rcon(port, command):
 def start_qw_client(work, px_port, limit, procs):
     home = os.path.join(work, "ezquake-home")
     env = dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy")
+    # A way to make the client leave by itself (ezQuake's quit on SIGTERM
+    # sends nothing): a message trigger (which may run `connect`, not
+    # `disconnect`) connects to a port where nobody listens, on 127.0.0.1.
+    qw = os.path.join(home, ".config", "ezquake", "qw")
+    os.makedirs(qw, exist_ok=True)
+    with open(os.path.join(qw, "sgquit.cfg"), "w") as f:
+        f.write(f'alias sgquit "connect 127.0.0.1:{free_udp_port()}"\n'
+                'msg_trigger sgquit "slipgate asks you to leave" -l 3\n')
     log = os.path.join(work, "client.log")
     p = procs.start("client", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24",
                                GAMES["qw"]["client"], "-basedir",
@@ -271,6 +279,7 @@ def start_qw_client(work, px_port, limit, procs):
                                "-clientport", str(free_udp_port()),
                                "+set", "vid_fullscreen", "0", "+set", "vid_width", "320",
                                "+set", "vid_height", "240", "+set", "name", "peers",
+                               "+exec", "sgquit.cfg",
                                "+connect", f"127.0.0.1:{px_port}"], log, limit, env=env)
     return p, log
 
@@ -349,7 +358,7 @@ def run(game, case, seconds, work, data, slipgate, procs):
 
     quit_said = ""
     if case in QW_RECORD_CASES:
-        quit_said = qw_client_quits(procs, cli, srv_log, px_log)
+        quit_said = qw_client_quits(srv_port, srv_log, px_log)
     procs.stop(cli, signal.SIGTERM, 5, group=True)
     rc = procs.stop(px, signal.SIGTERM, 10)
     if rc != 0:
@@ -381,10 +390,13 @@ def run(game, case, seconds, work, data, slipgate, procs):
           f"{c['s2c_packets']} down (~{per_s:.0f}/s up){decoded}")
 
 
-def qw_client_quits(procs, cli, srv_log, px_log):
-    """The client quits the game (SIGTERM: ezQuake's quit, which sends its
-    `drop`); the server says it left, and slipgate ended the demo there."""
-    procs.stop(cli, signal.SIGTERM, 10, group=True)
+def qw_client_quits(srv_port, srv_log, px_log):
+    """The client leaves the game on its own: the server says "slipgate asks
+    you to leave" (rcon say), which the client's message trigger (see
+    start_qw_client) answers by connecting elsewhere: ezQuake disconnects
+    first, sending its `drop`.  The server says it left, and slipgate ended
+    the demo there."""
+    qw_rcon(srv_port, "say slipgate asks you to leave")
     if not wait_for(lambda: re.search(r"peers left the game|peers dropped|Client peers removed",
                                       read(srv_log)), 10):
         raise Fail(f"the server did not see the client leave:\n{read(srv_log)[-1500:]}")
