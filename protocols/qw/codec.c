@@ -461,7 +461,7 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     if (dir == SG_DIR_C2S)
         sg_qw_rec_client(&c->rec, &c->parsed, c->hdr.seq);
     else
-        sg_qw_track_server(c->track, &c->parsed, c->hdr.seq);
+        sg_qw_track_server(c->track, &c->var, &c->parsed, c->hdr.seq);
     return 0;
 }
 
@@ -685,7 +685,8 @@ static int qw_record(void *state, const struct sg_frame *f, FILE *out)
         c->rec_out = out;
     }
     return sg_qw_rec_server(&c->rec, c->track, f->new_level, c->hdr.seq,
-                            c->out_sent ? c->out : c->copy, c->out_sent ? c->out_len : c->copy_len);
+                            c->out_sent ? c->out : c->copy, c->out_sent ? c->out_len : c->copy_len,
+                            &c->parsed, c->dropped);
 }
 
 static int qw_record_end(void *state, FILE *out)

@@ -199,6 +199,12 @@ struct sg_qw_rec_cmd {
     struct sg_qw_usercmd cmd;
 };
 
+/* A frame a command in the file opened, and the delta base the playing client will expect. */
+struct sg_qw_rec_frame {
+    uint32_t seq, delta;
+    bool valid, has_delta;
+};
+
 /* One session's demo writer and the client's clock (zeroed at start). */
 struct sg_qw_recorder {
     FILE *out;        /* the demo being written (borrowed), NULL when none */
@@ -212,6 +218,13 @@ struct sg_qw_recorder {
     bool have_seq;
     uint32_t last_seq; /* the client's last accepted sequence */
     uint64_t bytes, blocks;
+    /* What the playing client holds, to keep every entity frame decodable. */
+    bool pe_have;
+    uint32_t pe_last; /* its last whole entity frame (its cl.delta_sequence) */
+    struct sg_qw_rec_frame cmds[64]; /* the frame each command in the file opened */
+    uint32_t infile[64]; /* entity frames in the file */
+    bool infile_valid[64];
+    uint64_t rewritten; /* server messages written with a whole entity frame */
 };
 
 struct sg_qw_track; /* state.c: what a mid-level start needs */
@@ -221,13 +234,16 @@ void sg_qw_rec_client(struct sg_qw_recorder *r, const struct sg_qw_parsed *p, ui
 /* Start a demo in `out` (borrowed until sg_qw_rec_end). */
 void sg_qw_rec_start(struct sg_qw_recorder *r, FILE *out);
 /*
- * Write server datagram `data` (sequence `seq`, header included) after the
- * client commands waiting; the first one of a file starts it (`new_level`:
- * as it is; else after a preamble from `t`).  Returns 1 written, 0 waiting
- * for a start, or a negative error.
+ * Write server datagram `data` (sequence `seq`, header included; `p` its
+ * messages, `dropped` those a filter removed, or NULL) after the client
+ * commands waiting; the first one of a file starts it (`new_level`: as it
+ * is; else after a preamble from `t`).  A datagram whose delta entities the
+ * playing client could not decode is written with the whole frame instead.
+ * Returns 1 written, 0 waiting for a start, or a negative error.
  */
 int sg_qw_rec_server(struct sg_qw_recorder *r, const struct sg_qw_track *t, bool new_level,
-                     uint32_t seq, const uint8_t *data, size_t len);
+                     uint32_t seq, const uint8_t *data, size_t len, const struct sg_qw_parsed *p,
+                     const bool *dropped);
 /* One dem_read block at the current time (the preamble's datagrams). */
 int sg_qw_rec_read(struct sg_qw_recorder *r, const uint8_t *data, size_t len);
 /* The end marker, flushed; the recorder forgets `out`.  0 or a negative error. */
@@ -238,10 +254,15 @@ int sg_qw_track_create(struct sg_qw_track **t);
 void sg_qw_track_destroy(struct sg_qw_track *t);
 /* A new connection: forget the level. */
 void sg_qw_track_reset(struct sg_qw_track *t);
-/* Learn from an accepted server message (as the client got it). */
-void sg_qw_track_server(struct sg_qw_track *t, const struct sg_qw_parsed *p, uint32_t seq);
+/* Learn from an accepted server message (as the client got it), parsed with `v`. */
+void sg_qw_track_server(struct sg_qw_track *t, const struct sg_qw_variant *v,
+                        const struct sg_qw_parsed *p, uint32_t seq);
 /* Could a preamble be written now? */
 bool sg_qw_track_ready(const struct sg_qw_track *t);
+/* Is the entity frame of server datagram `seq` known whole? */
+bool sg_qw_track_has_frame(const struct sg_qw_track *t, uint32_t seq);
+/* Write that frame as one svc_packetentities from the baselines.  0 or a negative error. */
+int sg_qw_track_write_frame(const struct sg_qw_track *t, uint32_t seq, struct sg_bmsg_writer *w);
 /* Write the preamble that makes a demo start before server datagram `seq`. */
 int sg_qw_track_preamble(const struct sg_qw_track *t, struct sg_qw_recorder *r, uint32_t seq);
 

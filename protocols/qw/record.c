@@ -193,6 +193,11 @@ static int write_cmd(struct sg_qw_recorder *r, const struct sg_qw_rec_cmd *c)
     for (int i = 0; i < 3; i++) /* the view angles */
         put_float(b + 29 + 4 * i, c->cmd.angles[i]);
     r->out_seq = c->seq + 1;
+    /* The frame this command opens in the playing client, and the base it will expect. */
+    r->cmds[c->seq % 64].seq = c->seq;
+    r->cmds[c->seq % 64].valid = true;
+    r->cmds[c->seq % 64].has_delta = r->pe_have;
+    r->cmds[c->seq % 64].delta = r->pe_last;
     return put(r, b, sizeof(b));
 }
 
@@ -230,25 +235,85 @@ void sg_qw_rec_start(struct sg_qw_recorder *r, FILE *out)
     r->npend = 0;
     r->bytes = 0;
     r->blocks = 0;
+    r->pe_have = false;
+    memset(r->cmds, 0, sizeof(r->cmds));
+    memset(r->infile_valid, 0, sizeof(r->infile_valid));
+}
+
+/* Does the file hold entity frame `seq`? */
+static bool holds(const struct sg_qw_recorder *r, uint32_t seq)
+{
+    return r->infile_valid[seq % 64] && r->infile[seq % 64] == seq;
+}
+
+/*
+ * Would the playing client decode this datagram's entities?  A whole frame
+ * always; a delta when its base is the one the client's command for this
+ * frame expects (CL_ParsePacketEntities' `from` check) and the file holds it.
+ */
+static bool decodable(const struct sg_qw_recorder *r, uint32_t seq, const struct sg_qw_parsed *p,
+                      const bool *dropped, int *pe)
+{
+    *pe = -1;
+    for (uint32_t i = 0; p && i < p->nmsgs; i++)
+        if ((p->msgs[i].op == 47 || p->msgs[i].op == 48) && !p->msgs[i].unparsed &&
+            !(dropped && dropped[i]))
+            *pe = (int)i;
+    if (*pe < 0 || p->msgs[*pe].op == 47)
+        return true;
+    const struct sg_qw_msg *m = &p->msgs[*pe];
+    uint32_t from = m->count ? p->fields[m->first].raw : 0;
+    const struct sg_qw_rec_frame *c = &r->cmds[seq % 64];
+    return c->valid && c->seq == seq && c->has_delta && ((c->delta ^ from) & 63) == 0 &&
+           holds(r, c->delta);
+}
+
+/* The datagram again, its delta entities replaced by the whole frame. */
+static int rewrite(struct sg_qw_recorder *r, const struct sg_qw_track *t, uint32_t seq,
+                   const uint8_t *data, const struct sg_qw_parsed *p, const bool *dropped, int pe)
+{
+    uint8_t buf[SG_QW_MAX_DGRAM + 8];
+    struct sg_bmsg_writer w;
+
+    sg_bmsg_writer_init(&w, buf, sizeof(buf));
+    sg_bmsg_write_data(&w, data, 8); /* the server's header */
+    for (uint32_t i = 0; i < p->nmsgs; i++) {
+        if (dropped && dropped[i])
+            continue;
+        if ((int)i == pe) {
+            int err = sg_qw_track_write_frame(t, seq, &w);
+            if (err < 0)
+                return err;
+        } else {
+            sg_qw_write_msg(p, i, &w);
+        }
+    }
+    if (w.overflowed)
+        return SG_E_OVERFLOW;
+    r->rewritten++;
+    return sg_qw_rec_read(r, buf, w.len);
 }
 
 int sg_qw_rec_server(struct sg_qw_recorder *r, const struct sg_qw_track *t, bool new_level,
-                     uint32_t seq, const uint8_t *data, size_t len)
+                     uint32_t seq, const uint8_t *data, size_t len, const struct sg_qw_parsed *p,
+                     const bool *dropped)
 {
-    int err;
+    bool whole;
+    int err, pe;
 
     if (!r->out)
         return SG_E_STATE;
     if (!r->started) {
         r->start_ms = r->clock_ms; /* the file's time 0 */
         /* A level's start as it came, or a preamble from the tracked state. */
-        if (new_level) {
-            err = write_set(r, r->clock_ms, r->have_seq ? r->last_seq + 1 : 1, seq - 1);
-        } else {
-            if (!t || !sg_qw_track_ready(t))
+        if (!new_level) {
+            if (!t || !sg_qw_track_ready(t) || !sg_qw_track_has_frame(t, seq))
                 return 0; /* nothing to start from yet */
             err = sg_qw_track_preamble(t, r, seq);
+            if (err < 0)
+                return err;
         }
+        err = write_set(r, r->clock_ms, r->have_seq ? r->last_seq + 1 : 1, seq - 1);
         if (err < 0)
             return err;
         r->started = true;
@@ -258,10 +323,25 @@ int sg_qw_rec_server(struct sg_qw_recorder *r, const struct sg_qw_track *t, bool
     /* A sequence the playing client would drop (a reconnect on the same file): re-sync. */
     if (!err && seq <= r->in_seq)
         err = write_set(r, r->clock_ms, r->out_seq, seq - 1);
-    if (!err)
-        err = sg_qw_rec_read(r, data, len);
     if (err < 0)
         return err;
+
+    /* The entities as they came when the playing client can decode them, else whole. */
+    whole = decodable(r, seq, p, dropped, &pe);
+    if (!whole && len >= 8 && t && sg_qw_track_has_frame(t, seq)) {
+        err = rewrite(r, t, seq, data, p, dropped, pe);
+        whole = err == 0;
+    } else {
+        err = sg_qw_rec_read(r, data, len);
+    }
+    if (err < 0)
+        return err;
+    if (pe >= 0 && whole) {
+        r->pe_have = true;
+        r->pe_last = seq;
+        r->infile[seq % 64] = seq;
+        r->infile_valid[seq % 64] = true;
+    }
     r->in_seq = seq;
     return 1;
 }
