@@ -87,6 +87,7 @@ struct qwc {
     struct sg_qw_recorder rec;
     struct sg_qw_track *track;
     FILE *rec_out;
+    char level[64]; /* the map's name, from its serverdata */
 };
 
 /* ---- relay hooks ---- */
@@ -442,8 +443,11 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         c->have_serverdata = true;
         settle_variant(c);
         c->frame.new_level = true;
-        snprintf(c->frame.level, sizeof(c->frame.level), "%s", c->parsed.level);
+        snprintf(c->level, sizeof(c->level), "%s", c->parsed.level);
     }
+    /* The level's name on every server message: a recording may start mid-level. */
+    if (dir == SG_DIR_S2C && c->level[0])
+        memcpy(c->frame.level, c->level, sizeof(c->level));
     if (c->parsed.unsupported_op >= 0 && c->unsupported_op < 0)
         c->unsupported_op = c->parsed.unsupported_op;
     if (err < 0) {

@@ -467,6 +467,16 @@ def check_qwd_shape(path, preamble):
     rising sequences (the first a serverdata unless `preamble`), client
     commands, times that never go back, and the end marker last."""
     blocks = qwd_blocks(path)
+    if preamble:
+        # slipgate's own preamble: datagrams numbered 1, 2, ..., the serverdata first
+        pre = 0
+        while pre < len(blocks) and blocks[pre][1] == 1:
+            if struct.unpack_from("<I", blocks[pre][2])[0] != pre + 1:
+                raise Fail(f"{path}: preamble datagram {pre} numbered wrong")
+            pre += 1
+        if pre < 2 or blocks[0][2][8] != 11:
+            raise Fail(f"{path}: no preamble starting with a serverdata ({pre} datagrams)")
+        blocks = blocks[pre:]
     if not blocks or blocks[0][1] != 2:
         raise Fail(f"{path}: does not start with a dem_set")
     reads = [b for b in blocks if b[1] == 1]

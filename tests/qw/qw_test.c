@@ -721,8 +721,14 @@ static void rec_run(struct rec_walk *w, unsigned start_at)
     w->start_at = start_at;
     w->client_port = 27001; /* the capture's game session (MANIFEST) */
     CHECK_EQ(w->c->create(&w->st), 0);
-    CHECK(w->c->demo_ext && strcmp(w->c->demo_ext(w->st), "qwd") == 0);
+    CHECK(w->c->demo_ext && w->c->record && w->c->record_end);
+    if (!w->c->demo_ext || !w->c->record || !w->c->record_end)
+        return; /* no demo writer */
+    CHECK(strcmp(w->c->demo_ext(w->st), "qwd") == 0);
     w->out = open_memstream(&w->buf, &w->len);
+    CHECK(w->out != NULL);
+    if (!w->out)
+        return;
     CHECK_EQ(pcap_udp_foreach(capture_path(), on_udp_rec, w), 0);
     CHECK_EQ(w->c->record_end(w->st, w->out), 0);
     fclose(w->out);
