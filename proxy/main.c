@@ -48,7 +48,7 @@ static const char usage_text[] =
     "                           address once and checks the stats file\n"
     "      --stats FILE         write a JSON summary of every session at exit\n"
     "                           (a path that cannot be written fails the start)\n"
-    "      --record DIR         record each session's demo (.dm_68, ...) into DIR\n"
+    "      --record DIR         record each session's demo (.dm_68, .qwd, ...) into DIR\n"
     "  -v, --verbose            log more (repeat for debug, trace)\n"
     "  -q, --quiet              log less (repeat for errors only)\n"
     "      --version            print the version and exit\n"
