@@ -52,28 +52,38 @@ static void apply_cmd(const struct sg_qw_field *f, uint32_t n, uint32_t *at,
 {
     uint32_t i = *at;
 
-    /* "cmdbits" opens the command, "msec" (always there) closes it. */
+    /* "cmdbits" opens the command, "msec" (always there) closes it.  The
+     * names are parse.c's usercmd field names: two letters tell them apart. */
     for (i++; i < n; i++) {
         const char *name = f[i].name;
-        float v = sg_bmsg_num_value(f[i].num, f[i].raw);
 
-        if (strcmp(name, "msec") == 0) {
+        switch (name[0]) {
+        case 'm': /* msec */
             cmd->msec = (uint8_t)f[i].raw;
-            i++;
+            *at = i + 1;
+            return;
+        case 'a': /* angle0..2 */
+            if (name[5] >= '0' && name[5] <= '2')
+                cmd->angles[name[5] - '0'] = sg_bmsg_num_value(f[i].num, f[i].raw);
+            break;
+        case 'f':
+            cmd->move[0] = (int16_t)f[i].raw;
+            break;
+        case 's':
+            cmd->move[1] = (int16_t)f[i].raw;
+            break;
+        case 'u':
+            cmd->move[2] = (int16_t)f[i].raw;
+            break;
+        case 'b':
+            cmd->buttons = (uint8_t)f[i].raw;
+            break;
+        case 'i':
+            cmd->impulse = (uint8_t)f[i].raw;
+            break;
+        default:
             break;
         }
-        if (strncmp(name, "angle", 5) == 0 && name[5] >= '0' && name[5] <= '2')
-            cmd->angles[name[5] - '0'] = v;
-        else if (strcmp(name, "forward") == 0)
-            cmd->move[0] = (int16_t)f[i].raw;
-        else if (strcmp(name, "side") == 0)
-            cmd->move[1] = (int16_t)f[i].raw;
-        else if (strcmp(name, "up") == 0)
-            cmd->move[2] = (int16_t)f[i].raw;
-        else if (strcmp(name, "buttons") == 0)
-            cmd->buttons = (uint8_t)f[i].raw;
-        else if (strcmp(name, "impulse") == 0)
-            cmd->impulse = (uint8_t)f[i].raw;
     }
     *at = i;
 }
@@ -93,7 +103,7 @@ static bool move_cmds(const struct sg_qw_parsed *p, struct sg_qw_usercmd cmds[3]
     memset(&cur, 0, sizeof(cur));
     at = 2; /* checksum, lossage */
     while (k < 3 && at < move->count) {
-        if (strcmp(p->fields[move->first + at].name, "cmdbits") != 0)
+        if (p->fields[move->first + at].name[0] != 'c') /* "cmdbits" */
             return false;
         apply_cmd(p->fields + move->first, move->count, &at, &cur);
         cmds[k++] = cur; /* each is a delta from the one before */

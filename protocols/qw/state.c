@@ -32,7 +32,7 @@
 #define MAX_ENTRIES  2048
 #define MAX_BASELINE 1024 /* entity numbers tracked (ENTITYDBL2 reaches further: untracked) */
 #define FRAMES       64   /* UPDATE_BACKUP */
-#define PARSE_ENTS   (FRAMES * 64)
+#define PARSE_ENTS   (FRAMES * 32)
 #define MAX_FRAME_ENTS 512
 #define PREAMBLE_MSG 1400 /* payload bytes of one preamble datagram */
 
@@ -214,36 +214,53 @@ static bool apply_delta(const struct sg_qw_field *f, uint32_t n, uint32_t *at, s
 {
     uint32_t i = *at;
 
+    /* parse.c's entity field names: the first two letters tell them apart. */
     for (; i < n; i++) {
         const char *name = f[i].name;
-        float v = sg_bmsg_num_value(f[i].num, f[i].raw);
+        uint32_t raw = f[i].raw;
 
-        if (strcmp(name, "entity") == 0)
+        switch (name[0]) {
+        case 'e':
+            if (name[1] == 'n' && name[2] == 't') { /* entity: the next one */
+                *at = i;
+                return true;
+            }
+            if (name[1] == 'v') { /* evenmore */
+                if (raw & ~(U_FTE_TRANS | U_FTE_YETMORE))
+                    return false; /* scale, model / entity number extensions: not tracked */
+            } else {
+                e->effects = (uint8_t)raw;
+            }
             break;
-        if (strcmp(name, "morebits") == 0)
-            continue;
-        if (strcmp(name, "evenmore") == 0 || strcmp(name, "yetmore") == 0) {
-            uint32_t bits = f[i].raw & (name[0] == 'e' ? ~(U_FTE_TRANS | U_FTE_YETMORE) : 0xffu);
-            if (bits)
-                return false; /* scale, model / entity number extensions ...: not tracked */
-            continue;
+        case 'y': /* yetmore */
+            if (raw & 0xffu)
+                return false;
+            break;
+        case 'm':
+            if (name[1] == 'o' && name[2] == 'd')
+                e->model = (uint8_t)raw;
+            break; /* morebits */
+        case 'o':
+            e->origin[(name[6] - '0') % 3] = sg_bmsg_num_value(f[i].num, raw);
+            break;
+        case 'a':
+            e->angles[(name[5] - '0') % 3] = sg_bmsg_num_value(f[i].num, raw);
+            break;
+        case 'f':
+            e->frame = (uint8_t)raw;
+            break;
+        case 'c':
+            e->colormap = (uint8_t)raw;
+            break;
+        case 's':
+            e->skin = (uint8_t)raw;
+            break;
+        case 't':
+            e->trans = (uint8_t)raw;
+            break;
+        default:
+            break;
         }
-        if (strncmp(name, "origin", 6) == 0)
-            e->origin[name[6] - '0'] = v;
-        else if (strncmp(name, "angle", 5) == 0)
-            e->angles[name[5] - '0'] = v;
-        else if (strcmp(name, "model") == 0)
-            e->model = (uint8_t)f[i].raw;
-        else if (strcmp(name, "frame") == 0)
-            e->frame = (uint8_t)f[i].raw;
-        else if (strcmp(name, "colormap") == 0)
-            e->colormap = (uint8_t)f[i].raw;
-        else if (strcmp(name, "skin") == 0)
-            e->skin = (uint8_t)f[i].raw;
-        else if (strcmp(name, "effects") == 0)
-            e->effects = (uint8_t)f[i].raw;
-        else if (strcmp(name, "trans") == 0)
-            e->trans = (uint8_t)f[i].raw;
     }
     *at = i;
     return true;
