@@ -341,6 +341,8 @@ int sg_qw_rec_server(struct sg_qw_recorder *r, const struct sg_qw_track *t, bool
     if (!whole && len >= 8 && t && sg_qw_track_has_frame(t, seq)) {
         err = rewrite(r, t, seq, data, p, dropped, pe);
         whole = err == 0;
+        if (err < 0 && err != -EIO) /* the frame did not fit: as it came, then */
+            err = sg_qw_rec_read(r, data, len);
     } else {
         err = sg_qw_rec_read(r, data, len);
     }

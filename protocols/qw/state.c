@@ -357,10 +357,8 @@ static void packet_entities(struct sg_qw_track *t, const struct sg_qw_parsed *p,
             e = t->baselines[num];
         else
             return;
-        if (!apply_delta(f, m->count, &at, &e)) {
-            t->ents_bad = true;
-            return;
-        }
+        if (!apply_delta(f, m->count, &at, &e))
+            return; /* this frame (and those on it) unknown */
         e.number = (uint16_t)num;
         if (count == MAX_FRAME_ENTS)
             return;
