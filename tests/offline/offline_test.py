@@ -150,9 +150,12 @@ def case_pcap_protocol_forced():
     for opt in ("--protocol", "-p"):
         forced = pcap(cap, opt, "q3")
         expect(forced == auto, "%s q3 gives the same lines and summary" % opt)
+    rc, out, err = pcap(cap, "--protocol", "nq")
+    expect(rc == 1 and out == "" and "nq: this game's captures cannot be decoded yet; "
+           "decoders: q3 qw" in err, err)
+    # a Quake 3 capture forced to QuakeWorld is decoded as QuakeWorld (and fails there)
     rc, out, err = pcap(cap, "--protocol", "qw")
-    expect(rc == 1 and out == "" and "qw: this game's captures cannot be decoded yet; "
-           "decoders: q3" in err, err)
+    expect(rc == 1 and " seq=" in out and "not decoded" not in out, err[-400:])
     rc, _, err = pcap(cap, "--protocol", "quake9")
     expect(rc == 2 and "unknown protocol 'quake9'" in err, err)
     # a QuakeWorld capture forced to Quake 3 is decoded as Quake 3 (and fails there)
@@ -161,8 +164,13 @@ def case_pcap_protocol_forced():
 
 
 def case_pcap_other_games():
-    for rel, name, title in (("qw/sessions/ezquake_mvdsv/capture.pcap", "qw", "QuakeWorld"),
-                             ("nq/sessions/quakespasm_darkplaces/capture.pcap", "nq", "NetQuake"),
+    # QuakeWorld has a capture decoder: its flows are decoded, every message rebuilt identical
+    rc, out, err = pcap(data("qw/sessions/ezquake_mvdsv/capture.pcap"))
+    expect(rc == 0 and err.rstrip().endswith(" 0 errors"), err[-600:])
+    expect(re.search(r"messages (\d+), rebuilt identical \1/\1, dropped as old 0, errors 0", err),
+           "the QuakeWorld session's summary: " + err[-600:])
+    expect("not decoded" not in out and " svc_serverdata" in out, out[:400])
+    for rel, name, title in (("nq/sessions/quakespasm_darkplaces/capture.pcap", "nq", "NetQuake"),
                              ("q2/sessions/q2pro_36/capture.pcap", "q2", "Quake 2")):
         rc, out, err = pcap(data(rel))
         expect(rc == 1, "%s: exit 1 (nothing decoded)" % rel)
