@@ -19,7 +19,9 @@ every frame drawn): `record` (`reencode always` and a record filter; the
 client quits, the demo ends at its `drop`), `mapchange` (the server changes
 map by rcon: one demo per map, each playing to its end), `midrecord` (the
 record filter comes with a SIGHUP reload mid-game: the demo starts with a
-preamble slipgate built from what it tracked) and `pcaprecord` (offline:
+preamble slipgate built from what it tracked), `kill9` (slipgate is killed
+with SIGKILL mid-game: the demo holds only whole blocks, and with ezQuake's
+end marker appended it plays to its end) and `pcaprecord` (offline:
 `slipgate pcap decode --record` on the shared ezquake_mvdsv capture: 0
 errors, every message rebuilt identical, and the .qwd plays and holds the
 capture's server datagrams from the serverdata on, byte for byte).
@@ -104,7 +106,7 @@ QW_PLAIN_CONF = """route qw {{
 }}
 """
 
-QW_RECORD_CASES = ("record", "mapchange", "midrecord")
+QW_RECORD_CASES = ("record", "mapchange", "midrecord", "kill9")
 
 
 def stats_session(path):
@@ -356,6 +358,15 @@ def run(game, case, seconds, work, data, slipgate, procs):
     if re.search(r"peers left|timed out|Client .* removed|peers dropped", read(srv_log)):
         raise Fail(f"the client left the server:\n{read(srv_log)[-1500:]}")
 
+    if case == "kill9":
+        # slipgate dies mid-game: the demo is cut after its last whole block
+        os.kill(Procs.children(px.pid)[0], signal.SIGKILL)
+        procs.stop(px, signal.SIGTERM, 5)
+        procs.stop(cli, signal.SIGTERM, 5, group=True)
+        print(f"PASS relay_peers@qw+kill9: slipgate killed after {seconds} s in the game"
+              + check_qw_demos(work, data, demos, case, px_log, procs))
+        return
+
     quit_said = ""
     if case in QW_RECORD_CASES:
         quit_said = qw_client_quits(srv_port, srv_log, px_log)
@@ -462,11 +473,16 @@ def qwd_blocks(path):
 END_OF_DEMO = b"\xff\xff\xff\xff\x02EndOfDemo\x00"
 
 
-def check_qwd_shape(path, preamble):
+def check_qwd_shape(path, preamble, cut=False):
     """A demo as ezQuake writes one: a dem_set first, server datagrams with
     rising sequences (the first a serverdata unless `preamble`), client
     commands, times that never go back, and the end marker last."""
     blocks = qwd_blocks(path)
+    if cut:
+        # ezQuake's end marker after the last whole block: the cut file plays to its end
+        with open(path, "ab") as f:
+            f.write(struct.pack("<fBi", blocks[-1][0], 1, len(END_OF_DEMO)) + END_OF_DEMO)
+        blocks = qwd_blocks(path)
     if preamble:
         # slipgate's own preamble: datagrams numbered 1, 2, ..., the serverdata first
         pre = 0
@@ -506,7 +522,7 @@ def check_qw_demos(work, data, demos, case, px_log, procs):
         raise Fail(f"{len(files)} demos, want {want}: {files}\n{read(px_log)[-1500:]}")
     out = []
     for i, path in enumerate(files):
-        reads, cmds, secs = check_qwd_shape(path, case == "midrecord")
+        reads, cmds, secs = check_qwd_shape(path, case == "midrecord", case == "kill9")
         text = play_qwd(work, data, path, procs, str(i))
         frames = re.search(r"(\d+) frames\s+[\d.]+ seconds", text).group(1)
         out.append(f"{os.path.basename(path)}: {reads} server messages, {cmds} commands, "
