@@ -1,6 +1,7 @@
 /*
- * Configuration reader: drives the lexer over a file, line by line, and
- * applies each directive line to the object of the innermost open block.
+ * Configuration reader: drives the lexer over a file, line by line, cuts
+ * each line into directives (at ';', after a '{' and around a '}') and
+ * applies each directive to the object of the innermost open block.
  *
  * The reader keeps a stack of open blocks.  Each frame has a section (the
  * directives allowed inside; NULL when the block itself was unknown, so its
@@ -8,10 +9,14 @@
  * its inside is still checked, only nothing is stored).  Thus one mistake
  * gives one error, and every line of the file is still looked at:
  *
- * - an error on a line skips the rest of that line only;
+ * - an error in a directive skips the rest of that directive only (a
+ *   lexical error, the rest of its line);
  * - a bad block line still pushes a frame, so its '}' closes it;
- * - a block line without '{' followed by a lone '{' line opens the block
- *   without a second error;
+ * - a block line without '{' followed by a line starting with '{' opens
+ *   the block without a second error;
+ * - a block with more after its '{' on the same line (`filter f { x 1 }`)
+ *   must close on that line; if it does not, that is one error and the
+ *   block is closed there;
  * - blocks still open at the end of the file are reported at the last line.
  *
  * Non-block directives (except CUSTOM) may be given once per object.
@@ -38,6 +43,7 @@ struct frame {
     void *obj;                             /* NULL: check only */
     char name[48];                         /* the block's directive, for messages */
     int line;                              /* where it was opened */
+    int brace_col;                         /* > 0: a one-line block, its '{' column */
     int seen_start;                        /* its first entry in parser.seen */
 };
 
@@ -110,9 +116,10 @@ error_at(struct parser *p, const struct sg_conf_arg *at, const char *fmt, ...)
     sg_conf_diag_error(p->diag, p->file, at->line, at->col, "%s", text);
 }
 
-static bool is_brace(const struct sg_conf_arg *a, char brace)
+/* Is `a` the unquoted structural word `mark` ('{', '}' or ';')? */
+static bool is_mark(const struct sg_conf_arg *a, char mark)
 {
-    return !a->quoted && a->text[0] == brace && a->text[1] == '\0';
+    return !a->quoted && a->text[0] == mark && a->text[1] == '\0';
 }
 
 /* Opens a frame; past MAX_DEPTH only counts it. */
@@ -129,31 +136,34 @@ static void push_frame(struct parser *p, const struct sg_conf_section *section, 
     f->obj = obj;
     sg_conf__clip(name->text, f->name, sizeof(f->name));
     f->line = name->line;
+    f->brace_col = 0;
     f->seen_start = p->nseen;
 }
 
-/* A '}' line: closes the innermost block. */
-static void close_block(struct parser *p, const struct sg_conf_arg *args, int n)
+/* A '}': closes the innermost block. */
+static void close_block(struct parser *p, const struct sg_conf_arg *brace)
 {
-    char got[64];
-
-    if (n > 1)
-        error_at(p, &args[1], "unexpected '%s' after '}'; '}' must be alone on its line",
-                 sg_conf__clip(args[1].text, got, sizeof(got)));
     if (p->depth == 1) {
-        error_at(p, &args[0], "unexpected '}'");
+        error_at(p, brace, "unexpected '}'");
         return;
     }
     p->nseen = p->frames[--p->depth].seen_start;
 }
 
-/* Inside blocks past MAX_DEPTH: only follow the nesting. */
-static void skip_deep(struct parser *p, const struct sg_conf_arg *args, int n)
+/* A line that failed to lex but visibly ends with '{' still opens a (skipped) block. */
+static void lex_failed(struct parser *p, const char *text, size_t len, int line)
 {
-    if (is_brace(&args[0], '}'))
-        p->excess--;
-    else if (is_brace(&args[n - 1], '{'))
+    while (len > 0 && strchr(" \t\r\v\f", text[len - 1]))
+        len--;
+    if (len == 0 || text[len - 1] != '{' || (len > 1 && !strchr(" \t\v\f", text[len - 2])))
+        return;
+    struct sg_conf_arg at = {.text = p->lx.nargs > 0 ? p->lx.args[0].text : "{",
+                             .line = line,
+                             .col = p->lx.nargs > 0 ? p->lx.args[0].col : (int)len};
+    if (p->excess > 0)
         p->excess++;
+    else
+        push_frame(p, NULL, NULL, &at);
 }
 
 /* The words of an unknown directive's message: "at top level" or "in route block". */
@@ -347,7 +357,7 @@ static int set_single(struct parser *p, const struct sg_conf_directive *d,
 static int directive(struct parser *p, const struct sg_conf_arg *args, int n)
 {
     const struct frame *f = &p->frames[p->depth - 1];
-    bool brace = n > 1 && is_brace(&args[n - 1], '{');
+    bool brace = n > 1 && is_mark(&args[n - 1], '{');
     int nvals = n - 1 - brace;
     const struct sg_conf_directive *d;
 
@@ -384,49 +394,61 @@ static int directive(struct parser *p, const struct sg_conf_arg *args, int n)
     return set_single(p, d, args, nvals);
 }
 
-/* A '{' or '}' anywhere but where they belong: one error, and keep the nesting right. */
-static bool stray_brace(struct parser *p, const struct sg_conf_arg *args, int n,
-                        const struct sg_conf_directive *pending)
+/* A lone '{' opening a block: the one a block line without '{' left pending, or a stray one. */
+static void lone_open(struct parser *p, const struct sg_conf_arg *brace,
+                      const struct sg_conf_directive *pending)
 {
-    for (int i = 0; i < n; i++) {
-        bool open = is_brace(&args[i], '{');
-        if (open && n == 1 && pending) {
-            struct sg_conf_arg at = args[0];
-            at.text = pending->name;
-            push_frame(p, pending->child, NULL, &at);
-            return true;
-        }
-        if (open && (i < n - 1 || i == 0)) {
-            error_at(p, &args[i], "unexpected '{'; '{' must end the line that opens a block");
-        } else if (is_brace(&args[i], '}') && i > 0) {
-            error_at(p, &args[i], "unexpected '}'; '}' must be alone on its line");
-        } else {
-            continue;
-        }
-        if (is_brace(&args[n - 1], '{'))
-            push_frame(p, NULL, NULL, &args[0]);
-        return true;
-    }
-    return false;
-}
+    struct sg_conf_arg at = *brace;
 
-/* A line that failed to lex but visibly ends with '{' still opens a (skipped) block. */
-static void lex_failed(struct parser *p, const char *text, size_t len, int line)
-{
-    while (len > 0 && strchr(" \t\r\v\f", text[len - 1]))
-        len--;
-    if (len == 0 || text[len - 1] != '{' || (len > 1 && !strchr(" \t\v\f", text[len - 2])))
+    if (pending) {
+        at.text = pending->name;
+        push_frame(p, pending->child, NULL, &at);
         return;
-    struct sg_conf_arg at = {.text = p->lx.nargs > 0 ? p->lx.args[0].text : "{",
-                             .line = line,
-                             .col = p->lx.nargs > 0 ? p->lx.args[0].col : (int)len};
-    if (p->excess > 0)
-        p->excess++;
-    else
-        push_frame(p, NULL, NULL, &at);
+    }
+    error_at(p, brace, "unexpected '{'; a block opens with its name: NAME [ARGS] {");
+    push_frame(p, NULL, NULL, brace); /* its '}' closes it */
 }
 
-/* One line of the file. */
+/* Past MAX_DEPTH only the nesting is followed. */
+static void skip_deep(struct parser *p, char term)
+{
+    if (term == '{')
+        p->excess++;
+    else if (term == '}')
+        p->excess--;
+}
+
+/*
+ * A block whose '{' has more on its line (a one-line block) must close on
+ * that line: a missing '}' is reported at its '{', and the block is closed
+ * so that the next lines land where the writer meant them.
+ */
+static void close_one_line_blocks(struct parser *p, int line)
+{
+    int k;
+
+    for (k = 1; k < p->depth; k++) {
+        if (p->frames[k].line == line && p->frames[k].brace_col > 0)
+            break;
+    }
+    if (k >= p->depth)
+        return;
+    const struct frame *f = &p->frames[k];
+    struct sg_conf_arg at = {.text = "{", .line = line, .col = f->brace_col};
+    error_at(p, &at,
+             "block '%s' has directives after its '{' but no '}' on the same line; a block "
+             "written on one line must end on it",
+             f->name);
+    p->nseen = f->seen_start;
+    p->depth = k;
+    p->excess = 0;
+}
+
+/*
+ * One line of the file: its directives, separated by ';', '{' (which opens
+ * the block of the directive before it) and '}' (which closes the innermost
+ * block, after the directive before it).
+ */
 static int parse_line(struct parser *p, const char *text, size_t len, int line)
 {
     const struct sg_conf_directive *pending = p->pending;
@@ -444,17 +466,43 @@ static int parse_line(struct parser *p, const char *text, size_t len, int line)
         p->pending = pending; /* blank lines may separate a block line and its '{' */
         return 0;
     }
-    if (p->excess > 0) {
-        skip_deep(p, args, n);
-        return 0;
+
+    int start = 0;
+    for (int i = 0; i <= n; i++) {
+        char term = i == n                   ? '\n'
+                    : is_mark(&args[i], '{') ? '{'
+                    : is_mark(&args[i], '}') ? '}'
+                    : is_mark(&args[i], ';') ? ';'
+                                             : 0;
+        if (!term)
+            continue;
+        int count = i - start;
+        const struct sg_conf_arg *stmt = &args[start];
+        start = i + 1;
+        if (p->excess > 0) {
+            skip_deep(p, term);
+            continue;
+        }
+        if (term == '{') {
+            int depth = p->depth;
+            p->pending = NULL;
+            if (count == 0)
+                lone_open(p, &args[i], i == 0 ? pending : NULL);
+            else
+                directive(p, stmt, count + 1);
+            if (p->depth > depth)
+                p->frames[p->depth - 1].brace_col = i < n - 1 ? args[i].col : 0;
+            continue;
+        }
+        if (count > 0) {
+            p->pending = NULL;
+            directive(p, stmt, count);
+        }
+        if (term == '}')
+            close_block(p, &args[i]);
     }
-    if (is_brace(&args[0], '}')) {
-        close_block(p, args, n);
-        return 0;
-    }
-    if (stray_brace(p, args, n, pending))
-        return 0;
-    return directive(p, args, n);
+    close_one_line_blocks(p, line);
+    return 0;
 }
 
 /* At the end of the file: every block still open is an error, innermost first. */

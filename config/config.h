@@ -7,13 +7,15 @@
  * a section is a list of such tables, so a later module adds directives to
  * a section without touching the reader (the nginx ngx_command_t model).
  *
- * Syntax, one directive per line:
+ * Syntax: one directive per line, or several separated by ';':
  *
  *     # comment            // comment too
  *     name value ...       values are words or "quoted strings" with \" \\ \n \t
  *     name [args] {        opens a block (a directive of type SG_CONF_BLOCK)
  *         ...
  *     }
+ *     name [args] { a 1; b 2 }   a block on one line (may nest); it must
+ *                                close on the line it opens on
  *
  * Values: INT (decimal, optional k/M/G suffix for SIZE), DURATION
  * ("60", "60s", "500ms", "2m", "1h"; stored in milliseconds), BOOL
@@ -23,11 +25,13 @@
  * a PATH may not be empty.
  *
  * Lexical details: a directive may not continue onto the next line; CRLF
- * line ends are accepted.  '#' and '//' start a comment only where a value
+ * line ends are accepted; an unquoted ';' always ends a directive (write
+ * ";" for a semicolon value), and a trailing or doubled ';' is harmless.  '#' and '//' start a comment only where a value
  * could start (line start, after a blank or a closing quote), so `a#b` and
- * `http://x` are plain words.  Only an unquoted `{` or `}` is structural:
- * `{` must be the last value of a block's line and `}` alone on its line;
- * write "{" to pass a brace as a value.  Lines and columns count from 1;
+ * `http://x` are plain words.  Only an unquoted `{` or `}` word is
+ * structural: `{` ends a block's directive and opens it (a lone `{` may
+ * open the block a line without one named), `}` closes the innermost
+ * block; write "{" to pass a brace as a value.  Lines and columns count from 1;
  * a column counts bytes (a tab is one column).  Blocks nest at most 15 deep.
  *
  * Every diagnostic names file, line and column and what was expected; an

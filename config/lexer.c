@@ -3,8 +3,10 @@
  *
  * A line is split at blanks (space, tab, CR, VT, FF) into words and
  * "quoted strings".  A quoted string resolves the escapes \" \\ \n \t and
- * must end on the same line, followed by a blank, a comment or the end of
- * the line.  A word is any run of non-blank bytes without '"'.  '#' and
+ * must end on the same line, followed by a blank, ';', a comment or the
+ * end of the line.  A word is any run of non-blank bytes without '"' or
+ * ';'.  An unquoted ';' is an argument of its own (it ends a directive,
+ * config.c), so `listen a:1; server b:2` is five arguments.  '#' and
  * '//' start a comment where an argument could start (at the start of the
  * line, after a blank or after a closing quote), so `http://x` and `a#b` are
  * plain words.  Columns count bytes from 1; a tab is one column.
@@ -85,10 +87,16 @@ static int push_arg(struct sg_conf__lexer *lx, const char *text, const struct cu
     return 0;
 }
 
-/* Reads a bare word; stops at a blank or the end of the line. */
+/* Reads a bare word; stops at a blank, a ';' or the end of the line (a lone ';' is one word). */
 static int lex_word(struct cursor *c)
 {
-    while (c->i < c->len && !is_blank(c->text[c->i])) {
+    if (c->text[c->i] == ';') {
+        *c->out++ = ';';
+        *c->out++ = '\0';
+        c->i++;
+        return 0;
+    }
+    while (c->i < c->len && !is_blank(c->text[c->i]) && c->text[c->i] != ';') {
         char ch = c->text[c->i];
         if (ch == '"') {
             sg_conf_diag_error(c->diag, c->file, c->line, col_of(c->i),
@@ -161,7 +169,7 @@ static int lex_quoted(struct cursor *c)
     c->i++;
 
     /* The closing quote must end the argument. */
-    if (c->i < c->len && !is_blank(c->text[c->i]) && !at_comment(c, c->i)) {
+    if (c->i < c->len && !is_blank(c->text[c->i]) && c->text[c->i] != ';' && !at_comment(c, c->i)) {
         sg_conf_diag_error(c->diag, c->file, c->line, col_of(c->i),
                            "expected a blank or the end of the line after the closing quote");
         return SG_E_CONFIG;

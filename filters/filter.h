@@ -94,6 +94,13 @@ struct sg_filter_session {
     /* Signed recordings (filters/sign.h): the route's key, or NULL; checkpoint interval. */
     const struct sg_sign_key *sign_key; /* valid for the session's life */
     int64_t sign_interval_ms;
+    /*
+     * `anonymize yes` (filters/anon.h): the client's pseudonymous address,
+     * or NULL.  `client` and `client_addr` are then the pseudonym's too;
+     * on_datagram's from/to still carry the real address (where datagrams
+     * go), which a tap that writes addresses replaces with this one.
+     */
+    const struct sockaddr *client_anon;
 };
 
 struct sg_filter_proxy; /* the proxy's side of a call: opaque */

@@ -32,6 +32,11 @@
  * destroy.  A write error (disk full) is logged once and ends the capture
  * for the route; the traffic itself is never held up.
  *
+ * With `anonymize yes` on the route, the client's address and port in the
+ * packet headers are its pseudonymous ones (filters/anon.h: 198.18.0.0/15,
+ * 2001:db8::/32), the same for a client all along, and the checksums are
+ * computed over them.
+ *
  * With `sign_key` (route or top level), the file is written through a
  * signer (filters/sign.h) and gets FILE.sig: the route's first datagram
  * tells the key, so a file opened at start-up (no %route%) is made again
@@ -844,6 +849,13 @@ static void on_datagram(struct sg_filter_call *call, enum sg_leg leg, const uint
 
     clock_gettime(CLOCK_REALTIME, &ts);
     fix_local(call, leg, &from, &to);
+    /* anonymize yes: the client's pseudonymous address in the headers (checksums follow). */
+    if (call->session && call->session->client_anon) {
+        if (leg == SG_LEG_CLIENT_IN)
+            from = call->session->client_anon;
+        else if (leg == SG_LEG_CLIENT_OUT)
+            to = call->session->client_anon;
+    }
     if (build(r, from, to, data, len, &caplen, &origlen) < 0)
         return; /* not an IP address: nothing to write */
     snprintf(comment, sizeof(comment), "session %" PRIu64 " %s",

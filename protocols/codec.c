@@ -5,14 +5,14 @@
 #include <strings.h>
 
 extern const struct sg_codec sg_q3_codec;
-extern const struct sg_codec sg_nq_relay;
+extern const struct sg_codec sg_nq_codec;
 extern const struct sg_codec sg_qw_codec;
 extern const struct sg_codec sg_q2_relay;
 
 const struct sg_codec *const sg_codecs[] = {
     &sg_q3_codec,
     &sg_qw_codec,
-    &sg_nq_relay,
+    &sg_nq_codec,
     &sg_q2_relay,
     NULL,
 };
@@ -69,8 +69,6 @@ const struct sg_codec *sg_codec_demo_ext(const char *ext)
 static const struct {
     const char *game, *exts[3], *list;
 } unreadable[] = {
-    {"qw", {"qwd", "mvd", NULL}, ".qwd, .mvd"},
-    {"nq", {"dem", NULL, NULL}, ".dem"},
     {"q2", {"dm2", NULL, NULL}, ".dm2"},
 };
 

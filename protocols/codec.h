@@ -186,6 +186,18 @@ struct sg_demo_impl {
 };
 
 /*
+ * A game's connectionless status query, for `slipgate doctor` (no state,
+ * no I/O).  `query` writes the datagram into `out` (`cap` bytes) and
+ * returns its length, or -ENOSPC; `is_reply` tells whether a datagram from
+ * the server is this game's answer to it.
+ */
+struct sg_codec_status {
+    const char *what; /* "getstatus", "status", "CCREQ_SERVER_INFO": for messages */
+    int (*query)(uint8_t *out, size_t cap);
+    bool (*is_reply)(const uint8_t *data, size_t len);
+};
+
+/*
  * A game's capture decoder: the proxy splits a capture's UDP datagrams
  * into flows (client address, server address) and feeds each flow's
  * datagrams, in capture order, to one flow object of its game.
@@ -339,6 +351,12 @@ struct sg_codec {
      * be NULL: the server's first answer is then enough.
      */
     bool (*established)(void *state);
+
+    /*
+     * How `slipgate doctor` asks a server of this game whether it answers
+     * (the status query a server browser sends).  May be NULL.
+     */
+    const struct sg_codec_status *status;
 };
 
 /*

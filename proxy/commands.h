@@ -19,4 +19,13 @@ int sg_cmd_keygen(int argc, char **argv);
 /* `slipgate demo verify FILE [--key K|--keyfile F] [--json]`: any recording against FILE.sig. */
 int sg_cmd_demo_verify(int argc, char **argv);
 
+/*
+ * `slipgate doctor [-c FILE] [-l|-s|-p|--record ...] [--timeout D] [--min-free SIZE]
+ * [+set NAME VALUE]...`: one ok/warn/fail line per check of what the start
+ * and the first hours would meet (ports, servers, directories, caps, keys).
+ */
+int sg_cmd_doctor(int argc, char **argv);
+/* `slipgate play [GAME] [OPTIONS]`: runs the playground script in this process's place; returns only on failure. */
+int sg_cmd_play(int argc, char **argv);
+
 #endif

@@ -5,10 +5,12 @@
 #include "proxy/conf.h"
 
 #include "proxy/log.h"
+#include "filters/anon.h"
 #include "filters/sign.h"
 #include "protocols/error.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 
 const char *const sg_protocol_names[] = {"auto", "q3", "q2", "qw", "nq", NULL};
 const char *const sg_reencode_names[] = {"changed", "always", NULL};
+static const char *const anonymize_names[] = {"no", "yes", NULL};
 
 /* ---- route blocks ---- */
 
@@ -82,6 +85,27 @@ static void top_key_stored(void *obj, const struct sg_conf_directive *d,
 {
     ((struct sg_conf *)obj)->sign_key_line = arg->line;
 }
+
+/* Where `anonymize_key` was given. */
+static void route_anon_key_stored(void *obj, const struct sg_conf_directive *d,
+                                  const struct sg_conf_arg *arg)
+{
+    ((struct sg_route_conf *)obj)->anonymize_key_line = arg->line;
+}
+
+static void top_anon_key_stored(void *obj, const struct sg_conf_directive *d,
+                                const struct sg_conf_arg *arg)
+{
+    ((struct sg_conf *)obj)->anonymize_key_line = arg->line;
+}
+
+#define ANONYMIZE_HELP                                                                             \
+    "replace client addresses with a keyed pseudonym (anon-XXXXXXXX) in logs, --stats, demo "     \
+    "names, .sig files, textlog/inspect output, the HTTP pages and pcap captures (default no)"
+#define ANONYMIZE_KEY_HELP                                                                         \
+    "the pseudonyms' secret key, made (mode 0600) when it does not exist (default "               \
+    "$STATE_DIRECTORY/anonymize.key, else $XDG_STATE_HOME or ~/.local/state: "                      \
+    "slipgate/anonymize.key)"
 
 #define SIGN_KEY_HELP                                                                              \
     "sign every recording (demos, pcap captures) with this secret key (from `slipgate keygen`, "  \
@@ -178,6 +202,18 @@ static const struct sg_conf_directive route_directives[] = {
      .max = 3600LL * 1000,
      .argname = "DURATION",
      .help = SIGN_INTERVAL_HELP},
+    {.name = "anonymize",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct sg_route_conf, anonymize),
+     .choices = anonymize_names,
+     .argname = "yes|no",
+     .help = ANONYMIZE_HELP},
+    {.name = "anonymize_key",
+     .type = SG_CONF_PATH,
+     .stored = route_anon_key_stored,
+     .offset = offsetof(struct sg_route_conf, anonymize_key),
+     .argname = "FILE",
+     .help = ANONYMIZE_KEY_HELP},
     {.name = "filter",
      .type = SG_CONF_BLOCK,
      .open = filter_open,
@@ -203,6 +239,7 @@ static void route_defaults(struct sg_route_conf *rc)
     rc->new_sessions_per_source = 10;
     rc->nq_accept_low = 1024;
     rc->nq_accept_high = 65535;
+    rc->anonymize = -1; /* the top level's */
 }
 
 static struct sg_route_conf *route_append(struct sg_conf *conf, const char *name, int line)
@@ -347,6 +384,18 @@ static const struct sg_conf_directive top_directives[] = {
      .max = 3600LL * 1000,
      .argname = "DURATION",
      .help = SIGN_INTERVAL_HELP " (every route that sets none)"},
+    {.name = "anonymize",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct sg_conf, anonymize),
+     .choices = anonymize_names,
+     .argname = "yes|no",
+     .help = ANONYMIZE_HELP " (every route that sets none)"},
+    {.name = "anonymize_key",
+     .type = SG_CONF_PATH,
+     .stored = top_anon_key_stored,
+     .offset = offsetof(struct sg_conf, anonymize_key),
+     .argname = "FILE",
+     .help = ANONYMIZE_KEY_HELP " (every route that sets none)"},
     {.name = "route",
      .type = SG_CONF_BLOCK,
      .open = route_open,
@@ -553,6 +602,49 @@ static int check_sign_key(struct sg_conf *conf, struct sg_route_conf *r, const c
     return 0;
 }
 
+/*
+ * The route's `anonymize` and key file, inherited from the top level; the
+ * key is read now (made when it does not exist), so a bad one stops
+ * start-up with file:line.
+ */
+static int check_anonymize(struct sg_conf *conf, struct sg_route_conf *r, const char *file,
+                           struct sg_conf_diag *diag)
+{
+    struct sg_anon_key key;
+    char why[PATH_MAX + 200], def[PATH_MAX];
+    int line = r->anonymize_key_line, err;
+
+    if (r->anonymize < 0)
+        r->anonymize = conf->anonymize;
+    if (!r->anonymize_key && conf->anonymize_key) {
+        if (!(r->anonymize_key = strdup(conf->anonymize_key)))
+            return -ENOMEM;
+        line = conf->anonymize_key_line;
+    }
+    if (!r->anonymize)
+        return 0;
+    if (!r->anonymize_key) {
+        if (!sg_anon_default_path(def, sizeof(def))) {
+            sg_conf_diag_error(diag, r->line ? file : "command line", r->line, 0,
+                               "route '%s': 'anonymize yes' needs a key file: give "
+                               "'anonymize_key FILE' (no STATE_DIRECTORY, XDG_STATE_HOME or HOME "
+                               "to put the default in)",
+                               r->name);
+            return SG_E_CONFIG;
+        }
+        if (!(r->anonymize_key = strdup(def)))
+            return -ENOMEM;
+        line = r->line;
+    }
+    err = sg_anon_key_load(r->anonymize_key, &key, NULL, why, sizeof(why));
+    sg_anon_key_wipe(&key);
+    if (err < 0) {
+        sg_conf_diag_error(diag, line ? file : "command line", line, 0, "%s", why);
+        return SG_E_CONFIG;
+    }
+    return 0;
+}
+
 static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
 {
     const char *file = conf->file ? conf->file : "command line";
@@ -591,6 +683,8 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
         if (r->record && add_record_filter(r, file, diag) < 0)
             rc = SG_E_CONFIG;
         if (check_sign_key(conf, r, file, diag) < 0)
+            rc = SG_E_CONFIG;
+        if (check_anonymize(conf, r, file, diag) < 0)
             rc = SG_E_CONFIG;
         if (record_filters(r) > 1) {
             sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,

@@ -46,6 +46,9 @@ struct sg_route_conf {
     char *sign_key;                  /* secret key signing recordings (or the top level's), or NULL */
     int64_t sign_interval_ms;        /* checkpoints this often (0: the top level's, or 10 s) */
     int sign_key_line;               /* where sign_key was given (0: top level or command line) */
+    int anonymize;                   /* 1: client pseudonyms (filters/anon.h); -1 until validated: the top level's */
+    char *anonymize_key;             /* the pseudonyms' key file (or the top level's, or the default) */
+    int anonymize_key_line;          /* where anonymize_key was given (0: top level or command line) */
     struct sg_filter_list *filters;  /* `filter` blocks in order (a reference), or NULL */
     struct sg_conf *top;             /* the configuration it belongs to */
     int line;                        /* where the block opens (0: command line) */
@@ -68,6 +71,9 @@ struct sg_conf {
     char *sign_key;            /* every route's, unless the route sets its own */
     int64_t sign_interval_ms;  /* 0: SG_SIGN_DEFAULT_INTERVAL_MS */
     int sign_key_line;
+    int anonymize;             /* every route's, unless the route sets its own (0: no) */
+    char *anonymize_key;       /* every route's, unless the route sets its own */
+    int anonymize_key_line;
 };
 
 /* Command-line settings layered over the file (owned by the caller). */

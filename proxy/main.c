@@ -5,6 +5,8 @@
  *   slipgate demo ...                           offline demo tools
  *   slipgate pcap decode FILE ...               sessions in a capture
  *   slipgate filters [-c CONFIG] [--json]       the filters and their directives
+ *   slipgate doctor [-c CONFIG] ...             what would go wrong, checked now
+ *   slipgate play [GAME] [OPTIONS]              the local playground
  *
  * Exit status: 0 success, 1 runtime or configuration error, 2 usage error.
  */
@@ -16,13 +18,18 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <microhttpd.h>
 #include <netinet/in.h>
+#include <pcap/pcap.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sodium.h>
 #include <unistd.h>
+#include <uv.h>
+#include <zlib.h>
 
 static const char usage_text[] =
     "Usage: slipgate [OPTIONS] [+set NAME VALUE]...\n"
@@ -31,6 +38,16 @@ static const char usage_text[] =
     "       slipgate keygen [--out PREFIX]  a key pair for signing recordings (sign_key)\n"
     "       slipgate filters [-c CONFIG] [--json]\n"
     "                                      list the filters and their directives\n"
+    "       slipgate doctor [-c CONFIG]    what would go wrong: ports in use, servers\n"
+    "                                      that do not answer, full or unwritable\n"
+    "                                      demo directories, buffer caps, key modes\n"
+    "       slipgate play [q3|qw|nq] [--with-client] [--seconds N] [--basedir DIR]\n"
+    "                     [--map MAP] [--dir DIR]\n"
+    "                                      a local playground: a real server with bots\n"
+    "                                      (OpenArena by default), slipgate in front of\n"
+    "                                      it showing chat and prints, recording demos,\n"
+    "                                      its web page; --with-client adds a headless\n"
+    "                                      client (slipgate play --help)\n"
     "\n"
     "A live UDP proxy for the Quake games: clients connect to slipgate, slipgate\n"
     "relays every datagram to the real server and back.\n"
@@ -40,9 +57,9 @@ static const char usage_text[] =
     "  -l, --listen ADDR:PORT   where clients connect (default " SG_DEFAULT_LISTEN ";\n"
     "                           [::]:PORT listens on IPv6 and IPv4)\n"
     "  -s, --server HOST:PORT   the real game server (IPv6 as [addr]:port)\n"
-    "  -p, --protocol PROTO     auto|q3|q2|qw|nq (default auto: Quake 3 and\n"
-    "                           QuakeWorld are detected and decoded, anything\n"
-    "                           else relayed as it is)\n"
+    "  -p, --protocol PROTO     auto|q3|q2|qw|nq (default auto: Quake 3,\n"
+    "                           QuakeWorld and NetQuake are detected and decoded,\n"
+    "                           anything else relayed as it is)\n"
     "      --check-config       validate the configuration and exit (0 valid, 1 not):\n"
     "                           also resolves every host, binds every listen\n"
     "                           address once and checks the stats file\n"
@@ -51,7 +68,9 @@ static const char usage_text[] =
     "      --record DIR         record each session's demo (.dm_68, .qwd, ...) into DIR\n"
     "  -v, --verbose            log more (repeat for debug, trace)\n"
     "  -q, --quiet              log less (repeat for errors only)\n"
-    "      --version            print the version and exit\n"
+    "      --version            print the version, and those of the libraries it\n"
+    "                           runs with (libuv, zlib, libsodium, libpcap,\n"
+    "                           libmicrohttpd), and exit\n"
     "  -h, --help               print this help and exit\n"
     "\n"
     "  +set NAME VALUE          set any configuration directive, over the file:\n"
@@ -70,6 +89,9 @@ static const char usage_text[] =
     "Signed recordings: 'sign_key FILE' (from slipgate keygen) gives every demo and\n"
     "capture a FILE.sig with a checkpoint every 'sign_interval' (default 10s);\n"
     "'slipgate demo verify FILE --keyfile KEY.pub' checks it.\n"
+    "'anonymize yes' names each client by a keyed hash of its address (anon-XXXXXXXX)\n"
+    "in logs, --stats, demo names, .sig files and pcap captures ('anonymize_key FILE',\n"
+    "made on first use).\n"
     "\n"
     "Examples:\n"
     "  slipgate -s q3.example.org:27960\n"
@@ -77,6 +99,25 @@ static const char usage_text[] =
     "  slipgate -c /etc/slipgate.conf +set idle_timeout 2m\n"
     "  slipgate -p q3 -s 127.0.0.1:27961 --record demos +set reencode always\n"
     "  slipgate -p q3 -s 127.0.0.1:27961 +set http 127.0.0.1:8080\n";
+
+/* ---- slipgate --version ---- */
+
+/* slipgate's version, then the libraries' as loaded at run time (not as built against). */
+static int print_version(void)
+{
+    const char *pcap = pcap_lib_version();
+    const char *prefix = "libpcap version ";
+
+    if (strncmp(pcap, prefix, strlen(prefix)) == 0)
+        pcap += strlen(prefix);
+    printf("slipgate %s\n", SG_VERSION);
+    printf("libuv %s\n", uv_version_string());
+    printf("zlib %s\n", zlibVersion());
+    printf("libsodium %s\n", sodium_version_string());
+    printf("libpcap %s\n", pcap);
+    printf("libmicrohttpd %s\n", MHD_get_version());
+    return ferror(stdout) || fflush(stdout) != 0 ? 1 : 0;
+}
 
 /* ---- slipgate filters ---- */
 
@@ -402,6 +443,10 @@ int main(int argc, char **argv)
         return cmd_filters(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "keygen") == 0)
         return sg_cmd_keygen(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "doctor") == 0)
+        return sg_cmd_doctor(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "play") == 0)
+        return sg_cmd_play(argc - 1, argv + 1);
 
     /* Options, with +set taken out first. */
     if (extract_sets(&argc, argv, &sets, &ov.nsets) < 0) {
@@ -439,9 +484,8 @@ int main(int argc, char **argv)
             ov.record = optarg;
             break;
         case OPT_VERSION:
-            printf("slipgate %s\n", SG_VERSION);
             free(sets);
-            return 0;
+            return print_version();
         case 'h':
             fputs(usage_text, stdout);
             free(sets);

@@ -6,6 +6,7 @@
 
 #include "proxy/addr.h"
 #include "proxy/app.h"
+#include "filters/anon.h"
 #include "filters/sign.h"
 
 #include <errno.h>
@@ -221,7 +222,7 @@ static void refuse_move(struct sg_route *r, struct sg_session *s, const struct s
     uint64_t n;
 
     r->counters.drops[SG_DROP_REBIND]++;
-    sg_addr_format(from, a, sizeof(a));
+    sg_route__client_name(r, from, a, sizeof(a));
     sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
               "client move from %s to %s (qport %d) refused: %s", s->sum.client, a, (int)s->qport,
               why);
@@ -273,7 +274,9 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
         s->hnext = r->buckets[i];
         r->buckets[i] = s;
         snprintf(was, sizeof(was), "%s", s->sum.client);
-        sg_addr_format(from, s->sum.client, sizeof(s->sum.client));
+        sg_route__client_name(r, from, s->sum.client, sizeof(s->sum.client));
+        if (r->anon_key)
+            sg_anon_addr(r->anon_key, from, &s->client_anon);
         s->client_seen = now;
         s->moved_ms = now;
         r->client_moves++;
@@ -468,7 +471,7 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
             sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
                    "datagram from %s, %s: no session is opened for it (it would relay to "
                    "itself); such datagrams are dropped and counted as drops.loop",
-                   sg_addr_format(from, a, sizeof(a)), what);
+                   sg_route__client_name(r, from, a, sizeof(a)), what);
         r->loop_logged = true;
         return NULL;
     }
@@ -478,13 +481,13 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
         if (!victim) {
             r->counters.drops[SG_DROP_SESSION_LIMIT]++;
             if ((n = sg_route__warn_count(&r->warn_session_limit, now)))
-                warn_session_limit(r, n, sg_addr_format(from, a, sizeof(a)));
+                warn_session_limit(r, n, sg_route__client_name(r, from, a, sizeof(a)));
             return NULL;
         }
     }
     if (!rate_allow(r, from)) {
         r->counters.drops[SG_DROP_RATE_LIMIT]++;
-        sg_addr_format(from, a, sizeof(a));
+        sg_route__client_name(r, from, a, sizeof(a));
         sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, 0,
                   "drop from %s: new-session rate limit", a);
         if ((n = sg_route__warn_count(&r->warn_rate_limit, now)))
@@ -654,10 +657,11 @@ static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
     dst->server = strdup(src->server);
     dst->record = src->record ? strdup(src->record) : NULL;
     dst->sign_key = src->sign_key ? strdup(src->sign_key) : NULL;
+    dst->anonymize_key = src->anonymize_key ? strdup(src->anonymize_key) : NULL;
     dst->top = NULL; /* the configuration may be replaced by a reload */
     sg_filter_list_ref(dst->filters);
     if (!dst->name || !dst->listen || !dst->server || (src->record && !dst->record) ||
-        (src->sign_key && !dst->sign_key))
+        (src->sign_key && !dst->sign_key) || (src->anonymize_key && !dst->anonymize_key))
         return UV_ENOMEM;
     return 0;
 }
@@ -669,6 +673,7 @@ static void free_conf(struct sg_route_conf *c)
     free(c->server);
     free(c->record);
     free(c->sign_key);
+    free(c->anonymize_key);
     sg_filter_list_unref(c->filters);
     memset(c, 0, sizeof(*c));
 }
@@ -788,6 +793,41 @@ static void free_sign_key(struct sg_route *r)
     r->sign_key = NULL;
 }
 
+/* The route's pseudonym key (checked, or made, at load already; read again for this route). */
+static int load_anon_key(struct sg_route *r)
+{
+    char why[PATH_MAX + 200];
+    bool created;
+    int err;
+
+    if (!(r->anon_key = calloc(1, sizeof(*r->anon_key))))
+        return UV_ENOMEM;
+    err = sg_anon_key_load(r->conf.anonymize_key, r->anon_key, &created, why, sizeof(why));
+    if (err < 0) {
+        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
+        return UV_EINVAL;
+    }
+    sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
+           "anonymize: clients are named by a keyed hash of their address (key %s%s)",
+           r->conf.anonymize_key, created ? ", made now" : "");
+    return 0;
+}
+
+static void free_anon_key(struct sg_route *r)
+{
+    sg_anon_key_wipe(r->anon_key);
+    free(r->anon_key);
+    r->anon_key = NULL;
+}
+
+char *sg_route__client_name(const struct sg_route *r, const struct sockaddr *sa, char *buf,
+                            size_t cap)
+{
+    if (r->anon_key)
+        return sg_anon_name(r->anon_key, sa, buf, cap);
+    return sg_addr_format(sa, buf, cap);
+}
+
 int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct sg_route **out)
 {
     struct sg_route *r = calloc(1, sizeof(*r));
@@ -808,6 +848,8 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
         err = copy_conf(&r->conf, rc);
     if (err == 0 && r->conf.sign_key)
         err = load_sign_key(r);
+    if (err == 0 && r->conf.anonymize > 0)
+        err = load_anon_key(r);
     if (err < 0)
         goto err_route;
 
@@ -868,6 +910,7 @@ err_handles:
     return err;
 err_route:
     free_sign_key(r);
+    free_anon_key(r);
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
     free(r->buckets);
@@ -896,6 +939,10 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         (rc->sign_key && strcmp(rc->sign_key, r->conf.sign_key) != 0))
         sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
                "sign_key changed: applies after a restart");
+    if ((rc->anonymize > 0) != (r->conf.anonymize > 0) ||
+        (rc->anonymize > 0 && strcmp(rc->anonymize_key, r->conf.anonymize_key) != 0))
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+               "anonymize or anonymize_key changed: applies after a restart");
 
     /* A new server applies to new sessions; live ones keep theirs. */
     if (strcmp(rc->server, r->conf.server) != 0) {
@@ -1032,6 +1079,7 @@ void sg_route_destroy(struct sg_route *r)
     sg_chain_destroy(r->chain);
     r->chain = NULL;
     free_sign_key(r);
+    free_anon_key(r);
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
     sg_outbox_finish(&r->outbox);

@@ -32,6 +32,7 @@
 
 struct sg_app;
 struct sg_route;
+struct sg_anon_key; /* filters/anon.h */
 
 /* What is kept of a session after it ends, for --stats. */
 struct sg_session_summary {
@@ -94,6 +95,7 @@ struct sg_session {
     struct sg_session *host_next;           /* the route's chain of sessions of one host */
     struct sockaddr_storage prev_client;    /* the address before a qport move (family 0: none) */
     uint64_t client_seen;                   /* uv_now() of the last datagram from `client` */
+    struct sockaddr_storage client_anon;    /* `client`'s pseudonymous address (anonymize yes) */
     uint64_t moved_ms;                      /* uv_now() of its last qport move (0: none) */
     const struct sg_codec *codec; /* decoding this session (game with a decoder), or NULL */
     void *cstate;                 /* the codec's per-session state */
@@ -149,6 +151,7 @@ struct sg_route {
     bool listener_open, sweep_open; /* handles initialised and not yet closed */
     struct sg_chain *chain;         /* the filters, or NULL */
     struct sg_sign_key *sign_key;   /* signs recordings (`sign_key`), or NULL; the route's life */
+    struct sg_anon_key *anon_key;   /* client pseudonyms (`anonymize yes`), or NULL; the route's life */
     struct sg_delay_queue delay;    /* datagrams filters hold back */
     bool closing;
     int open_handles; /* handles (its own and its sessions' sockets) whose close
@@ -274,6 +277,12 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
 
 /* Session table internals shared by route.c and session.c. */
 void sg_route__session_stage(struct sg_route *r, struct sg_session *s, enum sg_session_stage st);
+/*
+ * A client address as slipgate writes it: "1.2.3.4:5678", or its pseudonym
+ * "anon-XXXXXXXX" on a route with `anonymize yes`.  Returns `buf`.
+ */
+char *sg_route__client_name(const struct sg_route *r, const struct sockaddr *sa, char *buf,
+                            size_t cap);
 /* Count one event of `w`; returns the events to report now (0: stay quiet). */
 uint64_t sg_route__warn_count(struct sg_warn_limit *w, uint64_t now);
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s);

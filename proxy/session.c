@@ -13,6 +13,7 @@
 #include "proxy/http.h"
 #include "proxy/route.h"
 #include "protocols/error.h"
+#include "filters/anon.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -239,7 +240,9 @@ static void fill_filter_session(struct sg_session *s)
     s->fsess.route = r->conf.name;
     s->fsess.client = s->sum.client;
     s->fsess.server = s->server_str;
-    s->fsess.client_addr = (struct sockaddr *)&s->client;
+    s->fsess.client_addr = r->anon_key ? (struct sockaddr *)&s->client_anon
+                                       : (struct sockaddr *)&s->client;
+    s->fsess.client_anon = r->anon_key ? (struct sockaddr *)&s->client_anon : NULL;
     s->fsess.listen_addr = (struct sockaddr *)&r->listen_addr;
     s->fsess.upstream_addr = (struct sockaddr *)&s->upstream_local;
     s->fsess.server_addr = (struct sockaddr *)&s->server;
@@ -586,7 +589,9 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
     s->sum.id = ++app->next_session_id;
     s->sum.started_ms = sg_now_wall_ms();
     s->last_active = s->created = uv_now(&app->loop);
-    sg_addr_format(client, s->sum.client, sizeof(s->sum.client));
+    sg_route__client_name(r, client, s->sum.client, sizeof(s->sum.client));
+    if (r->anon_key)
+        sg_anon_addr(r->anon_key, client, &s->client_anon);
     sg_addr_format((struct sockaddr *)&s->server, s->server_str, sizeof(s->server_str));
     if (r->chain && !(s->slots = calloc((size_t)r->chain->n, sizeof(*s->slots)))) {
         free(s);

@@ -3,6 +3,8 @@
 # only what is missing, through sudo when not root.
 #   scripts/deps.sh           build dependencies
 #   scripts/deps.sh --test    plus what the test suite uses
+#   scripts/deps.sh --play    plus the playground's games (slipgate play,
+#                             ./run.sh with no arguments)
 set -euo pipefail
 
 pkgs=(build-essential meson ninja-build pkg-config libuv1-dev zlib1g-dev libsodium-dev
@@ -12,10 +14,18 @@ if [ "${1:-}" = "--test" ]; then
   # Recommends of clang) + llvm (llvm-symbolizer) for the fuzz suite; the
   # games of the real-peer tests; ss for the socket tests; fteqcc builds the
   # NetQuake and QuakeWorld peers' placeholder game code; the prometheus
-  # client's text parser and headless Chromium for the `http` tests
+  # client's text parser and headless Chromium for the `http` tests; the
+  # Debian packaging tools, systemd-analyze (systemd) and /bin/kill (procps,
+  # the units' ExecReload) for the `install` tests
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
         iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake
-        python3-prometheus-client chromium)
+        python3-prometheus-client chromium
+        debhelper dpkg-dev lintian fakeroot systemd procps)
+fi
+if [ "${1:-}" = "--play" ]; then
+  # ioquake3's dedicated server and client with the free OpenArena data,
+  # the headless X server the client runs in
+  pkgs+=(ioquake3 ioquake3-server openarena openarena-server xvfb xauth libgl1-mesa-dri)
 fi
 
 missing=()

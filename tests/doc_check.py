@@ -39,6 +39,18 @@ def check_options(slipgate):
         if o not in readme and not (short and re.search(r'(^|\s)%s\b' % short, readme, re.M)):
             problems.append('%s is in --help but not in README.md' % o)
     print('%d options checked: %s' % (len(opts), ' '.join(o for _, o in opts)))
+    # `slipgate doctor --help`: each of its options is in the man page too.
+    out = subprocess.run([slipgate, 'doctor', '--help'], capture_output=True, text=True,
+                         timeout=10)
+    dopts = re.findall(r'^\s+(?:-[a-z], )?(--[a-z][a-z-]*)', out.stdout, re.M)
+    if out.returncode != 0 or len(dopts) < 3:
+        problems.append('doctor --help exited %d listing %r' % (out.returncode, dopts))
+    for o in dopts:
+        if o.replace('-', '\\-') not in man:
+            problems.append('%s is in doctor --help but not in doc/slipgate.1' % o)
+    if 'slipgate doctor' not in readme:
+        problems.append('README.md does not mention slipgate doctor')
+    print('%d doctor options checked: %s' % (len(dopts), ' '.join(dopts)))
     return problems
 
 

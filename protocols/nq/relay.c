@@ -1,6 +1,6 @@
 /*
- * NetQuake in the registry: no decoder yet, but the handshake that moves
- * the server's port.
+ * NetQuake's relay hook (codec.c puts it in the registry): the handshake
+ * that moves the server's port.
  *
  * The server's CCREP_ACCEPT names a UDP port it opened for this client
  * alone (control.h).  Relayed as it is, the client would leave slipgate and
@@ -23,6 +23,7 @@
 #include "protocols/codec.h"
 #include "protocols/byteorder.h"
 #include "protocols/nq/control.h"
+#include "protocols/nq/nq.h"
 
 #include <string.h>
 
@@ -48,8 +49,9 @@ static bool is_reply(const uint8_t *d, size_t n)
            (d[4] & 0x80) != 0;
 }
 
-static int nq_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *ctx, enum sg_dir dir,
-                        const uint8_t *data, size_t len, struct sg_relay_move *out)
+int sg_nq_relay_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *ctx,
+                          enum sg_dir dir, const uint8_t *data, size_t len,
+                          struct sg_relay_move *out)
 {
     struct nq_hs *st = (struct nq_hs *)rs->bytes;
     int port;
@@ -97,11 +99,3 @@ static int nq_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *ctx
     st->control_port = (uint16_t)ctx->server_port;
     return 0;
 }
-
-const struct sg_codec sg_nq_relay = {
-    .name = "nq",
-    .description = "NetQuake (protocol 15 and its descendants): relayed, not decoded yet",
-    .probe = sg_nq_is_connect_request,
-    .is_connect = sg_nq_is_connect_request,
-    .handshake = nq_handshake,
-};

@@ -107,6 +107,8 @@ static bool q2_client_follows(const union sg_relay_state *rs, const void *state,
     return sg_seqwin_follows(st->seq.have, st->seq.last, sg_le32(d), Q2_SEQ_MASK, why, whylen);
 }
 
+extern const struct sg_codec_status sg_q2_status; /* status.c */
+
 const struct sg_codec sg_q2_relay = {
     .name = "q2",
     .description = "Quake 2 (protocols 34, 35, 36): relayed, not decoded yet",
@@ -114,4 +116,5 @@ const struct sg_codec sg_q2_relay = {
     .is_connect = q2_is_connect,
     .client_qport = q2_client_qport,
     .client_follows = q2_client_follows,
+    .status = &sg_q2_status,
 };

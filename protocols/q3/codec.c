@@ -1128,6 +1128,8 @@ static const char *q3_describe(void *state)
 extern const struct sg_demo_impl sg_q3_demo_impl;       /* offline.c */
 extern const struct sg_capture_impl sg_q3_capture_impl; /* capture.c */
 
+extern const struct sg_codec_status sg_q3_status; /* status.c */
+
 const struct sg_codec sg_q3_codec = {
     .name = "q3",
     .description = "Quake 3 (protocols 66-68, ioquake3 71, OpenArena 71)",
@@ -1151,4 +1153,5 @@ const struct sg_codec sg_q3_codec = {
     .stats = q3_stats,
     .describe = q3_describe,
     .established = q3_established,
+    .status = &sg_q3_status,
 };

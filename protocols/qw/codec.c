@@ -885,7 +885,9 @@ static bool qw_established(void *state)
     return ((struct qwc *)state)->established;
 }
 
-extern const struct sg_capture_impl sg_qw_capture_impl;
+extern const struct sg_demo_impl sg_qw_demo_impl; /* demo.c */
+extern const struct sg_codec_status sg_qw_status; /* status.c */
+extern const struct sg_capture_impl sg_qw_capture_impl; /* capture.c */
 
 const struct sg_codec sg_qw_codec = {
     .name = "qw",
@@ -910,4 +912,6 @@ const struct sg_codec sg_qw_codec = {
     .stats = qw_stats,
     .describe = qw_describe,
     .established = qw_established,
+    .demo_reader = &sg_qw_demo_impl,
+    .status = &sg_qw_status,
 };

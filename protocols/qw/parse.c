@@ -38,6 +38,7 @@ struct ctx {
     struct sg_qw_parsed *out;
     enum sg_dir dir;
     int err;
+    uint32_t max_fields;
 };
 
 void sg_qw_variant_of(const struct sg_qw_ext *ext, struct sg_qw_variant *v)
@@ -51,6 +52,7 @@ void sg_qw_variant_of(const struct sg_qw_ext *ext, struct sg_qw_variant *v)
     v->trans = (ext->fte & SG_QW_FTE_TRANS) != 0;
     v->chunked = (ext->fte & SG_QW_FTE_CHUNKEDDOWNLOADS) != 0;
     v->setangle_byte = (ext->mvd1 & SG_QW_MVD1_HIGHLAGTELEPORT) != 0;
+    v->mvd = false;
 }
 
 /* ---- fields ---- */
@@ -59,7 +61,7 @@ static struct sg_qw_field *push(struct ctx *c, const char *name, uint8_t type)
 {
     struct sg_qw_field *f;
 
-    if (c->out->nfields >= SG_QW_MAX_FIELDS) {
+    if (c->out->nfields >= c->max_fields) {
         sg_bmsg_reader_fail(&c->r);
         c->err = SG_E_TOOBIG;
         return NULL;
@@ -260,6 +262,34 @@ static void playerinfo(struct ctx *c)
         num(c, "alpha", SG_BMSG_U8);
 }
 
+/* An .mvd's svc_playerinfo (mvdsv's DF_* delta flags): frame always, then
+ * only the origins, angles and bytes whose flag is set; DF_DEAD (0x100)
+ * and DF_GIB (0x200) carry no data. */
+#define DF_ORIGIN      0x0001u /* << 0..2 */
+#define DF_ANGLES      0x0008u /* << 0..2 */
+#define DF_EFFECTS     0x0040u
+#define DF_SKINNUM     0x0080u
+#define DF_WEAPONFRAME 0x0400u
+#define DF_MODEL       0x0800u
+
+static const struct bdesc mvd_player_fields[] = {
+    {DF_ORIGIN, "origin0", K_ORIGIN},         {DF_ORIGIN << 1, "origin1", K_ORIGIN},
+    {DF_ORIGIN << 2, "origin2", K_ORIGIN},    {DF_ANGLES, "angle0", SG_BMSG_ANGLE16},
+    {DF_ANGLES << 1, "angle1", SG_BMSG_ANGLE16}, {DF_ANGLES << 2, "angle2", SG_BMSG_ANGLE16},
+    {DF_MODEL, "model", SG_BMSG_U8},          {DF_SKINNUM, "skin", SG_BMSG_U8},
+    {DF_EFFECTS, "effects", SG_BMSG_U8},      {DF_WEAPONFRAME, "weaponframe", SG_BMSG_U8},
+};
+
+static void playerinfo_mvd(struct ctx *c)
+{
+    uint32_t flags;
+
+    num(c, "player", SG_BMSG_U8);
+    flags = num(c, "flags", SG_BMSG_U16);
+    num(c, "frame", SG_BMSG_U8);
+    bits_table(c, mvd_player_fields, N(mvd_player_fields), flags);
+}
+
 /* ---- messages with a fixed layout ---- */
 
 static const struct fdesc f_none[] = {{NULL, K_END}};
@@ -348,7 +378,10 @@ static void svc_serverdata(struct ctx *c)
     }
     num(c, "servercount", SG_BMSG_S32);
     str(c, "gamedir");
-    num(c, "playernum", SG_BMSG_U8);
+    if (c->v.mvd)
+        num(c, "demotime", SG_BMSG_FLOAT);
+    else
+        num(c, "playernum", SG_BMSG_U8);
     {
         uint32_t before = c->out->nfields;
         size_t n = str(c, "levelname");
@@ -371,11 +404,17 @@ static void svc_serverdata(struct ctx *c)
     ext.z_ext = c->out->ext.z_ext;
     c->out->serverdata = true;
     c->out->ext = ext;
-    sg_qw_variant_of(&ext, &c->v);
+    {
+        bool mvd = c->v.mvd;
+        sg_qw_variant_of(&ext, &c->v);
+        c->v.mvd = mvd;
+    }
 }
 
 static void svc_setangle(struct ctx *c)
 {
+    if (c->v.mvd)
+        num(c, "player", SG_BMSG_U8);
     if (c->v.setangle_byte)
         num(c, "player", SG_BMSG_U8);
     table(c, f_setangle);
@@ -494,7 +533,10 @@ static void parse_svc(struct ctx *c, struct sg_qw_msg *m)
         svc_download(c);
         return;
     case 42:
-        playerinfo(c);
+        if (c->v.mvd)
+            playerinfo_mvd(c);
+        else
+            playerinfo(c);
         return;
     case 43:
         svc_nails(c, 6);
@@ -612,7 +654,13 @@ static void parse_clc(struct ctx *c, struct sg_qw_msg *m)
 int sg_qw_parse(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *d, size_t len,
                 struct sg_qw_parsed *out)
 {
-    struct ctx c = {.v = *v, .out = out, .dir = dir};
+    return sg_qw_parse_n(dir, v, d, len, out, SG_QW_MAX_FIELDS, SG_QW_MAX_MSGS);
+}
+
+int sg_qw_parse_n(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *d, size_t len,
+                  struct sg_qw_parsed *out, uint32_t max_fields, uint32_t max_msgs)
+{
+    struct ctx c = {.v = *v, .out = out, .dir = dir, .max_fields = max_fields};
 
     sg_bmsg_reader_init(&c.r, d, len);
     out->nfields = 0;
@@ -623,7 +671,7 @@ int sg_qw_parse(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *d
     out->moves = out->moves_bad = 0;
     while (sg_bmsg_remaining(&c.r) > 0 && !c.r.overflowed) {
         struct sg_qw_msg *m;
-        if (out->nmsgs >= SG_QW_MAX_MSGS)
+        if (out->nmsgs >= max_msgs)
             return SG_E_TOOBIG;
         m = &out->msgs[out->nmsgs++];
         m->op = sg_bmsg_read_u8(&c.r);

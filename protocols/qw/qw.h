@@ -61,6 +61,11 @@ struct sg_qw_variant {
     bool trans;           /* FTE_PEXT_TRANS */
     bool chunked;         /* FTE_PEXT_CHUNKEDDOWNLOADS */
     bool setangle_byte;   /* MVD1 HIGHLAGTELEPORT: svc_setangle starts with a byte */
+    /* An .mvd's stream (set by its reader after sg_qw_variant_of(), which
+     * clears it; serverdata keeps it): serverdata carries a float demo time
+     * for the player number, svc_playerinfo has MVD's DF_* form, and
+     * svc_setangle names its player first. */
+    bool mvd;
 };
 
 void sg_qw_variant_of(const struct sg_qw_ext *ext, struct sg_qw_variant *v);
@@ -114,6 +119,11 @@ struct sg_qw_parsed {
  * partly described). */
 int sg_qw_parse(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *data, size_t len,
                 struct sg_qw_parsed *out);
+/* The same with room for `max_fields` fields and `max_msgs` messages in
+ * `out` (a demo block holds up to 8192 bytes of messages, more than a
+ * datagram's worth; sg_qw_parse: SG_QW_MAX_FIELDS, SG_QW_MAX_MSGS). */
+int sg_qw_parse_n(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t *data, size_t len,
+                  struct sg_qw_parsed *out, uint32_t max_fields, uint32_t max_msgs);
 
 /* Write the messages back (each not dropped, in order); a move whose
  * checksum matched gets it recomputed over what is written. */

@@ -29,6 +29,9 @@
 #ifndef SG_BENCH_CAPTURES
 #define SG_BENCH_CAPTURES "../shared/testdata/q3/sessions"
 #endif
+#ifndef SG_BENCH_QW_CAPTURES
+#define SG_BENCH_QW_CAPTURES "../shared/testdata/qw/sessions"
+#endif
 
 /* ---- the modes ---- */
 
@@ -171,6 +174,8 @@ static const char usage_head[] =
 static const char usage_tail[] =
     "  --slipgate PATH   the slipgate binary (default: the one built beside)\n"
     "  --captures DIR    Quake 3 captures: DIR/*/capture.pcap (default: the project's)\n"
+    "  --game q3|qw      the game of the captures: the decoding modes run -p GAME\n"
+    "                    (qw: QuakeWorld, default captures the project's qw/sessions)\n"
     "  --shape builtin   netchan-shaped placeholders instead of the captures (the\n"
     "                    decoding modes are then n/a)\n"
     "  --json            print one JSON object instead of the table\n"
@@ -252,6 +257,7 @@ enum {
     OPT_JSON,
     OPT_QUICK,
     OPT_KEEP,
+    OPT_GAME,
 };
 
 static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
@@ -269,6 +275,7 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
         {"json", no_argument, NULL, OPT_JSON},
         {"quick", no_argument, NULL, OPT_QUICK},
         {"keep-logs", no_argument, NULL, OPT_KEEP},
+        {"game", required_argument, NULL, OPT_GAME},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -278,7 +285,8 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
     int c;
 
     o->slipgate = SG_BENCH_SLIPGATE;
-    o->captures = SG_BENCH_CAPTURES;
+    o->captures = NULL;
+    o->game = "q3";
     while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
         int err = 0;
 
@@ -322,6 +330,12 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
         case OPT_KEEP:
             o->keep_logs = true;
             break;
+        case OPT_GAME:
+            if (strcmp(optarg, "q3") == 0 || strcmp(optarg, "qw") == 0)
+                o->game = optarg;
+            else
+                err = -EINVAL;
+            break;
         case 'v':
             o->verbose = true;
             break;
@@ -344,6 +358,8 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
     }
     if (parse_modes(modes, o->modes, sizeof(o->modes)) < 0)
         return -EINVAL;
+    if (!o->captures)
+        o->captures = strcmp(o->game, "qw") == 0 ? SG_BENCH_QW_CAPTURES : SG_BENCH_CAPTURES;
 
     /* Defaults, smaller for --quick; whole numbers where they count things. */
     o->sessions = sessions > 0 ? (unsigned)sessions : o->quick ? 8 : 32;

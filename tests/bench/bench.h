@@ -82,6 +82,7 @@ struct sg_bench_script {
     uint32_t *c2s; /* script indices of the client datagrams, in order */
     bool checksum; /* ioquake3 71: a checksum after the sequence (keys skip it) */
     bool q3;       /* a real Quake 3 handshake and netchan: a decoder can follow it */
+    bool qw;       /* ... a QuakeWorld one (keys: the whole first word, no fragments) */
     struct sg_bench_keyidx *keys[2]; /* [s2c]: keys of each direction */
     size_t nkeys[2], dup_keys;
     uint8_t *bytes;
@@ -246,6 +247,7 @@ struct sg_bench_opts {
     char modes[256]; /* canonical, comma-separated */
     const char *slipgate, *captures;
     bool builtin_shape, json, quick, verbose, keep_logs;
+    const char *game; /* --game: the codec the decoding modes name (-p), "q3" or "qw" */
 };
 
 enum sg_bench_status { SG_BENCH_NA, SG_BENCH_OK, SG_BENCH_ERROR };

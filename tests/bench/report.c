@@ -40,6 +40,8 @@ void sg_bench_report_command(const struct sg_bench *b, FILE *f)
     fprintf(f, "%s --sessions %u --rate %.0f --duration %g --steps %u --step-ms %.0f", b->self,
             o->sessions, o->rate, o->duration, o->steps, o->step_s * 1000);
     fprintf(f, " --modes %s --slipgate %s", o->modes, o->slipgate);
+    if (strcmp(o->game, "q3") != 0)
+        fprintf(f, " --game %s", o->game);
     if (o->builtin_shape)
         fputs(" --shape builtin", f);
     else

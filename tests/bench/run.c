@@ -306,8 +306,12 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
             argv[argc++] = "-q";
             argv[argc++] = "--stats";
             argv[argc++] = rp->stats;
+            /* the decoding modes name the game of the captures (--game) */
             for (int i = 0; def->args[i]; i++)
-                argv[argc++] = def->args[i];
+                argv[argc++] = i > 0 && strcmp(def->args[i - 1], "-p") == 0 &&
+                                       strcmp(def->args[i], "q3") == 0
+                                   ? b->o.game
+                                   : def->args[i];
             argv[argc++] = "+set";
             argv[argc++] = "max_sessions";
             argv[argc++] = "100000";

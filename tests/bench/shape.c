@@ -15,6 +15,12 @@
  * bit) and, for a fragment, its start (read past qport and checksum); an
  * out-of-band one's is a hash of its first 32 bytes, with bit 63 set.
  *
+ * QuakeWorld captures (slipgate-bench --game qw) go the same way: the same
+ * `getchallenge`, then the server's 'c' challenge, `connect` and the 'j'
+ * accept make a handshake a decoder can follow (`q3` is set: "decodable",
+ * and `qw`).  QuakeWorld has no fragments and its first word's top bit is
+ * the reliable flag: a netchan datagram's key is its whole first word.
+ *
  * Without captures the built-in shape stands in: netchan-shaped datagrams
  * (sequence, qport, zeros) of 30 to 100 bytes from the client and 100 to
  * 600 from the server with a 1300-byte fragment burst now and then, one
@@ -63,7 +69,8 @@ static bool oob_is(const uint8_t *d, size_t len, const char *what)
 }
 
 /* The key of a datagram (see the top of the file), or false if it is too short. */
-static bool dgram_key(bool s2c, bool checksum, const uint8_t *d, size_t len, uint64_t *key)
+static bool dgram_key(bool s2c, bool checksum, bool qw, const uint8_t *d, size_t len,
+                      uint64_t *key)
 {
     size_t off;
     uint32_t word;
@@ -80,7 +87,7 @@ static bool dgram_key(bool s2c, bool checksum, const uint8_t *d, size_t len, uin
         return false;
     word = le32(d);
     *key = word;
-    if (!(word & FRAG_BIT))
+    if (qw || !(word & FRAG_BIT))
         return true;
     off = (s2c ? 4 : 6) + (checksum ? 4 : 0);
     if (len < off + 2)
@@ -105,7 +112,7 @@ long sg_bench_script_find(const struct sg_bench_script *sc, bool s2c, const uint
     size_t lo = 0, hi = sc->nkeys[s2c];
     uint64_t key;
 
-    if (!dgram_key(s2c, sc->checksum, data, len, &key))
+    if (!dgram_key(s2c, sc->checksum, sc->qw, data, len, &key))
         return -1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -194,7 +201,7 @@ static int seal(struct builder *b)
             d->after = (uint32_t)sc->n_s2c;
             sc->c2s[nc++] = (uint32_t)i;
         }
-        if (dgram_key(d->s2c, sc->checksum, d->data, d->len, &key))
+        if (dgram_key(d->s2c, sc->checksum, sc->qw, d->data, d->len, &key))
             sc->keys[d->s2c][sc->nkeys[d->s2c]++] = (struct sg_bench_keyidx){key, (uint32_t)i};
     }
     sc->n_c2s = nc;
@@ -308,7 +315,7 @@ static int read_capture(const char *path, struct sg_bench_script *sc)
     const unsigned char *data;
     unsigned server = 0, client = 0;
     struct builder b = {sc, 0, 0, 0};
-    bool started = false, looked = false, hs[4] = {false};
+    bool started = false, looked = false, hs[4] = {false}, qw = false;
     long challenge = 0;
     int ret, dlt;
     pcap_t *p;
@@ -397,8 +404,14 @@ static int read_capture(const char *path, struct sg_bench_script *sc)
             hs[2] = true;
         if (s2c && oob_is(d, seen[i].len, "connectResponse"))
             hs[3] = true;
+        /* QuakeWorld: 'c' and the challenge's digits, then 'j' */
+        if (s2c && oob_is(d, seen[i].len, "c") && seen[i].len > 5 &&
+            (d[5] == '-' || (d[5] >= '0' && d[5] <= '9')))
+            hs[1] = qw = true;
+        if (s2c && qw && oob_is(d, seen[i].len, "j"))
+            hs[3] = true;
         /* ioquake3 71: the first client netchan datagram carries the checksum. */
-        if (!s2c && !is_oob(d, seen[i].len) && hs[1] && !looked && seen[i].len >= 10) {
+        if (!s2c && !is_oob(d, seen[i].len) && hs[1] && !qw && !looked && seen[i].len >= 10) {
             uint32_t seq = le32(d) & ~FRAG_BIT, c = (uint32_t)challenge;
 
             sc->checksum = le32(d + 6) == (c ^ (seq * c));
@@ -408,6 +421,7 @@ static int read_capture(const char *path, struct sg_bench_script *sc)
             goto out;
     }
     sc->q3 = hs[0] && hs[1] && hs[2] && hs[3];
+    sc->qw = qw;
     ret = seal(&b);
 out:
     free(ports);
@@ -576,7 +590,8 @@ int sg_bench_shape_load(struct sg_bench_shape *shape, const char *dir, bool buil
     shape->s2c_mean = (double)bytes[1] / (double)shape->n_s2c;
     if (shape->files) {
         size_t off = (size_t)snprintf(shape->source, sizeof(shape->source),
-                                      "%zu Quake 3 sessions replayed from %s (", shape->files, dir);
+                                      "%zu %s sessions replayed from %s (", shape->files,
+                                      shape->scripts[0].qw ? "QuakeWorld" : "Quake 3", dir);
 
         for (size_t i = 0; i < shape->nscripts && off < sizeof(shape->source); i++)
             off += (size_t)snprintf(shape->source + off, sizeof(shape->source) - off, "%s%s%s",

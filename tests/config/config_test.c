@@ -807,6 +807,11 @@ static void case_not_a_block(void)
 
 static void case_stray_braces(void)
 {
+    /*
+     * A '{' with no directive before it (at a line's start with nothing
+     * pending, or after ';') opens a skipped block that its '}' closes; a
+     * '}' with no block open is reported; quoted braces are values.
+     */
     EXPECT_ERRORS("route r { listen 1.2.3.4:5 }\n"
                   "{\n"
                   "  verbose yes\n"
@@ -814,11 +819,12 @@ static void case_stray_braces(void)
                   "route s {\n"
                   "  record yes }\n"
                   "} record\n"
+                  "verbose no; { timeout 1s }\n"
                   "tags \"{\" \"}\"\n",
-                  "t.conf:1:9: error: unexpected '{'; '{' must end the line that opens a block",
-                  "t.conf:2:1: error: unexpected '{'; '{' must end the line that opens a block",
-                  "t.conf:6:14: error: unexpected '}'; '}' must be alone on its line",
-                  "t.conf:7:3: error: unexpected 'record' after '}'; '}' must be alone on its line",
+                  "t.conf:2:1: error: unexpected '{'; a block opens with its name: NAME [ARGS] {",
+                  "t.conf:7:1: error: unexpected '}'",
+                  "t.conf:7:3: error: unknown directive 'record' at top level",
+                  "t.conf:8:13: error: unexpected '{'; a block opens with its name: NAME [ARGS] {",
                   NULL);
 }
 
@@ -1285,6 +1291,117 @@ static void case_null_diag(void)
     CHECK_DIAGS(&d, "config:3: error: no column", "f: error: no line", NULL);
 }
 
+/* Blocks written on one line, several directives on a line. */
+
+static void case_one_line_blocks(void)
+{
+    struct t_conf c;
+    struct sg_conf_diag d;
+
+    CHECK_INT(parse("route r { listen 1.2.3.4:5; server b:2 }\n"
+                    "route s {\n"
+                    "  filter f { }\n"
+                    "  filter g { level 3; enabled yes }   # a comment\n"
+                    "  filter h { group { group { level 4 } } ; enabled on; }\n"
+                    "  motd \"a;b\";record yes;\n"
+                    "}\n"
+                    "verbose yes; workers 4;; timeout 2s\n"
+                    "limits { max_clients 9 }\n"
+                    "route t { server c:3 ;}\n"
+                    "tags \";\" x\n",
+                    &c, &d),
+              0);
+    CHECK_DIAGS(&d, NULL);
+    CHECK_INT(c.nroutes, 3);
+    CHECK_STR(c.routes[0].listen, "1.2.3.4:5");
+    CHECK_STR(c.routes[0].server, "b:2");
+    CHECK_INT(c.routes[1].nfilters, 3);
+    CHECK_INT(c.routes[1].filters[0].level, 0);
+    CHECK_INT(c.routes[1].filters[1].level, 3);
+    CHECK_INT(c.routes[1].filters[1].enabled, true);
+    CHECK_INT(c.routes[1].filters[2].level, 4);
+    CHECK_INT(c.routes[1].filters[2].enabled, true);
+    CHECK_STR(c.routes[1].motd, "a;b");
+    CHECK_INT(c.routes[1].record, true);
+    CHECK_INT(c.verbose, true);
+    CHECK_INT(c.workers, 4);
+    CHECK_INT(c.timeout, 2000);
+    CHECK_INT(c.max_clients, 9);
+    CHECK_STR(c.routes[2].server, "c:3");
+    CHECK_INT(c.ntags, 2);
+    CHECK_STR(c.tags[0], ";");
+    conf_free(&c);
+}
+
+static void case_one_line_errors(void)
+{
+    struct t_conf c;
+    struct sg_conf_diag d;
+
+    /* The errors of the directives on a one-line block, each at its place; the rest is stored. */
+    CHECK_INT(parse("route r { listen 1.2.3.4:5; idle_timout 5s; protocol q4; server b:2 }\n"
+                    "route s { filter f { levle 1 } ; record maybe }\n"
+                    "verbose yes; verbose no\n"
+                    "route u { listen 1.2.3.4:5 { x } ; server d:4 }\n",
+                    &c, &d),
+              SG_E_CONFIG);
+    CHECK_DIAGS(&d,
+                "t.conf:1:29: error: unknown directive 'idle_timout' in route block; did you mean "
+                "'idle_timeout'?",
+                "t.conf:1:54: error: 'protocol' expects one of auto, q3, q2, qw, nq, got 'q4'",
+                "t.conf:2:22: error: unknown directive 'levle' in filter block; did you mean "
+                "'level'?",
+                "t.conf:2:41: error: 'record' expects yes or no (or on/off, true/false, 1/0), "
+                "got 'maybe'",
+                "t.conf:3:14: error: 'verbose' given twice (first at line 3)",
+                "t.conf:4:28: error: 'listen' is not a block", NULL);
+    CHECK_INT(c.nroutes, 3);
+    CHECK_STR(c.routes[0].listen, "1.2.3.4:5");
+    CHECK_STR(c.routes[0].server, "b:2");
+    CHECK_INT(c.routes[1].nfilters, 1);
+    CHECK_STR(c.routes[2].server, "d:4");
+    CHECK_INT(c.verbose, true);
+    conf_free(&c);
+
+    /*
+     * A one-line block without its '}': one error at its '{', and the block
+     * ends with its line, so the next lines are read where they were meant.
+     */
+    CHECK_INT(parse("route r {\n"
+                    "  filter f { level 1\n"
+                    "  filter g { level 2 }\n"
+                    "  record yes\n"
+                    "}\n"
+                    "route s { listen 1.2.3.4:5; filter h { enabled yes }\n"
+                    "verbose yes\n",
+                    &c, &d),
+              SG_E_CONFIG);
+    CHECK_DIAGS(&d,
+                "t.conf:2:12: error: block 'filter' has directives after its '{' but no '}' on "
+                "the same line; a block written on one line must end on it",
+                "t.conf:6:9: error: block 'route' has directives after its '{' but no '}' on "
+                "the same line; a block written on one line must end on it",
+                NULL);
+    CHECK_INT(c.nroutes, 2);
+    CHECK_INT(c.routes[0].nfilters, 2);
+    CHECK_INT(c.routes[0].filters[0].level, 1);
+    CHECK_INT(c.routes[0].filters[1].level, 2);
+    CHECK_INT(c.routes[0].record, true);
+    CHECK_STR(c.routes[1].listen, "1.2.3.4:5");
+    CHECK_INT(c.verbose, true);
+    conf_free(&c);
+
+    /* Too many '}' on a line, a quote glued to a ';', a lex error inside a one-line block. */
+    EXPECT_ERRORS("route r { record yes } }\n"
+                  "route s { motd \"x\"; record no }\n"
+                  "route t { motd \"a\\qb\" }\n"
+                  "verbose yes;}\n",
+                  "t.conf:1:24: error: unexpected '}'",
+                  "t.conf:3:18: error: unknown escape '\\q' in quoted string; use \\\", \\\\, "
+                  "\\n or \\t",
+                  "t.conf:4:13: error: unexpected '}'", NULL);
+}
+
 static const struct unit_case cases[] = {
 #define C(n)                                                                                       \
     {                                                                                              \
@@ -1328,6 +1445,8 @@ static const struct unit_case cases[] = {
     C(free_strings),
     C(missing_file),
     C(null_diag),
+    C(one_line_blocks),
+    C(one_line_errors),
 #undef C
 };
 

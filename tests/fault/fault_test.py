@@ -63,6 +63,7 @@ exit is the leak check, and every case wants exit 0 after SIGTERM.
 """
 
 import collections
+import json
 import os
 import random
 import re
@@ -2262,6 +2263,229 @@ def case_disk_full_tmpfs(h, res):
 def _copy_out(src, dst):
     shutil.copyfile(src, dst)
     return dst
+
+
+# ---------------------------------------------------------------- anonymize
+
+class OrderUpstreamMap(UpstreamMap):
+    """With `anonymize yes` the log names no client port: the lock-step
+    replay opens one session at a time, so the n-th new client port gets the
+    n-th session's upstream port (from its "session start" line)."""
+
+    def __init__(self, px):
+        super().__init__(px)
+        self.order = []
+        self.assigned = {}
+
+    def poll(self):
+        with self.lock:
+            lines = self.px.log_lines(self.idx)
+            self.idx += len(lines)
+            for line in lines:
+                m = SESSION_START_RE.search(line)
+                if m and int(m.group(2)) not in self.order:
+                    self.order.append(int(m.group(2)))
+
+    def get(self, client_port, timeout=0.0):
+        end = time.monotonic() + timeout
+        for _ in range(int(timeout / 0.005) + 2):
+            self.poll()
+            with self.lock:
+                if client_port in self.assigned:
+                    return self.assigned[client_port]
+                free = [u for u in self.order if u not in self.assigned.values()]
+                if free:
+                    self.assigned[client_port] = free[0]
+                    return free[0]
+            if time.monotonic() >= end:
+                break
+            time.sleep(0.005)
+        return None
+
+
+def client_forms(ports, listen_port):
+    """The client's address in the forms a file may hold it: text
+    (127.0.0.1:PORT; 127.0.0.1_PORT in demo names) and binary (the 4 IP
+    bytes next to the port in network order, either way round: an IP
+    header's destination before the UDP source port, a sockaddr's port
+    before its address; and the UDP header's pair of ports with the proxy's
+    listen port, either direction)."""
+    text, binary = [], []
+    for p in ports:
+        text += ['127.0.0.1:%d' % p, '127.0.0.1_%d' % p]
+        pb = struct.pack('>H', p)
+        binary += [b'\x7f\x00\x00\x01' + pb, pb + b'\x7f\x00\x00\x01',
+                   struct.pack('>HH', p, listen_port), struct.pack('>HH', listen_port, p)]
+    return text, binary
+
+
+def find_client(paths, forms):
+    """{path: [forms found]} over every file's name and bytes."""
+    text, binary = forms
+    hits = {}
+    for path in paths:
+        with open(path, 'rb') as f:
+            data = f.read()
+        found = [t for t in text if t.encode() in data or t in os.path.basename(path)]
+        found += [b.hex() for b in binary if b in data]
+        if found:
+            hits[path] = found
+    return hits
+
+
+def checksum16(data):
+    if len(data) % 2:
+        data += b'\0'
+    s = sum(struct.unpack('>%dH' % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return s
+
+
+def pcap_packets(path):
+    """(src ip, sport, dst ip, dport) of each packet of a libpcap LINKTYPE_RAW
+    capture (IPv4), the IP and UDP checksums checked."""
+    with open(path, 'rb') as f:
+        data = f.read()
+    check(len(data) >= 24 and struct.unpack_from('<I', data)[0] == 0xa1b2c3d4 and
+          struct.unpack_from('<I', data, 20)[0] == 101, '%s: not a LINKTYPE_RAW pcap' % path)
+    out, o = [], 24
+    while o + 16 <= len(data):
+        caplen, origlen = struct.unpack_from('<II', data, o + 8)
+        pkt = data[o + 16:o + 16 + caplen]
+        o += 16 + caplen
+        check(caplen == origlen and pkt[0] == 0x45 and pkt[9] == 17,
+              '%s: packet %d is not a whole IPv4 UDP packet' % (path, len(out)))
+        check(checksum16(pkt[:20]) == 0xffff, '%s: packet %d: bad IP checksum' % (path, len(out)))
+        pseudo = pkt[12:20] + struct.pack('>BBH', 0, 17, len(pkt) - 20)
+        check(checksum16(pseudo + pkt[20:]) == 0xffff,
+              '%s: packet %d: bad UDP checksum' % (path, len(out)))
+        sport, dport = struct.unpack_from('>HH', pkt, 20)
+        out.append((socket.inet_ntoa(pkt[12:16]), sport, socket.inet_ntoa(pkt[16:20]), dport))
+    return out
+
+
+def anonymize_run(h, res, mode, sign_key, anon_key):
+    """The ioquake3 71 capture through slipgate with every writer slipgate
+    has (log, --stats, demo, .sig, two pcap filters, textlog, inspect text
+    and JSON, the HTTP pages) and `anonymize MODE`; the client moves to a
+    new port halfway (NAT).  Returns (every file slipgate wrote, the client
+    ports, the listen port, the stats' game session, the pcap's packets)."""
+    cap = Capture('ioq71')
+    game = [d for d in cap.game() if d.c2s and not d.payload.startswith(q3cap.OOB)]
+    move = game[len(game) // 2]
+    srv = res.add(ServerSide())
+    out = h.path('anon-' + mode)
+    os.mkdir(out)
+    conf = ('anonymize %s\nanonymize_key "%s"\nsign_key "%s"\nsign_interval 1s\n'
+            'http 127.0.0.1:$P1\n'
+            'route main {\n    listen 127.0.0.1:$P0\n    server %s\n    protocol q3\n'
+            '    reencode always\n    new_sessions_per_source 1000\n    record "%s"\n'
+            '    filter pcap raw {\n        file "%s/cap.pcap"\n    }\n'
+            '    filter pcap ng {\n        file "%s/cap.pcapng"\n        format pcapng\n    }\n'
+            '    filter textlog {\n        file "%s/text.log"\n    }\n'
+            '    filter inspect text {\n        level packets\n        output "%s/inspect.txt"\n'
+            '    }\n'
+            '    filter inspect json {\n        format json\n        output "%s/inspect.json"\n'
+            '    }\n}\n' % (mode, anon_key, sign_key, srv.addr, out, out, out, out, out, out))
+    px = h.proxy(config=conf, args=['-v'], name='anon_' + mode, lifetime=60.0)
+    ups = UpstreamMap(px) if mode == 'no' else OrderUpstreamMap(px)
+    rep = Replay(h, px, srv, ups, cap, hold=True, move_at=move.index).run()
+    check(rep.moved_from is not None, 'the replay never reached datagram %r' % move)
+    check(not rep.problems, '%d problems in the replay:\n  %s'
+          % (len(rep.problems), '\n  '.join(rep.problems)))
+    ports = [rep.moved_from, rep.port_of(cap.game_client)]
+    ports += [rep.port_of(ep) for ep in rep.socks if rep.port_of(ep) not in ports]
+
+    # The HTTP pages while the session lives.
+    import urllib.request
+    for page in ('metrics', 'api/routes', 'api/sessions', 'api/recordings'):
+        with urllib.request.urlopen('http://127.0.0.1:%d/%s' % (px.ports[1], page),
+                                    timeout=10) as r:
+            body = r.read()
+        with open(os.path.join(out, 'http-' + page.replace('/', '-')), 'wb') as f:
+            f.write(body)
+    sessions = json.loads(open(os.path.join(out, 'http-api-sessions'), 'rb').read())
+    check(sessions, 'the HTTP API lists no session: %r' % sessions)
+    st = stop_ok(px)
+    with open(os.path.join(out, 'slipgate.log'), 'w') as f:
+        f.write(px.log_text())
+    route = stats_route(st)
+    games = [s for s in route.get('sessions') or [] if s.get('demos')]
+    check(len(games) == 1 and games[0].get('demo'), 'expected one session with a demo: %r'
+          % route.get('sessions'))
+    files = [px.stats_path, px.config_path, px.stdout_path]
+    for root, _, names in os.walk(out):
+        files += [os.path.join(root, n) for n in names]
+    kinds = {'log': 'slipgate.log', 'stats': os.path.basename(px.stats_path),
+             'demo name': os.path.basename(games[0]['demo']),
+             '.sig': os.path.basename(games[0]['demo']) + '.sig', 'pcap': 'cap.pcap',
+             'pcapng': 'cap.pcapng', 'textlog': 'text.log', 'inspect': 'inspect.txt',
+             'inspect json': 'inspect.json', 'http sessions': 'http-api-sessions'}
+    for k, name in kinds.items():
+        check(any(os.path.basename(p) == name for p in files), 'no %s file (%s) in %r'
+              % (k, name, files))
+    files.remove(px.config_path)  # ours: it names no client
+    return files, ports, px.ports[0], games[0], pcap_packets(os.path.join(out, 'cap.pcap')), kinds
+
+
+@with_resources
+def case_replay_anonymized(h, res):
+    """`anonymize yes`: no file slipgate writes holds the client's address.
+    The ioquake3 71 capture is replayed twice through slipgate with
+    recording, signing, both pcap formats, textlog, inspect (text and JSON),
+    --stats, the HTTP pages and the log kept, the client moving to a second
+    port halfway.  With `anonymize no` every one of those files holds the
+    client's address (127.0.0.1:PORT, or its IP bytes next to its port), so
+    the search finds it; with `anonymize yes` none does, the client is
+    anon-XXXXXXXX (one pseudonym across the port change) wherever it was
+    named, the pcap's client legs come from one pseudonymous address in
+    198.18.0.0/15 with valid checksums, and the signed demo verifies."""
+    sign_key, pub = make_key(h, 'league')
+    anon_key = h.path('state/anonymize.key')
+
+    files, ports, listen, game, pkts, kinds = anonymize_run(h, res, 'no', sign_key, anon_key)
+    check(not os.path.exists(anon_key), 'anonymize no made a key file')
+    hits = find_client(files, client_forms(ports, listen))
+    for k, name in kinds.items():
+        check(any(os.path.basename(p) == name for p in hits),
+              'anonymize no: the %s (%s) holds no client address: the search cannot find it'
+              % (k, name))
+    check(game['client'] == '127.0.0.1:%d' % ports[1], 'stats client %r' % game['client'])
+    plain = {'%s:%d' % (a, p) for a, p, b, q in pkts} | {'%s:%d' % (b, q) for a, p, b, q in pkts}
+    check({'127.0.0.1:%d' % p for p in ports[:2]} <= plain,
+          'anonymize no: the pcap does not show the client: %s' % sorted(plain))
+
+    files, ports, listen, game, pkts, _ = anonymize_run(h, res, 'yes', sign_key, anon_key)
+    check(os.stat(anon_key).st_mode & 0o777 == 0o600, 'the anonymize key is not mode 0600')
+    hits = find_client(files, client_forms(ports, listen))
+    check(not hits, 'anonymize yes: the client address is in %s'
+          % '; '.join('%s: %s' % (p, f) for p, f in sorted(hits.items())))
+    token = game['client']
+    check(re.fullmatch(r'anon-[0-9a-f]{8}', token), 'stats client %r, not a pseudonym' % token)
+    check(token in os.path.basename(game['demo']), 'demo name %r' % game['demo'])
+    with open(game['demo'] + '.sig') as f:
+        check('\nmeta client %s\n' % token in f.read(), 'the .sig names another client')
+    log = open([p for p in files if p.endswith('slipgate.log')][0]).read()
+    check(re.search(r'client moved from %s to %s \(qport \d+\)' % (token, token), log),
+          'no "client moved from %s to %s" line: one pseudonym across the port change' % (token, token))
+    check('session start client=%s ' % token in log, 'no "session start client=%s"' % token)
+    rc, line, err = verify_demo(h.exe, game['demo'], sign_key + '.pub')
+    check(rc == 0 and 'authentic, whole' in line, 'verify: exit %d: %s %s' % (rc, line, err))
+    client_side = set()
+    for a, p, b, q in pkts:
+        for addr, port in ((a, p), (b, q)):
+            if addr != '127.0.0.1':
+                client_side.add((addr, port))
+    addrs = {a for a, _ in client_side}
+    check(len(addrs) == 1 and all(socket.inet_aton(a)[0] == 198 and
+                                  socket.inet_aton(a)[1] & 0xfe == 18 for a in addrs),
+          'the pcap client legs: %s, expected one address in 198.18.0.0/15' % sorted(client_side))
+    check(len(client_side) == len(set(ports)),
+          'the pcap client legs: %s, expected %d ports (one per client port: %s)'
+          % (sorted(client_side), len(set(ports)), ports))
+    print('anonymized: client %s (ports %s) is %s; pcap client %s; %d files searched'
+          % ('127.0.0.1', ports, token, sorted(client_side), len(files)))
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}

@@ -17,6 +17,13 @@
  *  - the recorder's output is itself a demo the reader reads to its end
  *    marker, with the messages the recorder says it wrote, each parsing
  *    with the documented results.
+ *
+ * The same input then goes through the QuakeWorld demo reader (the codec
+ * table's hooks, protocols/qw/demo.c), read once as an .mvd and once as a
+ * .qwd: `info`, `dump` (text and JSON) and `reencode`.  Properties:
+ *  - each hook returns the number of problems it found, never a negative
+ *    error (the input is in memory: no I/O can fail);
+ *  - a reencode that found no problem wrote the input's own bytes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,6 +33,9 @@
 #include "protocols/error.h"
 #include "protocols/q3/demo.h"
 #include "protocols/q3/dump.h"
+#include "protocols/codec.h"
+
+extern const struct sg_demo_impl sg_qw_demo_impl; /* protocols/qw/demo.c */
 
 struct ctx {
     struct sg_q3_state *st;
@@ -82,6 +92,35 @@ static uint64_t read_demo(struct ctx *c, FILE *f, size_t size, FILE *dump,
     return count;
 }
 
+/* The QuakeWorld demo reader's hooks over the input, named `name`. */
+static void qw_demo(const uint8_t *data, size_t size, const char *name)
+{
+    const struct sg_demo_impl *d = &sg_qw_demo_impl;
+    char *re = NULL;
+    size_t re_len = 0;
+    FILE *in, *null = fuzz_null_file(), *out;
+    int rc;
+
+    FUZZ_CHECK(null != NULL);
+    in = fmemopen((void *)(uintptr_t)data, size, "rb");
+    FUZZ_CHECK(in != NULL);
+    FUZZ_CHECK(d->info(in, name, null) >= 0);
+    rewind(in);
+    FUZZ_CHECK(d->dump(in, name, false, null) >= 0);
+    rewind(in);
+    FUZZ_CHECK(d->dump(in, name, true, null) >= 0);
+    rewind(in);
+    out = open_memstream(&re, &re_len);
+    FUZZ_CHECK(out != NULL);
+    rc = d->reencode(in, name, out, null);
+    fclose(out);
+    FUZZ_CHECK(rc >= 0);
+    FUZZ_CHECK(rc != 0 || (re_len == size && memcmp(re, data, size) == 0));
+    free(re);
+    fclose(in);
+    fclose(null);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct ctx *c = malloc(sizeof(*c));
@@ -129,5 +168,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sg_q3_svmsg_finish(&c->msg);
     sg_q3_state_destroy(c->st);
     free(c);
+
+    qw_demo(data, size, "fuzz.mvd");
+    qw_demo(data, size, "fuzz.qwd");
     return 0;
 }

@@ -31,7 +31,7 @@ import tempfile
 
 TARGETS = ['fuzz_huffman', 'fuzz_q3_message', 'fuzz_q3_client', 'fuzz_q3_netchan',
            'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config', 'fuzz_bmsg',
-           'fuzz_qw', 'fuzz_sign']
+           'fuzz_qw', 'fuzz_sign', 'fuzz_nq']
 
 SERVER_PORT = 27960  # the server port of every Q3 session capture (MANIFEST.md)
 SESSIONS = {'ioq68': 1, 'ioq71': 2, 'oa71': 3}  # capture -> fuzz_q3_netchan wire mode
@@ -239,6 +239,60 @@ def seeds_demo(testdata, source):
         cut = demo_file(msgs[:6], end=False)
         seeds[name + '_cut'] = cut[:len(cut) - 5]
         seeds[name + '_mid'] = demo_file(msgs[len(msgs) // 2:len(msgs) // 2 + 6])
+    seeds.update(seeds_qw_demo(testdata))
+    return seeds
+
+
+def mvd_blocks(data):
+    """The whole blocks of an .mvd file, as bytes (PROTOCOLS.md C7; protocols/qw/demo.c)."""
+    blocks, pos = [], 0
+    while pos + 2 <= len(data):
+        kind = data[pos + 1] & 7
+        head = 2 + (4 if kind == 3 else 0)
+        if kind == 0:
+            n = head + 36
+        elif kind == 2:
+            n = head + 8
+        elif kind == 7 or pos + head + 4 > len(data):
+            break
+        else:
+            n = head + 4 + struct.unpack_from('<I', data, pos + head)[0]
+        if pos + n > len(data):
+            break
+        blocks.append(data[pos:pos + n])
+        pos += n
+    return blocks
+
+
+def seeds_qw_demo(testdata):
+    """QuakeWorld demos for the same target: pieces of the real .mvd (its
+    start with the serverdata, a later stretch, a cut), and a .qwd built
+    from the QuakeWorld capture's server datagrams (dem_read blocks), with
+    a dem_set and a dem_cmd."""
+    seeds = {}
+    for path in sorted(glob.glob(os.path.join(testdata, 'qw', 'demos', '*.mvd'))):
+        name = 'qw_' + os.path.basename(path).split('.')[0]
+        blocks = mvd_blocks(open(path, 'rb').read())
+        for k in (1, 3, 12, 40):
+            seeds['%s_first%d' % (name, k)] = b''.join(blocks[:k])
+        mid = len(blocks) // 2
+        seeds[name + '_mid'] = b''.join(blocks[:2] + blocks[mid:mid + 30])
+        hidden = [i for i, b in enumerate(blocks) if b[1] & 7 == 3 and b[2:6] == bytes(4)]
+        if hidden:
+            seeds[name + '_hidden'] = b''.join(blocks[:1] + blocks[hidden[0]:hidden[0] + 8])
+        cut = b''.join(blocks[:6])
+        seeds[name + '_cut'] = cut[:len(cut) - 5]
+    cap = os.path.join(testdata, 'qw', 'sessions', 'ezquake_mvdsv', 'capture.pcap')
+    if os.path.isfile(cap):
+        grams = pcapng_udp(cap)
+        server = 27500
+        reads = [struct.pack('<fBI', 0.01 * i, 1, len(p)) + p
+                 for i, (s, d, p) in enumerate(grams) if s == server]
+        cmd = struct.pack('<fB', 0.5, 0) + struct.pack('<B3x3f3hBB3f', 13, 1.5, 90.0, 0.0,
+                                                       320, 0, 0, 1, 0, 1.5, 90.0, 0.0)
+        setb = struct.pack('<fBii', 0.5, 2, 1, 0)
+        seeds['qw_capture_qwd'] = b''.join(reads[:12]) + setb + cmd + b''.join(reads[12:30])
+        seeds['qw_capture_qwd_mid'] = b''.join(reads[len(reads) // 2:len(reads) // 2 + 20])
     return seeds
 
 
@@ -326,6 +380,36 @@ def seeds_qw(testdata, source):
     return seeds
 
 
+def seeds_nq(testdata, source):
+    """The NetQuake capture (control flow, then the game flow on the port
+    the accept names; the client is the side that sent CCREQ_CONNECT), in
+    fuzz_nq's format, from the start and in slices; and the .dem files
+    (mode bit 7)."""
+    seeds = {}
+    path = os.path.join(testdata, 'nq', 'sessions', 'quakespasm_darkplaces', 'capture.pcap')
+    if os.path.exists(path):
+        dgrams = pcapng_udp(path)
+        conn = next((s for s, d, p in dgrams if p[:1] == b'\x80' and p[4:10] == b'\x01QUAKE'),
+                    None)
+        if conn:
+            items = [(s != conn, p) for s, d, p in dgrams if conn in (s, d)]
+
+            def pack(mode, its):
+                return bytes([mode]) + b''.join(struct.pack('<BH', int(s2c), len(p)) + p
+                                                for s2c, p in its)
+            seeds['start'] = pack(0, items[:150])
+            step = max(1, len(items) // 6)
+            for i in range(1, 6):
+                seeds['slice_%d' % i] = pack(1 if i % 2 else 2, items[i * step:i * step + 40])
+    for name in ('vektar_demo1.dem', 'vgio_test.dem'):
+        p = os.path.join(testdata, 'nq', 'demos', name)
+        if os.path.exists(p):
+            with open(p, 'rb') as f:
+                d = f.read()
+            seeds['dem_' + name.split('.')[0]] = b'\x80' + d[:12000]
+    return seeds
+
+
 def sign_input(flags, sig, data):
     """A fuzz_sign input: u8 flags, le32 siglen, the .sig, the recording."""
     return bytes([flags]) + struct.pack('<I', len(sig)) + sig + data
@@ -370,6 +454,7 @@ GENERATORS = {
     'fuzz_bmsg': seeds_bmsg,
     'fuzz_qw': seeds_qw,
     'fuzz_sign': seeds_sign,
+    'fuzz_nq': seeds_nq,
 }
 
 

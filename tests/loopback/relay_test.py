@@ -1797,8 +1797,8 @@ def nq_in_game(h, protocol, host=V4):
     st = stop_ok(px)
     s = stats_route(st, 'default')['sessions']
     check(len(s) == 1, 'stats: %d sessions, expected 1' % len(s))
-    check('codec' not in s[0] and 'decode' not in s[0],
-          'stats: the session was decoded as %r' % s[0].get('codec'))
+    check(s[0].get('codec') == 'nq', 'stats: the session was decoded as %r, expected nq'
+          % s[0].get('codec'))
     expect_counters(s[0], 'session', 7, 16 + 12 + 5 * 13, 6, 9 + 5 * (13 + 4))
     print('accept rewritten to %d, game socket %d reached from %s' % (port, game.port, up))
 

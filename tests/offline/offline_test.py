@@ -6,6 +6,7 @@ Exit codes checked: 0 ok, 1 errors found or nothing can read it, 2 usage.
 """
 import os
 import re
+import struct
 import shutil
 import subprocess
 import sys
@@ -45,7 +46,7 @@ def case_demo_help():
     rc, out, _ = run("demo", "--help")
     expect(rc == 0 and "usage:" in out, "--help")
     expect("  q3   .dm_66, .dm_67, .dm_68, .dm_71\n" in out, "help lists the q3 reader:\n" + out)
-    expect("  qw   .qwd, .mvd: not readable yet\n" in out, "help lists qw as not readable yet")
+    expect("  qw   .qwd, .mvd (no cut)\n" in out, "help lists the qw reader:\n" + out)
     expect("--protocol NAME" in out, "help shows --protocol")
 
 
@@ -58,7 +59,7 @@ def case_demo_unknown_type():
         expect(rc == 1 and out == "", "unknown file: exit 1, nothing on stdout (%d)" % rc)
         expect("no codec reads %s: its extension .xyz and its first bytes match no known demo "
                "format; %s" % (f, KNOWN) in err, "clear message: " + err)
-        expect("not readable yet: qw (.qwd, .mvd), nq (.dem), q2 (.dm2)" in err,
+        expect("; qw (.qwd, .mvd); nq (.dem); not readable yet: q2 (.dm2)" in err,
                "names the formats to come: " + err)
         out_path = os.path.join(tmp, "out.dm_68")
         rc, out, err = run("demo", "reencode", f, out_path)
@@ -100,7 +101,8 @@ def case_demo_protocol_forced():
         # a Quake 3 demo named like a NetQuake one: refused, unless --protocol q3 says so
         f = copy(tmp, data("q3/demos/osp_chat.dm_68"), "osp.dem")
         rc, out, err = run("demo", "info", f)
-        expect(rc == 1 and "NetQuake (nq) demos are not readable yet" in err, err)
+        expect(rc == 1 and "its extension .dem says a NetQuake demo, but its first bytes are not "
+               "one" in err, err)
         for opt in ("--protocol", "-p"):
             rc, out, err = run("demo", "info", opt, "q3", f)
             expect(rc == 0 and "map:          cpm3a" in out, "%s q3 reads it: %s" % (opt, err))
@@ -110,8 +112,14 @@ def case_demo_protocol_forced():
         rc, out, _ = run("demo", "-p", "q3", "reencode", f, out_path)
         expect(rc == 0 and "533 messages, 533 byte-identical" in out, "reencode with -p q3")
         # forcing a game without a reader says so, whatever the file is
+        rc, out, err = run("demo", "info", "-p", "q2", data("q3/demos/osp_chat.dm_68"))
+        expect(rc == 1 and out == "" and "Quake 2 (q2) demos are not readable yet" in err, err)
+        # forcing NetQuake on a Quake 3 demo: its reader finds no cd-track line
+        rc, out, err = run("demo", "info", "-p", "nq", data("q3/demos/osp_chat.dm_68"))
+        expect(rc == 1 and "not a NetQuake demo: no cd-track line" in out, out + err)
+        # forcing QuakeWorld on a Quake 3 demo: its reader says where the file stops making sense
         rc, out, err = run("demo", "info", "-p", "qw", data("q3/demos/osp_chat.dm_68"))
-        expect(rc == 1 and out == "" and "QuakeWorld (qw) demos are not readable yet" in err, err)
+        expect(rc == 1 and "errors:       1, at offset 0: block #0 has type" in out, out + err)
 
 
 def case_demo_protocol_unknown():
@@ -123,9 +131,7 @@ def case_demo_protocol_unknown():
 
 
 def case_demo_no_reader():
-    for rel, game in (("qw/demos/mvdparser_1on1.mvd", "QuakeWorld (qw)"),
-                      ("nq/demos/vgio_test.dem", "NetQuake (nq)"),
-                      ("q2/demos/libq2_test.dm2", "Quake 2 (q2)")):
+    for rel, game in (("q2/demos/libq2_test.dm2", "Quake 2 (q2)"),):
         f = data(rel)
         for sub in (["info", f], ["dump", "--json", f]):
             rc, out, err = run("demo", *sub)
@@ -136,7 +142,43 @@ def case_demo_no_reader():
         out_path = os.path.join(tmp, "cut.qwd")
         rc, _, err = run("demo", "cut", data("qw/demos/mvdparser_1on1.mvd"), out_path,
                          "--from", "0", "--to", "1000")
-        expect(rc == 1 and "not readable yet" in err and not os.path.exists(out_path), err)
+        expect(rc == 1 and "QuakeWorld demos cannot be cut yet" in err and
+               not os.path.exists(out_path), err)
+
+
+def case_demo_nq():
+    """NetQuake .dem (protocols 15 and 666): info, dump and a byte-identical reencode."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for rel, proto, level in (("nq/demos/vektar_demo1.dem", "15", "bg"),
+                                  ("nq/demos/vgio_test.dem", "666", "test")):
+            f = data(rel)
+            rc, out, err = run("demo", "info", f)
+            expect(rc == 0 and "protocol:     %s\n" % proto in out and
+                   "map:          %s\n" % level in out and "errors:       0 decode" in out,
+                   "info %s: %s %s" % (rel, out, err))
+            rc, out, err = run("demo", "dump", f)
+            expect(rc == 0 and out.startswith("# cd track ") and "  svc_serverinfo protocol=%s "
+                   % proto in out and out.endswith("# end of file\n"), "dump " + rel)
+            rc, out, err = run("demo", "dump", "--json", f)
+            expect(rc == 0 and '"name":"svc_serverinfo","fields":[["protocol",%s]' % proto in out,
+                   "dump --json " + rel)
+            re_path = os.path.join(tmp, "re.dem")
+            rc, out, err = run("demo", "reencode", f, re_path)
+            expect(rc == 0 and "blocks byte-identical" in out, "reencode %s: %s" % (rel, err))
+            with open(f, "rb") as a, open(re_path, "rb") as b:
+                expect(a.read() == b.read(), "reencode %s gives the same bytes" % rel)
+        # cut inside a block: read to the last whole one, exit 1
+        with open(data("nq/demos/vgio_test.dem"), "rb") as fp:
+            whole = fp.read()
+        cut = os.path.join(tmp, "cut.dem")
+        with open(cut, "wb") as fp:
+            fp.write(whole[:5000])
+        rc, out, err = run("demo", "info", cut)
+        expect(rc == 1 and "the file ends inside a block" in out, "cut: " + out + err)
+        # the content decides under an unknown name
+        other = copy(tmp, data("nq/demos/vgio_test.dem"), "vgio.bin")
+        rc, out, err = run("demo", "info", other)
+        expect(rc == 0 and "protocol:     666" in out, "a .dem under another name: " + err)
 
 
 def pcap(*args):
@@ -150,9 +192,9 @@ def case_pcap_protocol_forced():
     for opt in ("--protocol", "-p"):
         forced = pcap(cap, opt, "q3")
         expect(forced == auto, "%s q3 gives the same lines and summary" % opt)
-    rc, out, err = pcap(cap, "--protocol", "nq")
-    expect(rc == 1 and out == "" and "nq: this game's captures cannot be decoded yet; "
-           "decoders: q3 qw" in err, err)
+    rc, out, err = pcap(cap, "--protocol", "q2")
+    expect(rc == 1 and out == "" and "q2: this game's captures cannot be decoded yet; "
+           "decoders: q3 qw nq" in err, err)
     # a Quake 3 capture forced to QuakeWorld is decoded as QuakeWorld (and fails there)
     rc, out, err = pcap(cap, "--protocol", "qw")
     expect(rc == 1 and " seq=" in out and "not decoded" not in out, err[-400:])
@@ -170,8 +212,7 @@ def case_pcap_other_games():
     expect(re.search(r"messages (\d+), rebuilt identical \1/\1, dropped as old 0, errors 0", err),
            "the QuakeWorld session's summary: " + err[-600:])
     expect("not decoded" not in out and " svc_serverdata" in out, out[:400])
-    for rel, name, title in (("nq/sessions/quakespasm_darkplaces/capture.pcap", "nq", "NetQuake"),
-                             ("q2/sessions/q2pro_36/capture.pcap", "q2", "Quake 2")):
+    for rel, name, title in (("q2/sessions/q2pro_36/capture.pcap", "q2", "Quake 2"),):
         rc, out, err = pcap(data(rel))
         expect(rc == 1, "%s: exit 1 (nothing decoded)" % rel)
         expect("datagrams of %s (%s), not decoded: its codec has no capture decoder yet"
@@ -180,6 +221,76 @@ def case_pcap_other_games():
         expect(" %s not decoded\n" % name in out, "%s: lines say the flow is not decoded" % rel)
         rc, out, err = pcap(data(rel), "--json")
         expect('"game":"%s","decoded":false}' % name in out, "JSON says it too")
+
+
+def dem_blocks(path):
+    """A .dem file's cd-track line and its blocks (message, angle bytes)."""
+    with open(path, "rb") as f:
+        d = f.read()
+    i = d.index(b"\n") + 1
+    out = []
+    while i + 16 <= len(d):
+        n = struct.unpack("<I", d[i:i + 4])[0]
+        out.append((d[i + 16:i + 16 + n], d[i + 4:i + 16]))
+        i += 16 + n
+    expect(i == len(d), "%s: no partial block at the end" % path)
+    return d[:d.index(b"\n") + 1], out
+
+
+def case_pcap_nq():
+    """A quakespasm + DarkPlaces capture: both flows (control port, game
+    port) decoded as NetQuake with 0 errors, every message rebuilt
+    byte-identical; --record writes a .dem whose blocks are the client's
+    own demo of the session (client_demo.dem), message and angles."""
+    cap = data("nq/sessions/quakespasm_darkplaces/capture.pcap")
+    rc, out, err = pcap(cap)
+    expect(rc == 0 and "0 errors" in err, "exit 0, 0 errors: " + err[-800:])
+    m = re.search(r"session 2: \S+ -> \S+: (\d+) datagrams, (\d+) messages \((\d+) rebuilt "
+                  r"byte-identical\)", err)
+    expect(m and int(m.group(2)) > 1000 and m.group(2) == m.group(3), "every message rebuilt: "
+           + err[-800:])
+    expect("CCREQ_CONNECT" in out and "CCREP_ACCEPT" in out and "svc_print" in out,
+           "control packets and texts are shown")
+    rc, out, err = pcap(cap, "--json")
+    expect(rc == 0 and '"kind":"message"' in out and '"identical":false' not in out, "JSON")
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out, err = pcap(cap, "--record", tmp)
+        dems = [f for f in os.listdir(tmp) if f.endswith(".dem")]
+        expect(rc == 0 and len(dems) == 1, "one demo recorded: %s %s" % (dems, err[-500:]))
+        rec = os.path.join(tmp, dems[0])
+        head, ours = dem_blocks(rec)
+        chead, theirs = dem_blocks(data("nq/sessions/quakespasm_darkplaces/client_demo.dem"))
+        expect(head == chead, "the cd-track line: %r vs %r" % (head, chead))
+        expect(len(ours) >= len(theirs) and ours[:len(theirs)] == theirs,
+               "the client's demo is the start of the recording (%d vs %d blocks)"
+               % (len(ours), len(theirs)))
+        expect(ours[-1][0] == b"\x02", "the recording ends with svc_disconnect")
+        rc, out, _ = run("demo", "info", rec)
+        expect(rc == 0 and "errors:       0 decode" in out and "map:          box" in out, out)
+
+
+def case_nq_golden():
+    """Golden dumps (tests/nq/golden): `demo dump` of the 666 demo and
+    `pcap decode` of the quakespasm + DarkPlaces capture, line for line.
+    SG_UPDATE_GOLDEN=1 rewrites them (review the diff)."""
+    golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nq", "golden")
+    for name, args in (("vgio_test.dump", ["demo", "dump", data("nq/demos/vgio_test.dem")]),
+                       ("quakespasm_darkplaces.pcap.txt",
+                        ["pcap", "decode",
+                         data("nq/sessions/quakespasm_darkplaces/capture.pcap")])):
+        rc, out, err = run(*args)
+        expect(rc == 0, "%s: exit %d: %s" % (name, rc, err[-500:]))
+        path = os.path.join(golden, name)
+        if os.environ.get("SG_UPDATE_GOLDEN"):
+            with open(path, "w") as f:
+                f.write(out)
+        with open(path) as f:
+            want = f.read()
+        if out != want:
+            a, b = want.splitlines(), out.splitlines()
+            k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+            expect(False, "%s differs from its golden dump at line %d:\n- %s\n+ %s"
+                   % (name, k + 1, a[k] if k < len(a) else "(end)", b[k] if k < len(b) else "(end)"))
 
 
 def case_sign_key_checked():
@@ -231,6 +342,60 @@ def case_demo_verify_usage():
         expect(rc == 2 and "not a public key" in err, "bad --key: " + err)
         rc, out, err = run("demo", "--help")
         expect("demo verify FILE" in out, "demo --help lists verify")
+
+
+def case_anonymize_checked():
+    """`anonymize yes|no` and `anonymize_key FILE` are checked at start-up:
+    a bad value, a key file readable by others and one that is not a key
+    each stop slipgate with FILE:LINE and what is wrong; a missing key file
+    is made (0600, its directory too), and a route's `anonymize no` needs
+    none."""
+    with tempfile.TemporaryDirectory() as tmp:
+        key = os.path.join(tmp, "state", "anon.key")
+        conf = os.path.join(tmp, "a.conf")
+
+        def write(text):
+            with open(conf, "w") as f:
+                f.write(text)
+
+        write("route main {\n    server 127.0.0.1:27961\n    anonymize maybe\n}\n")
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:3:15: error: 'anonymize' expects one of no, yes, got 'maybe'"
+               % conf in err, "a bad value is refused with file:line: " + err)
+        write("anonymize yes\nanonymize_key %s\nroute main {\n    server 127.0.0.1:27961\n}\n"
+              % key)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc == 0, "a missing key file is made: " + err)
+        expect(os.stat(key).st_mode & 0o777 == 0o600, "the key file is mode 0600")
+        expect(os.stat(os.path.dirname(key)).st_mode & 0o777 == 0o700, "its directory is 0700")
+        with open(key) as f:
+            made = f.read()
+        expect(made.startswith("slipgate-anonymize-key 1\n"), "the key file: %r" % made[:30])
+        rc, out, err = run("-c", conf, "--check-config")
+        with open(key) as f:
+            expect(rc == 0 and f.read() == made, "an existing key is kept: " + err)
+        os.chmod(key, 0o644)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:2: error: anonymize_key %s is readable or writable by group or "
+               "others (mode 0644)" % (conf, key) in err,
+               "a 0644 key is refused with file:line: " + err)
+        with open(key, "w") as f:
+            f.write("not a key\n")
+        os.chmod(key, 0o600)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:2: error: anonymize_key %s is not a slipgate anonymize key"
+               % (conf, key) in err, "a malformed key is refused with file:line: " + err)
+        # The route's own key file, and its line.
+        write("anonymize yes\nroute main {\n    server 127.0.0.1:27961\n"
+              "    anonymize_key %s\n}\n" % key)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc != 0 and "%s:4: error: anonymize_key %s is not a slipgate anonymize key"
+               % (conf, key) in err, "a route's bad key is refused at its line: " + err)
+        # `anonymize no` in the route: the top level's bad key is not needed.
+        write("anonymize yes\nanonymize_key %s\nroute main {\n    server 127.0.0.1:27961\n"
+              "    anonymize no\n}\n" % key)
+        rc, out, err = run("-c", conf, "--check-config")
+        expect(rc == 0, "a route with anonymize no needs no key: " + err)
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 IOQ3_DIR = "/usr/lib/ioquake3"
 OA_SERVER_BASE = "/usr/lib/openarena-server"
@@ -83,7 +84,32 @@ MODES = {
     # last checkpoint's, and a copy with one byte edited says "modified"
     "signedkill9": ["-p", "q3", "--record", "{work}/demos",
                     "+set", "sign_key", "{work}/league", "+set", "sign_interval", "2s"],
+    # `anonymize yes` with every writer (ANON_CONF): record, pcap, textlog,
+    # sign_key, --stats, the log, the HTTP API; afterwards no file slipgate
+    # wrote holds the client's address (127.0.0.1 and its net_port) in any
+    # form, and the demo plays and verifies (check_anon)
+    "anon": ["-c", "{work}/slipgate.conf"],
 }
+
+ANON_CONF = """anonymize yes
+anonymize_key "{work}/state/anonymize.key"
+sign_key "{work}/league"
+sign_interval 2s
+http 127.0.0.1:{http}
+route q3 {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol q3
+    reencode always
+    record "{work}/out/demos"
+    filter pcap {{
+        file "{work}/out/capture.pcap"
+    }}
+    filter textlog {{
+        file "{work}/out/text.log"
+    }}
+}}
+"""
 
 FILTERS_CONF = """route q3 {{
     listen 127.0.0.1:{px}
@@ -549,6 +575,43 @@ def check_killed_demo(work, home_cli, cli_cvars, procs, limit):
             f"played: {frames} frames in {secs} s")
 
 
+def check_anon(work, files, cli_port, px_port, srv_port, token):
+    """No file slipgate wrote holds the client's address: text
+    (127.0.0.1:PORT, 127.0.0.1_PORT as in demo names) or binary (the 4 IP
+    bytes next to the port in network order, either way round; the UDP
+    header's pair of ports with the listen port).  The same search finds
+    the server's address (which slipgate keeps) in the log, the stats, the
+    .sig and the capture, so it does find what is there."""
+    def forms(port, peer):
+        pb = port.to_bytes(2, "big")
+        return ([f"127.0.0.1:{port}", f"127.0.0.1_{port}"],
+                [b"\x7f\x00\x00\x01" + pb, pb + b"\x7f\x00\x00\x01",
+                 pb + peer.to_bytes(2, "big"), peer.to_bytes(2, "big") + pb])
+
+    def hits(path, text, binary):
+        data = open(path, "rb").read()
+        return ([t for t in text if t.encode() in data or t in os.path.basename(path)]
+                + [b.hex() for b in binary if b in data])
+
+    ctext, cbin = forms(cli_port, px_port)
+    leaks = {p: h for p in files for h in [hits(p, ctext, cbin)] if h}
+    if leaks:
+        raise Fail(f"anonymize yes: the client 127.0.0.1:{cli_port} is in "
+                   + "; ".join(f"{p}: {h}" for p, h in sorted(leaks.items())))
+    stext, sbin = forms(srv_port, 0)
+    control = [p for p in files if os.path.basename(p) in ("slipgate.log", "stats.json")
+               or p.endswith(".sig") or p.endswith(".pcap")]
+    missing = [p for p in control if not hits(p, stext, sbin[:1])]
+    if len(control) < 5 or missing:
+        raise Fail(f"the search does not find the server 127.0.0.1:{srv_port} in {missing} "
+                   f"(of {control})")
+    named = [p for p in files if token in open(p, "rb").read().decode(errors="replace")
+             or token in os.path.basename(p)]
+    return (f"; anonymized as {token}: client 127.0.0.1:{cli_port} in none of {len(files)} "
+            f"files (the server's address found in {len(control)}), the pseudonym in "
+            f"{len(named)}")
+
+
 def check_signed(work, demo, whole):
     """`slipgate demo verify` on the recorded demo with the key's .pub:
     authentic (whole, or up to the last checkpoint of its .sig); the same
@@ -669,6 +732,8 @@ def run_case(case, seconds):
         sys.exit(77)
 
     srv_cvars, cli_cvars = VARIANTS[variant]
+    if mode == "anon":
+        seconds = min(seconds, 12)  # the game is not the point: what slipgate wrote is
     work = tempfile.mkdtemp(prefix=f"sg-peers-{variant}-")
     procs = Procs()
     keep = False
@@ -706,6 +771,12 @@ def run_case(case, seconds):
             with open(conf, "w") as f:
                 f.write(MIDRECORD_CONF.format(px=px_port, srv=srv_port, extra=""))
             where = []
+        elif mode == "anon":
+            os.makedirs(os.path.join(work, "out"))
+            http_port = free_tcp_port()
+            with open(conf, "w") as f:
+                f.write(ANON_CONF.format(px=px_port, srv=srv_port, work=work, http=http_port))
+            where = []
         elif mode in ("filters", "netem", "web"):
             with open(conf, "w") as f:
                 if mode == "web":
@@ -716,7 +787,7 @@ def run_case(case, seconds):
             where = []
         else:
             where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}"]
-        if mode in ("signed", "signedkill9"):
+        if mode in ("signed", "signedkill9", "anon"):
             kg = subprocess.run([slipgate_binary(), "keygen", "--out",
                                  os.path.join(work, "league")], capture_output=True, text=True,
                                 timeout=30)
@@ -782,6 +853,13 @@ def run_case(case, seconds):
                            f"{read(srv_log)[-2000:]}")
             time.sleep(5)
         web = check_web(http_port, srv_port, work) if mode == "web" else ""
+        if mode == "anon":
+            for page in ("metrics", "api/sessions", "api/routes", "api/recordings"):
+                with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/{page}",
+                                            timeout=10) as r:
+                    with open(os.path.join(work, "out", "http-" + page.replace("/", "-")),
+                              "wb") as f:
+                        f.write(r.read())
         status = getstatus(srv_port)
         players = [l for l in status.split("\n")[2:] if '"peers' in l]
         if not players or players[0].split()[1] == "999":
@@ -811,7 +889,8 @@ def run_case(case, seconds):
             cli_port = nat.ports()[-1]
             extra = check_nat(st, nat, read(px_log))
         sessions = [s for r in st["routes"] for s in r["sessions"]
-                    if s["client"] == f"127.0.0.1:{cli_port}"]
+                    if s["client"] == f"127.0.0.1:{cli_port}"
+                    or (mode == "anon" and re.fullmatch(r"anon-[0-9a-f]{8}", s["client"]))]
         if len(sessions) != 1:
             raise Fail(f"expected one session for the client, stats have {sessions}")
         c = sessions[0]["counters"]
@@ -831,6 +910,13 @@ def run_case(case, seconds):
             extra += check_decoding(sessions[0], work, home_cli, cli_cvars, procs, limit)
         if mode == "signed":
             extra += check_signed(work, sessions[0]["demo"], True)
+        if mode == "anon":
+            extra += check_decoding(sessions[0], work, home_cli, cli_cvars, procs, limit)
+            extra += check_signed(work, sessions[0]["demo"], True)
+            files = [stats, px_log]
+            for root, _, names in os.walk(os.path.join(work, "out")):
+                files += [os.path.join(root, n) for n in names]
+            extra += check_anon(work, files, cli_port, px_port, srv_port, sessions[0]["client"])
         if mode == "midrecord":
             extra = check_midrecord(sessions[0], work, cli_cvars, procs, limit)
         if mode == "filters":

@@ -5,6 +5,10 @@
  *
  *     cc -shared -fPIC -I PREFIX/include/slipgate -o example_plugin.so example_plugin.c
  *
+ * or, where slipgate is installed (meson install, the slipgate-dev package):
+ *
+ *     cc $(pkg-config --cflags slipgate-filter) -shared -fPIC -o example_plugin.so example_plugin.c
+ *
  * and is loaded with `plugin PATH` at the top of the config file:
  *
  *     plugin ./example_plugin.so

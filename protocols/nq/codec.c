@@ -1,0 +1,1255 @@
+/*
+ * The NetQuake codec: the registry entry (the relay hooks of relay.c: the
+ * connect probe and the accept's port move), per-session state, decode /
+ * encode, the cross-game message view for filters.
+ *
+ * Datagrams (WinQuake net_dgrm.c): a big-endian word of flags and length,
+ * then for the netchan a big-endian sequence.  NETFLAG_CTL packets are the
+ * connection's control packets (CCREQ_* / CCREP_*), decoded as OOB frames.
+ * A reliable message goes in pieces (NETFLAG_DATA, the last with
+ * NETFLAG_EOM), one in flight at a time: the sender waits for the
+ * receiver's NETFLAG_ACK of each piece and resends it until then; the
+ * receiver takes only the piece numbered receiveSequence and acknowledges
+ * (and drops) any other.  Unreliable datagrams (NETFLAG_UNRELIABLE) carry
+ * a whole message with their own sequence; the receiver drops one older
+ * than the last it took.
+ *
+ * The codec models each receiver from what passes through: a piece is new
+ * when it carries the next number, a resend when it repeats the number of
+ * the last piece (decoded again, `repeat`, so filters treat it the same),
+ * else the receiver drops it (REJECTED).  Pieces before a message's last
+ * are relayed as they came (the sender would wait forever for an
+ * acknowledgement of a piece held back); the last piece's frame is the
+ * whole message, and encode() rebuilds only that piece, so a filter may
+ * change only what lies in it.  Numbers never change: a dropped message
+ * leaves an svc_nop / clc_nop, and injections ride on the sender's next
+ * reliable message (appended to its last piece, again on a resend, until
+ * the receiver acknowledges that piece), as the qw codec does.
+ */
+#include "protocols/nq/nq.h"
+
+#include "protocols/byteorder.h"
+#include "protocols/error.h"
+#include "protocols/nq/control.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NETFLAG_LENGTH_MASK 0x0000ffffu
+#define NETFLAG_DATA        0x00010000u
+#define NETFLAG_ACK         0x00020000u
+#define NETFLAG_NAK         0x00040000u
+#define NETFLAG_EOM         0x00080000u
+#define NETFLAG_UNRELIABLE  0x00100000u
+#define NETFLAG_CTL         0x80000000u
+
+#define MAX_DGRAM   65535         /* the length field's reach */
+#define MAX_MESSAGE (1u << 16)    /* a reassembled reliable message (QuakeSpasm 64000, DarkPlaces 65536) */
+#define MAX_INJECT  8
+#define TEXT_RESERVE (MAX_INJECT * 1100 + 8 * 2100)
+
+struct inject {
+    enum sg_dir dir;
+    enum sg_msg_kind kind;
+    char text[1024];
+    size_t len;
+    bool attached;
+    unsigned waited; /* unreliable datagrams of its direction since it was queued */
+};
+
+/* After this many unreliable datagrams without a reliable message to ride
+ * on, an injection goes on an unreliable one (best effort: a lost datagram
+ * loses it; NetQuake servers send reliable messages only when something
+ * happens, clients only with a typed command). */
+#define INJECT_PATIENCE 20
+
+/* One direction's reliable stream, as its receiver takes it. */
+struct rel {
+    bool known;
+    uint32_t next;          /* the receiver's receiveSequence */
+    uint8_t *buf;           /* the message being assembled (MAX_MESSAGE) */
+    size_t len;
+    size_t last_at;         /* where the last piece taken starts */
+    int pieces;             /* pieces taken of the message */
+    bool complete;          /* its EOM piece was taken */
+    bool in_flight;         /* injections ride on piece `carrier` */
+    uint32_t carrier;
+};
+
+struct unrel {
+    bool known;
+    uint32_t next;
+};
+
+struct nqc {
+    struct sg_codec_stats stats;
+    struct sg_nq_proto proto;
+    struct rel rel[2];     /* by direction */
+    struct unrel unrel[2];
+    bool connect_seen, accepted, established;
+    int accept_port;
+    int unsupported_op;
+    char first_error[160];
+
+    /* The datagram decoded last. */
+    struct sg_frame frame;
+    uint32_t flags, seq;
+    bool is_reliable;       /* a DATA piece (the frame is its whole message) */
+    bool is_resend;
+    const char *why;
+    const char *ctl_name;
+    struct sg_nq_parsed parsed;
+    struct sg_msg *msgs;
+    unsigned msgs_cap;
+    int *msg_index;
+    bool *dropped;
+    uint8_t copy[MAX_DGRAM];
+    size_t copy_len;
+    char *pool;
+    size_t pool_cap, pool_used;
+
+    struct inject inj[MAX_INJECT];
+    unsigned ninj;
+
+    uint8_t out[MAX_DGRAM + 8];
+    char describe[256];
+
+    /* Recording (.dem): the client's latest view angles (its last clc_move),
+     * as the float bits the player's own demo writes, and the demo written. */
+    uint32_t view[3];
+    FILE *rec_out;   /* the demo being written, or NULL */
+    bool rec_started;
+    struct level *lv; /* what a demo started mid-level needs (see track()) */
+};
+
+/* ---- state ---- */
+
+struct level;
+static void level_free(struct level *lv);
+
+static int nq_create(void **state)
+{
+    struct nqc *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return -ENOMEM;
+    c->unsupported_op = -1;
+    c->accept_port = -1;
+    sg_nq_proto_set(&c->proto, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    *state = c;
+    return 0;
+}
+
+static void nq_destroy(void *state)
+{
+    struct nqc *c = state;
+
+    if (!c)
+        return;
+    free(c->rel[0].buf);
+    free(c->rel[1].buf);
+    sg_nq_parsed_free(&c->parsed);
+    level_free(c->lv);
+    free(c->msgs);
+    free(c->msg_index);
+    free(c->dropped);
+    free(c->pool);
+    free(c);
+}
+
+static const char *keep(struct nqc *c, const void *s, size_t n)
+{
+    char *p;
+
+    if (c->pool_cap - c->pool_used < n + 1)
+        return NULL;
+    p = c->pool + c->pool_used;
+    memcpy(p, s, n);
+    p[n] = 0;
+    c->pool_used += n + 1;
+    return p;
+}
+
+static void note_error(struct nqc *c, int err, const char *what)
+{
+    c->stats.errors++;
+    if (!c->first_error[0])
+        snprintf(c->first_error, sizeof(c->first_error), "%s: %s", what, sg_strerror(err));
+}
+
+static void reset_netchan(struct nqc *c)
+{
+    for (int d = 0; d < 2; d++) {
+        c->rel[d].known = false;
+        c->rel[d].len = 0;
+        c->rel[d].complete = false;
+        c->rel[d].in_flight = false;
+        c->unrel[d].known = false;
+    }
+    for (unsigned i = 0; i < c->ninj; i++)
+        c->inj[i].attached = false;
+    sg_nq_proto_set(&c->proto, SG_NQ_PROTOCOL_NETQUAKE, 0);
+}
+
+/* ---- control packets ---- */
+
+static const char *ctl_name(int cmd)
+{
+    switch (cmd) {
+    case 0x01: return "CCREQ_CONNECT";
+    case 0x02: return "CCREQ_SERVER_INFO";
+    case 0x03: return "CCREQ_PLAYER_INFO";
+    case 0x04: return "CCREQ_RULE_INFO";
+    case 0x05: return "CCREQ_RCON";
+    case 0x81: return "CCREP_ACCEPT";
+    case 0x82: return "CCREP_REJECT";
+    case 0x83: return "CCREP_SERVER_INFO";
+    case 0x84: return "CCREP_PLAYER_INFO";
+    case 0x85: return "CCREP_RULE_INFO";
+    case 0x86: return "CCREP_RCON";
+    default: return "CCREQ_unknown";
+    }
+}
+
+/* Read a control packet's body the way its receiver does; 0 or SG_E_MALFORMED. */
+static int parse_ctl(struct nqc *c, const uint8_t *d, size_t n, int *cmd_out, const char **text,
+                     size_t *text_len)
+{
+    struct sg_bmsg_reader r;
+    char s[2048];
+    int cmd;
+
+    *text = NULL;
+    *text_len = 0;
+    sg_bmsg_reader_init(&r, d + 4, n - 4);
+    cmd = sg_bmsg_read_u8(&r);
+    *cmd_out = cmd;
+    switch (cmd) {
+    case 0x01: /* "QUAKE", version (NET_PROTOCOL_VERSION 3), engines add more */
+        sg_bmsg_read_string(&r, s, sizeof(s), 0, NULL);
+        sg_bmsg_read_u8(&r);
+        break;
+    case 0x02: /* game, version */
+        sg_bmsg_read_string(&r, s, sizeof(s), 0, NULL);
+        sg_bmsg_read_u8(&r);
+        break;
+    case 0x03:
+        sg_bmsg_read_u8(&r);
+        break;
+    case 0x04:
+    case 0x05:
+    case 0x86:
+        sg_bmsg_read_string(&r, s, sizeof(s), 0, NULL);
+        break;
+    case 0x81:
+        c->accept_port = (int)sg_bmsg_read_s32(&r);
+        break;
+    case 0x82: { /* the reason */
+        size_t at = r.pos;
+        size_t len = sg_bmsg_read_string(&r, s, sizeof(s), 0, NULL);
+        *text = (const char *)d + 4 + at;
+        *text_len = len;
+        break;
+    }
+    case 0x83: /* address, hostname, level, players, max, protocol */
+        for (int i = 0; i < 3; i++)
+            sg_bmsg_read_string(&r, s, sizeof(s), 0, NULL);
+        sg_bmsg_skip(&r, 3);
+        break;
+    case 0x84: /* number, name, colors, frags, time, address */
+        sg_bmsg_read_u8(&r);
+        sg_bmsg_read_string(&r, s, sizeof(s), 0, NULL);
+        sg_bmsg_skip(&r, 12);
+        sg_bmsg_read_string(&r, s, sizeof(s), 0, NULL);
+        break;
+    case 0x85: /* rule, value; an empty body ends the list */
+        if (sg_bmsg_remaining(&r) > 0) {
+            sg_bmsg_read_string(&r, s, sizeof(s), 0, NULL);
+            sg_bmsg_read_string(&r, s, sizeof(s), 0, NULL);
+        }
+        break;
+    default:
+        return SG_E_MALFORMED;
+    }
+    return r.overflowed ? SG_E_MALFORMED : 0;
+}
+
+/* ---- the cross-game view ---- */
+
+static size_t verb_of(const char *s, size_t n, char *verb, size_t cap)
+{
+    size_t i = 0, k = 0;
+
+    while (i < n && s[i] == ' ')
+        i++;
+    while (i < n && s[i] != ' ' && s[i] != '\n') {
+        if (k + 1 < cap)
+            verb[k++] = s[i];
+        i++;
+    }
+    verb[k] = 0;
+    while (i < n && s[i] == ' ')
+        i++;
+    return i;
+}
+
+static void unquoted(const char *s, size_t n, const char **t, size_t *len)
+{
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+        n--;
+    if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
+        s++;
+        n -= 2;
+    }
+    *t = s;
+    *len = n;
+}
+
+static void add_msg(struct nqc *c, int pi)
+{
+    const struct sg_nq_msg *pm = &c->parsed.msgs[pi];
+    struct sg_msg *m = &c->msgs[c->frame.nmsgs];
+    bool s2c = c->frame.dir == SG_DIR_S2C;
+    const struct sg_nq_field *tf =
+        pm->text >= 0 && (uint32_t)pm->text < pm->count ? &c->parsed.fields[pm->first + (uint32_t)pm->text]
+                                                        : NULL;
+
+    memset(m, 0, sizeof(*m));
+    m->kind = SG_MSG_GAME;
+    m->name = s2c ? sg_nq_svc_name(pm->op) : sg_nq_clc_name(pm->op);
+    m->number = c->is_reliable ? (int32_t)c->seq : -1;
+    m->repeat = c->is_resend;
+    c->msg_index[c->frame.nmsgs] = pi;
+    c->frame.nmsgs++;
+    if (s2c && pm->op == 2) {
+        m->kind = SG_MSG_DISCONNECT;
+        m->text = m->command = "";
+        return;
+    }
+    if (!tf || tf->type != SG_NQ_F_STRING)
+        return;
+    m->command = keep(c, tf->ptr, tf->len);
+    if (!m->command)
+        return;
+    m->text = m->command;
+    m->text_len = tf->len;
+    if (s2c) {
+        if (pm->op == 8) /* a chat line starts with byte 1 (SV_ClientPrintf of say) */
+            m->kind = tf->len > 0 && tf->ptr[0] == 1 ? SG_MSG_CHAT : SG_MSG_PRINT;
+        else
+            m->kind = pm->op == 26 ? SG_MSG_CENTERPRINT : SG_MSG_STUFFTEXT;
+        return;
+    }
+    char verb[32];
+    size_t at = verb_of(m->command, tf->len, verb, sizeof(verb));
+    m->kind = SG_MSG_CLIENT_COMMAND;
+    if (strcmp(verb, "say") == 0 || strcmp(verb, "say_team") == 0) {
+        const char *t;
+        size_t n;
+        unquoted(m->command + at, tf->len - at, &t, &n);
+        m->kind = SG_MSG_CHAT;
+        m->text = keep(c, t, n);
+        m->text_len = m->text ? n : 0;
+        if (!m->text) {
+            m->text = m->command;
+            m->text_len = tf->len;
+        }
+    }
+}
+
+/* ---- decode ---- */
+
+static void reset_frame(struct nqc *c, enum sg_dir dir)
+{
+    memset(&c->frame, 0, sizeof(c->frame));
+    c->frame.dir = dir;
+    c->frame.kind = SG_FRAME_RAW;
+    c->frame.sequence = c->frame.ack = c->frame.reliable_ack = -1;
+    c->frame.msgs = c->msgs;
+    c->frame.game = &c->parsed;
+    c->pool_used = 0;
+    c->why = NULL;
+    c->is_reliable = c->is_resend = false;
+}
+
+static int grow(struct nqc *c, size_t msg_len)
+{
+    size_t pool = msg_len * 2 + TEXT_RESERVE;
+
+    if (pool > c->pool_cap) {
+        char *p = realloc(c->pool, pool);
+        if (!p)
+            return -ENOMEM;
+        c->pool = p;
+        c->pool_cap = pool;
+    }
+    if (c->parsed.msgs_cap + MAX_INJECT > c->msgs_cap) {
+        unsigned cap = c->parsed.msgs_cap + MAX_INJECT;
+        struct sg_msg *m = realloc(c->msgs, cap * sizeof(*m));
+        int *ix;
+        bool *dr;
+        if (!m)
+            return -ENOMEM;
+        c->msgs = m;
+        ix = realloc(c->msg_index, cap * sizeof(*ix));
+        if (!ix)
+            return -ENOMEM;
+        c->msg_index = ix;
+        dr = realloc(c->dropped, cap * sizeof(*dr));
+        if (!dr)
+            return -ENOMEM;
+        c->dropped = dr;
+        c->msgs_cap = cap;
+        c->frame.msgs = c->msgs;
+    }
+    return 0;
+}
+
+static int decode_ctl(struct nqc *c, enum sg_dir dir)
+{
+    struct sg_msg *m;
+    const char *text;
+    size_t text_len;
+    int cmd = -1, err;
+
+    c->stats.oob++;
+    c->frame.kind = SG_FRAME_OOB;
+    if (grow(c, c->copy_len) < 0)
+        return -ENOMEM;
+    m = &c->msgs[0];
+    memset(m, 0, sizeof(*m));
+    m->kind = SG_MSG_GAME;
+    m->number = -1;
+    c->frame.nmsgs = 1;
+    if (c->copy_len >= 4 && sg_be32(c->copy) == 0xffffffffu) {
+        /* DarkPlaces' connectionless packets (getchallenge first, to any server). */
+        m->name = "connectionless";
+        return 0;
+    }
+    if ((sg_be32(c->copy) & NETFLAG_LENGTH_MASK) != c->copy_len || c->copy_len < 5) {
+        m->name = "CCREQ_malformed";
+        note_error(c, SG_E_MALFORMED, "control packet");
+        return SG_E_MALFORMED;
+    }
+    err = parse_ctl(c, c->copy, c->copy_len, &cmd, &text, &text_len);
+    m->name = ctl_name(cmd);
+    c->ctl_name = m->name;
+    if (cmd == 0x82 && text) {
+        m->kind = SG_MSG_DISCONNECT;
+        m->text = m->command = keep(c, text, text_len);
+        m->text_len = m->text ? text_len : 0;
+    }
+    if (dir == SG_DIR_C2S && cmd == 0x01) {
+        /* Clients repeat their request until an accept comes (and one may
+         * arrive after it): the connection starts over at the accept only. */
+        c->connect_seen = true;
+    } else if (dir == SG_DIR_S2C && cmd == 0x81 && err == 0) {
+        c->accepted = true;
+        reset_netchan(c);
+    }
+    if (err < 0)
+        note_error(c, err, "control packet");
+    return err;
+}
+
+/*
+ * The level as the client knows it, for a demo that starts mid-level: the
+ * serverinfo message (with the cd track and the view entity), the signon's
+ * baselines, static entities and sounds in their order, and the latest
+ * light styles, player names, frags, colours and stats.  Reset at each
+ * serverinfo; kept from the server messages the client takes (a resend
+ * once).
+ */
+#define LV_SIGNON_MAX (1u << 20)
+
+struct lvmsg {
+    uint8_t len;
+    uint8_t b[67]; /* lightstyle: op, style, up to 64 bytes, NUL */
+};
+
+struct level {
+    bool valid;
+    uint8_t *info;      /* serverinfo, cdtrack, setview messages */
+    size_t info_len, info_cap;
+    uint8_t *signon;    /* baselines, static entities and sounds */
+    size_t signon_len, signon_cap;
+    struct lvmsg style[256], name[256], frags[256], colors[256], stat[256];
+    struct lvmsg time;
+};
+
+static int lv_append(uint8_t **buf, size_t *len, size_t *cap, const uint8_t *d, size_t n)
+{
+    if (*len + n > LV_SIGNON_MAX)
+        return SG_E_TOOBIG;
+    if (*len + n > *cap) {
+        size_t nc = (*len + n) * 2;
+        uint8_t *b = realloc(*buf, nc);
+        if (!b)
+            return -ENOMEM;
+        *buf = b;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, d, n);
+    *len += n;
+    return 0;
+}
+
+static void lv_keep(struct lvmsg *m, const uint8_t *d, size_t n)
+{
+    if (n <= sizeof(m->b)) {
+        memcpy(m->b, d, n);
+        m->len = (uint8_t)n;
+    }
+}
+
+static void track(struct nqc *c, const uint8_t *d, size_t len)
+{
+    struct level *lv = c->lv;
+
+    if (!lv && !(lv = c->lv = calloc(1, sizeof(*lv))))
+        return;
+    for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
+        const struct sg_nq_msg *pm = &c->parsed.msgs[i];
+        size_t at = pm->at, end = i + 1 < c->parsed.nmsgs ? c->parsed.msgs[i + 1].at : len;
+        const uint8_t *b = d + at;
+        size_t n = end - at;
+        uint32_t first = pm->count ? c->parsed.fields[pm->first].raw & 0xff : 0;
+        if (pm->unparsed)
+            continue;
+        switch (pm->op) {
+        case 11: /* a new level */
+            lv->valid = sg_nq_protocol_known(c->proto.protocol);
+            lv->info_len = lv->signon_len = 0;
+            memset(lv->style, 0, sizeof(lv->style));
+            memset(lv->name, 0, sizeof(lv->name));
+            memset(lv->frags, 0, sizeof(lv->frags));
+            memset(lv->colors, 0, sizeof(lv->colors));
+            memset(lv->stat, 0, sizeof(lv->stat));
+            lv->time.len = 0;
+            /* fall through */
+        case 32: /* cdtrack */
+        case 5:  /* setview */
+            if (lv_append(&lv->info, &lv->info_len, &lv->info_cap, b, n) < 0)
+                lv->valid = false;
+            break;
+        case 20: case 22: case 29: case 42: case 43: case 44:
+            if (lv_append(&lv->signon, &lv->signon_len, &lv->signon_cap, b, n) < 0)
+                lv->valid = false;
+            break;
+        case 12:
+            lv_keep(&lv->style[first], b, n);
+            break;
+        case 13:
+            lv_keep(&lv->name[first], b, n);
+            break;
+        case 14:
+            lv_keep(&lv->frags[first], b, n);
+            break;
+        case 17:
+            lv_keep(&lv->colors[first], b, n);
+            break;
+        case 3:
+            lv_keep(&lv->stat[first], b, n);
+            break;
+        case 7:
+            lv_keep(&lv->time, b, n);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static void level_free(struct level *lv)
+{
+    if (!lv)
+        return;
+    free(lv->info);
+    free(lv->signon);
+    free(lv);
+}
+
+/* Parse `len` bytes of message at `d` into the frame's messages. */
+static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size_t len)
+{
+    int err = sg_nq_parse(dir, &c->proto, d, len, &c->parsed);
+
+    if (err == -ENOMEM || grow(c, len) < 0)
+        return -ENOMEM;
+    if (c->parsed.serverinfo) {
+        c->frame.new_level = true;
+        snprintf(c->frame.level, sizeof(c->frame.level), "%s", c->parsed.level);
+    }
+    if (c->parsed.unsupported_op >= 0 && c->unsupported_op < 0)
+        c->unsupported_op = c->parsed.unsupported_op;
+    if (err < 0) {
+        note_error(c, err, dir == SG_DIR_S2C ? "server message" : "client message");
+        c->frame.kind = SG_FRAME_RAW;
+        c->frame.nmsgs = 0;
+        return err;
+    }
+    memset(c->dropped, 0, sizeof(bool) * c->parsed.nmsgs);
+    for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
+        add_msg(c, (int)i);
+    if (dir == SG_DIR_C2S)
+        for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
+            const struct sg_nq_msg *pm = &c->parsed.msgs[i];
+            if (pm->op != 3 || pm->count < 4 || pm->unparsed)
+                continue;
+            for (int k = 0; k < 3; k++) {
+                const struct sg_nq_field *f = &c->parsed.fields[pm->first + 1 + (uint32_t)k];
+                float v = sg_bmsg_num_value(f->num, f->raw);
+                memcpy(&c->view[k], &v, sizeof(v));
+            }
+        }
+    if (dir == SG_DIR_S2C && !c->is_resend)
+        track(c, d, len);
+    c->frame.msg = d;
+    c->frame.msg_len = len;
+    c->frame.kind = SG_FRAME_MESSAGE;
+    c->frame.disconnect = dir == SG_DIR_C2S && c->parsed.disconnect;
+    c->stats.messages++;
+    return 0;
+}
+
+static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
+                     const struct sg_frame **frame)
+{
+    struct nqc *c = state;
+    struct rel *rl = &c->rel[dir];
+    struct unrel *ur = &c->unrel[dir];
+    size_t payload;
+
+    reset_frame(c, dir);
+    *frame = &c->frame;
+    c->stats.decoded++;
+    if (len > MAX_DGRAM) {
+        note_error(c, SG_E_TOOBIG, "datagram");
+        return SG_E_TOOBIG;
+    }
+    memcpy(c->copy, data, len);
+    c->copy_len = len;
+    if (len < 4) {
+        c->frame.kind = SG_FRAME_REJECTED;
+        c->why = "runt (shorter than the header)";
+        c->stats.rejected++;
+        return 0;
+    }
+    c->flags = sg_be32(data) & ~NETFLAG_LENGTH_MASK;
+    if (c->flags & NETFLAG_CTL)
+        return decode_ctl(c, dir);
+
+    if (dir == SG_DIR_C2S && c->accepted)
+        c->established = true;
+    if (len < 8 || (sg_be32(data) & NETFLAG_LENGTH_MASK) != len) {
+        c->frame.kind = SG_FRAME_REJECTED; /* "wrong length": the receiver drops it */
+        c->why = len < 8 ? "runt (shorter than the header)" : "its length word is not its length";
+        c->stats.rejected++;
+        return 0;
+    }
+    c->seq = sg_be32(data + 4);
+    c->frame.sequence = (int32_t)c->seq;
+    payload = len - 8;
+
+    if (c->flags & NETFLAG_ACK) {
+        /* The receiver of the other direction acknowledges a piece. */
+        struct rel *other = &c->rel[dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S];
+        c->frame.ack = (int32_t)c->seq;
+        if (other->in_flight && other->carrier == c->seq) {
+            unsigned keepn = 0;
+            enum sg_dir towards = dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S;
+            other->in_flight = false;
+            for (unsigned i = 0; i < c->ninj; i++)
+                if (!(c->inj[i].dir == towards && c->inj[i].attached))
+                    c->inj[keepn++] = c->inj[i];
+            c->ninj = keepn; /* delivered */
+        }
+        return 0;
+    }
+    if (c->flags & NETFLAG_UNRELIABLE) {
+        if (ur->known && c->seq < ur->next) {
+            c->frame.kind = SG_FRAME_REJECTED;
+            c->why = "stale unreliable sequence";
+            c->stats.rejected++;
+            return 0;
+        }
+        ur->known = true;
+        ur->next = c->seq + 1;
+        for (unsigned i = 0; i < c->ninj; i++)
+            if (c->inj[i].dir == dir && !c->inj[i].attached && c->inj[i].waited < INJECT_PATIENCE)
+                c->inj[i].waited++;
+        c->frame.pieces = 1;
+        return decode_message(c, dir, c->copy + 8, payload);
+    }
+    if (!(c->flags & NETFLAG_DATA)) {
+        c->frame.kind = SG_FRAME_REJECTED;
+        c->why = "no DATA, ACK or UNRELIABLE flag";
+        c->stats.rejected++;
+        return 0;
+    }
+
+    /* A reliable piece (the reassembly buffer comes with the first one: a
+     * flood of sessions that never get there costs little). */
+    if (!rl->buf && !(rl->buf = malloc(MAX_MESSAGE))) {
+        note_error(c, -ENOMEM, "reliable message");
+        return -ENOMEM;
+    }
+    c->is_reliable = true;
+    if (!rl->known || c->seq == rl->next) {
+        if (rl->complete || !rl->known) {
+            rl->len = 0;
+            rl->pieces = 0;
+            rl->complete = false;
+        }
+        rl->known = true;
+        rl->next = c->seq + 1;
+        if (rl->len + payload > MAX_MESSAGE) {
+            rl->len = 0; /* the receiver would fail on it: start over */
+            note_error(c, SG_E_TOOBIG, "reliable message");
+            c->frame.kind = SG_FRAME_RAW;
+            return SG_E_TOOBIG;
+        }
+        rl->last_at = rl->len;
+        memcpy(rl->buf + rl->len, c->copy + 8, payload);
+        rl->len += payload;
+        rl->pieces++;
+        if (rl->in_flight && rl->carrier != c->seq) {
+            /* A new piece: the sender had the carrier acknowledged (by a way we did not see). */
+            unsigned keepn = 0;
+            rl->in_flight = false;
+            for (unsigned i = 0; i < c->ninj; i++)
+                if (!(c->inj[i].dir == dir && c->inj[i].attached))
+                    c->inj[keepn++] = c->inj[i];
+            c->ninj = keepn;
+        }
+        if (!(c->flags & NETFLAG_EOM)) {
+            c->frame.kind = SG_FRAME_RAW; /* relayed now: its sender waits for the ack */
+            c->frame.pieces = 0;
+            return 0;
+        }
+        rl->complete = true;
+    } else if (c->seq + 1 == rl->next) {
+        /* A resend of the last piece (its ack may have been lost, or the piece). */
+        c->is_resend = true;
+        if (!rl->complete || !(c->flags & NETFLAG_EOM) || rl->len - rl->last_at != payload ||
+            memcmp(rl->buf + rl->last_at, c->copy + 8, payload) != 0) {
+            c->frame.kind = SG_FRAME_RAW;
+            return 0;
+        }
+        if (rl->in_flight && rl->carrier == c->seq) {
+            rl->in_flight = false; /* carry the injections again */
+            for (unsigned i = 0; i < c->ninj; i++)
+                if (c->inj[i].dir == dir)
+                    c->inj[i].attached = false;
+        }
+    } else {
+        c->frame.kind = SG_FRAME_REJECTED;
+        c->why = "not the receiver's next reliable sequence";
+        c->stats.rejected++;
+        return 0;
+    }
+    c->frame.pieces = rl->pieces;
+    return decode_message(c, dir, rl->buf, rl->len);
+}
+
+/* ---- filters ---- */
+
+/* May message `i` of the frame be changed (it lies in the piece encode() rebuilds)? */
+static bool changeable(const struct nqc *c, unsigned i)
+{
+    if (c->frame.kind != SG_FRAME_MESSAGE || i >= c->frame.nmsgs || c->msgs[i].injected)
+        return false;
+    if (!c->is_reliable)
+        return true;
+    return c->parsed.msgs[c->msg_index[i]].at >= c->rel[c->frame.dir].last_at;
+}
+
+static int nq_set_text(void *state, unsigned i, const char *text, size_t len)
+{
+    struct nqc *c = state;
+    struct sg_msg *m;
+    const struct sg_nq_msg *pm;
+    struct sg_nq_field *f;
+    char cmd[2048];
+    const char *kept;
+    size_t n;
+
+    if (!changeable(c, i))
+        return SG_E_UNSUPPORTED;
+    m = &c->msgs[i];
+    pm = &c->parsed.msgs[c->msg_index[i]];
+    if (m->dropped || !m->text || m->kind == SG_MSG_DISCONNECT || m->kind == SG_MSG_GAME ||
+        pm->text < 0)
+        return SG_E_UNSUPPORTED;
+    if (memchr(text, 0, len) || len > 1024)
+        return -EINVAL;
+    if (m->kind == SG_MSG_CHAT && c->frame.dir == SG_DIR_C2S) {
+        char verb[32];
+        verb_of(m->command, strlen(m->command), verb, sizeof(verb));
+        n = (size_t)snprintf(cmd, sizeof(cmd), "%s \"%.*s\"", verb, (int)len, text);
+        for (size_t k = strlen(verb) + 2; k + 1 < n; k++)
+            if (cmd[k] == '"')
+                cmd[k] = '\'';
+    } else {
+        n = (size_t)snprintf(cmd, sizeof(cmd), "%.*s", (int)len, text);
+    }
+    kept = keep(c, cmd, n);
+    if (!kept)
+        return SG_E_TOOBIG;
+    f = &c->parsed.fields[pm->first + (uint32_t)pm->text];
+    f->ptr = (const uint8_t *)kept;
+    f->len = (uint32_t)n;
+    f->end = SG_BMSG_STR_NUL;
+    m->command = kept;
+    m->text = (m->kind == SG_MSG_CHAT && c->frame.dir == SG_DIR_C2S) ? keep(c, text, len) : kept;
+    if (!m->text)
+        m->text = kept;
+    m->text_len = strlen(m->text);
+    m->changed = true;
+    return 0;
+}
+
+static int nq_drop_msg(void *state, unsigned i)
+{
+    struct nqc *c = state;
+
+    if (!changeable(c, i))
+        return SG_E_UNSUPPORTED;
+    c->msgs[i].dropped = true;
+    c->dropped[c->msg_index[i]] = true;
+    return 0;
+}
+
+static int nq_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
+                     size_t len)
+{
+    struct nqc *c = state;
+    struct inject *j;
+
+    if (dir == SG_DIR_S2C
+            ? (kind != SG_MSG_PRINT && kind != SG_MSG_CHAT && kind != SG_MSG_CENTERPRINT &&
+               kind != SG_MSG_STUFFTEXT)
+            : (kind != SG_MSG_CHAT && kind != SG_MSG_CLIENT_COMMAND))
+        return SG_E_UNSUPPORTED;
+    if (memchr(text, 0, len) || len >= sizeof(c->inj[0].text) - 16)
+        return -EINVAL;
+    if (c->ninj >= MAX_INJECT)
+        return SG_E_TOOBIG;
+    j = &c->inj[c->ninj++];
+    memset(j, 0, sizeof(*j));
+    j->dir = dir;
+    j->kind = kind;
+    if (dir == SG_DIR_C2S && kind == SG_MSG_CHAT)
+        j->len = (size_t)snprintf(j->text, sizeof(j->text), "say \"%.*s\"", (int)len, text);
+    else if (dir == SG_DIR_S2C && kind == SG_MSG_CHAT)
+        j->len = (size_t)snprintf(j->text, sizeof(j->text), "\001%.*s", (int)len, text);
+    else
+        j->len = (size_t)snprintf(j->text, sizeof(j->text), "%.*s", (int)len, text);
+    return 0;
+}
+
+static bool waiting(const struct nqc *c, enum sg_dir dir, bool unreliable)
+{
+    for (unsigned i = 0; i < c->ninj; i++)
+        if (c->inj[i].dir == dir && !c->inj[i].attached &&
+            (!unreliable || c->inj[i].waited >= INJECT_PATIENCE))
+            return true;
+    return false;
+}
+
+static bool nq_must_encode(void *state, const struct sg_frame *frame)
+{
+    const struct nqc *c = state;
+
+    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE)
+        return false;
+    if (!c->is_reliable)
+        return waiting(c, frame->dir, true);
+    return !c->rel[frame->dir].in_flight && waiting(c, frame->dir, false);
+}
+
+static void write_injections(struct nqc *c, struct sg_bmsg_writer *w, size_t limit)
+{
+    struct rel *rl = &c->rel[c->frame.dir];
+    bool any = false;
+
+    if (c->is_reliable && rl->in_flight)
+        return;
+    for (unsigned i = 0; i < c->ninj; i++) {
+        struct inject *j = &c->inj[i];
+        struct sg_msg *m;
+        if (j->dir != c->frame.dir || j->attached || w->len + j->len + 2 > limit ||
+            c->frame.nmsgs >= c->msgs_cap || (!c->is_reliable && j->waited < INJECT_PATIENCE))
+            continue;
+        j->attached = any = true;
+        m = &c->msgs[c->frame.nmsgs++];
+        memset(m, 0, sizeof(*m));
+        m->kind = j->kind;
+        m->number = (int32_t)c->seq;
+        m->injected = true;
+        if (j->dir == SG_DIR_S2C) {
+            int op = j->kind == SG_MSG_CENTERPRINT ? 26 : j->kind == SG_MSG_STUFFTEXT ? 9 : 8;
+            sg_bmsg_write_u8(w, (unsigned)op);
+            m->name = sg_nq_svc_name(op);
+        } else {
+            sg_bmsg_write_u8(w, 4);
+            m->name = "clc_stringcmd";
+        }
+        sg_bmsg_write_string(w, j->text, j->len, SG_BMSG_STR_NUL);
+        m->text = m->command = keep(c, j->text, j->len);
+        m->text_len = m->text ? j->len : 0;
+    }
+    if (any && c->is_reliable) {
+        rl->in_flight = true;
+        rl->carrier = c->seq;
+    }
+}
+
+/* Injections sent on an unreliable datagram are done with (attached: sent). */
+static void forget_sent(struct nqc *c, enum sg_dir dir)
+{
+    unsigned keepn = 0;
+
+    for (unsigned i = 0; i < c->ninj; i++)
+        if (!(c->inj[i].dir == dir && c->inj[i].attached))
+            c->inj[keepn++] = c->inj[i];
+    c->ninj = keepn;
+}
+
+/* ---- encode ---- */
+
+static int nq_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, void *ctx,
+                     bool *identical)
+{
+    struct nqc *c = state;
+    struct sg_bmsg_writer w;
+    size_t skip = 0, limit, body;
+    uint8_t *msg;
+    int err;
+
+    *identical = false;
+    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE)
+        return SG_E_STATE;
+    /* The message rebuilt after the header's 8 bytes. */
+    sg_bmsg_writer_init(&w, c->out + 8, sizeof(c->out) - 8);
+    if (c->is_reliable) {
+        skip = c->rel[frame->dir].last_at; /* earlier pieces: relayed already */
+        if (skip > sizeof(c->out) - 8)
+            return SG_E_TOOBIG;
+    }
+    sg_nq_write(&c->parsed, c->dropped, &w);
+    if (!w.overflowed && w.len < skip + 1 && c->is_reliable)
+        sg_bmsg_write_u8(&w, 1); /* nothing left: a nop keeps the piece (and its number) */
+    else if (!w.overflowed && w.len == 0)
+        sg_bmsg_write_u8(&w, 1);
+    /* A piece as big as the original, or 1024 bytes (MAX_DATAGRAM of 15), whichever is more. */
+    limit = skip + (c->copy_len - 8 > 1024 ? c->copy_len - 8 : 1024);
+    write_injections(c, &w, limit);
+    if (w.overflowed) {
+        c->stats.reencode_errors++;
+        return SG_E_OVERFLOW;
+    }
+    msg = c->out + 8;
+    if (skip && (w.len < skip || memcmp(msg, frame->msg, skip) != 0)) {
+        c->stats.reencode_errors++;
+        return SG_E_UNSUPPORTED; /* a change before this piece: too late */
+    }
+    body = w.len - skip;
+    if (body + 8 > NETFLAG_LENGTH_MASK) {
+        c->stats.reencode_errors++;
+        return SG_E_TOOBIG;
+    }
+    if (skip)
+        memmove(msg, msg + skip, body);
+    sg_put_be32(c->out, (uint32_t)(body + 8) | c->flags);
+    sg_put_be32(c->out + 4, c->seq);
+    c->stats.reencoded++;
+    *identical = body + 8 == c->copy_len && memcmp(c->out, c->copy, c->copy_len) == 0;
+    if (*identical)
+        c->stats.reencode_identical++;
+    err = emit(ctx, c->out, body + 8);
+    if (!c->is_reliable) {
+        if (err >= 0)
+            forget_sent(c, frame->dir);
+        else
+            for (unsigned i = 0; i < c->ninj; i++)
+                if (c->inj[i].dir == frame->dir)
+                    c->inj[i].attached = false;
+    } else if (err < 0 && c->rel[frame->dir].in_flight && c->rel[frame->dir].carrier == c->seq) {
+        c->rel[frame->dir].in_flight = false;
+        for (unsigned i = 0; i < c->ninj; i++)
+            if (c->inj[i].dir == frame->dir)
+                c->inj[i].attached = false;
+    }
+    return err < 0 ? err : 1;
+}
+
+/* ---- dump ---- */
+
+static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned ch = s[i];
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", out);
+        else if (ch < 32 || ch > 126)
+            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
+        else
+            fputc((int)ch, out);
+    }
+}
+
+static int nq_dump(void *state, const struct sg_frame *frame, enum sg_dump_level level, bool json,
+                   FILE *out)
+{
+    static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
+    struct nqc *c = state;
+    long start = ftell(out);
+
+    if (json) {
+        fprintf(out, "{\"kind\":\"%s\",\"seq\":%d,\"flags\":\"0x%08x\",\"msgs\":[",
+                kinds[frame->kind], (int)frame->sequence, (unsigned)c->flags);
+        for (unsigned i = 0; level >= SG_DUMP_MESSAGES && i < frame->nmsgs; i++) {
+            const struct sg_msg *m = &frame->msgs[i];
+            fprintf(out, "%s{\"name\":\"%s\",\"kind\":\"%s\"", i ? "," : "", m->name,
+                    sg_msg_kind_name(m->kind));
+            if (m->text) {
+                fputs(",\"text\":\"", out);
+                put_escaped(out, (const uint8_t *)m->text, m->text_len, true);
+                fputc('"', out);
+            }
+            fprintf(out, "%s%s}", m->dropped ? ",\"dropped\":true" : "",
+                    m->injected ? ",\"injected\":true" : "");
+        }
+        fputs("]}", out);
+    } else {
+        fprintf(out, "%s seq=%d flags=0x%08x%s%s%s\n", kinds[frame->kind], (int)frame->sequence,
+                (unsigned)c->flags, c->why ? " (" : "", c->why ? c->why : "", c->why ? ")" : "");
+        for (unsigned i = 0; level >= SG_DUMP_MESSAGES && i < frame->nmsgs; i++) {
+            const struct sg_msg *m = &frame->msgs[i];
+            fprintf(out, "  %s%s%s", m->name, m->dropped ? " (dropped)" : "",
+                    m->injected ? " (injected)" : "");
+            if (m->text) {
+                fputs(" \"", out);
+                put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
+                fputc('"', out);
+            }
+            fputc('\n', out);
+        }
+    }
+    return start >= 0 ? (int)(ftell(out) - start) : 0;
+}
+
+/* ---- recording ---- */
+
+/* One .dem block: length, the three view angles, the message; flushed. */
+static int write_block(struct nqc *c, FILE *out, const uint8_t *msg, size_t len)
+{
+    uint8_t hdr[16];
+
+    sg_put_le32(hdr, (uint32_t)len);
+    for (int k = 0; k < 3; k++)
+        sg_put_le32(hdr + 4 + 4 * k, c->view[k]);
+    if (fwrite(hdr, 1, 16, out) != 16 || (len && fwrite(msg, 1, len, out) != len) ||
+        fflush(out) != 0)
+        return -EIO;
+    return 1;
+}
+
+/* Blocks of at most 8000 bytes (WinQuake's MAX_MSGLEN) cut at message boundaries. */
+struct synth {
+    struct nqc *c;
+    FILE *out;
+    uint8_t buf[8000];
+    size_t len;
+    int err;
+};
+
+static void synth_flush(struct synth *y)
+{
+    if (y->len && y->err >= 0) {
+        int e = write_block(y->c, y->out, y->buf, y->len);
+        if (e < 0)
+            y->err = e;
+    }
+    y->len = 0;
+}
+
+static void synth_msg(struct synth *y, const uint8_t *b, size_t n)
+{
+    if (n > sizeof(y->buf))
+        return; /* no such message comes from a NetQuake server */
+    if (y->len + n > sizeof(y->buf))
+        synth_flush(y);
+    memcpy(y->buf + y->len, b, n);
+    y->len += n;
+}
+
+/* The messages in `buf` (whole, as tracked) one by one. */
+static void synth_stream(struct synth *y, const uint8_t *buf, size_t len)
+{
+    struct sg_nq_proto p = y->c->proto;
+    struct sg_nq_parsed parsed = {0};
+
+    if (sg_nq_parse(SG_DIR_S2C, &p, buf, len, &parsed) == 0)
+        for (uint32_t i = 0; i < parsed.nmsgs; i++) {
+            size_t at = parsed.msgs[i].at;
+            size_t end = i + 1 < parsed.nmsgs ? parsed.msgs[i + 1].at : len;
+            synth_msg(y, buf + at, end - at);
+        }
+    else
+        y->err = SG_E_MALFORMED;
+    sg_nq_parsed_free(&parsed);
+}
+
+static void synth_signon(struct synth *y, uint8_t n)
+{
+    uint8_t m[2] = {25, n};
+
+    synth_msg(y, m, 2);
+    synth_flush(y);
+}
+
+/*
+ * A demo started mid-level begins as the client's own would: the
+ * serverinfo (signon 1), the baselines and static entities and sounds
+ * (signon 2), the light styles, players and stats (signon 3); the game's
+ * own messages follow.
+ */
+static int synthesize(struct nqc *c, FILE *out)
+{
+    struct level *lv = c->lv;
+    struct synth *y = calloc(1, sizeof(*y));
+    int err;
+
+    if (!y)
+        return -ENOMEM;
+    y->c = c;
+    y->out = out;
+    synth_stream(y, lv->info, lv->info_len);
+    synth_signon(y, 1);
+    synth_stream(y, lv->signon, lv->signon_len);
+    synth_signon(y, 2);
+    if (lv->time.len)
+        synth_msg(y, lv->time.b, lv->time.len);
+    for (int i = 0; i < 256; i++) {
+        const struct lvmsg *m[5] = {&lv->style[i], &lv->name[i], &lv->frags[i], &lv->colors[i],
+                                    &lv->stat[i]};
+        for (int k = 0; k < 5; k++)
+            if (m[k]->len)
+                synth_msg(y, m[k]->b, m[k]->len);
+    }
+    synth_signon(y, 3);
+    err = y->err;
+    free(y);
+    return err;
+}
+
+static const char *nq_demo_ext(void *state)
+{
+    (void)state;
+    return "dem";
+}
+
+/*
+ * A server message the client takes (a whole reliable message, or an
+ * unreliable datagram) becomes one block, as the player's own `record`
+ * writes them.  A new demo starts at a serverinfo (a level's start) with
+ * the cd-track line ("-1": no track forced); until then it waits.
+ */
+int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out)
+{
+    struct nqc *c = state;
+
+    if (frame->dir != SG_DIR_S2C || frame->kind != SG_FRAME_MESSAGE || !frame->msg)
+        return 0;
+    if (out != c->rec_out || !c->rec_started) {
+        bool synth = !frame->new_level && c->lv && c->lv->valid;
+        if (!frame->new_level && !synth)
+            return 0; /* mid-level, nothing known of the level: wait for its serverinfo */
+        c->rec_out = out;
+        c->rec_started = true;
+        if (fputs("-1\n", out) < 0)
+            return -EIO;
+        if (synth) {
+            int err = synthesize(c, out);
+            if (err < 0)
+                return err;
+        }
+    }
+    if (frame->msg_len > SG_NQ_DEM_MAX_BLOCK)
+        return SG_E_TOOBIG;
+    return write_block(c, out, frame->msg, frame->msg_len);
+}
+
+/* The end as the player's `stop` writes it: a block holding svc_disconnect. */
+int sg_nq_record_end(void *state, FILE *out)
+{
+    struct nqc *c = state;
+    static const uint8_t disconnect = 2;
+    int err = 0;
+
+    if (c->rec_out == out && c->rec_started)
+        err = write_block(c, out, &disconnect, 1);
+    c->rec_out = NULL;
+    c->rec_started = false;
+    return err < 0 ? err : 0;
+}
+
+/* ---- the rest ---- */
+
+static const struct sg_codec_stats *nq_stats(void *state)
+{
+    return &((struct nqc *)state)->stats;
+}
+
+static const char *nq_describe(void *state)
+{
+    struct nqc *c = state;
+
+    snprintf(c->describe, sizeof(c->describe), "NetQuake protocol %d%s%s%s%s%s",
+             (int)c->proto.protocol,
+             sg_nq_protocol_known(c->proto.protocol) ? "" : " (not decoded: relayed)",
+             c->unsupported_op >= 0 ? ", undecoded messages from opcode " : "",
+             c->unsupported_op >= 0 ? sg_nq_svc_name(c->unsupported_op) : "",
+             c->first_error[0] ? ", first error: " : "", c->first_error);
+    return c->describe;
+}
+
+static bool nq_established(void *state)
+{
+    return ((struct nqc *)state)->established;
+}
+
+extern const struct sg_codec_status sg_nq_status; /* status.c */
+
+const struct sg_codec sg_nq_codec = {
+    .name = "nq",
+    .description = "NetQuake (protocol 15, FitzQuake 666, RMQ 999): decoded, re-encoded, "
+                   "filtered; DarkPlaces protocols relayed",
+    .probe = sg_nq_is_connect_request,
+    .is_connect = sg_nq_is_connect_request,
+    .handshake = sg_nq_relay_handshake,
+    .create = nq_create,
+    .destroy = nq_destroy,
+    .decode = nq_decode,
+    .encode = nq_encode,
+    .demo_ext = nq_demo_ext,
+    .record = sg_nq_record,
+    .record_end = sg_nq_record_end,
+    .capture = &sg_nq_capture_impl,
+    .demo_reader = &sg_nq_demo_impl,
+    .set_text = nq_set_text,
+    .drop_msg = nq_drop_msg,
+    .inject = nq_inject,
+    .must_encode = nq_must_encode,
+    .dump = nq_dump,
+    .stats = nq_stats,
+    .describe = nq_describe,
+    .established = nq_established,
+    .status = &sg_nq_status,
+};

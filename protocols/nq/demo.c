@@ -1,0 +1,429 @@
+/*
+ * NetQuake .dem files offline (`slipgate demo info|dump|reencode`): the
+ * cd-track line ("-1\n", as the player's `record` wrote it), then blocks
+ * of a little-endian int32 length, three float view angles and the
+ * server's message of that length (the DEM seed §5).  Each message is
+ * decoded (nq.h) with the protocol its serverinfo gave, and re-encoded
+ * from its fields.
+ */
+#include "protocols/nq/nq.h"
+
+#include "protocols/byteorder.h"
+#include "protocols/error.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRACK_MAX 32 /* the cd-track line's bytes, '\n' included */
+
+int sg_nq_dem_probe(const uint8_t *head, size_t len)
+{
+    size_t i = 0, digits = 0;
+
+    if (len > 0 && head[0] == '-')
+        i++;
+    for (; i < len && i < TRACK_MAX; i++) {
+        if (head[i] == '\n')
+            return digits > 0 ? SG_DEMO_PROBE_YES : SG_DEMO_PROBE_NO;
+        if (head[i] < '0' || head[i] > '9')
+            return SG_DEMO_PROBE_NO;
+        digits++;
+    }
+    return i >= TRACK_MAX ? SG_DEMO_PROBE_NO : SG_DEMO_PROBE_UNKNOWN;
+}
+
+struct dem {
+    FILE *in;
+    char track[TRACK_MAX + 1];
+    size_t track_len; /* with its '\n' */
+    uint8_t *buf;
+    size_t cap;
+    /* the block read last */
+    uint32_t len;
+    uint8_t angles[12];
+    uint64_t blocks;
+    bool truncated; /* the file ended inside a block */
+    bool too_long;  /* a block length no demo has */
+    struct sg_nq_proto proto;
+    struct sg_nq_parsed parsed;
+};
+
+static int dem_open(struct dem *d, FILE *in)
+{
+    int ch;
+
+    memset(d, 0, sizeof(*d));
+    d->in = in;
+    sg_nq_proto_set(&d->proto, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    while ((ch = getc(in)) != EOF) {
+        if (d->track_len >= TRACK_MAX)
+            return SG_E_MALFORMED;
+        d->track[d->track_len++] = (char)ch;
+        if (ch == '\n')
+            return sg_nq_dem_probe((const uint8_t *)d->track, d->track_len) == SG_DEMO_PROBE_YES
+                       ? 0
+                       : SG_E_MALFORMED;
+    }
+    return SG_E_MALFORMED;
+}
+
+static void dem_close(struct dem *d)
+{
+    free(d->buf);
+    sg_nq_parsed_free(&d->parsed);
+}
+
+/* The next block: 1, 0 at the end of the file, or a negative error. */
+static int dem_next(struct dem *d)
+{
+    uint8_t hdr[16];
+    size_t n = fread(hdr, 1, sizeof(hdr), d->in);
+
+    if (n == 0)
+        return ferror(d->in) ? -EIO : 0;
+    if (n < sizeof(hdr)) {
+        d->truncated = true;
+        return 0;
+    }
+    d->len = sg_le32(hdr);
+    memcpy(d->angles, hdr + 4, 12);
+    if (d->len > SG_NQ_DEM_MAX_BLOCK) {
+        d->too_long = true;
+        return 0;
+    }
+    if (d->len > d->cap) {
+        uint8_t *b = realloc(d->buf, d->len);
+        if (!b)
+            return -ENOMEM;
+        d->buf = b;
+        d->cap = d->len;
+    }
+    if (fread(d->buf, 1, d->len, d->in) != d->len) {
+        d->truncated = true;
+        return 0;
+    }
+    d->blocks++;
+    return 1;
+}
+
+static float angle_of(const uint8_t *p)
+{
+    uint32_t u = sg_le32(p);
+    float f;
+
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+static int track_number(const struct dem *d)
+{
+    return atoi(d->track);
+}
+
+/* ---- info ---- */
+
+static int nq_demo_info(FILE *in, const char *name, FILE *out)
+{
+    struct dem d;
+    uint64_t msgs = 0, errors = 0, levels = 0, texts = 0;
+    float t_first = 0, t_last = 0;
+    bool have_time = false;
+    char level[64] = "", levelname[128] = "";
+    int32_t protocol = -1;
+    int unsupported = -1;
+    int rc;
+
+    rc = dem_open(&d, in);
+    if (rc < 0) {
+        fprintf(out, "file:         %s\nnot a NetQuake demo: no cd-track line\n", name);
+        return 1;
+    }
+    while ((rc = dem_next(&d)) > 0) {
+        if (sg_nq_parse(SG_DIR_S2C, &d.proto, d.buf, d.len, &d.parsed) < 0)
+            errors++;
+        msgs += d.parsed.nmsgs;
+        if (d.parsed.unsupported_op >= 0 && unsupported < 0)
+            unsupported = d.parsed.unsupported_op;
+        for (uint32_t i = 0; i < d.parsed.nmsgs; i++) {
+            const struct sg_nq_msg *m = &d.parsed.msgs[i];
+            const struct sg_nq_field *f = &d.parsed.fields[m->first];
+            if (m->count == 0)
+                continue;
+            if (m->op == 7 && f->type == SG_NQ_F_NUM) {
+                float t = sg_bmsg_num_value(SG_BMSG_FLOAT, f->raw);
+                if (!have_time)
+                    t_first = t;
+                t_last = t;
+                have_time = true;
+            } else if (m->op == 11 && !m->unparsed && m->count > 3) {
+                /* protocol, [flags], maxclients, gametype, levelname */
+                const struct sg_nq_field *ln = &f[d.proto.protocol == SG_NQ_PROTOCOL_RMQ ? 4 : 3];
+                size_t n = ln->len < sizeof(levelname) - 1 ? ln->len : sizeof(levelname) - 1;
+                if (ln->type == SG_NQ_F_STRING) {
+                    memcpy(levelname, ln->ptr, n);
+                    levelname[n] = 0;
+                }
+            } else if (m->text >= 0) {
+                texts++;
+            }
+        }
+        if (d.parsed.serverinfo) {
+            levels++;
+            protocol = d.proto.protocol;
+            if (!level[0])
+                snprintf(level, sizeof(level), "%s", d.parsed.level);
+        }
+    }
+    if (rc < 0) {
+        dem_close(&d);
+        return rc;
+    }
+    fprintf(out, "file:         %s\n", name);
+    if (protocol < 0)
+        fprintf(out, "protocol:     ? (no serverinfo)\n");
+    else
+        fprintf(out, "protocol:     %d%s\n", (int)protocol,
+                sg_nq_protocol_known(protocol) ? "" : " (not decoded: relayed)");
+    fprintf(out, "map:          %s\n", level[0] ? level : "?");
+    fprintf(out, "level:        ");
+    for (const char *s = levelname; *s; s++)
+        fputc((unsigned char)*s >= 32 && (unsigned char)*s < 127 ? *s : '.', out);
+    fprintf(out, "\ncd track:     %d\n", track_number(&d));
+    if (have_time)
+        fprintf(out, "duration:     %.3f s (server time %.3f .. %.3f)\n",
+                (double)t_last - (double)t_first, (double)t_first, (double)t_last);
+    else
+        fprintf(out, "duration:     ? (no svc_time)\n");
+    fprintf(out, "blocks:       %" PRIu64 " (%" PRIu64 " messages, %" PRIu64 " levels, %" PRIu64
+                 " texts)\n",
+            d.blocks, msgs, levels, texts);
+    if (unsupported >= 0)
+        fprintf(out, "unsupported:  opcode %d and later relayed undecoded\n", unsupported);
+    fprintf(out, "errors:       %" PRIu64 " decode%s%s\n", errors,
+            d.truncated ? ", the file ends inside a block" : "",
+            d.too_long ? ", a block length over 1 MiB" : "");
+    errors += d.truncated + d.too_long;
+    dem_close(&d);
+    return errors > 0 ? (int)(errors > 1000 ? 1000 : errors) : 0;
+}
+
+/* ---- dump ---- */
+
+static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned ch = s[i];
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", out);
+        else if (ch < 32 || ch > 126)
+            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
+        else
+            fputc((int)ch, out);
+    }
+}
+
+static void put_num(FILE *out, const struct sg_nq_field *f, bool json)
+{
+    switch (f->num) {
+    case SG_BMSG_FLOAT:
+    case SG_BMSG_COORD_FLOAT:
+    case SG_BMSG_ANGLE_FLOAT:
+    case SG_BMSG_COORD16:
+    case SG_BMSG_COORD24:
+    case SG_BMSG_COORD32:
+    case SG_BMSG_ANGLE8:
+    case SG_BMSG_ANGLE16: {
+        float v = sg_bmsg_num_value(f->num, f->raw);
+        if (v != v || v - v != 0)
+            fprintf(out, json ? "\"0x%08x\"" : "0x%08x", (unsigned)f->raw);
+        else
+            fprintf(out, "%.9g", (double)v);
+        break;
+    }
+    case SG_BMSG_S8:
+    case SG_BMSG_S16:
+    case SG_BMSG_S32:
+        fprintf(out, "%d", (int)sg_bmsg_num_value(f->num, f->raw));
+        break;
+    default:
+        fprintf(out, "%u", (unsigned)f->raw);
+        break;
+    }
+}
+
+static void put_field(FILE *out, const struct sg_nq_field *f, bool json)
+{
+    if (json)
+        fprintf(out, "[\"%s\",", f->name);
+    else
+        fprintf(out, " %s=", f->name);
+    switch (f->type) {
+    case SG_NQ_F_NUM:
+        put_num(out, f, json);
+        break;
+    case SG_NQ_F_STRING:
+        fputc('"', out);
+        put_escaped(out, f->ptr, f->len, json);
+        fputc('"', out);
+        break;
+    default:
+        fprintf(out, json ? "\"%u bytes\"" : "<%u bytes>", (unsigned)f->len);
+        break;
+    }
+    if (json)
+        fputc(']', out);
+}
+
+static int nq_demo_dump(FILE *in, const char *name, bool json, FILE *out)
+{
+    struct dem d;
+    uint64_t errors = 0;
+    int rc = dem_open(&d, in);
+
+    (void)name;
+    if (rc < 0) {
+        fprintf(stderr, "slipgate demo: %s: not a NetQuake demo (no cd-track line)\n", name);
+        return 1;
+    }
+    if (json)
+        fprintf(out, "{\"cdtrack\":%d}\n", track_number(&d));
+    else
+        fprintf(out, "# cd track %d\n", track_number(&d));
+    while ((rc = dem_next(&d)) > 0) {
+        int err = sg_nq_parse(SG_DIR_S2C, &d.proto, d.buf, d.len, &d.parsed);
+        if (err < 0)
+            errors++;
+        if (json)
+            fprintf(out, "{\"block\":%" PRIu64 ",\"len\":%u,\"angles\":[%.9g,%.9g,%.9g],\"msgs\":[",
+                    d.blocks, (unsigned)d.len, (double)angle_of(d.angles),
+                    (double)angle_of(d.angles + 4), (double)angle_of(d.angles + 8));
+        else
+            fprintf(out, "block %" PRIu64 " len=%u angles=%.9g %.9g %.9g%s%s\n", d.blocks,
+                    (unsigned)d.len, (double)angle_of(d.angles), (double)angle_of(d.angles + 4),
+                    (double)angle_of(d.angles + 8), err < 0 ? " error=" : "",
+                    err < 0 ? sg_strerror(err) : "");
+        for (uint32_t i = 0; i < d.parsed.nmsgs; i++) {
+            const struct sg_nq_msg *m = &d.parsed.msgs[i];
+            if (json)
+                fprintf(out, "%s{\"op\":%d,\"name\":\"%s\",\"fields\":[", i ? "," : "", m->op,
+                        sg_nq_svc_name(m->op));
+            else
+                fprintf(out, "  %s", sg_nq_svc_name(m->op));
+            for (uint32_t k = 0; k < m->count; k++) {
+                if (json && k)
+                    fputc(',', out);
+                put_field(out, &d.parsed.fields[m->first + k], json);
+            }
+            fputs(json ? "]}" : "\n", out);
+        }
+        if (json)
+            fprintf(out, "]%s%s%s}\n", err < 0 ? ",\"error\":\"" : "", err < 0 ? sg_strerror(err) : "",
+                    err < 0 ? "\"" : "");
+    }
+    if (rc < 0) {
+        dem_close(&d);
+        return rc;
+    }
+    if (d.truncated || d.too_long) {
+        errors++;
+        if (json)
+            fprintf(out, "{\"end\":\"%s\"}\n", d.truncated ? "truncated" : "block too long");
+        else
+            fprintf(out, "# %s\n", d.truncated ? "the file ends inside a block" : "a block over 1 MiB");
+    } else {
+        fputs(json ? "{\"end\":\"eof\"}\n" : "# end of file\n", out);
+    }
+    dem_close(&d);
+    return errors > 1000 ? 1000 : (int)errors;
+}
+
+/* ---- reencode ---- */
+
+static int nq_demo_reencode(FILE *in, const char *name, FILE *out, FILE *report)
+{
+    struct dem d;
+    uint64_t msgs = 0, identical = 0, errors = 0;
+    uint8_t *wbuf = NULL;
+    size_t wcap = 0;
+    int rc = dem_open(&d, in);
+
+    if (rc < 0) {
+        fprintf(stderr, "slipgate demo: %s: not a NetQuake demo (no cd-track line)\n", name);
+        return 1;
+    }
+    if (fwrite(d.track, 1, d.track_len, out) != d.track_len) {
+        dem_close(&d);
+        return -EIO;
+    }
+    while ((rc = dem_next(&d)) > 0) {
+        struct sg_bmsg_writer w;
+        uint8_t hdr[16];
+        const uint8_t *body;
+        size_t body_len;
+        int err = sg_nq_parse(SG_DIR_S2C, &d.proto, d.buf, d.len, &d.parsed);
+
+        if (wcap < d.len + 16) {
+            uint8_t *b = realloc(wbuf, d.len + 16);
+            if (!b) {
+                rc = -ENOMEM;
+                break;
+            }
+            wbuf = b;
+            wcap = d.len + 16;
+        }
+        sg_bmsg_writer_init(&w, wbuf, wcap);
+        msgs += d.parsed.nmsgs;
+        if (err < 0)
+            errors++;
+        if (err == SG_E_OVERFLOW || err == -ENOMEM || err == SG_E_TOOBIG ||
+            sg_nq_write(&d.parsed, NULL, &w) < 0) {
+            body = d.buf; /* not whole: the block as it came */
+            body_len = d.len;
+        } else {
+            body = wbuf;
+            body_len = w.len;
+            if (w.len == d.len && memcmp(wbuf, d.buf, d.len) == 0)
+                identical++;
+            else
+                errors++;
+        }
+        sg_put_le32(hdr, (uint32_t)body_len);
+        memcpy(hdr + 4, d.angles, 12);
+        if (fwrite(hdr, 1, 16, out) != 16 || fwrite(body, 1, body_len, out) != body_len) {
+            rc = -EIO;
+            break;
+        }
+    }
+    free(wbuf);
+    if (rc < 0) {
+        dem_close(&d);
+        return rc;
+    }
+    if (fflush(out) != 0) {
+        dem_close(&d);
+        return -EIO;
+    }
+    fprintf(report, "%" PRIu64 " blocks, %" PRIu64 " messages, %" PRIu64
+                    " blocks byte-identical%s\n",
+            d.blocks, msgs, identical,
+            d.truncated ? "; the file ends inside a block (not copied)" : "");
+    errors += d.truncated + d.too_long;
+    dem_close(&d);
+    return errors > 1000 ? 1000 : (int)errors;
+}
+
+static const char *const nq_demo_exts[] = {"dem", NULL};
+
+const struct sg_demo_impl sg_nq_demo_impl = {
+    .extensions = nq_demo_exts,
+    .probe = sg_nq_dem_probe,
+    .info = nq_demo_info,
+    .dump = nq_demo_dump,
+    .reencode = nq_demo_reencode,
+    .cut = NULL,
+};

@@ -1,0 +1,695 @@
+/*
+ * NetQuake messages, both directions, into field lists (nq.h): one field
+ * table per fixed message, short paragraphs for the messages whose shape
+ * depends on a value (sound, client data, fast entity updates, baselines,
+ * temp entities, serverinfo).  Layouts: the DEM seed §6, PROTOCOLS.md; the
+ * read order and the extensions of 666 / 999 as QuakeSpasm's client and
+ * server read them (the receiver's view).
+ */
+#include "protocols/nq/nq.h"
+
+#include "protocols/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Pseudo-kinds resolved through the protocol. */
+enum {
+    K_COORD = 200,
+    K_ANGLE,
+    K_STRING,
+    K_END = 0xff,
+};
+
+struct fdesc {
+    const char *name;
+    uint8_t kind;
+};
+
+struct ctx {
+    struct sg_bmsg_reader r;
+    struct sg_nq_proto *p;
+    struct sg_nq_parsed *out;
+    int err;
+};
+
+bool sg_nq_protocol_known(int32_t protocol)
+{
+    return protocol == SG_NQ_PROTOCOL_NETQUAKE || protocol == SG_NQ_PROTOCOL_FITZQUAKE ||
+           protocol == SG_NQ_PROTOCOL_RMQ;
+}
+
+void sg_nq_proto_set(struct sg_nq_proto *p, int32_t protocol, uint32_t flags)
+{
+    struct sg_bmsg_sizes s;
+
+    if (protocol != SG_NQ_PROTOCOL_RMQ)
+        flags = 0;
+    s = sg_bmsg_sizes_nq(flags);
+    p->protocol = protocol;
+    p->flags = flags;
+    p->coord = s.coord;
+    p->angle = s.angle;
+    p->fitz = protocol == SG_NQ_PROTOCOL_FITZQUAKE || protocol == SG_NQ_PROTOCOL_RMQ;
+    /* clc_move: MSG_ReadAngle in 15, MSG_ReadAngle16 (float with PRFL_FLOATANGLE) after. */
+    if (!p->fitz)
+        p->move_angle = s.angle;
+    else
+        p->move_angle = (flags & SG_BMSG_PRFL_FLOATANGLE) ? SG_BMSG_ANGLE_FLOAT : SG_BMSG_ANGLE16;
+}
+
+void sg_nq_parsed_free(struct sg_nq_parsed *p)
+{
+    free(p->fields);
+    free(p->msgs);
+    p->fields = NULL;
+    p->msgs = NULL;
+    p->nfields = p->fields_cap = p->nmsgs = p->msgs_cap = 0;
+}
+
+/* ---- fields ---- */
+
+static struct sg_nq_field *push(struct ctx *c, const char *name, uint8_t type)
+{
+    struct sg_nq_parsed *o = c->out;
+    struct sg_nq_field *f;
+
+    if (o->nfields >= o->fields_cap) {
+        uint32_t cap = o->fields_cap ? o->fields_cap * 2 : 256;
+        void *n;
+        if (o->fields_cap >= SG_NQ_MAX_FIELDS) {
+            sg_bmsg_reader_fail(&c->r);
+            c->err = SG_E_TOOBIG;
+            return NULL;
+        }
+        n = realloc(o->fields, cap * sizeof(*o->fields));
+        if (!n) {
+            sg_bmsg_reader_fail(&c->r);
+            c->err = -ENOMEM;
+            return NULL;
+        }
+        o->fields = n;
+        o->fields_cap = cap;
+    }
+    f = &o->fields[o->nfields++];
+    memset(f, 0, sizeof(*f));
+    f->name = name;
+    f->type = type;
+    return f;
+}
+
+static uint8_t resolve(const struct ctx *c, uint8_t kind)
+{
+    if (kind == K_COORD)
+        return c->p->coord;
+    if (kind == K_ANGLE)
+        return c->p->angle;
+    return kind;
+}
+
+static uint32_t num(struct ctx *c, const char *name, uint8_t kind)
+{
+    struct sg_nq_field *f;
+    uint32_t raw;
+
+    if (c->r.overflowed)
+        return 0;
+    kind = resolve(c, kind);
+    if (sg_bmsg_read_num(&c->r, kind, &raw) < 0)
+        return 0;
+    f = push(c, name, SG_NQ_F_NUM);
+    if (!f)
+        return 0;
+    f->num = kind;
+    f->raw = raw;
+    return raw;
+}
+
+/* A string as QuakeSpasm reads it (bytes up to NUL, 0xff kept, 2047 at most).
+ * Returns its field, or NULL. */
+static struct sg_nq_field *str(struct ctx *c, const char *name)
+{
+    char buf[2048];
+    enum sg_bmsg_str_end end;
+    size_t at = c->r.pos, n;
+    struct sg_nq_field *f;
+
+    if (c->r.overflowed)
+        return NULL;
+    n = sg_bmsg_read_string(&c->r, buf, sizeof(buf), 0, &end);
+    if (end == SG_BMSG_STR_END)
+        return NULL; /* the message ended inside it */
+    f = push(c, name, SG_NQ_F_STRING);
+    if (!f)
+        return NULL;
+    f->end = (uint8_t)end;
+    f->ptr = c->r.data + at;
+    f->len = (uint32_t)n;
+    return f;
+}
+
+static void data(struct ctx *c, const char *name, size_t n)
+{
+    size_t at = c->r.pos;
+    struct sg_nq_field *f;
+
+    if (c->r.overflowed || sg_bmsg_skip(&c->r, n) < 0)
+        return;
+    f = push(c, name, SG_NQ_F_DATA);
+    if (!f)
+        return;
+    f->ptr = c->r.data + at;
+    f->len = (uint32_t)n;
+}
+
+static void table(struct ctx *c, const struct fdesc *t)
+{
+    for (; t->kind != K_END; t++) {
+        if (t->kind == K_STRING)
+            str(c, t->name);
+        else
+            num(c, t->name, t->kind);
+    }
+}
+
+static void coords(struct ctx *c, const char *n0, const char *n1, const char *n2)
+{
+    num(c, n0, K_COORD);
+    num(c, n1, K_COORD);
+    num(c, n2, K_COORD);
+}
+
+/* ---- fixed messages ---- */
+
+static const struct fdesc f_none[] = {{NULL, K_END}};
+static const struct fdesc f_updatestat[] = {{"stat", SG_BMSG_U8}, {"value", SG_BMSG_S32}, {NULL, K_END}};
+static const struct fdesc f_long[] = {{"version", SG_BMSG_S32}, {NULL, K_END}};
+static const struct fdesc f_entity[] = {{"entity", SG_BMSG_S16}, {NULL, K_END}};
+static const struct fdesc f_time[] = {{"time", SG_BMSG_FLOAT}, {NULL, K_END}};
+static const struct fdesc f_text[] = {{"text", K_STRING}, {NULL, K_END}};
+static const struct fdesc f_angles[] = {
+    {"angle0", K_ANGLE}, {"angle1", K_ANGLE}, {"angle2", K_ANGLE}, {NULL, K_END}};
+static const struct fdesc f_lightstyle[] = {{"style", SG_BMSG_U8}, {"map", K_STRING}, {NULL, K_END}};
+static const struct fdesc f_updatename[] = {{"player", SG_BMSG_U8}, {"name", K_STRING}, {NULL, K_END}};
+static const struct fdesc f_updatefrags[] = {
+    {"player", SG_BMSG_U8}, {"frags", SG_BMSG_S16}, {NULL, K_END}};
+static const struct fdesc f_stopsound[] = {{"channel", SG_BMSG_U16}, {NULL, K_END}};
+static const struct fdesc f_updatecolors[] = {
+    {"player", SG_BMSG_U8}, {"colors", SG_BMSG_U8}, {NULL, K_END}};
+static const struct fdesc f_particle[] = {
+    {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD}, {"dir0", SG_BMSG_S8},
+    {"dir1", SG_BMSG_S8}, {"dir2", SG_BMSG_S8}, {"count", SG_BMSG_U8}, {"color", SG_BMSG_U8},
+    {NULL, K_END}};
+static const struct fdesc f_damage[] = {
+    {"armor", SG_BMSG_U8}, {"blood", SG_BMSG_U8}, {"origin0", K_COORD},
+    {"origin1", K_COORD},  {"origin2", K_COORD},  {NULL, K_END}};
+static const struct fdesc f_byte[] = {{"value", SG_BMSG_U8}, {NULL, K_END}};
+static const struct fdesc f_staticsound[] = {
+    {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD}, {"sound", SG_BMSG_U8},
+    {"volume", SG_BMSG_U8}, {"attenuation", SG_BMSG_U8}, {NULL, K_END}};
+static const struct fdesc f_staticsound2[] = {
+    {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD}, {"sound", SG_BMSG_U16},
+    {"volume", SG_BMSG_U8}, {"attenuation", SG_BMSG_U8}, {NULL, K_END}};
+static const struct fdesc f_cdtrack[] = {{"track", SG_BMSG_U8}, {"loop", SG_BMSG_U8}, {NULL, K_END}};
+static const struct fdesc f_fog[] = {
+    {"density", SG_BMSG_U8}, {"red", SG_BMSG_U8}, {"green", SG_BMSG_U8}, {"blue", SG_BMSG_U8},
+    {"time", SG_BMSG_S16}, {NULL, K_END}};
+
+/* Indexed by svc opcode; NULL: a paragraph below or not a message. */
+static const struct fdesc *const svc_tables[] = {
+    [1] = f_none,         [3] = f_updatestat,    [4] = f_long,         [5] = f_entity,
+    [7] = f_time,         [8] = f_text,          [9] = f_text,         [10] = f_angles,
+    [12] = f_lightstyle,  [13] = f_updatename,   [14] = f_updatefrags, [16] = f_stopsound,
+    [17] = f_updatecolors, [18] = f_particle,    [19] = f_damage,      [24] = f_byte,
+    [25] = f_byte,        [26] = f_text,         [27] = f_none,        [28] = f_none,
+    [29] = f_staticsound, [30] = f_none,         [31] = f_text,        [32] = f_cdtrack,
+    [33] = f_none,        [34] = f_text,         [37] = f_text,        [40] = f_none,
+    [41] = f_fog,         [44] = f_staticsound2,
+};
+
+#define N(t) (sizeof(t) / sizeof((t)[0]))
+
+static const char *const svc_names[] = {
+    "svc_bad",          "svc_nop",           "svc_disconnect",   "svc_updatestat",
+    "svc_version",      "svc_setview",       "svc_sound",        "svc_time",
+    "svc_print",        "svc_stufftext",     "svc_setangle",     "svc_serverinfo",
+    "svc_lightstyle",   "svc_updatename",    "svc_updatefrags",  "svc_clientdata",
+    "svc_stopsound",    "svc_updatecolors",  "svc_particle",     "svc_damage",
+    "svc_spawnstatic",  "svc_spawnbinary",   "svc_spawnbaseline", "svc_temp_entity",
+    "svc_setpause",     "svc_signonnum",     "svc_centerprint",  "svc_killedmonster",
+    "svc_foundsecret",  "svc_spawnstaticsound", "svc_intermission", "svc_finale",
+    "svc_cdtrack",      "svc_sellscreen",    "svc_cutscene",     "svc_unknown",
+    "svc_unknown",      "svc_skybox",        "svc_unknown",      "svc_unknown",
+    "svc_bf",           "svc_fog",           "svc_spawnbaseline2", "svc_spawnstatic2",
+    "svc_spawnstaticsound2",
+};
+
+const char *sg_nq_svc_name(int op)
+{
+    if (op >= 128 && op <= 255)
+        return "svc_update";
+    if (op >= 0 && op < (int)N(svc_names))
+        return svc_names[op];
+    return "svc_unknown";
+}
+
+const char *sg_nq_clc_name(int op)
+{
+    static const char *const names[] = {"clc_bad", "clc_nop", "clc_disconnect", "clc_move",
+                                        "clc_stringcmd"};
+
+    return op >= 0 && op < (int)N(names) ? names[op] : "clc_unknown";
+}
+
+/* ---- sound ---- */
+
+#define SND_VOLUME      (1u << 0)
+#define SND_ATTENUATION (1u << 1)
+#define SND_LARGEENTITY (1u << 3)
+#define SND_LARGESOUND  (1u << 4)
+
+static void svc_sound(struct ctx *c)
+{
+    uint32_t mask = num(c, "mask", SG_BMSG_U8);
+
+    if (mask & SND_VOLUME)
+        num(c, "volume", SG_BMSG_U8);
+    if (mask & SND_ATTENUATION)
+        num(c, "attenuation", SG_BMSG_U8);
+    if (mask & SND_LARGEENTITY) {
+        num(c, "entity", SG_BMSG_U16);
+        num(c, "channel", SG_BMSG_U8);
+    } else {
+        num(c, "channel", SG_BMSG_U16); /* entity << 3 | channel */
+    }
+    num(c, "sound", (mask & SND_LARGESOUND) ? SG_BMSG_U16 : SG_BMSG_U8);
+    coords(c, "origin0", "origin1", "origin2");
+}
+
+/* ---- client data ---- */
+
+#define SU_VIEWHEIGHT   (1u << 0)
+#define SU_IDEALPITCH   (1u << 1)
+#define SU_PUNCH1       (1u << 2)
+#define SU_VELOCITY1    (1u << 5)
+#define SU_WEAPONFRAME  (1u << 12)
+#define SU_ARMOR        (1u << 13)
+#define SU_WEAPON       (1u << 14)
+#define SU_EXTEND1      (1u << 15)
+#define SU_EXTEND2      (1u << 23)
+
+/* 666 / 999: one byte each, bits 16..22 then 24, 25. */
+static const struct {
+    uint32_t bit;
+    const char *name;
+} su_fitz[] = {
+    {1u << 16, "weapon2"},  {1u << 17, "armor2"},   {1u << 18, "ammo2"},
+    {1u << 19, "shells2"},  {1u << 20, "nails2"},   {1u << 21, "rockets2"},
+    {1u << 22, "cells2"},   {1u << 24, "weaponframe2"}, {1u << 25, "weaponalpha"},
+};
+
+static void svc_clientdata(struct ctx *c)
+{
+    static const char *const punch[3] = {"punch0", "punch1", "punch2"};
+    static const char *const vel[3] = {"velocity0", "velocity1", "velocity2"};
+    static const char *const ammo[6] = {"ammo", "shells", "nails", "rockets", "cells",
+                                        "activeweapon"};
+    uint32_t bits = num(c, "bits", SG_BMSG_U16);
+
+    if (bits & SU_EXTEND1)
+        bits |= num(c, "extend1", SG_BMSG_U8) << 16;
+    if (bits & SU_EXTEND2)
+        bits |= num(c, "extend2", SG_BMSG_U8) << 24;
+    if (bits & SU_VIEWHEIGHT)
+        num(c, "viewheight", SG_BMSG_S8);
+    if (bits & SU_IDEALPITCH)
+        num(c, "idealpitch", SG_BMSG_S8);
+    for (int i = 0; i < 3; i++) {
+        if (bits & (SU_PUNCH1 << i))
+            num(c, punch[i], SG_BMSG_S8);
+        if (bits & (SU_VELOCITY1 << i))
+            num(c, vel[i], SG_BMSG_S8);
+    }
+    num(c, "items", SG_BMSG_S32); /* always sent (the client reads it whatever SU_ITEMS says) */
+    if (bits & SU_WEAPONFRAME)
+        num(c, "weaponframe", SG_BMSG_U8);
+    if (bits & SU_ARMOR)
+        num(c, "armor", SG_BMSG_U8);
+    if (bits & SU_WEAPON)
+        num(c, "weapon", SG_BMSG_U8);
+    num(c, "health", SG_BMSG_S16);
+    for (int i = 0; i < 6; i++)
+        num(c, ammo[i], SG_BMSG_U8);
+    for (size_t i = 0; i < N(su_fitz); i++)
+        if (bits & su_fitz[i].bit)
+            num(c, su_fitz[i].name, SG_BMSG_U8);
+}
+
+/* ---- fast entity updates ---- */
+
+#define U_MOREBITS   (1u << 0)
+#define U_ORIGIN1    (1u << 1)
+#define U_ORIGIN2    (1u << 2)
+#define U_ORIGIN3    (1u << 3)
+#define U_ANGLE2     (1u << 4)
+#define U_FRAME      (1u << 6)
+#define U_ANGLE1     (1u << 8)
+#define U_ANGLE3     (1u << 9)
+#define U_MODEL      (1u << 10)
+#define U_COLORMAP   (1u << 11)
+#define U_SKIN       (1u << 12)
+#define U_EFFECTS    (1u << 13)
+#define U_LONGENTITY (1u << 14)
+#define U_EXTEND1    (1u << 15)
+#define U_ALPHA      (1u << 16)
+#define U_FRAME2     (1u << 17)
+#define U_MODEL2     (1u << 18)
+#define U_LERPFINISH (1u << 19)
+#define U_SCALE      (1u << 20)
+#define U_EXTEND2    (1u << 23)
+
+static void svc_update(struct ctx *c, int op)
+{
+    static const struct {
+        uint32_t bit;
+        const char *name;
+        uint8_t kind;
+    } fields[] = {
+        {U_MODEL, "model", SG_BMSG_U8},     {U_FRAME, "frame", SG_BMSG_U8},
+        {U_COLORMAP, "colormap", SG_BMSG_U8}, {U_SKIN, "skin", SG_BMSG_U8},
+        {U_EFFECTS, "effects", SG_BMSG_U8}, {U_ORIGIN1, "origin0", K_COORD},
+        {U_ANGLE1, "angle0", K_ANGLE},      {U_ORIGIN2, "origin1", K_COORD},
+        {U_ANGLE2, "angle1", K_ANGLE},      {U_ORIGIN3, "origin2", K_COORD},
+        {U_ANGLE3, "angle2", K_ANGLE},      {U_ALPHA, "alpha", SG_BMSG_U8},
+        {U_SCALE, "scale", SG_BMSG_U8},     {U_FRAME2, "frame2", SG_BMSG_U8},
+        {U_MODEL2, "model2", SG_BMSG_U8},   {U_LERPFINISH, "lerpfinish", SG_BMSG_U8},
+    };
+    uint32_t bits = (uint32_t)op & 0x7fu;
+
+    if (bits & U_MOREBITS)
+        bits |= num(c, "morebits", SG_BMSG_U8) << 8;
+    if (c->p->fitz) {
+        if (bits & U_EXTEND1)
+            bits |= num(c, "extend1", SG_BMSG_U8) << 16;
+        if (bits & U_EXTEND2)
+            bits |= num(c, "extend2", SG_BMSG_U8) << 24;
+    } else {
+        bits &= 0xffffu;
+    }
+    num(c, "entity", (bits & U_LONGENTITY) ? SG_BMSG_U16 : SG_BMSG_U8);
+    for (size_t i = 0; i < N(fields); i++)
+        if (bits & fields[i].bit)
+            num(c, fields[i].name, fields[i].kind);
+}
+
+/* ---- baselines and static entities ---- */
+
+#define B_LARGEMODEL (1u << 0)
+#define B_LARGEFRAME (1u << 1)
+#define B_ALPHA      (1u << 2)
+#define B_SCALE      (1u << 3)
+
+static void baseline(struct ctx *c, bool version2)
+{
+    uint32_t bits = version2 ? num(c, "bits", SG_BMSG_U8) : 0;
+
+    num(c, "model", (bits & B_LARGEMODEL) ? SG_BMSG_U16 : SG_BMSG_U8);
+    num(c, "frame", (bits & B_LARGEFRAME) ? SG_BMSG_U16 : SG_BMSG_U8);
+    num(c, "colormap", SG_BMSG_U8);
+    num(c, "skin", SG_BMSG_U8);
+    num(c, "origin0", K_COORD);
+    num(c, "angle0", K_ANGLE);
+    num(c, "origin1", K_COORD);
+    num(c, "angle1", K_ANGLE);
+    num(c, "origin2", K_COORD);
+    num(c, "angle2", K_ANGLE);
+    if (bits & B_ALPHA)
+        num(c, "alpha", SG_BMSG_U8);
+    if (bits & B_SCALE)
+        num(c, "scale", SG_BMSG_U8);
+}
+
+/* ---- temp entities ---- */
+
+static void svc_temp_entity(struct ctx *c, struct sg_nq_msg *m)
+{
+    uint32_t type = num(c, "type", SG_BMSG_U8);
+
+    switch (type) {
+    case 0: case 1: case 2: case 3: case 4: case 7: case 8: case 10: case 11:
+        coords(c, "origin0", "origin1", "origin2");
+        return;
+    case 5: case 6: case 9: case 13: /* lightning 1-3, beam: entity, start, end */
+        num(c, "entity", SG_BMSG_S16);
+        coords(c, "start0", "start1", "start2");
+        coords(c, "end0", "end1", "end2");
+        return;
+    case 12: /* explosion2 */
+        coords(c, "origin0", "origin1", "origin2");
+        num(c, "colorstart", SG_BMSG_U8);
+        num(c, "colorlength", SG_BMSG_U8);
+        return;
+    default:
+        if (c->r.overflowed)
+            return;
+        /* CL_ParseTEnt: "bad type"; engines with more (DarkPlaces) relay them. */
+        m->unparsed = true;
+        data(c, "unparsed", sg_bmsg_remaining(&c->r));
+        c->err = SG_E_MALFORMED;
+        return;
+    }
+}
+
+/* ---- serverinfo ---- */
+
+/* Strings up to an empty one (the list's end), as one name each. */
+static void name_list(struct ctx *c, const char *name, bool first_is_level)
+{
+    for (uint32_t i = 0; !c->r.overflowed; i++) {
+        struct sg_nq_field *f = str(c, name);
+        if (!f || (f->len == 0 && f->end == SG_BMSG_STR_NUL))
+            break;
+        if (i == 0 && first_is_level) {
+            /* "maps/start.bsp" -> "start" */
+            const uint8_t *s = f->ptr, *e = f->ptr + f->len;
+            size_t n;
+            for (const uint8_t *q = f->ptr; q < e; q++)
+                if (*q == '/')
+                    s = q + 1;
+            if (e - s > 4 && memcmp(e - 4, ".bsp", 4) == 0)
+                e -= 4;
+            n = (size_t)(e - s);
+            if (n >= sizeof(c->out->level))
+                n = sizeof(c->out->level) - 1;
+            memcpy(c->out->level, s, n);
+            c->out->level[n] = 0;
+        }
+    }
+}
+
+static void svc_serverinfo(struct ctx *c, struct sg_nq_msg *m)
+{
+    int32_t protocol = (int32_t)num(c, "protocol", SG_BMSG_S32);
+    uint32_t flags = 0;
+
+    if (c->r.overflowed)
+        return;
+    if (protocol == SG_NQ_PROTOCOL_RMQ)
+        flags = num(c, "flags", SG_BMSG_S32);
+    sg_nq_proto_set(c->p, protocol, flags);
+    c->out->serverinfo = true;
+    c->out->level[0] = 0;
+    if (!sg_nq_protocol_known(protocol)) {
+        /* A protocol slipgate does not decode (DarkPlaces' own): relayed. */
+        m->unparsed = true;
+        if (c->out->unsupported_op < 0)
+            c->out->unsupported_op = 11;
+        data(c, "unparsed", sg_bmsg_remaining(&c->r));
+        return;
+    }
+    num(c, "maxclients", SG_BMSG_U8);
+    num(c, "gametype", SG_BMSG_U8);
+    str(c, "levelname");
+    name_list(c, "model", true);
+    name_list(c, "sound", false);
+}
+
+/* ---- one stream ---- */
+
+static void rest(struct ctx *c, struct sg_nq_msg *m)
+{
+    m->unparsed = true;
+    data(c, "unparsed", sg_bmsg_remaining(&c->r));
+}
+
+static void parse_svc(struct ctx *c, struct sg_nq_msg *m)
+{
+    int op = m->op;
+
+    if (op >= 128) {
+        svc_update(c, op);
+        return;
+    }
+    if (op < (int)N(svc_tables) && svc_tables[op]) {
+        table(c, svc_tables[op]);
+        if (op == 8 || op == 9 || op == 26)
+            m->text = 0;
+        return;
+    }
+    switch (op) {
+    case 2: /* disconnect: the client stops reading here */
+        c->out->disconnect = true;
+        if (sg_bmsg_remaining(&c->r) > 0)
+            rest(c, m);
+        return;
+    case 6:
+        svc_sound(c);
+        return;
+    case 11:
+        svc_serverinfo(c, m);
+        return;
+    case 15:
+        svc_clientdata(c);
+        return;
+    case 20: /* spawnstatic */
+        baseline(c, false);
+        return;
+    case 22:
+        num(c, "entity", SG_BMSG_S16);
+        baseline(c, false);
+        return;
+    case 23:
+        svc_temp_entity(c, m);
+        return;
+    case 42:
+        num(c, "entity", SG_BMSG_S16);
+        baseline(c, true);
+        return;
+    case 43:
+        baseline(c, true);
+        return;
+    default:
+        break;
+    }
+    /* svc_bad, svc_spawnbinary (obsolete), an opcode no engine here reads. */
+    rest(c, m);
+    c->err = SG_E_MALFORMED;
+}
+
+static void parse_clc(struct ctx *c, struct sg_nq_msg *m)
+{
+    switch (m->op) {
+    case 1: /* nop */
+        return;
+    case 2:
+        c->out->disconnect = true;
+        return;
+    case 3:
+        num(c, "time", SG_BMSG_FLOAT);
+        num(c, "angle0", c->p->move_angle);
+        num(c, "angle1", c->p->move_angle);
+        num(c, "angle2", c->p->move_angle);
+        num(c, "forward", SG_BMSG_S16);
+        num(c, "side", SG_BMSG_S16);
+        num(c, "up", SG_BMSG_S16);
+        num(c, "buttons", SG_BMSG_U8);
+        num(c, "impulse", SG_BMSG_U8);
+        return;
+    case 4:
+        str(c, "text");
+        m->text = 0;
+        return;
+    default:
+        rest(c, m);
+        c->err = SG_E_MALFORMED;
+        return;
+    }
+}
+
+int sg_nq_parse(enum sg_dir dir, struct sg_nq_proto *proto, const uint8_t *d, size_t len,
+                struct sg_nq_parsed *out)
+{
+    struct ctx c = {.p = proto, .out = out};
+
+    sg_bmsg_reader_init(&c.r, d, len);
+    out->nfields = 0;
+    out->nmsgs = 0;
+    out->serverinfo = false;
+    out->level[0] = 0;
+    out->signon = -1;
+    out->disconnect = false;
+    out->unsupported_op = -1;
+    while (sg_bmsg_remaining(&c.r) > 0 && !c.r.overflowed) {
+        struct sg_nq_msg *m;
+        if (out->nmsgs >= out->msgs_cap) {
+            uint32_t cap = out->msgs_cap ? out->msgs_cap * 2 : 64;
+            void *n;
+            if (out->msgs_cap >= SG_NQ_MAX_MSGS)
+                return SG_E_TOOBIG;
+            n = realloc(out->msgs, cap * sizeof(*out->msgs));
+            if (!n)
+                return -ENOMEM;
+            out->msgs = n;
+            out->msgs_cap = cap;
+        }
+        m = &out->msgs[out->nmsgs++];
+        m->at = (uint32_t)c.r.pos;
+        m->op = sg_bmsg_read_u8(&c.r);
+        m->first = out->nfields;
+        m->count = 0;
+        m->text = -1;
+        m->unparsed = false;
+        if (dir == SG_DIR_S2C) {
+            if (!sg_nq_protocol_known(proto->protocol) && proto->protocol != 0 && m->op != 11 &&
+                m->op != 1 && m->op != 8 && m->op != 9 && m->op != 26) {
+                /* A protocol not decoded (DarkPlaces'): its text messages are
+                 * read where they lead, the rest is relayed whole. */
+                if (out->unsupported_op < 0)
+                    out->unsupported_op = m->op;
+                rest(&c, m);
+            } else {
+                parse_svc(&c, m);
+            }
+        } else if (!sg_nq_protocol_known(proto->protocol) && proto->protocol != 0 && m->op != 1 &&
+                   m->op != 2 && m->op != 4) {
+            if (out->unsupported_op < 0)
+                out->unsupported_op = m->op;
+            rest(&c, m);
+        } else {
+            parse_clc(&c, m);
+        }
+        m->count = out->nfields - m->first;
+        if (dir == SG_DIR_S2C && m->op == 25 && m->count == 1)
+            out->signon = (int)out->fields[m->first].raw;
+    }
+    if (c.err < 0)
+        return c.err;
+    return c.r.overflowed ? SG_E_OVERFLOW : 0;
+}
+
+/* ---- the writer ---- */
+
+int sg_nq_write(const struct sg_nq_parsed *p, const bool *dropped, struct sg_bmsg_writer *w)
+{
+    for (uint32_t i = 0; i < p->nmsgs; i++) {
+        const struct sg_nq_msg *m = &p->msgs[i];
+        if (dropped && dropped[i])
+            continue;
+        sg_bmsg_write_u8(w, (unsigned)m->op);
+        for (uint32_t k = 0; k < m->count; k++) {
+            const struct sg_nq_field *f = &p->fields[m->first + k];
+            switch (f->type) {
+            case SG_NQ_F_NUM:
+                sg_bmsg_write_num(w, f->num, f->raw);
+                break;
+            case SG_NQ_F_STRING:
+                sg_bmsg_write_string(w, f->ptr, f->len, f->end);
+                break;
+            default:
+                sg_bmsg_write_data(w, f->ptr, f->len);
+                break;
+            }
+        }
+    }
+    return w->overflowed ? SG_E_OVERFLOW : 0;
+}

@@ -1,0 +1,202 @@
+/*
+ * fuzz_nq: one NetQuake session through the nq codec as the proxy drives it
+ * (protocols/nq/): control packets, the netchan (pieces, EOM, resends,
+ * duplicates, unreliable sequences), every message of the protocol the
+ * serverinfo chose, rebuild, the filters' text changes, drops and
+ * injections, dumps and the .dem recorder; or (mode bit 7) a .dem file
+ * through `demo info|dump|reencode`.
+ *
+ * Input:
+ *
+ *     u8   mode       bit 7: the rest is a .dem file; else bits 0-1 a
+ *                     synthetic serverinfo first (0 none, 1 protocol 15,
+ *                     2 666, 3 999 with the flags in bits 2-6 shifted to
+ *                     PRFL_SHORTANGLE .. PRFL_FLOATCOORD and INT32COORD)
+ *     { u8 flags, le16 length, length bytes } ...   datagrams in arrival order
+ *
+ * flags bit 0: direction (1 server to client); bits 1-3: 1 change the first
+ * text, 2 drop the first message, 3 inject a print to the client, 4 inject
+ * a say to the server.
+ *
+ * Properties: no crash, leak or sanitizer report; every error is one of
+ * the project's codes; a whole message that no filter touched is rebuilt
+ * byte for byte, and whatever the filters did a rebuilt datagram decodes
+ * again; a .dem file re-encodes to a file that reads with no more problems.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_common.h"
+#include "protocols/byteorder.h"
+#include "protocols/codec.h"
+#include "protocols/error.h"
+#include "protocols/nq/nq.h"
+
+struct out {
+    uint8_t *data;
+    size_t len;
+};
+
+static int collect(void *ctx, const uint8_t *d, size_t n)
+{
+    struct out *o = ctx;
+
+    free(o->data);
+    o->data = malloc(n ? n : 1);
+    FUZZ_CHECK(o->data != NULL);
+    memcpy(o->data, d, n);
+    o->len = n;
+    return 0;
+}
+
+static bool valid_err(int err)
+{
+    return err == 0 || err == SG_E_MALFORMED || err == SG_E_OVERFLOW || err == SG_E_TOOBIG;
+}
+
+static void demo_file(const uint8_t *data, size_t size)
+{
+    FILE *null = fuzz_null_file();
+    FILE *in = fmemopen((void *)data, size ? size : 1, "rb");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out;
+    int rc;
+
+    if (!in || !null) {
+        if (in)
+            fclose(in);
+        if (null)
+            fclose(null);
+        return;
+    }
+    if (size == 0) {
+        fclose(in);
+        fclose(null);
+        return;
+    }
+    sg_nq_demo_impl.probe(data, size);
+    FUZZ_CHECK(sg_nq_demo_impl.info(in, "fuzz.dem", null) >= 0);
+    rewind(in);
+    FUZZ_CHECK(sg_nq_demo_impl.dump(in, "fuzz.dem", false, null) >= 0);
+    rewind(in);
+    FUZZ_CHECK(sg_nq_demo_impl.dump(in, "fuzz.dem", true, null) >= 0);
+    rewind(in);
+    out = open_memstream(&buf, &len);
+    FUZZ_CHECK(out != NULL);
+    rc = sg_nq_demo_impl.reencode(in, "fuzz.dem", out, null);
+    fclose(out);
+    FUZZ_CHECK(rc >= 0);
+    if (rc == 0) {
+        /* a clean demo re-encodes to itself */
+        FUZZ_CHECK(len == size && memcmp(buf, data, size) == 0);
+    }
+    free(buf);
+    fclose(in);
+    fclose(null);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const struct sg_codec *c = &sg_nq_codec;
+    struct fuzz_in in;
+    void *st = NULL;
+    FILE *null;
+    char *rec = NULL;
+    size_t rec_len = 0;
+    FILE *recf;
+    uint8_t mode;
+
+    fuzz_in_init(&in, data, size);
+    mode = fuzz_u8(&in);
+    if (mode & 0x80) {
+        demo_file(data + 1, size ? size - 1 : 0);
+        return 0;
+    }
+    null = fuzz_null_file();
+    recf = open_memstream(&rec, &rec_len);
+    FUZZ_CHECK(c->create(&st) == 0);
+    if (mode & 3) {
+        static const int32_t protos[4] = {0, 15, 666, 999};
+        uint8_t m[64];
+        size_t n = 8;
+        const struct sg_frame *f;
+        uint32_t b = (mode >> 2) & 0x1f, flags = (b & 0xf) << 1 | (b & 0x10) << 3;
+        m[n++] = 11;
+        sg_put_le32(m + n, (uint32_t)protos[mode & 3]);
+        n += 4;
+        if ((mode & 3) == 3) {
+            sg_put_le32(m + n, flags);
+            n += 4;
+        }
+        memcpy(m + n, "\x04\x01" "fuzz\0maps/f.bsp\0\0s.wav\0\0", 25);
+        n += 25;
+        sg_put_be32(m, 0x00090000u | (uint32_t)n); /* DATA | EOM */
+        sg_put_be32(m + 4, 0);
+        c->decode(st, SG_DIR_S2C, m, n, &f);
+    }
+    while (in.left >= 3) {
+        uint8_t flags = fuzz_u8(&in);
+        uint16_t len = fuzz_le16(&in);
+        size_t got;
+        const uint8_t *p = fuzz_bytes(&in, len, &got);
+        uint8_t *copy = malloc(got ? got : 1);
+        enum sg_dir dir = flags & 1 ? SG_DIR_S2C : SG_DIR_C2S;
+        const struct sg_frame *f = NULL;
+        unsigned what = (flags >> 1) & 7;
+        bool touched = false;
+        int err;
+
+        FUZZ_CHECK(copy != NULL);
+        memcpy(copy, p, got);
+        sg_nq_capture_impl.role(copy, got);
+        err = c->decode(st, dir, copy, got, &f);
+        FUZZ_CHECK(valid_err(err));
+        FUZZ_CHECK(f != NULL && f->dir == dir);
+        if (f->kind == SG_FRAME_MESSAGE) {
+            struct out o = {0};
+            bool identical = false;
+            if (what == 1 && f->nmsgs && f->msgs[0].text)
+                touched = c->set_text(st, 0, "fuzz \"text\"\n", 12) == 0;
+            else if (what == 2 && f->nmsgs)
+                touched = c->drop_msg(st, 0) == 0;
+            else if (what == 3)
+                c->inject(st, SG_DIR_S2C, SG_MSG_PRINT, "injected\n", 9);
+            else if (what == 4)
+                c->inject(st, SG_DIR_C2S, SG_MSG_CHAT, "hello", 5);
+            bool must = c->must_encode(st, f);
+            err = c->encode(st, f, collect, &o, &identical);
+            FUZZ_CHECK(err == 1 || err == SG_E_OVERFLOW || err == SG_E_TOOBIG ||
+                       err == SG_E_UNSUPPORTED);
+            if (err == 1 && !touched && !must)
+                FUZZ_CHECK(identical && o.len == got && memcmp(o.data, copy, got) == 0);
+            if (err == 1) {
+                void *st2 = NULL;
+                const struct sg_frame *g;
+                FUZZ_CHECK(c->create(&st2) == 0);
+                FUZZ_CHECK(valid_err(c->decode(st2, dir, o.data, o.len, &g)));
+                c->destroy(st2);
+            }
+            free(o.data);
+            if (recf)
+                FUZZ_CHECK(c->record(st, f, recf) >= 0 || f->msg_len > SG_NQ_DEM_MAX_BLOCK);
+        }
+        if (null && c->dump) {
+            FUZZ_CHECK(c->dump(st, f, SG_DUMP_FIELDS, false, null) >= 0);
+            FUZZ_CHECK(c->dump(st, f, SG_DUMP_FIELDS, true, null) >= 0);
+        }
+        c->established(st);
+        c->describe(st);
+        free(copy);
+    }
+    if (recf) {
+        c->record_end(st, recf);
+        fclose(recf);
+    }
+    free(rec);
+    c->destroy(st);
+    if (null)
+        fclose(null);
+    return 0;
+}

@@ -1,0 +1,290 @@
+/*
+ * NetQuake messages (protocols/nq/parse.c): every block of the two demos
+ * in $SG_TESTDATA/nq/demos (protocols 15 and 666) and of a real
+ * quakespasm/DarkPlaces session's client demo is decoded with no error
+ * and re-encoded to the same bytes; hand-built messages check what the
+ * demos do not hold (the 666 extension bits, 999's coordinate sizes, the
+ * client's messages, malformed input).
+ */
+#include "protocols/nq/nq.h"
+
+#include "protocols/error.h"
+#include "tests/unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct sg_nq_parsed parsed;
+
+static void teardown(void)
+{
+    sg_nq_parsed_free(&parsed);
+}
+
+/* Parse `len` bytes and write them back: they must come back the same. */
+static int roundtrip(enum sg_dir dir, struct sg_nq_proto *p, const uint8_t *d, size_t len)
+{
+    uint8_t *copy = unit_exact_copy(d, len);
+    uint8_t out[4096];
+    struct sg_bmsg_writer w;
+    int err = sg_nq_parse(dir, p, copy, len, &parsed);
+
+    if (err != SG_E_OVERFLOW && len <= sizeof(out)) {
+        sg_bmsg_writer_init(&w, out, sizeof(out));
+        CHECK_EQ(sg_nq_write(&parsed, NULL, &w), 0);
+        CHECKF(w.len == len && memcmp(out, d, len) == 0, "rebuilt %zu bytes of %zu", w.len, len);
+    }
+    free(copy);
+    return err;
+}
+
+static const struct sg_nq_field *field(uint32_t msg, const char *name)
+{
+    const struct sg_nq_msg *m = &parsed.msgs[msg];
+
+    for (uint32_t k = 0; k < m->count; k++)
+        if (strcmp(parsed.fields[m->first + k].name, name) == 0)
+            return &parsed.fields[m->first + k];
+    return NULL;
+}
+
+/* ---- the demos ---- */
+
+struct demo_stats {
+    uint64_t blocks, msgs, updates, clientdata, sounds, serverinfo, errors, differ;
+    int32_t protocol;
+};
+
+static void demo(const char *rel, struct demo_stats *st)
+{
+    char path[1024];
+    const char *td = getenv("SG_TESTDATA");
+    size_t len, pos = 0;
+    uint8_t *file, *out = NULL;
+    size_t out_cap = 0;
+    struct sg_nq_proto p;
+
+    memset(st, 0, sizeof(*st));
+    CHECK(td != NULL);
+    if (!td)
+        return;
+    snprintf(path, sizeof(path), "%s/%s", td, rel);
+    file = unit_slurp(path, &len);
+    CHECKF(file != NULL, "%s", path);
+    if (!file)
+        return;
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    while (pos < len && file[pos] != '\n')
+        pos++;
+    pos++; /* the cd-track line */
+    while (pos + 16 <= len) {
+        uint32_t n = sg_le32(file + pos);
+        struct sg_bmsg_writer w;
+        uint8_t *msg;
+        pos += 16;
+        CHECKF(n <= len - pos, "block %llu runs past the file", (unsigned long long)st->blocks);
+        if (n > len - pos)
+            break;
+        msg = unit_exact_copy(file + pos, n);
+        if (sg_nq_parse(SG_DIR_S2C, &p, msg, n, &parsed) < 0)
+            st->errors++;
+        if (out_cap < n + 1) {
+            out = realloc(out, n + 1);
+            out_cap = n + 1;
+        }
+        sg_bmsg_writer_init(&w, out, out_cap);
+        if (sg_nq_write(&parsed, NULL, &w) < 0 || w.len != n || memcmp(out, msg, n) != 0)
+            st->differ++;
+        for (uint32_t i = 0; i < parsed.nmsgs; i++) {
+            int op = parsed.msgs[i].op;
+            st->updates += op >= 128;
+            st->clientdata += op == 15;
+            st->sounds += op == 6;
+            st->serverinfo += op == 11;
+            CHECKF(!parsed.msgs[i].unparsed, "block %llu: %s unparsed",
+                   (unsigned long long)st->blocks, sg_nq_svc_name(op));
+        }
+        st->msgs += parsed.nmsgs;
+        st->blocks++;
+        free(msg);
+        pos += n;
+    }
+    CHECK_EQ(pos, len); /* no partial block at the end */
+    st->protocol = p.protocol;
+    free(out);
+    free(file);
+}
+
+static void check_demo(const char *rel, int32_t protocol, bool sounds)
+{
+    struct demo_stats st;
+
+    demo(rel, &st);
+    CHECKF(st.blocks > 100, "%s: %llu blocks", rel, (unsigned long long)st.blocks);
+    CHECK_EQ(st.errors, 0);
+    CHECK_EQ(st.differ, 0);
+    CHECK_EQ(st.protocol, protocol);
+    CHECK_EQ(st.serverinfo, 1);
+    CHECK(st.updates > 0 && st.clientdata > 0);
+    CHECK(!sounds || st.sounds > 0);
+    CHECK(st.msgs > st.blocks);
+}
+
+static void case_demo_15(void)
+{
+    check_demo("nq/demos/vektar_demo1.dem", 15, true);
+}
+
+static void case_demo_666(void)
+{
+    check_demo("nq/demos/vgio_test.dem", 666, false);
+}
+
+static void case_session_demo(void)
+{
+    check_demo("nq/sessions/quakespasm_darkplaces/client_demo.dem", 15, false);
+}
+
+/* ---- hand-built messages ---- */
+
+/* A 666 entity update: U_MOREBITS | U_EXTEND1 bring alpha and frame2 (bytes
+ * that protocol 15 does not read). */
+static void case_fitz_update(void)
+{
+    /* op = 0x80 | U_MOREBITS | U_ORIGIN1; morebits: U_EXTEND1 >> 8; extend1: (U_ALPHA | U_FRAME2) >> 16 */
+    static const uint8_t m[] = {0x83, 0x80, 0x03, 0x07, 0x10, 0x00, 0x40, 0x02};
+    struct sg_nq_proto p;
+
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_FITZQUAKE, 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, m, sizeof(m)), 0);
+    CHECK_EQ(parsed.nmsgs, 1);
+    CHECK(field(0, "entity") && field(0, "entity")->raw == 7);
+    CHECK(field(0, "origin0") && field(0, "origin0")->raw == 0x10);
+    CHECK(field(0, "alpha") && field(0, "alpha")->raw == 0x40);
+    CHECK(field(0, "frame2") && field(0, "frame2")->raw == 2);
+    /* Protocol 15 reads no extension byte: entity 3, then the rest are other messages. */
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    sg_nq_parse(SG_DIR_S2C, &p, m, sizeof(m), &parsed);
+    CHECK(parsed.nmsgs > 1);
+    CHECK(field(0, "entity") && field(0, "entity")->raw == 3);
+    CHECK(field(0, "alpha") == NULL);
+}
+
+/* serverinfo 999 with PRFL_FLOATCOORD: later coordinates are floats. */
+static void case_rmq_flags(void)
+{
+    uint8_t m[64];
+    size_t n = 0;
+    struct sg_nq_proto p;
+
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    m[n++] = 11;
+    memcpy(m + n, "\xe7\x03\x00\x00", 4); /* 999 */
+    n += 4;
+    memcpy(m + n, "\x10\x00\x00\x00", 4); /* PRFL_FLOATCOORD */
+    n += 4;
+    memcpy(m + n, "\x08\x01lvl\0maps/e1m1.bsp\0\0snd.wav\0\0", 30);
+    n += 30;
+    m[n++] = 19; /* damage: armor, blood, three float coords */
+    m[n++] = 1;
+    m[n++] = 2;
+    memcpy(m + n, "\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40", 12);
+    n += 12;
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, m, n), 0);
+    CHECK_EQ(p.protocol, 999);
+    CHECK_EQ(p.coord, SG_BMSG_COORD_FLOAT);
+    CHECK(parsed.serverinfo && strcmp(parsed.level, "e1m1") == 0);
+    CHECK_EQ(parsed.nmsgs, 2);
+    CHECK(field(1, "origin2") && field(1, "origin2")->raw == 0x40400000u);
+}
+
+/* Sounds with the 666 large entity and large sound bits; baseline2 with a large model. */
+static void case_fitz_sound_baseline(void)
+{
+    static const uint8_t m[] = {
+        6,    0x19, 0x80, 0x10, 0x02, 0x03, 0x01, 0x01, 1, 0, 2, 0, 3, 0, /* sound */
+        42, 5, 0, 0x05, 0x2c, 0x01, 7, 0, 0, 1, 0, 9, 2, 0, 9, 3, 0, 9, 0x80, /* baseline2 */
+    };
+    struct sg_nq_proto p;
+
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_FITZQUAKE, 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, m, sizeof(m)), 0);
+    CHECK_EQ(parsed.nmsgs, 2);
+    CHECK(field(0, "volume") && field(0, "volume")->raw == 0x80);
+    CHECK(field(0, "entity") && field(0, "entity")->raw == 0x0210);
+    CHECK(field(0, "sound") && field(0, "sound")->raw == 0x0101);
+    CHECK(field(1, "model") && field(1, "model")->raw == 300);
+    CHECK(field(1, "alpha") && field(1, "alpha")->raw == 0x80);
+}
+
+/* clc_move: byte angles in 15, short angles in 666; string commands carry their text. */
+static void case_client(void)
+{
+    static const uint8_t move15[] = {3, 0, 0, 0x80, 0x3f, 1, 2, 3, 0xc8, 0, 0, 0, 0, 0, 1, 0,
+                                     4, 's', 'a', 'y', ' ', 'h', 'i', 0, 1, 2};
+    static const uint8_t move666[] = {3, 0, 0, 0x80, 0x3f, 1, 0, 2, 0, 3, 0, 0xc8, 0, 0, 0, 0, 0,
+                                      1, 0};
+    struct sg_nq_proto p;
+
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    CHECK_EQ(roundtrip(SG_DIR_C2S, &p, move15, sizeof(move15)), 0);
+    CHECK_EQ(parsed.nmsgs, 4);
+    CHECK(parsed.msgs[0].op == 3 && parsed.msgs[0].count == 9);
+    CHECK(field(0, "forward") && field(0, "forward")->raw == 200);
+    CHECK(parsed.msgs[1].op == 4 && parsed.msgs[1].text == 0);
+    CHECK(field(1, "text") && field(1, "text")->len == 6);
+    CHECK(parsed.disconnect);
+    CHECK(strcmp(sg_nq_clc_name(parsed.msgs[2].op), "clc_nop") == 0);
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_FITZQUAKE, 0);
+    CHECK_EQ(roundtrip(SG_DIR_C2S, &p, move666, sizeof(move666)), 0);
+    CHECK_EQ(parsed.nmsgs, 1);
+    CHECK(field(0, "angle1") && field(0, "angle1")->num == SG_BMSG_ANGLE16 &&
+          field(0, "angle1")->raw == 2);
+    /* The 666 move read as 15 leaves bytes that are no message. */
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    CHECK(sg_nq_parse(SG_DIR_C2S, &p, move666, sizeof(move666), &parsed) < 0);
+}
+
+/* Bad opcodes and temp entities are errors whose rest still re-encodes; a cut message overflows. */
+static void case_malformed(void)
+{
+    static const uint8_t bad[] = {8, 'h', 'i', 0, 0, 9, 9, 9};
+    static const uint8_t te[] = {23, 99, 1, 2, 3};
+    static const uint8_t cut[] = {8, 'h', 'i', 0, 7, 0, 0};
+    static const uint8_t print[] = {8, 'h', 'i', '\n', 0, 26, 'c', 0};
+    struct sg_nq_proto p;
+
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, bad, sizeof(bad)), SG_E_MALFORMED);
+    CHECK(parsed.nmsgs == 2 && parsed.msgs[1].unparsed);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, te, sizeof(te)), SG_E_MALFORMED);
+    CHECK_EQ(sg_nq_parse(SG_DIR_S2C, &p, cut, sizeof(cut), &parsed), SG_E_OVERFLOW);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, print, sizeof(print)), 0);
+    CHECK(parsed.nmsgs == 2 && parsed.msgs[0].text == 0 && parsed.msgs[1].text == 0);
+    CHECK(strcmp(sg_nq_svc_name(parsed.msgs[1].op), "svc_centerprint") == 0);
+    /* A protocol not decoded: the rest after its serverinfo is relayed as one field. */
+    {
+        static const uint8_t dp[] = {11, 0xb7, 0x0d, 0, 0, 1, 2, 3, 8, 'x', 0};
+        CHECK_EQ(roundtrip(SG_DIR_S2C, &p, dp, sizeof(dp)), 0);
+        CHECK_EQ(p.protocol, 3511);
+        CHECK_EQ(parsed.unsupported_op, 11);
+        CHECK(parsed.msgs[0].unparsed);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const struct unit_case cases[] = {
+        {"demo_15", case_demo_15},
+        {"demo_666", case_demo_666},
+        {"session_demo", case_session_demo},
+        {"fitz_update", case_fitz_update},
+        {"rmq_flags", case_rmq_flags},
+        {"fitz_sound_baseline", case_fitz_sound_baseline},
+        {"client", case_client},
+        {"malformed", case_malformed},
+    };
+
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, teardown);
+}
