@@ -348,6 +348,7 @@ int sg_chain_create(struct sg_filter_list *list, sg_chain_log_fn log, void *log_
     }
     c->log = log;
     c->log_ctx = log_ctx;
+    c->only_taps = true;
     for (struct sg_filter_conf *fc = list->head; fc; fc = fc->next, i++) {
         char why[256] = "";
         int rc;
@@ -355,6 +356,8 @@ int sg_chain_create(struct sg_filter_list *list, sg_chain_log_fn log, void *log_
         c->f[i].fc = fc;
         if (fc->impl->on_datagram)
             c->has_datagram_taps = true;
+        if (!fc->impl->tap)
+            c->only_taps = false;
         if (!fc->impl->create)
             continue;
         rc = fc->impl->create(fc->conf, &c->f[i].route_state, why, sizeof(why));

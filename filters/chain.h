@@ -109,6 +109,7 @@ struct sg_chain {
     sg_chain_log_fn log;
     void *log_ctx;
     bool has_datagram_taps;
+    bool only_taps; /* every filter only watches (`tap`): none can change, drop or inject */
     int n;
     struct sg_chain_filter f[];
 };

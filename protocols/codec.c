@@ -7,13 +7,13 @@
 extern const struct sg_codec sg_q3_codec;
 extern const struct sg_codec sg_nq_codec;
 extern const struct sg_codec sg_qw_codec;
-extern const struct sg_codec sg_q2_relay;
+extern const struct sg_codec sg_q2_codec;
 
 const struct sg_codec *const sg_codecs[] = {
     &sg_q3_codec,
     &sg_qw_codec,
     &sg_nq_codec,
-    &sg_q2_relay,
+    &sg_q2_codec,
     NULL,
 };
 
@@ -69,12 +69,14 @@ const struct sg_codec *sg_codec_demo_ext(const char *ext)
 static const struct {
     const char *game, *exts[3], *list;
 } unreadable[] = {
-    {"q2", {"dm2", NULL, NULL}, ".dm2"},
+    {NULL, {NULL, NULL, NULL}, NULL}, /* none left: every game reads its demos now */
 };
 
 const char *sg_codec_demo_unreadable(const char *ext, const char **exts)
 {
     for (size_t i = 0; i < sizeof(unreadable) / sizeof(unreadable[0]); i++) {
+        if (!unreadable[i].game)
+            continue; /* the sentinel */
         const struct sg_codec *c = sg_codec_find(unreadable[i].game);
 
         if (c && c->demo_reader)
@@ -92,6 +94,8 @@ const char *sg_codec_demo_unreadable(const char *ext, const char **exts)
 const char *sg_codec_demo_unreadable_at(int i, const char **exts)
 {
     for (size_t k = 0; k < sizeof(unreadable) / sizeof(unreadable[0]); k++) {
+        if (!unreadable[k].game)
+            continue; /* the sentinel */
         const struct sg_codec *c = sg_codec_find(unreadable[k].game);
 
         if (c && c->demo_reader)

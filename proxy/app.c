@@ -64,6 +64,8 @@ static void log_stats(struct sg_app *app)
                 (unsigned long long)f->counters.changed, (unsigned long long)f->counters.injected,
                 (unsigned long long)f->counters.errors);
         }
+        if (app->nworkers > 1 && n > 0 && n < (int)sizeof(line))
+            snprintf(line + n, sizeof(line) - (size_t)n, " | worker=%d", app->worker);
         sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "%s", line);
     }
 }
@@ -89,6 +91,36 @@ static void stats_timer_start(struct sg_app *app)
     uv_timer_stop(&run->stats_timer);
     if (iv > 0 && !app->stopping)
         uv_timer_start(&run->stats_timer, on_stats_timer, iv, iv);
+}
+
+/* ---- loop turns ---- */
+
+/* Just before the poll: the turn since the last one, less the time it spent blocked. */
+static void on_turn_prepare(uv_prepare_t *h)
+{
+    struct sg_app *app = h->data;
+    uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(&app->loop), busy;
+
+    if (app->turn_last_ns) {
+        busy = now - app->turn_last_ns - (idle - app->turn_last_idle_ns);
+        app->turns++;
+        if (busy > app->turn_max_ns)
+            app->turn_max_ns = busy;
+        if (busy > 1000000)
+            app->turns_over_1ms++;
+    }
+    app->turn_last_ns = now;
+    app->turn_last_idle_ns = idle;
+}
+
+static void turns_start(struct sg_app *app)
+{
+    if (uv_prepare_init(&app->loop, &app->turn_prep) < 0)
+        return;
+    app->turn_prep.data = app;
+    app->turn_prep_open = true;
+    uv_prepare_start(&app->turn_prep, on_turn_prepare);
+    uv_unref((uv_handle_t *)&app->turn_prep);
 }
 
 /* ---- open files ---- */
@@ -120,7 +152,8 @@ static void fit_open_files(struct sg_app *app)
     int64_t need = FD_MARGIN, room;
 
     for (struct sg_route *r = app->routes; r; r = r->next)
-        need += 1 + r->conf.max_sessions * route_fds_per_session(r);
+        need += (1 + r->conf.max_sessions * route_fds_per_session(r)) *
+                (app->nworkers > 1 ? app->nworkers : 1);
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
         return;
     if (rl.rlim_cur != RLIM_INFINITY && (int64_t)rl.rlim_cur < need) {
@@ -166,9 +199,23 @@ static void stop(struct sg_app *app, const char *why)
     if (app->stopping)
         return;
     app->stopping = true;
-    sg_log(&app->log, SG_LOG_INFO, NULL, 0, "%s: shutting down", why);
+    if (app->worker == 0)
+        sg_log(&app->log, SG_LOG_INFO, NULL, 0, "%s: shutting down", why);
     for (struct sg_route *r = app->routes; r; r = r->next)
         sg_route_close(r, "shutdown");
+    if (app->worker > 0) {
+        /* A worker loop ends once its routes have closed. */
+        if (app->wake_open)
+            uv_close((uv_handle_t *)&app->wake, NULL);
+        app->wake_open = false;
+        if (run_of(app)->stats_timer_open)
+            uv_timer_stop(&run_of(app)->stats_timer);
+        return;
+    }
+    for (int i = 1; i <= app->nstarted; i++) {
+        atomic_store(&app->workers[i]->want_stop, true);
+        uv_async_send(&app->workers[i]->wake);
+    }
     sg_http_stop(app->http);
     app->http = NULL;
     /* The stop handler stays armed for a second, forceful stop. */
@@ -215,7 +262,9 @@ void sg_app__route_closed(struct sg_app *app, struct sg_route *r)
     if (app->retired_log)
         sg_route_summarize(r, &app->retired_log[app->nretired_log % SG_APP_RETIRED_KEEP]);
     app->nretired_log++; /* without the ring, it counts as omitted */
+    sg_app_conf_lock(app);
     sg_route_destroy(r);
+    sg_app_conf_unlock(app);
 }
 
 /* ---- reload ---- */
@@ -225,11 +274,59 @@ static bool str_same(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+/* Apply `conf` to this loop's routes: update, retire the removed, start the new. */
+static void apply_routes(struct sg_app *app, struct sg_conf *conf)
+{
+    struct sg_route **pp, *r, *created;
+
+    /* Routes that went away close; the others take the new settings. */
+    for (pp = &app->routes; (r = *pp);) {
+        struct sg_route_conf *rc = sg_conf_route(conf, r->conf.name);
+        if (rc) {
+            sg_route_update(r, rc);
+            pp = &r->next;
+            continue;
+        }
+        sg_log(&app->log, app->worker ? SG_LOG_DEBUG : SG_LOG_INFO, r->conf.name, 0,
+               "route removed by reload");
+        *pp = r->next;
+        retire(app, r, "route removed");
+    }
+
+    /* New routes start. */
+    for (struct sg_route_conf *rc = conf->routes; rc; rc = rc->next) {
+        bool known = false;
+        for (r = app->routes; r; r = r->next)
+            known = known || strcmp(r->conf.name, rc->name) == 0;
+        if (known)
+            continue;
+        if (sg_route_create(app, rc, &created) < 0) {
+            if (created)
+                retire(app, created, "startup failed");
+            continue;
+        }
+        append_route(&app->routes, created);
+    }
+}
+
+/* A worker loop's share of a reload (its wake-up); worker 0 waits for it. */
+static void worker_apply(struct sg_app *app, struct sg_conf *conf)
+{
+    sg_app_conf_lock(app);
+    app->log.level = conf->log_level;
+    apply_routes(app, conf);
+    app->conf = conf; /* worker 0's, read-only; it outlives this loop's use */
+    sg_app_conf_unlock(app);
+    stats_timer_start(app);
+}
+
+static void prebind(struct sg_app *app, const struct sg_conf *conf);
+static void prebound_clear(struct sg_app *app);
+
 static void reload(struct sg_app *app)
 {
     struct sg_conf_diag diag;
     struct sg_conf *conf;
-    struct sg_route **pp, *r, *created;
 
     /* Read everything again; a bad file changes nothing. */
     sg_conf_diag_init(&diag);
@@ -250,37 +347,26 @@ static void reload(struct sg_app *app)
         !str_same(conf->http_token, app->conf->http_token))
         sg_log(&app->log, SG_LOG_WARN, NULL, 0,
                "http or http_token changed: restart slipgate to apply it");
+    if (conf->workers != app->conf->workers)
+        sg_log(&app->log, SG_LOG_WARN, NULL, 0,
+               "workers changed: restart slipgate to apply it (%d worker loops run)",
+               app->nworkers);
 
-    /* Routes that went away close; the others take the new settings. */
-    for (pp = &app->routes; (r = *pp);) {
-        struct sg_route_conf *rc = sg_conf_route(conf, r->conf.name);
-        if (rc) {
-            sg_route_update(r, rc);
-            pp = &r->next;
-            continue;
-        }
-        sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "route removed by reload");
-        *pp = r->next;
-        retire(app, r, "route removed");
+    /* The worker threads first (each in its own loop; they wait for nothing),
+     * then this loop; the old configuration goes once none uses it. */
+    prebind(app, conf);
+    for (int i = 1; i < app->nworkers; i++) {
+        atomic_store(&app->workers[i]->want_conf, conf);
+        uv_async_send(&app->workers[i]->wake);
     }
-
-    /* New routes start. */
-    for (struct sg_route_conf *rc = conf->routes; rc; rc = rc->next) {
-        bool known = false;
-        for (r = app->routes; r; r = r->next)
-            known = known || strcmp(r->conf.name, rc->name) == 0;
-        if (known)
-            continue;
-        if (sg_route_create(app, rc, &created) < 0) {
-            if (created)
-                retire(app, created, "startup failed");
-            continue;
-        }
-        append_route(&app->routes, created);
-    }
-
+    for (int i = 1; i < app->nworkers; i++)
+        uv_sem_wait(&app->done);
+    sg_app_conf_lock(app);
+    apply_routes(app, conf);
+    prebound_clear(app);
     sg_conf_destroy(app->conf);
     app->conf = conf;
+    sg_app_conf_unlock(app);
     fit_open_files(app);
     stats_timer_start(app);
     sg_log(&app->log, SG_LOG_INFO, NULL, 0, "configuration reloaded");
@@ -369,6 +455,227 @@ static void stop_signals_off(void)
     stop_async = NULL;
 }
 
+/* ---- worker loops ---- */
+
+void sg_app_conf_lock(struct sg_app *app)
+{
+    if (app->nworkers > 1 && app->lock_depth++ == 0)
+        uv_mutex_lock(&app->main_app->conf_lock);
+}
+
+void sg_app_conf_unlock(struct sg_app *app)
+{
+    if (app->nworkers > 1 && --app->lock_depth == 0)
+        uv_mutex_unlock(&app->main_app->conf_lock);
+}
+
+/*
+ * SO_REUSEPORT remaps clients whenever a socket joins the group: the
+ * listening sockets of every loop for the routes about to start (all of
+ * them at start, the new ones at a reload) are bound here, one after the
+ * other, before any loop starts its routes; each loop's route takes its
+ * own (sg_app_take_listener).  A route whose address cannot be bound here
+ * binds (and fails) on its own.
+ */
+static void prebind(struct sg_app *app, const struct sg_conf *conf)
+{
+    int n = 0;
+
+    for (const struct sg_route_conf *rc = conf->routes; rc; rc = rc->next)
+        n++;
+    if (app->nworkers < 2 || n == 0 || !(app->prebound = calloc((size_t)n, sizeof(*app->prebound))))
+        return;
+    for (const struct sg_route_conf *rc = conf->routes; rc; rc = rc->next) {
+        struct sg_app_prebound *p = &app->prebound[app->nprebound];
+        struct sockaddr_storage addr;
+        char why[256];
+        bool known = false;
+
+        for (const struct sg_route *r = app->routes; r; r = r->next)
+            known = known || strcmp(r->conf.name, rc->name) == 0;
+        if (known || sg_addr_resolve(&app->loop, rc->listen, true, &addr, why, sizeof(why)) < 0)
+            continue;
+        snprintf(p->name, sizeof(p->name), "%s", rc->name);
+        for (int w = 0; w < app->nworkers; w++)
+            p->fd[w] = sg_udp_bind_shared((struct sockaddr *)&addr);
+        app->nprebound++;
+    }
+}
+
+/* What no route took (it failed, or was not started) is closed. */
+static void prebound_clear(struct sg_app *app)
+{
+    for (int i = 0; i < app->nprebound; i++)
+        for (int w = 0; w < app->nworkers; w++)
+            if (app->prebound[i].fd[w] >= 0)
+                close(app->prebound[i].fd[w]);
+    free(app->prebound);
+    app->prebound = NULL;
+    app->nprebound = 0;
+}
+
+int sg_app_take_listener(struct sg_app *app, const char *name)
+{
+    struct sg_app *m = app->main_app;
+    int fd;
+
+    for (int i = 0; m && i < m->nprebound; i++) {
+        if (strcmp(m->prebound[i].name, name) != 0)
+            continue;
+        fd = m->prebound[i].fd[app->worker];
+        m->prebound[i].fd[app->worker] = -1;
+        return fd;
+    }
+    return -1;
+}
+
+/* `workers N`, -w N, else SLIPGATE_WORKERS, else 1; 0 when the environment's is bad. */
+static int workers_wanted(const struct sg_conf *conf)
+{
+    const char *env = getenv("SLIPGATE_WORKERS");
+    char *end;
+    long n;
+
+    if (conf->workers > 0)
+        return (int)conf->workers;
+    if (!env || !*env)
+        return 1;
+    n = strtol(env, &end, 10);
+    if (*end != '\0' || n < 1 || n > SG_CONF_MAX_WORKERS) {
+        fprintf(stderr, "slipgate: SLIPGATE_WORKERS: a number from 1 to %d, got '%s'\n",
+                SG_CONF_MAX_WORKERS, env);
+        return 0;
+    }
+    return (int)n;
+}
+
+static void stop(struct sg_app *app, const char *why);
+
+/* Worker 0 asks for a reload or a stop. */
+static void on_wake(uv_async_t *h)
+{
+    struct sg_app *app = h->data;
+    struct sg_conf *conf = atomic_exchange(&app->want_conf, NULL);
+
+    if (conf) {
+        if (!app->stopping)
+            worker_apply(app, conf);
+        uv_sem_post(&app->main_app->done);
+    }
+    if (atomic_load(&app->want_stop))
+        stop(app, NULL);
+}
+
+static void close_walk(uv_handle_t *h, void *arg);
+static int start_routes(struct sg_app *app);
+
+static void worker_thread(void *arg)
+{
+    struct sg_app *app = arg;
+
+    app->start_err = start_routes(app);
+    if (app->start_err == 0)
+        stats_timer_start(app);
+    uv_sem_post(&app->main_app->done);
+    uv_run(&app->loop, UV_RUN_DEFAULT);
+    uv_walk(&app->loop, close_walk, NULL);
+    uv_run(&app->loop, UV_RUN_DEFAULT);
+}
+
+/* Start workers 1..N-1, each with its routes open, before worker 0 opens its
+ * own (whose "listening on" lines then say every socket is in place). */
+static int workers_start(struct sg_app *app)
+{
+    int started = 0, err = 0;
+
+    if (uv_sem_init(&app->done, 0) < 0 || uv_mutex_init(&app->conf_lock) < 0 ||
+        !(app->workers = calloc((size_t)app->nworkers, sizeof(*app->workers))))
+        return UV_ENOMEM;
+    for (int i = 1; i < app->nworkers; i++) {
+        struct app_run *run = calloc(1, sizeof(*run));
+        struct sg_app *w = run ? &run->app : NULL;
+
+        if (!w || uv_loop_init(&w->loop) < 0) {
+            free(run);
+            err = UV_ENOMEM;
+            break;
+        }
+        app->workers[i] = w;
+        w->log = app->log;
+        w->log.restore_flags = -1;
+        w->log.dropped = 0;
+        w->conf = app->conf;
+        w->config_path = app->config_path;
+        w->ov = app->ov;
+        w->started_wall_ms = app->started_wall_ms;
+        w->started_loop_ms = uv_now(&w->loop);
+        w->worker = i;
+        w->nworkers = app->nworkers;
+        w->main_app = app;
+        w->next_session_id = (uint64_t)i + 1 - (uint64_t)app->nworkers;
+        uv_loop_configure(&w->loop, UV_METRICS_IDLE_TIME);
+        turns_start(w);
+        if (uv_async_init(&w->loop, &w->wake, on_wake) < 0) {
+            err = UV_ENOMEM;
+            break;
+        }
+        w->wake.data = w;
+        w->wake_open = true;
+        if ((err = uv_thread_create(&w->thread, worker_thread, w)) < 0) {
+            uv_close((uv_handle_t *)&w->wake, NULL);
+            w->wake_open = false;
+            break;
+        }
+        started++;
+    }
+    for (int i = 0; i < started; i++)
+        uv_sem_wait(&app->done);
+    for (int i = 1; i <= started; i++)
+        if (app->workers[i]->start_err < 0)
+            err = app->workers[i]->start_err;
+    app->nstarted = started;
+    return err;
+}
+
+/* After worker 0's loop ended (it told them to stop): join the threads. */
+static void workers_join(struct sg_app *app)
+{
+    for (int i = 1; i <= app->nstarted; i++)
+        uv_thread_join(&app->workers[i]->thread);
+}
+
+static void free_routes(struct sg_route *r);
+
+static int workers_free(struct sg_app *app)
+{
+    int status = 0;
+
+    for (int i = 1; app->workers && i < app->nworkers; i++) {
+        struct sg_app *w = app->workers[i];
+
+        if (!w)
+            continue;
+        if (i > app->nstarted) /* never ran: close what was opened on its loop */
+            uv_walk(&w->loop, close_walk, NULL), uv_run(&w->loop, UV_RUN_DEFAULT);
+        if (uv_loop_close(&w->loop) != 0) {
+            sg_log(&app->log, SG_LOG_ERROR, NULL, 0,
+                   "internal error: handles left open at exit (worker %d)", i);
+            status = 1;
+        }
+        free_routes(w->routes);
+        free_routes(w->retired);
+        free(w->retired_log);
+        free(run_of(w));
+    }
+    free(app->workers);
+    app->workers = NULL;
+    if (app->nworkers > 1) {
+        uv_sem_destroy(&app->done);
+        uv_mutex_destroy(&app->conf_lock);
+    }
+    return status;
+}
+
 /* ---- the whole run ---- */
 
 static void close_walk(uv_handle_t *h, void *arg)
@@ -399,6 +706,7 @@ static int start_routes(struct sg_app *app)
     struct sg_route *r;
     int failed = 0;
 
+    sg_app_conf_lock(app);
     for (struct sg_route_conf *rc = app->conf->routes; rc; rc = rc->next) {
         int err = sg_route_create(app, rc, &r);
         if (r && err < 0)
@@ -408,6 +716,7 @@ static int start_routes(struct sg_app *app)
         if (err < 0)
             failed++;
     }
+    sg_app_conf_unlock(app);
     return failed ? -1 : 0;
 }
 
@@ -456,11 +765,35 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         return 1;
     }
     run.app.started_loop_ms = uv_now(&run.app.loop);
+    uv_loop_configure(&run.app.loop, UV_METRICS_IDLE_TIME);
+    turns_start(&run.app);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), not death */
-    if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0 ||
-        (run.app.conf->http && sg_http_start(&run.app, run.app.conf->http, run.app.conf->http_token,
-                                             &run.app.http) < 0)) {
+    run.app.main_app = &run.app;
+    run.app.nworkers = workers_wanted(run.app.conf);
+    if (run.app.nworkers > 1 && run.app.conf->http) {
+        sg_log(&run.app.log, SG_LOG_ERROR, NULL, 0,
+               "http is not served with more than one worker loop yet: set workers 1");
+        run.app.nworkers = 1;
+        status = 1;
+    } else if (run.app.nworkers == 0) {
+        run.app.nworkers = 1;
+        status = 1;
+    }
+    run.app.next_session_id = (uint64_t)1 - (uint64_t)run.app.nworkers;
+    if (status == 0 && run.app.nworkers > 1) {
+        prebind(&run.app, run.app.conf);
+        if (workers_start(&run.app) < 0)
+            status = 1;
+        else
+            sg_log(&run.app.log, SG_LOG_INFO, NULL, 0,
+                   "%d worker loops, one socket per route each (SO_REUSEPORT)", run.app.nworkers);
+    }
+    if (status != 0) {
+        stop(&run.app, "startup failed");
+    } else if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0 ||
+               (run.app.conf->http && sg_http_start(&run.app, run.app.conf->http,
+                                                    run.app.conf->http_token, &run.app.http) < 0)) {
         status = 1;
         stop(&run.app, "startup failed");
     } else {
@@ -469,9 +802,11 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
                (int)getpid());
         stats_timer_start(&run.app);
     }
+    prebound_clear(&run.app);
 
-    /* Serve until every route has closed. */
+    /* Serve until every route has closed (the workers' too). */
     uv_run(&run.app.loop, UV_RUN_DEFAULT);
+    workers_join(&run.app);
 
     /* Close what is left (the signal handles) and account for it. */
     stop_signals_off();
@@ -483,6 +818,8 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         sg_log(&run.app.log, SG_LOG_ERROR, NULL, 0, "internal error: handles left open at exit");
         status = 1;
     }
+    if (workers_free(&run.app) != 0)
+        status = 1;
     sg_log(&run.app.log, SG_LOG_INFO, NULL, 0, "stopped");
     sg_log_finish(&run.app.log);
     free_routes(run.app.routes);

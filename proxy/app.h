@@ -10,6 +10,7 @@
 #include "proxy/log.h"
 #include "proxy/route.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +37,55 @@ struct sg_app {
     uint64_t started_wall_ms;
     uint64_t started_loop_ms;
     struct sg_http *http; /* the `http` server (proxy/http.c), or NULL */
+
+    /* Loop turns (--stats "loop"): the work of each turn, the time blocked in
+     * the poll left out (uv_metrics_idle_time), measured at every uv_prepare. */
+    uv_prepare_t turn_prep;
+    bool turn_prep_open;
+    uint64_t turn_last_ns, turn_last_idle_ns;
+    uint64_t turns, turn_max_ns, turns_over_1ms;
+
+    /*
+     * Worker loops (`workers N`; README "Worker loops").  Worker 0 is the
+     * process's own loop: signals, reload, http, --stats.  Workers 1..N-1
+     * are threads, each with an app of its own (its loop, routes, sessions,
+     * logger copy), told to reload or stop through `wake`.  What they share
+     * is read-only (the configuration, while they apply it) or taken under
+     * worker 0's conf_lock (creating and freeing routes: filter lists and
+     * plugins are reference counted), never on the datagram path.
+     */
+    int worker, nworkers;    /* this loop's index, and how many there are (>= 1) */
+    struct sg_app *main_app; /* worker 0's app */
+    struct sg_app **workers; /* worker 0 only: the threads' apps [1..nworkers-1] */
+    uv_thread_t thread;
+    uv_async_t wake;
+    bool wake_open;
+    atomic_bool want_stop;
+    struct sg_conf *_Atomic want_conf; /* a configuration to apply (worker 0's, read-only) */
+    int start_err;                     /* a thread's start: 0 or negative */
+    uv_sem_t done;                     /* worker 0's: a thread started or applied a conf */
+    uv_mutex_t conf_lock;              /* worker 0's */
+    int lock_depth;                    /* this loop's nesting of sg_app_conf_lock */
+    int nstarted;                      /* worker 0's: threads started */
+    /* Worker 0's: every loop's listening socket of each route about to start,
+     * bound together before any loop starts it, so that the kernel's
+     * SO_REUSEPORT group is whole before a client is hashed to it. */
+    struct sg_app_prebound *prebound;
+    int nprebound;
 };
+
+struct sg_app_prebound {
+    char name[128];
+    int fd[SG_CONF_MAX_WORKERS]; /* -1 once taken */
+};
+
+/* The listening socket bound for route `name` on this loop, or -1 (then the
+ * route binds its own).  Called with the conf_lock held (route creation). */
+int sg_app_take_listener(struct sg_app *app, const char *name);
+
+/* Take and release worker 0's conf_lock (no-ops with one worker). */
+void sg_app_conf_lock(struct sg_app *app);
+void sg_app_conf_unlock(struct sg_app *app);
 
 /* Run the proxy until a stop signal; returns the process exit status. */
 int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, const char *stats_path);

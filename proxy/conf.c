@@ -402,6 +402,14 @@ static const struct sg_conf_directive top_directives[] = {
      .child = &sg_conf_route_section,
      .argname = "[NAME]",
      .help = "a block: one listen -> server pair with its own settings"},
+    {.name = "workers",
+     .type = SG_CONF_INT,
+     .offset = offsetof(struct sg_conf, workers),
+     .min = 1,
+     .max = SG_CONF_MAX_WORKERS,
+     .argname = "N",
+     .help = "worker loops (threads), each with its own socket per route (SO_REUSEPORT) and "
+             "its own sessions (default 1, or SLIPGATE_WORKERS; a reload keeps the number)"},
     {NULL},
 };
 
@@ -738,6 +746,9 @@ int sg_conf_load(const char *path, const struct sg_conf_overrides *ov, struct sg
         err = validate(conf, diag);
     if (err < 0)
         goto err_conf;
+
+    if (ov->workers > 0)
+        conf->workers = ov->workers;
 
     /* -v / -q move the level within its range. */
     conf->log_level += ov->verbosity;

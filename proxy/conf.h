@@ -22,6 +22,7 @@ enum sg_protocol {
 extern const char *const sg_protocol_names[];
 
 #define SG_DEFAULT_LISTEN "0.0.0.0:27960"
+#define SG_CONF_MAX_WORKERS 64 /* `workers` at most */
 
 enum sg_reencode {
     SG_REENCODE_CHANGED, /* only frames a filter changed (default) */
@@ -74,6 +75,7 @@ struct sg_conf {
     int anonymize;             /* every route's, unless the route sets its own (0: no) */
     char *anonymize_key;       /* every route's, unless the route sets its own */
     int anonymize_key_line;
+    int64_t workers; /* `workers N`: worker loops; 0 = not set (SLIPGATE_WORKERS, else 1) */
 };
 
 /* Command-line settings layered over the file (owned by the caller). */
@@ -83,6 +85,7 @@ struct sg_conf_overrides {
     int nsets;
     const char *const *sets; /* 2 * nsets strings: NAME, VALUE pairs from +set */
     int verbosity;           /* -v minus -q */
+    int workers;             /* -w N, 0 when absent */
 };
 
 extern const struct sg_conf_section sg_conf_top_section;

@@ -58,7 +58,7 @@ static const char usage_text[] =
     "                           [::]:PORT listens on IPv6 and IPv4)\n"
     "  -s, --server HOST:PORT   the real game server (IPv6 as [addr]:port)\n"
     "  -p, --protocol PROTO     auto|q3|q2|qw|nq (default auto: Quake 3,\n"
-    "                           QuakeWorld and NetQuake are detected and decoded,\n"
+    "                           QuakeWorld, NetQuake and Quake 2 are detected and decoded,\n"
     "                           anything else relayed as it is)\n"
     "      --check-config       validate the configuration and exit (0 valid, 1 not):\n"
     "                           also resolves every host, binds every listen\n"
@@ -66,12 +66,18 @@ static const char usage_text[] =
     "      --stats FILE         write a JSON summary of every session at exit\n"
     "                           (a path that cannot be written fails the start)\n"
     "      --record DIR         record each session's demo (.dm_68, .qwd, ...) into DIR\n"
+    "  -w, --workers N          N worker loops, each with its own socket per route\n"
+    "                           (SO_REUSEPORT) and its own sessions (default 1, or\n"
+    "                           the environment's SLIPGATE_WORKERS; 'workers N')\n"
     "  -v, --verbose            log more (repeat for debug, trace)\n"
     "  -q, --quiet              log less (repeat for errors only)\n"
     "      --version            print the version, and those of the libraries it\n"
     "                           runs with (libuv, zlib, libsodium, libpcap,\n"
     "                           libmicrohttpd), and exit\n"
-    "  -h, --help               print this help and exit\n"
+    "  -h, --help               print this help and exit\n";
+
+/* The rest of --help (two strings: each within C's 4095-character minimum). */
+static const char usage_more[] =
     "\n"
     "  +set NAME VALUE          set any configuration directive, over the file:\n"
     "                           a top-level one (+set log_level debug), a route\n"
@@ -418,6 +424,7 @@ int main(int argc, char **argv)
         {"check-config", no_argument, NULL, OPT_CHECK},
         {"stats", required_argument, NULL, OPT_STATS},
         {"record", required_argument, NULL, OPT_RECORD},
+        {"workers", required_argument, NULL, 'w'},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -454,7 +461,7 @@ int main(int argc, char **argv)
         return 2;
     }
     ov.sets = sets;
-    while ((opt = getopt_long(argc, argv, "c:l:s:p:vqh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:l:s:p:w:vqh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             config = optarg;
@@ -483,11 +490,24 @@ int main(int argc, char **argv)
         case OPT_RECORD:
             ov.record = optarg;
             break;
+        case 'w': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || n < 1 || n > SG_CONF_MAX_WORKERS) {
+                fprintf(stderr, "slipgate: -w: a number from 1 to %d, got '%s'\n",
+                        SG_CONF_MAX_WORKERS, optarg);
+                free(sets);
+                return 2;
+            }
+            ov.workers = (int)n;
+            break;
+        }
         case OPT_VERSION:
             free(sets);
             return print_version();
         case 'h':
             fputs(usage_text, stdout);
+            fputs(usage_more, stdout);
             free(sets);
             return 0;
         default:

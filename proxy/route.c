@@ -476,6 +476,7 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
         return NULL;
     }
     if (r->nsessions >= (size_t)r->conf.max_sessions) {
+        sg_route_deferred_drain(r); /* the stages as the datagrams so far make them */
         victim = r->waiting[SG_STAGE_UNANSWERED] ? r->waiting[SG_STAGE_UNANSWERED]
                                                  : r->waiting[SG_STAGE_ANSWERED];
         if (!victim) {
@@ -648,6 +649,14 @@ static uint64_t sweep_interval(const struct sg_route_conf *rc)
 
 /* ---- life cycle ---- */
 
+/* With worker loops each admits its share of max_sessions (rounded up). */
+static int64_t worker_share(const struct sg_app *app, int64_t max_sessions)
+{
+    int64_t n = app->nworkers > 1 ? app->nworkers : 1;
+
+    return (max_sessions + n - 1) / n;
+}
+
 static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
 {
     *dst = *src;
@@ -696,7 +705,7 @@ static void apply_socket_buffer(struct sg_route *r, int64_t bytes)
                "socket_buffer %s: the kernel capped the listener at receive %s, send %s; raise "
                "net.core.rmem_max and net.core.wmem_max (sysctl) or run with CAP_NET_ADMIN",
                want, rs, ss);
-    else
+    else if (r->app->worker == 0) /* the other loops' listeners are alike */
         sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "listener buffers: receive %s, send %s",
                rs, ss);
 }
@@ -704,7 +713,7 @@ static void apply_socket_buffer(struct sg_route *r, int64_t bytes)
 static int open_listener(struct sg_route *r)
 {
     char why[256], a[SG_ADDR_STRLEN];
-    int err;
+    int err, fd;
 
     /* Resolve both ends. */
     err = sg_addr_resolve(&r->app->loop, r->conf.listen, true, &r->listen_addr, why, sizeof(why));
@@ -716,9 +725,15 @@ static int open_listener(struct sg_route *r)
         return err;
     }
 
-    /* Bind; an IPv6 wildcard is dual-stack. */
-    err = sg_udp_open(&r->listener, &r->app->loop, (struct sockaddr *)&r->listen_addr, NULL,
-                      on_client_readable, r);
+    /* Bind; an IPv6 wildcard is dual-stack; worker loops share the address. */
+    if (r->app->nworkers > 1 && (fd = sg_app_take_listener(r->app, r->conf.name)) >= 0)
+        err = sg_udp_adopt(&r->listener, &r->app->loop, fd, on_client_readable, r);
+    else if (r->app->nworkers > 1)
+        err = sg_udp_open_shared(&r->listener, &r->app->loop, (struct sockaddr *)&r->listen_addr,
+                                 on_client_readable, r);
+    else
+        err = sg_udp_open(&r->listener, &r->app->loop, (struct sockaddr *)&r->listen_addr, NULL,
+                          on_client_readable, r);
     if (r->listener.fd >= 0) {
         r->listener_open = true;
         r->open_handles++;
@@ -780,9 +795,10 @@ static int load_sign_key(struct sg_route *r)
         sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
         return UV_EINVAL;
     }
-    sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
-           "signing recordings with key %s (checkpoints every %lld ms)", r->sign_key->id,
-           (long long)r->conf.sign_interval_ms);
+    if (r->app->worker == 0) /* said once, by worker 0 */
+        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
+               "signing recordings with key %s (checkpoints every %lld ms)", r->sign_key->id,
+               (long long)r->conf.sign_interval_ms);
     return 0;
 }
 
@@ -846,6 +862,7 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     err = (r->buckets && r->rates && r->hosts) ? sg_udp_batch_init(&r->batch) : UV_ENOMEM;
     if (err == 0)
         err = copy_conf(&r->conf, rc);
+    r->conf.max_sessions = worker_share(app, rc->max_sessions);
     if (err == 0 && r->conf.sign_key)
         err = load_sign_key(r);
     if (err == 0 && r->conf.anonymize > 0)
@@ -882,6 +899,7 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     err = open_listener(r);
     if (err < 0)
         goto err_handles;
+    sg_route_send_first_update(r);
 
     r->game = r->conf.protocol == SG_PROTO_AUTO
                   ? NULL
@@ -890,13 +908,15 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     r->handshake = r->conf.protocol == SG_PROTO_AUTO ? sg_codec_handshaker()
                    : r->game && r->game->handshake  ? r->game
                                                     : NULL;
-    sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "listening on %s, relaying to %s (%s%s)%s%s",
-           sg_addr_format((struct sockaddr *)&r->listen_addr, la, sizeof(la)),
-           sg_addr_format((struct sockaddr *)&r->server_addr, sa, sizeof(sa)),
-           sg_protocol_names[r->conf.protocol],
-           r->conf.reencode == SG_REENCODE_ALWAYS ? ", reencode always" : "",
-           r->conf.record ? ", recording into " : "", r->conf.record ? r->conf.record : "");
-    if (r->conf.protocol != SG_PROTO_AUTO && !r->codec)
+    if (app->worker == 0) /* said once every loop's socket is in place (app.c) */
+        sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0,
+               "listening on %s, relaying to %s (%s%s)%s%s",
+               sg_addr_format((struct sockaddr *)&r->listen_addr, la, sizeof(la)),
+               sg_addr_format((struct sockaddr *)&r->server_addr, sa, sizeof(sa)),
+               sg_protocol_names[r->conf.protocol],
+               r->conf.reencode == SG_REENCODE_ALWAYS ? ", reencode always" : "",
+               r->conf.record ? ", recording into " : "", r->conf.record ? r->conf.record : "");
+    if (r->conf.protocol != SG_PROTO_AUTO && !r->codec && app->worker == 0)
         sg_log(&app->log, SG_LOG_WARN, r->conf.name, 0,
                "no %s codec in this build yet: relaying without decoding",
                sg_protocol_names[r->conf.protocol]);
@@ -926,6 +946,9 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     char why[256];
     char *name;
     int err;
+
+    /* Datagrams already sent are decoded under the settings they were sent with. */
+    sg_route_deferred_drain(r);
 
     /* What needs a restart is reported, not applied. */
     if (strcmp(rc->listen, r->conf.listen) != 0)
@@ -1008,8 +1031,9 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     /* Limits and timeouts apply at once, to live sessions too. */
     r->conf.idle_timeout_ms = rc->idle_timeout_ms;
     r->conf.handshake_timeout_ms = rc->handshake_timeout_ms;
-    r->conf.max_sessions = rc->max_sessions;
+    r->conf.max_sessions = worker_share(r->app, rc->max_sessions);
     r->conf.new_sessions_per_source = rc->new_sessions_per_source;
+    sg_route_send_first_update(r);
     uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));
     return 0;
 }
@@ -1076,6 +1100,11 @@ void sg_route_destroy(struct sg_route *r)
 {
     if (!r)
         return;
+    while (r->dq_head) { /* none is left once the sessions closed */
+        struct sg_deferred *d = r->dq_head;
+        r->dq_head = d->next;
+        free(d);
+    }
     sg_chain_destroy(r->chain);
     r->chain = NULL;
     free_sign_key(r);

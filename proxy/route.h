@@ -107,6 +107,17 @@ struct sg_session {
     struct sg_frame raw_frame; /* for datagrams no codec decodes */
     struct sg_session_summary sum;
     char map[64]; /* the level the server last announced, "" until then (proxy/http.c) */
+    bool sync_only; /* a changing filter saw its frames: never send-first again (codec numbering) */
+};
+
+/* A datagram sent before it was decoded, waiting for its decoding (session.c). */
+struct sg_deferred {
+    struct sg_deferred *next;
+    struct sg_session *s;
+    uint64_t now_ms; /* uv_now() when it arrived */
+    uint32_t len;
+    uint8_t dir;
+    uint8_t data[];
 };
 
 /*
@@ -213,7 +224,22 @@ struct sg_route {
      * every datagram leaves through. */
     struct sg_udp_batch batch;
     struct sg_outbox outbox;
+
+    /* Send-first (session.c): the chain only watches (or there is none) and
+     * `reencode` is `changed`, so datagrams leave before they are decoded;
+     * their decoding waits here in arrival order and runs after the turn's
+     * flush, SG_DEFER_BUDGET_NS of it per loop turn. */
+    bool send_first;
+    struct sg_deferred *dq_head, *dq_tail;
+    size_t dq_n, dq_bytes;
+    uint64_t dq_max;       /* the longest the queue has been */
+    uint64_t dq_overflows; /* datagrams decoded at once because the queue was full */
 };
+
+/* Send-first decoding: at most this much of it per loop turn; the queue's bounds. */
+#define SG_DEFER_BUDGET_NS (200 * 1000)
+#define SG_DEFER_MAX       4096
+#define SG_DEFER_BYTES     (4 * 1024 * 1024)
 
 /*
  * Create a route from `rc` (copied) and start listening.  On failure
@@ -236,6 +262,10 @@ void sg_route_destroy(struct sg_route *r);
 void sg_route_summarize(const struct sg_route *r, struct sg_route_summary *out);
 
 /* Sessions (proxy/session.c). */
+/* Recompute r->send_first (the chain or `reencode` changed); drains the queue first. */
+void sg_route_send_first_update(struct sg_route *r);
+/* Decode every datagram waiting in the send-first queue, in arrival order. */
+void sg_route_deferred_drain(struct sg_route *r);
 struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *client);
 void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len);
 /* What became of a datagram the route's outbox sent for a session (sg_outbox_done_cb). */

@@ -400,13 +400,16 @@ static void stream_frame(struct sg_session *s, struct sg_filter_call *call,
 }
 
 /*
- * One datagram either way: decode it, run the filters, and send the
- * original bytes, or the message rebuilt from its decoded form when a
- * filter changed it, the codec needs it (numbering translated), or the
- * route says `reencode always`.  Whatever cannot be decoded or rebuilt is
- * relayed as it came (rule 1).  Taps see the frame as it went out.
+ * One datagram either way, after the relay's own bookkeeping: decode it,
+ * run the filters, and send the original bytes, or the message rebuilt
+ * from its decoded form when a filter changed it, the codec needs it
+ * (numbering translated), or the route says `reencode always`.  Whatever
+ * cannot be decoded or rebuilt is relayed as it came (rule 1).  Taps see
+ * the frame as it went out.  `sent`: the send-first path already sent the
+ * original bytes (the chain only watches), so nothing is sent here.
  */
-static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
+static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len,
+                    uint64_t now_ms, bool sent)
 {
     struct sg_route *r = s->route;
     struct sg_chain *chain = r->chain;
@@ -415,32 +418,8 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
     struct sg_filter_call call = {0};
     struct sg_filter_proxy proxy = {0};
     struct sg_chain_result res = {.drop_filter = -1};
-    bool identical, rebuild, sent = false;
+    bool identical, rebuild;
     int err;
-
-    s->last_active = uv_now(&r->app->loop);
-    if (chain && chain->has_datagram_taps)
-        tap_datagram(s, dir == SG_DIR_C2S ? SG_LEG_CLIENT_IN : SG_LEG_SERVER_IN, data, len);
-    if (s->hs)
-        data = handshake(s, dir, data, &len);
-    if (!s->probed) {
-        pick_game(s, dir, data, len);
-        fill_filter_session(s);
-    } else if (dir == SG_DIR_C2S && r->conf.protocol == SG_PROTO_AUTO) {
-        recheck_game(s, data, len);
-    }
-    /* The client's qport, for NAT rebinding (route.c); only from its own address. */
-    if (dir == SG_DIR_C2S && s->game && s->game->client_qport) {
-        int qport = s->game->client_qport(&s->gstate, data, len, true);
-        if (qport >= 0)
-            s->qport = qport;
-    }
-    if (!s->codec && !chain) {
-        if (s->stage != SG_STAGE_ESTABLISHED)
-            update_stage(s, dir);
-        send_dir(s, dir, data, len);
-        return;
-    }
 
     /* Decode; an error is counted and logged once per session. */
     if (s->codec) {
@@ -468,10 +447,12 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
         call.frame = f;
         call.data = data;
         call.len = len;
-        call.now_ms = s->last_active;
+        call.now_ms = now_ms;
         proxy.codec = s->codec;
         proxy.codec_state = s->cstate;
         proxy.session_id = s->sum.id;
+        if (!chain->only_taps)
+            s->sync_only = true; /* a filter may inject: numbering is the codec's for good */
         sg_chain_run(chain, s->slots, &call, &proxy, &res);
         ctx.delay_ms = res.delay_ms;
         ctx.copies = res.copies;
@@ -485,8 +466,9 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
     }
 
     /* Rebuild what changed, what the codec must, or everything when asked. */
-    rebuild = s->codec && (res.changed || r->conf.reencode == SG_REENCODE_ALWAYS ||
-                           (s->codec->must_encode && s->codec->must_encode(s->cstate, f)));
+    rebuild = !sent && s->codec &&
+              (res.changed || r->conf.reencode == SG_REENCODE_ALWAYS ||
+               (s->codec->must_encode && s->codec->must_encode(s->cstate, f)));
     if (rebuild && f->kind == SG_FRAME_PARTIAL)
         return; /* pieces wait for their whole message */
     if (rebuild && f->kind == SG_FRAME_MESSAGE) {
@@ -504,6 +486,133 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
     if (chain)
         sg_chain_taps(chain, s->slots, &call, &proxy, &res);
     stream_frame(s, &call, f, data, len, &res);
+}
+
+/* ---- send-first: decoding after the send ---- */
+
+/* Decode the oldest waiting datagram. */
+static void deferred_one(struct sg_route *r)
+{
+    struct sg_deferred *d = r->dq_head;
+
+    r->dq_head = d->next;
+    if (!r->dq_head)
+        r->dq_tail = NULL;
+    r->dq_n--;
+    r->dq_bytes -= d->len;
+    if (!d->s->closing)
+        process(d->s, d->dir, d->data, d->len, d->now_ms, true);
+    free(d);
+}
+
+void sg_route_deferred_drain(struct sg_route *r)
+{
+    while (r->dq_head)
+        deferred_one(r);
+}
+
+/* The outbox's after-flush hook: SG_DEFER_BUDGET_NS of decoding per loop
+ * turn, in arrival order; true while some is left. */
+static bool deferred_run(void *ctx)
+{
+    struct sg_route *r = ctx;
+    uint64_t start;
+
+    if (!r->dq_head)
+        return false;
+    start = uv_hrtime();
+    do
+        deferred_one(r);
+    while (r->dq_head && uv_hrtime() - start < SG_DEFER_BUDGET_NS);
+    return r->dq_head != NULL;
+}
+
+void sg_route_send_first_update(struct sg_route *r)
+{
+    sg_route_deferred_drain(r);
+    r->send_first = r->conf.reencode == SG_REENCODE_CHANGED && (!r->chain || r->chain->only_taps);
+    sg_outbox_after(&r->outbox, r->send_first ? deferred_run : NULL, r);
+}
+
+/* Keep a copy of a datagram just sent, for its decoding after the flush. */
+static void defer(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
+{
+    struct sg_route *r = s->route;
+    struct sg_deferred *d;
+
+    /* A full queue decodes its oldest now: memory stays bounded, this turn is longer. */
+    while (r->dq_head && (r->dq_n >= SG_DEFER_MAX || r->dq_bytes + len > SG_DEFER_BYTES)) {
+        deferred_one(r);
+        r->dq_overflows++;
+    }
+    if (!(d = malloc(sizeof(*d) + len))) {
+        sg_route_deferred_drain(r); /* keep the order */
+        process(s, dir, data, len, s->last_active, true);
+        return;
+    }
+    d->next = NULL;
+    d->s = s;
+    d->now_ms = s->last_active;
+    d->len = (uint32_t)len;
+    d->dir = (uint8_t)dir;
+    memcpy(d->data, data, len);
+    if (r->dq_tail)
+        r->dq_tail->next = d;
+    else
+        r->dq_head = d;
+    r->dq_tail = d;
+    r->dq_n++;
+    r->dq_bytes += len;
+    if (r->dq_n > r->dq_max)
+        r->dq_max = r->dq_n;
+}
+
+/*
+ * One datagram either way.  Routes whose chain only watches (or that have
+ * none) with `reencode changed` take the send-first path: the original
+ * bytes go to the outbox now and the decoding, the taps and the live
+ * stream run after the turn's flush (defer); a session that ever met a
+ * changing filter keeps the synchronous order (its codec may translate
+ * numbering).  Elsewhere everything runs before the send (process), and
+ * the outbox is flushed early when the turn's work has held a datagram in
+ * it for SG_DEFER_BUDGET_NS.
+ */
+static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
+{
+    struct sg_route *r = s->route;
+    struct sg_chain *chain = r->chain;
+
+    s->last_active = uv_now(&r->app->loop);
+    if (chain && chain->has_datagram_taps)
+        tap_datagram(s, dir == SG_DIR_C2S ? SG_LEG_CLIENT_IN : SG_LEG_SERVER_IN, data, len);
+    if (s->hs)
+        data = handshake(s, dir, data, &len);
+    if (!s->probed) {
+        pick_game(s, dir, data, len);
+        fill_filter_session(s);
+    } else if (dir == SG_DIR_C2S && r->conf.protocol == SG_PROTO_AUTO) {
+        recheck_game(s, data, len);
+    }
+    /* The client's qport, for NAT rebinding (route.c); only from its own address. */
+    if (dir == SG_DIR_C2S && s->game && s->game->client_qport) {
+        int qport = s->game->client_qport(&s->gstate, data, len, true);
+        if (qport >= 0)
+            s->qport = qport;
+    }
+    if (!s->codec && !chain) {
+        if (s->stage != SG_STAGE_ESTABLISHED)
+            update_stage(s, dir);
+        send_dir(s, dir, data, len);
+        return;
+    }
+    if (r->send_first && !s->sync_only) {
+        send_dir(s, dir, data, len);
+        defer(s, dir, data, len);
+        return;
+    }
+    process(s, dir, data, len, s->last_active, false);
+    if (sg_outbox_waited_ns(&r->outbox) >= SG_DEFER_BUDGET_NS)
+        sg_outbox_flush(&r->outbox);
 }
 
 /* ---- server -> client ---- */
@@ -586,7 +695,8 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
     s->qport = -1;
     s->hs = r->handshake;
     s->client_seen = uv_now(&app->loop);
-    s->sum.id = ++app->next_session_id;
+    /* Unique across worker loops: worker w of N numbers w+1, w+1+N, ... */
+    s->sum.id = app->next_session_id += (uint64_t)(app->nworkers > 1 ? app->nworkers : 1);
     s->sum.started_ms = sg_now_wall_ms();
     s->last_active = s->created = uv_now(&app->loop);
     sg_route__client_name(r, client, s->sum.client, sizeof(s->sum.client));
@@ -635,6 +745,8 @@ void sg_session_close(struct sg_session *s, const char *reason)
 
     if (s->closing)
         return;
+    /* What waits for decoding is decoded first (recordings end whole). */
+    sg_route_deferred_drain(r);
     /* What the session relayed so far leaves before its socket closes. */
     sg_outbox_flush(&r->outbox);
     s->closing = true;

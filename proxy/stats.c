@@ -81,13 +81,29 @@ static void json_session(FILE *f, const struct sg_session_summary *s, const char
     *first = false;
 }
 
-/* The route's chain: one object per filter with its counters (since the chain was built). */
-static void json_filters(FILE *f, const struct sg_chain *chain)
+/* The route's chain: one object per filter with its counters (since the chain was built),
+ * summed over the worker loops' copies of the route (`g`, `n`). */
+static void json_filters(FILE *f, const struct sg_route *const *g, int n)
 {
+    const struct sg_chain *chain = g[0]->chain;
+
     fputs(",\n      \"filters\": [", f);
     for (int i = 0; chain && i < chain->n; i++) {
         const struct sg_chain_filter *cf = &chain->f[i];
-        const struct sg_filter_counters *c = &cf->counters;
+        struct sg_filter_counters sum = cf->counters;
+        const struct sg_filter_counters *c = &sum;
+
+        for (int k = 1; k < n; k++) {
+            const struct sg_chain *o = g[k]->chain;
+            if (!o || o->n != chain->n)
+                continue;
+            sum.seen += o->f[i].counters.seen;
+            sum.passed += o->f[i].counters.passed;
+            sum.dropped += o->f[i].counters.dropped;
+            sum.changed += o->f[i].counters.changed;
+            sum.injected += o->f[i].counters.injected;
+            sum.errors += o->f[i].counters.errors;
+        }
 
         fputs(i ? ",\n        {\"label\": " : "\n        {\"label\": ", f);
         json_string(f, cf->fc->label);
@@ -118,11 +134,38 @@ void sg_stats_live_summary(const struct sg_session *s, struct sg_session_summary
     }
 }
 
-static void json_route(FILE *f, const struct sg_route *r, bool retired, bool sessions)
+/*
+ * One route as --stats shows it: with worker loops, the same-named routes
+ * of every loop (`g`, `n` of them, worker 0's first) as one, their counters
+ * summed and their sessions listed together, and "workers" with each
+ * loop's share.
+ */
+static void json_route(FILE *f, const struct sg_route *const *g, int n, bool retired, bool sessions)
 {
+    const struct sg_route *r = g[0];
     char a[SG_ADDR_STRLEN];
     bool first = true;
+    struct sg_counters c = {0};
+    uint64_t total = 0, omitted = 0, evicted = 0, moves = 0, kdrops = 0, dq_max = 0, dq_full = 0;
+    size_t active = 0;
 
+    for (int k = 0; k < n; k++) {
+        const struct sg_route *x = g[k];
+        c.c2s_packets += x->counters.c2s_packets;
+        c.c2s_bytes += x->counters.c2s_bytes;
+        c.s2c_packets += x->counters.s2c_packets;
+        c.s2c_bytes += x->counters.s2c_bytes;
+        for (int i = 0; i < SG_DROP__COUNT; i++)
+            c.drops[i] += x->counters.drops[i];
+        total += x->sessions_total;
+        active += x->nsessions;
+        omitted += x->ended_omitted;
+        evicted += x->sessions_evicted;
+        moves += x->client_moves;
+        kdrops += x->kernel_drops;
+        dq_max = x->dq_max > dq_max ? x->dq_max : dq_max;
+        dq_full += x->dq_overflows;
+    }
     fputs("    {\"name\": ", f);
     json_string(f, r->conf.name);
     fputs(", \"listen\": ", f);
@@ -136,25 +179,60 @@ static void json_route(FILE *f, const struct sg_route *r, bool retired, bool ses
             "\"sessions_active\": %zu, \"sessions_omitted\": %llu, \"sessions_evicted\": %llu,"
             " \"client_moves\": %llu,\n      \"counters\": ",
             sg_protocol_names[r->conf.protocol], retired ? "true" : "false",
-            (unsigned long long)r->sessions_total, r->nsessions,
-            (unsigned long long)r->ended_omitted, (unsigned long long)r->sessions_evicted,
-            (unsigned long long)r->client_moves);
-    json_counters(f, &r->counters);
+            (unsigned long long)total, active, (unsigned long long)omitted,
+            (unsigned long long)evicted, (unsigned long long)moves);
+    json_counters(f, &c);
     fprintf(f, ",\n      \"listener\": {\"rcvbuf\": %d, \"sndbuf\": %d, \"kernel_drops\": %llu}",
-            r->rcvbuf, r->sndbuf, (unsigned long long)r->kernel_drops);
+            r->rcvbuf, r->sndbuf, (unsigned long long)kdrops);
+    fprintf(f,
+            ",\n      \"path\": \"%s\", \"deferred\": {\"max_waiting\": %llu, "
+            "\"decoded_at_once\": %llu}",
+            r->send_first ? "send-first" : "in-order", (unsigned long long)dq_max,
+            (unsigned long long)dq_full);
+    if (n > 1 || r->app->nworkers > 1) {
+        fputs(",\n      \"workers\": [", f);
+        for (int k = 0; k < n; k++)
+            fprintf(f,
+                    "%s{\"worker\": %d, \"sessions_total\": %llu, \"sessions_active\": %zu, "
+                    "\"c2s_packets\": %llu, \"s2c_packets\": %llu}",
+                    k ? ", " : "", g[k]->app->worker, (unsigned long long)g[k]->sessions_total,
+                    g[k]->nsessions, (unsigned long long)g[k]->counters.c2s_packets,
+                    (unsigned long long)g[k]->counters.s2c_packets);
+        fputc(']', f);
+    }
     if (sessions) {
         fputs(",\n      \"sessions\": [", f);
-        for (size_t i = 0; i < r->nended; i++)
-            json_session(f, &r->ended[i], NULL, &first);
-        for (const struct sg_session *s = r->sessions; s; s = s->next) {
-            struct sg_session_summary sum;
-            sg_stats_live_summary(s, &sum);
-            json_session(f, &sum, NULL, &first);
+        for (int k = 0; k < n; k++)
+            for (size_t i = 0; i < g[k]->nended; i++)
+                json_session(f, &g[k]->ended[i], NULL, &first);
+        for (int k = 0; k < n; k++) {
+            for (const struct sg_session *s = g[k]->sessions; s; s = s->next) {
+                struct sg_session_summary sum;
+                sg_stats_live_summary(s, &sum);
+                json_session(f, &sum, NULL, &first);
+            }
         }
         fputs(first ? "]" : "\n      ]", f);
     }
-    json_filters(f, r->chain);
+    json_filters(f, g, n);
     fputs("}", f);
+}
+
+/* Worker 0's route `r` and the same-named serving routes of the other loops. */
+static int route_group(const struct sg_app *app, const struct sg_route *r,
+                       const struct sg_route **g)
+{
+    int n = 0;
+
+    g[n++] = r;
+    for (int i = 1; app->workers && i < app->nworkers; i++) {
+        if (!app->workers[i])
+            continue;
+        for (const struct sg_route *o = app->workers[i]->routes; o; o = o->next)
+            if (strcmp(o->conf.name, r->conf.name) == 0 && n < SG_CONF_MAX_WORKERS)
+                g[n++] = o;
+    }
+    return n;
 }
 
 /* A retired route that was freed: what its summary kept (no sessions, no filters). */
@@ -213,6 +291,34 @@ int sg_stats_check_path(const char *path, char *why, size_t whycap)
     return 0;
 }
 
+/*
+ * The other loops' summaries of retired route `i`: every loop applies the
+ * same reloads in the same order, so their rings line up; a loop whose
+ * count differs (a route failed on one loop only) is left out.
+ */
+static void retired_merge(const struct sg_app *app, uint64_t i, struct sg_route_summary *sum)
+{
+    for (int k = 1; app->workers && k < app->nworkers; k++) {
+        const struct sg_app *w = app->workers[k];
+        const struct sg_route_summary *o;
+
+        if (!w || !w->retired_log || w->nretired_log != app->nretired_log)
+            continue;
+        o = &w->retired_log[i % SG_APP_RETIRED_KEEP];
+        if (strcmp(o->name, sum->name) != 0)
+            continue;
+        sum->sessions_total += o->sessions_total;
+        sum->sessions_dropped += o->sessions_dropped;
+        sum->kernel_drops += o->kernel_drops;
+        sum->counters.c2s_packets += o->counters.c2s_packets;
+        sum->counters.c2s_bytes += o->counters.c2s_bytes;
+        sum->counters.s2c_packets += o->counters.s2c_packets;
+        sum->counters.s2c_bytes += o->counters.s2c_bytes;
+        for (int d = 0; d < SG_DROP__COUNT; d++)
+            sum->counters.drops[d] += o->counters.drops[d];
+    }
+}
+
 void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
 {
     bool first = true;
@@ -227,20 +333,40 @@ void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
             SG_VERSION, (unsigned long long)app->started_wall_ms,
             (unsigned long long)(sg_now_wall_ms() - app->started_wall_ms),
             (unsigned long long)(app->nretired_log - kept));
+    {
+        /* Every worker loop's turns together (the longest of them). */
+        uint64_t turns = app->turns, max_ns = app->turn_max_ns, over = app->turns_over_1ms;
+        for (int k = 1; app->workers && k < app->nworkers; k++) {
+            const struct sg_app *w = app->workers[k];
+            if (!w)
+                continue;
+            turns += w->turns;
+            over += w->turns_over_1ms;
+            max_ns = w->turn_max_ns > max_ns ? w->turn_max_ns : max_ns;
+        }
+        fprintf(f,
+                "  \"loop\": {\"turns\": %llu, \"longest_turn_us\": %.1f, "
+                "\"turns_over_1ms\": %llu},\n",
+                (unsigned long long)turns, (double)max_ns / 1000.0, (unsigned long long)over);
+    }
     fputs("  \"routes\": [\n", f);
     for (struct sg_route *r = app->routes; r; r = r->next, first = false) {
+        const struct sg_route *g[SG_CONF_MAX_WORKERS];
+        int n = route_group(app, r, g);
         sg_route_poll_kernel_drops(r);
         fputs(first ? "" : ",\n", f);
-        json_route(f, r, false, sessions);
+        json_route(f, g, n, false, sessions);
     }
     /* Retired routes: the freed ones, oldest first, then those still closing. */
     for (uint64_t i = app->nretired_log - kept; i < app->nretired_log; i++, first = false) {
+        struct sg_route_summary sum = app->retired_log[i % SG_APP_RETIRED_KEEP];
         fputs(first ? "" : ",\n", f);
-        json_route_summary(f, &app->retired_log[i % SG_APP_RETIRED_KEEP], sessions);
+        retired_merge(app, i, &sum);
+        json_route_summary(f, &sum, sessions);
     }
     for (const struct sg_route *r = app->retired; r; r = r->next, first = false) {
         fputs(first ? "" : ",\n", f);
-        json_route(f, r, true, sessions);
+        json_route(f, &r, 1, true, sessions);
     }
     fputs("\n  ]\n}\n", f);
 }

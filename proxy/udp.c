@@ -114,10 +114,10 @@ static void on_poll(uv_poll_t *p, int status, int events)
         u->on_read(u);
 }
 
-int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
-                const struct sockaddr *peer, sg_udp_read_cb on_read, void *data)
+static int udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
+                    const struct sockaddr *peer, sg_udp_read_cb on_read, void *data, bool reuseport)
 {
-    int fd, err, off = 0;
+    int fd, err, off = 0, on = 1;
 
     memset(u, 0, sizeof(*u));
     u->fd = -1;
@@ -131,6 +131,10 @@ int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
     /* [::] takes IPv4 clients too, whatever the system default. */
     if (local->sa_family == AF_INET6)
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) < 0) {
+        err = -errno;
+        goto err_fd;
+    }
     if (bind(fd, local, sg_addr_len(local)) < 0 ||
         (peer && connect(fd, peer, sg_addr_len(peer)) < 0)) {
         err = -errno;
@@ -154,6 +158,62 @@ int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
 err_fd:
     close(fd);
     return err;
+}
+
+int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
+                const struct sockaddr *peer, sg_udp_read_cb on_read, void *data)
+{
+    return udp_open(u, loop, local, peer, on_read, data, false);
+}
+
+int sg_udp_bind_shared(const struct sockaddr *local)
+{
+    int fd = socket(local->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err;
+    int off = 0, on = 1;
+
+    if (fd < 0)
+        return -errno;
+    if (local->sa_family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) < 0 ||
+        bind(fd, local, sg_addr_len(local)) < 0) {
+        err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+int sg_udp_adopt(struct sg_udp *u, uv_loop_t *loop, int fd, sg_udp_read_cb on_read, void *data)
+{
+    int err;
+
+    memset(u, 0, sizeof(*u));
+    u->fd = -1;
+    u->ob_head = u->ob_tail = -1;
+    u->on_read = on_read;
+    u->data = data;
+    err = uv_poll_init_socket(loop, &u->poll, fd);
+    if (err < 0) {
+        close(fd);
+        return err;
+    }
+    u->poll.data = u;
+    u->fd = fd;
+    u->open = true;
+    u->events = UV_READABLE;
+    err = uv_poll_start(&u->poll, u->events, on_poll);
+    if (err < 0) {
+        u->open = false;
+        return err; /* the handle is initialised: the caller closes it */
+    }
+    return 0;
+}
+
+int sg_udp_open_shared(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
+                       sg_udp_read_cb on_read, void *data)
+{
+    return udp_open(u, loop, local, NULL, on_read, data, true);
 }
 
 /* One buffer: the forcing option first (it ignores the sysctl cap but
@@ -300,14 +360,46 @@ bool sg_udp_close(struct sg_udp *u, uv_close_cb cb)
 
 /* ---- the outbox ---- */
 
+static void on_idle(uv_idle_t *h);
+
+static void idle_on(struct sg_outbox *ob)
+{
+    if (!ob->idle_on) {
+        uv_idle_start(&ob->idle, on_idle);
+        ob->idle_on = true;
+    }
+}
+
 static void on_check(uv_check_t *h)
 {
-    sg_outbox_flush(h->data);
+    struct sg_outbox *ob = h->data;
+
+    sg_outbox_flush(ob);
+    if (!ob->after)
+        return;
+    /* The owner's deferred work, once the turn's datagrams are out. */
+    ob->after_more = ob->after(ob->after_ctx);
+    sg_outbox_flush(ob);
+    if (ob->after_more)
+        idle_on(ob);
 }
 
 static void on_idle(uv_idle_t *h)
 {
-    sg_outbox_flush(h->data);
+    struct sg_outbox *ob = h->data;
+
+    sg_outbox_flush(ob);
+    if (ob->idle_on && ob->n == 0 && !ob->after_more) {
+        uv_idle_stop(&ob->idle);
+        ob->idle_on = false;
+    }
+}
+
+void sg_outbox_after(struct sg_outbox *ob, bool (*after)(void *ctx), void *ctx)
+{
+    ob->after = after;
+    ob->after_ctx = ctx;
+    ob->after_more = false;
 }
 
 int sg_outbox_init(struct sg_outbox *ob, uv_loop_t *loop, sg_outbox_done_cb done)
@@ -436,7 +528,7 @@ void sg_outbox_flush(struct sg_outbox *ob)
     ob->n = 0;
     ob->used = 0;
     ob->flushing = false;
-    if (ob->idle_on) {
+    if (ob->idle_on && !ob->after_more) {
         uv_idle_stop(&ob->idle);
         ob->idle_on = false;
     }
@@ -455,6 +547,8 @@ void sg_outbox_push(struct sg_outbox *ob, struct sg_udp *u, const struct sockadd
     if (ob->n == SG_OUTBOX_ENTRIES || len > SG_OUTBOX_BYTES - ob->used)
         sg_outbox_flush(ob);
 
+    if (ob->n == 0)
+        ob->first_ns = uv_hrtime();
     e = &ob->e[ob->n];
     e->u = u;
     e->to = to;
@@ -486,10 +580,7 @@ void sg_outbox_push(struct sg_outbox *ob, struct sg_udp *u, const struct sockadd
     ob->n++;
 
     /* Entries pushed outside the poll phase (timers) must not wait for I/O. */
-    if (!ob->idle_on) {
-        uv_idle_start(&ob->idle, on_idle);
-        ob->idle_on = true;
-    }
+    idle_on(ob);
 }
 
 int sg_outbox_close(struct sg_outbox *ob, uv_close_cb cb)

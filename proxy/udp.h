@@ -86,6 +86,18 @@ void sg_udp_batch_finish(struct sg_udp_batch *b);
 int sg_udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
                 const struct sockaddr *peer, sg_udp_read_cb on_read, void *data);
 
+/* As sg_udp_open, with SO_REUSEPORT set before the bind (the worker loops'
+ * listeners share one address; the kernel hashes each client to one). */
+int sg_udp_open_shared(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *local,
+                       sg_udp_read_cb on_read, void *data);
+
+/* A non-blocking datagram socket bound to `local` with SO_REUSEPORT (not
+ * watched yet): its descriptor, or a negative errno. */
+int sg_udp_bind_shared(const struct sockaddr *local);
+/* Watch `fd` (from sg_udp_bind_shared; owned from now on, closed on failure)
+ * as sg_udp_open does; 0 or a negative errno. */
+int sg_udp_adopt(struct sg_udp *u, uv_loop_t *loop, int fd, sg_udp_read_cb on_read, void *data);
+
 /*
  * Ask for `bytes` of kernel receive and send buffer (as root or with
  * CAP_NET_ADMIN past net.core.rmem_max/wmem_max, else up to them) and
@@ -158,6 +170,11 @@ struct sg_outbox {
     uint8_t *arena;
     size_t used;
     struct sg_udp *socks, *socks_tail; /* sockets with entries, first come first */
+    uint64_t first_ns;                 /* uv_hrtime() when the oldest waiting entry was pushed */
+    /* The owner's work after the turn's flush (sg_outbox_after); true: more is left. */
+    bool (*after)(void *ctx);
+    void *after_ctx;
+    bool after_more; /* the last `after` left work: the poll must not block */
 };
 
 /* Initialise and start the outbox on `loop`; 0 or a negative errno. */
@@ -170,6 +187,20 @@ int sg_outbox_init(struct sg_outbox *ob, uv_loop_t *loop, sg_outbox_done_cb done
  */
 void sg_outbox_push(struct sg_outbox *ob, struct sg_udp *u, const struct sockaddr *to,
                     const uint8_t *data, size_t len, void *ctx, uint8_t tag);
+
+/*
+ * Run `after(ctx)` once per loop turn, after the turn's flush (uv_check):
+ * work that must not delay the datagrams already pushed (send-first
+ * decoding, session.c).  When it returns true (work is left), the loop
+ * polls without blocking and calls it again next turn.  NULL stops it.
+ */
+void sg_outbox_after(struct sg_outbox *ob, bool (*after)(void *ctx), void *ctx);
+
+/* Nanoseconds the oldest waiting entry has waited (0 when none waits). */
+static inline uint64_t sg_outbox_waited_ns(const struct sg_outbox *ob)
+{
+    return ob->n ? uv_hrtime() - ob->first_ns : 0;
+}
 
 /* Send everything queued, one sendmmsg per socket. */
 void sg_outbox_flush(struct sg_outbox *ob);

@@ -16,11 +16,13 @@ if [ "${1:-}" = "--test" ]; then
   # NetQuake and QuakeWorld peers' placeholder game code; the prometheus
   # client's text parser and headless Chromium for the `http` tests; the
   # Debian packaging tools, systemd-analyze (systemd) and /bin/kill (procps,
-  # the units' ExecReload) for the `install` tests
+  # the units' ExecReload) for the `install` tests; the Quake 2 peers are built
+  # from source (../shared/peers/q2: SDL2, X11, GL headers, xdotool)
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
         iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake
         python3-prometheus-client chromium
-        debhelper dpkg-dev lintian fakeroot systemd procps)
+        debhelper dpkg-dev lintian fakeroot systemd procps
+        pkgconf libsdl2-dev libx11-dev libxi-dev mesa-common-dev libgl-dev xdotool)
 fi
 if [ "${1:-}" = "--play" ]; then
   # ioquake3's dedicated server and client with the free OpenArena data,

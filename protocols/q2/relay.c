@@ -1,6 +1,6 @@
 /*
- * Quake 2 in the registry: no decoder yet, but the qport that names a
- * player across NAT rebinding.
+ * Quake 2's relay hooks (codec.c puts them in the registry entry): the
+ * qport that names a player across NAT rebinding.
  *
  * A client's in-game datagram (q2pro chan.c, NetchanOld/New_Transmit):
  *   0       4       8
@@ -14,6 +14,7 @@
  * slipgate also wants a sequence that continues the client's (seqwin.h).
  */
 #include "protocols/codec.h"
+#include "protocols/q2/q2.h"
 #include "protocols/byteorder.h"
 #include "protocols/seqwin.h"
 
@@ -66,14 +67,14 @@ static bool parse_connect(const uint8_t *d, size_t n, int *protocol, int *qport)
     return true;
 }
 
-static bool q2_is_connect(const uint8_t *d, size_t n)
+bool sg_q2_is_connect(const uint8_t *d, size_t n)
 {
     int p, q;
 
     return parse_connect(d, n, &p, &q);
 }
 
-static int q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, bool learn)
+int sg_q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, bool learn)
 {
     struct q2_rs *st = (struct q2_rs *)rs->bytes;
     int p, q;
@@ -93,8 +94,8 @@ static int q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n,
     return n >= 10 ? sg_le16(d + 8) : -1;
 }
 
-/* No decoder: a move needs the sequence window (seqwin.h). */
-static bool q2_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
+/* A move needs the sequence window (seqwin.h). */
+bool sg_q2_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
                               size_t n, char *why, size_t whylen)
 {
     const struct q2_rs *st = (const struct q2_rs *)rs->bytes;
@@ -106,15 +107,3 @@ static bool q2_client_follows(const union sg_relay_state *rs, const void *state,
     }
     return sg_seqwin_follows(st->seq.have, st->seq.last, sg_le32(d), Q2_SEQ_MASK, why, whylen);
 }
-
-extern const struct sg_codec_status sg_q2_status; /* status.c */
-
-const struct sg_codec sg_q2_relay = {
-    .name = "q2",
-    .description = "Quake 2 (protocols 34, 35, 36): relayed, not decoded yet",
-    .probe = q2_is_connect,
-    .is_connect = q2_is_connect,
-    .client_qport = q2_client_qport,
-    .client_follows = q2_client_follows,
-    .status = &sg_q2_status,
-};

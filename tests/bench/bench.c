@@ -100,6 +100,18 @@ const struct sg_bench_mode sg_bench_modes[] = {
      "slipgate recording signed demos (record DIR, sign_key KEY: hashing and checkpoints)",
      false,
      true},
+/* Worker loops (`-w N`): decoding, as slipgate-decode; picked by --workers. */
+#define SG_BENCH_WORKERS_MODE(n)                                                                   \
+    {                                                                                              \
+        "slipgate-w" #n, SG_BENCH_RELAY_SLIPGATE, {"-p", "q3", "-w", #n, NULL}, true, false, NULL, \
+            "slipgate decoding with " #n " worker loop(s) (-w " #n "; --workers)", false, false,   \
+            true                                                                                   \
+    }
+    SG_BENCH_WORKERS_MODE(1),
+    SG_BENCH_WORKERS_MODE(2),
+    SG_BENCH_WORKERS_MODE(4),
+    SG_BENCH_WORKERS_MODE(8),
+#undef SG_BENCH_WORKERS_MODE
 };
 
 const size_t sg_bench_nmodes = sizeof(sg_bench_modes) / sizeof(sg_bench_modes[0]);
@@ -169,7 +181,10 @@ static const char usage_head[] =
     "  --duration S      seconds of the latency run per mode (default 5; --quick 0.3)\n"
     "  --steps K         throughput steps per mode (default 10; --quick 3)\n"
     "  --step-ms MS      length of one throughput step (default 1000; --quick 150)\n"
-    "  --modes LIST      comma-separated, run in that order (default: all):\n";
+    "  --workers LIST    worker loop counts (1,2,4,8): adds slipgate-wN (decoding\n"
+    "                    with -w N) after --modes (default then: minrelay only)\n"
+    "  --modes LIST      comma-separated, run in that order (default: all but the\n"
+    "                    slipgate-wN modes):\n";
 
 static const char usage_tail[] =
     "  --slipgate PATH   the slipgate binary (default: the one built beside)\n"
@@ -219,8 +234,9 @@ static int parse_modes(const char *list, char *out, size_t len)
     if (strcmp(list, "all") == 0) {
         buf[0] = '\0';
         for (size_t i = 0, o = 0; i < NMODES && o < sizeof(buf); i++)
-            o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s", i ? "," : "",
-                                  sg_bench_modes[i].name);
+            if (!sg_bench_modes[i].by_workers)
+                o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s", o ? "," : "",
+                                      sg_bench_modes[i].name);
     } else {
         snprintf(buf, sizeof(buf), "%s", list);
     }
@@ -258,7 +274,25 @@ enum {
     OPT_QUICK,
     OPT_KEEP,
     OPT_GAME,
+    OPT_WORKERS,
 };
+
+/* --workers 1,2,...: the modes slipgate-wN after `modes` (minrelay when none were named). */
+static int workers_modes(const char *list, const char *modes, bool named, char *out, size_t len)
+{
+    char buf[128], *save = NULL;
+    size_t off = (size_t)snprintf(out, len, "%s", named ? modes : "minrelay");
+
+    snprintf(buf, sizeof(buf), "%s", list);
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (strcmp(tok, "1") && strcmp(tok, "2") && strcmp(tok, "4") && strcmp(tok, "8")) {
+            fprintf(stderr, "slipgate-bench: --workers: 1, 2, 4 or 8, got '%s'\n", tok);
+            return -EINVAL;
+        }
+        off += (size_t)snprintf(out + off, len > off ? len - off : 0, ",slipgate-w%s", tok);
+    }
+    return off < len ? 0 : -EINVAL;
+}
 
 static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
 {
@@ -276,12 +310,14 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
         {"quick", no_argument, NULL, OPT_QUICK},
         {"keep-logs", no_argument, NULL, OPT_KEEP},
         {"game", required_argument, NULL, OPT_GAME},
+        {"workers", required_argument, NULL, OPT_WORKERS},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     double sessions = 0, steps = 0, step_ms = 0;
-    const char *modes = "all";
+    const char *modes = "all", *workers = NULL;
+    char wmodes[256];
     int c;
 
     o->slipgate = SG_BENCH_SLIPGATE;
@@ -336,6 +372,9 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
             else
                 err = -EINVAL;
             break;
+        case OPT_WORKERS:
+            workers = optarg;
+            break;
         case 'v':
             o->verbose = true;
             break;
@@ -355,6 +394,11 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
     if (optind < argc) {
         fprintf(stderr, "slipgate-bench: unexpected argument '%s'\n", argv[optind]);
         return -EINVAL;
+    }
+    if (workers) {
+        if (workers_modes(workers, modes, strcmp(modes, "all") != 0, wmodes, sizeof(wmodes)) < 0)
+            return -EINVAL;
+        modes = wmodes;
     }
     if (parse_modes(modes, o->modes, sizeof(o->modes)) < 0)
         return -EINVAL;

@@ -236,6 +236,7 @@ struct sg_bench_mode {
     const char *what;        /* one line for --help */
     bool http;               /* add `+set http 127.0.0.1:PORT`, scraped every 100 ms */
     bool sign;               /* with record: `+set sign_key KEY` (made by `slipgate keygen`) */
+    bool by_workers;         /* a worker-count mode: only with --workers (or named), not `all` */
 };
 
 extern const struct sg_bench_mode sg_bench_modes[];
@@ -289,6 +290,10 @@ struct sg_bench_result {
     long long dec_datagrams, dec_messages, dec_errors, dec_reencoded, dec_identical,
         dec_reencode_errors, demos;
     long long demo_bytes;    /* bytes in the record folder at the end, or -1 */
+    /* slipgate's loop (--stats "loop", the whole run): its longest turn's work and the
+     * turns that worked over 1 ms (-1: not reported) */
+    double loop_max_us;
+    long long loop_over_1ms;
     const char *unavailable; /* why this mode did not run (n/a), or NULL */
 
     /* CPU used by processes other than the bench and the relay while this

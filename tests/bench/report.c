@@ -176,22 +176,27 @@ void sg_bench_report_table(const struct sg_bench *b, FILE *f)
         for (size_t i = 0; i < b->nres; i++)
             any = any || (b->res[i].status == SG_BENCH_OK && b->res[i].dec_datagrams >= 0);
         if (any) {
-            fprintf(f, "\ndecoding: slipgate's --stats at the end, all sessions\n");
-            fprintf(f, "%-18s %11s %11s %8s %11s %11s %8s %9s\n", "mode", "datagrams", "messages",
-                    "errors", "reencoded", "identical", "demos", "demo KiB");
+            fprintf(f, "\ndecoding: slipgate's --stats at the end, all sessions; its loop's "
+                       "longest turn (work, whole run) and turns over 1 ms\n");
+            fprintf(f, "%-18s %11s %11s %8s %11s %11s %8s %9s %9s %9s\n", "mode", "datagrams",
+                    "messages", "errors", "reencoded", "identical", "demos", "demo KiB", "turn us",
+                    "turns>1ms");
             for (size_t i = 0; i < b->nres; i++) {
                 const struct sg_bench_result *m = &b->res[i];
 
                 if (m->status != SG_BENCH_OK || m->mode->relay != SG_BENCH_RELAY_SLIPGATE)
                     continue;
                 if (m->dec_datagrams < 0) {
-                    fprintf(f, "%-18s %11s\n", m->mode->name, "not decoded");
-                    continue;
+                    fprintf(f, "%-18s %11s %11s %8s %11s %11s %8s %9s", m->mode->name,
+                            "not decoded", "", "", "", "", "", "");
+                } else {
+                    fprintf(f, "%-18s %11lld %11lld %8lld %11lld %11lld %8lld", m->mode->name,
+                            m->dec_datagrams, m->dec_messages, m->dec_errors, m->dec_reencoded,
+                            m->dec_identical, m->demos);
+                    cell(f, 9, m->demo_bytes >= 0 ? (double)m->demo_bytes / 1024 : NAN, 0);
                 }
-                fprintf(f, "%-18s %11lld %11lld %8lld %11lld %11lld %8lld", m->mode->name,
-                        m->dec_datagrams, m->dec_messages, m->dec_errors, m->dec_reencoded,
-                        m->dec_identical, m->demos);
-                cell(f, 9, m->demo_bytes >= 0 ? (double)m->demo_bytes / 1024 : NAN, 0);
+                cell(f, 9, m->loop_max_us, 0);
+                cell(f, 9, m->loop_over_1ms >= 0 ? (double)m->loop_over_1ms : NAN, 0);
                 fputc('\n', f);
             }
         }
@@ -384,6 +389,13 @@ static void print_json(const struct sg_bench *b, FILE *f)
                 "\"stalls\": %llu, \"replies_given_up\": %llu}",
                 (unsigned long long)m->lat.unknown, (unsigned long long)m->lat.held,
                 (unsigned long long)m->lat.waited, (unsigned long long)m->lat.forgiven);
+        fprintf(f, ", \"loop\": {\"longest_turn_us\": ");
+        jnum(f, m->loop_max_us, 1);
+        fprintf(f, ", \"turns_over_1ms\": ");
+        if (m->loop_over_1ms >= 0)
+            fprintf(f, "%lld}", m->loop_over_1ms);
+        else
+            fputs("null}", f);
         fprintf(f, ",\n   \"decode\": ");
         if (m->dec_datagrams < 0)
             fputs("null", f);

@@ -184,6 +184,10 @@ static void read_stats(const char *path, struct sg_bench_result *m)
 
     if (!text)
         return;
+    if ((p = strstr(text, "\"longest_turn_us\": ")))
+        m->loop_max_us = strtod(p + strlen("\"longest_turn_us\": "), NULL);
+    if ((p = strstr(text, "\"turns_over_1ms\": ")))
+        m->loop_over_1ms = strtoll(p + strlen("\"turns_over_1ms\": "), NULL, 10);
     if ((p = strstr(text, "\"sessions_total\": ")))
         m->relay_sessions = strtol(p + strlen("\"sessions_total\": "), NULL, 10);
     for (p = strstr(text, "\"codec\": "); p; p = strstr(p + 1, "\"codec\": ")) {
@@ -321,6 +325,12 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
             /* No session may time out while other modes take their turns. */
             argv[argc++] = "+set";
             argv[argc++] = "idle_timeout";
+            argv[argc++] = "1h";
+            /* A session is established by its in-game traffic, which the
+             * first latency chunk brings: the modes set up before it wait
+             * for the others' set-up, longer than the default 5 s. */
+            argv[argc++] = "+set";
+            argv[argc++] = "handshake_timeout";
             argv[argc++] = "1h";
             if (def->record) {
                 snprintf(record, sizeof(record), "%s/%s", b->tmpdir,
@@ -709,6 +719,8 @@ void sg_bench_run_all(struct sg_bench *b)
         m->dec_identical = m->dec_reencode_errors = m->demos = m->demo_bytes = -1;
         m->rss_before = m->rss_first = m->rss_open = m->rss_load = -1;
         m->relay_sessions = -1;
+        m->loop_max_us = NAN;
+        m->loop_over_1ms = -1;
         m->tput_pps = m->tput_cpu = m->tput_ns = m->lat_cpu = m->ns_per_pkt = m->others = NAN;
         m->rss_per_session = NAN;
         m->limit = "steps";

@@ -20,6 +20,14 @@
                   ways through an echo server, `level fields`: raw frames,
                   codec null, the hex preview equals the datagram's first bytes
 
+    send_first    the same replay (ioq71) twice: with only the inspector (a
+                  tap) the route takes the send-first path (--stats "path",
+                  datagrams waited for their decoding: deferred.max_waiting
+                  >= 1); with a rewrite filter that matches nothing added it
+                  keeps the in-order path (nothing waited); the inspector's
+                  lines are the same in both runs but for times, session
+                  ids and client ports, and so are the decode counters
+
 Replays use tests/fault (lock-step, both ends of the capture played by the
 test; see fault_test.py).  Only 127.0.0.1; bounded loops; processes killed
 by PID (harness.py).
@@ -77,12 +85,15 @@ def expected_frames(cap, ep):
     return out
 
 
-def replay(h, cap_name, protocol, inspect_body):
+def replay(h, cap_name, protocol, inspect_body, extra=''):
     cap = Capture(cap_name)
     srv = ServerSide()
     try:
         # -v: UpstreamMap reads the start line, at debug until the server answers
-        px = h.proxy(config=config(srv, protocol, inspect_body), args=['-v'], lifetime=90.0)
+        text = config(srv, protocol, inspect_body)
+        if extra:
+            text = text[:text.rindex('}')] + extra + '}\n'
+        px = h.proxy(config=text, args=['-v'], lifetime=90.0)
         ups = UpstreamMap(px)
         rep = Replay(h, px, srv, ups, cap, hold=False).run()
         check(not rep.problems, 'replay problems:\n  %s' % '\n  '.join(rep.problems))
@@ -243,6 +254,41 @@ def case_raw_auto(h):
         check(o['hex'] == data[:64].hex(), 'line %d: hex %r, sent %r' % (i, o['hex'],
                                                                        data[:64].hex()))
     print('raw: 40 lines, raw frames with their first bytes')
+
+
+
+def case_send_first(h):
+    runs = {}
+    for name, extra in (('taps', ''),
+                        ('rewrite', '    filter rewrite {\n        replace "zq_never_zq" "x"\n'
+                                    '    }\n')):
+        out = h.path('inspect-%s.jsonl' % name)
+        cap, rep, route = replay(h, 'ioq71', 'q3',
+                                 '        format json\n        level fields\n        output %s'
+                                 % out, extra=extra)
+        lines = []
+        for line in read_lines(out):
+            o = json.loads(line)
+            for k in ('t', 'time', 'session', 'client'):
+                o.pop(k, None)
+            lines.append(json.dumps(o, sort_keys=True))
+        dec = [sorted((s.get('decode') or {}).items()) for s in route.get('sessions') or []]
+        runs[name] = (route, sorted(lines), sorted(map(str, dec)))
+    taps, rw = runs['taps'][0], runs['rewrite'][0]
+    check(taps.get('path') == 'send-first', 'a chain of taps: path %r, expected send-first'
+          % taps.get('path'))
+    check(rw.get('path') == 'in-order', 'a chain with a rewrite filter: path %r, expected '
+          'in-order' % rw.get('path'))
+    dt, dr = taps.get('deferred') or {}, rw.get('deferred') or {}
+    check(dt.get('max_waiting', 0) >= 1, 'send-first: no datagram waited for its decoding: %r'
+          % dt)
+    check(dr.get('max_waiting') == 0, 'in-order: datagrams waited for their decoding: %r' % dr)
+    check(runs['taps'][1] == runs['rewrite'][1], 'the inspector saw different frames on the '
+          'two paths (%d and %d lines)' % (len(runs['taps'][1]), len(runs['rewrite'][1])))
+    check(runs['taps'][2] == runs['rewrite'][2], 'decode counters differ: %r vs %r'
+          % (runs['taps'][2], runs['rewrite'][2]))
+    print('send-first: %d inspector lines identical to the in-order path; at most %d datagrams '
+          'waited for decoding' % (len(runs['taps'][1]), dt['max_waiting']))
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}

@@ -31,7 +31,7 @@ import tempfile
 
 TARGETS = ['fuzz_huffman', 'fuzz_q3_message', 'fuzz_q3_client', 'fuzz_q3_netchan',
            'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config', 'fuzz_bmsg',
-           'fuzz_qw', 'fuzz_sign', 'fuzz_nq']
+           'fuzz_qw', 'fuzz_sign', 'fuzz_nq', 'fuzz_q2']
 
 SERVER_PORT = 27960  # the server port of every Q3 session capture (MANIFEST.md)
 SESSIONS = {'ioq68': 1, 'ioq71': 2, 'oa71': 3}  # capture -> fuzz_q3_netchan wire mode
@@ -410,6 +410,33 @@ def seeds_nq(testdata, source):
     return seeds
 
 
+def seeds_q2(testdata, source):
+    """The Quake 2 captures' sessions (protocols 34, 35, 36) in fuzz_q2's
+    format: from the start (the handshake teaches the codec), and slices
+    later on with a synthetic connect of the session's protocol."""
+    seeds = {}
+    for path in sorted(glob.glob(os.path.join(testdata, 'q2', 'sessions', '*', 'capture.pcap'))):
+        name = os.path.basename(os.path.dirname(path))
+        dgrams = pcapng_udp(path)
+        conn = next(((s, d, p) for s, d, p in dgrams if p[4:11] == b'connect'), None)
+        if not conn:
+            continue
+        client, server, p = conn
+        proto = int(p[12:14])
+        game = [(s == server, p) for s, d, p in dgrams
+                if (s, d) in ((client, server), (server, client))]
+
+        def pack(mode, items):
+            return bytes([mode]) + b''.join(struct.pack('<BH', int(s2c), len(p)) + p
+                                            for s2c, p in items)
+        seeds[name + '_start'] = pack(0, game[:60])
+        mode = (proto - 33) | (4 if proto == 36 else 0)
+        step = max(1, len(game) // 4)
+        for i in range(1, 4):
+            seeds['%s_slice_%d' % (name, i)] = pack(mode, game[i * step:i * step + 30])
+    return seeds
+
+
 def sign_input(flags, sig, data):
     """A fuzz_sign input: u8 flags, le32 siglen, the .sig, the recording."""
     return bytes([flags]) + struct.pack('<I', len(sig)) + sig + data
@@ -455,6 +482,7 @@ GENERATORS = {
     'fuzz_qw': seeds_qw,
     'fuzz_sign': seeds_sign,
     'fuzz_nq': seeds_nq,
+    'fuzz_q2': seeds_q2,
 }
 
 

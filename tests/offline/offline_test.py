@@ -59,8 +59,9 @@ def case_demo_unknown_type():
         expect(rc == 1 and out == "", "unknown file: exit 1, nothing on stdout (%d)" % rc)
         expect("no codec reads %s: its extension .xyz and its first bytes match no known demo "
                "format; %s" % (f, KNOWN) in err, "clear message: " + err)
-        expect("; qw (.qwd, .mvd); nq (.dem); not readable yet: q2 (.dm2)" in err,
-               "names the formats to come: " + err)
+        expect("not readable yet" not in err and "; nq (.dem)" in err,
+               "every game's reader is named, none is to come: " + err)
+        expect("; q2 (.dm2)" in err, "names the Quake 2 reader among the known ones: " + err)
         out_path = os.path.join(tmp, "out.dm_68")
         rc, out, err = run("demo", "reencode", f, out_path)
         expect(rc == 1 and "no codec reads" in err, "reencode refuses it")
@@ -111,9 +112,9 @@ def case_demo_protocol_forced():
         out_path = os.path.join(tmp, "re.dm_68")
         rc, out, _ = run("demo", "-p", "q3", "reencode", f, out_path)
         expect(rc == 0 and "533 messages, 533 byte-identical" in out, "reencode with -p q3")
-        # forcing a game without a reader says so, whatever the file is
+        # forcing Quake 2 on a Quake 3 demo: its reader finds no block it can decode
         rc, out, err = run("demo", "info", "-p", "q2", data("q3/demos/osp_chat.dm_68"))
-        expect(rc == 1 and out == "" and "Quake 2 (q2) demos are not readable yet" in err, err)
+        expect(rc == 1 and "1 blocks failed to decode" in out, out + err)
         # forcing NetQuake on a Quake 3 demo: its reader finds no cd-track line
         rc, out, err = run("demo", "info", "-p", "nq", data("q3/demos/osp_chat.dm_68"))
         expect(rc == 1 and "not a NetQuake demo: no cd-track line" in out, out + err)
@@ -128,22 +129,6 @@ def case_demo_protocol_unknown():
     expect(rc == 2 and m and sorted(m.group(1).split()) == ["nq", "q2", "q3", "qw"], err)
     rc, _, err = run("demo", "info", data("q3/demos/osp_chat.dm_68"), "-p")
     expect(rc == 2 and "-p needs a game name" in err, err)
-
-
-def case_demo_no_reader():
-    for rel, game in (("q2/demos/libq2_test.dm2", "Quake 2 (q2)"),):
-        f = data(rel)
-        for sub in (["info", f], ["dump", "--json", f]):
-            rc, out, err = run("demo", *sub)
-            expect(rc == 1 and out == "", "%s %s: exit 1, no output" % (sub[0], rel))
-            expect("%s: %s demos are not readable yet; readable now: q3 (.dm_66" % (f, game) in err,
-                   "says the game has no reader yet: " + err)
-    with tempfile.TemporaryDirectory() as tmp:
-        out_path = os.path.join(tmp, "cut.qwd")
-        rc, _, err = run("demo", "cut", data("qw/demos/mvdparser_1on1.mvd"), out_path,
-                         "--from", "0", "--to", "1000")
-        expect(rc == 1 and "QuakeWorld demos cannot be cut yet" in err and
-               not os.path.exists(out_path), err)
 
 
 def case_demo_nq():
@@ -192,9 +177,6 @@ def case_pcap_protocol_forced():
     for opt in ("--protocol", "-p"):
         forced = pcap(cap, opt, "q3")
         expect(forced == auto, "%s q3 gives the same lines and summary" % opt)
-    rc, out, err = pcap(cap, "--protocol", "q2")
-    expect(rc == 1 and out == "" and "q2: this game's captures cannot be decoded yet; "
-           "decoders: q3 qw nq" in err, err)
     # a Quake 3 capture forced to QuakeWorld is decoded as QuakeWorld (and fails there)
     rc, out, err = pcap(cap, "--protocol", "qw")
     expect(rc == 1 and " seq=" in out and "not decoded" not in out, err[-400:])
@@ -205,22 +187,14 @@ def case_pcap_protocol_forced():
     expect(rc == 1 and "wire unknown" in err and "not decoded" not in out, err[-400:])
 
 
-def case_pcap_other_games():
-    # QuakeWorld has a capture decoder: its flows are decoded, every message rebuilt identical
+def case_pcap_qw():
+    """The ezQuake + mvdsv capture: its flows decoded as QuakeWorld, 0 errors,
+    every message rebuilt identical."""
     rc, out, err = pcap(data("qw/sessions/ezquake_mvdsv/capture.pcap"))
     expect(rc == 0 and err.rstrip().endswith(" 0 errors"), err[-600:])
     expect(re.search(r"messages (\d+), rebuilt identical \1/\1, dropped as old 0, errors 0", err),
            "the QuakeWorld session's summary: " + err[-600:])
     expect("not decoded" not in out and " svc_serverdata" in out, out[:400])
-    for rel, name, title in (("q2/sessions/q2pro_36/capture.pcap", "q2", "Quake 2"),):
-        rc, out, err = pcap(data(rel))
-        expect(rc == 1, "%s: exit 1 (nothing decoded)" % rel)
-        expect("datagrams of %s (%s), not decoded: its codec has no capture decoder yet"
-               % (title, name) in err, "summary names the game: " + err)
-        expect("error=" not in out, "%s: no Quake 3 decode errors on another game's flow" % rel)
-        expect(" %s not decoded\n" % name in out, "%s: lines say the flow is not decoded" % rel)
-        rc, out, err = pcap(data(rel), "--json")
-        expect('"game":"%s","decoded":false}' % name in out, "JSON says it too")
 
 
 def dem_blocks(path):
@@ -291,6 +265,43 @@ def case_nq_golden():
             k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
             expect(False, "%s differs from its golden dump at line %d:\n- %s\n+ %s"
                    % (name, k + 1, a[k] if k < len(a) else "(end)", b[k] if k < len(b) else "(end)"))
+
+
+def case_demo_q2():
+    """Quake 2 .dm2: info, dump and reencode (to the same bytes) through the binary."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for rel, blocks, level in (("q2/demos/libq2_test.dm2", 29, "The Edge"),
+                                   ("q2/sessions/q2pro_35/client_demo.dm2", 296,
+                                    "peers synthetic q2 box")):
+            f = data(rel)
+            rc, out, err = run("demo", "info", f)
+            expect(rc == 0 and "protocol:     34\n" in out and "map:          %s\n" % level in out
+                   and "errors:       0\n" in out, "info %s: %s%s" % (rel, out, err))
+            rc, out, err = run("demo", "dump", f)
+            expect(rc == 0 and out.count("#block ") == blocks and "svc_serverdata" in out
+                   and "svc_frame" in out, "dump %s: %d, %s" % (rel, rc, err))
+            rc, out, err = run("demo", "dump", "--json", f)
+            expect(rc == 0 and all(line.startswith("{") for line in out.splitlines()), "dump --json")
+            o = os.path.join(tmp, "o.dm2")
+            rc, out, err = run("demo", "reencode", f, o)
+            expect(rc == 0 and "%d blocks, %d byte-identical, 0 failed" % (blocks, blocks) in out,
+                   "reencode %s: %s%s" % (rel, out, err))
+            with open(f, "rb") as a, open(o, "rb") as b:
+                expect(a.read() == b.read(), "%s re-encodes to the same bytes" % rel)
+
+
+def case_pcap_q2():
+    """Every Quake 2 session capture: 0 errors, every message rebuilt byte-identical."""
+    for name, proto in (("q2pro_34", 34), ("q2pro_35", 35), ("q2pro_36", 36),
+                        ("yquake2_34", 34)):
+        rc, out, err = pcap(data("q2/sessions/%s/capture.pcap" % name))
+        expect(rc == 0, "%s: exit 0: %s" % (name, err))
+        expect("Quake 2 protocol %d" % proto in err and ", 0 errors\n" in err, name + ": " + err)
+        expect(" CHANGED" not in out and "error=" not in out, name + ": nothing rebuilt differently")
+        expect(out.count(" identical\n") > 1000, name + ": messages rebuilt identical")
+        rc, out, err = pcap(data("q2/sessions/%s/capture.pcap" % name), "--json")
+        expect(rc == 0 and '"identical":true' in out and '"identical":false' not in out,
+               name + " --json")
 
 
 def case_sign_key_checked():

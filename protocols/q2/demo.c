@@ -1,0 +1,334 @@
+/*
+ * Quake 2 demo files (.dm2) for the offline tools (`slipgate demo info|
+ * dump|reencode`), behind the codec table's demo reader (codec.h, struct
+ * sg_demo_impl).
+ *
+ * A .dm2 is a run of blocks: int32 length, then that many bytes of server
+ * messages (one datagram's payload, netchan header stripped); a length of
+ * -1 (0xffffffff) ends the file; a length of 0 separates levels in some
+ * multi-level recordings (seed DM2 §2.2).  The messages are read with the
+ * layout the file's serverdata names: 34 (and 26, 3.05's), Q2PRO's
+ * extended demo protocols 3434..3436, or a raw 35/36 stream.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocols/byteorder.h"
+#include "protocols/error.h"
+#include "protocols/q2/q2.h"
+
+static bool known_protocol(int32_t p)
+{
+    return p == 26 || p == 34 || p == 35 || p == 36 || (p >= 3434 && p <= 3436);
+}
+
+/* The first block: a length the game accepts, starting with svc_serverdata
+ * (every writer starts with it) and a protocol number it knows. */
+static int q2_demo_probe(const uint8_t *head, size_t len)
+{
+    int32_t length;
+
+    if (len < 4)
+        return SG_DEMO_PROBE_UNKNOWN;
+    length = (int32_t)sg_le32(head);
+    if (length <= 0 || length > SG_Q2_MAX_MSGLEN)
+        return SG_DEMO_PROBE_NO;
+    if (len < 9)
+        return len < SG_DEMO_HEAD_MAX && len < 4 + (size_t)length ? SG_DEMO_PROBE_NO
+                                                                   : SG_DEMO_PROBE_UNKNOWN;
+    if (head[4] != SG_Q2_SVC_SERVERDATA || length < 5)
+        return SG_DEMO_PROBE_NO;
+    return known_protocol((int32_t)sg_le32(head + 5)) ? SG_DEMO_PROBE_YES : SG_DEMO_PROBE_NO;
+}
+
+/* ---- reading blocks ---- */
+
+enum { BLOCK_MSG = 1, BLOCK_END = 0 };
+
+/* One block into buf: BLOCK_MSG (len set), BLOCK_END (the -1 marker), or a
+ * negative error: SG_E_TRUNCATED for a file that ends without the marker
+ * (or inside a block), SG_E_TOOBIG for a length out of range. */
+static int read_block(FILE *f, uint8_t *buf, size_t *len)
+{
+    uint8_t h[4];
+    int32_t n;
+    size_t got = fread(h, 1, 4, f);
+
+    if (got != 4)
+        return SG_E_TRUNCATED;
+    n = (int32_t)sg_le32(h);
+    if (n == -1)
+        return BLOCK_END;
+    if (n < 0 || n > SG_Q2_MAX_MSGLEN)
+        return SG_E_TOOBIG;
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+        return SG_E_TRUNCATED;
+    *len = (size_t)n;
+    return BLOCK_MSG;
+}
+
+struct walk {
+    struct sg_q2_parsed p;
+    struct sg_q2_variant v;
+    uint8_t *buf, *out;
+    uint64_t blocks, messages, errors, identical, frames, serverdatas, zpackets;
+    int32_t first_frame, last_frame;
+    int wire_protocol;
+    char level[64];
+    char gamedir[64];
+    int end; /* 0: the end marker; else the error that ended the file */
+};
+
+static int walk_init(struct walk *w)
+{
+    memset(w, 0, sizeof(*w));
+    w->first_frame = w->last_frame = -1;
+    w->buf = malloc(SG_Q2_MAX_MSGLEN);
+    w->out = malloc(SG_Q2_MAX_MSGLEN + 64);
+    sg_q2_variant_init(&w->v, 34, 0);
+    w->v.known = false;
+    if (!w->buf || !w->out || sg_q2_parsed_init(&w->p) < 0) {
+        free(w->buf);
+        free(w->out);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static void walk_free(struct walk *w)
+{
+    sg_q2_parsed_free(&w->p);
+    free(w->buf);
+    free(w->out);
+}
+
+/* Parse one block; note what it says.  Returns the parse result. */
+static int walk_block(struct walk *w, size_t len)
+{
+    int err = sg_q2_parse(SG_DIR_S2C, &w->v, w->buf, len, &w->p);
+
+    w->blocks++;
+    w->errors += err < 0;
+    for (uint32_t i = 0; i < w->p.nmsgs; i++) {
+        const struct sg_q2_msg *m = &w->p.msgs[i];
+        w->messages++;
+        if ((m->op & 0x1f) == SG_Q2_SVC_ZPACKET)
+            w->zpackets++;
+        if (m->op == SG_Q2_SVC_SERVERDATA && !m->unparsed) {
+            w->serverdatas++;
+            w->wire_protocol = (int)w->p.fields[m->first].raw;
+            if (m->count > 3) {
+                const struct sg_q2_field *g = &w->p.fields[m->first + 3];
+                size_t n = g->len < sizeof(w->gamedir) - 1 ? g->len : sizeof(w->gamedir) - 1;
+                memcpy(w->gamedir, g->ptr, n);
+                w->gamedir[n] = 0;
+            }
+        }
+    }
+    if (w->p.serverdata)
+        memcpy(w->level, w->p.level, sizeof(w->level));
+    if (w->p.frames) {
+        w->frames += (uint64_t)w->p.frames;
+        if (w->first_frame < 0)
+            w->first_frame = w->p.frame;
+        w->last_frame = w->p.frame;
+    }
+    return err;
+}
+
+/* ---- info ---- */
+
+static int q2_demo_info(FILE *f, const char *path, FILE *out)
+{
+    struct walk w;
+    size_t len;
+    int r;
+    uint64_t errors;
+
+    if (walk_init(&w) < 0)
+        return -ENOMEM;
+    while ((r = read_block(f, w.buf, &len)) == BLOCK_MSG)
+        walk_block(&w, len);
+    w.end = r;
+    errors = w.errors + (w.end != 0);
+    fprintf(out, "file:         %s\n", path);
+    fprintf(out, "protocol:     %d", w.wire_protocol);
+    if (w.v.protocol != w.wire_protocol && w.v.known)
+        fprintf(out, " (protocol %d layout%s)", w.v.protocol, w.v.extended ? ", extended" : "");
+    else if (w.v.minor)
+        fprintf(out, " (minor %d)", w.v.minor);
+    fprintf(out, "\n");
+    fprintf(out, "map:          %s\n", w.level[0] ? w.level : "?");
+    fprintf(out, "game:         %s\n", w.gamedir[0] ? w.gamedir : "baseq2");
+    if (w.first_frame >= 0)
+        fprintf(out, "duration:     %.1f s (server frames %d .. %d)\n",
+                (double)(w.last_frame - w.first_frame) / 10.0, w.first_frame, w.last_frame);
+    else
+        fprintf(out, "duration:     ? (no frames)\n");
+    fprintf(out,
+            "messages:     %" PRIu64 " in %" PRIu64 " blocks (%" PRIu64 " serverdata, %" PRIu64
+            " frames, %" PRIu64 " zpackets)\n",
+            w.messages, w.blocks, w.serverdatas, w.frames, w.zpackets);
+    fprintf(out, "errors:       %" PRIu64, errors);
+    if (w.errors)
+        fprintf(out, ", %" PRIu64 " blocks failed to decode", w.errors);
+    if (w.end)
+        fprintf(out, ", file ends without end marker (%s)", sg_errname(w.end));
+    fprintf(out, "\n");
+    walk_free(&w);
+    return errors > INT32_MAX ? INT32_MAX : (int)errors;
+}
+
+/* ---- dump ---- */
+
+static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned ch = s[i];
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", out);
+        else if (ch < 32 || ch > 126)
+            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
+        else
+            fputc((int)ch, out);
+    }
+}
+
+void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg_dir dir,
+                    bool json)
+{
+    const struct sg_q2_msg *m = &p->msgs[i];
+    const char *name = dir == SG_DIR_S2C ? sg_q2_svc_name(m->op) : sg_q2_clc_name(m->op);
+
+    if (json)
+        fprintf(out, "{\"msg\":\"%s\",\"op\":%d%s%s,\"fields\":[", name, m->op,
+                m->parent >= 0 ? ",\"in\":\"svc_zpacket\"" : "",
+                m->unparsed ? ",\"unparsed\":true" : "");
+    else
+        fprintf(out, "%s%s%s", m->parent >= 0 ? "  " : "", name, m->unparsed ? " (unparsed)" : "");
+    for (uint32_t k = 0; k < m->count; k++) {
+        const struct sg_q2_field *f = &p->fields[m->first + k];
+        if (json)
+            fprintf(out, "%s[\"%s\",", k ? "," : "", f->name);
+        else
+            fprintf(out, " %s=", f->name);
+        switch (f->type) {
+        case SG_Q2_F_NUM:
+            if (f->num == SG_BMSG_S8 || f->num == SG_BMSG_S16 || f->num == SG_BMSG_S32 ||
+                f->num == SG_BMSG_COORD16 || f->num == SG_BMSG_ANGLE16)
+                fprintf(out, "%d", (int)(f->num == SG_BMSG_S8    ? (int8_t)f->raw
+                                         : f->num == SG_BMSG_S32 ? (int32_t)f->raw
+                                                                 : (int16_t)f->raw));
+            else
+                fprintf(out, "%u", (unsigned)f->raw);
+            break;
+        case SG_Q2_F_VALUE:
+            fprintf(out, "%d", (int)(int32_t)f->raw);
+            break;
+        case SG_Q2_F_STRING:
+            fputc('"', out);
+            put_escaped(out, f->ptr, f->len, json);
+            fputc('"', out);
+            break;
+        default:
+            if (json)
+                fprintf(out, "\"%u bytes\"", (unsigned)f->len);
+            else
+                fprintf(out, "<%u bytes>", (unsigned)f->len);
+            break;
+        }
+        if (json)
+            fputc(']', out);
+    }
+    fputs(json ? "]}\n" : "\n", out);
+}
+
+static int q2_demo_dump(FILE *f, const char *path, bool json, FILE *out)
+{
+    struct walk w;
+    size_t len;
+    int r;
+
+    (void)path;
+    if (walk_init(&w) < 0)
+        return -ENOMEM;
+    while ((r = read_block(f, w.buf, &len)) == BLOCK_MSG) {
+        int err = walk_block(&w, len);
+        if (json)
+            fprintf(out, "{\"block\":%" PRIu64 ",\"len\":%zu%s}\n", w.blocks - 1, len,
+                    err < 0 ? ",\"error\":true" : "");
+        else
+            fprintf(out, "#block %" PRIu64 " len=%zu%s%s\n", w.blocks - 1, len,
+                    err < 0 ? " error=" : "", err < 0 ? sg_errname(err) : "");
+        for (uint32_t i = 0; i < w.p.nmsgs; i++)
+            sg_q2_dump_msg(out, &w.p, i, SG_DIR_S2C, json);
+    }
+    w.end = r;
+    if (r != BLOCK_END)
+        fprintf(out, json ? "{\"end\":\"%s\"}\n" : "#end %s\n", sg_errname(r));
+    r = (w.errors || w.end) ? 1 : 0;
+    walk_free(&w);
+    return r;
+}
+
+/* ---- reencode ---- */
+
+static int q2_demo_reencode(FILE *f, const char *path, FILE *outf, FILE *out)
+{
+    struct walk w;
+    size_t len;
+    int r, ret;
+    uint8_t h[4];
+
+    (void)path;
+    if (walk_init(&w) < 0)
+        return -ENOMEM;
+    while ((r = read_block(f, w.buf, &len)) == BLOCK_MSG) {
+        struct sg_bmsg_writer wr;
+        int err = walk_block(&w, len);
+
+        sg_bmsg_writer_init(&wr, w.out, SG_Q2_MAX_MSGLEN);
+        if (err < 0 || sg_q2_write(&w.p, NULL, &wr) < 0) {
+            /* not decoded: the block goes out as it came */
+            memcpy(w.out, w.buf, len);
+            wr.len = len;
+        } else if (wr.len == len && memcmp(w.out, w.buf, len) == 0) {
+            w.identical++;
+        }
+        sg_put_le32(h, (uint32_t)wr.len);
+        if (fwrite(h, 1, 4, outf) != 4 || fwrite(w.out, 1, wr.len, outf) != wr.len) {
+            walk_free(&w);
+            return -EIO;
+        }
+    }
+    w.end = r;
+    if (r == BLOCK_END) {
+        sg_put_le32(h, 0xffffffffu);
+        if (fwrite(h, 1, 4, outf) != 4) {
+            walk_free(&w);
+            return -EIO;
+        }
+    }
+    fprintf(out,
+            "%" PRIu64 " blocks, %" PRIu64 " byte-identical, %" PRIu64 " failed to decode%s\n",
+            w.blocks, w.identical, w.errors, w.end ? " (input ends without end marker)" : "");
+    ret = w.identical == w.blocks && !w.end ? 0 : 1;
+    walk_free(&w);
+    return ret;
+}
+
+static const char *const q2_demo_exts[] = {"dm2", NULL};
+
+const struct sg_demo_impl sg_q2_demo_impl = {
+    .extensions = q2_demo_exts,
+    .probe = q2_demo_probe,
+    .info = q2_demo_info,
+    .dump = q2_demo_dump,
+    .reencode = q2_demo_reencode,
+    .cut = NULL,
+};

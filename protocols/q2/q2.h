@@ -1,0 +1,165 @@
+/*
+ * Quake 2 (protocols 34, 35 = R1Q2, 36 = Q2PRO; demo protocols 26 and
+ * 3434..3436): the codec's shared declarations.
+ *
+ * As for QuakeWorld (protocols/qw/qw.h), the decoded form of a message is
+ * a list of fields in wire order, each with its name, its kind (a number
+ * of a bmsg kind, a string, raw bytes) and its raw value, so that writing
+ * the fields back gives the bytes that came (STYLE.md "Keep the wire's own
+ * choices").  The field widths depend on what the serverdata negotiated
+ * (struct sg_q2_variant), worked out once per serverdata.
+ *
+ * Compressed data (svc_zpacket) is kept twice: the zpacket message holds
+ * the deflated bytes as they came, and the inflated stream is parsed into
+ * messages of its own that name the zpacket as their parent.  The writer
+ * writes the original deflated bytes unless one of those messages was
+ * dropped or changed; then it deflates the rebuilt contents again.
+ */
+#ifndef SG_PROTOCOLS_Q2_Q2_H
+#define SG_PROTOCOLS_Q2_Q2_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "protocols/bmsg.h"
+#include "protocols/codec.h"
+
+#define SG_Q2_MAX_MSGLEN  0x8000 /* q2pro MAX_MSGLEN: a message, a zpacket's contents, a demo block */
+#define SG_Q2_MAX_FIELDS  32768
+#define SG_Q2_MAX_MSGS    4096
+#define SG_Q2_ZPOOL       (4 * SG_Q2_MAX_MSGLEN) /* inflated zpacket contents per stream */
+
+/* svc opcodes (q2pro inc/common/protocol.h). */
+enum {
+    SG_Q2_SVC_BAD, SG_Q2_SVC_MUZZLEFLASH, SG_Q2_SVC_MUZZLEFLASH2, SG_Q2_SVC_TEMP_ENTITY,
+    SG_Q2_SVC_LAYOUT, SG_Q2_SVC_INVENTORY, SG_Q2_SVC_NOP, SG_Q2_SVC_DISCONNECT,
+    SG_Q2_SVC_RECONNECT, SG_Q2_SVC_SOUND, SG_Q2_SVC_PRINT, SG_Q2_SVC_STUFFTEXT,
+    SG_Q2_SVC_SERVERDATA, SG_Q2_SVC_CONFIGSTRING, SG_Q2_SVC_SPAWNBASELINE, SG_Q2_SVC_CENTERPRINT,
+    SG_Q2_SVC_DOWNLOAD, SG_Q2_SVC_PLAYERINFO, SG_Q2_SVC_PACKETENTITIES,
+    SG_Q2_SVC_DELTAPACKETENTITIES, SG_Q2_SVC_FRAME, SG_Q2_SVC_ZPACKET, SG_Q2_SVC_ZDOWNLOAD,
+    SG_Q2_SVC_GAMESTATE, SG_Q2_SVC_SETTING, SG_Q2_SVC_CONFIGSTRINGSTREAM,
+    SG_Q2_SVC_BASELINESTREAM, SG_Q2_SVC_COUNT
+};
+
+/* clc opcodes. */
+enum {
+    SG_Q2_CLC_BAD, SG_Q2_CLC_NOP, SG_Q2_CLC_MOVE, SG_Q2_CLC_USERINFO, SG_Q2_CLC_STRINGCMD,
+    SG_Q2_CLC_SETTING, SG_Q2_CLC_MOVE_NODELTA = 10, SG_Q2_CLC_MOVE_BATCHED,
+    SG_Q2_CLC_USERINFO_DELTA, SG_Q2_CLC_COUNT
+};
+
+/* print levels */
+#define SG_Q2_PRINT_CHAT 3
+
+/* Entity-state flags the serverdata selects (q2pro msgEsFlags_t, the ones that change widths). */
+#define SG_Q2_ES_LONGSOLID    0x1u
+#define SG_Q2_ES_SHORTANGLES  0x2u
+#define SG_Q2_ES_EXTENSIONS   0x4u
+#define SG_Q2_ES_EXTENSIONS_2 0x8u
+/* Player-state flags (msgPsFlags_t). */
+#define SG_Q2_PS_EXTENSIONS   0x1u
+#define SG_Q2_PS_EXTENSIONS_2 0x2u
+#define SG_Q2_PS_MOREBITS     0x4u
+
+/* What one serverdata (or connect) negotiated. */
+struct sg_q2_variant {
+    int protocol;   /* the stream's layout: 26, 34, 35, 36 (extended demos: 34) */
+    int wire;       /* the number in the serverdata (3434 for an extended demo) */
+    int minor;      /* R1Q2 / Q2PRO minor version */
+    bool extended;  /* Q2PRO extended limits (cs_remap_new) */
+    uint8_t es, ps; /* SG_Q2_ES_*, SG_Q2_PS_* */
+    int cs_end;     /* configstring count: the gamestate loop's end index */
+    bool known;     /* a serverdata (or connect) was seen */
+};
+
+/* The variant of protocol `protocol` with `minor`, before any Q2PRO flags. */
+void sg_q2_variant_init(struct sg_q2_variant *v, int protocol, int minor);
+
+enum {
+    SG_Q2_F_NUM,    /* `num` says which enum sg_bmsg_num */
+    SG_Q2_F_STRING, /* bytes at ptr, then a 0 byte (none when `num` is 1: the message ended) */
+    SG_Q2_F_DATA,   /* raw bytes at ptr */
+    SG_Q2_F_VALUE,  /* a decoded value only (bit-packed moves): not written on its own */
+};
+
+struct sg_q2_field {
+    const char *name;   /* static */
+    uint8_t type;       /* SG_Q2_F_* */
+    uint8_t num;        /* enum sg_bmsg_num (NUM) */
+    uint32_t raw;       /* NUM / VALUE: the wire value */
+    const uint8_t *ptr; /* STRING / DATA */
+    uint32_t len;
+};
+
+struct sg_q2_msg {
+    int op;            /* the opcode byte as it came (svc_frame's extra bits included) */
+    uint32_t first;    /* index of its first field */
+    uint32_t count;    /* fields */
+    int text;          /* index (relative) of its text field, or -1 */
+    int parent;        /* the zpacket message it came inside, or -1 */
+    bool unparsed;     /* slipgate cannot decode it: the rest is one DATA field */
+    bool sum_ok;       /* 34 clc_move: its checksum byte matched (then the writer recomputes it) */
+    bool changed;      /* set by the codec: a field was changed (a zpacket is deflated again) */
+};
+
+struct sg_q2_parsed {
+    struct sg_q2_field *fields; /* SG_Q2_MAX_FIELDS */
+    uint32_t nfields;
+    struct sg_q2_msg *msgs; /* SG_Q2_MAX_MSGS */
+    uint32_t nmsgs;
+    uint8_t *zpool; /* SG_Q2_ZPOOL: inflated zpacket contents */
+    size_t zpool_len;
+    /* What the parser learnt (S2C). */
+    bool serverdata;
+    char level[64];
+    int frames;     /* svc_frame messages */
+    int32_t frame, deltaframe; /* the last frame's numbers (-1 none) */
+    /* C2S: the datagram's sequence (set by the caller: move checksums). */
+    uint32_t sequence;
+    uint32_t moves, moves_bad;
+    int unsupported_op; /* an opcode that could not be decoded, else -1 */
+};
+
+/* Allocate / free the arrays of a parsed stream. */
+int sg_q2_parsed_init(struct sg_q2_parsed *p);
+void sg_q2_parsed_free(struct sg_q2_parsed *p);
+
+/*
+ * Parse a whole S2C or C2S message stream with `v`, which a serverdata
+ * in the stream updates.  Returns 0 or a negative error (then the stream
+ * is only partly described, and the last message is unparsed).
+ */
+int sg_q2_parse(enum sg_dir dir, struct sg_q2_variant *v, const uint8_t *data, size_t len,
+                struct sg_q2_parsed *out);
+
+/* Write the messages back (each not dropped, in order; `dropped` may be NULL). */
+int sg_q2_write(const struct sg_q2_parsed *p, const bool *dropped, struct sg_bmsg_writer *w);
+
+/* The checksum byte of a 34 clc_move over `len` bytes after it, for datagram `sequence`. */
+uint8_t sg_q2_move_checksum(const uint8_t *move, size_t len, uint32_t sequence);
+
+/* Opcode names: "svc_print", "clc_move"; "svc_unknown" out of range. */
+const char *sg_q2_svc_name(int op);
+const char *sg_q2_clc_name(int op);
+
+/* Raw deflate (windowBits -15, as R1Q2 and Q2PRO): 0 and *outlen, or a negative error. */
+int sg_q2_deflate(const uint8_t *in, size_t inlen, uint8_t *out, size_t cap, size_t *outlen);
+
+/* ---- relay hooks (relay.c) ---- */
+
+bool sg_q2_is_connect(const uint8_t *d, size_t n);
+int sg_q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, bool learn);
+bool sg_q2_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
+                          size_t n, char *why, size_t whylen);
+
+/* ---- demos (demo.c) ---- */
+
+extern const struct sg_demo_impl sg_q2_demo_impl;
+
+/* One message of `p` as one dump line (text, or a JSON object), newline included. */
+void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg_dir dir,
+                    bool json);
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * fuzz_q2: one Quake 2 session through the q2 codec as the proxy drives it
+ * (protocols/q2/): decode every datagram (connectionless packets, both
+ * netchans with Q2PRO's fragments, every message with the layout the
+ * serverdata negotiates, zpackets inflated with their output bounded),
+ * rebuild every whole message, let the "filters" change and drop texts,
+ * and dump each frame for the inspector.
+ *
+ * Input:
+ *
+ *     u8   mode       bits 0-1: a synthetic connect announces protocol 34
+ *                     (1), 35 (2) or 36 (3) first; 0: none, the datagrams
+ *                     decide; bit 2: with 36, Q2PRO's new netchan (nc=1)
+ *     { u8 flags, le16 length, length bytes } ...   datagrams in arrival order
+ *
+ * flags bit 0: direction (1 server to client); bits 1-2: 1 change the first
+ * text, 2 drop the first message, 3 inject a print to the client and a say
+ * to the server.
+ *
+ * Properties: no crash, leak or sanitizer report; every error is one of
+ * the project's codes; a whole message that no filter touched is rebuilt
+ * byte for byte (the decoded fields hold every byte, and an untouched
+ * zpacket keeps its deflated bytes).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_common.h"
+#include "protocols/codec.h"
+#include "protocols/error.h"
+#include "protocols/q2/q2.h"
+
+extern const struct sg_codec sg_q2_codec;
+
+struct out {
+    uint8_t *data;
+    size_t len;
+    int count;
+};
+
+static int collect(void *ctx, const uint8_t *d, size_t n)
+{
+    struct out *o = ctx;
+    uint8_t *p = realloc(o->data, o->len + n + 1);
+
+    FUZZ_CHECK(p != NULL);
+    o->data = p;
+    memcpy(o->data + o->len, d, n);
+    o->len += n;
+    o->count++;
+    return 0;
+}
+
+static bool valid_err(int err)
+{
+    return err == 0 || err == SG_E_MALFORMED || err == SG_E_OVERFLOW || err == SG_E_TOOBIG ||
+           err == SG_E_UNSUPPORTED || err == SG_E_INFLATE || err == SG_E_TRUNCATED;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const struct sg_codec *c = &sg_q2_codec;
+    struct fuzz_in in;
+    void *st = NULL;
+    FILE *null = fuzz_null_file();
+    uint8_t mode;
+
+    fuzz_in_init(&in, data, size);
+    mode = fuzz_u8(&in);
+    FUZZ_CHECK(c->create(&st) == 0);
+    if (mode & 3) {
+        static const char *const tails[4] = {"", "", " 1390 1905", " 1390 %d 1 1026"};
+        char conn[256], tail[64];
+        const struct sg_frame *f;
+        int proto = 33 + (mode & 3);
+        snprintf(tail, sizeof(tail), tails[mode & 3], (mode & 4) ? 1 : 0);
+        int n = snprintf(conn, sizeof(conn),
+                         "\xff\xff\xff\xff" "connect %d 4660 1234 \"\\name\\fuzz\"%s\n", proto,
+                         tail);
+        c->decode(st, SG_DIR_C2S, (const uint8_t *)conn, (size_t)n, &f);
+    }
+    while (in.left >= 3) {
+        uint8_t flags = fuzz_u8(&in);
+        uint16_t len = fuzz_le16(&in);
+        size_t got;
+        const uint8_t *p = fuzz_bytes(&in, len, &got);
+        uint8_t *copy = malloc(got ? got : 1);
+        enum sg_dir dir = flags & 1 ? SG_DIR_S2C : SG_DIR_C2S;
+        const struct sg_frame *f = NULL;
+        unsigned what = (flags >> 1) & 3;
+        bool touched = false;
+        int err;
+
+        FUZZ_CHECK(copy != NULL);
+        memcpy(copy, p, got);
+        err = c->decode(st, dir, copy, got, &f);
+        FUZZ_CHECK(valid_err(err));
+        FUZZ_CHECK(f != NULL && f->dir == dir);
+        if (f->kind == SG_FRAME_MESSAGE) {
+            struct out o = {0};
+            bool identical = false;
+            if (what == 1 && f->nmsgs && f->msgs[0].text)
+                touched = c->set_text(st, 0, "fuzz \"text\"\n", 12) == 0;
+            else if (what == 2 && f->nmsgs)
+                touched = c->drop_msg(st, 0) == 0;
+            else if (what == 3) {
+                c->inject(st, SG_DIR_S2C, SG_MSG_PRINT, "injected\n", 9);
+                c->inject(st, SG_DIR_C2S, SG_MSG_CHAT, "hello", 5);
+            }
+            if (c->must_encode(st, f))
+                touched = true; /* an injection rides on it */
+            err = c->encode(st, f, collect, &o, &identical);
+            FUZZ_CHECK(err >= 1 || err == SG_E_OVERFLOW);
+            if (err >= 1 && !touched && f->pieces <= 1)
+                FUZZ_CHECK(identical && o.len == got && memcmp(o.data, copy, got) == 0);
+            if (err >= 1 && !touched)
+                FUZZ_CHECK(identical);
+            free(o.data);
+        }
+        if (null && c->dump) {
+            FUZZ_CHECK(c->dump(st, f, SG_DUMP_FIELDS, false, null) >= 0);
+            FUZZ_CHECK(c->dump(st, f, SG_DUMP_FIELDS, true, null) >= 0);
+        }
+        c->describe(st);
+        free(copy);
+    }
+    c->destroy(st);
+    if (null)
+        fclose(null);
+    return 0;
+}

@@ -1,0 +1,943 @@
+/*
+ * Quake 2 codec: every message of the .dm2 demos and of the real sessions
+ * (Q2PRO client and server with protocols 34, 35, 36; Yamagi Quake II 34)
+ * decoded and rebuilt byte for byte; the 34 move checksum; zpackets kept,
+ * changed and bounded; the receivers' reject rules; the filters' view.
+ * SG_TESTDATA names ../shared/testdata.
+ */
+#include "protocols/codec.h"
+#include "protocols/byteorder.h"
+#include "protocols/q2/q2.h"
+#include "tests/q3/pcap_udp.h"
+#include "tests/unit.h"
+
+#include <zlib.h>
+
+#define SERVER_PORT 27910
+
+static const char *golden_path; /* demo_golden: argv[2] */
+
+static const char *td(void)
+{
+    const char *t = getenv("SG_TESTDATA");
+
+    return t ? t : "../shared/testdata";
+}
+
+static const struct sg_codec *q2(void)
+{
+    const struct sg_codec *c = sg_codec_find("q2");
+
+    CHECK(c && c->decode && c->encode && c->create && c->demo_reader && c->capture);
+    return c && c->decode && c->encode && c->create ? c : NULL;
+}
+
+/* ---- demos ---- */
+
+struct demo_stats {
+    unsigned blocks, identical, frames, serverdata, errors;
+    char level[64];
+};
+
+static void walk_demo(const char *path, struct demo_stats *ds)
+{
+    size_t n;
+    uint8_t *file = (uint8_t *)unit_slurp(path, &n);
+    struct sg_q2_parsed p;
+    struct sg_q2_variant v;
+    uint8_t *out = malloc(SG_Q2_MAX_MSGLEN);
+    size_t at = 0;
+
+    memset(ds, 0, sizeof(*ds));
+    CHECKF(file != NULL, "%s", path);
+    CHECK(sg_q2_parsed_init(&p) == 0);
+    sg_q2_variant_init(&v, 34, 0);
+    while (file && out && at + 4 <= n) {
+        int32_t len = (int32_t)sg_le32(file + at);
+        struct sg_bmsg_writer w;
+        at += 4;
+        if (len == -1)
+            break;
+        CHECKF(len >= 0 && at + (size_t)len <= n, "%s: block at %zu", path, at);
+        if (len < 0 || at + (size_t)len > n)
+            break;
+        ds->blocks++;
+        int err = sg_q2_parse(SG_DIR_S2C, &v, file + at, (size_t)len, &p);
+        CHECKF(err == 0, "%s: block %u: %s", path, ds->blocks, sg_errname(err));
+        ds->errors += err < 0;
+        ds->frames += (unsigned)p.frames;
+        if (p.serverdata) {
+            ds->serverdata++;
+            memcpy(ds->level, p.level, sizeof(ds->level));
+        }
+        sg_bmsg_writer_init(&w, out, SG_Q2_MAX_MSGLEN);
+        CHECK(sg_q2_write(&p, NULL, &w) == 0);
+        if (w.len == (size_t)len && memcmp(out, file + at, w.len) == 0)
+            ds->identical++;
+        else
+            fprintf(stderr, "%s: block %u rebuilt differently (%zu vs %d bytes)\n", path,
+                    ds->blocks, w.len, len);
+        at += (size_t)len;
+    }
+    sg_q2_parsed_free(&p);
+    free(out);
+    free(file);
+}
+
+static void case_demo_reencode(void)
+{
+    static const struct {
+        const char *path, *level;
+        unsigned blocks, frames;
+    } demos[] = {
+        {"q2/demos/libq2_test.dm2", "The Edge", 29, 23},
+        {"q2/demos/libq2_testduel.dm2", "The Chastity Belt Duel  -  by JaLisK0", 3204, 3199},
+        {"q2/sessions/q2pro_34/client_demo.dm2", "peers synthetic q2 box", 306, 303},
+        {"q2/sessions/q2pro_35/client_demo.dm2", "peers synthetic q2 box", 296, 293},
+        {"q2/sessions/q2pro_36/client_demo.dm2", "peers synthetic q2 box", 306, 303},
+        {"q2/sessions/yquake2_34/client_demo.dm2", "peers synthetic q2 box", 297, 293},
+    };
+
+    for (size_t i = 0; i < sizeof(demos) / sizeof(demos[0]); i++) {
+        char path[1024];
+        struct demo_stats ds;
+        snprintf(path, sizeof(path), "%s/%s", td(), demos[i].path);
+        walk_demo(path, &ds);
+        CHECK_EQ(ds.blocks, demos[i].blocks);
+        CHECK_EQ(ds.identical, ds.blocks);
+        CHECK_EQ(ds.frames, demos[i].frames);
+        CHECK_EQ(ds.serverdata, 1);
+        CHECK_EQ(ds.errors, 0);
+        CHECKF(strcmp(ds.level, demos[i].level) == 0, "%s: level \"%s\"", path, ds.level);
+    }
+}
+
+/* The demo reader through the codec table: probe and reencode to the same file. */
+static void case_demo_reader(void)
+{
+    const struct sg_codec *c = q2();
+    char path[1024];
+    size_t n;
+    uint8_t *file;
+    FILE *in, *out, *rep;
+    char *outbuf = NULL, *repbuf = NULL;
+    size_t outlen = 0, replen = 0;
+
+    if (!c)
+        return;
+    snprintf(path, sizeof(path), "%s/q2/sessions/q2pro_36/client_demo.dm2", td());
+    file = (uint8_t *)unit_slurp(path, &n);
+    CHECK(file != NULL);
+    if (!file)
+        return;
+    CHECK(sg_codec_demo_ext("dm2") == c);
+    CHECK(sg_codec_demo_unreadable("dm2", NULL) == NULL);
+    CHECK(c->demo_reader->probe(file, n) == SG_DEMO_PROBE_YES);
+    CHECK(c->demo_reader->probe((const uint8_t *)"hello world", 11) == SG_DEMO_PROBE_NO);
+    in = fopen(path, "rb");
+    out = open_memstream(&outbuf, &outlen);
+    rep = open_memstream(&repbuf, &replen);
+    CHECK(in && out && rep);
+    if (in && out && rep) {
+        CHECK_EQ(c->demo_reader->reencode(in, path, out, rep), 0);
+        fflush(out);
+        fflush(rep);
+        CHECK_EQ(outlen, n);
+        CHECK(outlen == n && memcmp(outbuf, file, n) == 0);
+        CHECKF(strstr(repbuf, "306 blocks, 306 byte-identical, 0 failed") != NULL, "%s", repbuf);
+    }
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+    if (rep)
+        fclose(rep);
+    free(outbuf);
+    free(repbuf);
+    free(file);
+}
+
+/* ---- captures ---- */
+
+struct walk {
+    const struct sg_codec *c;
+    void *st;
+    uint64_t datagrams, messages, identical, errors, rejected, oob, partial, moves, moves_bad;
+    uint64_t zpackets, fragmented, prints_changed;
+    bool change_prints; /* set_text on every print / stufftext, checked after encode */
+    uint8_t last[65536 * 2];
+    size_t last_len;
+    int last_n;
+};
+
+static int collect(void *ctx, const uint8_t *d, size_t n)
+{
+    struct walk *w = ctx;
+
+    if (sizeof(w->last) - w->last_len < n)
+        return -1;
+    memcpy(w->last + w->last_len, d, n);
+    w->last_len += n;
+    w->last_n++;
+    return 0;
+}
+
+static int on_udp(const struct pcap_udp *u, void *arg)
+{
+    struct walk *w = arg;
+    enum sg_dir dir = u->dport == SERVER_PORT ? SG_DIR_C2S : SG_DIR_S2C;
+    const struct sg_frame *f;
+    bool identical = false;
+    int err;
+
+    w->datagrams++;
+    err = w->c->decode(w->st, dir, u->data, u->len, &f);
+    if (err < 0) {
+        w->errors++;
+        fprintf(stderr, "frame %llu: %s\n", (unsigned long long)u->frame, sg_errname(err));
+    }
+    w->oob += f->kind == SG_FRAME_OOB;
+    w->rejected += f->kind == SG_FRAME_REJECTED;
+    w->partial += f->kind == SG_FRAME_PARTIAL;
+    if (f->kind != SG_FRAME_MESSAGE)
+        return 0;
+    w->messages++;
+    if (f->pieces > 1)
+        w->fragmented++;
+    const struct sg_q2_parsed *p = f->game;
+    w->moves += p->moves;
+    w->moves_bad += p->moves_bad;
+    for (uint32_t i = 0; i < p->nmsgs; i++)
+        w->zpackets += dir == SG_DIR_S2C && (p->msgs[i].op & 0x1f) == SG_Q2_SVC_ZPACKET;
+    unsigned changed = 0;
+    if (w->change_prints)
+        for (unsigned i = 0; i < f->nmsgs; i++)
+            if ((f->msgs[i].kind == SG_MSG_PRINT || f->msgs[i].kind == SG_MSG_CHAT ||
+                 f->msgs[i].kind == SG_MSG_STUFFTEXT) &&
+                w->c->set_text(w->st, i, "SLIPGATE\n", 9) == 0)
+                changed++;
+    w->last_len = 0;
+    w->last_n = 0;
+    err = w->c->encode(w->st, f, collect, w, &identical);
+    CHECKF(err >= 1, "frame %llu: encode %d", (unsigned long long)u->frame, err);
+    if (!changed) {
+        CHECKF(identical, "frame %llu rebuilt differently", (unsigned long long)u->frame);
+        w->identical += identical;
+    } else {
+        /* The rebuilt message parses, and carries the new text. */
+        CHECK(!identical);
+        CHECKF(memmem(w->last, w->last_len, "SLIPGATE\n", 10) != NULL || w->last_n > 1 ||
+                   p->zpool_len > 0,
+               "frame %llu: the new text is in the datagram", (unsigned long long)u->frame);
+        w->prints_changed += changed;
+    }
+    return 0;
+}
+
+static void run_capture(const char *name, struct walk *w, bool change)
+{
+    char path[1024];
+
+    memset(w, 0, sizeof(*w));
+    w->c = q2();
+    w->change_prints = change;
+    if (!w->c)
+        return;
+    CHECK(w->c->create(&w->st) == 0);
+    snprintf(path, sizeof(path), "%s/q2/sessions/%s/capture.pcap", td(), name);
+    CHECKF(pcap_udp_foreach(path, on_udp, w) == 0, "%s", path);
+}
+
+static void case_pcap_reencode(void)
+{
+    static const struct {
+        const char *name;
+        int protocol;
+    } caps[] = {{"q2pro_34", 34}, {"q2pro_35", 35}, {"q2pro_36", 36}, {"yquake2_34", 34}};
+    struct walk *w = malloc(sizeof(*w));
+
+    for (size_t i = 0; w && i < sizeof(caps) / sizeof(caps[0]); i++) {
+        run_capture(caps[i].name, w, false);
+        fprintf(stderr, "%s: %llu datagrams, %llu messages, %llu identical, %llu oob, %llu rejected, "
+                "%llu partial, %llu moves (%llu bad checksums), %llu zpackets, %llu fragmented\n",
+                caps[i].name, (unsigned long long)w->datagrams, (unsigned long long)w->messages,
+                (unsigned long long)w->identical, (unsigned long long)w->oob,
+                (unsigned long long)w->rejected, (unsigned long long)w->partial,
+                (unsigned long long)w->moves, (unsigned long long)w->moves_bad,
+                (unsigned long long)w->zpackets, (unsigned long long)w->fragmented);
+        CHECK(w->datagrams > 1000);
+        CHECK_EQ(w->errors, 0);
+        CHECK_EQ(w->identical, w->messages);
+        CHECK(w->messages + w->oob + w->rejected + w->partial == w->datagrams);
+        CHECK(w->oob >= 4); /* getchallenge, challenge, connect, client_connect */
+        CHECK(w->moves > 200);
+        if (caps[i].protocol == 34)
+            CHECK_EQ(w->moves_bad, 0); /* every checksum verified against its sequence */
+        if (caps[i].protocol == 36) {
+            CHECK(w->zpackets > 0);
+            CHECK(w->fragmented > 0);
+        }
+        if (w->c)
+            w->c->destroy(w->st);
+    }
+    free(w);
+}
+
+/* Prints and stufftexts rewritten: the rebuilt datagrams carry the new text. */
+static void case_filters(void)
+{
+    static const char *const caps[] = {"q2pro_34", "q2pro_36"};
+    struct walk *w = malloc(sizeof(*w));
+
+    for (size_t i = 0; w && i < 2; i++) {
+        run_capture(caps[i], w, true);
+        CHECK_EQ(w->errors, 0);
+        CHECKF(w->prints_changed > 3, "%s: %llu texts changed", caps[i],
+               (unsigned long long)w->prints_changed);
+        if (w->c)
+            w->c->destroy(w->st);
+    }
+    free(w);
+}
+
+/* An injected print rides once on a reliable server datagram, is delivered
+ * (the client's acknowledgement flips its reliable bit) and not sent again;
+ * an injected say rides on a reliable client datagram. */
+struct inj_walk {
+    const struct sg_codec *c;
+    void *st;
+    int frames_with_print, frames_with_say, injected_after, messages;
+    bool asked;
+    struct walk *w;
+};
+
+static int on_inject(const struct pcap_udp *u, void *arg)
+{
+    struct inj_walk *iw = arg;
+    enum sg_dir dir = u->dport == SERVER_PORT ? SG_DIR_C2S : SG_DIR_S2C;
+    const struct sg_frame *f;
+    bool identical;
+
+    iw->c->decode(iw->st, dir, u->data, u->len, &f);
+    if (f->kind != SG_FRAME_MESSAGE)
+        return 0;
+    if (++iw->messages == 200 && !iw->asked) {
+        CHECK(iw->c->inject(iw->st, SG_DIR_S2C, SG_MSG_PRINT, "slipgate injected\n", 18) == 0);
+        CHECK(iw->c->inject(iw->st, SG_DIR_C2S, SG_MSG_CHAT, "hello", 5) == 0);
+        CHECK(iw->c->inject(iw->st, SG_DIR_C2S, SG_MSG_CONFIGSTRING, "x", 1) == SG_E_UNSUPPORTED);
+        iw->asked = true;
+    }
+    iw->w->last_len = 0;
+    iw->w->last_n = 0;
+    CHECK(iw->c->encode(iw->st, f, collect, iw->w, &identical) == 1);
+    for (unsigned i = 0; i < f->nmsgs; i++) {
+        if (!f->msgs[i].injected)
+            continue;
+        if (dir == SG_DIR_S2C) {
+            iw->frames_with_print++;
+            CHECK(memmem(iw->w->last, iw->w->last_len, "\x0a\x02slipgate injected\n", 21) != NULL);
+        } else {
+            iw->frames_with_say++;
+            CHECK(memmem(iw->w->last, iw->w->last_len, "\x04say \"hello\"", 13) != NULL);
+        }
+        CHECK(!identical);
+    }
+    return 0;
+}
+
+static void case_inject(void)
+{
+    struct inj_walk iw = {0};
+    char path[1024];
+
+    iw.c = q2();
+    iw.w = calloc(1, sizeof(*iw.w));
+    if (!iw.c || !iw.w || iw.c->create(&iw.st) < 0)
+        return;
+    snprintf(path, sizeof(path), "%s/q2/sessions/q2pro_34/capture.pcap", td());
+    CHECK(pcap_udp_foreach(path, on_inject, &iw) == 0);
+    CHECK(iw.asked);
+    CHECK_EQ(iw.frames_with_print, 1);
+    CHECK_EQ(iw.frames_with_say, 1);
+    iw.c->destroy(iw.st);
+    free(iw.w);
+}
+
+/* ---- the 34 move checksum ---- */
+
+static void case_move_checksum(void)
+{
+    /* A clc_move of 34: checksum byte, lastframe, three null commands
+     * (cmdbits 0, msec, lightlevel): the byte must follow the sequence. */
+    uint8_t move[1 + 4 + 9] = {0, 0xff, 0xff, 0xff, 0xff, 0, 16, 0, 0, 16, 0, 0, 16, 0};
+    uint8_t stream[1 + sizeof(move)];
+    struct sg_q2_parsed p;
+    struct sg_q2_variant v;
+    struct sg_bmsg_writer w;
+    uint8_t out[64];
+
+    CHECK(sg_q2_parsed_init(&p) == 0);
+    sg_q2_variant_init(&v, 34, 0);
+    stream[0] = SG_Q2_CLC_MOVE;
+    move[0] = sg_q2_move_checksum(move + 1, sizeof(move) - 1, 1234);
+    memcpy(stream + 1, move, sizeof(move));
+    p.sequence = 1234;
+    CHECK(sg_q2_parse(SG_DIR_C2S, &v, stream, sizeof(stream), &p) == 0);
+    CHECK_EQ(p.moves, 1);
+    CHECK_EQ(p.moves_bad, 0);
+    CHECK(p.msgs[0].sum_ok);
+    /* renumbered: the writer recomputes it */
+    p.sequence = 1235;
+    sg_bmsg_writer_init(&w, out, sizeof(out));
+    CHECK(sg_q2_write(&p, NULL, &w) == 0);
+    CHECK_EQ(w.len, sizeof(stream));
+    CHECK_EQ(out[1], sg_q2_move_checksum(move + 1, sizeof(move) - 1, 1235));
+    /* a wrong byte is noted, and kept as it came */
+    stream[1] ^= 0x55;
+    p.sequence = 1234;
+    CHECK(sg_q2_parse(SG_DIR_C2S, &v, stream, sizeof(stream), &p) == 0);
+    CHECK_EQ(p.moves_bad, 1);
+    sg_bmsg_writer_init(&w, out, sizeof(out));
+    CHECK(sg_q2_write(&p, NULL, &w) == 0);
+    CHECK(w.len == sizeof(stream) && memcmp(out, stream, w.len) == 0);
+    sg_q2_parsed_free(&p);
+}
+
+/* ---- zpackets ---- */
+
+static size_t make_zpacket(uint8_t *out, const uint8_t *plain, size_t plen, int claim)
+{
+    uint8_t packed[2048];
+    size_t clen = 0;
+
+    CHECK(sg_q2_deflate(plain, plen, packed, sizeof(packed), &clen) == 0);
+    out[0] = SG_Q2_SVC_ZPACKET;
+    sg_put_le16(out + 1, (uint16_t)clen);
+    sg_put_le16(out + 3, (uint16_t)(claim >= 0 ? (size_t)claim : plen));
+    memcpy(out + 5, packed, clen);
+    return 5 + clen;
+}
+
+static void case_zpacket(void)
+{
+    static const uint8_t inner[] = "\x0a\x02hello there\n\0\x0b" "cmd x\n";
+    uint8_t stream[4096], out[4096];
+    size_t n = make_zpacket(stream, inner, sizeof(inner) - 1, -1);
+    struct sg_q2_parsed p, q;
+    struct sg_q2_variant v;
+    struct sg_bmsg_writer w;
+
+    CHECK(sg_q2_parsed_init(&p) == 0 && sg_q2_parsed_init(&q) == 0);
+    stream[n++] = SG_Q2_SVC_NOP;
+    sg_q2_variant_init(&v, 36, 1026);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, stream, n, &p) == 0);
+    CHECK_EQ(p.nmsgs, 4); /* zpacket, print, stufftext (inside), nop */
+    CHECK_EQ(p.msgs[1].parent, 0);
+    CHECK_EQ(p.msgs[2].parent, 0);
+    CHECK_EQ(p.msgs[3].parent, -1);
+    CHECK_EQ(p.msgs[1].op, SG_Q2_SVC_PRINT);
+    /* unchanged: the deflated bytes as they came */
+    sg_bmsg_writer_init(&w, out, sizeof(out));
+    CHECK(sg_q2_write(&p, NULL, &w) == 0);
+    CHECK(w.len == n && memcmp(out, stream, n) == 0);
+    /* the print dropped: deflated again, the rest intact */
+    bool dropped[8] = {false, true, false, false};
+    sg_bmsg_writer_init(&w, out, sizeof(out));
+    CHECK(sg_q2_write(&p, dropped, &w) == 0);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, out, w.len, &q) == 0);
+    CHECK_EQ(q.nmsgs, 3);
+    CHECK_EQ(q.msgs[1].op, SG_Q2_SVC_STUFFTEXT);
+    CHECK_EQ(q.msgs[1].parent, 0);
+    CHECK_EQ(q.msgs[2].op, SG_Q2_SVC_NOP);
+    /* a text changed: deflated again with the new text */
+    struct sg_q2_field *tf = &p.fields[p.msgs[1].first + 1];
+    tf->ptr = (const uint8_t *)"changed\n";
+    tf->len = 8;
+    p.msgs[1].changed = true;
+    sg_bmsg_writer_init(&w, out, sizeof(out));
+    CHECK(sg_q2_write(&p, NULL, &w) == 0);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, out, w.len, &q) == 0);
+    CHECK_EQ(q.nmsgs, 4);
+    CHECK(q.fields[q.msgs[1].first + 1].len == 8 &&
+          memcmp(q.fields[q.msgs[1].first + 1].ptr, "changed\n", 8) == 0);
+    /* not legal in 34 */
+    sg_q2_variant_init(&v, 34, 0);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, stream, n, &p) < 0);
+    sg_q2_parsed_free(&p);
+    sg_q2_parsed_free(&q);
+}
+
+/* A zpacket that inflates to more than it claims, or claims more than 32 KiB. */
+static void case_zip_bomb(void)
+{
+    uint8_t *plain = calloc(1, 200000), *packed = malloc(300000);
+    uint8_t stream[4096];
+    struct sg_q2_parsed p;
+    struct sg_q2_variant v;
+    size_t clen = 0;
+    z_stream z;
+
+    CHECK(plain && packed && sg_q2_parsed_init(&p) == 0);
+    if (!plain || !packed)
+        return;
+    memset(&z, 0, sizeof(z));
+    CHECK(deflateInit2(&z, 9, Z_DEFLATED, -MAX_WBITS, 9, Z_DEFAULT_STRATEGY) == Z_OK);
+    z.next_in = plain;
+    z.avail_in = 200000;
+    z.next_out = packed;
+    z.avail_out = 300000;
+    CHECK(deflate(&z, Z_FINISH) == Z_STREAM_END);
+    clen = 300000 - z.avail_out;
+    deflateEnd(&z);
+    CHECK(clen + 5 < sizeof(stream));
+    stream[0] = SG_Q2_SVC_ZPACKET;
+    sg_put_le16(stream + 1, (uint16_t)clen);
+    sg_put_le16(stream + 3, 1000); /* claims 1000 bytes: inflate stops there */
+    memcpy(stream + 5, packed, clen);
+    sg_q2_variant_init(&v, 36, 1026);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, stream, 5 + clen, &p) < 0);
+    CHECK(p.zpool_len <= SG_Q2_ZPOOL);
+    CHECK(p.nmsgs == 1 && p.msgs[0].unparsed);
+    sg_put_le16(stream + 3, 0xffff); /* more than MAX_MSGLEN */
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, stream, 5 + clen, &p) < 0);
+    CHECK_EQ(p.zpool_len, 0);
+    sg_q2_parsed_free(&p);
+    free(plain);
+    free(packed);
+}
+
+/* ---- netchan ---- */
+
+static void case_netchan_reject(void)
+{
+    const struct sg_codec *c = q2();
+    void *st;
+    const struct sg_frame *f;
+    static const char connect[] = "\xff\xff\xff\xff"
+                                  "connect 36 4660 99 \"\\name\\x\" 1390 1 1 1026\n";
+    static const char accept[] = "\xff\xff\xff\xff"
+                                 "client_connect nc=1";
+    uint8_t d[64];
+
+    if (!c || c->create(&st) < 0)
+        return;
+    CHECK(c->decode(st, SG_DIR_C2S, (const uint8_t *)connect, sizeof(connect) - 1, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_OOB);
+    CHECK(c->decode(st, SG_DIR_S2C, (const uint8_t *)accept, sizeof(accept) - 1, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_OOB);
+    CHECK(strstr(c->describe(st), "protocol 36 (minor 1026), qport 4660, netchan new, zlib") !=
+          NULL);
+    /* C2S: seq 5, qport byte 0x34, clc_nop */
+    sg_put_le32(d, 5);
+    sg_put_le32(d + 4, 0);
+    d[8] = 0x34;
+    d[9] = SG_Q2_CLC_NOP;
+    CHECK(c->decode(st, SG_DIR_C2S, d, 10, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+    CHECK(c->decode(st, SG_DIR_C2S, d, 10, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_REJECTED); /* duplicate */
+    sg_put_le32(d, 4);
+    CHECK(c->decode(st, SG_DIR_C2S, d, 10, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_REJECTED); /* stale */
+    /* S2C fragments of seq 7: offset 0 more, offset 2 last: svc_nop x3 + svc_print */
+    uint8_t a[16], b[32];
+    sg_put_le32(a, 7 | 0x40000000u);
+    sg_put_le32(a + 4, 5);
+    sg_put_le16(a + 8, 0x8000);
+    a[10] = SG_Q2_SVC_NOP;
+    a[11] = SG_Q2_SVC_NOP;
+    sg_put_le32(b, 7 | 0x40000000u);
+    sg_put_le32(b + 4, 5);
+    sg_put_le16(b + 8, 2);
+    memcpy(b + 10, "\x06\x0a\x02hi\n", 7); /* the string's 0 included */
+    /* the last piece first: a dropped fragment */
+    CHECK(c->decode(st, SG_DIR_S2C, b, 17, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_REJECTED);
+    CHECK(c->decode(st, SG_DIR_S2C, a, 12, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_PARTIAL);
+    CHECK(c->decode(st, SG_DIR_S2C, b, 17, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+    CHECK_EQ(f->pieces, 2);
+    CHECK_EQ(f->msg_len, 9);
+    CHECK_EQ(f->nmsgs, 4);
+    CHECK_EQ(f->msgs[3].kind, SG_MSG_PRINT);
+    /* rebuilt unchanged: the two pieces as they came */
+    struct walk *w = calloc(1, sizeof(*w));
+    bool identical = false;
+    CHECK(w != NULL);
+    if (w) {
+        CHECK_EQ(c->encode(st, f, collect, w, &identical), 2);
+        CHECK(identical);
+        CHECK(w->last_len == 29 && memcmp(w->last, a, 12) == 0 && memcmp(w->last + 12, b, 17) == 0);
+        /* changed: cut again at the first piece's size, offsets continuous */
+        CHECK(c->set_text(st, 3, "a longer text\n", 14) == 0);
+        w->last_len = 0;
+        w->last_n = 0;
+        CHECK(c->encode(st, f, collect, w, &identical) >= 2);
+        CHECK(!identical);
+        CHECK(w->last_n > 2);
+        free(w);
+    }
+    /* the same sequence again: stale */
+    CHECK(c->decode(st, SG_DIR_S2C, a, 12, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_REJECTED);
+    /* bits the new netchan's receiver masks off (bit 30 of the ack word) stay
+     * as they came (found by fuzz_q2) */
+    uint8_t e[9];
+    sg_put_le32(e, 9);
+    sg_put_le32(e + 4, 6 | 0x40000000u | 0x80000000u);
+    e[8] = SG_Q2_SVC_NOP;
+    CHECK(c->decode(st, SG_DIR_S2C, e, 9, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+    CHECK_EQ(f->ack, 6);
+    struct walk *w2 = calloc(1, sizeof(*w2));
+    CHECK(w2 != NULL);
+    if (w2) {
+        identical = false;
+        CHECK_EQ(c->encode(st, f, collect, w2, &identical), 1);
+        CHECK(identical && w2->last_len == 9 && memcmp(w2->last, e, 9) == 0);
+        free(w2);
+    }
+    c->destroy(st);
+}
+
+/* ---- recording ---- */
+
+struct blocks {
+    const uint8_t *p[4096];
+    uint32_t n[4096];
+    unsigned count;
+    bool end;
+};
+
+static void split_blocks(const uint8_t *d, size_t len, struct blocks *b)
+{
+    size_t at = 0;
+
+    memset(b, 0, sizeof(*b));
+    while (at + 4 <= len && b->count < 4096) {
+        int32_t n = (int32_t)sg_le32(d + at);
+        at += 4;
+        if (n == -1) {
+            b->end = true;
+            break;
+        }
+        if (n < 0 || at + (size_t)n > len)
+            break;
+        b->p[b->count] = d + at;
+        b->n[b->count++] = (uint32_t)n;
+        at += (size_t)n;
+    }
+}
+
+struct rec_walk {
+    const struct sg_codec *c;
+    void *st;
+    FILE *out;
+    int recorded, refused;
+};
+
+static int on_rec(const struct pcap_udp *u, void *arg)
+{
+    struct rec_walk *w = arg;
+    enum sg_dir dir = u->dport == SERVER_PORT ? SG_DIR_C2S : SG_DIR_S2C;
+    const struct sg_frame *f;
+
+    w->c->decode(w->st, dir, u->data, u->len, &f);
+    if (f->kind == SG_FRAME_MESSAGE && dir == SG_DIR_S2C) {
+        int r = w->c->record(w->st, f, w->out);
+        w->recorded += r > 0;
+        w->refused += r == SG_E_UNSUPPORTED;
+    }
+    return 0;
+}
+
+static char *record_capture(const char *name, size_t *len, int *refused)
+{
+    char path[1024], *buf = NULL;
+    struct rec_walk w = {0};
+
+    *len = 0;
+    w.c = q2();
+    if (!w.c || w.c->create(&w.st) < 0)
+        return NULL;
+    w.out = open_memstream(&buf, len);
+    CHECK(w.out != NULL);
+    snprintf(path, sizeof(path), "%s/q2/sessions/%s/capture.pcap", td(), name);
+    CHECK(pcap_udp_foreach(path, on_rec, &w) == 0);
+    CHECK(w.c->record_end(w.st, w.out) == 0);
+    fclose(w.out);
+    w.c->destroy(w.st);
+    *refused = w.refused;
+    return buf;
+}
+
+/* A 34 session recorded: Yamagi's client demo is raw (after its own
+ * preamble each block is one server payload as the client accepted it):
+ * slipgate's blocks from there must be the same bytes. */
+static void case_record(void)
+{
+    char path[1024];
+    size_t rlen, clen;
+    int refused;
+    char *rec = record_capture("yquake2_34", &rlen, &refused);
+    uint8_t *cl;
+    struct blocks *rb = malloc(sizeof(*rb)), *cb = malloc(sizeof(*cb));
+    unsigned k = 1, j = 0, same = 0;
+
+    snprintf(path, sizeof(path), "%s/q2/sessions/yquake2_34/client_demo.dm2", td());
+    cl = (uint8_t *)unit_slurp(path, &clen);
+    CHECK(rec && cl && rb && cb);
+    if (!rec || !cl || !rb || !cb)
+        goto out;
+    CHECK_EQ(refused, 0);
+    split_blocks((const uint8_t *)rec, rlen, rb);
+    split_blocks(cl, clen, cb);
+    CHECK(rb->end);
+    CHECK(rb->count > 300);
+    CHECK(rb->n[0] > 0 && rb->p[0][0] == SG_Q2_SVC_SERVERDATA);
+    /* the first block of the client's demo after its preamble that slipgate has */
+    for (; k < cb->count; k++) {
+        for (j = 0; j < rb->count; j++)
+            if (rb->n[j] == cb->n[k] && memcmp(rb->p[j], cb->p[k], cb->n[k]) == 0)
+                break;
+        if (j < rb->count)
+            break;
+    }
+    CHECKF(k <= 8, "the client's preamble is %u blocks", k);
+    for (unsigned i = k; i < cb->count && j + (i - k) < rb->count; i++) {
+        unsigned r = j + (i - k);
+        if (rb->n[r] == cb->n[i] && memcmp(rb->p[r], cb->p[i], cb->n[i]) == 0)
+            same++;
+        else
+            fprintf(stderr, "client block %u differs from recorded block %u\n", i, r);
+    }
+    CHECK_EQ(same, cb->count - k);
+    CHECK(same > 280);
+    /* a whole recording reads back cleanly and re-encodes to itself */
+    struct sg_q2_parsed p;
+    struct sg_q2_variant v;
+    CHECK(sg_q2_parsed_init(&p) == 0);
+    sg_q2_variant_init(&v, 34, 0);
+    for (unsigned i = 0; i < rb->count; i++) {
+        CHECK(sg_q2_parse(SG_DIR_S2C, &v, rb->p[i], rb->n[i], &p) == 0);
+        for (uint32_t m = 0; m < p.nmsgs; m++)
+            CHECK(p.msgs[m].op != SG_Q2_SVC_DISCONNECT); /* the client never records it */
+    }
+    sg_q2_parsed_free(&p);
+    free(rec);
+    /* 36 frames are not legal in a 34 demo: recording is refused, nothing written */
+    rec = record_capture("q2pro_36", &rlen, &refused);
+    CHECK(refused > 100);
+    CHECK_EQ(rlen, 4); /* only the end marker */
+out:
+    free(rec);
+    free(cl);
+    free(rb);
+    free(cb);
+}
+
+/* Recording that starts mid-level (34): slipgate asks the server for a
+ * non-delta frame through the client's next move (lastframe -1, checksum
+ * recomputed), then writes a synthesized start (serverdata, configstrings,
+ * baselines, precache) and that frame. */
+struct mid_walk {
+    const struct sg_codec *c;
+    void *st;
+    FILE *out;
+    int s2c, waiting, patched, sums_ok;
+    struct walk *w;
+    struct sg_q2_parsed p;
+    uint8_t nodelta[2048]; /* the capture's first non-delta frame datagram */
+    size_t nodelta_len;
+};
+
+static int on_mid(const struct pcap_udp *u, void *arg)
+{
+    struct mid_walk *m = arg;
+    enum sg_dir dir = u->dport == SERVER_PORT ? SG_DIR_C2S : SG_DIR_S2C;
+    const struct sg_frame *f;
+    bool identical;
+
+    m->c->decode(m->st, dir, u->data, u->len, &f);
+    if (f->kind != SG_FRAME_MESSAGE)
+        return 0;
+    const struct sg_q2_parsed *gp = f->game;
+    if (dir == SG_DIR_S2C && !m->nodelta_len && gp->frames && gp->deltaframe <= 0 &&
+        u->len <= sizeof(m->nodelta)) {
+        memcpy(m->nodelta, u->data, u->len);
+        m->nodelta_len = u->len;
+    }
+    if (dir == SG_DIR_S2C && ++m->s2c >= 150) {
+        int r = m->c->record(m->st, f, m->out);
+        CHECK(r == 0); /* the capture's server never sends a non-delta frame again */
+        m->waiting++;
+    }
+    if (dir == SG_DIR_C2S && m->waiting && m->c->must_encode(m->st, f)) {
+        struct sg_q2_variant v;
+        m->w->last_len = 0;
+        CHECK(m->c->encode(m->st, f, collect, m->w, &identical) == 1);
+        sg_q2_variant_init(&v, 34, 0);
+        m->p.sequence = (uint32_t)f->sequence;
+        CHECK(sg_q2_parse(SG_DIR_C2S, &v, m->w->last + 10, m->w->last_len - 10, &m->p) == 0);
+        for (uint32_t i = 0; i < m->p.nmsgs; i++)
+            if (m->p.msgs[i].op == SG_Q2_CLC_MOVE) {
+                m->patched += m->p.fields[m->p.msgs[i].first + 1].raw == 0xffffffffu;
+                m->sums_ok += m->p.msgs[i].sum_ok;
+            }
+    }
+    return 0;
+}
+
+static void case_record_midlevel(void)
+{
+    struct mid_walk m = {0};
+    char path[1024], *buf = NULL;
+    size_t len = 0;
+    const struct sg_frame *f;
+    struct blocks *b = malloc(sizeof(*b));
+
+    m.c = q2();
+    m.w = calloc(1, sizeof(*m.w));
+    CHECK(b && m.w && sg_q2_parsed_init(&m.p) == 0);
+    if (!m.c || !b || !m.w || m.c->create(&m.st) < 0)
+        return;
+    m.out = open_memstream(&buf, &len);
+    snprintf(path, sizeof(path), "%s/q2/sessions/q2pro_34/capture.pcap", td());
+    CHECK(pcap_udp_foreach(path, on_mid, &m) == 0);
+    CHECK(m.waiting > 100);
+    CHECK(m.patched > 100);
+    CHECK_EQ(m.sums_ok, m.patched); /* each checksum recomputed for its sequence */
+    fflush(m.out);
+    CHECK_EQ(len, 0);
+    /* the server's answer: a non-delta frame (the capture's first one, sent again) */
+    CHECK(m.nodelta_len > 8);
+    uint8_t *d = m.nodelta;
+    size_t dlen = m.nodelta_len;
+    sg_put_le32(d, 1000000);
+    CHECK(m.c->decode(m.st, SG_DIR_S2C, d, dlen, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+    CHECK_EQ(m.c->record(m.st, f, m.out), 1);
+    CHECK(m.c->record_end(m.st, m.out) == 0);
+    fclose(m.out);
+    if (getenv("SG_Q2_MIDREC_OUT")) {
+        FILE *o = fopen(getenv("SG_Q2_MIDREC_OUT"), "wb");
+        if (o) {
+            fwrite(buf, 1, len, o);
+            fclose(o);
+        }
+    }
+    split_blocks((const uint8_t *)buf, len, b);
+    CHECK(b->end);
+    CHECK(b->count >= 2);
+    if (b->count >= 2) {
+        struct sg_q2_variant v;
+        unsigned cs = 0, bl = 0, pre = 0, errors = 0;
+        CHECK(b->p[0][0] == SG_Q2_SVC_SERVERDATA && b->p[0][9] == 1); /* attractloop 1 */
+        CHECK(b->n[b->count - 1] == dlen - 8 && memcmp(b->p[b->count - 1], d + 8, dlen - 8) == 0);
+        sg_q2_variant_init(&v, 34, 0);
+        for (unsigned i = 0; i < b->count; i++) {
+            CHECK(b->n[i] <= 1400);
+            errors += sg_q2_parse(SG_DIR_S2C, &v, b->p[i], b->n[i], &m.p) < 0;
+            for (uint32_t k = 0; k < m.p.nmsgs; k++) {
+                cs += m.p.msgs[k].op == SG_Q2_SVC_CONFIGSTRING;
+                bl += m.p.msgs[k].op == SG_Q2_SVC_SPAWNBASELINE;
+                pre += m.p.msgs[k].op == SG_Q2_SVC_STUFFTEXT &&
+                       m.p.fields[m.p.msgs[k].first].len == 9 &&
+                       memcmp(m.p.fields[m.p.msgs[k].first].ptr, "precache\n", 9) == 0;
+            }
+        }
+        CHECK_EQ(errors, 0);
+        CHECKF(cs > 20, "%u configstrings", cs);
+        CHECKF(bl > 0, "%u baselines", bl);
+        CHECK_EQ(pre, 1);
+    }
+    m.c->destroy(m.st);
+    sg_q2_parsed_free(&m.p);
+    free(m.w);
+    free(b);
+    free(buf);
+}
+
+/* Truncated and garbled input never crashes and is counted. */
+static void case_mangled(void)
+{
+    char path[1024];
+    size_t n;
+    uint8_t *file;
+    struct sg_q2_parsed p;
+    struct sg_q2_variant v;
+    uint64_t rng = 12345;
+    unsigned errors = 0;
+
+    snprintf(path, sizeof(path), "%s/q2/demos/libq2_test.dm2", td());
+    file = (uint8_t *)unit_slurp(path, &n);
+    CHECK(file != NULL && sg_q2_parsed_init(&p) == 0);
+    if (!file)
+        return;
+    for (int round = 0; round < 2000; round++) {
+        size_t len = n > 8 ? 4 + unit_rng(&rng) % (n - 4) : 0;
+        uint8_t *copy = unit_exact_copy(file + 4, len > 1400 ? 1400 : len);
+        size_t cl = len > 1400 ? 1400 : len;
+        for (int k = 0; k < 4 && cl; k++)
+            copy[unit_rng(&rng) % cl] ^= (uint8_t)unit_rng(&rng);
+        sg_q2_variant_init(&v, 34 + (round % 3), 1026);
+        errors += sg_q2_parse(round & 1 ? SG_DIR_C2S : SG_DIR_S2C, &v, copy, cl, &p) < 0;
+        free(copy);
+    }
+    CHECK(errors > 100);
+    sg_q2_parsed_free(&p);
+    free(file);
+}
+
+/* `slipgate demo dump` of a demo, every field of every message, against its
+ * golden file (SG_UPDATE_GOLDEN=1 rewrites it: review the diff). */
+static void case_demo_golden(void)
+{
+    const struct sg_codec *c = q2();
+    char path[1024], *buf = NULL;
+    size_t len = 0, glen = 0;
+    FILE *in, *out;
+    uint8_t *golden;
+
+    if (!c || !golden_path)
+        return;
+    snprintf(path, sizeof(path), "%s/q2/demos/libq2_test.dm2", td());
+    in = fopen(path, "rb");
+    out = open_memstream(&buf, &len);
+    CHECK(in && out);
+    if (!in || !out)
+        return;
+    CHECK_EQ(c->demo_reader->dump(in, path, false, out), 0);
+    fclose(in);
+    fclose(out);
+    if (getenv("SG_UPDATE_GOLDEN")) {
+        FILE *g = fopen(golden_path, "wb");
+        CHECK(g && fwrite(buf, 1, len, g) == len);
+        if (g)
+            fclose(g);
+    }
+    golden = (uint8_t *)unit_slurp(golden_path, &glen);
+    CHECKF(golden != NULL, "%s", golden_path);
+    CHECKF(golden && glen == len && memcmp(golden, buf, len) == 0,
+           "the dump differs from %s (%zu vs %zu bytes)", golden_path, len, glen);
+    free(golden);
+    free(buf);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct unit_case cases[] = {
+        {"demo_reencode", case_demo_reencode}, {"demo_reader", case_demo_reader},
+        {"pcap_reencode", case_pcap_reencode}, {"filters", case_filters},
+        {"move_checksum", case_move_checksum}, {"zpacket", case_zpacket},
+        {"zip_bomb", case_zip_bomb},           {"netchan_reject", case_netchan_reject},
+        {"mangled", case_mangled},             {"record", case_record},
+        {"inject", case_inject},               {"demo_golden", case_demo_golden},
+        {"record_midlevel", case_record_midlevel},
+    };
+
+    if (argc > 2)
+        golden_path = argv[2];
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
+}
