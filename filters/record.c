@@ -604,7 +604,7 @@ static const struct sg_conf_directive directives[] = {
 
 const struct sg_filter_impl sg_builtin_record = {
     .name = "record",
-    .description = "write each session's demo files (.dm_68, .dm_71, ...) as the client saw "
+    .description = "write each session's demo files (.dm_68, .dm_71, .qwd, ...) as the client saw "
                    "the game",
     .example = "filter record {\n"
                "    directory demos\n"

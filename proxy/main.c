@@ -65,7 +65,7 @@ static const char usage_text[] =
     "                           address once and checks the stats file\n"
     "      --stats FILE         write a JSON summary of every session at exit\n"
     "                           (a path that cannot be written fails the start)\n"
-    "      --record DIR         record each session's demo (.dm_68, ...) into DIR\n"
+    "      --record DIR         record each session's demo (.dm_68, .qwd, ...) into DIR\n"
     "  -w, --workers N          N worker loops, each with its own socket per route\n"
     "                           (SO_REUSEPORT) and its own sessions (default 1, or\n"
     "                           the environment's SLIPGATE_WORKERS; 'workers N')\n"

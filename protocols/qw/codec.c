@@ -79,7 +79,15 @@ struct qwc {
     struct injq q[2]; /* by the direction the injections travel */
 
     uint8_t out[SG_QW_MAX_DGRAM + 2048];
+    size_t out_len;
+    bool out_sent; /* the frame decoded last went out rebuilt, as `out` */
     char describe[256];
+
+    /* Recording (record.c, state.c). */
+    struct sg_qw_recorder rec;
+    struct sg_qw_track *track;
+    FILE *rec_out;
+    char level[64]; /* the map's name, from its serverdata */
 };
 
 /* ---- relay hooks ---- */
@@ -136,6 +144,10 @@ static int qw_create(void **state)
 
     if (!c)
         return -ENOMEM;
+    if (sg_qw_track_create(&c->track) < 0) {
+        free(c);
+        return -ENOMEM;
+    }
     c->qport = -1;
     c->unsupported_op = -1;
     c->parsed.fields = c->fields;
@@ -147,7 +159,11 @@ static int qw_create(void **state)
 
 static void qw_destroy(void *state)
 {
-    free(state);
+    struct qwc *c = state;
+
+    if (c)
+        sg_qw_track_destroy(c->track);
+    free(c);
 }
 
 /* A NUL-terminated copy in the frame's pool, or NULL when it is full. */
@@ -232,6 +248,13 @@ static void add_msg(struct qwc *c, int pi)
     }
     if (!tf || tf->end == SG_BMSG_STR_END)
         return;
+    if (!s2c && pm->op == 4) {
+        /* The client leaves with `drop` (ezQuake's disconnect, sent three times). */
+        char v[8];
+        verb_of((const char *)tf->ptr, tf->len, v, sizeof(v));
+        if (strcmp(v, "drop") == 0)
+            c->frame.disconnect = true;
+    }
     m->command = keep(c, tf->ptr, tf->len);
     if (!m->command)
         return;
@@ -315,6 +338,7 @@ static void reset_frame(struct qwc *c, enum sg_dir dir)
     c->frame.msgs = c->msgs;
     c->frame.game = &c->parsed;
     c->pool_used = 0;
+    c->out_sent = false;
     c->why = NULL;
     c->parsed.nmsgs = 0;
     c->parsed.nfields = 0;
@@ -345,6 +369,7 @@ static int decode_oob(struct qwc *c, enum sg_dir dir)
         c->chosen.known = true;
         c->have_serverdata = false;
         settle_variant(c);
+        sg_qw_track_reset(c->track);
         /* A new connection: the receivers start over, injections wait again. */
         memset(c->chan, 0, sizeof(c->chan));
         memset(c->q, 0, sizeof(c->q));
@@ -418,8 +443,11 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         c->have_serverdata = true;
         settle_variant(c);
         c->frame.new_level = true;
-        snprintf(c->frame.level, sizeof(c->frame.level), "%s", c->parsed.level);
+        snprintf(c->level, sizeof(c->level), "%s", c->parsed.level);
     }
+    /* The level's name on every server message: a recording may start mid-level. */
+    if (dir == SG_DIR_S2C && c->level[0])
+        memcpy(c->frame.level, c->level, sizeof(c->level));
     if (c->parsed.unsupported_op >= 0 && c->unsupported_op < 0)
         c->unsupported_op = c->parsed.unsupported_op;
     if (err < 0) {
@@ -433,6 +461,11 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     c->frame.kind = SG_FRAME_MESSAGE;
     c->frame.pieces = 1;
     c->stats.messages++;
+    /* What recording needs: the client's commands and clock, the level's state. */
+    if (dir == SG_DIR_C2S)
+        sg_qw_rec_client(&c->rec, &c->parsed, c->hdr.seq);
+    else
+        sg_qw_track_server(c->track, &c->var, &c->parsed, c->hdr.seq);
     return 0;
 }
 
@@ -624,12 +657,50 @@ static int qw_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
     if (*identical)
         c->stats.reencode_identical++;
     err = emit(ctx, c->out, w.len);
+    c->out_len = w.len;
+    c->out_sent = err >= 0;
     if (err < 0 && c->q[frame->dir].in_flight && c->q[frame->dir].carrier == c->hdr.seq) {
         /* Not sent: what rode on it waits for the next reliable datagram. */
         c->q[frame->dir].in_flight = false;
         drop_attached(c, frame->dir, false);
     }
     return err < 0 ? err : 1;
+}
+
+/* ---- demos ---- */
+
+static const char *qw_demo_ext(void *state)
+{
+    (void)state;
+    return "qwd";
+}
+
+/* A server message as the client got it (rebuilt when it went out rebuilt). */
+static int qw_record(void *state, const struct sg_frame *f, FILE *out)
+{
+    struct qwc *c = state;
+
+    if (f != &c->frame || f->dir != SG_DIR_S2C || f->kind != SG_FRAME_MESSAGE)
+        return 0;
+    if (out != c->rec_out) {
+        if (c->rec_out)
+            sg_qw_rec_end(&c->rec);
+        sg_qw_rec_start(&c->rec, out);
+        c->rec_out = out;
+    }
+    return sg_qw_rec_server(&c->rec, c->track, f->new_level, c->hdr.seq,
+                            c->out_sent ? c->out : c->copy, c->out_sent ? c->out_len : c->copy_len,
+                            &c->parsed, c->dropped);
+}
+
+static int qw_record_end(void *state, FILE *out)
+{
+    struct qwc *c = state;
+
+    if (out != c->rec_out)
+        return 0;
+    c->rec_out = NULL;
+    return sg_qw_rec_end(&c->rec);
 }
 
 /* ---- dump ---- */
@@ -816,6 +887,7 @@ static bool qw_established(void *state)
 
 extern const struct sg_demo_impl sg_qw_demo_impl; /* demo.c */
 extern const struct sg_codec_status sg_qw_status; /* status.c */
+extern const struct sg_capture_impl sg_qw_capture_impl; /* capture.c */
 
 const struct sg_codec sg_qw_codec = {
     .name = "qw",
@@ -828,6 +900,10 @@ const struct sg_codec sg_qw_codec = {
     .destroy = qw_destroy,
     .decode = qw_decode,
     .encode = qw_encode,
+    .demo_ext = qw_demo_ext,
+    .record = qw_record,
+    .record_end = qw_record_end,
+    .capture = &sg_qw_capture_impl,
     .set_text = qw_set_text,
     .drop_msg = qw_drop_msg,
     .inject = qw_inject,

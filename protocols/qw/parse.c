@@ -699,31 +699,35 @@ int sg_qw_parse_n(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t 
 
 /* ---- the writer ---- */
 
+void sg_qw_write_msg(const struct sg_qw_parsed *p, uint32_t i, struct sg_bmsg_writer *w)
+{
+    const struct sg_qw_msg *m = &p->msgs[i];
+    size_t at;
+
+    sg_bmsg_write_u8(w, (unsigned)m->op);
+    at = w->len;
+    for (uint32_t k = 0; k < m->count; k++) {
+        const struct sg_qw_field *f = &p->fields[m->first + k];
+        switch (f->type) {
+        case SG_QW_F_NUM:
+            sg_bmsg_write_num(w, f->num, f->raw);
+            break;
+        case SG_QW_F_STRING:
+            sg_bmsg_write_string(w, f->ptr, f->len, f->end);
+            break;
+        default:
+            sg_bmsg_write_data(w, f->ptr, f->len);
+            break;
+        }
+    }
+    if (m->op == 3 && m->sum_ok && !w->overflowed && w->len > at)
+        w->data[at] = sg_qw_move_checksum(w->data + at + 1, w->len - at - 1, p->sequence);
+}
+
 int sg_qw_write(const struct sg_qw_parsed *p, const bool *dropped, struct sg_bmsg_writer *w)
 {
-    for (uint32_t i = 0; i < p->nmsgs; i++) {
-        const struct sg_qw_msg *m = &p->msgs[i];
-        size_t at;
-        if (dropped && dropped[i])
-            continue;
-        sg_bmsg_write_u8(w, (unsigned)m->op);
-        at = w->len;
-        for (uint32_t k = 0; k < m->count; k++) {
-            const struct sg_qw_field *f = &p->fields[m->first + k];
-            switch (f->type) {
-            case SG_QW_F_NUM:
-                sg_bmsg_write_num(w, f->num, f->raw);
-                break;
-            case SG_QW_F_STRING:
-                sg_bmsg_write_string(w, f->ptr, f->len, f->end);
-                break;
-            default:
-                sg_bmsg_write_data(w, f->ptr, f->len);
-                break;
-            }
-        }
-        if (m->op == 3 && m->sum_ok && !w->overflowed && w->len > at)
-            w->data[at] = sg_qw_move_checksum(w->data + at + 1, w->len - at - 1, p->sequence);
-    }
+    for (uint32_t i = 0; i < p->nmsgs; i++)
+        if (!dropped || !dropped[i])
+            sg_qw_write_msg(p, i, w);
     return w->overflowed ? SG_E_OVERFLOW : 0;
 }

@@ -21,6 +21,8 @@
 #include "protocols/bmsg.h"
 #include "protocols/codec.h"
 
+#include <stdio.h>
+
 #define SG_QW_PROTOCOL    28
 #define SG_QW_MAX_MSGLEN  1450  /* mvdsv MAX_MSGLEN */
 #define SG_QW_MAX_DGRAM   8192  /* what the decoder accepts at all */
@@ -189,5 +191,92 @@ struct sg_qw_oob {
 /* Parse a connectionless packet (starting with 0xffffffff).  Returns 0 or
  * SG_E_MALFORMED (the fields that could be read are set). */
 int sg_qw_oob_parse(enum sg_dir dir, const uint8_t *data, size_t len, struct sg_qw_oob *o);
+
+/* ---- recording (record.c, state.c) ---- */
+
+/* A user command as the client keeps it (usercmd_t). */
+struct sg_qw_usercmd {
+    uint8_t msec, buttons, impulse;
+    float angles[3];
+    int16_t move[3]; /* forward, side, up */
+};
+
+#define SG_QW_REC_PENDING 32 /* client commands waiting for the next server message */
+
+struct sg_qw_rec_cmd {
+    uint32_t seq;
+    uint64_t ms; /* the client's clock after it */
+    struct sg_qw_usercmd cmd;
+};
+
+/* A frame a command in the file opened, and the delta base the playing client will expect. */
+struct sg_qw_rec_frame {
+    uint32_t seq, delta;
+    bool valid, has_delta;
+};
+
+/* One session's demo writer and the client's clock (zeroed at start). */
+struct sg_qw_recorder {
+    FILE *out;        /* the demo being written (borrowed), NULL when none */
+    bool started;     /* the file has its start (serverdata or a preamble) */
+    bool seq_known;   /* out_seq is the playing client's outgoing sequence */
+    uint32_t out_seq; /* the playing client's next outgoing sequence */
+    uint32_t in_seq;  /* the last server sequence in the file */
+    struct sg_qw_rec_cmd pend[SG_QW_REC_PENDING];
+    unsigned npend;
+    uint64_t clock_ms, start_ms; /* the client's game clock; the file's first block */
+    bool have_seq;
+    uint32_t last_seq; /* the client's last accepted sequence */
+    uint64_t bytes, blocks;
+    /* What the playing client holds, to keep every entity frame decodable. */
+    bool pe_have;
+    uint32_t pe_last; /* its last whole entity frame (its cl.delta_sequence) */
+    struct sg_qw_rec_frame cmds[64]; /* the frame each command in the file opened */
+    uint32_t infile[64]; /* entity frames in the file */
+    bool infile_valid[64];
+    uint64_t rewritten; /* server messages written with a whole entity frame */
+};
+
+struct sg_qw_track; /* state.c: what a mid-level start needs */
+
+/* Count an accepted client datagram's commands into the clock; queue its newest when recording. */
+void sg_qw_rec_client(struct sg_qw_recorder *r, const struct sg_qw_parsed *p, uint32_t seq);
+/* Start a demo in `out` (borrowed until sg_qw_rec_end). */
+void sg_qw_rec_start(struct sg_qw_recorder *r, FILE *out);
+/*
+ * Write server datagram `data` (sequence `seq`, header included; `p` its
+ * messages, `dropped` those a filter removed, or NULL) after the client
+ * commands waiting; the first one of a file starts it (`new_level`: as it
+ * is; else after a preamble from `t`).  A datagram whose delta entities the
+ * playing client could not decode is written with the whole frame instead.
+ * Returns 1 written, 0 waiting for a start, or a negative error.
+ */
+int sg_qw_rec_server(struct sg_qw_recorder *r, const struct sg_qw_track *t, bool new_level,
+                     uint32_t seq, const uint8_t *data, size_t len, const struct sg_qw_parsed *p,
+                     const bool *dropped);
+/* One dem_read block at the current time (the preamble's datagrams). */
+int sg_qw_rec_read(struct sg_qw_recorder *r, const uint8_t *data, size_t len);
+/* The end marker, flushed; the recorder forgets `out`.  0 or a negative error. */
+int sg_qw_rec_end(struct sg_qw_recorder *r);
+
+/* The tracked state (state.c). */
+int sg_qw_track_create(struct sg_qw_track **t);
+void sg_qw_track_destroy(struct sg_qw_track *t);
+/* A new connection: forget the level. */
+void sg_qw_track_reset(struct sg_qw_track *t);
+/* Learn from an accepted server message (as the client got it), parsed with `v`. */
+void sg_qw_track_server(struct sg_qw_track *t, const struct sg_qw_variant *v,
+                        const struct sg_qw_parsed *p, uint32_t seq);
+/* Could a preamble be written now? */
+bool sg_qw_track_ready(const struct sg_qw_track *t);
+/* Is the entity frame of server datagram `seq` known whole? */
+bool sg_qw_track_has_frame(const struct sg_qw_track *t, uint32_t seq);
+/* Write that frame as one svc_packetentities from the baselines.  0 or a negative error. */
+int sg_qw_track_write_frame(const struct sg_qw_track *t, uint32_t seq, struct sg_bmsg_writer *w);
+/* Write the preamble that makes a demo start before server datagram `seq`. */
+int sg_qw_track_preamble(const struct sg_qw_track *t, struct sg_qw_recorder *r, uint32_t seq);
+
+/* Write message `i` of `p` (opcode and fields) to `w`. */
+void sg_qw_write_msg(const struct sg_qw_parsed *p, uint32_t i, struct sg_bmsg_writer *w);
 
 #endif

@@ -189,14 +189,24 @@ def case_pcap_protocol_forced():
     for opt in ("--protocol", "-p"):
         forced = pcap(cap, opt, "q3")
         expect(forced == auto, "%s q3 gives the same lines and summary" % opt)
+    # a Quake 3 capture forced to QuakeWorld is decoded as QuakeWorld (and fails there)
     rc, out, err = pcap(cap, "--protocol", "qw")
-    expect(rc == 1 and out == "" and "qw: this game's captures cannot be decoded yet; "
-           "decoders: q3" in err, err)
+    expect(rc == 1 and " seq=" in out and "not decoded" not in out, err[-400:])
     rc, _, err = pcap(cap, "--protocol", "quake9")
     expect(rc == 2 and "unknown protocol 'quake9'" in err, err)
     # a QuakeWorld capture forced to Quake 3 is decoded as Quake 3 (and fails there)
     rc, out, err = pcap(data("qw/sessions/ezquake_mvdsv/capture.pcap"), "-p", "q3")
     expect(rc == 1 and "wire unknown" in err and "not decoded" not in out, err[-400:])
+
+
+def case_pcap_qw():
+    """The ezQuake + mvdsv capture: its flows decoded as QuakeWorld, 0 errors,
+    every message rebuilt identical."""
+    rc, out, err = pcap(data("qw/sessions/ezquake_mvdsv/capture.pcap"))
+    expect(rc == 0 and err.rstrip().endswith(" 0 errors"), err[-600:])
+    expect(re.search(r"messages (\d+), rebuilt identical \1/\1, dropped as old 0, errors 0", err),
+           "the QuakeWorld session's summary: " + err[-600:])
+    expect("not decoded" not in out and " svc_serverdata" in out, out[:400])
 
 
 def dem_blocks(path):

@@ -14,6 +14,18 @@ every in-game message is rebuilt from its decoded form) and `filters`
 the server's greeting print, rewritten on its way to the client, a print
 injected every 2 s, and for NetQuake a guard; the client's console log must
 show both, and not the original text).
+QuakeWorld recording (the played demos must reach ezQuake's "End of
+demo" in a timedemo, with no "from mismatch" of a delta entity frame and
+every frame drawn): `record` (`reencode always` and a record filter; the
+client quits, the demo ends at its `drop`), `mapchange` (the server changes
+map by rcon: one demo per map, each playing to its end), `midrecord` (the
+record filter comes with a SIGHUP reload mid-game: the demo starts with a
+preamble slipgate built from what it tracked), `kill9` (slipgate is killed
+with SIGKILL mid-game: the demo holds only whole blocks, and with ezQuake's
+end marker appended it plays to its end) and `pcaprecord` (offline:
+`slipgate pcap decode --record` on the shared ezquake_mvdsv capture: 0
+errors, every message rebuilt identical, and the .qwd plays and holds the
+capture's server datagrams from the serverdata on, byte for byte).
 
 What a pass means: the client entered the game (server log) through
 slipgate, the game traffic kept flowing through slipgate for N seconds
@@ -39,6 +51,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -91,6 +104,28 @@ NQ_FILTERS_CONF = """route nq {{
     }}
 }}
 """
+
+QW_RECORD_CONF = """route qw {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol qw
+    reencode always
+    filter record {{
+        directory {demos}
+        name %map%-%session%
+    }}
+}}
+"""
+
+QW_PLAIN_CONF = """route qw {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol qw
+    reencode always
+}}
+"""
+
+QW_RECORD_CASES = ("record", "mapchange", "midrecord", "kill9")
 
 
 def stats_session(path):
@@ -148,8 +183,10 @@ def generate(maker, out):
 
 
 def run_case(game, case, seconds):
-    if game not in GAMES or case not in ("auto", game, "full", "filters"):
-        raise Fail(f"unknown case {game} {case} (GAME nq|qw, CASE auto|GAME|full|filters)")
+    if game not in GAMES or case not in ("auto", game, "full", "filters") + (
+            ("pcaprecord",) + QW_RECORD_CASES if game == "qw" else ()):
+        raise Fail(f"unknown case {game} {case} (GAME nq|qw, CASE auto|GAME|full|filters, "
+                   f"for qw also pcaprecord|{'|'.join(QW_RECORD_CASES)})")
     g = GAMES[game]
     missing = [p for p in (g["server"], g["client"], shutil.which("xvfb-run"),
                            shutil.which("fteqcc")) if not p or not os.path.exists(p)]
@@ -167,6 +204,9 @@ def run_case(game, case, seconds):
     procs = Procs()
     with tempfile.TemporaryDirectory(prefix=f"slipgate-{game}-") as work:
         try:
+            if case == "pcaprecord":
+                run_pcaprecord(work, game_data(maker, work), slipgate, procs)
+                return
             run(game, case, seconds, work, game_data(maker, work), slipgate, procs)
         finally:
             procs.stop_all()
@@ -219,15 +259,39 @@ def start_qw_server(work, port, limit, procs):
     log = os.path.join(work, "server.log")
     procs.start("server", [GAMES["qw"]["server"], "-basedir", base, "-port", str(port),
                            "+gamedir", "ktx", "+sv_progtype", "1", "+set", "k_defmap", "box",
+                           "+set", "rcon_password", RCON,
                            "+set", "sv_mapcheck", "0", "+map", "box"], log, limit)
     if not wait_for(lambda: qw_status(port), 20):
         raise Fail(f"the server did not answer a status query:\n{read(log)[-2000:]}")
     return log
 
 
+RCON = "sgpeers"
+
+
+def qw_rcon(port, command):
+    """An rcon command to the server (127.0.0.1): its printed answer."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as q:
+        q.settimeout(2)
+        q.sendto(b"\xff\xff\xff\xffrcon " + RCON.encode() + b" " + command.encode() + b"\n",
+                 ("127.0.0.1", port))
+        try:
+            return q.recv(4096)
+        except OSError:
+            return b""
+
+
 def start_qw_client(work, px_port, limit, procs):
     home = os.path.join(work, "ezquake-home")
     env = dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy")
+    # A way to make the client leave by itself (ezQuake's quit on SIGTERM
+    # sends nothing): a message trigger (which may run `connect`, not
+    # `disconnect`) connects to a port where nobody listens, on 127.0.0.1.
+    qw = os.path.join(home, ".config", "ezquake", "qw")
+    os.makedirs(qw, exist_ok=True)
+    with open(os.path.join(qw, "sgquit.cfg"), "w") as f:
+        f.write(f'alias sgquit "connect 127.0.0.1:{free_udp_port()}"\n'
+                'msg_trigger sgquit "slipgate asks you to leave" -l 3\n')
     log = os.path.join(work, "client.log")
     p = procs.start("client", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24",
                                GAMES["qw"]["client"], "-basedir",
@@ -236,6 +300,7 @@ def start_qw_client(work, px_port, limit, procs):
                                "-clientport", str(free_udp_port()),
                                "+set", "vid_fullscreen", "0", "+set", "vid_width", "320",
                                "+set", "vid_height", "240", "+set", "name", "peers",
+                               "+exec", "sgquit.cfg",
                                "+connect", f"127.0.0.1:{px_port}"], log, limit, env=env)
     return p, log
 
@@ -252,17 +317,20 @@ def run(game, case, seconds, work, data, slipgate, procs):
 
     px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
     where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}"]
-    if case == "filters":
-        conf = os.path.join(work, "slipgate.conf")
+    demos = os.path.join(work, "demos")
+    conf = os.path.join(work, "slipgate.conf")
+    if case in ("filters",) + QW_RECORD_CASES:
+        text = QW_FILTERS_CONF if case == "filters" else \
+            QW_PLAIN_CONF if case == "midrecord" else QW_RECORD_CONF
         with open(conf, "w") as f:
-            f.write((NQ_FILTERS_CONF if game == "nq" else QW_FILTERS_CONF)
-                    .format(px=px_port, srv=srv_port))
+            f.write((NQ_FILTERS_CONF if game == "nq" else text)
+                    .format(px=px_port, srv=srv_port, demos=demos))
         where = ["-c", conf]
     px = procs.start("slipgate", [slipgate] + where + ["--stats", stats, "+set",
                                   "stats_interval", "1s"]
-                     + {"auto": [], "full": ["-p", game, "+set", "reencode", "always"],
-                        "filters": []}
-                     .get(case, ["-p", case])
+                     + ([] if case in ("auto", "filters") + QW_RECORD_CASES else
+                        ["-p", game, "+set", "reencode", "always"] if case == "full" else
+                        ["-p", case])
                      + (["--record", os.path.join(work, "rec")] if (game, case) == ("nq", "full")
                         else []), px_log, limit)
     if not wait_for(lambda: "listening on" in read(px_log), 10):
@@ -283,7 +351,23 @@ def run(game, case, seconds, work, data, slipgate, procs):
 
     # In the game: the traffic keeps flowing through slipgate, every second.
     mark = len(read(px_log).splitlines())
-    time.sleep(seconds)
+    if case == "midrecord":
+        # Recording comes with a reload, mid-game.
+        time.sleep(seconds / 2)
+        with open(conf, "w") as f:
+            f.write(QW_RECORD_CONF.format(px=px_port, srv=srv_port, demos=demos))
+        os.kill(Procs.children(px.pid)[0], signal.SIGHUP)
+        time.sleep(seconds / 2)
+    elif case == "mapchange":
+        # The server changes map (the same one again): the client reconnects on its netchan.
+        time.sleep(seconds / 2)
+        qw_rcon(srv_port, "map box")
+        if not wait_for(lambda: read(srv_log).count("peers entered the game") >= 2, 30):
+            raise Fail(f"the client did not come back after the map change:\n"
+                       f"{read(srv_log)[-1500:]}")
+        time.sleep(seconds / 2)
+    else:
+        time.sleep(seconds)
     lines = read(px_log).splitlines()[mark:]
     counts = [tuple(int(x) for x in m.groups()) for m in
               (re.search(r"stats: sessions_active=(\d+) sessions_total=\d+ c2s_packets=(\d+) "
@@ -296,6 +380,18 @@ def run(game, case, seconds, work, data, slipgate, procs):
     if re.search(r"peers left|timed out|Client .* removed|peers dropped", read(srv_log)):
         raise Fail(f"the client left the server:\n{read(srv_log)[-1500:]}")
 
+    if case == "kill9":
+        # slipgate dies mid-game: the demo is cut after its last whole block
+        os.kill(Procs.children(px.pid)[0], signal.SIGKILL)
+        procs.stop(px, signal.SIGTERM, 5)
+        procs.stop(cli, signal.SIGTERM, 5, group=True)
+        print(f"PASS relay_peers@qw+kill9: slipgate killed after {seconds} s in the game"
+              + check_qw_demos(work, data, demos, case, px_log, procs))
+        return
+
+    quit_said = ""
+    if case in QW_RECORD_CASES:
+        quit_said = qw_client_quits(srv_port, srv_log, px_log)
     procs.stop(cli, signal.SIGTERM, 5, group=True)
     rc = procs.stop(px, signal.SIGTERM, 10)
     if rc != 0:
@@ -315,6 +411,8 @@ def run(game, case, seconds, work, data, slipgate, procs):
         decoded = check_qw_decoding(s, sessions, case)
         if case == "filters":
             decoded += check_qw_filters(work, cli_log)
+        if case in QW_RECORD_CASES:
+            decoded += quit_said + check_qw_demos(work, data, demos, case, px_log, procs)
     else:
         decoded = check_decoding(s, sessions, case, "nq")
         if case == "full":
@@ -325,6 +423,195 @@ def run(game, case, seconds, work, data, slipgate, procs):
     print(f"PASS relay_peers@{game}+{case}: in the game through slipgate for {seconds} s"
           f"{where}; {len(sessions)} session(s), {c['c2s_packets']} datagrams up, "
           f"{c['s2c_packets']} down (~{per_s:.0f}/s up){decoded}")
+
+
+def qw_client_quits(srv_port, srv_log, px_log):
+    """The client leaves the game on its own: the server says "slipgate asks
+    you to leave" (rcon say), which the client's message trigger (see
+    start_qw_client) answers by connecting elsewhere: ezQuake disconnects
+    first, sending its `drop`.  The server says it left, and slipgate ended
+    the demo there."""
+    qw_rcon(srv_port, "say slipgate asks you to leave")
+    if not wait_for(lambda: re.search(r"peers left the game|peers dropped|Client peers removed",
+                                      read(srv_log)), 10):
+        raise Fail(f"the server did not see the client leave:\n{read(srv_log)[-1500:]}")
+    if not wait_for(lambda: "; the client disconnected" in read(px_log), 10):
+        raise Fail(f"slipgate did not end the demo at the client's drop:\n"
+                   f"{read(px_log)[-2000:]}")
+    return "; the client quit"
+
+
+def play_qwd(work, data, path, procs, tag):
+    """Play a .qwd in ezQuake (a fresh home, timedemo, developer messages
+    on) until its console says "End of demo"; returns the console text."""
+    home = os.path.join(work, f"play-{tag}")
+    shutil.copytree(os.path.join(data, "ezquake-home"), home, symlinks=True)
+    base = os.path.join(home, ".config", "ezquake")
+    os.makedirs(os.path.join(base, "qw"), exist_ok=True)
+    shutil.copy(path, os.path.join(base, "qw", "sg.qwd"))
+    log, console = os.path.join(work, f"play-{tag}.log"), os.path.join(work, f"play-{tag}.con")
+    env = dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy")
+    p = procs.start(f"play-{tag}", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24",
+                                    GAMES["qw"]["client"], "-basedir", base, "-nosound",
+                                    "-condebug", console, "+set", "vid_fullscreen", "0",
+                                    "+set", "vid_width", "320", "+set", "vid_height", "240",
+                                    "+set", "developer", "1", "+timedemo", "sg.qwd"],
+                    log, 90, env=env)
+    ended = wait_for(lambda: re.search(r"(\d+) frames\s+[\d.]+ seconds", read(console)), 80)
+    procs.stop(p, signal.SIGTERM, 5, group=True)
+    text = read(console)
+    if not ended or "End of demo" not in text:
+        raise Fail(f"ezQuake did not play {os.path.basename(path)} to its end:\n"
+                   f"{text[-2500:]}\n--- output ---\n{read(log)[-1000:]}")
+    if "from mismatch" in text or "Corrupted demo" in text or "Unexpected end" in text:
+        bad = [ln for ln in text.splitlines() if "mismatch" in ln or "demo" in ln.lower()]
+        raise Fail(f"ezQuake complained playing {os.path.basename(path)}: {bad[:5]}")
+    return text
+
+
+def qwd_blocks(path):
+    """The blocks of a .qwd: (time, type, payload)."""
+    with open(path, "rb") as f:
+        d = f.read()
+    out, i = [], 0
+    while i + 5 <= len(d):
+        t, c = struct.unpack_from("<fB", d, i)
+        i += 5
+        if c == 0:
+            out.append((t, c, d[i:i + 36]))
+            i += 36
+        elif c == 1:
+            (n,) = struct.unpack_from("<i", d, i)
+            out.append((t, c, d[i + 4:i + 4 + n]))
+            i += 4 + n
+        elif c == 2:
+            out.append((t, c, d[i:i + 8]))
+            i += 8
+        else:
+            raise Fail(f"{path}: block type {c} at {i - 5}")
+    if i != len(d):
+        raise Fail(f"{path}: a cut block at its end ({len(d) - i} bytes)")
+    return out
+
+
+END_OF_DEMO = b"\xff\xff\xff\xff\x02EndOfDemo\x00"
+
+
+def check_qwd_shape(path, preamble, cut=False):
+    """A demo as ezQuake writes one: a dem_set first, server datagrams with
+    rising sequences (the first a serverdata unless `preamble`), client
+    commands, times that never go back, and the end marker last."""
+    blocks = qwd_blocks(path)
+    if cut:
+        # ezQuake's end marker after the last whole block: the cut file plays to its end
+        with open(path, "ab") as f:
+            f.write(struct.pack("<fBi", blocks[-1][0], 1, len(END_OF_DEMO)) + END_OF_DEMO)
+        blocks = qwd_blocks(path)
+    if preamble:
+        # slipgate's own preamble: datagrams numbered 1, 2, ..., the serverdata first
+        pre = 0
+        while pre < len(blocks) and blocks[pre][1] == 1:
+            if struct.unpack_from("<I", blocks[pre][2])[0] != pre + 1:
+                raise Fail(f"{path}: preamble datagram {pre} numbered wrong")
+            pre += 1
+        if pre < 2 or blocks[0][2][8] != 11:
+            raise Fail(f"{path}: no preamble starting with a serverdata ({pre} datagrams)")
+        blocks = blocks[pre:]
+    if not blocks or blocks[0][1] != 2:
+        raise Fail(f"{path}: does not start with a dem_set")
+    reads = [b for b in blocks if b[1] == 1]
+    if len(reads) < 50 or reads[-1][2] != END_OF_DEMO:
+        raise Fail(f"{path}: {len(reads)} server blocks, the last {reads[-1][2][:20]!r}")
+    if not preamble and reads[0][2][8] != 11:
+        raise Fail(f"{path}: the first server message is not a serverdata")
+    seqs = [struct.unpack_from("<I", r[2])[0] & 0x7fffffff for r in reads[:-1]]
+    if any(b <= a for a, b in zip(seqs, seqs[1:])):
+        raise Fail(f"{path}: server sequences do not rise")
+    times = [b[0] for b in blocks]
+    if any(b < a for a, b in zip(times, times[1:])):
+        raise Fail(f"{path}: times go back")
+    cmds = sum(1 for b in blocks if b[1] == 0)
+    if cmds < len(reads) / 2:
+        raise Fail(f"{path}: {cmds} client commands for {len(reads)} server messages")
+    return len(reads), cmds, times[-1]
+
+
+def check_qw_demos(work, data, demos, case, px_log, procs):
+    """The demos slipgate wrote: one per level (two for `mapchange`), each
+    of the shape ezQuake writes, each playing to its end in ezQuake."""
+    files = sorted(os.path.join(demos, n) for n in os.listdir(demos)) \
+        if os.path.isdir(demos) else []
+    want = 2 if case == "mapchange" else 1
+    if len(files) != want or not all(f.endswith(".qwd") for f in files):
+        raise Fail(f"{len(files)} demos, want {want}: {files}\n{read(px_log)[-1500:]}")
+    out = []
+    for i, path in enumerate(files):
+        reads, cmds, secs = check_qwd_shape(path, case == "midrecord", case == "kill9")
+        text = play_qwd(work, data, path, procs, str(i))
+        frames = re.search(r"(\d+) frames\s+[\d.]+ seconds", text).group(1)
+        out.append(f"{os.path.basename(path)}: {reads} server messages, {cmds} commands, "
+                   f"{secs:.1f} s, played to its end ({frames} frames)")
+    return "; demos: " + "; ".join(out)
+
+
+def pcap_server_datagrams(path, server_port):
+    """The UDP payloads the server (port `server_port`) sent, in capture
+    order, from a pcapng of Ethernet frames."""
+    with open(path, "rb") as f:
+        d = f.read()
+    out, i = [], 0
+    while i + 12 <= len(d):
+        btype, blen = struct.unpack_from("<II", d, i)
+        if btype == 6:
+            caplen = struct.unpack_from("<I", d, i + 20)[0]
+            pkt = d[i + 28:i + 28 + caplen]
+            if len(pkt) > 42 and pkt[12:14] == b"\x08\x00" and pkt[23] == 17:
+                ihl = (pkt[14] & 15) * 4
+                udp = pkt[14 + ihl:]
+                sport, _dport, ulen = struct.unpack_from(">HHH", udp)
+                if sport == server_port:
+                    out.append(udp[8:ulen])
+        i += blen
+    return out
+
+
+def run_pcaprecord(work, data, slipgate, procs):
+    """`slipgate pcap decode --record` on the shared capture: 0 errors,
+    every message rebuilt identical, one .qwd whose server datagrams are the
+    capture's from the serverdata on, and which ezQuake plays to its end."""
+    testdata = os.environ.get("SG_TESTDATA")
+    cap = os.path.join(testdata or "", "qw", "sessions", "ezquake_mvdsv", "capture.pcap")
+    if not os.path.exists(cap):
+        raise Fail(f"SG_TESTDATA={testdata!r}: no {cap}")
+    demos = os.path.join(work, "demos")
+    os.makedirs(demos)
+    r = subprocess.run([slipgate, "pcap", "decode", "--record", demos, cap],
+                       capture_output=True, text=True, timeout=60)
+    m = re.search(r"messages (\d+), rebuilt identical (\d+)/(\d+), .*errors (\d+), recorded",
+                  r.stderr)
+    if r.returncode != 0 or not m or m.group(2) != m.group(3) or m.group(1) != m.group(2) \
+            or m.group(4) != "0" or not r.stderr.rstrip().endswith(" 0 errors"):
+        raise Fail(f"pcap decode (exit {r.returncode}):\n{r.stderr[-2000:]}")
+    files = sorted(os.listdir(demos))
+    if files != ["127.0.0.1-27001.qwd"]:
+        raise Fail(f"pcap decode --record wrote {files}")
+    path = os.path.join(demos, files[0])
+    reads, cmds, secs = check_qwd_shape(path, False)
+    # The demo's server datagrams are the capture's, from the serverdata on.
+    sent = [p for p in pcap_server_datagrams(cap, 27500) if p[:4] != b"\xff\xff\xff\xff"]
+    start = next(i for i, p in enumerate(sent) if len(p) > 8 and p[8] == 11)
+    got = [b[2] for b in qwd_blocks(path) if b[1] == 1][:-1]
+    if got != sent[start:]:
+        first = next((i for i, (a, b) in enumerate(zip(got, sent[start:])) if a != b),
+                     min(len(got), len(sent) - start))
+        raise Fail(f"the demo's {len(got)} server datagrams differ from the capture's "
+                   f"{len(sent) - start} at #{first}")
+    text = play_qwd(work, data, path, procs, "pcap")
+    frames = re.search(r"(\d+) frames\s+[\d.]+ seconds", text).group(1)
+    print(f"PASS relay_peers@qw+pcaprecord: {m.group(1)} messages rebuilt identical, 0 errors; "
+          f"{files[0]}: {reads} server messages (the capture's from the serverdata on, byte for "
+          f"byte), {cmds} client commands, {secs:.1f} s; ezQuake played it to its end "
+          f"({frames} frames)")
 
 
 def check_qw_filters(work, cli_log):
