@@ -16,7 +16,7 @@ if [ "${1:-}" = "--test" ]; then
   # Debian packaging tools, systemd-analyze (systemd) and /bin/kill (procps,
   # the units' ExecReload) for the `install` tests
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
-        iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake
+        iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake qstat
         python3-prometheus-client chromium
         debhelper dpkg-dev lintian fakeroot systemd procps)
 fi

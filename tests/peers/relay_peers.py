@@ -368,33 +368,37 @@ QW_PROOF_CASES = ("ext", "all", "all-auto")
 
 # The player's ezQuake console commands.  ezQuake clears an endless alias
 # loop (its command buffer never empties: "A recursive alias has caused an
-# infinite loop"), so the rounds are timed by the server: KTX's `callalias
-# NAME SECONDS` stuffs NAME back to the client after that time.  KTX's
-# `on_enter` stufftext starts them (the client's alias of that name runs
-# once it is in the game).  Each round changes the held movement keys (the
-# player keeps turning with +right), fires or not, says a line every third
-# round (with `talk`), and runs peersquit.cfg: empty while playing,
-# `disconnect` and `quit` to leave, as a player types them.
-QW_QUIT_CFG = "peersquit.cfg"
-
-
-def qw_move_cfg(talk):
+# infinite loop"), so the player's plan is timed by the server: KTX's
+# `callalias NAME SECONDS` stuffs NAME back to the client that much later
+# (KTX takes it only in the first 15 s after the connect).  KTX's `on_enter`
+# stufftext starts the plan (the client's alias of that name runs once it is
+# in the game): keys held down to run, strafe, turn (+right), jump and fire,
+# changed three times, a line said each time (with `talk`), and
+# `disconnect` then `quit`, as a player types them, `stay` seconds after
+# the last change.
+def qw_move_cfg(talk, stay):
     say = "say hello badword from peers;" if talk else ""
-    poll = f"exec {QW_QUIT_CFG};cmd callalias"
-    return ('alias on_enter "+right;cmd callalias peers1 1"\n'
-            f'alias peers1 "-back;-moveright;-jump;+forward;+moveleft;+attack;{poll} peers2 2"\n'
-            f'alias peers2 "-forward;-moveleft;-attack;+back;+moveright;+jump;{poll} peers3 2"\n'
-            f'alias peers3 "-jump;+attack;{say}{poll} peers1 2"\n')
+    return ('alias on_enter "+right;+forward;+moveleft;+attack;cmd callalias peers1 2"\n'
+            f'alias peers1 "-moveleft;+moveright;+jump;{say}cmd callalias peers2 3"\n'
+            f'alias peers2 "-forward;+back;-jump;{say}cmd callalias peers3 3"\n'
+            f'alias peers3 "-back;-moveright;+forward;+moveleft;+jump;{say}'
+            f'cmd callalias peersbye {stay}"\n'
+            'alias peersbye "disconnect;quit"\n')
+
+
+# How long after entering the game the player of qw_move_cfg leaves.
+def qw_plan_seconds(stay):
+    return 2 + 3 + 3 + stay
 
 
 # The chain of qw+all: the server's "entered the game" print rewritten on
 # its way to the client, the client's chat rewritten on its way to the
 # server, a print injected to the client every 2 s and a chat injected to
-# the server every 10 s, KTX's "ktx_infoset" stufftext turned into a takeover
-# (`quit`) that guard must remove (KTX stuffs command aliases on purpose:
-# `allow alias`, as doc/filters/guard.md advises).  The takeover rides on
-# `ktx_infoset`, which the client may do without (on_enter starts the
-# player's move loop).
+# the server every 3 s, 3 times (it rides with the client's own commands),
+# KTX's "ktx_infoset" stufftext turned into a takeover (`quit`) that guard
+# must remove.  KTX stuffs command aliases on purpose: `allow alias`, as
+# doc/filters/guard.md advises.  The client may do without ktx_infoset
+# (on_enter starts the player's plan).
 QW_ALL_CONF = """route qw {{
     listen 127.0.0.1:{px}
     server 127.0.0.1:{srv}
@@ -418,8 +422,8 @@ QW_ALL_CONF = """route qw {{
         text "slipgate says hi %session%"
         kind chat
         direction to_server
-        every 10s
-        count 4
+        every 3s
+        count 3
     }}
     filter rewrite {{
         replace "^ktx_infoset" "ktx_infoset;echo slipgate takeover ran;quit"
@@ -596,16 +600,14 @@ def quakestat_view(port):
         "players": sorted(p.get("name", "") for p in st.get("players", []))}
 
 
-def start_qw_player(work, tag, port, limit, procs, extra, talk=False):
+def start_qw_player(work, tag, port, limit, procs, extra, stay, talk=False):
     """ezQuake, as start_qw_client, with its console log CONSOLE-TAG, the
-    move loop of qw_move_cfg in its game directory and `extra` arguments."""
+    plan of qw_move_cfg in its game directory and `extra` arguments."""
     home = os.path.join(work, "ezquake-home")
     cfgs = os.path.join(home, ".config", "ezquake", "qw")
     os.makedirs(cfgs, exist_ok=True)
     with open(os.path.join(cfgs, "peersmove.cfg"), "w") as f:
-        f.write(qw_move_cfg(talk))
-    with open(os.path.join(cfgs, QW_QUIT_CFG), "w") as f:
-        f.write("\n")
+        f.write(qw_move_cfg(talk, stay))
     env = dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy")
     log, console = (os.path.join(work, f"client-{tag}.log"),
                     os.path.join(work, f"console-{tag}.log"))
@@ -620,14 +622,12 @@ def start_qw_player(work, tag, port, limit, procs, extra, talk=False):
     return p, log, console
 
 
-def qw_leave(cli, work, srv_log, mark, procs):
-    """The player leaves: peersquit.cfg (run each round) says `disconnect`
-    then `quit`; the server must log that peers left (mvdsv: "Client peers
-    removed", on the client's `drop`), and ezQuake must exit by itself."""
-    with open(os.path.join(work, "ezquake-home", ".config", "ezquake", "qw", QW_QUIT_CFG),
-              "w") as f:
-        f.write("disconnect\nquit\n")
-    left = wait_for(lambda: "Client peers removed" in read(srv_log)[mark:], 20)
+def qw_leave(cli, srv_log, mark, procs, wait):
+    """The player leaves by its plan (qw_move_cfg: `disconnect`, `quit`)
+    within `wait` seconds: the server must log that peers left (mvdsv:
+    "Client peers removed", on the client's `drop`), and ezQuake must exit
+    by itself."""
+    left = wait_for(lambda: "Client peers removed" in read(srv_log)[mark:], wait)
     gone = wait_for(lambda: cli.poll() is not None, 20)
     procs.stop(cli, signal.SIGTERM, 5, group=True)
     if not left or not gone:
@@ -657,13 +657,11 @@ def ext_run(work, tag, target, srv_log, procs):
     relay = CaptureRelay(target, 90)
     try:
         cli, cli_log, console = start_qw_player(work, tag, relay.port, 90, procs,
-                                                ["+set", "developer", "1"])
+                                                ["+set", "developer", "1"], 1)
         if not wait_for(lambda: "peers entered the game" in read(srv_log)[mark:], 45):
             raise Fail(f"{tag}: the client did not enter the game\n--- server ---\n"
                        f"{read(srv_log)[mark:][-1500:]}\n--- client ---\n{read(cli_log)[-1500:]}")
-        # The `cmd pext` exchange follows the connection; the loop starts after it.
-        time.sleep(3)
-        qw_leave(cli, work, srv_log, mark, procs)
+        qw_leave(cli, srv_log, mark, procs, qw_plan_seconds(1) + 15)
     finally:
         relay.close()
     views = qw_oob_views(relay.log)
@@ -749,6 +747,144 @@ def run_qw_ext(work, slipgate, procs):
           f"*z_ext {d['serverinfo'].get('*z_ext')}, mvdsv said {d['server_log']}, ezQuake said "
           f"{d['client_log']}, quakestat rules {len(qstat['qw'][0]['rules'])} keys equal; "
           f"slipgate decoded the same fields")
+
+
+def console_text(*paths):
+    """The client's console output as plain text: ezQuake writes chat lines
+    with the high bit set (its coloured text); the bit is cleared here."""
+    return "".join(chr(ord(c) & 0x7f) for p in paths for c in read(p))
+
+
+def run_qw_all(case, seconds, work, slipgate, procs):
+    limit = seconds + 150
+    srv_port, px_port = free_udp_port(), free_udp_port()
+    srv, srv_log = qw_start_server(work, srv_port, limit, procs)
+    conf = os.path.join(work, "slipgate.conf")
+    with open(conf, "w") as f:
+        f.write(QW_ALL_CONF.format(px=px_port, srv=srv_port, work=work,
+                                   protocol="    protocol qw\n" if case == "all" else "",
+                                   record=qw_all_record_conf(work)))
+    px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
+    px = procs.start("slipgate", [slipgate, "-c", conf, "--stats", stats, "+set",
+                                  "stats_interval", "1s"], px_log, limit)
+    if not wait_for(lambda: "listening on" in read(px_log), 10):
+        raise Fail(f"slipgate did not start:\n{read(px_log)}")
+    # The player leaves by its plan a few seconds after the test's `seconds`.
+    stay = max(1, seconds - qw_plan_seconds(0) + 6)
+    cli, cli_log, console = start_qw_player(work, "all", px_port, limit, procs, [], stay,
+                                            talk=True)
+    if not wait_for(lambda: "peers entered the game" in read(srv_log), 45):
+        raise Fail(f"the client did not enter the game through slipgate\n--- server ---\n"
+                   f"{read(srv_log)[-1500:]}\n--- slipgate ---\n{read(px_log)[-2000:]}\n"
+                   f"--- client ---\n{read(cli_log)[-1500:]}")
+
+    # The game: traffic both ways every second, the player never leaves.
+    mark = len(read(px_log).splitlines())
+    time.sleep(seconds)
+    lines = read(px_log).splitlines()[mark:]
+    counts = [tuple(int(x) for x in m.groups()) for m in
+              (re.search(r"stats: sessions_active=(\d+) sessions_total=\d+ c2s_packets=(\d+) "
+                         r"c2s_bytes=\d+ s2c_packets=(\d+)", ln) for ln in lines) if m]
+    if len(counts) < seconds - 2:
+        raise Fail(f"{len(counts)} stats lines in {seconds} s:\n" + "\n".join(lines[-20:]))
+    for a, b in zip(counts, counts[1:]):
+        if b[0] < 1 or b[1] <= a[1] or b[2] <= a[2]:
+            raise Fail(f"the traffic stalled between two stats lines: {a} -> {b}")
+    gone = re.search(r"peers left|timed out|Client peers removed|peers dropped", read(srv_log))
+    if gone or cli.poll() is not None:
+        raise Fail(f"the client left the game early ({gone and gone.group(0)}, ezQuake "
+                   f"exit status {cli.poll()}):\n{read(srv_log)[-1500:]}")
+    players = quakestat_view(srv_port)["players"]
+    if players != ["peers"]:
+        raise Fail(f"the server lists {players} after {seconds} s, not the player")
+    qw_leave(cli, srv_log, 0, procs, 30)
+
+    rc = procs.stop(px, signal.SIGTERM, 10)
+    if rc != 0:
+        raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
+    procs.stop(srv, signal.SIGTERM, 10)
+    route, sessions = stats_session(stats)
+    if not sessions:
+        raise Fail("--stats lists no session")
+    s = max(sessions, key=lambda x: x["counters"]["c2s_packets"])
+    if any(route["counters"]["drops"].values()) or any(s["counters"]["drops"].values()):
+        raise Fail(f"drops: route {route['counters']['drops']}, session "
+                   f"{s['counters']['drops']}")
+    out = check_qw_decoding(s, sessions, case)
+    out += check_qw_all(s, work, srv_log, console, cli_log, px_log, seconds)
+    print(f"PASS relay_peers@qw+{case}: {seconds} s in the game through slipgate "
+          f"({'-p qw' if case == 'all' else 'protocol auto'}, reencode always, rewrite both "
+          f"ways, inject both ways, guard), then disconnect and quit; "
+          f"{s['counters']['c2s_packets']} datagrams up, {s['counters']['s2c_packets']} "
+          f"down{out}")
+
+
+def check_qw_all(s, work, srv_log, console, cli_log, px_log, seconds):
+    """What qw+all must show besides check_qw_decoding's (see the cases'
+    comment at QW_PROOF_CASES)."""
+    d = s["decode"]
+    # Every in-game datagram rebuilt; each one that differs from what its
+    # sender sent carries a message a filter changed, injected or removed
+    # (the inspector marks those: doc/inspect.md), and only those differ.
+    frames = [json.loads(x) for x in read(os.path.join(work, "inspect.json")).splitlines()]
+    rebuilt = [f for f in frames if f["frame"] == "message" and f["reencoded"]]
+    marked = [f for f in rebuilt if any(m["changed"] or m["injected"] or m["removed"]
+                                        for m in f.get("msgs", []))]
+    if d["reencoded"] != d["messages"] or d["reencode_errors"] or len(rebuilt) != d["reencoded"]:
+        raise Fail(f"not every in-game datagram was rebuilt: {d}, {len(rebuilt)} rebuilt "
+                   f"frames shown by inspect")
+    if d["reencoded"] - d["reencode_identical"] != len(marked):
+        raise Fail(f"{d['reencoded'] - d['reencode_identical']} rebuilt datagrams differ from "
+                   f"their originals, but filters changed {len(marked)}: {d}")
+
+    # The player moved and fired (its moves), and the server moved it.
+    cmds = [dict(op["fields"]) for f in frames if f["dir"] == "c2s"
+            for op in (f.get("game") or {}).get("ops", []) if op["op"] == "clc_move"]
+    moves = {"forward": sum(1 for c in cmds if c.get("forward", 0) > 0),
+             "back": sum(1 for c in cmds if c.get("forward", 0) < 0),
+             "side": sum(1 for c in cmds if c.get("side", 0) != 0),
+             "attack": sum(1 for c in cmds if c.get("buttons", 0) & 1),
+             "jump": sum(1 for c in cmds if c.get("buttons", 0) & 2)}
+    origins = {tuple(round(v.get(k, 0)) for k in ("origin0", "origin1", "origin2"))
+               for f in frames if f["dir"] == "s2c"
+               for op in (f.get("game") or {}).get("ops", []) if op["op"] == "svc_playerinfo"
+               for v in [dict(op["fields"])]}
+    if min(moves.values()) < 10 or len(origins) < 20:
+        raise Fail(f"the player did not move and fire: moves {moves}, {len(origins)} "
+                   f"positions from the server")
+
+    # Texts: rewritten both ways, injected both ways, the takeover removed.
+    cli = console_text(console, cli_log)
+    srv = console_text(srv_log)
+    problems = []
+    if "peers came in through slipgate" not in cli or "peers entered the game" in cli:
+        problems.append("the server's print was not rewritten in the client's console")
+    said = len(re.findall(r"peers: hello goodword from peers", srv))
+    if said < 3 or "badword" in srv or "hello goodword from peers" not in cli or "badword" in cli:
+        problems.append(f"the client's chat was not rewritten ({said} rewritten at the server)")
+    injected = len(re.findall(r"slipgate injected \d+", cli))
+    if injected < seconds // 2 - 5:
+        problems.append(f"{injected} injected prints in the client's console")
+    hi_srv = len(re.findall(r"peers: slipgate says hi \d+", srv))
+    hi_cli = len(re.findall(r"peers: slipgate says hi \d+", cli))
+    # A chat injected towards the server rides on a datagram the client
+    # sends reliably, i.e. with a command it types: the player says 3 lines.
+    if hi_srv < 1 or hi_cli < 1:
+        problems.append(f"injected chat: {hi_srv} at the server, {hi_cli} back at the client")
+    blocked = re.findall(r"guard: blocked '(\w+)' in a stufftext", read(px_log))
+    removed = [m for f in frames for m in f.get("msgs", [])
+               if m["removed"] and "slipgate takeover ran" in (m.get("text") or "")]
+    if "slipgate takeover ran" in cli or "quit" not in blocked or not removed:
+        problems.append(f"guard did not remove the takeover (blocked {blocked}, "
+                        f"{len(removed)} removed in inspect)")
+    if problems:
+        raise Fail("; ".join(problems) + f"\n--- client ---\n{cli[-2500:]}\n--- server ---\n"
+                   f"{srv[-1500:]}")
+    return (f"; {d['reencoded'] - d['reencode_identical']} datagrams changed by filters, "
+            f"the other {d['reencode_identical']} rebuilt byte-identical; moves {moves}, "
+            f"{len(origins)} positions; client saw the rewritten print, {injected} injected "
+            f"prints, {hi_cli} injected chats; server saw {said} rewritten chats; guard "
+            f"blocked {blocked}")
 
 
 def main():
