@@ -734,7 +734,8 @@ def run_qw_ext(work, slipgate, procs):
         types = ("challenge", "connect") if mode == "qw" else ("connect",)
         v["slipgate_oob"] = {t: {k: oob.get(t, {}).get(k) for k in ("fte", "fte2", "mvd1")}
                              for t in types}
-        mine = {t: {k: (src or {}).get("pairs", {}).get(proto)
+        # (an extension the packet does not carry: 0 in slipgate's view)
+        mine = {t: {k: (src or {}).get("pairs", {}).get(proto, 0)
                     for k, proto in (("fte", "0x58455446"), ("fte2", "0x32455446"),
                                      ("mvd1", "0x3144564d"))}
                 for t, src in (("challenge", v.get("offer")), ("connect", v.get("choice")))
