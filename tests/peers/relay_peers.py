@@ -707,7 +707,8 @@ def run_qw_ext(work, slipgate, procs):
         insp = os.path.join(work, f"inspect-{mode}.json")
         conf = os.path.join(work, f"slipgate-{mode}.conf")
         with open(conf, "w") as f:
-            f.write(f"route qw {{\n    listen 127.0.0.1:{px_port}\n    server 127.0.0.1:{srv_port}\n"
+            f.write(f"route qw {{\n    listen 127.0.0.1:{px_port}\n"
+                    f"    server 127.0.0.1:{srv_port}\n"
                     + ("    protocol qw\n" if mode == "qw" else "")
                     + f'    filter inspect {{\n        level packets\n        format json\n'
                     f'        output "{insp}"\n    }}\n}}\n')
