@@ -19,7 +19,7 @@ if [ "${1:-}" = "--test" ]; then
   # the units' ExecReload) for the `install` tests; the Quake 2 peers are built
   # from source (../shared/peers/q2: SDL2, X11, GL headers, xdotool)
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
-        iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake
+        iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake qstat
         python3-prometheus-client chromium
         debhelper dpkg-dev lintian fakeroot systemd procps
         pkgconf libsdl2-dev libx11-dev libxi-dev mesa-common-dev libgl-dev xdotool)
