@@ -822,12 +822,11 @@ QW_ALL_CONF = """route qw {{
 
 
 def qw_all_record_conf(work):
-    """RECORD HOOK: the place of the `record` filter in qw+all's chain.  When
-    the `.qwd` recording branch merges, return here its filter block (e.g.
-    `    filter record {\\n        directory "WORK/demos"\\n    }\\n`) and check the
-    recorded demo in check_qw_all (it must play to its end in ezQuake).
-    Until then no recording is asked for."""
-    return ""
+    """The `record` filter of qw+all's chain: the session's .qwd into
+    WORK/demos (checked in run_qw_all: one demo that plays to its end in
+    ezQuake)."""
+    return ('    filter record {\n        directory "%s"\n    }\n'
+            % os.path.join(work, "demos"))
 
 
 def qw_proof_tools():
@@ -859,7 +858,7 @@ def run_proof_case(case, seconds):
             if case == "ext":
                 run_qw_ext(work, slipgate, procs)
             else:
-                run_qw_all(case, seconds, work, slipgate, procs)
+                run_qw_all(case, seconds, work, data, slipgate, procs)
         finally:
             procs.stop_all()
 
@@ -1141,7 +1140,7 @@ def console_text(*paths):
     return "".join(chr(ord(c) & 0x7f) for p in paths for c in read(p))
 
 
-def run_qw_all(case, seconds, work, slipgate, procs):
+def run_qw_all(case, seconds, work, data, slipgate, procs):
     limit = seconds + 150
     srv_port, px_port = free_udp_port(), free_udp_port()
     srv, srv_log = qw_start_server(work, srv_port, limit, procs)
@@ -1195,9 +1194,10 @@ def run_qw_all(case, seconds, work, slipgate, procs):
                    f"{s['counters']['drops']}")
     out = check_qw_decoding(s, sessions, case)
     out += check_qw_all(s, work, srv_log, console, cli_log, px_log, seconds)
+    out += check_qw_demos(work, data, os.path.join(work, "demos"), "record", px_log, procs)
     print(f"PASS relay_peers@qw+{case}: {seconds} s in the game through slipgate "
           f"({'-p qw' if case == 'all' else 'protocol auto'}, reencode always, rewrite both "
-          f"ways, inject both ways, guard), then disconnect and quit; "
+          f"ways, inject both ways, guard, record), then disconnect and quit; "
           f"{s['counters']['c2s_packets']} datagrams up, {s['counters']['s2c_packets']} "
           f"down{out}")
 
