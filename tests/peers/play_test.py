@@ -22,6 +22,11 @@ Case `sigint`: without a client, SIGINT (Ctrl-C) once it is up stops it
 (exit 0): the server's and slipgate's PIDs are reported stopped, it says
 nothing was recorded, and no process of its tree is left.
 
+Case `fresh_clone`: the same as the first, but as the README's first
+command: `./run.sh --with-client --seconds 30` in a fresh copy of the
+source tree (git's tracked files), which installs what is missing, builds
+and runs the playground.
+
 Case `missing`: with ioquake3's files hidden (a mount namespace), it starts
 nothing, exits 1 and prints the apt-get line that installs them.
 
@@ -133,18 +138,45 @@ def play_demo(demo, work):
     return int(m.group(1)), m.group(2)
 
 
-def run(slipgate, work):
+def fresh_clone(work):
+    """The project's files as a fresh clone has them (git's tracked files,
+    no build directory) copied into WORK/clone; its path."""
+    src = os.environ.get("SG_SOURCE_ROOT", "")
+    if not os.path.isfile(os.path.join(src, "run.sh")):
+        raise Fail(f"SG_SOURCE_ROOT does not name the source tree: {src!r}")
+    dst = os.path.join(work, "clone")
+    r = subprocess.run(["git", "-C", src, "ls-files", "-z"], capture_output=True)
+    if r.returncode != 0:
+        raise Fail("git ls-files failed in the source tree: " + r.stderr.decode()[-500:])
+    for rel in r.stdout.decode().split("\0"):
+        if rel and os.path.isfile(os.path.join(src, rel)):
+            os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+            shutil.copy2(os.path.join(src, rel), os.path.join(dst, rel))
+    return dst
+
+
+def run_fresh(slipgate, work):
+    """`./run.sh --with-client --seconds 30` in a fresh copy of the source:
+    what a newcomer's first command does (scripts/deps.sh --play, a release
+    build into build/, then the playground)."""
+    clone = fresh_clone(work)
+    return run(slipgate, work, [os.path.join(clone, "run.sh")], build_time=900) + \
+        "; from a fresh copy of the source tree through ./run.sh (built there)"
+
+
+def run(slipgate, work, cmd=None, build_time=0):
     out_path = os.path.join(work, "play.out")
     play_dir = os.path.join(work, "play")
+    limit = SECONDS + 60 + build_time
     with open(out_path, "wb") as out:
-        p = subprocess.Popen(["timeout", "-k", "5", str(SECONDS + 60), slipgate, "play",
-                              "--with-client", "--seconds", str(SECONDS), "--dir", play_dir],
+        p = subprocess.Popen(["timeout", "-k", "5", str(limit)] + (cmd or [slipgate, "play"]) +
+                             ["--with-client", "--seconds", str(SECONDS), "--dir", play_dir],
                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                              start_new_session=True)
     seen = {}
     web = None
     try:
-        end = time.monotonic() + SECONDS + 60
+        end = time.monotonic() + limit
         while p.poll() is None and time.monotonic() < end:
             for pid, v in tree(p.pid).items():
                 seen.setdefault(pid, v)
@@ -303,8 +335,8 @@ def main():
     work = tempfile.mkdtemp(prefix="sg-play-test-")
     try:
         case = sys.argv[1] if len(sys.argv) > 1 else "with_client"
-        print("ok: " + {"with_client": run, "sigint": run_sigint,
-                          "missing": run_missing}[case](slipgate, work))
+        print("ok: " + {"with_client": run, "sigint": run_sigint, "missing": run_missing,
+                          "fresh_clone": run_fresh}[case](slipgate, work))
         shutil.rmtree(work, ignore_errors=True)
         return 0
     except Fail as e:
