@@ -146,9 +146,16 @@ def fresh_clone(work):
         raise Fail(f"SG_SOURCE_ROOT does not name the source tree: {src!r}")
     dst = os.path.join(work, "clone")
     r = subprocess.run(["git", "-C", src, "ls-files", "-z"], capture_output=True)
-    if r.returncode != 0:
-        raise Fail("git ls-files failed in the source tree: " + r.stderr.decode()[-500:])
-    for rel in r.stdout.decode().split("\0"):
+    if r.returncode == 0:
+        files = r.stdout.decode().split("\0")
+    else:
+        # not a git checkout (a source archive): every file but build directories
+        files = []
+        for top, dirs, names in os.walk(src):
+            dirs[:] = [d for d in dirs if top != src or not (d.startswith("build") or
+                                                               d.startswith("."))]
+            files += [os.path.relpath(os.path.join(top, n), src) for n in names]
+    for rel in files:
         if rel and os.path.isfile(os.path.join(src, rel)):
             os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
             shutil.copy2(os.path.join(src, rel), os.path.join(dst, rel))
