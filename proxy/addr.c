@@ -4,9 +4,11 @@
 #include "config/config.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static bool is_v4_mapped(const struct sockaddr_in6 *s6)
 {
@@ -129,4 +131,21 @@ int sg_addr_resolve(uv_loop_t *loop, const char *spec, bool passive, struct sock
     memcpy(out, req.addrinfo->ai_addr, req.addrinfo->ai_addrlen);
     uv_freeaddrinfo(req.addrinfo);
     return 0;
+}
+
+int sg_addr_try_bind(const struct sockaddr *sa)
+{
+    int off = 0, err;
+    int fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -errno;
+    if (sa->sa_family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    if (bind(fd, sa, sg_addr_len(sa)) < 0) {
+        err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
 }

@@ -21,6 +21,10 @@ int sg_addr_port(const struct sockaddr *sa);
 void sg_addr_set_port(struct sockaddr *sa, int port);
 /* Length of the sockaddr for its family. */
 socklen_t sg_addr_len(const struct sockaddr *sa);
+
+/* Bind a datagram socket to `sa` as a route's listener would (IPv6 takes
+ * IPv4 too); returns it, or a negative errno. */
+int sg_addr_try_bind(const struct sockaddr *sa);
 /* Same family, address and port. */
 bool sg_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
 /*

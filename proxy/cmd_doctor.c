@@ -251,24 +251,6 @@ static bool inode_owner(unsigned long inode, char *out, size_t cap)
     return found;
 }
 
-/* Bind a datagram socket to `sa` as a route's listener would; the socket, or a negative errno. */
-static int try_bind(const struct sockaddr *sa)
-{
-    int off = 0, err;
-    int fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0)
-        return -errno;
-    if (sa->sa_family == AF_INET6)
-        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-    if (bind(fd, sa, sg_addr_len(sa)) < 0) {
-        err = -errno;
-        close(fd);
-        return err;
-    }
-    return fd;
-}
-
 /* Each route's listen address; the bound sockets are held in `fds` so two routes cannot share. */
 static void check_listen(struct doctor *dr, uv_loop_t *loop, const struct sg_route_conf *r,
                          int *fds, const char **owners, int *nfds)
@@ -281,7 +263,7 @@ static void check_listen(struct doctor *dr, uv_loop_t *loop, const struct sg_rou
         return;
     }
     sg_addr_format((struct sockaddr *)&ss, a, sizeof(a));
-    int fd = try_bind((struct sockaddr *)&ss);
+    int fd = sg_addr_try_bind((struct sockaddr *)&ss);
     if (fd >= 0) {
         fds[*nfds] = fd;
         owners[(*nfds)++] = r->name;
@@ -599,31 +581,12 @@ int sg_cmd_doctor(int argc, char **argv)
     struct doctor dr = {.timeout_ms = DEFAULT_TIMEOUT_MS, .min_free = DEFAULT_MIN_FREE};
     struct sg_conf_overrides ov = {0};
     const char *config = NULL;
-    const char **sets = calloc((size_t)argc + 1, sizeof(*sets));
-    int opt, nargs = 1;
+    const char **sets = NULL;
+    int opt;
 
-    if (!sets) {
-        fprintf(stderr, "slipgate doctor: out of memory\n");
-        return 1;
-    }
     /* +set NAME VALUE out first, as for the proxy. */
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "+set") != 0) {
-            argv[nargs++] = argv[i];
-            continue;
-        }
-        if (i + 2 >= argc) {
-            fprintf(stderr, "slipgate doctor: +set needs a NAME and a VALUE\n");
-            free(sets);
-            return 2;
-        }
-        sets[2 * ov.nsets] = argv[i + 1];
-        sets[2 * ov.nsets + 1] = argv[i + 2];
-        ov.nsets++;
-        i += 2;
-    }
-    argc = nargs;
-    argv[argc] = NULL;
+    if (sg_conf_extract_sets("slipgate doctor", &argc, argv, &sets, &ov.nsets) < 0)
+        return 2;
     ov.sets = sets;
 
     optind = 1;

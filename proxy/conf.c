@@ -763,3 +763,40 @@ err_conf:
     sg_conf_destroy(conf);
     return err == -ENOMEM ? err : SG_E_CONFIG;
 }
+
+/* +set NAME VALUE out of a command line (see conf.h). */
+int sg_conf_extract_sets(const char *prog, int *argc, char **argv, const char ***sets,
+                         int *nsets)
+{
+    int out = 1, n = 0;
+    const char **pairs = calloc((size_t)*argc, sizeof(*pairs));
+
+    if (!pairs)
+        return -1;
+    for (int i = 1; i < *argc; i++) {
+        if (argv[i][0] != '+') {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (strcmp(argv[i], "+set") != 0) {
+            fprintf(stderr, "%s: unknown command '%s' (only +set NAME VALUE is known)\n", prog,
+                    argv[i]);
+            free(pairs);
+            return -1;
+        }
+        if (i + 2 >= *argc) {
+            fprintf(stderr, "%s: +set needs a NAME and a VALUE\n", prog);
+            free(pairs);
+            return -1;
+        }
+        pairs[2 * n] = argv[i + 1];
+        pairs[2 * n + 1] = argv[i + 2];
+        n++;
+        i += 2;
+    }
+    *argc = out;
+    argv[out] = NULL;
+    *sets = pairs;
+    *nsets = n;
+    return 0;
+}

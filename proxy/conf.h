@@ -88,6 +88,16 @@ struct sg_conf_overrides {
     int workers;             /* -w N, 0 when absent */
 };
 
+/*
+ * Take `+set NAME VALUE` triples out of argv (getopt would see them as
+ * operands): argv keeps argv[0] and the rest in order, NULL-terminated;
+ * `*sets` (heap, free it) gets the NAME, VALUE pairs.  Another `+word` or a
+ * `+set` short of its two words is a usage error, told on stderr as `prog`
+ * ("slipgate", "slipgate doctor"): returns -1.
+ */
+int sg_conf_extract_sets(const char *prog, int *argc, char **argv, const char ***sets,
+                         int *nsets);
+
 extern const struct sg_conf_section sg_conf_top_section;
 extern const struct sg_conf_section sg_conf_route_section;
 

@@ -267,60 +267,6 @@ static void usage_hint(void)
 
 enum { OPT_CHECK = 256, OPT_STATS, OPT_VERSION, OPT_RECORD };
 
-/* Take `+set NAME VALUE` triples out of argv (getopt would see them as operands). */
-static int extract_sets(int *argc, char **argv, const char ***sets, int *nsets)
-{
-    int out = 1, n = 0;
-    const char **pairs = calloc((size_t)*argc, sizeof(*pairs));
-
-    if (!pairs)
-        return -1;
-    for (int i = 1; i < *argc; i++) {
-        if (argv[i][0] != '+') {
-            argv[out++] = argv[i];
-            continue;
-        }
-        if (strcmp(argv[i], "+set") != 0) {
-            fprintf(stderr, "slipgate: unknown command '%s' (only +set NAME VALUE is known)\n",
-                    argv[i]);
-            free(pairs);
-            return -1;
-        }
-        if (i + 2 >= *argc) {
-            fprintf(stderr, "slipgate: +set needs a NAME and a VALUE\n");
-            free(pairs);
-            return -1;
-        }
-        pairs[2 * n] = argv[i + 1];
-        pairs[2 * n + 1] = argv[i + 2];
-        n++;
-        i += 2;
-    }
-    *argc = out;
-    argv[out] = NULL;
-    *sets = pairs;
-    *nsets = n;
-    return 0;
-}
-
-/* Bind a datagram socket to `sa` as a route's listener would; returns it, or a negative errno. */
-static int try_bind(const struct sockaddr *sa)
-{
-    int off = 0, err;
-    int fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0)
-        return -errno;
-    if (sa->sa_family == AF_INET6)
-        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-    if (bind(fd, sa, sg_addr_len(sa)) < 0) {
-        err = -errno;
-        close(fd);
-        return err;
-    }
-    return fd;
-}
-
 /* Where a route's `listen` or `server` was given: its line, else the route's, else the
  * command line. */
 static const char *where(const struct sg_conf *conf, const struct sg_route_conf *r, int line,
@@ -360,7 +306,7 @@ static void check_system(const struct sg_conf *conf, struct sg_conf_diag *diag)
             continue;
         }
         /* Held until every route is bound: two routes must not need one port. */
-        err = try_bind((struct sockaddr *)&ss);
+        err = sg_addr_try_bind((struct sockaddr *)&ss);
         if (err >= 0 && nfds < conf->nroutes)
             fds[nfds++] = err;
         else if (err >= 0)
@@ -456,7 +402,7 @@ int main(int argc, char **argv)
         return sg_cmd_play(argc - 1, argv + 1);
 
     /* Options, with +set taken out first. */
-    if (extract_sets(&argc, argv, &sets, &ov.nsets) < 0) {
+    if (sg_conf_extract_sets("slipgate", &argc, argv, &sets, &ov.nsets) < 0) {
         usage_hint();
         return 2;
     }
