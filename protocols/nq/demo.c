@@ -149,9 +149,10 @@ static int nq_demo_info(FILE *in, const char *name, FILE *out)
             unsupported = d.parsed.unsupported_op;
         for (uint32_t i = 0; i < d.parsed.nmsgs; i++) {
             const struct sg_nq_msg *m = &d.parsed.msgs[i];
-            const struct sg_nq_field *f = &d.parsed.fields[m->first];
+            const struct sg_nq_field *f;
             if (m->count == 0)
                 continue;
+            f = &d.parsed.fields[m->first];
             if (m->op == 7 && f->type == SG_NQ_F_NUM) {
                 float t = sg_bmsg_num_value(SG_BMSG_FLOAT, f->raw);
                 if (!have_time)

@@ -167,7 +167,7 @@ static void level_track(struct level *l, const struct sg_q2_parsed *p, const boo
 
     for (uint32_t i = 0; i < p->nmsgs; i++) {
         const struct sg_q2_msg *m = &p->msgs[i];
-        const struct sg_q2_field *f = &p->fields[m->first];
+        const struct sg_q2_field *f = m->count ? &p->fields[m->first] : NULL;
         if (m->unparsed || (dropped && dropped[i]))
             continue;
         if (m->op == SG_Q2_SVC_SERVERDATA && m->count >= 6) {
