@@ -940,9 +940,12 @@ static int nq_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
             return SG_E_TOOBIG;
     }
     sg_nq_write(&c->parsed, c->dropped, &w);
-    if (!w.overflowed && w.len < skip + 1 && c->is_reliable)
-        sg_bmsg_write_u8(&w, 1); /* nothing left: a nop keeps the piece (and its number) */
-    else if (!w.overflowed && w.len == 0)
+    /* Nothing left of a piece that had bytes (a filter dropped them all): a
+     * nop keeps the piece (and its number).  A datagram that came empty
+     * stays empty. */
+    if (!w.overflowed && c->copy_len > 8 && w.len < skip + 1 && c->is_reliable)
+        sg_bmsg_write_u8(&w, 1);
+    else if (!w.overflowed && c->copy_len > 8 && w.len == 0)
         sg_bmsg_write_u8(&w, 1);
     /* A piece as big as the original, or 1024 bytes (MAX_DATAGRAM of 15), whichever is more. */
     limit = skip + (c->copy_len - 8 > 1024 ? c->copy_len - 8 : 1024);

@@ -388,7 +388,7 @@ static int nq_demo_reencode(FILE *in, const char *name, FILE *out, FILE *report)
         } else {
             body = wbuf;
             body_len = w.len;
-            if (w.len == d.len && memcmp(wbuf, d.buf, d.len) == 0)
+            if (w.len == d.len && (d.len == 0 || memcmp(wbuf, d.buf, d.len) == 0))
                 identical++;
             else
                 errors++;
