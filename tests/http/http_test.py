@@ -20,6 +20,9 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
                          replayed with reencode always and --record: the
                          decode, re-encode and demo series of /metrics,
                          /api/sessions and /api/recordings equal --stats
+    recording_started    /api/recordings: started_ms and duration_ms are the
+                         file's (a max_size part opened late), not the
+                         session's
 """
 
 import json
@@ -398,12 +401,12 @@ def case_request_too_large(h):
 
 
 class FirstPart:
-    """The first `frac` of a capture's game: the client has not left yet."""
+    """The part [start, frac) of a capture's game (the client has not left yet)."""
 
-    def __init__(self, cap, frac):
+    def __init__(self, cap, frac, start=0.0):
         self.checksum = cap.checksum
         game = cap.game()
-        self._game = game[:int(len(game) * frac)]
+        self._game = game[int(len(game) * start):int(len(game) * frac)]
 
     def game(self):
         return self._game
@@ -466,6 +469,48 @@ def case_metrics_decode_match_stats(h):
     print('%d messages decoded, %d rebuilt identical; demo %s (%d bytes while live)'
           % (d, metric(samples, 'slipgate_reencodes_identical_total', route='default',
                        codec='q3'), r['path'], r['bytes']))
+
+
+def case_recording_started(h):
+    cap = q3cap.Capture('ioq71')
+    srv = server_socket()
+    h.sockets.append(srv)
+    demos = h.path('demos')
+    px = http_proxy(h, ROUTE_Q3 % ('arena', 1, srv.getsockname()[1],
+                                   '    filter record {\n        directory %s\n'
+                                   '        max_size 8000\n    }\n' % demos))
+    keep = {}
+    try:
+        # The first part of the game, a pause, then more: max_size rolls the
+        # demo over to a second file during the second part.
+        sent, got = replay_game(FirstPart(cap, 0.35), px.ports[1], srv, keep=keep)
+        check(got >= sent - 10, 'first part: %d sent, %d arrived' % (sent, got))
+        first = sorted(os.listdir(demos))
+        time.sleep(1.5)
+        resumed = time.time() * 1000
+        sent, got = replay_game(FirstPart(cap, 0.7, 0.35), px.ports[1], srv, keep=keep)
+        check(got >= sent - 10, 'second part: %d sent, %d arrived' % (sent, got))
+        now = time.time() * 1000
+        recs = get_json(px.http, '/api/recordings')['recordings']
+        sessions = get_json(px.http, '/api/sessions')['sessions']
+    finally:
+        if 'cli' in keep:
+            keep['cli'].close()
+    files = sorted(os.listdir(demos))
+    check(len(first) == 1 and len(files) >= 2, 'demo files after the first part %r, after the '
+          'second %r: expected one, then a second part (max_size 8000)' % (first, files))
+    check(len(recs) == 1 and os.path.basename(recs[0]['path']) not in first,
+          'recordings %r: expected the part opened in the second half' % recs)
+    r = recs[0]
+    s = [x for x in sessions if x['id'] == r['session']][0]
+    check(resumed - 50 <= r['started_ms'] <= now + 50 and r['duration_ms'] <= now - resumed + 100,
+          'recording started_ms %d, duration_ms %d: not the file\'s (opened after %d, scraped at '
+          '%d; the session started at %d)' % (r['started_ms'], r['duration_ms'], resumed, now,
+                                              s['started_ms']))
+    check(r['started_ms'] >= s['started_ms'] + 1400, 'the file started %d ms after its session'
+          % (r['started_ms'] - s['started_ms']))
+    print('%d files; the current one opened %d ms after the session began, %d ms old'
+          % (len(files), r['started_ms'] - s['started_ms'], r['duration_ms']))
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
