@@ -775,6 +775,40 @@ def case_loop_source(h):
           % r.get('sessions_total'))
 
 
+
+def case_loop_source_listener(h):
+    """A datagram to the listener from one of slipgate's own listening
+    addresses (another route's) opens no session either.  Such a source can
+    only be made with SO_REUSEPORT, which slipgate sets on its listeners
+    with worker loops: this case runs two (-w 2) and joins route 'other's
+    port from a socket of its own."""
+    srv = h.echo(V4)
+    srv2 = h.echo(V4, tag=b'TWO')
+    px = h.proxy(config=route_block('lp', '127.0.0.1:$P0', srv.addr, idle_timeout='60s')
+                 + route_block('other', '127.0.0.1:$P1', srv2.addr), routes=2,
+                 args=['-w', '2'])
+    dest = (V4, px.ports[0])
+    fake = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    h.sockets.append(fake)
+    fake.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    fake.bind((V4, px.ports[1]))  # route 'other's listening address
+    for _ in range(3):
+        fake.sendto(b'loop?', dest)
+    time.sleep(1.0)
+    check(len(srv.snapshot()) == 0, 'the server received %d datagrams from slipgate'
+          % len(srv.snapshot()))
+    rx = (r"(?i)warn\b.*\[lp\].*datagram from 127\.0\.0\.1:%d, slipgate's own listener.*"
+          r"no session is opened" % px.ports[1])
+    check(1 <= px.count_log(rx) <= 2, 'expected one "no session is opened" warning per worker '
+          'loop at most, naming slipgate\'s own listener; got %d' % px.count_log(rx))
+    c = h.client(V4)
+    roundtrip(c, dest, b'a real client')
+    st = stop_ok(px)
+    r = stats_route(st, 'lp')
+    check(drops(r).get('loop') == 3, 'stats: drops.loop %r, expected 3' % drops(r).get('loop'))
+    check(r.get('sessions_total') == 1, 'stats: sessions_total %r, expected 1'
+          % r.get('sessions_total'))
+
 # ---------------------------------------------------------------- stats
 
 def case_stats_sigterm(h):
