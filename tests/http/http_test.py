@@ -23,6 +23,8 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
     recording_started    /api/recordings: started_ms and duration_ms are the
                          file's (a max_size part opened late), not the
                          session's
+    idle_closed          a connection that sends nothing, and one that stops
+                         half-way through its request, are closed after 30 s
 """
 
 import json
@@ -511,6 +513,40 @@ def case_recording_started(h):
           % (r['started_ms'] - s['started_ms']))
     print('%d files; the current one opened %d ms after the session began, %d ms old'
           % (len(files), r['started_ms'] - s['started_ms'], r['duration_ms']))
+
+
+def case_idle_closed(h):
+    srv = h.echo(V4)
+    px = http_proxy(h, ROUTE_ECHO % srv.port)
+    silent = socket.create_connection((V4, px.http), timeout=5)
+    half = socket.create_connection((V4, px.http), timeout=5)
+    h.sockets += [silent, half]
+    half.sendall(b'GET /metrics HTTP/1.1\r\nHost: x\r\n')  # no blank line: never complete
+    t0 = time.monotonic()
+    closed = {}
+    for s in (silent, half):
+        s.settimeout(1.0)
+    while len(closed) < 2 and time.monotonic() - t0 < 40:
+        for name, s in (('silent', silent), ('half', half)):
+            if name in closed:
+                continue
+            try:
+                data = s.recv(4096)
+            except socket.timeout:
+                continue
+            except ConnectionResetError:
+                data = b''
+            check(data == b'' or data.startswith(b'HTTP/1.1 4'),
+                  '%s connection: got %r' % (name, data[:100]))
+            closed[name] = time.monotonic() - t0
+    check(set(closed) == {'silent', 'half'}, 'idle connections still open after 40 s: %s'
+          % ({'silent', 'half'} - set(closed)))
+    check(all(25 <= t <= 35 for t in closed.values()), 'closed after %r s, expected about 30'
+          % closed)
+    status, _, _ = request(px.http, '/api/routes')
+    check(status == 200, 'the server after closing idle connections: %s' % status)
+    print('idle connections closed after %s' % ', '.join('%s %.1f s' % kv
+                                                         for kv in sorted(closed.items())))
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
