@@ -1471,6 +1471,45 @@ def case_stats_path_checked(h):
     print('unwritable stats paths refused at start; stats_file kept across a reload')
 
 
+
+def case_check_config_http(h):
+    """--check-config checks the `http` address as the start would meet it:
+    a TCP port another socket listens on, a host that does not resolve, and
+    http with worker loops (not served yet) are errors (exit 1); a free
+    address passes.  The real start refuses the port in use too."""
+    busy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    h.sockets.append(busy)
+    busy.bind((V4, 0))
+    busy.listen(1)
+    busy_port = busy.getsockname()[1]
+    route = route_block('a', '127.0.0.1:%d' % free_port(), '127.0.0.1:27960')
+    cases = [
+        ('in_use', 'http 127.0.0.1:%d\n' % busy_port, 1,
+         r"error: http: cannot listen on 127\.0\.0\.1:%d: .*in use" % busy_port),
+        ('unresolvable', 'http nonexistent.invalid:8080\n', 1,
+         r"error: http: cannot resolve 'nonexistent\.invalid:8080'"),
+        ('workers', 'workers 2\nhttp 127.0.0.1:%d\n' % free_port(), 1,
+         r'error: http is not served with more than one worker loop'),
+        ('free', 'http 127.0.0.1:%d\n' % free_port(), 0, r'configuration OK'),
+    ]
+    failures = []
+    for name, top, rc, must in cases:
+        path = h.path('http_%s.conf' % name)
+        with open(path, 'w') as f:
+            f.write(top + route)
+        r = h.run(['--check-config', '-c', path])
+        out = (r.stdout + r.stderr).decode(errors='replace')
+        if r.returncode != rc or not re.search(must, out):
+            failures.append('%s: exit %d (expected %d), output %r' % (name, r.returncode, rc,
+                                                                      out[-300:]))
+    check(not failures, '--check-config and http:\n  ' + '\n  '.join(failures))
+    # What --check-config foretold: the start fails on the port in use.
+    r = h.run(['-c', h.path('http_in_use.conf')], timeout=5.0)
+    err = r.stderr.decode(errors='replace')
+    check(r.returncode == 1 and re.search(r'http 127\.0\.0\.1:%d: cannot listen' % busy_port, err),
+          'the start with the http port in use: exit %d, %r' % (r.returncode, err[-300:]))
+    print('http address checked by --check-config (in use, unresolvable, workers, free)')
+
 def case_set_override(h):
     srv = h.echo(V4)
     cfg = (route_block('a', '127.0.0.1:$P0', srv.addr, idle_timeout='60s')
