@@ -66,9 +66,10 @@ extern const struct sg_filter_impl sg_builtin_record;
  */
 bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
                             const char **last);
-/* The file the slot is writing now and its size so far; false when none is open. */
+/* The file the slot is writing now, its size so far and when it was opened
+ * (wall clock, ms); false when none is open. */
 bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
-                             uint64_t *bytes);
+                             uint64_t *bytes, uint64_t *opened_ms);
 
 struct record_conf {
     char *directory;
@@ -84,6 +85,7 @@ struct record_slot {
     FILE *fp;
     char path[RECORD_PATH_MAX];
     uint64_t written;           /* messages in the current file */
+    uint64_t opened_ms;         /* when the current file was opened (wall clock, ms) */
     unsigned part;              /* of the current level: 1, then 2.. after max_size */
     bool failed;                /* stopped by an error, for the rest of the session */
     bool stopped;               /* stopped by max_size with `at_max_size stop` */
@@ -486,6 +488,7 @@ static int on_frame(struct sg_filter_call *call)
             slot->failed = true;
             return n;
         }
+        slot->opened_ms = wall_ms();
     }
 
     /* The message, flushed at once. */
@@ -556,7 +559,7 @@ bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot,
 }
 
 bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
-                             uint64_t *bytes)
+                             uint64_t *bytes, uint64_t *opened_ms)
 {
     const struct record_slot *rs = slot;
     off_t at;
@@ -566,6 +569,7 @@ bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot
     at = ftello(rs->fp);
     *path = rs->path;
     *bytes = at > 0 ? (uint64_t)at : 0;
+    *opened_ms = rs->opened_ms;
     return true;
 }
 

@@ -62,7 +62,7 @@ static const char usage_text[] =
     "                           anything else relayed as it is)\n"
     "      --check-config       validate the configuration and exit (0 valid, 1 not):\n"
     "                           also resolves every host, binds every listen\n"
-    "                           address once and checks the stats file\n"
+    "                           address (and http's) once and checks the stats file\n"
     "      --stats FILE         write a JSON summary of every session at exit\n"
     "                           (a path that cannot be written fails the start)\n"
     "      --record DIR         record each session's demo (.dm_68, .qwd, ...) into DIR\n"
@@ -277,10 +277,46 @@ static const char *where(const struct sg_conf *conf, const struct sg_route_conf 
     return *at_line && conf->file ? conf->file : "command line";
 }
 
+/* `http`: can its TCP address be listened on now (SO_REUSEADDR, as libmicrohttpd does)? */
+static void check_http(uv_loop_t *loop, const struct sg_conf *conf, struct sg_conf_diag *diag)
+{
+    const char *file = conf->file ? conf->file : "command line";
+    struct sockaddr_storage ss;
+    char why[256], a[SG_ADDR_STRLEN];
+    int fd, on = 1, off = 0, err = 0;
+
+    if (conf->workers > 1) {
+        sg_conf_diag_error(diag, file, 0, 0,
+                           "http is not served with more than one worker loop yet: set workers 1");
+        return;
+    }
+    if (sg_addr_resolve(loop, conf->http, true, &ss, why, sizeof(why)) < 0) {
+        sg_conf_diag_error(diag, file, 0, 0, "http: %s", why);
+        return;
+    }
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        err = -errno;
+    if (fd >= 0 && ss.ss_family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0 ||
+                    bind(fd, (struct sockaddr *)&ss, sg_addr_len((struct sockaddr *)&ss)) < 0 ||
+                    listen(fd, 1) < 0))
+        err = -errno;
+    if (fd >= 0)
+        close(fd);
+    if (err < 0)
+        sg_conf_diag_error(
+            diag, file, 0, 0, "http: cannot listen on %s: %s%s",
+            sg_addr_format((struct sockaddr *)&ss, a, sizeof(a)), strerror(-err),
+            err == -EADDRINUSE ? " (another program, perhaps another slipgate, has it)" : "");
+}
+
 /*
  * What --check-config checks beyond the file, as the start would meet it:
  * every server and listen host resolves, every listen address can be bound
- * now, and the stats file can be written.  Problems go into `diag`.
+ * now (the `http` one too), and the stats file can be written.  Problems go
+ * into `diag`.
  */
 static void check_system(const struct sg_conf *conf, struct sg_conf_diag *diag)
 {
@@ -317,6 +353,8 @@ static void check_system(const struct sg_conf *conf, struct sg_conf_diag *diag)
                 sg_addr_format((struct sockaddr *)&ss, a, sizeof(a)), strerror(-err),
                 err == -EADDRINUSE ? " (another program, perhaps another slipgate, has it)" : "");
     }
+    if (conf->http)
+        check_http(&loop, conf, diag);
     while (nfds > 0)
         close(fds[--nfds]);
     free(fds);

@@ -124,8 +124,9 @@ static void route_sums(const struct sg_route *r, struct route_sums *out)
         out->demos += sum.demos;
         for (int i = 0; r->chain && s->slots && i < r->chain->n; i++) {
             const char *path;
-            uint64_t bytes;
-            if (sg_record_slot_progress(r->chain->f[i].fc->impl, s->slots[i], &path, &bytes)) {
+            uint64_t bytes, opened;
+            if (sg_record_slot_progress(r->chain->f[i].fc->impl, s->slots[i], &path, &bytes,
+                                        &opened)) {
                 out->recording++;
                 out->recording_bytes += bytes;
             }
@@ -324,9 +325,10 @@ void sg_metrics_recordings_json(FILE *f, struct sg_app *app)
         for (const struct sg_session *s = r->sessions; s; s = s->next)
             for (int i = 0; r->chain && s->slots && i < r->chain->n; i++) {
                 const char *path;
-                uint64_t bytes;
+                uint64_t bytes, opened;
 
-                if (!sg_record_slot_progress(r->chain->f[i].fc->impl, s->slots[i], &path, &bytes))
+                if (!sg_record_slot_progress(r->chain->f[i].fc->impl, s->slots[i], &path, &bytes,
+                                             &opened))
                     continue;
                 fprintf(f, "%s\n  {\"route\": ", first ? "" : ",");
                 json_str(f, r->conf.name);
@@ -338,10 +340,10 @@ void sg_metrics_recordings_json(FILE *f, struct sg_app *app)
                 json_str(f, path);
                 fprintf(f, ", \"bytes\": %llu, \"map\": ", (unsigned long long)bytes);
                 json_str(f, s->map);
-                fprintf(
-                    f, ", \"started_ms\": %llu, \"duration_ms\": %llu}",
-                    (unsigned long long)s->sum.started_ms,
-                    (unsigned long long)(now > s->sum.started_ms ? now - s->sum.started_ms : 0));
+                /* the file's own start: a session can write several (levels, max_size parts) */
+                fprintf(f, ", \"started_ms\": %llu, \"duration_ms\": %llu}",
+                        (unsigned long long)opened,
+                        (unsigned long long)(now > opened ? now - opened : 0));
                 first = false;
             }
     fputs(first ? "]}\n" : "\n]}\n", f);

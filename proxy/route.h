@@ -288,9 +288,10 @@ void sg_session_send_delayed(struct sg_session *s, enum sg_dir dir, const uint8_
  */
 bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
                             const char **last);
-/* The file a record slot is writing now and its size so far; false when none is open. */
+/* The file a record slot is writing now, its size so far and when it was
+ * opened (wall clock, ms); false when none is open. */
 bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
-                             uint64_t *bytes);
+                             uint64_t *bytes, uint64_t *opened_ms);
 void sg_session_record_summary(const struct sg_session *s, const struct sg_chain *chain,
                                struct sg_session_summary *sum);
 

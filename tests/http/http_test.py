@@ -15,6 +15,16 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
     only_get             other methods are refused with 405
     connection_limit     the connection cap refuses one more, then recovers
     request_too_large    a request past the size cap is refused
+    metrics_decode_match_stats
+                         `+set http` on the command line; a Quake 3 capture
+                         replayed with reencode always and --record: the
+                         decode, re-encode and demo series of /metrics,
+                         /api/sessions and /api/recordings equal --stats
+    recording_started    /api/recordings: started_ms and duration_ms are the
+                         file's (a max_size part opened late), not the
+                         session's
+    idle_closed          a connection that sends nothing, and one that stops
+                         half-way through its request, are closed after 30 s
 """
 
 import json
@@ -390,6 +400,153 @@ def case_request_too_large(h):
     check(status in (413, 414, 431, None), 'a 24 KB request: %s' % status)
     status, _, _ = request(px.http, '/metrics')
     check(status == 200, 'the server is fine after it: %s' % status)
+
+
+class FirstPart:
+    """The part [start, frac) of a capture's game (the client has not left yet)."""
+
+    def __init__(self, cap, frac, start=0.0):
+        self.checksum = cap.checksum
+        game = cap.game()
+        self._game = game[int(len(game) * start):int(len(game) * frac)]
+
+    def game(self):
+        return self._game
+
+
+def case_metrics_decode_match_stats(h):
+    cap = q3cap.Capture('ioq71')
+    srv = server_socket()
+    h.sockets.append(srv)
+    demos = h.path('demos')
+    px = h.proxy(args=['-l', '127.0.0.1:$P1', '-s', '127.0.0.1:%d' % srv.getsockname()[1],
+                       '-p', 'q3', '--record', demos, '+set', 'reencode', 'always',
+                       '+set', 'http', '127.0.0.1:$P0'])
+    check(px.wait_for_log(r'http: serving on http://127\.0\.0\.1:%d/' % px.ports[0], 5)
+          is not None, '+set http: no "http: serving on" line')
+    sent, got = replay_game(FirstPart(cap, 0.7), px.ports[1], srv)
+    check(got >= sent - 10, 'replay: %d sent, %d arrived' % (sent, got))
+    samples = scrape(px.ports[0])
+    sessions = get_json(px.ports[0], '/api/sessions')['sessions']
+    recs = get_json(px.ports[0], '/api/recordings')['recordings']
+    px.stop()
+    st = [r for r in px.stats()['routes'] if r['name'] == 'default'][0]
+    games = [s for s in st['sessions'] if s.get('codec') == 'q3']
+    check(len(games) >= 1, '--stats: no session decoded as q3: %r' % st['sessions'])
+    for k, name in (('datagrams', 'decode_datagrams'), ('messages', 'decode_messages'),
+                    ('oob', 'decode_oob'), ('rejected', 'decode_rejected'),
+                    ('errors', 'decode_errors'), ('reencoded', 'reencodes'),
+                    ('reencode_identical', 'reencodes_identical'),
+                    ('reencode_errors', 'reencode_errors')):
+        want = sum(s['decode'][k] for s in games)
+        got = metric(samples, 'slipgate_%s_total' % name, route='default', codec='q3')
+        check(got == want, 'slipgate_%s_total %r, --stats sessions\' decode.%s %r'
+              % (name, got, k, want))
+    d = sum(s['decode']['messages'] for s in games)
+    check(d > 100 and metric(samples, 'slipgate_reencodes_identical_total', route='default',
+                             codec='q3') > 100, 'too little decoded: %r' % games)
+    check(metric(samples, 'slipgate_demos_written_total', route='default')
+          == sum(s.get('demos', 0) for s in games) == 1, 'demos written: /metrics %r, --stats %r'
+          % (metric(samples, 'slipgate_demos_written_total', route='default'),
+             [s.get('demos') for s in games]))
+    # /api/sessions: the --stats fields of the same sessions
+    by_id = {s['id']: s for s in st['sessions']}
+    for s in sessions:
+        t = by_id[s['id']]
+        for k in ('client', 'codec', 'decode', 'demos', 'demo', 'counters'):
+            check(s.get(k) == t.get(k), '/api/sessions %d %s: %r, --stats %r'
+                  % (s['id'], k, s.get(k), t.get(k)))
+    # /api/recordings: the demo --stats names, with its map, being written
+    check(len(recs) == 1 and metric(samples, 'slipgate_recordings_active', route='default') == 1,
+          'recordings: %r' % recs)
+    r = recs[0]
+    size = os.path.getsize(games[0]['demo'])
+    check(r['path'] == games[0]['demo'] and r['session'] == games[0]['id']
+          and r['route'] == 'default' and r['map'] == 'oa_dm1', 'recording %r, --stats %r'
+          % (r, games[0]))
+    check(0 < r['bytes'] <= size and metric(samples, 'slipgate_recording_bytes',
+                                            route='default') == r['bytes'],
+          'recording bytes %r, /metrics %r, the file at exit %d bytes'
+          % (r['bytes'], metric(samples, 'slipgate_recording_bytes', route='default'), size))
+    print('%d messages decoded, %d rebuilt identical; demo %s (%d bytes while live)'
+          % (d, metric(samples, 'slipgate_reencodes_identical_total', route='default',
+                       codec='q3'), r['path'], r['bytes']))
+
+
+def case_recording_started(h):
+    cap = q3cap.Capture('ioq71')
+    srv = server_socket()
+    h.sockets.append(srv)
+    demos = h.path('demos')
+    px = http_proxy(h, ROUTE_Q3 % ('arena', 1, srv.getsockname()[1],
+                                   '    filter record {\n        directory %s\n'
+                                   '        max_size 8000\n    }\n' % demos))
+    keep = {}
+    try:
+        # The first part of the game, a pause, then more: max_size rolls the
+        # demo over to a second file during the second part.
+        sent, got = replay_game(FirstPart(cap, 0.35), px.ports[1], srv, keep=keep)
+        check(got >= sent - 10, 'first part: %d sent, %d arrived' % (sent, got))
+        first = sorted(os.listdir(demos))
+        time.sleep(1.5)
+        resumed = time.time() * 1000
+        sent, got = replay_game(FirstPart(cap, 0.7, 0.35), px.ports[1], srv, keep=keep)
+        check(got >= sent - 10, 'second part: %d sent, %d arrived' % (sent, got))
+        now = time.time() * 1000
+        recs = get_json(px.http, '/api/recordings')['recordings']
+        sessions = get_json(px.http, '/api/sessions')['sessions']
+    finally:
+        if 'cli' in keep:
+            keep['cli'].close()
+    files = sorted(os.listdir(demos))
+    check(len(first) == 1 and len(files) >= 2, 'demo files after the first part %r, after the '
+          'second %r: expected one, then a second part (max_size 8000)' % (first, files))
+    check(len(recs) == 1 and os.path.basename(recs[0]['path']) not in first,
+          'recordings %r: expected the part opened in the second half' % recs)
+    r = recs[0]
+    s = [x for x in sessions if x['id'] == r['session']][0]
+    check(resumed - 50 <= r['started_ms'] <= now + 50 and r['duration_ms'] <= now - resumed + 100,
+          'recording started_ms %d, duration_ms %d: not the file\'s (opened after %d, scraped at '
+          '%d; the session started at %d)' % (r['started_ms'], r['duration_ms'], resumed, now,
+                                              s['started_ms']))
+    check(r['started_ms'] >= s['started_ms'] + 1400, 'the file started %d ms after its session'
+          % (r['started_ms'] - s['started_ms']))
+    print('%d files; the current one opened %d ms after the session began, %d ms old'
+          % (len(files), r['started_ms'] - s['started_ms'], r['duration_ms']))
+
+
+def case_idle_closed(h):
+    srv = h.echo(V4)
+    px = http_proxy(h, ROUTE_ECHO % srv.port)
+    silent = socket.create_connection((V4, px.http), timeout=5)
+    half = socket.create_connection((V4, px.http), timeout=5)
+    h.sockets += [silent, half]
+    half.sendall(b'GET /metrics HTTP/1.1\r\nHost: x\r\n')  # no blank line: never complete
+    t0 = time.monotonic()
+    closed = {}
+    for s in (silent, half):
+        s.settimeout(1.0)
+    while len(closed) < 2 and time.monotonic() - t0 < 40:
+        for name, s in (('silent', silent), ('half', half)):
+            if name in closed:
+                continue
+            try:
+                data = s.recv(4096)
+            except socket.timeout:
+                continue
+            except ConnectionResetError:
+                data = b''
+            check(data == b'' or data.startswith(b'HTTP/1.1 4'),
+                  '%s connection: got %r' % (name, data[:100]))
+            closed[name] = time.monotonic() - t0
+    check(set(closed) == {'silent', 'half'}, 'idle connections still open after 40 s: %s'
+          % ({'silent', 'half'} - set(closed)))
+    check(all(25 <= t <= 35 for t in closed.values()), 'closed after %r s, expected about 30'
+          % closed)
+    status, _, _ = request(px.http, '/api/routes')
+    check(status == 200, 'the server after closing idle connections: %s' % status)
+    print('idle connections closed after %s' % ', '.join('%s %.1f s' % kv
+                                                         for kv in sorted(closed.items())))
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}

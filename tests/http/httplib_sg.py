@@ -177,14 +177,20 @@ class Stream:
         self.sock.close()
 
 
-def replay_game(cap, listen_port, server_sock, pace=0.0, wait=1.0, stop=None):
+def replay_game(cap, listen_port, server_sock, pace=0.0, wait=1.0, stop=None, keep=None):
     """Play the game client of capture `cap` through slipgate, lock-step:
     client datagrams from a socket of ours to `listen_port`, server
     datagrams from `server_sock` (the route's server) to the session's
-    upstream address.  Returns (datagrams sent, datagrams received)."""
-    cli = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    cli.bind((V4, 0))
-    upstream = None
+    upstream address.  Returns (datagrams sent, datagrams received).
+    `keep` (a dict) carries the client socket and the upstream address from
+    one call to the next (a game replayed in parts, one session); the
+    caller closes keep['cli']."""
+    if keep is not None and 'cli' in keep:
+        cli, upstream = keep['cli'], keep['upstream']
+    else:
+        cli = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        cli.bind((V4, 0))
+        upstream = None
     sent = got = 0
     try:
         for d in cap.game():
@@ -220,7 +226,10 @@ def replay_game(cap, listen_port, server_sock, pace=0.0, wait=1.0, stop=None):
                 except (BlockingIOError, socket.timeout):
                     break
     finally:
-        cli.close()
+        if keep is None:
+            cli.close()
+        else:
+            keep['cli'], keep['upstream'] = cli, upstream
     return sent, got
 
 

@@ -775,6 +775,40 @@ def case_loop_source(h):
           % r.get('sessions_total'))
 
 
+
+def case_loop_source_listener(h):
+    """A datagram to the listener from one of slipgate's own listening
+    addresses (another route's) opens no session either.  Such a source can
+    only be made with SO_REUSEPORT, which slipgate sets on its listeners
+    with worker loops: this case runs two (-w 2) and joins route 'other's
+    port from a socket of its own."""
+    srv = h.echo(V4)
+    srv2 = h.echo(V4, tag=b'TWO')
+    px = h.proxy(config=route_block('lp', '127.0.0.1:$P0', srv.addr, idle_timeout='60s')
+                 + route_block('other', '127.0.0.1:$P1', srv2.addr), routes=2,
+                 args=['-w', '2'])
+    dest = (V4, px.ports[0])
+    fake = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    h.sockets.append(fake)
+    fake.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    fake.bind((V4, px.ports[1]))  # route 'other's listening address
+    for _ in range(3):
+        fake.sendto(b'loop?', dest)
+    time.sleep(1.0)
+    check(len(srv.snapshot()) == 0, 'the server received %d datagrams from slipgate'
+          % len(srv.snapshot()))
+    rx = (r"(?i)warn\b.*\[lp\].*datagram from 127\.0\.0\.1:%d, slipgate's own listener.*"
+          r"no session is opened" % px.ports[1])
+    check(1 <= px.count_log(rx) <= 2, 'expected one "no session is opened" warning per worker '
+          'loop at most, naming slipgate\'s own listener; got %d' % px.count_log(rx))
+    c = h.client(V4)
+    roundtrip(c, dest, b'a real client')
+    st = stop_ok(px)
+    r = stats_route(st, 'lp')
+    check(drops(r).get('loop') == 3, 'stats: drops.loop %r, expected 3' % drops(r).get('loop'))
+    check(r.get('sessions_total') == 1, 'stats: sessions_total %r, expected 1'
+          % r.get('sessions_total'))
+
 # ---------------------------------------------------------------- stats
 
 def case_stats_sigterm(h):
@@ -1436,6 +1470,45 @@ def case_stats_path_checked(h):
     check(os.path.exists(target), 'stats_file %s not written after a reload' % target)
     print('unwritable stats paths refused at start; stats_file kept across a reload')
 
+
+
+def case_check_config_http(h):
+    """--check-config checks the `http` address as the start would meet it:
+    a TCP port another socket listens on, a host that does not resolve, and
+    http with worker loops (not served yet) are errors (exit 1); a free
+    address passes.  The real start refuses the port in use too."""
+    busy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    h.sockets.append(busy)
+    busy.bind((V4, 0))
+    busy.listen(1)
+    busy_port = busy.getsockname()[1]
+    route = route_block('a', '127.0.0.1:%d' % free_port(), '127.0.0.1:27960')
+    cases = [
+        ('in_use', 'http 127.0.0.1:%d\n' % busy_port, 1,
+         r"error: http: cannot listen on 127\.0\.0\.1:%d: .*in use" % busy_port),
+        ('unresolvable', 'http nonexistent.invalid:8080\n', 1,
+         r"error: http: cannot resolve 'nonexistent\.invalid:8080'"),
+        ('workers', 'workers 2\nhttp 127.0.0.1:%d\n' % free_port(), 1,
+         r'error: http is not served with more than one worker loop'),
+        ('free', 'http 127.0.0.1:%d\n' % free_port(), 0, r'configuration OK'),
+    ]
+    failures = []
+    for name, top, rc, must in cases:
+        path = h.path('http_%s.conf' % name)
+        with open(path, 'w') as f:
+            f.write(top + route)
+        r = h.run(['--check-config', '-c', path])
+        out = (r.stdout + r.stderr).decode(errors='replace')
+        if r.returncode != rc or not re.search(must, out):
+            failures.append('%s: exit %d (expected %d), output %r' % (name, r.returncode, rc,
+                                                                      out[-300:]))
+    check(not failures, '--check-config and http:\n  ' + '\n  '.join(failures))
+    # What --check-config foretold: the start fails on the port in use.
+    r = h.run(['-c', h.path('http_in_use.conf')], timeout=5.0)
+    err = r.stderr.decode(errors='replace')
+    check(r.returncode == 1 and re.search(r'http 127\.0\.0\.1:%d: cannot listen' % busy_port, err),
+          'the start with the http port in use: exit %d, %r' % (r.returncode, err[-300:]))
+    print('http address checked by --check-config (in use, unresolvable, workers, free)')
 
 def case_set_override(h):
     srv = h.echo(V4)

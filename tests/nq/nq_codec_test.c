@@ -396,6 +396,25 @@ static void case_record_midgame(void)
     free(buf);
 }
 
+/* The client's clc_disconnect marks its frame `disconnect` (reliable, or
+ * unreliable as Quake's CL_Disconnect sends it): the record filter ends the
+ * demo there (issue 13, item 7).  The server's svc_disconnect does not. */
+static void case_client_disconnect(void)
+{
+    static const uint8_t nop[] = {1}, disconnect[] = {2};
+    const struct sg_frame *f;
+    int err;
+
+    f = dec(SG_DIR_C2S, DATA | EOM, 0, nop, sizeof(nop), &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && !f->disconnect);
+    f = dec(SG_DIR_S2C, DATA | EOM, 0, disconnect, sizeof(disconnect), &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && !f->disconnect);
+    f = dec(SG_DIR_C2S, UNREL, 0, disconnect, sizeof(disconnect), &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && f->disconnect);
+    f = dec(SG_DIR_C2S, DATA | EOM, 1, disconnect, sizeof(disconnect), &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && f->disconnect);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
@@ -405,6 +424,7 @@ int main(int argc, char **argv)
         {"control", case_control},
         {"record", case_record},
         {"record_midgame", case_record_midgame},
+        {"client_disconnect", case_client_disconnect},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), setup, teardown);

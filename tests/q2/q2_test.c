@@ -164,6 +164,7 @@ struct walk {
     void *st;
     uint64_t datagrams, messages, identical, errors, rejected, oob, partial, moves, moves_bad;
     uint64_t zpackets, fragmented, prints_changed;
+    uint64_t disconnects, first_disconnect; /* client frames marked disconnect; the first's index */
     bool change_prints; /* set_text on every print / stufftext, checked after encode */
     uint8_t last[65536 * 2];
     size_t last_len;
@@ -199,6 +200,8 @@ static int on_udp(const struct pcap_udp *u, void *arg)
     w->oob += f->kind == SG_FRAME_OOB;
     w->rejected += f->kind == SG_FRAME_REJECTED;
     w->partial += f->kind == SG_FRAME_PARTIAL;
+    if (dir == SG_DIR_C2S && f->disconnect && w->disconnects++ == 0)
+        w->first_disconnect = w->datagrams;
     if (f->kind != SG_FRAME_MESSAGE)
         return 0;
     w->messages++;
@@ -265,7 +268,13 @@ static void case_pcap_reencode(void)
                 (unsigned long long)w->rejected, (unsigned long long)w->partial,
                 (unsigned long long)w->moves, (unsigned long long)w->moves_bad,
                 (unsigned long long)w->zpackets, (unsigned long long)w->fragmented);
+        fprintf(stderr, "%s: %llu client disconnect frames, the first at datagram %llu of %llu\n",
+                caps[i].name, (unsigned long long)w->disconnects,
+                (unsigned long long)w->first_disconnect, (unsigned long long)w->datagrams);
         CHECK(w->datagrams > 1000);
+        /* Each capture ends with the client's `disconnect`: its frame is marked (the record
+         * filter ends the demo there, issue 13 item 7), and no earlier one is. */
+        CHECK(w->disconnects >= 1 && w->datagrams - w->first_disconnect < 10);
         CHECK_EQ(w->errors, 0);
         CHECK_EQ(w->identical, w->messages);
         CHECK(w->messages + w->oob + w->rejected + w->partial == w->datagrams);

@@ -879,6 +879,33 @@ static void case_record_mangled(void)
     rec_free(&w);
 }
 
+/* The client's `drop` (ezQuake's disconnect) marks its frame `disconnect`:
+ * the record filter ends the demo there (issue 13, item 7); a command that
+ * only mentions the word does not. */
+static void case_client_disconnect(void)
+{
+    const struct sg_codec *c = qw();
+    const struct sg_frame *f;
+    uint8_t d[64];
+    void *st;
+    static const char say[] = "\004say drop", drop[] = "\004drop"; /* clc_stringcmd */
+
+    if (!c || c->create(&st) < 0)
+        return;
+    /* sequence 1, ack 0, qport 12345, then a clc_stringcmd */
+    memcpy(d, "\x01\x00\x00\x00\x00\x00\x00\x00\x39\x30", 10);
+    memcpy(d + 10, say, sizeof(say));
+    CHECK_EQ(c->decode(st, SG_DIR_C2S, d, 10 + sizeof(say), &f), 0);
+    CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+    CHECK(!f->disconnect);
+    memcpy(d, "\x02\x00\x00\x00\x00\x00\x00\x00\x39\x30", 10);
+    memcpy(d + 10, drop, sizeof(drop));
+    CHECK_EQ(c->decode(st, SG_DIR_C2S, d, 10 + sizeof(drop), &f), 0);
+    CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+    CHECK(f->disconnect);
+    c->destroy(st);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
@@ -888,7 +915,7 @@ int main(int argc, char **argv)
         {"mangled", case_mangled}, {"move_checksum", case_move_checksum},
         {"mvd_weapon", case_mvd_weapon}, {"pcap_json", case_pcap_json},
         {"record_level", case_record_level}, {"record_midlevel", case_record_midlevel},
-        {"record_mangled", case_record_mangled},
+        {"record_mangled", case_record_mangled}, {"client_disconnect", case_client_disconnect},
     };
 
     if (argc > 2)
