@@ -53,7 +53,6 @@
 #define UPDATE_MASK     (UPDATE_BACKUP - 1)
 #define RING            4096 /* entity states of the kept frames */
 #define RING_MASK       (RING - 1)
-#define MAX_PACKET_ENTS 512
 #define MAX_PKT_FRAMES  8    /* frames remembered per server message */
 #define BLOCK_SOFT      1400 /* old MAX_MSGLEN: what other messages may fill */
 #define PACKED_BSP      31
@@ -419,7 +418,7 @@ static void parse_frame(struct sg_q2_trans *t, const struct sg_q2_parsed *p, uin
     if (delta > 0) {
         old = &t->frames[delta & UPDATE_MASK];
         if (delta == cur || old->number != delta || !old->valid ||
-            t->nents - old->first > RING - MAX_PACKET_ENTS)
+            t->nents - old->first > RING - MAX_EDICTS)
             old = NULL; /* the client cannot rebuild it: not written */
         else
             fr.valid = true;
