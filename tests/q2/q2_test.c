@@ -853,6 +853,60 @@ next:
     }
 }
 
+/*
+ * A Q2PRO session with the extended limits (serverdata flag
+ * Q2PRO_PF_EXTENSIONS) would need Q2PRO's 3434+ demo protocol: recording
+ * it is refused, and nothing is written; the same session without the
+ * flag is recorded (nothing yet: its demo starts at its first frame).
+ */
+static void case_record_extended(void)
+{
+    static const char connect[] = "\xff\xff\xff\xff"
+                                  "connect 36 4660 99 \"\\name\\x\" 1390 0 0 1026\n";
+    static const char accept[] = "\xff\xff\xff\xff"
+                                 "client_connect";
+
+    for (int ext = 0; ext < 2; ext++) {
+        const struct sg_codec *c = q2();
+        const struct sg_frame *f;
+        struct sg_bmsg_writer w;
+        uint8_t d[128];
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *out;
+        void *st;
+
+        if (!c || c->create(&st) < 0)
+            return;
+        CHECK(c->decode(st, SG_DIR_C2S, (const uint8_t *)connect, sizeof(connect) - 1, &f) == 0);
+        CHECK(c->decode(st, SG_DIR_S2C, (const uint8_t *)accept, sizeof(accept) - 1, &f) == 0);
+        sg_bmsg_writer_init(&w, d, sizeof(d));
+        sg_bmsg_write_u32(&w, 1 | 0x80000000u);
+        sg_bmsg_write_u32(&w, 0);
+        sg_bmsg_write_u8(&w, SG_Q2_SVC_SERVERDATA);
+        sg_bmsg_write_s32(&w, 36);
+        sg_bmsg_write_s32(&w, 1234);
+        sg_bmsg_write_u8(&w, 0);
+        sg_bmsg_write_data(&w, "baseq2", 7);
+        sg_bmsg_write_u16(&w, 0);
+        sg_bmsg_write_data(&w, "box", 4);
+        sg_bmsg_write_u16(&w, 1026);
+        sg_bmsg_write_u8(&w, 2);
+        sg_bmsg_write_u16(&w, ext ? 0x8 : 0); /* Q2PRO_PF_EXTENSIONS */
+        CHECK(c->decode(st, SG_DIR_S2C, d, w.len, &f) == 0);
+        CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+        out = open_memstream(&buf, &len);
+        CHECK(out != NULL);
+        if (out) {
+            CHECK_EQ(c->record(st, f, out), ext ? SG_E_UNSUPPORTED : 0);
+            fclose(out);
+            CHECK_EQ(len, 0);
+        }
+        free(buf);
+        c->destroy(st);
+    }
+}
+
 /* Recording that starts mid-level (34): slipgate asks the server for a
  * non-delta frame through the client's next move (lastframe -1, checksum
  * recomputed), then writes a synthesized start (serverdata, configstrings,
@@ -1052,6 +1106,7 @@ int main(int argc, char **argv)
         {"inject", case_inject},               {"demo_golden", case_demo_golden},
         {"record_midlevel", case_record_midlevel},
         {"record_transcoded", case_record_transcoded},
+        {"record_extended", case_record_extended},
     };
 
     if (argc > 2)
