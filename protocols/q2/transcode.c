@@ -18,7 +18,9 @@
  * Writing: a demo starts at the first valid frame with a preamble from
  * the state (serverdata with protocol 34 and attractloop 1, every
  * non-empty configstring, every baseline in 34 form, `precache`); then
- * one block per accepted server message, in which:
+ * one block per accepted server message (continued in another block where
+ * it would pass the 1400 bytes every player reads; Q2PRO's client drops
+ * what does not fit instead), in which:
  *  - svc_frame is written as a 34 frame numbered by the demo (1, 2, ...:
  *    Q2PRO's FRAME_CUR), delta from the frame written before (or from
  *    nothing for the first), player state and entities delta-coded with
@@ -45,17 +47,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CS_COUNT        2080 /* non-extended configstrings */
-#define CS_NAME         0
-#define CS_MAXCLIENTS   30
-#define MAX_EDICTS      1024
-#define UPDATE_BACKUP   16
-#define UPDATE_MASK     (UPDATE_BACKUP - 1)
-#define RING            4096 /* entity states of the kept frames */
-#define RING_MASK       (RING - 1)
-#define MAX_PKT_FRAMES  8    /* frames remembered per server message */
-#define BLOCK_SOFT      1400 /* old MAX_MSGLEN: what other messages may fill */
-#define PACKED_BSP      31
+#define CS_COUNT       2080 /* non-extended configstrings */
+#define CS_NAME        0
+#define CS_MAXCLIENTS  30
+#define MAX_EDICTS     1024
+#define UPDATE_BACKUP  16
+#define UPDATE_MASK    (UPDATE_BACKUP - 1)
+#define RING           4096 /* entity states of the kept frames */
+#define RING_MASK      (RING - 1)
+#define MAX_PKT_FRAMES 8    /* frames remembered per server message */
+#define BLOCK_SOFT     1400 /* old MAX_MSGLEN: what other messages may fill */
+#define PACKED_BSP     31
 
 #define RF_FRAMELERP        (1u << 6)
 #define RF_BEAM             (1u << 7)
@@ -170,6 +172,7 @@ struct sg_q2_trans {
     int32_t frames_written;
     uint32_t frames_dropped, others_dropped;
     uint8_t block[SG_Q2_MAX_MSGLEN];
+    uint8_t one[SG_Q2_MAX_MSGLEN]; /* one message, before it joins the block */
 };
 
 int sg_q2_trans_create(struct sg_q2_trans **out)
@@ -899,7 +902,7 @@ static int put_block(FILE *out, const uint8_t *d, size_t n)
 /* CL_Record_f's startup blocks, from the state. */
 static int write_preamble(struct sg_q2_trans *t, FILE *out)
 {
-    uint8_t one[SG_Q2_MAX_MSGLEN];
+    uint8_t *one = t->one;
     struct sg_bmsg_writer w;
     const char *name = t->cs[CS_NAME] ? t->cs[CS_NAME] : "";
     int err;
@@ -974,7 +977,7 @@ int sg_q2_trans_record(struct sg_q2_trans *t, const struct sg_q2_parsed *p, cons
 {
     struct sg_bmsg_writer w;
     bool any_frame = false;
-    int err;
+    int err, written = 0;
 
     if (t->extended)
         return SG_E_UNSUPPORTED;
@@ -998,34 +1001,27 @@ int sg_q2_trans_record(struct sg_q2_trans *t, const struct sg_q2_parsed *p, cons
     sg_bmsg_writer_init(&w, t->block, sizeof(t->block));
     for (uint32_t i = 0; i < p->nmsgs; i++) {
         const struct sg_q2_msg *m = &p->msgs[i];
+        const struct frame *fr = NULL;
+        struct sg_bmsg_writer mw;
         int op = m->op & 0x1f;
-        size_t before = w.len;
         if (m->unparsed)
             break;
         if ((dropped && dropped[i]) || (m->parent >= 0 && dropped && dropped[m->parent]))
             continue;
+        sg_bmsg_writer_init(&mw, t->one, sizeof(t->one));
         switch (op) {
-        case SG_Q2_SVC_FRAME: {
-            const struct frame *fr = frame_of(t, i);
-            if (!fr)
-                break;
-            write_frame(t, fr, &w);
-            if (w.overflowed) {
-                w.overflowed = false;
-                w.len = before;
-                t->frames_dropped++;
-                break;
-            }
-            frame_written(t, fr);
+        case SG_Q2_SVC_FRAME:
+            fr = frame_of(t, i);
+            if (fr)
+                write_frame(t, fr, &mw);
             break;
-        }
         case SG_Q2_SVC_SPAWNBASELINE: {
             uint64_t bits;
             int num;
             ent_header(&p->fields[m->first], 0, m->count, &bits, &num);
             if (num > 0 && num < MAX_EDICTS && t->have_base[num]) {
-                sg_bmsg_write_u8(&w, SG_Q2_SVC_SPAWNBASELINE);
-                write_entity(t, NULL, &t->base[num], true, false, &w);
+                sg_bmsg_write_u8(&mw, SG_Q2_SVC_SPAWNBASELINE);
+                write_entity(t, NULL, &t->base[num], true, false, &mw);
             }
             break;
         }
@@ -1041,23 +1037,35 @@ int sg_q2_trans_record(struct sg_q2_trans *t, const struct sg_q2_parsed *p, cons
         case SG_Q2_SVC_RECONNECT:
             break;
         default:
-            if (m->op & ~0x1f)
-                break;
-            copy_msg(p, i, &w);
-            if (w.len > BLOCK_SOFT)
-                w.overflowed = true;
+            if (!(m->op & ~0x1f))
+                copy_msg(p, i, &mw);
             break;
         }
-        if (w.overflowed) {
-            /* It does not fit: left out (as Q2PRO's client drops them). */
-            w.overflowed = false;
-            w.len = before;
-            if (op != SG_Q2_SVC_FRAME)
+        if (mw.overflowed) {
+            /* larger than a demo block can be: left out */
+            if (op == SG_Q2_SVC_FRAME)
+                t->frames_dropped++;
+            else
                 t->others_dropped++;
+            continue;
         }
+        if (mw.len == 0)
+            continue;
+        /* A block stays within the old MAX_MSGLEN that every player reads:
+         * what does not fit goes on in a block of its own (a single message
+         * longer than that is written whole: Q2PRO's players read it). */
+        if (w.len && w.len + mw.len > BLOCK_SOFT) {
+            if ((err = put_block(out, t->block, w.len)) < 0)
+                return err;
+            written = 1;
+            sg_bmsg_writer_init(&w, t->block, sizeof(t->block));
+        }
+        sg_bmsg_write_data(&w, t->one, mw.len);
+        if (fr)
+            frame_written(t, fr);
     }
     if (w.len == 0)
-        return 0;
+        return written;
     if ((err = put_block(out, t->block, w.len)) < 0)
         return err;
     return 1;

@@ -907,6 +907,92 @@ static void case_record_extended(void)
     }
 }
 
+/*
+ * A transcoded block stays within the 1400 bytes every player reads: a
+ * server message whose messages pass that goes on in a second block
+ * (nothing left out), the frame in the first.
+ */
+static void case_record_split(void)
+{
+    static const char connect[] = "\xff\xff\xff\xff"
+                                  "connect 35 4660 99 \"\\name\\x\" 1390 1905\n";
+    static const char accept[] = "\xff\xff\xff\xff"
+                                 "client_connect";
+    const struct sg_codec *c = q2();
+    const struct sg_frame *f;
+    struct sg_bmsg_writer w;
+    uint8_t *d = malloc(4096);
+    char text[1001], *buf = NULL;
+    size_t len = 0;
+    struct blocks *b = malloc(sizeof(*b));
+    FILE *out;
+    void *st;
+
+    CHECK(d && b);
+    if (!c || !d || !b || c->create(&st) < 0)
+        goto out;
+    CHECK(c->decode(st, SG_DIR_C2S, (const uint8_t *)connect, sizeof(connect) - 1, &f) == 0);
+    CHECK(c->decode(st, SG_DIR_S2C, (const uint8_t *)accept, sizeof(accept) - 1, &f) == 0);
+    out = open_memstream(&buf, &len);
+    CHECK(out != NULL);
+    if (!out)
+        goto destroy;
+    /* the serverdata */
+    sg_bmsg_writer_init(&w, d, 4096);
+    sg_bmsg_write_u32(&w, 1 | 0x80000000u);
+    sg_bmsg_write_u32(&w, 0);
+    sg_bmsg_write_u8(&w, SG_Q2_SVC_SERVERDATA);
+    sg_bmsg_write_s32(&w, 35);
+    sg_bmsg_write_s32(&w, 1234);
+    sg_bmsg_write_u8(&w, 0);
+    sg_bmsg_write_data(&w, "baseq2", 7);
+    sg_bmsg_write_u16(&w, 0);
+    sg_bmsg_write_data(&w, "box", 4);
+    sg_bmsg_write_u8(&w, 0);
+    sg_bmsg_write_u16(&w, 1905);
+    sg_bmsg_write_u8(&w, 0);
+    sg_bmsg_write_u8(&w, 0);
+    CHECK(c->decode(st, SG_DIR_S2C, d, w.len, &f) == 0);
+    CHECK_EQ(c->record(st, f, out), 0); /* a demo starts at a frame */
+    /* a layout of 1000 bytes, a frame (not delta-compressed), a centerprint of 600 */
+    memset(text, 'a', 1000);
+    text[1000] = 0;
+    sg_bmsg_writer_init(&w, d, 4096);
+    sg_bmsg_write_u32(&w, 2);
+    sg_bmsg_write_u32(&w, 0);
+    sg_bmsg_write_u8(&w, SG_Q2_SVC_LAYOUT);
+    sg_bmsg_write_data(&w, text, 1001);
+    sg_bmsg_write_u8(&w, SG_Q2_SVC_FRAME);
+    sg_bmsg_write_u32(&w, 5 | 31u << 27);
+    sg_bmsg_write_u8(&w, 0);
+    sg_bmsg_write_u8(&w, 0);      /* areabytes */
+    sg_bmsg_write_u16(&w, 0x800); /* PS_FOV */
+    sg_bmsg_write_u8(&w, 90);
+    sg_bmsg_write_u16(&w, 0); /* no entities */
+    sg_bmsg_write_u8(&w, SG_Q2_SVC_CENTERPRINT);
+    sg_bmsg_write_data(&w, text + 400, 601);
+    CHECK(c->decode(st, SG_DIR_S2C, d, w.len, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+    CHECK_EQ(c->record(st, f, out), 1);
+    CHECK(c->record_end(st, out) == 0);
+    fclose(out);
+    split_blocks((const uint8_t *)buf, len, b);
+    CHECK(b->end);
+    CHECKF(b->count == 3, "%u blocks: the start, then the message in two", b->count);
+    if (b->count == 3) {
+        CHECK(b->p[0][0] == SG_Q2_SVC_SERVERDATA && sg_le32(b->p[0] + 1) == 34);
+        CHECK(b->n[1] <= 1400 && b->p[1][0] == SG_Q2_SVC_LAYOUT && b->p[1][1002] == SG_Q2_SVC_FRAME);
+        CHECK(sg_le32(b->p[1] + 1003) == 1 && (int32_t)sg_le32(b->p[1] + 1007) == -1);
+        CHECK(b->n[2] == 602 && b->p[2][0] == SG_Q2_SVC_CENTERPRINT);
+    }
+destroy:
+    c->destroy(st);
+out:
+    free(buf);
+    free(b);
+    free(d);
+}
+
 /* Recording that starts mid-level (34): slipgate asks the server for a
  * non-delta frame through the client's next move (lastframe -1, checksum
  * recomputed), then writes a synthesized start (serverdata, configstrings,
@@ -1107,6 +1193,7 @@ int main(int argc, char **argv)
         {"record_midlevel", case_record_midlevel},
         {"record_transcoded", case_record_transcoded},
         {"record_extended", case_record_extended},
+        {"record_split", case_record_split},
     };
 
     if (argc > 2)
