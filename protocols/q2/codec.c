@@ -126,6 +126,9 @@ struct q2c {
     bool rec_started; /* its serverdata is written */
     bool rec_dropped[SG_Q2_MAX_MSGS];
     bool want_nodelta; /* a recording waits for a non-delta frame: ask the server for one */
+    /* 35/36 sessions: the client's state, their demos transcoded to 34
+     * (transcode.c; made at the first 35/36 server message). */
+    struct sg_q2_trans *trans;
 
     /* The level as the client knows it (S2C, protocol 34): what a demo that
      * starts mid-level is given first. */
@@ -223,6 +226,7 @@ static void q2_destroy(void *state)
     if (!c)
         return;
     level_clear(&c->lvl);
+    sg_q2_trans_destroy(c->trans);
     for (int d = 0; d < 2; d++) {
         free(c->chan[d].frag);
         free(c->chan[d].pieces);
@@ -741,6 +745,12 @@ static int q2_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     c->stats.messages++;
     if (dir == SG_DIR_S2C && (c->sv.protocol == 34 || c->parsed.serverdata))
         level_track(&c->lvl, &c->parsed, NULL);
+    if (dir == SG_DIR_S2C && (c->sv.protocol == 35 || c->sv.protocol == 36)) {
+        if (!c->trans && sg_q2_trans_create(&c->trans) < 0)
+            note_error(c, -ENOMEM, "35/36 demo state");
+        if (c->trans)
+            sg_q2_trans_track(c->trans, &c->parsed, &c->sv);
+    }
     return 0;
 }
 
@@ -1088,10 +1098,11 @@ static bool q2_established(void *state)
  * A protocol 34 session's demo is the stream as the client accepted it
  * (after the filters), one block per message, from a serverdata on: the
  * messages before the first serverdata of a demo are left out, so the
- * file starts as the players' demos do.  35 and 36 frames are not legal in
- * a 34 demo and would need transcoding (not written yet): recording them
- * is refused.  A recording that starts mid-level waits for the next
- * serverdata (a synthesized preamble is not written yet).
+ * file starts as the players' demos do.  A recording that starts mid-level
+ * writes a synthesized start, then waits for a non-delta frame.  35 and 36
+ * frames are not legal in a 34 demo: those sessions are transcoded to 34
+ * from the client's state (transcode.c), as Q2PRO's client records them;
+ * Q2PRO's extended sessions are refused.
  */
 static const char *q2_demo_ext(void *state)
 {
@@ -1168,6 +1179,8 @@ static int q2_record(void *state, const struct sg_frame *frame, FILE *out)
 
     if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE || frame->dir != SG_DIR_S2C)
         return 0;
+    if (c->sv.protocol == 35 || c->sv.protocol == 36)
+        return c->trans ? sg_q2_trans_record(c->trans, &c->parsed, c->dropped, out) : 0;
     if (c->sv.protocol != 34 && c->sv.protocol != 26)
         return SG_E_UNSUPPORTED;
     if (out != c->rec_out) {
@@ -1214,6 +1227,8 @@ static int q2_record_end(void *state, FILE *out)
 
     if (out == c->rec_out)
         c->rec_out = NULL;
+    if (c->trans)
+        sg_q2_trans_record_end(c->trans, out);
     if (fwrite(end, 1, 4, out) != 4 || fflush(out) != 0)
         return -EIO;
     return 0;
@@ -1324,7 +1339,8 @@ static int capture_datagram(void *flow, enum sg_dir dir, const uint8_t *data, si
         free(k);
         if (dir == SG_DIR_S2C && f->record_path && !f->rec_failed) {
             struct q2c *c = f->st;
-            if (!f->rec && c->parsed.serverdata && (c->sv.protocol == 34 || c->sv.protocol == 26)) {
+            if (!f->rec && c->parsed.serverdata && !c->sv.extended &&
+                (c->sv.protocol == 26 || (c->sv.protocol >= 34 && c->sv.protocol <= 36))) {
                 f->rec = fopen(f->record_path, "wb");
                 if (!f->rec) {
                     fprintf(stderr, "slipgate pcap: %s: %s\n", f->record_path, strerror(errno));

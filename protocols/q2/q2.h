@@ -154,6 +154,36 @@ int sg_q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, boo
 bool sg_q2_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
                           size_t n, char *why, size_t whylen);
 
+/* ---- 35/36 sessions recorded as 34 demos (transcode.c) ---- */
+
+struct sg_q2_trans;
+
+/* Create / destroy the state a 35/36 session's client keeps (destroy accepts NULL). */
+int sg_q2_trans_create(struct sg_q2_trans **t);
+void sg_q2_trans_destroy(struct sg_q2_trans *t);
+
+/* Follow one accepted, parsed server message (`v`: the layout it was parsed with). */
+void sg_q2_trans_track(struct sg_q2_trans *t, const struct sg_q2_parsed *p,
+                       const struct sg_q2_variant *v);
+
+/* An extended Q2PRO session: not transcoded (recording refused). */
+bool sg_q2_trans_refused(const struct sg_q2_trans *t);
+
+/*
+ * Write the message tracked last (`p`, without the messages `dropped`
+ * marks; may be NULL) to the 34 demo `out` (borrowed for the call): its
+ * preamble first when `out` is new to it.  Returns 1 (a block written),
+ * 0 (nothing yet: a demo starts at a valid frame) or a negative error.
+ */
+int sg_q2_trans_record(struct sg_q2_trans *t, const struct sg_q2_parsed *p, const bool *dropped,
+                       FILE *out);
+
+/* The demo `out` ended (a later file at the same address starts anew). */
+void sg_q2_trans_record_end(struct sg_q2_trans *t, FILE *out);
+
+/* Frames written to the current demo. */
+int32_t sg_q2_trans_frames_written(const struct sg_q2_trans *t);
+
 /* ---- demos (demo.c) ---- */
 
 extern const struct sg_demo_impl sg_q2_demo_impl;

@@ -4,7 +4,8 @@
  * netchans with Q2PRO's fragments, every message with the layout the
  * serverdata negotiates, zpackets inflated with their output bounded),
  * rebuild every whole message, let the "filters" change and drop texts,
- * and dump each frame for the inspector.
+ * record each server message (34 as it came, 35/36 transcoded to a 34
+ * demo from the tracked state) and dump each frame for the inspector.
  *
  * Input:
  *
@@ -117,6 +118,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (err >= 1 && !touched)
                 FUZZ_CHECK(identical);
             free(o.data);
+            if (dir == SG_DIR_S2C && null) {
+                int r = c->record(st, f, null);
+                FUZZ_CHECK(r >= 0 || valid_err(r));
+            }
         }
         if (null && c->dump) {
             FUZZ_CHECK(c->dump(st, f, SG_DUMP_FIELDS, false, null) >= 0);
@@ -125,6 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         c->describe(st);
         free(copy);
     }
+    if (null)
+        FUZZ_CHECK(c->record_end(st, null) == 0);
     c->destroy(st);
     if (null)
         fclose(null);

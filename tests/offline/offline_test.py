@@ -421,6 +421,112 @@ def case_anonymize_checked():
         expect(rc == 0, "a route with anonymize no needs no key: " + err)
 
 
+def q2_dump_states(path):
+    """`slipgate demo dump` of a protocol 34 .dm2 read back into the state a
+    player of it has after each svc_frame: (player state, {entity: fields}),
+    fields at 0 left out, the old origin left out (a 34 writer may send it or
+    let the player derive it)."""
+    rc, out, err = run("demo", "dump", path)
+    expect(rc == 0, "dump %s: %s" % (path, err))
+
+    def pairs(line):
+        return [t.split("=", 1) for t in line.split()[1:] if "=" in t]
+
+    def entity(ts, i):
+        bits = int(ts[i][1])
+        i += 1
+        for s in (1, 2, 3):
+            if i < len(ts) and ts[i][0] == "bits%d" % s:
+                bits |= int(ts[i][1]) << (8 * s)
+                i += 1
+        num = int(ts[i][1])
+        fields = {}
+        i += 1
+        while i < len(ts) and ts[i][0] != "bits":
+            fields["frame" if ts[i][0] == "frame16" else ts[i][0]] = ts[i][1]
+            i += 1
+        return bits, num, fields, i
+
+    base, frames, prev = {}, [], ({}, {})
+    for line in out.splitlines():
+        if line.startswith("svc_spawnbaseline "):
+            _, num, fields, _ = entity(pairs(line), 0)
+            base[num] = fields
+        elif line.startswith("svc_frame "):
+            ts = pairs(line)
+            delta = int(dict(ts[:2])["deltaframe"])
+            ps = dict(prev[0]) if delta > 0 else {}
+            ents = {n: dict(e) for n, e in prev[1].items()} if delta > 0 else {}
+            for e in ents.values():
+                e.pop("event", None)
+            i = [k for k, _ in ts].index("svc_playerinfo") + 1
+            while ts[i][0] != "svc_packetentities":
+                if ts[i][0] not in ("psflags", "statbits"):
+                    ps[ts[i][0]] = ts[i][1]
+                i += 1
+            i += 1
+            while i < len(ts):
+                bits, num, fields, i = entity(ts, i)
+                if num == 0:
+                    break
+                if bits & 0x40:
+                    ents.pop(num, None)
+                    continue
+                e = dict(ents[num]) if num in ents else dict(base.get(num, {}))
+                e.pop("event", None)
+                e.update(fields)
+                ents[num] = e
+            prev = (ps, ents)
+            frames.append(({k: v for k, v in ps.items() if v != "0"},
+                           {n: {k: v for k, v in e.items()
+                                if v != "0" and not k.startswith("oldorigin")}
+                            for n, e in ents.items()}))
+    return frames
+
+
+def case_pcap_q2_record():
+    """`slipgate pcap decode --record` of the R1Q2 (35) and Q2PRO (36)
+    captures writes a protocol 34 .dm2 (transcoded, as Q2PRO's client writes
+    its own): `demo info` reads it with 0 errors, the map and game are the
+    client demo's, it has at least the client demo's frames, and from the
+    client demo's first frame on each frame holds the same player state and
+    entity states, field by field."""
+    for name in ("q2pro_35", "q2pro_36"):
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = pcap(data("q2/sessions/%s/capture.pcap" % name), "--record", tmp)
+            dm2 = [f for f in os.listdir(tmp) if f.endswith(".dm2")]
+            expect(rc == 0 and ", 0 errors\n" in err and len(dm2) == 1,
+                   "%s: one .dm2 recorded: %s %s" % (name, dm2, err[-500:]))
+            rec = os.path.join(tmp, dm2[0])
+            client = data("q2/sessions/%s/client_demo.dm2" % name)
+            info = {}
+            for path in (rec, client):
+                rc, out, err = run("demo", "info", path)
+                expect(rc == 0 and "protocol:     34\n" in out and "errors:       0\n" in out,
+                       "%s: info %s: %s%s" % (name, path, out, err))
+                info[path] = out
+            for key in ("map:", "game:"):
+                line = [l for l in info[client].splitlines() if l.startswith(key)]
+                expect(line and line[0] + "\n" in info[rec], "%s: the same %s %s"
+                       % (name, key, info[rec]))
+            ours, theirs = q2_dump_states(rec), q2_dump_states(client)
+            expect(len(theirs) > 250 and len(ours) >= len(theirs),
+                   "%s: %d frames recorded, %d in the client's demo" % (name, len(ours), len(theirs)))
+            m = re.search(r"serverdata, (\d+) frames", info[rec])
+            expect(m and int(m.group(1)) == len(ours), "%s: info counts the frames: %s"
+                   % (name, info[rec]))
+            start = [j for j in range(len(ours)) if ours[j] == theirs[0]]
+            expect(start, "%s: the client demo's first frame is one of the recording's" % name)
+            j = start[0]
+            same = sum(1 for i in range(len(theirs))
+                       if j + i < len(ours) and ours[j + i] == theirs[i])
+            expect(same == len(theirs), "%s: %d of the client's %d frames are the same"
+                   % (name, same, len(theirs)))
+            ps = theirs[len(theirs) // 2][0]
+            expect("origin0" in ps and "viewangle1" in ps and "fov" in ps,
+                   "%s: the player state sample has a position, view angles, fov: %s" % (name, ps))
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 if CASE not in CASES:
     sys.exit("unknown case " + CASE)

@@ -6,8 +6,9 @@ per case (../shared/peers/q2/README.md).
     q2_peers.py PROTOCOL[+filters] [--seconds N]
 
 PROTOCOL: 34 (original), 35 (R1Q2) or 36 (Q2PRO, new netchan, zlib).
-34 also records the session (--record) and plays the .dm2 to its end in
-the Q2PRO client (timedemo).  `+filters` runs FILTERS_CONF: the server's
+Each protocol also records the session (--record) and plays the .dm2 to
+its end in the Q2PRO client (timedemo): a 34 session's demo is the stream
+as the client accepted it, a 35 or 36 session's is transcoded to 34.  `+filters` runs FILTERS_CONF: the server's
 "entered the game" print rewritten on its way to the client and a print
 injected every 2 s; the client's console must show both, never the
 original text.
@@ -159,7 +160,7 @@ def run(protocol, filters, seconds, work, b, d, slipgate, procs):
 
     px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
     rec_dir = os.path.join(work, "demos")
-    record = ["--record", rec_dir] if protocol == "34" and not filters else []
+    record = ["--record", rec_dir] if not filters else []
     where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}", "-p", "q2",
              "+set", "reencode", "always"]
     if filters:

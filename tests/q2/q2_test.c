@@ -735,15 +735,271 @@ static void case_record(void)
     }
     sg_q2_parsed_free(&p);
     free(rec);
-    /* 36 frames are not legal in a 34 demo: recording is refused, nothing written */
+    /* 36 frames are not legal in a 34 demo: the session is transcoded
+     * (record_transcoded compares it with the client's own demo) */
     rec = record_capture("q2pro_36", &rlen, &refused);
-    CHECK(refused > 100);
-    CHECK_EQ(rlen, 4); /* only the end marker */
+    CHECK_EQ(refused, 0);
+    CHECK(rlen > 10000);
 out:
     free(rec);
     free(cl);
     free(rb);
     free(cb);
+}
+
+/* The svc_frame messages of a 34 demo, each written alone (NULL-terminated
+ * list of malloc'd buffers; lens beside), and the parse errors. */
+static unsigned demo_frames(const uint8_t *d, size_t len, uint8_t **frames, size_t *lens,
+                            unsigned cap, unsigned *errors, unsigned *serverdata)
+{
+    struct blocks *b = malloc(sizeof(*b));
+    struct sg_q2_parsed p;
+    struct sg_q2_variant v;
+    unsigned n = 0;
+
+    *errors = *serverdata = 0;
+    if (!b || sg_q2_parsed_init(&p) < 0) {
+        free(b);
+        return 0;
+    }
+    split_blocks(d, len, b);
+    sg_q2_variant_init(&v, 34, 0);
+    for (unsigned i = 0; i < b->count; i++) {
+        if (sg_q2_parse(SG_DIR_S2C, &v, b->p[i], b->n[i], &p) < 0)
+            (*errors)++;
+        for (uint32_t m = 0; m < p.nmsgs; m++) {
+            struct sg_q2_parsed one = p;
+            struct sg_bmsg_writer w;
+            uint8_t buf[4096];
+            if (p.msgs[m].op == SG_Q2_SVC_SERVERDATA) {
+                (*serverdata)++;
+                CHECK_EQ(p.fields[p.msgs[m].first].raw, 34); /* the demo is protocol 34 */
+            }
+            if (p.msgs[m].op != SG_Q2_SVC_FRAME || n >= cap)
+                continue;
+            one.msgs = &p.msgs[m];
+            one.nmsgs = 1;
+            sg_bmsg_writer_init(&w, buf, sizeof(buf));
+            if (sg_q2_write(&one, NULL, &w) < 0 || w.len < 9)
+                continue;
+            frames[n] = malloc(w.len);
+            if (!frames[n])
+                break;
+            memcpy(frames[n], buf, w.len);
+            lens[n++] = w.len;
+        }
+    }
+    sg_q2_parsed_free(&p);
+    free(b);
+    return n;
+}
+
+/*
+ * 35 (R1Q2) and 36 (Q2PRO) sessions recorded as 34 demos (transcoded from
+ * the client's state): the recording reads back as protocol 34 with no
+ * error, and from where the real client's own demo of the same session
+ * starts, each of its frames is in slipgate's, byte for byte after the
+ * frame numbers (the client numbers its own frames, and its first frame is
+ * not delta-compressed): the same player states and entity deltas.
+ */
+static void case_record_transcoded(void)
+{
+    static const char *const names[] = {"q2pro_35", "q2pro_36"};
+
+    for (unsigned s = 0; s < 2; s++) {
+        char path[1024];
+        size_t rlen, clen, *rl = calloc(4096, sizeof(size_t)), *cl = calloc(4096, sizeof(size_t));
+        uint8_t **rf = calloc(4096, sizeof(uint8_t *)), **cf = calloc(4096, sizeof(uint8_t *));
+        int refused;
+        unsigned rn, cn, rerr, cerr, rsd, csd, same = 0, at;
+        char *rec = record_capture(names[s], &rlen, &refused);
+        uint8_t *cd;
+
+        snprintf(path, sizeof(path), "%s/q2/sessions/%s/client_demo.dm2", td(), names[s]);
+        cd = (uint8_t *)unit_slurp(path, &clen);
+        CHECK(rec && cd && rl && cl && rf && cf);
+        if (!rec || !cd || !rl || !cl || !rf || !cf)
+            goto next;
+        CHECK_EQ(refused, 0);
+        rn = demo_frames((const uint8_t *)rec, rlen, rf, rl, 4096, &rerr, &rsd);
+        cn = demo_frames(cd, clen, cf, cl, 4096, &cerr, &csd);
+        CHECK_EQ(rerr, 0);
+        CHECK_EQ(cerr, 0);
+        CHECK_EQ(rsd, 1);
+        CHECKF(cn > 250 && rn >= cn, "%s: %u frames recorded, the client's demo has %u", names[s],
+               rn, cn);
+        /* the recording's frames are numbered 1, 2, ... each delta from the one before */
+        for (unsigned i = 0; i < rn; i++) {
+            CHECK_EQ((int32_t)sg_le32(rf[i] + 1), (int32_t)i + 1);
+            CHECK_EQ((int32_t)sg_le32(rf[i] + 5), i ? (int32_t)i : -1);
+        }
+        /* where the client's second frame is in slipgate's demo */
+        for (at = 1; at < rn; at++)
+            if (rl[at] == cl[1] && memcmp(rf[at] + 9, cf[1] + 9, cl[1] - 9) == 0)
+                break;
+        CHECKF(at < rn, "%s: the client's second frame is in the recording", names[s]);
+        for (unsigned i = 1; i < cn && at + i - 1 < rn; i++) {
+            unsigned r = at + i - 1;
+            if (rl[r] == cl[i] && memcmp(rf[r] + 9, cf[i] + 9, cl[i] - 9) == 0)
+                same++;
+            else if (same + 5 > i)
+                fprintf(stderr, "%s: client frame %u differs from recorded frame %u\n", names[s],
+                        i + 1, r + 1);
+        }
+        CHECKF(same == cn - 1, "%s: %u of the client's %u delta frames are the same", names[s],
+               same, cn - 1);
+next:
+        for (unsigned i = 0; i < 4096 && rf && cf; i++) {
+            free(rf[i]);
+            free(cf[i]);
+        }
+        free(rf);
+        free(cf);
+        free(rl);
+        free(cl);
+        free(rec);
+        free(cd);
+    }
+}
+
+/*
+ * A Q2PRO session with the extended limits (serverdata flag
+ * Q2PRO_PF_EXTENSIONS) would need Q2PRO's 3434+ demo protocol: recording
+ * it is refused, and nothing is written; the same session without the
+ * flag is recorded (nothing yet: its demo starts at its first frame).
+ */
+static void case_record_extended(void)
+{
+    static const char connect[] = "\xff\xff\xff\xff"
+                                  "connect 36 4660 99 \"\\name\\x\" 1390 0 0 1026\n";
+    static const char accept[] = "\xff\xff\xff\xff"
+                                 "client_connect";
+
+    for (int ext = 0; ext < 2; ext++) {
+        const struct sg_codec *c = q2();
+        const struct sg_frame *f;
+        struct sg_bmsg_writer w;
+        uint8_t d[128];
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *out;
+        void *st;
+
+        if (!c || c->create(&st) < 0)
+            return;
+        CHECK(c->decode(st, SG_DIR_C2S, (const uint8_t *)connect, sizeof(connect) - 1, &f) == 0);
+        CHECK(c->decode(st, SG_DIR_S2C, (const uint8_t *)accept, sizeof(accept) - 1, &f) == 0);
+        sg_bmsg_writer_init(&w, d, sizeof(d));
+        sg_bmsg_write_u32(&w, 1 | 0x80000000u);
+        sg_bmsg_write_u32(&w, 0);
+        sg_bmsg_write_u8(&w, SG_Q2_SVC_SERVERDATA);
+        sg_bmsg_write_s32(&w, 36);
+        sg_bmsg_write_s32(&w, 1234);
+        sg_bmsg_write_u8(&w, 0);
+        sg_bmsg_write_data(&w, "baseq2", 7);
+        sg_bmsg_write_u16(&w, 0);
+        sg_bmsg_write_data(&w, "box", 4);
+        sg_bmsg_write_u16(&w, 1026);
+        sg_bmsg_write_u8(&w, 2);
+        sg_bmsg_write_u16(&w, ext ? 0x8 : 0); /* Q2PRO_PF_EXTENSIONS */
+        CHECK(c->decode(st, SG_DIR_S2C, d, w.len, &f) == 0);
+        CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+        out = open_memstream(&buf, &len);
+        CHECK(out != NULL);
+        if (out) {
+            CHECK_EQ(c->record(st, f, out), ext ? SG_E_UNSUPPORTED : 0);
+            fclose(out);
+            CHECK_EQ(len, 0);
+        }
+        free(buf);
+        c->destroy(st);
+    }
+}
+
+/*
+ * A transcoded block stays within the 1400 bytes every player reads: a
+ * server message whose messages pass that goes on in a second block
+ * (nothing left out), the frame in the first.
+ */
+static void case_record_split(void)
+{
+    static const char connect[] = "\xff\xff\xff\xff"
+                                  "connect 35 4660 99 \"\\name\\x\" 1390 1905\n";
+    static const char accept[] = "\xff\xff\xff\xff"
+                                 "client_connect";
+    const struct sg_codec *c = q2();
+    const struct sg_frame *f;
+    struct sg_bmsg_writer w;
+    uint8_t *d = malloc(4096);
+    char text[1001], *buf = NULL;
+    size_t len = 0;
+    struct blocks *b = malloc(sizeof(*b));
+    FILE *out;
+    void *st;
+
+    CHECK(d && b);
+    if (!c || !d || !b || c->create(&st) < 0)
+        goto out;
+    CHECK(c->decode(st, SG_DIR_C2S, (const uint8_t *)connect, sizeof(connect) - 1, &f) == 0);
+    CHECK(c->decode(st, SG_DIR_S2C, (const uint8_t *)accept, sizeof(accept) - 1, &f) == 0);
+    out = open_memstream(&buf, &len);
+    CHECK(out != NULL);
+    if (!out)
+        goto destroy;
+    /* the serverdata */
+    sg_bmsg_writer_init(&w, d, 4096);
+    sg_bmsg_write_u32(&w, 1 | 0x80000000u);
+    sg_bmsg_write_u32(&w, 0);
+    sg_bmsg_write_u8(&w, SG_Q2_SVC_SERVERDATA);
+    sg_bmsg_write_s32(&w, 35);
+    sg_bmsg_write_s32(&w, 1234);
+    sg_bmsg_write_u8(&w, 0);
+    sg_bmsg_write_data(&w, "baseq2", 7);
+    sg_bmsg_write_u16(&w, 0);
+    sg_bmsg_write_data(&w, "box", 4);
+    sg_bmsg_write_u8(&w, 0);
+    sg_bmsg_write_u16(&w, 1905);
+    sg_bmsg_write_u8(&w, 0);
+    sg_bmsg_write_u8(&w, 0);
+    CHECK(c->decode(st, SG_DIR_S2C, d, w.len, &f) == 0);
+    CHECK_EQ(c->record(st, f, out), 0); /* a demo starts at a frame */
+    /* a layout of 1000 bytes, a frame (not delta-compressed), a centerprint of 600 */
+    memset(text, 'a', 1000);
+    text[1000] = 0;
+    sg_bmsg_writer_init(&w, d, 4096);
+    sg_bmsg_write_u32(&w, 2);
+    sg_bmsg_write_u32(&w, 0);
+    sg_bmsg_write_u8(&w, SG_Q2_SVC_LAYOUT);
+    sg_bmsg_write_data(&w, text, 1001);
+    sg_bmsg_write_u8(&w, SG_Q2_SVC_FRAME);
+    sg_bmsg_write_u32(&w, 5 | 31u << 27);
+    sg_bmsg_write_u8(&w, 0);
+    sg_bmsg_write_u8(&w, 0);      /* areabytes */
+    sg_bmsg_write_u16(&w, 0x800); /* PS_FOV */
+    sg_bmsg_write_u8(&w, 90);
+    sg_bmsg_write_u16(&w, 0); /* no entities */
+    sg_bmsg_write_u8(&w, SG_Q2_SVC_CENTERPRINT);
+    sg_bmsg_write_data(&w, text + 400, 601);
+    CHECK(c->decode(st, SG_DIR_S2C, d, w.len, &f) == 0);
+    CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+    CHECK_EQ(c->record(st, f, out), 1);
+    CHECK(c->record_end(st, out) == 0);
+    fclose(out);
+    split_blocks((const uint8_t *)buf, len, b);
+    CHECK(b->end);
+    CHECKF(b->count == 3, "%u blocks: the start, then the message in two", b->count);
+    if (b->count == 3) {
+        CHECK(b->p[0][0] == SG_Q2_SVC_SERVERDATA && sg_le32(b->p[0] + 1) == 34);
+        CHECK(b->n[1] <= 1400 && b->p[1][0] == SG_Q2_SVC_LAYOUT && b->p[1][1002] == SG_Q2_SVC_FRAME);
+        CHECK(sg_le32(b->p[1] + 1003) == 1 && (int32_t)sg_le32(b->p[1] + 1007) == -1);
+        CHECK(b->n[2] == 602 && b->p[2][0] == SG_Q2_SVC_CENTERPRINT);
+    }
+destroy:
+    c->destroy(st);
+out:
+    free(buf);
+    free(b);
+    free(d);
 }
 
 /* Recording that starts mid-level (34): slipgate asks the server for a
@@ -944,6 +1200,9 @@ int main(int argc, char **argv)
         {"mangled", case_mangled},             {"record", case_record},
         {"inject", case_inject},               {"demo_golden", case_demo_golden},
         {"record_midlevel", case_record_midlevel},
+        {"record_transcoded", case_record_transcoded},
+        {"record_extended", case_record_extended},
+        {"record_split", case_record_split},
     };
 
     if (argc > 2)
