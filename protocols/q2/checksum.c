@@ -120,7 +120,7 @@ static const uint16_t crctab[256] = {
  * tab[k + 1][x] = (tab[k][x] << 8) ^ crctab[tab[k][x] >> 8]
  * (generated so; the byte-wise loop above checks them in q2@move_checksum).
  */
-/* clang-format off: eight a line, as crctab */
+/* clang-format off */ /* eight a line, as crctab */
 static const uint16_t crctab1[256] = {
     0x0000, 0x3331, 0x6662, 0x5553, 0xccc4, 0xfff5, 0xaaa6, 0x9997,
     0x89a9, 0xba98, 0xefcb, 0xdcfa, 0x456d, 0x765c, 0x230f, 0x103e,
