@@ -476,9 +476,10 @@ static void stats(struct ctx *c)
     } else {
         statbits = num(c, "statbits", SG_BMSG_S32);
     }
-    for (int i = 0; i < n; i++)
-        if (statbits & (1ull << i))
-            num(c, sn[i], SG_BMSG_S16);
+    if (n < 64)
+        statbits &= (1ull << n) - 1;
+    for (; statbits; statbits &= statbits - 1) /* the set bits, lowest first */
+        num(c, sn[__builtin_ctzll(statbits)], SG_BMSG_S16);
 }
 
 static void blend(struct ctx *c)

@@ -7,6 +7,7 @@
  */
 #include "protocols/codec.h"
 #include "protocols/byteorder.h"
+#include "protocols/crc16.h"
 #include "protocols/q2/q2.h"
 #include "tests/q3/pcap_udp.h"
 #include "tests/unit.h"
@@ -402,7 +403,8 @@ static void case_move_checksum(void)
     CHECK(w.len == sizeof(stream) && memcmp(out, stream, w.len) == 0);
     sg_q2_parsed_free(&p);
 
-    /* The four-bytes-a-step CRC equals the byte-wise one for every length
+    /* The four-bytes-a-step CRC (protocols/crc16.c) equals the byte-wise
+     * table one and a bit-by-bit one (polynomial 0x1021) for every length
      * the checksum covers (up to 64 bytes) and every start byte. */
     uint8_t bytes[64 + 256];
     uint32_t x = 2463534242u;
@@ -411,8 +413,16 @@ static void case_move_checksum(void)
         bytes[i] = (uint8_t)x;
     }
     for (size_t start = 0; start < 256; start++)
-        for (size_t n = 0; n <= 64; n++)
-            CHECK_EQ(sg_q2__crc16(bytes + start, n), sg_q2__crc16_bytewise(bytes + start, n));
+        for (size_t n = 0; n <= 64; n++) {
+            uint16_t bitwise = 0xffff;
+            for (size_t i = 0; i < n; i++) {
+                bitwise ^= (uint16_t)(bytes[start + i] << 8);
+                for (int b = 0; b < 8; b++)
+                    bitwise = (uint16_t)(bitwise & 0x8000 ? (bitwise << 1) ^ 0x1021 : bitwise << 1);
+            }
+            CHECK_EQ(sg_crc16_ccitt_bytewise(0xffff, bytes + start, n), bitwise);
+            CHECK_EQ(sg_crc16_ccitt(0xffff, bytes + start, n), bitwise);
+        }
 }
 
 /* ---- zpackets ---- */
