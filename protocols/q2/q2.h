@@ -100,7 +100,7 @@ struct sg_q2_msg {
     int text;          /* index (relative) of its text field, or -1 */
     int parent;        /* the zpacket message it came inside, or -1 */
     bool unparsed;     /* slipgate cannot decode it: the rest is one DATA field */
-    bool sum_ok;       /* 34 clc_move: its checksum byte matched (then the writer recomputes it) */
+    bool sum_ok;       /* 34 clc_move: its checksum byte matched (sum_sequence says when it is recomputed) */
     bool changed;      /* set by the codec: a field was changed (a zpacket is deflated again) */
 };
 
