@@ -60,8 +60,10 @@ void sg_q2_variant_init(struct sg_q2_variant *v, int protocol, int minor)
 int sg_q2_parsed_init(struct sg_q2_parsed *p)
 {
     memset(p, 0, sizeof(*p));
-    p->fields = calloc(SG_Q2_MAX_FIELDS, sizeof(*p->fields));
-    p->msgs = calloc(SG_Q2_MAX_MSGS, sizeof(*p->msgs));
+    /* Not cleared: the parser writes each field and message whole before
+     * anyone reads it (and a session does not touch pages it never uses). */
+    p->fields = malloc(SG_Q2_MAX_FIELDS * sizeof(*p->fields));
+    p->msgs = malloc(SG_Q2_MAX_MSGS * sizeof(*p->msgs));
     p->zpool = malloc(SG_Q2_ZPOOL);
     if (!p->fields || !p->msgs || !p->zpool) {
         sg_q2_parsed_free(p);
@@ -72,6 +74,10 @@ int sg_q2_parsed_init(struct sg_q2_parsed *p)
 
 void sg_q2_parsed_free(struct sg_q2_parsed *p)
 {
+    if (p->inflater) {
+        inflateEnd(p->inflater);
+        free(p->inflater);
+    }
     free(p->fields);
     free(p->msgs);
     free(p->zpool);
@@ -96,28 +102,41 @@ static struct sg_q2_field *push(struct ctx *c, const char *name, uint8_t type)
         return NULL;
     }
     f = &c->out->fields[c->out->nfields++];
-    memset(f, 0, sizeof(*f));
-    f->name = name;
-    f->type = type;
+    *f = (struct sg_q2_field){.name = name, .type = type};
     return f;
 }
 
-static uint32_t num(struct ctx *c, const char *name, uint8_t kind)
+/* A number of `kind` (its raw value, 0 on failure).  The one check on the
+ * fast path covers a failed reader too: a failure leaves no byte to read. */
+static inline uint32_t num(struct ctx *c, const char *name, uint8_t kind)
 {
-    struct sg_q2_field *f;
+    size_t n = sg_bmsg_num_size(kind);
+    const uint8_t *p;
     uint32_t raw;
 
-    if (c->r.overflowed)
-        return 0;
-    if (sg_bmsg_read_num(&c->r, kind, &raw) < 0) {
-        fail(c, SG_E_OVERFLOW);
+    if (c->r.end - c->r.pos < n || n == 0 || c->out->nfields >= SG_Q2_MAX_FIELDS) {
+        if (!c->r.overflowed)
+            fail(c, n == 0 || c->r.end - c->r.pos < n ? SG_E_OVERFLOW : SG_E_TOOBIG);
         return 0;
     }
-    f = push(c, name, SG_Q2_F_NUM);
-    if (!f)
-        return 0;
-    f->num = kind;
-    f->raw = raw;
+    p = c->r.data + c->r.pos;
+    c->r.pos += n;
+    switch (n) {
+    case 1:
+        raw = p[0];
+        break;
+    case 2:
+        raw = sg_le16(p);
+        break;
+    case 3:
+        raw = (uint32_t)sg_le16(p) | (uint32_t)p[2] << 16;
+        break;
+    default:
+        raw = sg_le32(p);
+        break;
+    }
+    c->out->fields[c->out->nfields++] =
+        (struct sg_q2_field){.name = name, .type = SG_Q2_F_NUM, .num = kind, .raw = raw};
     return raw;
 }
 
@@ -457,9 +476,10 @@ static void stats(struct ctx *c)
     } else {
         statbits = num(c, "statbits", SG_BMSG_S32);
     }
-    for (int i = 0; i < n; i++)
-        if (statbits & (1ull << i))
-            num(c, sn[i], SG_BMSG_S16);
+    if (n < 64)
+        statbits &= (1ull << n) - 1;
+    for (; statbits; statbits &= statbits - 1) /* the set bits, lowest first */
+        num(c, sn[__builtin_ctzll(statbits)], SG_BMSG_S16);
 }
 
 static void blend(struct ctx *c)
@@ -805,7 +825,7 @@ static void zpacket(struct ctx *c, int self)
     uint32_t outlen = num(c, "uncompressed", SG_BMSG_U16);
     const uint8_t *in = data(c, "deflated", inlen);
     struct sg_q2_parsed *o = c->out;
-    z_stream z;
+    z_stream *z;
     uint8_t *dst;
     int ret;
     struct ctx sub;
@@ -821,17 +841,28 @@ static void zpacket(struct ctx *c, int self)
         return;
     }
     dst = o->zpool + o->zpool_len;
-    memset(&z, 0, sizeof(z));
-    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) {
-        fail(c, -ENOMEM);
-        return;
+    /* One raw-deflate stream per parsed stream, set up on the first zpacket
+     * and reset for each later one (its window is allocated once). */
+    if (!o->inflater) {
+        z = calloc(1, sizeof(*z));
+        if (!z || inflateInit2(z, -MAX_WBITS) != Z_OK) {
+            free(z);
+            fail(c, -ENOMEM);
+            return;
+        }
+        o->inflater = z;
+    } else {
+        z = o->inflater;
+        if (inflateReset(z) != Z_OK) {
+            fail(c, SG_E_INFLATE);
+            return;
+        }
     }
-    z.next_in = (Bytef *)(uintptr_t)in;
-    z.avail_in = inlen;
-    z.next_out = dst;
-    z.avail_out = outlen; /* bounded: no more than the header says (<= 32 KiB) */
-    ret = inflate(&z, Z_FINISH);
-    inflateEnd(&z);
+    z->next_in = (Bytef *)(uintptr_t)in;
+    z->avail_in = inlen;
+    z->next_out = dst;
+    z->avail_out = outlen; /* bounded: no more than the header says (<= 32 KiB) */
+    ret = inflate(z, Z_FINISH);
     if (ret != Z_STREAM_END) {
         fail(c, SG_E_INFLATE);
         return;
@@ -1210,6 +1241,7 @@ int sg_q2_parse(enum sg_dir dir, struct sg_q2_variant *v, const uint8_t *data, s
     out->frame = out->deltaframe = -1;
     out->moves = out->moves_bad = 0;
     out->unsupported_op = -1;
+    out->sum_sequence = out->sequence;
     memset(&c, 0, sizeof(c));
     sg_bmsg_reader_init(&c.r, data, len);
     c.v = v;
@@ -1271,7 +1303,8 @@ static void write_msg(const struct sg_q2_parsed *p, uint32_t i, struct sg_bmsg_w
     sg_bmsg_write_u8(w, (unsigned)m->op);
     at = w->len;
     write_fields(p, m, w);
-    if (m->op == SG_Q2_CLC_MOVE && m->sum_ok && !w->overflowed && w->len > at)
+    if (m->op == SG_Q2_CLC_MOVE && m->sum_ok && (m->changed || p->sequence != p->sum_sequence) &&
+        !w->overflowed && w->len > at)
         w->data[at] = sg_q2_move_checksum(w->data + at + 1, w->len - at - 1, p->sequence);
 }
 

@@ -100,7 +100,7 @@ struct sg_q2_msg {
     int text;          /* index (relative) of its text field, or -1 */
     int parent;        /* the zpacket message it came inside, or -1 */
     bool unparsed;     /* slipgate cannot decode it: the rest is one DATA field */
-    bool sum_ok;       /* 34 clc_move: its checksum byte matched (then the writer recomputes it) */
+    bool sum_ok;       /* 34 clc_move: its checksum byte matched (sum_sequence says when it is recomputed) */
     bool changed;      /* set by the codec: a field was changed (a zpacket is deflated again) */
 };
 
@@ -120,9 +120,14 @@ struct sg_q2_parsed {
     uint32_t sequence;
     uint32_t moves, moves_bad;
     int unsupported_op; /* an opcode that could not be decoded, else -1 */
+    /* The sequence the 34 move checksums were checked against: the writer
+     * recomputes a matching byte when `sequence` differs (renumbered) or
+     * its message is marked changed, and else writes the byte it read. */
+    uint32_t sum_sequence;
+    void *inflater; /* zpackets: one zlib stream, reset for each (NULL until the first) */
 };
 
-/* Allocate / free the arrays of a parsed stream. */
+/* Allocate / free the arrays of a parsed stream (and its zlib stream). */
 int sg_q2_parsed_init(struct sg_q2_parsed *p);
 void sg_q2_parsed_free(struct sg_q2_parsed *p);
 
@@ -139,6 +144,10 @@ int sg_q2_write(const struct sg_q2_parsed *p, const bool *dropped, struct sg_bms
 
 /* The checksum byte of a 34 clc_move over `len` bytes after it, for datagram `sequence`. */
 uint8_t sg_q2_move_checksum(const uint8_t *move, size_t len, uint32_t sequence);
+/* Its CRC-16-CCITT (initial 0xffff) of `n` bytes: four bytes a step, and
+ * the byte-at-a-time reference the tests hold it to. */
+uint16_t sg_q2__crc16(const uint8_t *p, size_t n);
+uint16_t sg_q2__crc16_bytewise(const uint8_t *p, size_t n);
 
 /* Opcode names: "svc_print", "clc_move"; "svc_unknown" out of range. */
 const char *sg_q2_svc_name(int op);

@@ -3,7 +3,8 @@
  * ezQuake common.c and mvdsv): the move's bytes after the checksum
  * (lossage and the three user commands, at most 60 of them), then four
  * bytes mixing the datagram's sequence with `chktbl` at sequence % 1020,
- * through CRC-16-CCITT (polynomial 0x1021, initial 0xffff, no final xor);
+ * through CRC-16-CCITT (polynomial 0x1021, initial 0xffff, no final xor;
+ * protocols/crc16.h, four bytes a step);
  * the low byte is the checksum.  The server ignores the rest of a datagram
  * whose move checksum does not match.
  *
@@ -12,6 +13,8 @@
  * the first 512 bytes are non-zero.
  */
 #include "protocols/qw/qw.h"
+
+#include "protocols/crc16.h"
 
 #include <string.h>
 
@@ -51,18 +54,6 @@ static const uint8_t chktbl[1024] = {
     /* the other 512 bytes are zero */
 };
 
-static uint16_t crc16_ccitt(const uint8_t *p, size_t n)
-{
-    uint16_t crc = 0xffff;
-
-    while (n--) {
-        crc ^= (uint16_t)(*p++ << 8);
-        for (int b = 0; b < 8; b++)
-            crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
-    }
-    return crc;
-}
-
 uint8_t sg_qw_move_checksum(const uint8_t *move, size_t len, uint32_t sequence)
 {
     uint8_t buf[64];
@@ -75,5 +66,5 @@ uint8_t sg_qw_move_checksum(const uint8_t *move, size_t len, uint32_t sequence)
     buf[len + 1] = t[1];
     buf[len + 2] = (uint8_t)(((sequence >> 8) & 0xff) ^ t[2]);
     buf[len + 3] = t[3];
-    return (uint8_t)crc16_ccitt(buf, len + 4);
+    return (uint8_t)sg_crc16_ccitt(0xffff, buf, len + 4);
 }

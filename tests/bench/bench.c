@@ -35,6 +35,9 @@
 #ifndef SG_BENCH_NQ_CAPTURES
 #define SG_BENCH_NQ_CAPTURES "../shared/testdata/nq/sessions"
 #endif
+#ifndef SG_BENCH_Q2_CAPTURES
+#define SG_BENCH_Q2_CAPTURES "../shared/testdata/q2/sessions"
+#endif
 
 /* ---- the modes ---- */
 
@@ -192,9 +195,11 @@ static const char usage_head[] =
 static const char usage_tail[] =
     "  --slipgate PATH   the slipgate binary (default: the one built beside)\n"
     "  --captures DIR    Quake 3 captures: DIR/*/capture.pcap (default: the project's)\n"
-    "  --game q3|qw|nq   the game of the captures: the decoding modes run -p GAME\n"
+    "  --game GAME       q3, qw, nq or q2: the game of the captures; the decoding\n"
+    "                    modes run -p GAME\n"
     "                    (qw: QuakeWorld, default captures the project's qw/sessions;\n"
-    "                    nq: NetQuake, nq/sessions, the accept's port move followed)\n"
+    "                    nq: NetQuake, nq/sessions, the accept's port move followed;\n"
+    "                    q2: Quake 2, q2/sessions: protocols 34, 35 and 36)\n"
     "  --shape builtin   netchan-shaped placeholders instead of the captures (the\n"
     "                    decoding modes are then n/a)\n"
     "  --json            print one JSON object instead of the table\n"
@@ -371,7 +376,8 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
             o->keep_logs = true;
             break;
         case OPT_GAME:
-            if (strcmp(optarg, "q3") == 0 || strcmp(optarg, "qw") == 0 || strcmp(optarg, "nq") == 0)
+            if (strcmp(optarg, "q3") == 0 || strcmp(optarg, "qw") == 0 ||
+                strcmp(optarg, "nq") == 0 || strcmp(optarg, "q2") == 0)
                 o->game = optarg;
             else
                 err = -EINVAL;
@@ -409,6 +415,7 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
     if (!o->captures)
         o->captures = strcmp(o->game, "qw") == 0   ? SG_BENCH_QW_CAPTURES
                       : strcmp(o->game, "nq") == 0 ? SG_BENCH_NQ_CAPTURES
+                      : strcmp(o->game, "q2") == 0 ? SG_BENCH_Q2_CAPTURES
                                                    : SG_BENCH_CAPTURES;
 
     /* Defaults, smaller for --quick; whole numbers where they count things. */

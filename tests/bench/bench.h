@@ -86,6 +86,8 @@ struct sg_bench_script {
     bool q3;       /* a real Quake 3 handshake and netchan: a decoder can follow it */
     bool qw;       /* ... a QuakeWorld one (keys: the whole first word, no fragments) */
     bool nq;       /* ... a NetQuake one (connect, accept moving the port; keys below) */
+    bool q2;       /* ... a Quake 2 one (challenge, connect, client_connect; keys in shape.c) */
+    uint8_t q2_qport; /* Quake 2: the client header's qport bytes (2 for 34, 1 or 0 for 35/36) */
     struct sg_bench_keyidx *keys[2]; /* [s2c]: keys of each direction */
     size_t nkeys[2], dup_keys;
     uint8_t *bytes;
@@ -253,7 +255,7 @@ struct sg_bench_opts {
     char modes[256]; /* canonical, comma-separated */
     const char *slipgate, *captures;
     bool builtin_shape, json, quick, verbose, keep_logs;
-    const char *game; /* --game: the codec the decoding modes name (-p), "q3", "qw" or "nq" */
+    const char *game; /* --game: the codec the decoding modes name (-p): "q3", "qw", "nq" or "q2" */
 };
 
 enum sg_bench_status { SG_BENCH_NA, SG_BENCH_OK, SG_BENCH_ERROR };

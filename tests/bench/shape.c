@@ -34,6 +34,15 @@
  * control packet's is a hash like an out-of-band one's, of the accept's
  * first 5 bytes only (the port differs on every path).
  *
+ * Quake 2 captures (slipgate-bench --game q2) go as Quake 3 ones do: the
+ * same `getchallenge`, then the server's `challenge N p=...`, `connect`
+ * (its protocol and qport say how wide the client header's qport is: two
+ * bytes for 34, one for R1Q2 35 and Q2PRO 36, none when qport & 0xff is 0)
+ * and `client_connect` make the handshake (`q3` and `q2` are set).  A
+ * netchan datagram's key is its first word (sequence and reliable bit);
+ * Q2PRO's new netchan (36, `nc=1`) marks a fragment with bit 30 of that
+ * word, and a fragment's key adds its offset word, read after the qport.
+ *
  * Without captures the built-in shape stands in: netchan-shaped datagrams
  * (sequence, qport, zeros) of 30 to 100 bytes from the client and 100 to
  * 600 from the server with a 1300-byte fragment burst now and then, one
@@ -53,6 +62,7 @@
 #define FRAG_BIT    0x80000000u
 #define OOB_KEY_BIT (1ull << 63)
 #define OOB_KEY_LEN 32
+#define Q2_FRAG_BIT 0x40000000u
 
 struct udp_seen {
     uint16_t sport, dport, len;
@@ -97,9 +107,10 @@ static bool oob_is(const uint8_t *d, size_t len, const char *what)
 }
 
 /* The key of a datagram (see the top of the file), or false if it is too short. */
-static bool dgram_key(bool s2c, bool checksum, bool qw, bool nq, const uint8_t *d, size_t len,
+static bool dgram_key(const struct sg_bench_script *sc, bool s2c, const uint8_t *d, size_t len,
                       uint64_t *key)
 {
+    bool checksum = sc->checksum, qw = sc->qw, nq = sc->nq;
     size_t off;
     uint32_t word;
 
@@ -120,6 +131,12 @@ static bool dgram_key(bool s2c, bool checksum, bool qw, bool nq, const uint8_t *
         return false;
     word = le32(d);
     *key = word;
+    if (sc->q2) {
+        off = 8u + (s2c ? 0u : sc->q2_qport);
+        if ((word & Q2_FRAG_BIT) && len >= off + 2)
+            *key |= (uint64_t)le16(d + off) << 32;
+        return true;
+    }
     if (qw || !(word & FRAG_BIT))
         return true;
     off = (s2c ? 4 : 6) + (checksum ? 4 : 0);
@@ -145,7 +162,7 @@ long sg_bench_script_find(const struct sg_bench_script *sc, bool s2c, const uint
     size_t lo = 0, hi = sc->nkeys[s2c];
     uint64_t key;
 
-    if (!dgram_key(s2c, sc->checksum, sc->qw, sc->nq, data, len, &key))
+    if (!dgram_key(sc, s2c, data, len, &key))
         return -1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -234,7 +251,7 @@ static int seal(struct builder *b)
             d->after = (uint32_t)sc->n_s2c;
             sc->c2s[nc++] = (uint32_t)i;
         }
-        if (dgram_key(d->s2c, sc->checksum, sc->qw, sc->nq, d->data, d->len, &key))
+        if (dgram_key(sc, d->s2c, d->data, d->len, &key))
             sc->keys[d->s2c][sc->nkeys[d->s2c]++] = (struct sg_bench_keyidx){key, (uint32_t)i};
     }
     sc->n_c2s = nc;
@@ -395,6 +412,23 @@ static int read_nq(const struct udp_seen *seen, size_t n, const uint8_t *bytes, 
     return 1;
 }
 
+/* The qport bytes of a Quake 2 client's header after its connect,
+ * "connect <protocol> <qport> ..." (q2pro NetchanOld/New_Transmit): 2 for 34,
+ * for 35 and 36 one (qport & 0xff), none when that byte is 0. */
+static uint8_t q2_qport_bytes(const uint8_t *d, size_t len)
+{
+    char text[64] = {0};
+    long protocol, qport;
+    char *end;
+
+    memcpy(text, d + 12, len - 12 < sizeof(text) - 1 ? len - 12 : sizeof(text) - 1);
+    protocol = strtol(text, &end, 10);
+    qport = strtol(end, NULL, 10);
+    if (protocol == 35 || protocol == 36)
+        return (qport & 0xff) ? 1 : 0;
+    return 2;
+}
+
 /* The script of one capture, or a negated errno (-EINVAL: no usable session). */
 static int read_capture(const char *path, struct sg_bench_script *sc)
 {
@@ -407,7 +441,7 @@ static int read_capture(const char *path, struct sg_bench_script *sc)
     const unsigned char *data;
     unsigned server = 0, client = 0;
     struct builder b = {sc, 0, 0, 0};
-    bool started = false, looked = false, hs[4] = {false}, qw = false;
+    bool started = false, looked = false, hs[4] = {false}, qw = false, q2 = false;
     long challenge = 0;
     int ret, dlt;
     pcap_t *p;
@@ -509,8 +543,16 @@ static int read_capture(const char *path, struct sg_bench_script *sc)
             hs[1] = qw = true;
         if (s2c && qw && oob_is(d, seen[i].len, "j"))
             hs[3] = true;
+        /* Quake 2: 'challenge N p=...', the connect's protocol and qport, 'client_connect' */
+        if (s2c && oob_is(d, seen[i].len, "challenge "))
+            hs[1] = q2 = true;
+        if (!s2c && q2 && oob_is(d, seen[i].len, "connect "))
+            sc->q2_qport = q2_qport_bytes(d, seen[i].len);
+        if (s2c && q2 && oob_is(d, seen[i].len, "client_connect"))
+            hs[3] = true;
         /* ioquake3 71: the first client netchan datagram carries the checksum. */
-        if (!s2c && !is_oob(d, seen[i].len) && hs[1] && !qw && !looked && seen[i].len >= 10) {
+        if (!s2c && !is_oob(d, seen[i].len) && hs[1] && !qw && !q2 && !looked &&
+            seen[i].len >= 10) {
             uint32_t seq = le32(d) & ~FRAG_BIT, c = (uint32_t)challenge;
 
             sc->checksum = le32(d + 6) == (c ^ (seq * c));
@@ -521,6 +563,7 @@ static int read_capture(const char *path, struct sg_bench_script *sc)
     }
     sc->q3 = hs[0] && hs[1] && hs[2] && hs[3];
     sc->qw = qw;
+    sc->q2 = q2;
     ret = seal(&b);
 out:
     free(ports);
@@ -692,6 +735,7 @@ int sg_bench_shape_load(struct sg_bench_shape *shape, const char *dir, bool buil
                                       "%zu %s sessions replayed from %s (", shape->files,
                                       shape->scripts[0].nq   ? "NetQuake"
                                       : shape->scripts[0].qw ? "QuakeWorld"
+                                      : shape->scripts[0].q2 ? "Quake 2"
                                                              : "Quake 3",
                                       dir);
 

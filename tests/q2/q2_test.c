@@ -7,6 +7,7 @@
  */
 #include "protocols/codec.h"
 #include "protocols/byteorder.h"
+#include "protocols/crc16.h"
 #include "protocols/q2/q2.h"
 #include "tests/q3/pcap_udp.h"
 #include "tests/unit.h"
@@ -410,6 +411,27 @@ static void case_move_checksum(void)
     CHECK(sg_q2_write(&p, NULL, &w) == 0);
     CHECK(w.len == sizeof(stream) && memcmp(out, stream, w.len) == 0);
     sg_q2_parsed_free(&p);
+
+    /* The four-bytes-a-step CRC (protocols/crc16.c) equals the byte-wise
+     * table one and a bit-by-bit one (polynomial 0x1021) for every length
+     * the checksum covers (up to 64 bytes) and every start byte. */
+    uint8_t bytes[64 + 256];
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < sizeof(bytes); i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5; /* xorshift32 */
+        bytes[i] = (uint8_t)x;
+    }
+    for (size_t start = 0; start < 256; start++)
+        for (size_t n = 0; n <= 64; n++) {
+            uint16_t bitwise = 0xffff;
+            for (size_t i = 0; i < n; i++) {
+                bitwise ^= (uint16_t)(bytes[start + i] << 8);
+                for (int b = 0; b < 8; b++)
+                    bitwise = (uint16_t)(bitwise & 0x8000 ? (bitwise << 1) ^ 0x1021 : bitwise << 1);
+            }
+            CHECK_EQ(sg_crc16_ccitt_bytewise(0xffff, bytes + start, n), bitwise);
+            CHECK_EQ(sg_crc16_ccitt(0xffff, bytes + start, n), bitwise);
+        }
 }
 
 /* ---- zpackets ---- */
@@ -510,6 +532,16 @@ static void case_zip_bomb(void)
     sg_put_le16(stream + 3, 0xffff); /* more than MAX_MSGLEN */
     CHECK(sg_q2_parse(SG_DIR_S2C, &v, stream, 5 + clen, &p) < 0);
     CHECK_EQ(p.zpool_len, 0);
+    /* The parsed stream's one zlib stream is reset for each zpacket: after
+     * the failed ones, two good zpackets in one message both inflate. */
+    static const uint8_t inner[] = "\x0b"
+                                   "cmd y\n";
+    size_t n = make_zpacket(stream, inner, sizeof(inner), -1);
+    n += make_zpacket(stream + n, inner, sizeof(inner), -1);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, stream, n, &p) == 0);
+    CHECK_EQ(p.nmsgs, 4); /* zpacket, stufftext, zpacket, stufftext */
+    CHECK(p.nmsgs == 4 && p.msgs[3].op == SG_Q2_SVC_STUFFTEXT && p.msgs[3].parent == 2);
+    CHECK_EQ(p.zpool_len, 2 * sizeof(inner));
     sg_q2_parsed_free(&p);
     free(plain);
     free(packed);
