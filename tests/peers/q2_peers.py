@@ -23,9 +23,9 @@ in q2pro:
               client reconnects on its netchan: two demos, one per map, the
               first ended at the new serverdata, each "Demo finished";
   +kill9      slipgate is killed with SIGKILL mid-game: the demo has no end
-              marker, holds whole blocks (a cut one at most at its end), and
-              q2pro plays every whole block (its frames counted) until the
-              end of the file;
+              marker, holds whole blocks only (each is flushed as it is
+              written), and q2pro plays every one of them (its frames
+              counted) until the end of the file;
   +sigterm    slipgate gets SIGTERM while the client is still in the game:
               it exits 0 and the demo ends with its end marker ("Demo
               finished").
@@ -443,10 +443,14 @@ def check_recordings(work, b, d, slipgate, rec_dir, extra, px_log, procs):
         if extra == "kill9":
             if marker or "without end marker" not in info.stdout:
                 raise Fail(f"{name}: a killed slipgate wrote an end marker?\n{info.stdout}")
+            if tail:
+                # each block goes out whole with one flush (one write of < 4 KiB)
+                raise Fail(f"{name}: {tail} bytes of a cut block after {len(lens)} whole ones: "
+                           f"the blocks are not flushed one by one")
             if "Couldn't read demo: Unexpected end of file" not in text:
                 raise Fail(f"{name}: q2pro did not read it up to the end of the file:\n"
                            f"{text[-1500:]}")
-            how = f"no end marker, {len(lens)} whole blocks + {tail} bytes cut, played"
+            how = f"no end marker, {len(lens)} whole blocks, played"
         else:
             if not marker or tail or info.returncode != 0 or "errors:       0" not in info.stdout:
                 raise Fail(f"{name}: not ended cleanly (marker {marker}, {tail} bytes after "
