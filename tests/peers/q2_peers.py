@@ -19,9 +19,10 @@ client stays in the game, never echoes it, and slipgate logs the block.
 Recording endings (34 only: slipgate records protocol 34 sessions), each
 demo read by `slipgate demo info` (0 blocks that fail to decode) and played
 in q2pro:
-  +mapchange  the server changes map by rcon (gamemap: box -> arena) half-way; the
-              client reconnects on its netchan: two demos, one per map, the
-              first ended at the new serverdata, each "Demo finished";
+  +mapchange  the server changes map half-way (rcon `gamemap arena`, as a
+              map rotation does); the client reconnects on its netchan: two
+              demos, one per map, the first ended at the new serverdata,
+              each "Demo finished";
   +kill9      slipgate is killed with SIGKILL mid-game: the demo has no end
               marker, holds whole blocks only (each is flushed as it is
               written), and q2pro plays every one of them (its frames
