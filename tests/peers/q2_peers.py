@@ -15,6 +15,11 @@ original text.  `+guard` runs GUARD_CONF (guard with its defaults): the
 server stuffs (rcon `stuffall`) a harmless `echo` to the client, which must
 arrive, then a takeover (`echo ...;quit`), which guard must remove: the
 client stays in the game, never echoes it, and slipgate logs the block.
+`36+download`: the server (allow_download 1) serves a file of a .pkz in its
+homedir that the client lacks and downloads (a model the game precaches):
+Q2PRO's compressed download (svc_zdownload, one raw-deflate stream); the
+client gets it whole, and the chunks' `inflated` sizes in slipgate's
+field dump (inspect) add up to the file's size, 0 decode errors.
 
 Recording endings (34 only: slipgate records protocol 34 sessions), each
 demo read by `slipgate demo info` (0 blocks that fail to decode) and played
@@ -58,6 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -82,6 +88,25 @@ route default {{
 """
 
 RECORD_CASES = ("mapchange", "kill9", "sigterm")
+
+# A compressed download: the server serves a file of its .pkz (Q2PRO's raw
+# deflate stream, svc_zdownload) that the client lacks; inspect writes every
+# field of the session's messages.
+DOWNLOAD_CONF = """\
+route default {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol q2
+    reencode always
+    filter inspect {{
+        level fields
+        kinds game
+        direction to_client
+        output "{inspect}"
+    }}
+}}
+"""
+DOWNLOAD_PATH = "models/weapons/v_blast/tris.md2"  # precached by the game, absent here
 
 FILTERS_CONF = """\
 route default {{
@@ -157,9 +182,10 @@ def nobody_dir(path):
 
 def run_case(case, seconds):
     protocol, _, extra = case.partition("+")
-    if protocol not in ("34", "35", "36") or extra not in ("", "filters", "guard") + RECORD_CASES:
+    if protocol not in ("34", "35", "36") or \
+            extra not in ("", "filters", "guard", "download") + RECORD_CASES:
         raise Fail(f"unknown case {case} (34, 35 or 36, optionally +filters or +guard; "
-                   f"34+mapchange, 34+kill9, 34+sigterm)")
+                   f"34+mapchange, 34+kill9, 34+sigterm, 36+download)")
     if extra in RECORD_CASES and protocol != "34":
         raise Fail(f"{case}: slipgate records protocol 34 sessions only")
     missing = [p for p in ("xvfb-run", "setpriv", "meson", "ninja", "make", "gcc")
@@ -197,11 +223,20 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
     srv_port, px_port = free_udp_port(), free_udp_port()
     srv_home, cl_home = nobody_dir(os.path.join(work, "srv")), nobody_dir(os.path.join(work, "cl"))
     srv_log = os.path.join(work, "server.log")
+    dl_data = None
+    if extra == "download":
+        dl_data = b"".join(b"slipgate zdownload line %05d %s\n" % (k, b"x" * (k % 37))
+                           for k in range(3000))
+        pkz = os.path.join(nobody_dir(os.path.join(srv_home, "baseq2")), "sgdl.pkz")
+        with zipfile.ZipFile(pkz, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr(DOWNLOAD_PATH, dl_data)
+        os.chmod(pkz, 0o644)
     procs.start("q2proded", AS_NOBODY + [
         os.path.join(b, "q2pro", "q2proded"), "+set", "basedir", d, "+set", "libdir",
         os.path.join(b, "q2pro"), "+set", "homedir", srv_home, "+set", "net_ip", "127.0.0.1",
         "+set", "net_port", str(srv_port), "+set", "deathmatch", "1", "+set", "fraglimit", "0",
-        "+set", "timelimit", "0", "+set", "rcon_password", "sgrcon", "+map", "box"],
+        "+set", "timelimit", "0", "+set", "rcon_password", "sgrcon", "+set", "allow_download",
+        "1" if dl_data else "0", "+set", "developer", "1" if dl_data else "0", "+map", "box"],
         srv_log, limit)
     if not wait_for(lambda: "Q2PRO initialized" in read(srv_log), 20):
         raise Fail(f"q2proded did not start:\n{read(srv_log)[-2000:]}")
@@ -211,10 +246,12 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
     record = ["--record", rec_dir] if protocol == "34" and extra in ("",) + RECORD_CASES else []
     where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}", "-p", "q2",
              "+set", "reencode", "always"]
-    if extra in ("filters", "guard"):
+    inspect = os.path.join(work, "inspect.txt")
+    if extra in ("filters", "guard", "download"):
         conf = os.path.join(work, "slipgate.conf")
+        text = {"filters": FILTERS_CONF, "guard": GUARD_CONF, "download": DOWNLOAD_CONF}[extra]
         with open(conf, "w") as f:
-            f.write((FILTERS_CONF if filters else GUARD_CONF).format(px=px_port, srv=srv_port))
+            f.write(text.format(px=px_port, srv=srv_port, inspect=inspect))
         where = ["-c", conf]
     px = procs.start("slipgate", [slipgate] + where + ["--stats", stats, "+set",
                                                        "stats_interval", "1s"] + record,
@@ -231,7 +268,8 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
             "+set", "basedir", d, "+set", "libdir", os.path.join(b, "q2pro"), "+set", "homedir",
             cl_home, "+set", "sys_console", "1", "+set", "s_enable", "0", "+set",
             "vid_fullscreen", "0", "+set", "vid_geometry", "320x240", "+set", "allow_download",
-            "0", "+set", "name", "slipgate", "+set", "cl_protocol", protocol, "+connect",
+            "1" if dl_data else "0", "+set", "name", "slipgate", "+set", "cl_protocol", protocol,
+            "+connect",
             f"127.0.0.1:{px_port}"],
         stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, env=env,
         start_new_session=True)
@@ -342,6 +380,8 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
         played = f"; the client saw the rewritten print and {injected} injected prints"
     if extra == "guard":
         played = check_guard(cl_log, px_log)
+    if extra == "download":
+        played = check_download(cl_home, cl_log, srv_log, inspect, dl_data)
     if record:
         played = check_recordings(work, b, d, slipgate, rec_dir, extra, px_log, procs)
     print(f"PASS q2_peers@{protocol}{'+' + extra if extra else ''}: the Q2PRO client in the game "
@@ -365,6 +405,24 @@ def check_guard(cl_log, px_log):
         raise Fail(f"guard blocked {blocked}: one takeover was stuffed")
     return (f"; the harmless stufftext arrived, guard blocked {blocked} in the stuffed "
             f"takeover, the client stayed")
+
+
+def check_download(cl_home, cl_log, srv_log, inspect, data):
+    """The client downloaded the file whole through slipgate, compressed
+    (the server says so), and slipgate inflated the chunks as the client
+    did: their `inflated` fields add up to the file's size."""
+    got = os.path.join(cl_home, "baseq2", DOWNLOAD_PATH)
+    if f"[UDP] {DOWNLOAD_PATH} [DONE]" not in read(cl_log) or read(got).encode("latin-1") != data:
+        raise Fail(f"the client did not download {DOWNLOAD_PATH} whole:\n{read(cl_log)[-2000:]}")
+    if "Serving compressed download to slipgate" not in read(srv_log):
+        raise Fail(f"the server did not serve it compressed:\n{read(srv_log)[-1500:]}")
+    chunks = [ln for ln in read(inspect).splitlines() if "svc_zdownload" in ln]
+    sizes = [int(x) for ln in chunks for x in re.findall(r" inflated=(\d+)", ln)]
+    if len(sizes) != len(chunks) or len(chunks) < 2 or sum(sizes) != len(data):
+        raise Fail(f"{len(chunks)} svc_zdownload chunks, inflated sizes {sizes} (sum "
+                   f"{sum(sizes)}), the file has {len(data)} bytes:\n" + "\n".join(chunks[:5]))
+    return (f"; the client downloaded {DOWNLOAD_PATH} ({len(data)} bytes) in {len(chunks)} "
+            f"compressed chunks, which slipgate inflated to {sum(sizes)} bytes")
 
 
 def dm2_blocks(path):
