@@ -663,7 +663,8 @@ static void case_zdownload(void)
 static void case_zdownload_codec(void)
 {
     const struct sg_codec *c = q2();
-    static const char conn[] = "\xff\xff\xff\xff" "connect 36 4660 1234 \"\\name\\t\" 1390 1 1 1026\n";
+    static const char conn[] = "\xff\xff\xff\xff"
+                               "connect 36 4660 1234 \"\\name\\t\" 1390 1 1 1026\n";
     uint8_t file[6000], packed[8000], dg[2048];
     const struct sg_frame *f = NULL;
     void *st = NULL;
