@@ -72,11 +72,29 @@ int sg_q2_parsed_init(struct sg_q2_parsed *p)
     return 0;
 }
 
+/* The download's inflate stream: the client's (Q2PRO cls.download.z). */
+struct sg_q2_zdl {
+    z_stream z;
+    bool live; /* inflateInit2 done */
+    uint8_t out[16384];
+};
+
+static void zdl_reset(struct sg_q2_zdl *d)
+{
+    if (d && d->live)
+        inflateReset(&d->z);
+}
+
 void sg_q2_parsed_free(struct sg_q2_parsed *p)
 {
     if (p->inflater) {
         inflateEnd(p->inflater);
         free(p->inflater);
+    }
+    if (p->zdl) {
+        if (p->zdl->live)
+            inflateEnd(&p->zdl->z);
+        free(p->zdl);
     }
     free(p->fields);
     free(p->msgs);
@@ -631,6 +649,7 @@ static void serverdata(struct ctx *c)
     const uint8_t *s;
     struct sg_q2_variant nv;
 
+    zdl_reset(c->out->zdl); /* a new level: no download goes on */
     num(c, "servercount", SG_BMSG_S32);
     num(c, "attractloop", SG_BMSG_U8);
     str(c, "gamedir", NULL);
@@ -783,20 +802,82 @@ static void sound(struct ctx *c)
         pos(c, NULL);
 }
 
+/*
+ * A compressed download's chunk through the download's inflate stream, as
+ * Q2PRO's client runs it (inflate_udp_download): Z_SYNC_FLUSH until the
+ * output stops filling, the stream reset at its end.  Returns the bytes it
+ * gave, or a negative error (a broken stream, more than SG_Q2_ZDL_MAX),
+ * after which the stream starts again.
+ */
+static int64_t zdl_inflate(struct ctx *c, const uint8_t *in, size_t n)
+{
+    struct sg_q2_parsed *o = c->out;
+    struct sg_q2_zdl *d = o->zdl;
+    int64_t total = 0;
+    int ret;
+
+    if (!d) {
+        if (!(d = o->zdl = calloc(1, sizeof(*d))))
+            return -ENOMEM;
+    }
+    if (!d->live) {
+        if (inflateInit2(&d->z, -MAX_WBITS) != Z_OK)
+            return -ENOMEM;
+        d->live = true;
+    }
+    if (n == 0)
+        return 0;
+    d->z.next_in = (Bytef *)(uintptr_t)in;
+    d->z.avail_in = (uInt)n;
+    do {
+        d->z.next_out = d->out;
+        d->z.avail_out = sizeof(d->out);
+        ret = inflate(&d->z, Z_SYNC_FLUSH);
+        if (ret != Z_OK && ret != Z_STREAM_END && ret != Z_BUF_ERROR) {
+            zdl_reset(d);
+            return SG_E_INFLATE;
+        }
+        total += (int64_t)(sizeof(d->out) - d->z.avail_out);
+        if (total > SG_Q2_ZDL_MAX) {
+            zdl_reset(d);
+            return SG_E_TOOBIG;
+        }
+    } while (d->z.avail_out == 0 && ret != Z_STREAM_END);
+    if (ret == Z_STREAM_END)
+        zdl_reset(d);
+    return total;
+}
+
 static void download(struct ctx *c, bool z)
 {
     int32_t size = snum(c, "size", SG_BMSG_S16);
+    uint32_t percent = num(c, "percent", SG_BMSG_U8);
+    const uint8_t *d;
+    int64_t got;
 
-    num(c, "percent", SG_BMSG_U8);
-    if (size == -1 || c->r.overflowed)
+    if (size == -1 || c->r.overflowed) {
+        zdl_reset(c->out->zdl); /* the download ended: the client starts its stream again */
         return;
+    }
     if (z && c->v->protocol == 35)
         num(c, "uncompressed", SG_BMSG_S16);
     if (size < 0) {
         fail(c, SG_E_MALFORMED);
         return;
     }
-    data(c, "data", (size_t)size);
+    d = data(c, "data", (size_t)size);
+    if (!d)
+        return;
+    if (z) {
+        got = zdl_inflate(c, d, (size_t)size);
+        if (got < 0) {
+            fail(c, (int)got);
+            return;
+        }
+        value(c, "inflated", (int32_t)got);
+    }
+    if (percent == 100)
+        zdl_reset(c->out->zdl); /* the last chunk */
 }
 
 static void gamestate(struct ctx *c, int op)

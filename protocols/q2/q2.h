@@ -14,6 +14,13 @@
  * messages of its own that name the zpacket as their parent.  The writer
  * writes the original deflated bytes unless one of those messages was
  * dropped or changed; then it deflates the rebuilt contents again.
+ *
+ * A compressed download (svc_zdownload) is file data, not messages: its
+ * chunks are inflated as the client inflates them (one raw-deflate stream
+ * per file from Q2PRO, one per chunk from R1Q2, carried from message to
+ * message in the parsed stream's `zdl`), bounded by SG_Q2_ZDL_MAX per
+ * message, and the count of bytes each gave is a value field, "inflated";
+ * the chunk is written back as it came.
  */
 #ifndef SG_PROTOCOLS_Q2_Q2_H
 #define SG_PROTOCOLS_Q2_Q2_H
@@ -30,6 +37,7 @@
 #define SG_Q2_MAX_FIELDS  32768
 #define SG_Q2_MAX_MSGS    4096
 #define SG_Q2_ZPOOL       (4 * SG_Q2_MAX_MSGLEN) /* inflated zpacket contents per stream */
+#define SG_Q2_ZDL_MAX     (512u * 1024) /* bytes one svc_zdownload may inflate to (no zip bomb) */
 
 /* svc opcodes (q2pro inc/common/protocol.h). */
 enum {
@@ -111,6 +119,7 @@ struct sg_q2_parsed {
     uint32_t nmsgs;
     uint8_t *zpool; /* SG_Q2_ZPOOL: inflated zpacket contents */
     size_t zpool_len;
+    struct sg_q2_zdl *zdl; /* svc_zdownload's inflate stream, across messages (made on first use) */
     /* What the parser learnt (S2C). */
     bool serverdata;
     char level[64];

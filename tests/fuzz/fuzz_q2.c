@@ -2,7 +2,8 @@
  * fuzz_q2: one Quake 2 session through the q2 codec as the proxy drives it
  * (protocols/q2/): decode every datagram (connectionless packets, both
  * netchans with Q2PRO's fragments, every message with the layout the
- * serverdata negotiates, zpackets inflated with their output bounded),
+ * serverdata negotiates, zpackets and svc_zdownload chunks inflated with
+ * their output bounded; seeds.py adds compressed downloads and a bomb),
  * rebuild every whole message, let the "filters" change and drop texts,
  * record each server message (34 as it came, 35/36 transcoded to a 34
  * demo from the tracked state) and dump each frame for the inspector.

@@ -434,6 +434,39 @@ def seeds_q2(testdata, source):
         step = max(1, len(game) // 4)
         for i in range(1, 4):
             seeds['%s_slice_%d' % (name, i)] = pack(mode, game[i * step:i * step + 30])
+    seeds.update(seeds_q2_zdownload())
+    return seeds
+
+
+def seeds_q2_zdownload():
+    """Compressed downloads (no capture has one): Q2PRO's one raw-deflate
+    stream cut into svc_zdownload chunks (36, new netchan), R1Q2's chunks
+    with their sizes (35), and a chunk that would inflate to 8 MiB."""
+    import zlib
+
+    def deflate(data):
+        z = zlib.compressobj(9, zlib.DEFLATED, -15)
+        return z.compress(data) + z.flush()
+
+    def datagrams(mode, chunks, r1q2):
+        out, seq = bytes([mode]), 1
+        for k, (data, size) in enumerate(chunks):
+            pct = 100 if k == len(chunks) - 1 else 50
+            msg = struct.pack('<BhB', 22, len(data), pct)
+            if r1q2:
+                msg += struct.pack('<h', size)
+            d = struct.pack('<II', seq | 0x80000000, 0) + msg + data
+            out += struct.pack('<BH', 1, len(d)) + d
+            seq += 1
+        return out
+
+    text = b''.join(b'slipgate q2 download %d\n' % i for i in range(400))
+    packed = deflate(text)
+    seeds = {'zdownload_36': datagrams(7, [(packed[i:i + 200], -1)
+                                          for i in range(0, len(packed), 200)], False)}
+    thirds = [text[i:i + len(text) // 3] for i in range(0, len(text), len(text) // 3)]
+    seeds['zdownload_35'] = datagrams(2, [(deflate(t), len(t)) for t in thirds], True)
+    seeds['zdownload_bomb'] = datagrams(7, [(deflate(bytes(8 << 20)), -1)], False)
     return seeds
 
 

@@ -3,15 +3,40 @@
 server through slipgate with `reencode always`, one wire protocol forced
 per case (../shared/peers/q2/README.md).
 
-    q2_peers.py PROTOCOL[+filters] [--seconds N]
+    q2_peers.py PROTOCOL[+filters|+guard|+mapchange|+kill9|+sigterm] [--seconds N]
 
 PROTOCOL: 34 (original), 35 (R1Q2) or 36 (Q2PRO, new netchan, zlib).
 Each protocol also records the session (--record) and plays the .dm2 to
-its end in the Q2PRO client (timedemo): a 34 session's demo is the stream
-as the client accepted it, a 35 or 36 session's is transcoded to 34.  `+filters` runs FILTERS_CONF: the server's
+its end in the Q2PRO client (timedemo; its console must say "Demo
+finished", not "Couldn't read demo"): a 34 session's demo is the stream as
+the client accepted it, a 35 or 36 session's is transcoded to 34.
+`+filters` runs FILTERS_CONF: the server's
 "entered the game" print rewritten on its way to the client and a print
 injected every 2 s; the client's console must show both, never the
-original text.
+original text.  `+guard` runs GUARD_CONF (guard with its defaults): the
+server stuffs (rcon `stuffall`) a harmless `echo` to the client, which must
+arrive, then a takeover (`echo ...;quit`), which guard must remove: the
+client stays in the game, never echoes it, and slipgate logs the block.
+`36+download`: the server (allow_download 1) serves a file of a .pkz in its
+homedir that the client lacks and downloads (a model the game precaches):
+Q2PRO's compressed download (svc_zdownload, one raw-deflate stream); the
+client gets it whole, and the chunks' `inflated` sizes in slipgate's
+field dump (inspect) add up to the file's size, 0 decode errors.
+
+Recording endings (34 only, to keep the suite short), each
+demo read by `slipgate demo info` (0 blocks that fail to decode) and played
+in q2pro:
+  +mapchange  the server changes map half-way (rcon `gamemap arena`, as a
+              map rotation does); the client reconnects on its netchan: two
+              demos, one per map, the first ended at the new serverdata,
+              each "Demo finished";
+  +kill9      slipgate is killed with SIGKILL mid-game: the demo has no end
+              marker, holds whole blocks only (each is flushed as it is
+              written), and q2pro plays every one of them (its frames
+              counted) until the end of the file;
+  +sigterm    slipgate gets SIGTERM while the client is still in the game:
+              it exits 0 and the demo ends with its end marker ("Demo
+              finished").
 
 The engines are built from the source snapshots in ../shared/peers/q2
 (build_q2_peers.sh) and the placeholder data made (make_q2_data.sh) once
@@ -34,10 +59,13 @@ import pwd
 import re
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -46,6 +74,41 @@ from q3_peers import Fail, Procs, free_udp_port, read, run_main, wait_for  # noq
 from relay_peers import stats_session  # noqa: E402
 
 AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+# guard alone, with its defaults: the server's operator stuffs commands into
+# the client by rcon (`stuffall`, a real svc_stufftext from q2proded): a
+# harmless `echo` must arrive, a takeover (`echo ...;quit`) must not.
+GUARD_CONF = """\
+route default {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol q2
+    reencode always
+    filter guard {{
+    }}
+}}
+"""
+
+RECORD_CASES = ("mapchange", "kill9", "sigterm")
+
+# A compressed download: the server serves a file of its .pkz (Q2PRO's raw
+# deflate stream, svc_zdownload) that the client lacks; inspect writes every
+# field of the session's messages.
+DOWNLOAD_CONF = """\
+route default {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol q2
+    reencode always
+    filter inspect {{
+        level fields
+        kinds game
+        direction to_client
+        output "{inspect}"
+    }}
+}}
+"""
+DOWNLOAD_PATH = "models/weapons/v_blast/tris.md2"  # precached by the game, absent here
 
 FILTERS_CONF = """\
 route default {{
@@ -121,8 +184,12 @@ def nobody_dir(path):
 
 def run_case(case, seconds):
     protocol, _, extra = case.partition("+")
-    if protocol not in ("34", "35", "36") or extra not in ("", "filters"):
-        raise Fail(f"unknown case {case} (34, 35 or 36, optionally +filters)")
+    if protocol not in ("34", "35", "36") or \
+            extra not in ("", "filters", "guard", "download") + RECORD_CASES:
+        raise Fail(f"unknown case {case} (34, 35 or 36, optionally +filters or +guard; "
+                   f"34+mapchange, 34+kill9, 34+sigterm, 36+download)")
+    if extra in RECORD_CASES and protocol != "34":
+        raise Fail(f"{case}: slipgate records protocol 34 sessions only")
     missing = [p for p in ("xvfb-run", "setpriv", "meson", "ninja", "make", "gcc")
                if not shutil.which(p)]
     if missing:
@@ -139,34 +206,54 @@ def run_case(case, seconds):
     os.chmod(work, 0o755)
     procs = Procs()
     try:
-        run(protocol, extra == "filters", seconds, work, b, d, slipgate, procs)
+        run(protocol, extra, seconds, work, b, d, slipgate, procs)
     finally:
         procs.stop_all()
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run(protocol, filters, seconds, work, b, d, slipgate, procs):
+def rcon(port, password, command):
+    """One rcon command to the server on 127.0.0.1:port (no answer awaited)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(b"\xff\xff\xff\xffrcon " + password.encode() + b" " + command.encode() + b"\n",
+                 ("127.0.0.1", port))
+
+
+def run(protocol, extra, seconds, work, b, d, slipgate, procs):
+    filters = extra == "filters"
     limit = seconds + 90
     srv_port, px_port = free_udp_port(), free_udp_port()
     srv_home, cl_home = nobody_dir(os.path.join(work, "srv")), nobody_dir(os.path.join(work, "cl"))
     srv_log = os.path.join(work, "server.log")
+    dl_data = None
+    if extra == "download":
+        dl_data = b"".join(b"slipgate zdownload line %05d %s\n" % (k, b"x" * (k % 37))
+                           for k in range(3000))
+        pkz = os.path.join(nobody_dir(os.path.join(srv_home, "baseq2")), "sgdl.pkz")
+        with zipfile.ZipFile(pkz, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr(DOWNLOAD_PATH, dl_data)
+        os.chmod(pkz, 0o644)
     procs.start("q2proded", AS_NOBODY + [
         os.path.join(b, "q2pro", "q2proded"), "+set", "basedir", d, "+set", "libdir",
         os.path.join(b, "q2pro"), "+set", "homedir", srv_home, "+set", "net_ip", "127.0.0.1",
         "+set", "net_port", str(srv_port), "+set", "deathmatch", "1", "+set", "fraglimit", "0",
-        "+set", "timelimit", "0", "+map", "box"], srv_log, limit)
+        "+set", "timelimit", "0", "+set", "rcon_password", "sgrcon", "+set", "allow_download",
+        "1" if dl_data else "0", "+set", "developer", "1" if dl_data else "0", "+map", "box"],
+        srv_log, limit)
     if not wait_for(lambda: "Q2PRO initialized" in read(srv_log), 20):
         raise Fail(f"q2proded did not start:\n{read(srv_log)[-2000:]}")
 
     px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
     rec_dir = os.path.join(work, "demos")
-    record = ["--record", rec_dir] if not filters else []
+    record = ["--record", rec_dir] if extra in ("",) + RECORD_CASES else []
     where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}", "-p", "q2",
              "+set", "reencode", "always"]
-    if filters:
+    inspect = os.path.join(work, "inspect.txt")
+    if extra in ("filters", "guard", "download"):
         conf = os.path.join(work, "slipgate.conf")
+        text = {"filters": FILTERS_CONF, "guard": GUARD_CONF, "download": DOWNLOAD_CONF}[extra]
         with open(conf, "w") as f:
-            f.write(FILTERS_CONF.format(px=px_port, srv=srv_port))
+            f.write(text.format(px=px_port, srv=srv_port, inspect=inspect))
         where = ["-c", conf]
     px = procs.start("slipgate", [slipgate] + where + ["--stats", stats, "+set",
                                                        "stats_interval", "1s"] + record,
@@ -183,7 +270,8 @@ def run(protocol, filters, seconds, work, b, d, slipgate, procs):
             "+set", "basedir", d, "+set", "libdir", os.path.join(b, "q2pro"), "+set", "homedir",
             cl_home, "+set", "sys_console", "1", "+set", "s_enable", "0", "+set",
             "vid_fullscreen", "0", "+set", "vid_geometry", "320x240", "+set", "allow_download",
-            "0", "+set", "name", "slipgate", "+set", "cl_protocol", protocol, "+connect",
+            "1" if dl_data else "0", "+set", "name", "slipgate", "+set", "cl_protocol", protocol,
+            "+connect",
             f"127.0.0.1:{px_port}"],
         stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, env=env,
         start_new_session=True)
@@ -207,20 +295,61 @@ def run(protocol, filters, seconds, work, b, d, slipgate, procs):
     steps = ["+forward", "+attack", "-attack", "-forward", "+left", "+moveup", "-moveup",
              "-left", "+back", "+attack", "-attack", "-back", "+right", "+lookup", "-lookup",
              "-right", "+moveleft", "-moveleft"]
-    end, i = time.time() + seconds, 0
-    while time.time() < end:
-        say(steps[i % len(steps)])
-        i += 1
-        time.sleep(0.5)
-        if cli.poll() is not None:
-            raise Fail(f"the client exited:\n{read(cl_log)[-1500:]}")
+    i = 0
+
+    def play(secs):
+        nonlocal i
+        end = time.time() + secs
+        while time.time() < end:
+            say(steps[i % len(steps)])
+            i += 1
+            time.sleep(0.5)
+            if cli.poll() is not None:
+                raise Fail(f"the client exited:\n{read(cl_log)[-1500:]}")
+
+    if extra == "mapchange":
+        # Half the time on box, then the server changes map: the client
+        # reconnects on its netchan ("changing", "reconnect", a new serverdata).
+        play(seconds / 2)
+        rcon(srv_port, "sgrcon", "gamemap arena")
+        if not wait_for(lambda: read(srv_log).count("slipgate entered the game") >= 2, 30):
+            raise Fail(f"the client did not come back after the map change:\n"
+                       f"--- server ---\n{read(srv_log)[-1500:]}\n--- client ---\n"
+                       f"{read(cl_log)[-1500:]}")
+        play(seconds / 2)
+    elif extra == "guard":
+        play(seconds / 2)
+        rcon(srv_port, "sgrcon", 'stuffall "echo slipgate harmless stuff"')
+        if not wait_for(lambda: "slipgate harmless stuff" in read(cl_log), 10):
+            raise Fail(f"guard (or something) kept a harmless stufftext from the client:\n"
+                       f"--- slipgate ---\n{read(px_log)[-1500:]}\n--- client ---\n"
+                       f"{read(cl_log)[-1500:]}")
+        time.sleep(1)
+        rcon(srv_port, "sgrcon", 'stuffall "echo slipgate takeover ran;quit"')
+        play(seconds / 2)
+    else:
+        play(seconds)
     if re.search(r"slipgate (disconnected|timed out|was kicked)|overflowed", read(srv_log)):
         raise Fail(f"the client left the server:\n{read(srv_log)[-1500:]}")
     say("say slipgate test done")
     time.sleep(1)
 
-    procs.stop(cli, signal.SIGTERM, 5, group=True)
-    rc = procs.stop(px, signal.SIGTERM, 10)
+    if extra == "kill9":
+        # slipgate dies mid-game: the demo ends after its last whole block
+        os.kill(Procs.children(px.pid)[0], signal.SIGKILL)
+        procs.stop(px, signal.SIGTERM, 5)
+        procs.stop(cli, signal.SIGTERM, 5, group=True)
+        played = check_recordings(work, b, d, slipgate, rec_dir, extra, px_log, procs)
+        print(f"PASS q2_peers@34+kill9: slipgate killed with SIGKILL after {seconds} s in "
+              f"the game{played}")
+        return
+    if extra == "sigterm":
+        # slipgate ends first, the client still in the game
+        rc = procs.stop(px, signal.SIGTERM, 10)
+        procs.stop(cli, signal.SIGTERM, 5, group=True)
+    else:
+        procs.stop(cli, signal.SIGTERM, 5, group=True)
+        rc = procs.stop(px, signal.SIGTERM, 10)
     if rc != 0:
         raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
     route, sessions = stats_session(stats)
@@ -236,7 +365,7 @@ def run(protocol, filters, seconds, work, b, d, slipgate, procs):
         raise Fail(f"too few in-game messages decoded: {dd}")
     if dd["reencoded"] != dd["messages"] or dd["reencode_errors"]:
         raise Fail(f"not every message was rebuilt: {dd}")
-    if not filters and dd["reencode_identical"] != dd["reencoded"]:
+    if extra not in ("filters", "guard") and dd["reencode_identical"] != dd["reencoded"]:
         raise Fail(f"rebuilt messages differ from the originals: {dd}")
     if any(route["counters"]["drops"].values()):
         raise Fail(f"drops: {route['counters']['drops']}")
@@ -251,42 +380,154 @@ def run(protocol, filters, seconds, work, b, d, slipgate, procs):
         if injected < 3:
             raise Fail(f"{injected} injected prints in the client's console:\n{texts[-2500:]}")
         played = f"; the client saw the rewritten print and {injected} injected prints"
+    if extra == "guard":
+        played = check_guard(cl_log, px_log)
+    if extra == "download":
+        played = check_download(cl_home, cl_log, srv_log, inspect, dl_data)
     if record:
-        played = check_playback(work, b, d, rec_dir, procs)
-    print(f"PASS q2_peers@{protocol}{'+filters' if filters else ''}: the Q2PRO client in the game through slipgate for "
+        played = check_recordings(work, b, d, slipgate, rec_dir, extra, px_log, procs)
+    print(f"PASS q2_peers@{protocol}{'+' + extra if extra else ''}: the Q2PRO client in the game "
+          f"through slipgate for "
           f"{seconds} s with protocol {protocol}; decoded {dd['datagrams']} datagrams "
           f"({dd['messages']} in-game, {dd['rejected']} rejected), 0 errors, "
           f"{dd['reencoded']} rebuilt ({dd['reencode_identical']} byte-identical){played}")
 
 
-def check_playback(work, b, d, rec_dir, procs):
-    """slipgate's .dm2 of the session plays to its end in the real client
-    (q2pro, timedemo; the cfg's nextserver alias prints DEMO_FINISHED)."""
-    demos = [f for f in os.listdir(rec_dir) if f.endswith(".dm2")] if os.path.isdir(rec_dir) else []
-    if len(demos) != 1:
-        raise Fail(f"expected one recorded .dm2 in {rec_dir}: {demos}")
-    home = nobody_dir(os.path.join(work, "play"))
+def check_guard(cl_log, px_log):
+    """The stuffed takeover never ran: guard removed that stufftext (logged
+    once), and the client, still in the game, never echoed it."""
+    texts = read(cl_log)
+    blocked = re.findall(r"guard: blocked '(\w+)' in a stufftext", read(px_log))
+    if "slipgate takeover ran" in texts:
+        raise Fail(f"the stuffed takeover ran in the client:\n{texts[-2500:]}")
+    if "quit" not in blocked:
+        raise Fail(f"guard did not block the takeover (blocked {blocked}):\n"
+                   f"{read(px_log)[-2500:]}")
+    if len(blocked) != 1:
+        raise Fail(f"guard blocked {blocked}: one takeover was stuffed")
+    return (f"; the harmless stufftext arrived, guard blocked {blocked} in the stuffed "
+            f"takeover, the client stayed")
+
+
+def check_download(cl_home, cl_log, srv_log, inspect, data):
+    """The client downloaded the file whole through slipgate, compressed
+    (the server says so), and slipgate inflated the chunks as the client
+    did: their `inflated` fields add up to the file's size."""
+    got = os.path.join(cl_home, "baseq2", DOWNLOAD_PATH)
+    if f"[UDP] {DOWNLOAD_PATH} [DONE]" not in read(cl_log) or read(got).encode("latin-1") != data:
+        raise Fail(f"the client did not download {DOWNLOAD_PATH} whole:\n{read(cl_log)[-2000:]}")
+    if "Serving compressed download to slipgate" not in read(srv_log):
+        raise Fail(f"the server did not serve it compressed:\n{read(srv_log)[-1500:]}")
+    chunks = [ln for ln in read(inspect).splitlines() if "svc_zdownload" in ln]
+    sizes = [int(x) for ln in chunks for x in re.findall(r" inflated=(\d+)", ln)]
+    if len(sizes) != len(chunks) or len(chunks) < 2 or sum(sizes) != len(data):
+        raise Fail(f"{len(chunks)} svc_zdownload chunks, inflated sizes {sizes} (sum "
+                   f"{sum(sizes)}), the file has {len(data)} bytes:\n" + "\n".join(chunks[:5]))
+    return (f"; the client downloaded {DOWNLOAD_PATH} ({len(data)} bytes) in {len(chunks)} "
+            f"compressed chunks, which slipgate inflated to {sum(sizes)} bytes")
+
+
+def dm2_blocks(path):
+    """The blocks of a .dm2: (lengths of the whole blocks, end marker seen,
+    bytes after the last whole block)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    lens, at = [], 0
+    while at + 4 <= len(data):
+        (n,) = struct.unpack_from("<i", data, at)
+        if n == -1:
+            return lens, True, len(data) - at - 4
+        if n < 0 or n > 0x8000:
+            raise Fail(f"{path}: block length {n} at offset {at}")
+        if at + 4 + n > len(data):
+            break
+        lens.append(n)
+        at += 4 + n
+    return lens, False, len(data) - at
+
+
+def demo_info(slipgate, path):
+    """`slipgate demo info` of the file: its output (0 blocks that fail to
+    decode, or a Fail)."""
+    r = subprocess.run([slipgate, "demo", "info", path], capture_output=True, text=True,
+                       timeout=30)
+    if "failed to decode" in r.stdout or "protocol:     34" not in r.stdout:
+        raise Fail(f"slipgate demo info {path}:\n{r.stdout}{r.stderr}")
+    return r
+
+
+def play_dm2(work, b, d, path, procs, tag):
+    """Play a .dm2 in q2pro (timedemo, no nextserver): returns (clean, frames):
+    clean when its console says "Demo finished", not when it says "Couldn't
+    read demo" (a file that ends without the end marker)."""
+    home = nobody_dir(os.path.join(work, f"play-{tag}"))
     nobody_dir(os.path.join(home, "baseq2"))
     nobody_dir(os.path.join(home, "baseq2", "demos"))
-    shutil.copy(os.path.join(rec_dir, demos[0]), os.path.join(home, "baseq2", "demos", "rec.dm2"))
-    with open(os.path.join(home, "baseq2", "play.cfg"), "w") as f:
-        f.write('alias demofin "echo DEMO_FINISHED; quit"\nset nextserver demofin\n')
+    shutil.copy(path, os.path.join(home, "baseq2", "demos", "rec.dm2"))
     subprocess.run(["chmod", "-R", "a+rwX", home], check=False)
-    log = os.path.join(work, "play.log")
+    log = os.path.join(work, f"play-{tag}.log")
     env = dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
-    p = procs.start("q2pro-play", AS_NOBODY + [
+    p = procs.start(f"q2pro-play-{tag}", AS_NOBODY + [
         "env", f"HOME={home}", "xvfb-run", "-a", "-s", "-screen 0 640x480x24",
         os.path.join(b, "q2pro", "q2pro"), "+set", "basedir", d, "+set", "libdir",
         os.path.join(b, "q2pro"), "+set", "homedir", home, "+set", "sys_console", "1", "+set",
-        "s_enable", "0", "+set", "vid_geometry", "320x240", "+set", "timedemo", "1", "+exec",
-        "play.cfg", "+demo", "rec"], log, 60, env=env)
-    if not wait_for(lambda: "DEMO_FINISHED" in read(log), 50):
-        raise Fail(f"the recorded demo did not play to its end:\n{read(log)[-2000:]}")
+        "s_enable", "0", "+set", "vid_geometry", "320x240", "+set", "timedemo", "1",
+        "+demo", "rec"], log, 60, env=env)
+    frames = r"(\d+) frames, [\d.]+ seconds"
+    ended = wait_for(lambda: re.search(r"Demo finished|Couldn't read demo", read(log)) and
+                     re.search(frames, read(log)), 50)
     procs.stop(p, signal.SIGTERM, 5, group=True)
-    m = re.search(r"(\d+) frames, [\d.]+ seconds", read(log))
-    if not m or int(m.group(1)) < 100:
-        raise Fail(f"the recorded demo played too few frames:\n{read(log)[-1500:]}")
-    return f"; its recorded {demos[0]} plays to its end in q2pro ({m.group(1)} frames)"
+    text = read(log)
+    if not ended:
+        raise Fail(f"q2pro did not play {os.path.basename(path)} to its end:\n{text[-2000:]}")
+    m = re.search(frames, text)
+    return "Demo finished" in text and "Couldn't read demo" not in text, int(m.group(1)), text
+
+
+def check_recordings(work, b, d, slipgate, rec_dir, extra, px_log, procs):
+    """slipgate's .dm2 files of the session: one per map (two for
+    mapchange), each read by `slipgate demo info` and played in q2pro to its
+    end: cleanly ("Demo finished", the end marker there) unless slipgate was
+    killed (kill9: no end marker, whole blocks, every one of them played)."""
+    demos = sorted(os.path.join(rec_dir, f) for f in os.listdir(rec_dir)
+                   if f.endswith(".dm2")) if os.path.isdir(rec_dir) else []
+    want = 2 if extra == "mapchange" else 1
+    if len(demos) != want:
+        raise Fail(f"expected {want} recorded .dm2 in {rec_dir}: {demos}\n{read(px_log)[-2000:]}")
+    out, maps = [], []
+    for k, path in enumerate(demos):
+        lens, marker, tail = dm2_blocks(path)
+        info = demo_info(slipgate, path)
+        maps.append(re.search(r"map:\s+(.*)", info.stdout).group(1))
+        clean, frames, text = play_dm2(work, b, d, path, procs, str(k))
+        name = os.path.basename(path)
+        if extra == "kill9":
+            if marker or "without end marker" not in info.stdout:
+                raise Fail(f"{name}: a killed slipgate wrote an end marker?\n{info.stdout}")
+            if tail:
+                # each block goes out whole with one flush (one write of < 4 KiB)
+                raise Fail(f"{name}: {tail} bytes of a cut block after {len(lens)} whole ones: "
+                           f"the blocks are not flushed one by one")
+            if "Couldn't read demo: Unexpected end of file" not in text:
+                raise Fail(f"{name}: q2pro did not read it up to the end of the file:\n"
+                           f"{text[-1500:]}")
+            how = f"no end marker, {len(lens)} whole blocks, played"
+        else:
+            if not marker or tail or info.returncode != 0 or "errors:       0" not in info.stdout:
+                raise Fail(f"{name}: not ended cleanly (marker {marker}, {tail} bytes after "
+                           f"it):\n{info.stdout}")
+            if not clean:
+                raise Fail(f"{name}: q2pro did not finish it cleanly:\n{text[-1500:]}")
+            how = "ended cleanly, Demo finished"
+        if frames < 30:
+            raise Fail(f"{name}: q2pro played only {frames} frames:\n{text[-1500:]}")
+        out.append(f"{name} ({maps[-1]}): {len(lens)} blocks, {how} in q2pro ({frames} frames)")
+    if extra == "mapchange":
+        if sorted(maps) != sorted(set(maps)) or not any("arena" in m for m in maps):
+            raise Fail(f"the two demos are not of box and arena: {maps}")
+        if "demo " not in read(px_log) or len(re.findall(r"demo .* finished", read(px_log))) < 2:
+            raise Fail(f"slipgate did not finish both demos:\n{read(px_log)[-2000:]}")
+    return "; recorded " + "; ".join(out)
 
 
 def main():

@@ -547,6 +547,248 @@ static void case_zip_bomb(void)
     free(packed);
 }
 
+/* ---- svc_zdownload ---- */
+
+/* Raw deflate (as Q2PRO's .pkz downloads and R1Q2's chunks) of `n` bytes; its length. */
+static size_t raw_deflate(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
+{
+    z_stream z;
+    size_t len;
+
+    memset(&z, 0, sizeof(z));
+    CHECK(deflateInit2(&z, 9, Z_DEFLATED, -MAX_WBITS, 9, Z_DEFAULT_STRATEGY) == Z_OK);
+    z.next_in = (Bytef *)(uintptr_t)in;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    CHECK(deflate(&z, Z_FINISH) == Z_STREAM_END);
+    len = cap - z.avail_out;
+    deflateEnd(&z);
+    return len;
+}
+
+/* One svc_zdownload message (35: with its uncompressed size) of `n` bytes. */
+static size_t make_zdownload(uint8_t *out, int protocol, const uint8_t *d, size_t n, int percent,
+                             int uncompressed)
+{
+    size_t at = 0;
+
+    out[at++] = SG_Q2_SVC_ZDOWNLOAD;
+    sg_put_le16(out + at, (uint16_t)n);
+    at += 2;
+    out[at++] = (uint8_t)percent;
+    if (protocol == 35) {
+        sg_put_le16(out + at, (uint16_t)uncompressed);
+        at += 2;
+    }
+    memcpy(out + at, d, n);
+    return at + n;
+}
+
+/* The value of field `name` of message `i`, or -1. */
+static int64_t field_value(const struct sg_q2_parsed *p, uint32_t i, const char *name)
+{
+    for (uint32_t k = 0; k < p->msgs[i].count; k++) {
+        const struct sg_q2_field *f = &p->fields[p->msgs[i].first + k];
+        if (strcmp(f->name, name) == 0)
+            return (int64_t)(int32_t)f->raw;
+    }
+    return -1;
+}
+
+/*
+ * A compressed download inflated as the client inflates it: Q2PRO's one
+ * raw-deflate stream over the file cut into chunks (a message each), and
+ * R1Q2's stream per chunk with its size; the bytes each chunk gave are a
+ * field ("inflated") that the dump shows; the chunks rebuild byte for
+ * byte; a broken stream is an error (the message unparsed), after which
+ * the next download inflates again.
+ */
+static void case_zdownload(void)
+{
+    enum { FILE_LEN = 20000 };
+    uint8_t *file = malloc(FILE_LEN), *packed = malloc(FILE_LEN + 1024);
+    uint8_t msg[4096], out[4096];
+    struct sg_q2_parsed p;
+    struct sg_q2_variant v;
+    struct sg_bmsg_writer w;
+    size_t plen, at = 0, n, total = 0;
+    unsigned chunks = 0;
+    uint32_t seed = 12345;
+    char *dump = NULL;
+    size_t dump_len = 0;
+    FILE *df;
+
+    CHECK(file && packed && sg_q2_parsed_init(&p) == 0);
+    if (!file || !packed)
+        return;
+    /* a file that deflates but not to nothing: words with noise */
+    for (size_t i = 0; i < FILE_LEN; i++) {
+        seed = seed * 1103515245u + 12345u;
+        file[i] = (seed >> 16) % 7 == 0 ? (uint8_t)(seed >> 8) : (uint8_t)("slipgate q2 "[i % 12]);
+    }
+    plen = raw_deflate(file, FILE_LEN, packed, FILE_LEN + 1024);
+    CHECK(plen > 3000); /* several chunks */
+
+    /* Q2PRO (36): one stream, chunks of 1000 bytes */
+    sg_q2_variant_init(&v, 36, 1026);
+    df = open_memstream(&dump, &dump_len);
+    while (at < plen) {
+        size_t c = plen - at < 1000 ? plen - at : 1000;
+        int percent = at + c == plen ? 100 : (int)((at + c) * 100 / plen);
+        n = make_zdownload(msg, 36, packed + at, c, percent, 0);
+        CHECKF(sg_q2_parse(SG_DIR_S2C, &v, msg, n, &p) == 0, "chunk %u", chunks);
+        CHECK_EQ(p.nmsgs, 1);
+        CHECK(!p.msgs[0].unparsed);
+        int64_t got = field_value(&p, 0, "inflated");
+        CHECKF(got >= 0, "chunk %u: no 'inflated' field", chunks);
+        total += got > 0 ? (size_t)got : 0;
+        sg_bmsg_writer_init(&w, out, sizeof(out));
+        CHECK(sg_q2_write(&p, NULL, &w) == 0);
+        CHECK(w.len == n && memcmp(out, msg, n) == 0);
+        if (df)
+            sg_q2_dump_msg(df, &p, 0, SG_DIR_S2C, false);
+        at += c;
+        chunks++;
+    }
+    CHECK(chunks >= 3);
+    CHECKF(total == FILE_LEN, "the chunks inflated to %zu bytes, the file has %d", total, FILE_LEN);
+    if (df)
+        fclose(df);
+    CHECKF(dump && strstr(dump, "svc_zdownload size=1000 percent=") && strstr(dump, " inflated="),
+           "dump: %s", dump ? dump : "(none)");
+    free(dump);
+
+    /* R1Q2 (35): a stream per chunk, with its uncompressed size */
+    sg_q2_variant_init(&v, 35, 1905);
+    for (int k = 0; k < 3; k++) {
+        size_t part = FILE_LEN / 3;
+        size_t cl = raw_deflate(file + k * part, part, packed, FILE_LEN + 1024);
+        CHECK(cl + 8 < sizeof(msg));
+        n = make_zdownload(msg, 35, packed, cl, k == 2 ? 100 : 33 * (k + 1), (int)part);
+        CHECK(sg_q2_parse(SG_DIR_S2C, &v, msg, n, &p) == 0);
+        CHECK_EQ(field_value(&p, 0, "uncompressed"), (int64_t)part);
+        CHECK_EQ(field_value(&p, 0, "inflated"), (int64_t)part);
+    }
+
+    /* a broken stream: an error, the message kept whole as unparsed bytes */
+    sg_q2_variant_init(&v, 36, 1026);
+    uint8_t junk[200];
+    memset(junk, 0xff, sizeof(junk)); /* block type 3: reserved */
+    n = make_zdownload(msg, 36, junk, sizeof(junk), 10, 0);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, msg, n, &p) == SG_E_INFLATE);
+    CHECK(p.nmsgs == 1 && p.msgs[0].unparsed);
+    sg_bmsg_writer_init(&w, out, sizeof(out));
+    CHECK(sg_q2_write(&p, NULL, &w) == 0);
+    CHECK(w.len == n && memcmp(out, msg, n) == 0);
+    /* ... and the next download starts a stream of its own */
+    plen = raw_deflate(file, 3000, packed, FILE_LEN + 1024);
+    n = make_zdownload(msg, 36, packed, plen, 100, 0);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, msg, n, &p) == 0);
+    CHECK_EQ(field_value(&p, 0, "inflated"), 3000);
+    /* not legal in 34 */
+    sg_q2_variant_init(&v, 34, 0);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, msg, n, &p) < 0);
+
+    sg_q2_parsed_free(&p);
+    free(file);
+    free(packed);
+}
+
+/*
+ * Through the codec as the proxy (and fuzz_q2) drives it: a Q2PRO session
+ * (connect 36, new netchan) whose server sends a compressed download; the
+ * inspector's field dump shows each chunk's inflated size; a broken chunk
+ * is a counted decode error.
+ */
+static void case_zdownload_codec(void)
+{
+    const struct sg_codec *c = q2();
+    static const char conn[] = "\xff\xff\xff\xff"
+                               "connect 36 4660 1234 \"\\name\\t\" 1390 1 1 1026\n";
+    uint8_t file[6000], packed[8000], dg[2048];
+    const struct sg_frame *f = NULL;
+    void *st = NULL;
+    size_t plen, at = 0;
+    uint32_t seq = 1;
+    char *dump = NULL;
+    size_t dump_len = 0;
+    FILE *df;
+
+    if (!c || c->create(&st) < 0)
+        return;
+    for (size_t i = 0; i < sizeof(file); i++)
+        file[i] = (uint8_t)("download "[i % 9] + (i % 97 == 0));
+    plen = raw_deflate(file, sizeof(file), packed, sizeof(packed));
+    CHECK(c->decode(st, SG_DIR_C2S, (const uint8_t *)conn, sizeof(conn) - 1, &f) == 0);
+    df = open_memstream(&dump, &dump_len);
+    while (at < plen) {
+        size_t k = plen - at < 30 ? plen - at : 30, n;
+        sg_put_le32(dg, seq | 0x80000000u); /* reliable, as Q2PRO sends downloads */
+        sg_put_le32(dg + 4, 0);
+        n = 8 + make_zdownload(dg + 8, 36, packed + at, k, at + k == plen ? 100 : 50, 0);
+        CHECKF(c->decode(st, SG_DIR_S2C, dg, n, &f) == 0, "datagram %u", seq);
+        CHECK(f && f->kind == SG_FRAME_MESSAGE);
+        if (df && f)
+            CHECK(c->dump(st, f, SG_DUMP_FIELDS, false, df) >= 0);
+        at += k;
+        seq++;
+    }
+    CHECK(seq > 3); /* several chunks of one stream */
+    if (df)
+        fclose(df);
+    CHECKF(dump && strstr(dump, "svc_zdownload") && strstr(dump, "inflated="), "dump: %s",
+           dump ? dump : "(none)");
+    long sum = 0;
+    for (const char *q = dump; q && (q = strstr(q, " inflated=")); q++)
+        sum += atol(q + 10);
+    CHECKF(sum == (long)sizeof(file), "the dump's chunks inflated to %ld bytes", sum);
+    free(dump);
+    /* a broken chunk: one decode error, counted */
+    memset(packed, 0xff, 50);
+    sg_put_le32(dg, seq | 0x80000000u);
+    sg_put_le32(dg + 4, 0);
+    size_t n = 8 + make_zdownload(dg + 8, 36, packed, 50, 10, 0);
+    CHECK(c->decode(st, SG_DIR_S2C, dg, n, &f) == SG_E_INFLATE);
+    CHECK_EQ(c->stats(st)->errors, 1);
+    c->destroy(st);
+}
+
+/* A zdownload chunk that would inflate to 8 MiB stops at SG_Q2_ZDL_MAX: an error, no bomb. */
+static void case_zdownload_bomb(void)
+{
+    enum { BOMB = 8 << 20 };
+    uint8_t *zeros = calloc(1, BOMB), *packed = malloc(65536);
+    uint8_t *msg = malloc(70000);
+    struct sg_q2_parsed p;
+    struct sg_q2_variant v;
+    size_t plen, n;
+
+    CHECK(zeros && packed && msg && sg_q2_parsed_init(&p) == 0);
+    if (!zeros || !packed || !msg)
+        return;
+    plen = raw_deflate(zeros, BOMB, packed, 65536);
+    CHECKF(plen < 32767, "%zu bytes", plen); /* it fits one chunk */
+    sg_q2_variant_init(&v, 36, 1026);
+    n = make_zdownload(msg, 36, packed, plen, 50, 0);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, msg, n, &p) == SG_E_TOOBIG);
+    CHECK(p.nmsgs == 1 && p.msgs[0].unparsed);
+    /* the same through R1Q2's form, which claims a small size */
+    sg_q2_variant_init(&v, 35, 1905);
+    n = make_zdownload(msg, 35, packed, plen, 50, 1000);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, msg, n, &p) == SG_E_TOOBIG);
+    /* a next, honest chunk inflates */
+    memset(zeros, 'x', 4000);
+    plen = raw_deflate(zeros, 4000, packed, 65536);
+    n = make_zdownload(msg, 35, packed, plen, 100, 4000);
+    CHECK(sg_q2_parse(SG_DIR_S2C, &v, msg, n, &p) == 0);
+    CHECK_EQ(field_value(&p, 0, "inflated"), 4000);
+    sg_q2_parsed_free(&p);
+    free(zeros);
+    free(packed);
+    free(msg);
+}
+
 /* ---- netchan ---- */
 
 static void case_netchan_reject(void)
@@ -1235,6 +1477,8 @@ int main(int argc, char **argv)
         {"record_transcoded", case_record_transcoded},
         {"record_extended", case_record_extended},
         {"record_split", case_record_split},
+        {"zdownload", case_zdownload},         {"zdownload_bomb", case_zdownload_bomb},
+        {"zdownload_codec", case_zdownload_codec},
     };
 
     if (argc > 2)
