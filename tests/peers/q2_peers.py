@@ -347,9 +347,23 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
         # slipgate ends first, the client still in the game
         rc = procs.stop(px, signal.SIGTERM, 10)
         procs.stop(cli, signal.SIGTERM, 5, group=True)
+        ending = "; slipgate stopped first (SIGTERM)"
     else:
+        # The player leaves as players do: disconnect (the client's clc
+        # stringcmd "disconnect"), then quit; the server sees it go, and
+        # slipgate ends the demo at the client's disconnect.
+        say("disconnect")
+        if not wait_for(lambda: "slipgate disconnected" in read(srv_log), 10):
+            raise Fail(f"the server did not see the client disconnect:\n{read(srv_log)[-1500:]}")
+        if record and not wait_for(lambda: "; the client disconnected" in read(px_log), 10):
+            raise Fail(f"slipgate did not end the demo at the client's disconnect:\n"
+                       f"{read(px_log)[-2000:]}")
+        say("quit")
+        if not wait_for(lambda: cli.poll() is not None, 10):
+            raise Fail(f"the client did not quit:\n{read(cl_log)[-1500:]}")
         procs.stop(cli, signal.SIGTERM, 5, group=True)
         rc = procs.stop(px, signal.SIGTERM, 10)
+        ending = "; the client disconnected and quit"
     if rc != 0:
         raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
     route, sessions = stats_session(stats)
@@ -390,7 +404,7 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
           f"through slipgate for "
           f"{seconds} s with protocol {protocol}; decoded {dd['datagrams']} datagrams "
           f"({dd['messages']} in-game, {dd['rejected']} rejected), 0 errors, "
-          f"{dd['reencoded']} rebuilt ({dd['reencode_identical']} byte-identical){played}")
+          f"{dd['reencoded']} rebuilt ({dd['reencode_identical']} byte-identical){played}{ending}")
 
 
 def check_guard(cl_log, px_log):
