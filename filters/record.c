@@ -66,6 +66,14 @@ extern const struct sg_filter_impl sg_builtin_record;
  */
 bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
                             const char **last);
+/* The bytes of the files the slot finished (the one being written counts
+ * once it ends); false as sg_record_slot_summary. */
+bool sg_record_slot_bytes(const struct sg_filter_impl *impl, const void *slot, uint64_t *bytes);
+/* The session ends: finish the file the slot is writing now, as its
+ * session_end would, so that a summary taken next counts its bytes.
+ * Nothing when `impl` is not this filter or the slot is NULL. */
+void sg_record_slot_finish(const struct sg_filter_impl *impl, void *slot,
+                           const struct sg_filter_session *session);
 /* The file the slot is writing now, its size so far and when it was opened
  * (wall clock, ms); false when none is open. */
 bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
@@ -92,6 +100,7 @@ struct record_slot {
     bool ended;                 /* the connection ended: wait for a new level */
     bool kick_seen;             /* a server disconnect went by, its datagram dropped */
     uint32_t demos;             /* files that got at least one message */
+    uint64_t demo_bytes;        /* the bytes of those finished (closed) */
     char last[RECORD_PATH_MAX]; /* the last of them */
     struct sg_sign_writer *signer; /* the current file's .sig (sign_key set), or NULL */
     bool sign_failed;           /* writing the .sig failed: reported once */
@@ -287,6 +296,8 @@ static void finish_file(struct record_slot *slot, const struct sg_filter_session
         remove(slot->path);
         return;
     }
+    if (size > 0)
+        slot->demo_bytes += (uint64_t)size;
     if (err < 0 && report)
         slot_log(slot, s, SG_FILTER_LOG_ERROR, "demo %s: %s", slot->path, sg_strerror(err));
     else if (report)
@@ -556,6 +567,23 @@ bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot,
     *demos = rs->demos;
     *last = rs->demos ? rs->last : NULL;
     return true;
+}
+
+bool sg_record_slot_bytes(const struct sg_filter_impl *impl, const void *slot, uint64_t *bytes)
+{
+    const struct record_slot *rs = slot;
+
+    if (impl != &sg_builtin_record || !rs)
+        return false;
+    *bytes = rs->demo_bytes;
+    return true;
+}
+
+void sg_record_slot_finish(const struct sg_filter_impl *impl, void *slot,
+                           const struct sg_filter_session *session)
+{
+    if (impl == &sg_builtin_record && slot)
+        finish_file(slot, session, true, "");
 }
 
 bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,

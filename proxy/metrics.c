@@ -88,11 +88,13 @@ struct route_sums {
     struct codec_sum codecs[MAX_CODECS];
     int ncodecs;
     uint64_t demos, recording, recording_bytes;
+    uint64_t demo_bytes; /* of the finished demo files */
 };
 
 void sg_metrics_session_omitted(struct sg_route *r, const struct sg_session_summary *sum)
 {
     r->omitted.demos += sum->demos;
+    r->omitted.demo_bytes += sum->demo_bytes;
     if (!sum->codec)
         return;
     for (int i = 0; i < SG_ROUTE_OMITTED_CODECS; i++) {
@@ -108,12 +110,14 @@ static void route_sums(const struct sg_route *r, struct route_sums *out)
 {
     memset(out, 0, sizeof(*out));
     out->demos = r->omitted.demos;
+    out->demo_bytes = r->omitted.demo_bytes;
     for (int i = 0; i < SG_ROUTE_OMITTED_CODECS && r->omitted.codec[i]; i++)
         add_codec(out->codecs, &out->ncodecs, r->omitted.codec[i], &r->omitted.cstats[i]);
     for (size_t i = 0; i < r->nended; i++) {
         if (r->ended[i].codec)
             add_codec(out->codecs, &out->ncodecs, r->ended[i].codec, &r->ended[i].cstats);
         out->demos += r->ended[i].demos;
+        out->demo_bytes += r->ended[i].demo_bytes;
     }
     for (const struct sg_session *s = r->sessions; s; s = s->next) {
         struct sg_session_summary sum;
@@ -122,6 +126,7 @@ static void route_sums(const struct sg_route *r, struct route_sums *out)
         if (sum.codec)
             add_codec(out->codecs, &out->ncodecs, sum.codec, &sum.cstats);
         out->demos += sum.demos;
+        out->demo_bytes += sum.demo_bytes;
         for (int i = 0; r->chain && s->slots && i < r->chain->n; i++) {
             const char *path;
             uint64_t bytes, opened;
@@ -280,6 +285,11 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
     i = 0;
     for (r = app->routes; r; r = r->next, i++)
         sample_route(f, "slipgate_demos_written_total", r, NULL, NULL, sums[i].demos);
+    family(f, "slipgate_demo_bytes_total", "counter",
+           "bytes of the demo files finished (the ones being written count once they end)");
+    i = 0;
+    for (r = app->routes; r; r = r->next, i++)
+        sample_route(f, "slipgate_demo_bytes_total", r, NULL, NULL, sums[i].demo_bytes);
     family(f, "slipgate_recordings_active", "gauge", "demo files being written now");
     i = 0;
     for (r = app->routes; r; r = r->next, i++)

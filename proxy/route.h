@@ -46,6 +46,7 @@ struct sg_session_summary {
     struct sg_codec_stats cstats; /* the codec's counters at the end */
     char first_error[200];        /* the codec's first error, "" if none */
     uint32_t demos;               /* demo files written */
+    uint64_t demo_bytes;          /* the bytes of those finished (closed) */
     char demo[256];               /* the last demo file */
 };
 
@@ -201,6 +202,7 @@ struct sg_route {
         const char *codec[SG_ROUTE_OMITTED_CODECS];
         struct sg_codec_stats cstats[SG_ROUTE_OMITTED_CODECS];
         uint64_t demos;
+        uint64_t demo_bytes;
     } omitted;
 
     /* Admission: rate-limited warnings, the one-time loop warning, and the
@@ -288,6 +290,13 @@ void sg_session_send_delayed(struct sg_session *s, enum sg_dir dir, const uint8_
  */
 bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
                             const char **last);
+/* The bytes of the files a record slot finished, false as above; the file
+ * being written counts once it ends: sg_record_slot_finish finishes it (as
+ * the slot's session_end would) when the session's slots end, before the
+ * summary (session.c).  sg_session_record_summary adds them to demo_bytes. */
+bool sg_record_slot_bytes(const struct sg_filter_impl *impl, const void *slot, uint64_t *bytes);
+void sg_record_slot_finish(const struct sg_filter_impl *impl, void *slot,
+                           const struct sg_filter_session *session);
 /* The file a record slot is writing now, its size so far and when it was
  * opened (wall clock, ms); false when none is open. */
 bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,

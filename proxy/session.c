@@ -253,14 +253,22 @@ static void fill_filter_session(struct sg_session *s)
     s->fsess.sign_interval_ms = r->conf.sign_interval_ms;
 }
 
+/* The session's slots of `chain` end: recordings finish first, so that the
+ * summary counts every file's bytes, then each filter's session_end. */
+static void slots_end(struct sg_session *s, struct sg_chain *chain)
+{
+    for (int i = 0; i < chain->n; i++)
+        sg_record_slot_finish(chain->f[i].fc->impl, s->slots[i], &s->fsess);
+    sg_session_record_summary(s, chain, &s->sum);
+    sg_chain_session_end(chain, s->slots, &s->fsess);
+}
+
 int sg_session_chain_changed(struct sg_session *s, struct sg_chain *old, struct sg_chain *now)
 {
     void **slots = NULL;
 
-    if (old && s->slots) {
-        sg_session_record_summary(s, old, &s->sum);
-        sg_chain_session_end(old, s->slots, &s->fsess);
-    }
+    if (old && s->slots)
+        slots_end(s, old);
     if (now && !(slots = calloc((size_t)now->n, sizeof(*slots))))
         return UV_ENOMEM;
     free(s->slots);
@@ -275,10 +283,13 @@ void sg_session_record_summary(const struct sg_session *s, const struct sg_chain
     for (int i = 0; chain && s->slots && i < chain->n; i++) {
         const char *last;
         uint32_t demos;
+        uint64_t bytes = 0;
 
         if (!sg_record_slot_summary(chain->f[i].fc->impl, s->slots[i], &demos, &last))
             continue;
+        sg_record_slot_bytes(chain->f[i].fc->impl, s->slots[i], &bytes);
         sum->demos += demos;
+        sum->demo_bytes += bytes;
         if (last && snprintf(sum->demo, sizeof(sum->demo), "%s", last) >= (int)sizeof(sum->demo))
             memcpy(sum->demo + sizeof(sum->demo) - 4, "...", 4);
     }
@@ -755,10 +766,8 @@ void sg_session_close(struct sg_session *s, const char *reason)
     sg_route__session_remove(r, s);
 
     /* Filters finish first (a recorder writes its end), then the decoder. */
-    if (r->chain && s->slots) {
-        sg_session_record_summary(s, r->chain, &s->sum);
-        sg_chain_session_end(r->chain, s->slots, &s->fsess);
-    }
+    if (r->chain && s->slots)
+        slots_end(s, r->chain);
     sg_delay_forget(&r->delay, s);
     if (s->codec) {
         const struct sg_codec_stats *cs = s->codec->stats(s->cstate);

@@ -74,7 +74,8 @@ static void json_session(FILE *f, const struct sg_session_summary *s, const char
             (unsigned long long)c->errors, (unsigned long long)c->reencoded,
             (unsigned long long)c->reencode_identical, (unsigned long long)c->reencode_errors);
         json_string(f, s->first_error);
-        fprintf(f, ", \"demos\": %u, \"demo\": ", s->demos);
+        fprintf(f, ", \"demos\": %u, \"demo_bytes\": %llu, \"demo\": ", s->demos,
+                (unsigned long long)s->demo_bytes);
         json_string(f, s->demo);
     }
     fputc('}', f);

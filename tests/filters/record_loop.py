@@ -11,7 +11,8 @@ recorder configured as a `filter record { }` block:
                       client quitting), --stats demos and the filter's
                       counters
     max_size_parts    max_size: several parts, each a demo that starts with a
-                      gamestate and reads without errors
+                      gamestate and reads without errors; --stats demo_bytes
+                      is the bytes of every part
     shortcut          `record DIR`: a record filter in --stats "filters", the
                       default MAP-DATE-TIME-CLIENT name, the offline decode's demo
     one_per_route     two recorders on one route are refused at start-up
@@ -177,6 +178,9 @@ def case_max_size_parts(h, res):
         total += msgs[0]
     check(game['demo'] == os.path.join(demos, names[-1]), 'stats: last demo %r, expected %s'
           % (game['demo'], names[-1]))
+    sizes = [os.path.getsize(os.path.join(demos, n)) for n in names]
+    check(game.get('demo_bytes') == sum(sizes), 'stats: demo_bytes %r, the parts hold %d bytes '
+          '(%s)' % (game.get('demo_bytes'), sum(sizes), sizes))
     print('%d parts of about %d bytes: %s; %d messages in all, each part starts with a '
           'gamestate and reads without errors' % (len(names), limit, names, total))
 

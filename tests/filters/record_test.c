@@ -26,6 +26,9 @@
 
 bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
                             const char **last);
+bool sg_record_slot_bytes(const struct sg_filter_impl *impl, const void *slot, uint64_t *bytes);
+void sg_record_slot_finish(const struct sg_filter_impl *impl, void *slot,
+                           const struct sg_filter_session *session);
 
 /* ---- the fake demo writer ---- */
 
@@ -216,10 +219,14 @@ static void test_default_name(void)
     CHECK(c.chain->f[0].counters.seen == 2 && c.chain->f[0].counters.errors == 0);
     {
         uint32_t demos = 0;
+        uint64_t bytes = 1;
         const char *last = NULL;
         CHECK(sg_record_slot_summary(c.chain->f[0].fc->impl, c.slots[0], &demos, &last));
+        CHECK(sg_record_slot_bytes(c.chain->f[0].fc->impl, c.slots[0], &bytes));
         CHECK(demos == 1 && last && strcmp(last, path) == 0);
+        CHECK(bytes == 0); /* the file is not finished yet */
         CHECK(!sg_record_slot_summary(c.chain->f[0].fc->impl, NULL, &demos, &last));
+        CHECK(!sg_record_slot_bytes(c.chain->f[0].fc->impl, NULL, &bytes));
     }
     fake_chain_close(&c);
     read_file(path, body, sizeof(body));
@@ -493,6 +500,7 @@ static void test_client_disconnect(void)
     struct fake_chain c;
     char names[1024];
     uint32_t demos = 0;
+    uint64_t bytes = 0;
     const char *last = NULL;
 
     CHECK(open_rec(&c, "name %map%\n") == 0);
@@ -516,7 +524,9 @@ static void test_client_disconnect(void)
     message(&c, 1, "dm", NULL);
     message(&c, 2, NULL, "dm");
     CHECK(sg_record_slot_summary(c.chain->f[0].fc->impl, c.slots[0], &demos, &last));
+    CHECK(sg_record_slot_bytes(c.chain->f[0].fc->impl, c.slots[0], &bytes));
     CHECK(demos == 2 && last && strstr(last, "/dm-2.dm_test"));
+    CHECK_EQ(bytes, strlen("G\nM1\nM2\nM3\nE\n")); /* the one the disconnect ended */
     fake_chain_close(&c);
     CHECK(list_dir(dir, names, sizeof(names)) == 2);
     CHECK(strcmp(names, "dm-2.dm_test dm.dm_test") == 0);
@@ -736,6 +746,87 @@ static void test_signed(void)
     CHECKF(strstr(names, "-part2.dm_test.sig") != NULL, "%s", names);
 }
 
+/* The bytes of the files in `dir` (the demos; a test without .sig files). */
+static uint64_t dir_bytes(void)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    uint64_t total = 0;
+
+    for (int i = 0; i < n; i++) {
+        char path[600];
+        struct stat st;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+        if (names[i]->d_name[0] != '.' && stat(path, &st) == 0)
+            total += (uint64_t)st.st_size;
+        free(names[i]);
+    }
+    free(names);
+    return total;
+}
+
+/*
+ * The summary's bytes: every finished file counts, whatever ended it (two
+ * max_size parts, a level change, the client's disconnect, the session's
+ * end through sg_record_slot_finish), and the file being written does not
+ * until then.
+ */
+static void test_demo_bytes(void)
+{
+    struct fake_chain c;
+    const struct sg_filter_impl *impl;
+    char names[1024];
+    uint32_t demos = 0;
+    uint64_t bytes = 0;
+    const char *last = NULL;
+
+    /* "G\nM1\n" is 5 bytes, each "Mn\n" 3 more: 10 bytes end a part after its third message */
+    CHECK_EQ(open_rec(&c, "name %map%\nmax_size 10\n"), 0);
+    impl = c.chain->f[0].fc->impl;
+    for (int i = 1; i <= 5; i++)
+        message(&c, i, i == 1 ? "dm" : NULL, "dm");
+    CHECK(sg_record_slot_summary(impl, c.slots[0], &demos, &last));
+    CHECK(sg_record_slot_bytes(impl, c.slots[0], &bytes));
+    CHECK_EQ(demos, 2);
+    CHECK_EQ(bytes, strlen("G\nM1\nM2\nM3\nE\n")); /* part 1; part 2 is being written */
+    message(&c, 6, NULL, "dm");
+    CHECK(sg_record_slot_summary(impl, c.slots[0], &demos, &last));
+    CHECK(sg_record_slot_bytes(impl, c.slots[0], &bytes));
+    CHECK_EQ(bytes, strlen("G\nM1\nM2\nM3\nE\n") + strlen("G\nM4\nM5\nM6\nE\n"));
+    CHECK_EQ(list_dir(dir, names, sizeof(names)), 2);
+    CHECKF(strcmp(names, "dm-part2.dm_test dm.dm_test") == 0, "%s", names);
+    CHECK_EQ(bytes, dir_bytes());
+
+    /* part 3, ended by a level change; the next level's file by the client's disconnect */
+    message(&c, 7, NULL, "dm");
+    message(&c, 8, "dm2", "dm2");
+    message(&c, 9, NULL, "dm2");
+    client_message(&c, 100, true, false);
+    CHECK(sg_record_slot_summary(impl, c.slots[0], &demos, &last));
+    CHECK(sg_record_slot_bytes(impl, c.slots[0], &bytes));
+    CHECK_EQ(demos, 4);
+    CHECK_EQ(list_dir(dir, names, sizeof(names)), 4);
+    CHECK_EQ(bytes, dir_bytes());
+
+    /* a reconnect's file, finished as the session ends (before its summary) */
+    message(&c, 1, "dm3", NULL);
+    CHECK(sg_record_slot_summary(impl, c.slots[0], &demos, &last));
+    CHECK(sg_record_slot_bytes(impl, c.slots[0], &bytes));
+    CHECK_EQ(demos, 5);
+    CHECK(bytes < dir_bytes()); /* "G\nM1\n" written, not finished */
+    sg_record_slot_finish(impl, c.slots[0], &c.session);
+    sg_record_slot_finish(impl, NULL, &c.session); /* no slot: nothing */
+    CHECK(sg_record_slot_summary(impl, c.slots[0], &demos, &last));
+    CHECK(sg_record_slot_bytes(impl, c.slots[0], &bytes));
+    CHECK_EQ(demos, 5);
+    CHECK_EQ(bytes, dir_bytes());
+    CHECK(file_is("dm3.dm_test", "G\nM1\nE\n"));
+    fake_chain_close(&c); /* the slot's session_end: the file is not finished twice */
+    CHECK_EQ(w.ends, 5);
+    CHECK_EQ(list_dir(dir, names, sizeof(names)), 5);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
@@ -754,6 +845,7 @@ int main(int argc, char **argv)
         {"server_disconnect", test_server_disconnect},
         {"bad_config", test_bad_config},
         {"signed", test_signed},
+        {"demo_bytes", test_demo_bytes},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), make_dir, cleanup);

@@ -19,7 +19,9 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
                          `+set http` on the command line; a Quake 3 capture
                          replayed with reencode always and --record: the
                          decode, re-encode and demo series of /metrics,
-                         /api/sessions and /api/recordings equal --stats
+                         /api/sessions and /api/recordings equal --stats;
+                         once the session timed out, slipgate_demo_bytes_total
+                         equals the demo file's size and --stats demo_bytes
     recording_started    /api/recordings: started_ms and duration_ms are the
                          file's (a max_size part opened late), not the
                          session's
@@ -419,9 +421,10 @@ def case_metrics_decode_match_stats(h):
     srv = server_socket()
     h.sockets.append(srv)
     demos = h.path('demos')
+    # idle_timeout: the session (its demo still open) ends after the scrape below
     px = h.proxy(args=['-l', '127.0.0.1:$P1', '-s', '127.0.0.1:%d' % srv.getsockname()[1],
                        '-p', 'q3', '--record', demos, '+set', 'reencode', 'always',
-                       '+set', 'http', '127.0.0.1:$P0'])
+                       '+set', 'idle_timeout', '4s', '+set', 'http', '127.0.0.1:$P0'])
     check(px.wait_for_log(r'http: serving on http://127\.0\.0\.1:%d/' % px.ports[0], 5)
           is not None, '+set http: no "http: serving on" line')
     sent, got = replay_game(FirstPart(cap, 0.7), px.ports[1], srv)
@@ -429,6 +432,16 @@ def case_metrics_decode_match_stats(h):
     samples = scrape(px.ports[0])
     sessions = get_json(px.ports[0], '/api/sessions')['sessions']
     recs = get_json(px.ports[0], '/api/recordings')['recordings']
+    # The session times out: its demo is finished as it ends, and counts then.
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        ended = get_json(px.ports[0], '/api/sessions?ended=1')['sessions']
+        if ended and all(s['state'] == 'ended' for s in ended):
+            break
+        time.sleep(0.25)
+    check(ended and all(s['state'] == 'ended' for s in ended),
+          'the session did not time out (idle_timeout 4s): %r' % ended)
+    after = scrape(px.ports[0])
     px.stop()
     st = [r for r in px.stats()['routes'] if r['name'] == 'default'][0]
     games = [s for s in st['sessions'] if s.get('codec') == 'q3']
@@ -456,6 +469,12 @@ def case_metrics_decode_match_stats(h):
         for k in ('client', 'codec', 'decode', 'demos', 'demo', 'counters'):
             check(s.get(k) == t.get(k), '/api/sessions %d %s: %r, --stats %r'
                   % (s['id'], k, s.get(k), t.get(k)))
+    for s in ended:  # the same session, ended: all of it as --stats has it
+        t = by_id[s['id']]
+        for k in ('client', 'codec', 'decode', 'demos', 'demo', 'demo_bytes', 'counters',
+                  'end_reason'):
+            check(s.get(k) == t.get(k), '/api/sessions?ended=1 %d %s: %r, --stats %r'
+                  % (s['id'], k, s.get(k), t.get(k)))
     # /api/recordings: the demo --stats names, with its map, being written
     check(len(recs) == 1 and metric(samples, 'slipgate_recordings_active', route='default') == 1,
           'recordings: %r' % recs)
@@ -468,9 +487,28 @@ def case_metrics_decode_match_stats(h):
                                             route='default') == r['bytes'],
           'recording bytes %r, /metrics %r, the file at exit %d bytes'
           % (r['bytes'], metric(samples, 'slipgate_recording_bytes', route='default'), size))
-    print('%d messages decoded, %d rebuilt identical; demo %s (%d bytes while live)'
-          % (d, metric(samples, 'slipgate_reencodes_identical_total', route='default',
-                       codec='q3'), r['path'], r['bytes']))
+    # Demo bytes count the finished files: none while the demo is written, then its size
+    # (the files on disk), as --stats says, once the session ended.
+    check(metric(samples, 'slipgate_demo_bytes_total', route='default') == 0
+          and [s.get('demo_bytes') for s in sessions] == [0],
+          'demo bytes while the only demo is being written: /metrics %r, /api/sessions %r'
+          % (metric(samples, 'slipgate_demo_bytes_total', route='default'),
+             [s.get('demo_bytes') for s in sessions]))
+    on_disk = sum(os.path.getsize(os.path.join(demos, n)) for n in os.listdir(demos))
+    got = metric(after, 'slipgate_demo_bytes_total', route='default')
+    check(got == on_disk == sum(s['demo_bytes'] for s in games) > 0,
+          'slipgate_demo_bytes_total %r, demo files on disk %r bytes, --stats demo_bytes %r'
+          % (got, on_disk, [s['demo_bytes'] for s in games]))
+    check(metric(after, 'slipgate_demos_written_total', route='default') == 1
+          and metric(after, 'slipgate_recordings_active', route='default') == 0
+          and metric(after, 'slipgate_recording_bytes', route='default') == 0,
+          'after the session ended: demos written %r, recordings %r (%r bytes)'
+          % (metric(after, 'slipgate_demos_written_total', route='default'),
+             metric(after, 'slipgate_recordings_active', route='default'),
+             metric(after, 'slipgate_recording_bytes', route='default')))
+    print('%d messages decoded, %d rebuilt identical; demo %s (%d bytes while live, %d once '
+          'finished)' % (d, metric(samples, 'slipgate_reencodes_identical_total',
+                                   route='default', codec='q3'), r['path'], r['bytes'], got))
 
 
 def case_recording_started(h):
