@@ -143,6 +143,10 @@ struct sg_relay_move {
     size_t len;
     const char *label;
     bool moved;
+    /* A connect request is out: the answer may be followed by the server's
+     * first datagrams from the port it names, so the proxy must not let
+     * the kernel drop them before it has seen the answer. */
+    bool awaiting;
     const char *refused;
     int refused_port;
 };

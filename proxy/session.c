@@ -94,7 +94,9 @@ static void send_dir(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
     struct sg_route *r = s->route;
 
     if (dir == SG_DIR_C2S)
-        sg_outbox_push(&r->outbox, &s->upstream, NULL, data, len, s, (uint8_t)dir);
+        sg_outbox_push(&r->outbox, &s->upstream,
+                       s->upstream.connected ? NULL : (struct sockaddr *)&s->server, data, len, s,
+                       (uint8_t)dir);
     else
         sg_outbox_push(&r->outbox, &r->listener, (struct sockaddr *)&s->client, data, len, s,
                        (uint8_t)dir);
@@ -295,18 +297,30 @@ void sg_session_record_summary(const struct sg_session *s, const struct sg_chain
     }
 }
 
-/* Point the upstream socket at another port of the server's host. */
-static int move_upstream(struct sg_session *s, int port)
+/*
+ * Point the upstream socket at the server's address and port, or leave it
+ * without a peer while a handshake waits (`connect` false); on failure the
+ * session stays as it was.
+ */
+static int aim_upstream(struct sg_session *s, int port, bool connect)
 {
-    struct sockaddr_storage moved = s->server;
-    int err;
+    struct sockaddr_storage to = s->server;
+    int err = 0;
 
-    sg_addr_set_port((struct sockaddr *)&moved, port);
-    err = sg_udp_reconnect(&s->upstream, (struct sockaddr *)&moved);
+    sg_addr_set_port((struct sockaddr *)&to, port);
+    /* What waits in the outbox goes out as it was queued (no address while
+     * connected, the server's address while not). */
+    sg_outbox_flush(&s->route->outbox);
+    if (connect)
+        err = sg_udp_reconnect(&s->upstream, (struct sockaddr *)&to);
+    else if (s->upstream.connected)
+        err = sg_udp_disconnect(&s->upstream);
     if (err < 0)
         return err;
-    s->server = moved;
-    sg_addr_format((struct sockaddr *)&s->server, s->server_str, sizeof(s->server_str));
+    if (port != sg_addr_port((struct sockaddr *)&s->server)) {
+        s->server = to;
+        sg_addr_format((struct sockaddr *)&s->server, s->server_str, sizeof(s->server_str));
+    }
     return 0;
 }
 
@@ -314,6 +328,12 @@ static int move_upstream(struct sg_session *s, int port)
  * A handshake that moves the server's port (NetQuake's accept): the
  * game's hook decides (protocols/nq/relay.c); this only moves the socket
  * and logs.  Returns the datagram to relay, with its length in *len.
+ *
+ * While a connect request waits for its answer the upstream socket has no
+ * peer, so that the server's first datagrams from the port the answer names
+ * (they come right behind it) are not dropped by the kernel before the
+ * answer is seen; on_server_readable relays only the server's address and
+ * port meanwhile.  The socket is connected again at the answer.
  */
 static const uint8_t *handshake(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
                                 size_t *len)
@@ -326,6 +346,7 @@ static const uint8_t *handshake(struct sg_session *s, enum sg_dir dir, const uin
         .port_high = r->conf.nq_accept_high,
     };
     struct sg_relay_move m;
+    bool moves;
     int err;
 
     if (s->hs->handshake(&s->hs_state, &ctx, dir, data, *len, &m) < 0)
@@ -336,15 +357,20 @@ static const uint8_t *handshake(struct sg_session *s, enum sg_dir dir, const uin
                "%s naming port %d refused: %s; relayed as it came, the session stays on %s",
                m.label, m.refused_port, m.refused, s->server_str);
     }
-    if (m.server_port > 0 && m.server_port != ctx.server_port) {
-        err = move_upstream(s, m.server_port);
-        if (err < 0) {
+    moves = m.server_port > 0 && m.server_port != ctx.server_port;
+    if (moves || m.awaiting == s->upstream.connected) {
+        err = aim_upstream(s, moves ? m.server_port : ctx.server_port, !m.awaiting);
+        if (err < 0 && moves) {
             sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
                    "%s: cannot move to the server's port %d: %s; relaying it as it came",
                    m.label, m.server_port, strerror(-err));
             return data;
         }
-        if (m.moved)
+        if (err < 0)
+            sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+                      "upstream: cannot %s: %s", m.awaiting ? "dissolve its peer" : "connect",
+                      strerror(-err));
+        else if (moves && m.moved)
             sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
                    "%s: the server moved this client to %s; the client stays on port %d",
                    m.label, s->server_str, ctx.listen_port);
@@ -644,11 +670,18 @@ static void on_server_readable(struct sg_udp *u)
                       strerror(-n));
         n = sg_udp_recv(u, b);
     }
-    /* The socket is connected: the kernel delivers only the server's datagrams. */
+    /* Only the server's datagrams: a connected socket gets no others from
+     * the kernel, one waiting for a handshake's answer (see handshake())
+     * may, and so may its queue from before a (re)connect. */
     for (int i = 0; i < n && !s->closing; i++) {
         if (b->msg[i].msg_hdr.msg_flags & MSG_TRUNC) {
             s->sum.counters.drops[SG_DROP_TRUNCATED]++;
             r->counters.drops[SG_DROP_TRUNCATED]++;
+            continue;
+        }
+        if (!sg_addr_equal((struct sockaddr *)&b->from[i], (struct sockaddr *)&s->server)) {
+            s->sum.counters.drops[SG_DROP_FOREIGN]++;
+            r->counters.drops[SG_DROP_FOREIGN]++;
             continue;
         }
         relay(s, SG_DIR_S2C, b->iov[i].iov_base, b->msg[i].msg_len);

@@ -261,6 +261,36 @@ int sg_udp_reconnect(struct sg_udp *u, const struct sockaddr *peer)
     return 0;
 }
 
+int sg_udp_disconnect(struct sg_udp *u)
+{
+    struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+    struct sockaddr_storage local, now;
+    socklen_t len = sizeof(local), nlen = sizeof(now);
+
+    if (getsockname(u->fd, (struct sockaddr *)&local, &len) < 0)
+        return -errno;
+    if (connect(u->fd, &unspec, sizeof(unspec)) < 0)
+        return -errno;
+    u->connected = false;
+    /*
+     * A socket bound to port 0 loses its port with its peer (the kernel
+     * unhashes it, and the next send would pick another): bind it again to
+     * the same port, on any address, so the server keeps seeing one source.
+     */
+    if (getsockname(u->fd, (struct sockaddr *)&now, &nlen) < 0)
+        return -errno;
+    if (sg_addr_port((struct sockaddr *)&now) == 0) {
+        int port = sg_addr_port((struct sockaddr *)&local);
+
+        memset(&now, 0, sizeof(now));
+        now.ss_family = local.ss_family;
+        sg_addr_set_port((struct sockaddr *)&now, port);
+        if (bind(u->fd, (struct sockaddr *)&now, sg_addr_len((struct sockaddr *)&now)) < 0)
+            return -errno;
+    }
+    return 0;
+}
+
 int sg_udp_local(const struct sg_udp *u, struct sockaddr_storage *out)
 {
     socklen_t len = sizeof(*out);

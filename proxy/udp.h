@@ -121,6 +121,9 @@ int sg_udp_info(const struct sg_udp *u, struct sg_udp_info *out);
 /* Connect an open socket to another peer (a datagram socket's connect
  * only sets the address); 0 or a negative errno. */
 int sg_udp_reconnect(struct sg_udp *u, const struct sockaddr *peer);
+/* Dissolve the socket's peer (connect AF_UNSPEC): datagrams from any
+ * address are delivered and sends need a destination. */
+int sg_udp_disconnect(struct sg_udp *u);
 
 /* The socket's own address; 0 or a negative errno. */
 int sg_udp_local(const struct sg_udp *u, struct sockaddr_storage *out);

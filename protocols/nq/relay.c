@@ -11,9 +11,9 @@
  * That move is followed only for a genuine answer:
  *   - it answers a CCREQ_CONNECT this session forwarded, once per connect
  *     (a later accept without a new request is relayed as it came);
- *   - it came from the port the session talks to (the upstream socket is
- *     connected: the kernel delivers only the server's address and port),
- *     which a connect request always resets to the server's control port;
+ *   - it came from the port the session talks to (the proxy relays only
+ *     datagrams from the server's address and port), which a connect
+ *     request always resets to the server's control port;
  *   - the client has never sent a server's control reply (CCREP_*) itself:
  *     a server that echoes (many do, for any unknown datagram) would hand
  *     it back as if it were the server's own accept;
@@ -58,6 +58,7 @@ int sg_nq_relay_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *c
 
     memset(out, 0, sizeof(*out));
     if (dir == SG_DIR_C2S) {
+        out->awaiting = st->connecting || sg_nq_is_connect_request(data, len);
         if (sg_nq_is_connect_request(data, len)) {
             st->connecting = true;
             /* Connecting again after a move: the request belongs at the
@@ -73,8 +74,10 @@ int sg_nq_relay_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *c
         return 0;
     }
 
+    out->awaiting = st->connecting;
     if (!st->connecting || (port = sg_nq_accept_port(data, len)) < 0)
         return 0;
+    out->awaiting = false;
     st->connecting = false; /* once per connect */
     out->label = "NetQuake accept";
     if (st->client_replied) {

@@ -1915,6 +1915,53 @@ def case_nq_reconnect(h):
     stop_ok(px)
 
 
+def nq_accept_burst(h, protocol):
+    """The server's first datagram from the port its accept names comes
+    right behind the accept (quakespasm sends the serverinfo at once): it
+    reaches the client at once too, not after the server's resend (it
+    used to be dropped by the kernel: the upstream socket was still
+    connected to the control port).  While the answer is awaited, a
+    datagram from another port of the server's host is not relayed
+    (drops.foreign)."""
+    game = h.udp_socket(V4)
+    lobby = h.udp_socket(V4)
+    other = h.udp_socket(V4)
+    args = ['-l', fmt_addr(V4, '$P0'), '-s', fmt_addr(V4, lobby.getsockname()[1])]
+    px = h.proxy(args=args + (['-p', protocol] if protocol != 'auto' else []))
+    dest = (V4, px.ports[0])
+    c = h.client(V4)
+    connect = nq_control(b'\x01QUAKE\x00\x03')
+    c.send(connect, dest)
+    data, up = recv_from(lobby, 2.0, 'the connect request at the server')
+    check(data == connect, 'server got %r' % data)
+    other.sendto(struct.pack('>II', 0x00100000 | 13, 0) + b'other', up)
+    time.sleep(0.2)
+    first = struct.pack('>II', 0x00100000 | 13, 0) + b'first'
+    lobby.sendto(nq_control(b'\x81' + struct.pack('<I', game.getsockname()[1])), up)
+    game.sendto(first, up)
+    got = [c.recv_one(1.0) for _ in range(2)]
+    check(got[0] is not None and got[0][0][:5] == b'\x80\x00\x00\x09\x81',
+          'the accept did not reach the client: %r' % (got,))
+    check(got[1] is not None and got[1][0] == first,
+          'the game port\'s first datagram did not reach the client: %r' % (got,))
+    expect_silence(c, 0.3, 'nothing else (the other port\'s datagram)')
+    # The session talks to the game port from now on, with the kernel's filter.
+    c.send(struct.pack('>II', 0x00100000 | 12, 1) + b'move', dest)
+    data, src = recv_from(game, 2.0, 'the client\'s datagram at the game port')
+    check(src == up and data.endswith(b'move'), 'game port got %r from %s' % (data, src))
+    stats = stop_ok(px)
+    drops = stats['routes'][0]['counters']['drops']
+    check(drops.get('foreign') == 1, 'drops: %s, expected foreign 1' % drops)
+
+
+def case_nq_accept_burst(h):
+    nq_accept_burst(h, 'nq')
+
+
+def case_nq_accept_burst_auto(h):
+    nq_accept_burst(h, 'auto')
+
+
 def case_nq_accept_v6(h):
     """The same over IPv6: the session follows the server to its new port
     on ::1."""
