@@ -427,8 +427,19 @@ static int decode_ctl(struct nqc *c, enum sg_dir dir)
     m->number = -1;
     c->frame.nmsgs = 1;
     if (c->copy_len >= 4 && sg_be32(c->copy) == 0xffffffffu) {
-        /* DarkPlaces' connectionless packets (getchallenge first, to any server). */
+        /* DarkPlaces' connectionless packets (getchallenge first, to any
+         * server).  A DarkPlaces server (Nexuiz) answers its client's
+         * "connect" with "accept" there, not with CCREP_ACCEPT: the
+         * connection starts over at that accept (netconn.c). */
+        static const char accept[] = "accept";
         m->name = "connectionless";
+        if (dir == SG_DIR_C2S && c->copy_len >= 11 && memcmp(c->copy + 4, "connect", 7) == 0) {
+            c->connect_seen = true;
+        } else if (dir == SG_DIR_S2C && c->copy_len >= 4 + sizeof(accept) - 1 &&
+                   memcmp(c->copy + 4, accept, sizeof(accept) - 1) == 0) {
+            c->accepted = true;
+            reset_netchan(c);
+        }
         return 0;
     }
     if ((sg_be32(c->copy) & NETFLAG_LENGTH_MASK) != c->copy_len || c->copy_len < 5) {

@@ -283,6 +283,39 @@ static void case_control(void)
     }
 }
 
+/* A DarkPlaces server (Nexuiz) accepts its client's connectionless
+ * "connect" with a connectionless "accept", not with CCREP_ACCEPT: the
+ * session is established at the client's first netchan datagram after it
+ * (the proxy ended such a session at its handshake timeout), and the
+ * netchan starts over there. */
+static void case_dp_handshake(void)
+{
+    static const char chal[] = "\xff\xff\xff\xffgetchallenge";
+    static const char challenge[] = "\xff\xff\xff\xff" "challenge 12345";
+    static const char conn[] = "\xff\xff\xff\xff" "connect\\protocol\\darkplaces 3"
+                               "\\protocols\\DP7 DP6 DP5 QUAKE\\challenge\\12345";
+    static const char acc[] = "\xff\xff\xff\xff" "accept";
+    const struct sg_frame *f;
+
+    CHECK(nq->decode(st, SG_DIR_C2S, (const uint8_t *)chal, sizeof(chal) - 1, &f) == 0 &&
+          f->kind == SG_FRAME_OOB);
+    CHECK(nq->decode(st, SG_DIR_S2C, (const uint8_t *)challenge, sizeof(challenge) - 1, &f) == 0);
+    CHECK(nq->decode(st, SG_DIR_C2S, (const uint8_t *)conn, sizeof(conn) - 1, &f) == 0 &&
+          f->kind == SG_FRAME_OOB);
+    /* the client's own "accept" (an echo) or netchan traffic before the accept: not yet */
+    CHECK(nq->decode(st, SG_DIR_C2S, (const uint8_t *)acc, sizeof(acc) - 1, &f) == 0);
+    dec(SG_DIR_C2S, UNREL, 0, "\x01", 1, NULL);
+    CHECK(!nq->established(st));
+    CHECK(nq->decode(st, SG_DIR_S2C, (const uint8_t *)acc, sizeof(acc) - 1, &f) == 0 &&
+          f->kind == SG_FRAME_OOB);
+    CHECK(!nq->established(st));
+    /* the netchan starts over: a reliable message numbered 0 is the next one */
+    f = dec(SG_DIR_S2C, DATA | EOM, 0, "\x01", 1, NULL);
+    CHECK(f->kind == SG_FRAME_MESSAGE);
+    dec(SG_DIR_C2S, UNREL, 0, "\x01", 1, NULL);
+    CHECK(nq->established(st));
+}
+
 /* .dem recording: from a serverinfo on, a block per message the client takes, with the
  * client's latest move angles; the end is a block holding svc_disconnect. */
 static void case_record(void)
@@ -461,6 +494,7 @@ int main(int argc, char **argv)
         {"record", case_record},
         {"record_midgame", case_record_midgame},
         {"record_filtered", case_record_filtered},
+        {"dp_handshake", case_dp_handshake},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), setup, teardown);
