@@ -27,6 +27,12 @@ end marker appended it plays to its end) and `pcaprecord` (offline:
 errors, every message rebuilt identical, and the .qwd plays and holds the
 capture's server datagrams from the serverdata on, byte for byte).
 
+NetQuake's proof, `nq all` (run_nq_all): two quakespasm + DarkPlaces games
+at once through one slipgate (routes `-p nq` and auto), 60 s of moving and
+talking through the full chain with `reencode always` and recording, a map
+change, the players leave; every .dem played to its end in DarkPlaces and
+in quakespasm (see the comment above NQ_ALL_ROUTES).
+
 What a pass means: the client entered the game (server log) through
 slipgate, the game traffic kept flowing through slipgate for N seconds
 (both ways, every second), nothing was dropped, the session was not taken
