@@ -114,6 +114,8 @@ struct nqc {
     unsigned ninj;
 
     uint8_t out[MAX_DGRAM + 8];
+    size_t out_len;
+    bool out_sent;          /* the datagram decoded last went out rebuilt, as `out` */
     char describe[256];
 
     /* Recording (.dem): the client's latest view angles (its last clc_move),
@@ -372,6 +374,7 @@ static void reset_frame(struct nqc *c, enum sg_dir dir)
     c->pool_used = 0;
     c->why = NULL;
     c->is_reliable = c->is_resend = false;
+    c->out_sent = false;
 }
 
 static int grow(struct nqc *c, size_t msg_len)
@@ -424,8 +427,19 @@ static int decode_ctl(struct nqc *c, enum sg_dir dir)
     m->number = -1;
     c->frame.nmsgs = 1;
     if (c->copy_len >= 4 && sg_be32(c->copy) == 0xffffffffu) {
-        /* DarkPlaces' connectionless packets (getchallenge first, to any server). */
+        /* DarkPlaces' connectionless packets (getchallenge first, to any
+         * server).  A DarkPlaces server (Nexuiz) answers its client's
+         * "connect" with "accept" there, not with CCREP_ACCEPT: the
+         * connection starts over at that accept (netconn.c). */
+        static const char accept[] = "accept";
         m->name = "connectionless";
+        if (dir == SG_DIR_C2S && c->copy_len >= 11 && memcmp(c->copy + 4, "connect", 7) == 0) {
+            c->connect_seen = true;
+        } else if (dir == SG_DIR_S2C && c->copy_len >= 4 + sizeof(accept) - 1 &&
+                   memcmp(c->copy + 4, accept, sizeof(accept) - 1) == 0) {
+            c->accepted = true;
+            reset_netchan(c);
+        }
         return 0;
     }
     if ((sg_be32(c->copy) & NETFLAG_LENGTH_MASK) != c->copy_len || c->copy_len < 5) {
@@ -973,6 +987,8 @@ static int nq_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
     if (*identical)
         c->stats.reencode_identical++;
     err = emit(ctx, c->out, body + 8);
+    c->out_sent = err >= 0;
+    c->out_len = body + 8;
     if (!c->is_reliable) {
         if (err >= 0)
             forget_sent(c, frame->dir);
@@ -1049,18 +1065,25 @@ static int nq_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
 
 /* ---- recording ---- */
 
-/* One .dem block: length, the three view angles, the message; flushed. */
-static int write_block(struct nqc *c, FILE *out, const uint8_t *msg, size_t len)
+/* One .dem block: length, the three view angles, the message (`head`
+ * then `tail`); flushed. */
+static int write_block2(struct nqc *c, FILE *out, const uint8_t *head, size_t head_len,
+                        const uint8_t *tail, size_t tail_len)
 {
     uint8_t hdr[16];
 
-    sg_put_le32(hdr, (uint32_t)len);
+    sg_put_le32(hdr, (uint32_t)(head_len + tail_len));
     for (int k = 0; k < 3; k++)
         sg_put_le32(hdr + 4 + 4 * k, c->view[k]);
-    if (fwrite(hdr, 1, 16, out) != 16 || (len && fwrite(msg, 1, len, out) != len) ||
-        fflush(out) != 0)
+    if (fwrite(hdr, 1, 16, out) != 16 || (head_len && fwrite(head, 1, head_len, out) != head_len) ||
+        (tail_len && fwrite(tail, 1, tail_len, out) != tail_len) || fflush(out) != 0)
         return -EIO;
     return 1;
+}
+
+static int write_block(struct nqc *c, FILE *out, const uint8_t *msg, size_t len)
+{
+    return write_block2(c, out, msg, len, NULL, 0);
 }
 
 /* Blocks of at most 8000 bytes (WinQuake's MAX_MSGLEN) cut at message boundaries. */
@@ -1161,14 +1184,22 @@ static const char *nq_demo_ext(void *state)
 /*
  * A server message the client takes (a whole reliable message, or an
  * unreliable datagram) becomes one block, as the player's own `record`
- * writes them.  A new demo starts at a serverinfo (a level's start) with
- * the cd-track line ("-1": no track forced); until then it waits.
+ * writes them: as the client got it (rebuilt by encode() when it went out
+ * rebuilt: the filters' changes, removals and injections are in it; a
+ * reliable message's earlier pieces went out as they came), once (a resend
+ * of its last piece, which the client drops, is not written again).  A
+ * new demo starts at a serverinfo (a level's start) with the cd-track line
+ * ("-1": no track forced); until then it waits.
  */
 int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out)
 {
     struct nqc *c = state;
+    bool rebuilt = frame == &c->frame && c->out_sent;
+    size_t head = rebuilt && c->is_reliable ? c->rel[frame->dir].last_at : 0;
+    size_t len = rebuilt ? head + (c->out_len - 8) : frame->msg_len;
 
-    if (frame->dir != SG_DIR_S2C || frame->kind != SG_FRAME_MESSAGE || !frame->msg)
+    if (frame->dir != SG_DIR_S2C || frame->kind != SG_FRAME_MESSAGE || !frame->msg ||
+        (frame == &c->frame && c->is_resend))
         return 0;
     if (out != c->rec_out || !c->rec_started) {
         bool synth = !frame->new_level && c->lv && c->lv->valid;
@@ -1184,8 +1215,10 @@ int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out)
                 return err;
         }
     }
-    if (frame->msg_len > SG_NQ_DEM_MAX_BLOCK)
+    if (len > SG_NQ_DEM_MAX_BLOCK)
         return SG_E_TOOBIG;
+    if (rebuilt)
+        return write_block2(c, out, frame->msg, head, c->out + 8, c->out_len - 8);
     return write_block(c, out, frame->msg, frame->msg_len);
 }
 

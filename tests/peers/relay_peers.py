@@ -27,6 +27,12 @@ end marker appended it plays to its end) and `pcaprecord` (offline:
 errors, every message rebuilt identical, and the .qwd plays and holds the
 capture's server datagrams from the serverdata on, byte for byte).
 
+NetQuake's proof, `nq all` (run_nq_all): two quakespasm + DarkPlaces games
+at once through one slipgate (routes `-p nq` and auto), 60 s of moving and
+talking through the full chain with `reencode always` and recording, a map
+change, the players leave; every .dem played to its end in DarkPlaces and
+in quakespasm (see the comment above NQ_ALL_ROUTES).
+
 What a pass means: the client entered the game (server log) through
 slipgate, the game traffic kept flowing through slipgate for N seconds
 (both ways, every second), nothing was dropped, the session was not taken
@@ -1268,9 +1274,489 @@ def check_qw_all(s, work, srv_log, console, cli_log, px_log, seconds):
             f"blocked {blocked}")
 
 
+# ---------------------------------------------------------------------------
+# The issue's NetQuake proof (case `nq+all`, run through run_nq_all, reached
+# from main()).
+#
+# Two games at once, each a quakespasm dedicated server (protocol 15) and a
+# DarkPlaces client through one slipgate: route `nq` (`protocol nq`) and
+# route `auto` (protocol auto), both with `reencode always` and the chain of
+# NQ_ALL_CONF (rewrite both ways, inject both ways, a rewrite that plants a
+# takeover in the server's stufftext and the guard that must remove it,
+# record, inspect).  For --seconds (60) the players run, strafe, jump, fire,
+# turn and talk (nq_move_cfg); then the server changes map (its console's
+# `changelevel box`: the stufftext the takeover rides on is the server's
+# `reconnect`), the players come back into the new level and leave as
+# players do (`disconnect`, `quit`).  Checks, on each route: 0 decode
+# errors, every datagram rebuilt and byte-identical except those a filter
+# changed (the inspector marks them), the client stayed the whole game, the
+# texts arrived changed both ways, the injected ones arrived both ways, the
+# guard removed the takeover (the client did not quit), the server saw the
+# player move and turn (the demo's entity origins and view angles), and each
+# recorded .dem (one per level) plays to its end in DarkPlaces (`-benchmark`)
+# and in quakespasm (`timedemo`, on the placeholder data with the client
+# graphics of nq_client_base).
+# ---------------------------------------------------------------------------
+
+NQ_ALL_ROUTES = ("nq", "auto")
+
+NQ_ALL_CONF = """route {name} {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+{protocol}    reencode always
+    filter rewrite {{
+        replace "QUAKE ([0-9.]+) SERVER" "QUAKE \\\\1 SERVER via slipgate"
+        kinds print chat
+        direction to_client
+    }}
+    filter rewrite {{
+        replace "badword" "goodword"
+        kinds chat
+        direction to_server
+    }}
+    filter inject {{
+        text "slipgate injected %session%"
+        kind print
+        every 2s
+    }}
+    filter inject {{
+        text "slipgate says hi %session%"
+        kind chat
+        direction to_server
+        after 5s
+        every 3s
+        count 3
+    }}
+    filter rewrite {{
+        replace "^reconnect" "reconnect;echo slipgate takeover ran;quit"
+        kinds stufftext
+        direction to_client
+    }}
+    filter guard {{
+    }}
+    filter record {{
+        directory "{work}/demos-{name}"
+    }}
+    filter inspect {{
+        level fields
+        format json
+        show_repeats yes
+        output "{work}/inspect-{name}.json"
+    }}
+}}
+"""
+
+NQ_QUIT_CFG = "peersquit.cfg"
+
+
+def nq_move_cfg():
+    """The DarkPlaces player's rounds: run forward firing, strafe, back and
+    jump, turn while strafing the other way, say a line with a word the
+    chain rewrites, run peersquit.cfg (empty while playing, `disconnect` and
+    `quit` to leave), again.  Each step schedules the next with `defer`: a
+    loop of `wait`s would hold DarkPlaces' command buffer for ever, and what
+    the game appends to it (its own signon commands) would never run."""
+    steps = ["+forward;+attack", "-attack;-forward;+moveleft", "-moveleft;+back;+jump",
+             "-back;-jump;+right;+moveright",
+             f"-moveright;-right;say hello badword from peers;exec {NQ_QUIT_CFG}"]
+    return "".join(f'alias peers{i + 1} "{s};defer 1 peers{(i + 1) % len(steps) + 1}"\n'
+                   for i, s in enumerate(steps))
+
+
+def nq_client_base(data, work, maker):
+    """A NetQuake base directory a quakespasm client starts on: the
+    placeholder data (made for its dedicated server and the DarkPlaces
+    client) and what quakespasm's client also loads: gfx/palette.lmp and
+    gfx/colormap.lmp, the 2D pictures of its console, menus and status bar
+    (gfx.wad with conchars and the rest, blank), and a quake.rc (its
+    command-line `+` commands run from the quake.rc's `stuffcmds`)."""
+    base = os.path.join(work, "qs-base")
+    shutil.copytree(os.path.join(data, "nq-base"), base, symlinks=True)
+    gfx = os.path.join(base, "id1", "gfx")
+    with open(os.path.join(gfx, "palette.lmp"), "wb") as f:
+        f.write(bytes(b for i in range(256) for b in (i, i, i)))
+    with open(os.path.join(gfx, "colormap.lmp"), "wb") as f:
+        f.write(bytes(range(256)) * 64 + b"\x20")
+    for n in ("conback:320:200 loading pause ranking complete inter finale disc "
+              "qplaque ttl_main ttl_sgl mainmenu p_load p_save p_multi sp_menu").split():
+        p = n.split(":")
+        w, h = (int(p[1]), int(p[2])) if len(p) == 3 else (8, 8)
+        with open(os.path.join(gfx, p[0] + ".lmp"), "wb") as f:
+            f.write(struct.pack("<ii", w, h) + bytes([15]) * (w * h))
+    pics = ["conchars", "disc", "backtile", "ram", "net", "turtle", "num_colon", "num_slash",
+            "sbar:320:24", "ibar:320:24", "scorebar:320:24"]
+    pics += [f"{p}_{i}" for i in list(range(10)) + ["minus"] for p in ("num", "anum")]
+    pics += [f"{p}_{g}" for g in ("shotgun", "sshotgun", "nailgun", "snailgun", "rlaunch",
+                                  "srlaunch", "lightng")
+             for p in ("inv", "inv2", "inva1", "inva2", "inva3", "inva4", "inva5")]
+    pics += ("sb_shells sb_nails sb_rocket sb_cells sb_armor1 sb_armor2 sb_armor3 sb_key1 "
+             "sb_key2 sb_invis sb_invuln sb_suit sb_quad sb_sigil1 sb_sigil2 sb_sigil3 "
+             "sb_sigil4 face1 face2 face3 face4 face5 face_p1 face_p2 face_p3 face_p4 face_p5 "
+             "face_invis face_invuln face_inv2 face_quad face_invul2").split()
+    wad = subprocess.run(["python3", os.path.join(os.path.dirname(maker), "make_wad.py"),
+                          os.path.join(base, "id1", "gfx.wad")] + pics,
+                         capture_output=True, text=True, timeout=60)
+    if wad.returncode != 0:
+        raise Fail(f"make_wad.py failed: {wad.stdout}{wad.stderr}")
+    with open(os.path.join(base, "id1", "quake.rc"), "w") as f:
+        f.write("stuffcmds\n")
+    return base
+
+
+def nq_all_start_server(work, name, port, limit, procs):
+    """quakespasm's dedicated server (protocol 15) on a copy of the data of
+    its own, its console on a pipe (for `changelevel`, `quit`)."""
+    log = os.path.join(work, f"server-{name}.log")
+    f = open(log, "wb")
+    p = subprocess.Popen(["timeout", "-k", "5", str(limit), "stdbuf", "-oL",
+                          GAMES["nq"]["server"], "-dedicated", "4", "-basedir",
+                          os.path.join(work, f"nq-{name}"), "-port", str(port), "-protocol", "15",
+                          "+map", "box"], stdin=subprocess.PIPE, stdout=f,
+                         stderr=subprocess.STDOUT, start_new_session=True)
+    procs.procs.append((f"server-{name}", p, f))
+    if not wait_for(lambda: "Quake Initialized" in read(log), 20):
+        raise Fail(f"the {name} server did not start:\n{read(log)[-2000:]}")
+    return p, log
+
+
+def nq_console(p, line):
+    try:
+        p.stdin.write(line.encode() + b"\n")
+        p.stdin.flush()
+    except OSError:
+        pass
+
+
+def nq_all_start_client(work, name, px_port, limit, procs):
+    home = os.path.join(work, f"home-{name}")
+    os.makedirs(home)
+    id1 = os.path.join(work, f"nq-{name}", "id1")
+    with open(os.path.join(id1, "peersmove.cfg"), "w") as f:
+        f.write(nq_move_cfg())
+    with open(os.path.join(id1, NQ_QUIT_CFG), "w") as f:
+        f.write("\n")
+    env = dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy")
+    log = os.path.join(work, f"client-{name}.log")
+    p = procs.start(f"client-{name}", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24",
+                                       GAMES["nq"]["client"], "-basedir",
+                                       os.path.join(work, f"nq-{name}"), "-nosound", "-window",
+                                       "-width", "320", "-height", "240",
+                                       "+set", "cl_maxfps", "25",
+                                       "+set", "cl_port", str(free_udp_port()),
+                                       "+set", "_cl_name", "peers", "+exec", "peersmove.cfg",
+                                       "+connect", f"127.0.0.1:{px_port}", "+peers1"],
+                    log, limit, env=env)
+    return p, log
+
+
+def nq_begins(inspect):
+    """How many times the client finished its signon (its `begin`, not a
+    resend) in an inspect file of nq+all."""
+    n = 0
+    for line in read(inspect).splitlines():
+        if '"begin"' in line:
+            try:
+                f = json.loads(line)
+            except ValueError:
+                continue  # (the line being written)
+            n += sum(1 for m in f.get("msgs", []) if f["dir"] == "c2s" and m.get("text") == "begin"
+                     and not m["repeat"])
+    return n
+
+
+def run_nq_all(seconds, work, data, maker, slipgate, procs):
+    limit = seconds + 240
+    games = {}
+    for name in NQ_ALL_ROUTES:
+        shutil.copytree(os.path.join(data, "nq-base"), os.path.join(work, f"nq-{name}"),
+                        symlinks=True)
+        srv_port, px_port = free_udp_port(), free_udp_port()
+        srv, srv_log = nq_all_start_server(work, name, srv_port, limit, procs)
+        games[name] = {"srv_port": srv_port, "px_port": px_port, "srv": srv, "srv_log": srv_log}
+    conf = os.path.join(work, "slipgate.conf")
+    with open(conf, "w") as f:
+        for name, g in games.items():
+            f.write(NQ_ALL_CONF.format(name=name, px=g["px_port"], srv=g["srv_port"], work=work,
+                                       protocol="    protocol nq\n" if name == "nq" else ""))
+    px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
+    px = procs.start("slipgate", [slipgate, "-c", conf, "--stats", stats, "+set",
+                                  "stats_interval", "1s"], px_log, limit)
+    if not wait_for(lambda: read(px_log).count("listening on") == len(games), 10):
+        raise Fail(f"slipgate did not start:\n{read(px_log)}")
+    for name, g in games.items():
+        g["cli"], g["cli_log"] = nq_all_start_client(work, name, g["px_port"], limit, procs)
+    for name, g in games.items():
+        if not wait_for(lambda: "peers entered the game" in read(g["srv_log"]), 60):
+            raise Fail(f"{name}: the client did not enter the game through slipgate\n"
+                       f"--- server ---\n{read(g['srv_log'])[-1500:]}\n--- slipgate ---\n"
+                       f"{read(px_log)[-2000:]}\n--- client ---\n{read(g['cli_log'])[-1500:]}")
+
+    # The game: traffic both ways every second on each route, nobody leaves.
+    mark = len(read(px_log).splitlines())
+    time.sleep(seconds)
+    lines = read(px_log).splitlines()[mark:]
+    for name, g in games.items():
+        counts = [tuple(int(x) for x in m.groups()) for m in
+                  (re.search(r"\[" + name + r"\] stats: sessions_active=(\d+) sessions_total=\d+ "
+                             r"c2s_packets=(\d+) c2s_bytes=\d+ s2c_packets=(\d+)", ln)
+                   for ln in lines) if m]
+        if len(counts) < seconds - 3:
+            raise Fail(f"{name}: {len(counts)} stats lines in {seconds} s:\n"
+                       + "\n".join(lines[-20:]))
+        # (two DarkPlaces clients on a loaded 2-core machine: a frame may
+        # take a second, so the traffic is checked over every 3 s)
+        for a, b in zip(counts, counts[3:]):
+            if min(x[0] for x in counts[counts.index(a):counts.index(b) + 1]) < 1 \
+                    or b[1] <= a[1] or b[2] <= a[2]:
+                raise Fail(f"{name}: the traffic stalled for 3 s: {a} -> {b}")
+        gone = re.search(r"Client peers removed", read(g["srv_log"]))
+        if gone or g["cli"].poll() is not None:
+            raise Fail(f"{name}: the client left the game early (DarkPlaces exit status "
+                       f"{g['cli'].poll()}):\n{read(g['srv_log'])[-1500:]}")
+
+    # The server changes map: its `reconnect` stufftext carries the
+    # takeover the guard removes; the player comes back into the new level
+    # (its `begin`, the last signon command, decoded by slipgate: quakespasm
+    # says "entered the game" only for a new connection).
+    for g in games.values():
+        nq_console(g["srv"], "changelevel box")
+    for name, g in games.items():
+        if not wait_for(lambda: nq_begins(os.path.join(work, f"inspect-{name}.json")) >= 2, 30):
+            raise Fail(f"{name}: the client did not come back after the map change:\n"
+                       f"{read(g['srv_log'])[-1500:]}\n--- client ---\n"
+                       f"{read(g['cli_log'])[-1500:]}\n--- slipgate ---\n{read(px_log)[-2000:]}")
+    time.sleep(4)
+    # The players leave: `disconnect`, `quit`.
+    for name in games:
+        with open(os.path.join(work, f"nq-{name}", "id1", NQ_QUIT_CFG), "w") as f:
+            f.write("disconnect\nquit\n")
+    for name, g in games.items():
+        left = wait_for(lambda: "Client peers removed" in read(g["srv_log"]), 20)
+        exited = wait_for(lambda: g["cli"].poll() is not None, 20)
+        procs.stop(g["cli"], signal.SIGTERM, 5, group=True)
+        if not left or not exited:
+            raise Fail(f"{name}: the client did not leave normally (the server saw it leave: "
+                       f"{left}, DarkPlaces exited: {exited}):\n{read(g['srv_log'])[-1500:]}")
+    rc = procs.stop(px, signal.SIGTERM, 10)
+    if rc != 0:
+        raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
+    for g in games.values():
+        nq_console(g["srv"], "quit")
+        procs.stop(g["srv"], signal.SIGTERM, 10)
+
+    with open(stats) as f:
+        st = json.load(f)
+    qs_base = nq_client_base(data, work, maker)
+    out = []
+    plays = []
+    for name, g in games.items():
+        route = next(r for r in st["routes"] if r["name"] == name)
+        out.append(check_nq_all(name, route, work, g, px_log, slipgate, plays, seconds))
+    out.append(play_nq_demos(work, plays, qs_base, procs))
+    print(f"PASS relay_peers@nq+all: two games at once, {seconds} s each in the game through "
+          f"slipgate (route nq: -p nq, route auto: protocol auto; reencode always, rewrite both "
+          f"ways, inject both ways, guard, record), a map change, then disconnect and quit; "
+          + "; ".join(out))
+
+
+def run_nq_proof(seconds):
+    g = GAMES["nq"]
+    missing = [p for p in (g["server"], g["client"], shutil.which("xvfb-run"),
+                           shutil.which("fteqcc")) if not p or not os.path.exists(p)]
+    if missing:
+        print(f"SKIP: not installed: {missing} (apt-get install {g['packages']} fteqcc "
+              "xvfb xauth)")
+        sys.exit(77)
+    maker = os.environ.get("SG_PEERS_DATA")
+    if not maker or not os.path.exists(maker):
+        raise Fail(f"SG_PEERS_DATA={maker!r}: the game data generator is missing")
+    slipgate = os.environ.get("SLIPGATE")
+    if not slipgate or not os.access(slipgate, os.X_OK):
+        raise Fail("SLIPGATE is not set to the slipgate binary")
+    procs = Procs()
+    with tempfile.TemporaryDirectory(prefix="slipgate-nq-") as work:
+        try:
+            run_nq_all(seconds, work, game_data(maker, work), maker, slipgate, procs)
+        finally:
+            procs.stop_all()
+
+
+def nq_dem_view(slipgate, path):
+    """What `slipgate demo dump` shows of a .dem: its blocks' view angles,
+    the view entity's origins, the number of svc_time messages (a frame each
+    in the engines' timedemo), and whether it reads with no error."""
+    info = subprocess.run([slipgate, "demo", "info", path], capture_output=True, text=True,
+                          timeout=60)
+    if info.returncode != 0 or "errors:       0 decode" not in info.stdout:
+        raise Fail(f"{path} does not read cleanly:\n{info.stdout}{info.stderr}")
+    dump = subprocess.run([slipgate, "demo", "dump", path], capture_output=True, text=True,
+                          timeout=60)
+    if dump.returncode != 0:
+        raise Fail(f"demo dump {path}: {dump.stderr}")
+    angles = set(re.findall(r"^block \d+ len=\d+ angles=(\S+ \S+ \S+)", dump.stdout, re.M))
+    origins = {tuple(re.findall(r" (origin[012]=\S+)", ln))
+               for ln in dump.stdout.splitlines() if ln.startswith("  svc_update entity=1 ")}
+    times = len(re.findall(r"^  svc_time ", dump.stdout, re.M))
+    return angles, origins, times, dump.stdout
+
+
+def check_nq_all(name, route, work, g, px_log, slipgate, plays, seconds):
+    """One route of nq+all (see the comment above NQ_ALL_ROUTES)."""
+    sessions = route["sessions"]
+    if any(route["counters"]["drops"].values()):
+        raise Fail(f"{name}: drops {route['counters']['drops']}")
+    for x in sessions:
+        if x.get("codec") not in (None, "nq"):
+            raise Fail(f"{name}: a session was taken for {x.get('codec')}: {x}")
+    s = max(sessions, key=lambda x: x["counters"]["c2s_packets"])
+    d = s.get("decode")
+    if s.get("codec") != "nq" or not d:
+        raise Fail(f"{name}: the game's session was not decoded as NetQuake: {s}")
+    if d["errors"] or s.get("first_error") or d["messages"] < 15 * seconds:
+        raise Fail(f"{name}: decode errors or too few messages: {d}, first error: "
+                   f"{s.get('first_error')}")
+    # Every message rebuilt; only those carrying a message a filter changed,
+    # injected or removed differ from what their sender sent.
+    frames = [json.loads(x) for x in read(os.path.join(work, f"inspect-{name}.json")).splitlines()
+              if x.strip()]
+    rebuilt = [f for f in frames if f["frame"] == "message" and f["reencoded"]
+               and f["session"] == s.get("id", f["session"])]
+    marked = [f for f in rebuilt if any(m["changed"] or m["injected"] or m["removed"]
+                                        for m in f.get("msgs", []))]
+    if d["reencoded"] != d["messages"] or d["reencode_errors"] or len(rebuilt) != d["reencoded"]:
+        raise Fail(f"{name}: not every message was rebuilt: {d}, {len(rebuilt)} rebuilt frames "
+                   f"shown by inspect")
+    if d["reencoded"] - d["reencode_identical"] != len(marked):
+        raise Fail(f"{name}: {d['reencoded'] - d['reencode_identical']} rebuilt datagrams "
+                   f"differ from their originals, but filters changed {len(marked)}: {d}")
+
+    # Texts: rewritten both ways, injected both ways, the takeover removed.
+    cli, srv, plog = read(g["cli_log"]), read(g["srv_log"]), read(px_log)
+    problems = []
+    if not re.search(r"QUAKE [0-9.]+ SERVER via slipgate \(", cli) or \
+            re.search(r"QUAKE [0-9.]+ SERVER \(", cli):
+        problems.append("the server's greeting was not rewritten in the client's console")
+    said = len(re.findall(r"peers: hello goodword from peers", srv))
+    if said < 3 or "badword" in srv or "hello goodword from peers" not in cli or "badword" in cli:
+        problems.append(f"the client's chat was not rewritten ({said} rewritten at the server)")
+    injected = len(re.findall(r"slipgate injected \d+", cli))
+    if injected < seconds // 3:
+        problems.append(f"{injected} injected prints in the client's console")
+    hi_srv = len(re.findall(r"peers: slipgate says hi \d+", srv))
+    hi_cli = len(re.findall(r"peers: slipgate says hi \d+", cli))
+    if hi_srv < 3 or hi_cli < 3:
+        problems.append(f"injected chat: {hi_srv} at the server, {hi_cli} back at the client")
+    blocked = re.findall(r"\[" + name + r"\] \[s\d+\] guard: blocked '(\w+)' in a stufftext", plog)
+    removed = [m for f in frames for m in f.get("msgs", [])
+               if m["removed"] and "slipgate takeover ran" in (m.get("text") or "")]
+    if "slipgate takeover ran" in cli or "quit" not in blocked or not removed:
+        problems.append(f"guard did not remove the takeover (blocked {blocked}, "
+                        f"{len(removed)} removed in inspect)")
+    if problems:
+        raise Fail(f"{name}: " + "; ".join(problems) + f"\n--- client ---\n{cli[-2500:]}\n"
+                   f"--- server ---\n{srv[-1500:]}")
+
+    # The demos: one per level, the first of the 60 s game.
+    demos = os.path.join(work, f"demos-{name}")
+    files = sorted((os.path.join(demos, n) for n in os.listdir(demos)),
+                   key=os.path.getmtime) if os.path.isdir(demos) else []
+    if len(files) != 2 or not all(f.endswith(".dem") for f in files):
+        raise Fail(f"{name}: {len(files)} demos, want 2 (one per level): {files}")
+    views = [nq_dem_view(slipgate, f) for f in files]
+    angles, origins, times, dump = views[0]
+    if len(angles) < 20 or len(origins) < 20:
+        raise Fail(f"{name}: the player did not move and turn: {len(angles)} view angles, "
+                   f"{len(origins)} positions in {files[0]}")
+    # The demos hold what the client got: the greeting rewritten, the
+    # injected prints, no takeover.
+    both = dump + views[1][3]
+    in_demo = len(re.findall(r'svc_print text="slipgate injected \d+', both))
+    if not re.search(r"QUAKE [0-9.]+ SERVER via slipgate \(", dump) or \
+            re.search(r"QUAKE [0-9.]+ SERVER \(", both) or in_demo < injected - 2 or \
+            "takeover" in both:
+        raise Fail(f"{name}: the demos do not hold what the client got ({in_demo} injected "
+                   f"prints of {injected}, rewritten greeting "
+                   f"{bool(re.search('via slipgate', dump))})")
+    for f, v in zip(files, views):
+        plays.append((name, f, v[2], v[3].count("slipgate injected")))
+    return (f"route {name}: decoded {d['messages']} messages, 0 errors, "
+            f"{d['reencoded'] - d['reencode_identical']} datagrams changed by filters, the other "
+            f"{d['reencode_identical']} rebuilt byte-identical; the client saw the rewritten "
+            f"greeting, {injected} injected prints, {hi_cli} injected chats; the server saw "
+            f"{said} rewritten chats; guard blocked {blocked}; the player moved "
+            f"({len(origins)} positions, {len(angles)} view angles)")
+
+
+def play_nq_demos(work, plays, qs_base, procs):
+    """Each recorded .dem played to its end in DarkPlaces (`-benchmark`:
+    a timedemo, its result line, then the game quits; headless:
+    `scr_refresh 0` draws nothing, the messages are read and run as
+    always; the short demos of the second level also drawn: software GL
+    draws some 10-40 frames a second here, too slow for the long ones) and
+    in quakespasm (`timedemo`: its result line, drawn); an engine's frames
+    are about the demo's svc_time messages (one frame each), and its
+    console shows every injected print the demo holds."""
+    out = {}
+    for i, (name, path, times, texts) in enumerate(plays):
+        shutil.copy(path, os.path.join(qs_base, "id1", f"sg{i}.dem"))
+    pending = [(i, True) for i in range(len(plays))] + \
+        [(i, False) for i, play in enumerate(plays) if play[2] < 400]
+    while pending:
+        batch, pending = pending[:2], pending[2:]
+        running = []
+        for i, headless in batch:
+            name, path, times, texts = plays[i]
+            tag = f"{i}{'' if headless else 'drawn'}"
+            home = os.path.join(work, f"play-dp{tag}")
+            os.makedirs(home)
+            log = os.path.join(work, f"play-dp{tag}.log")
+            p = procs.start(f"play-dp{tag}", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24",
+                                              GAMES["nq"]["client"], "-basedir", qs_base,
+                                              "-nosound", "-window", "-width", "320", "-height",
+                                              "240"] + (["+scr_refresh", "0"] if headless else [])
+                            + ["-benchmark", f"sg{i}"],
+                            log, 180, env=dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy"))
+            running.append((i, headless, name, path, times, texts, p, log))
+        for i, headless, name, path, times, texts, p, log in running:
+            ended = wait_for(lambda: p.poll() is not None, 170)
+            procs.stop(p, signal.SIGTERM, 5, group=True)
+            m = re.search(r"(\d+) frames\s+([\d.]+) seconds", read(log))
+            if not ended or not m or int(m.group(1)) < times - 5 or "Host_Error" in read(log) \
+                    or read(log).count("slipgate injected") != texts:
+                raise Fail(f"DarkPlaces did not play {os.path.basename(path)} ({name}) to its "
+                           f"end ({times} frames expected):\n{read(log)[-2500:]}")
+            # (each demo's headless play comes first)
+            out[i] = out.get(i, f"{name} {os.path.basename(path)} ({times} svc_time): DarkPlaces")
+            out[i] += f"{' ' if headless else ', '}{m.group(1)} frames " \
+                f"{'headless' if headless else 'drawn'}"
+    for i, (name, path, times, texts) in enumerate(plays):
+        home = os.path.join(work, f"play-qs{i}")
+        os.makedirs(home)
+        # (-condebug writes qconsole.log into the working directory)
+        con = os.path.join(home, "qconsole.log")
+        log = os.path.join(work, f"play-qs{i}.log")
+        p = procs.start(f"play-qs{i}", ["env", "-C", home, "xvfb-run", "-a", "-s",
+                                        "-screen 0 640x480x24",
+                                        GAMES["nq"]["server"], "-basedir", qs_base, "-nosound",
+                                        "-window", "-width", "320", "-height", "240",
+                                        "-condebug", "+timedemo", f"sg{i}"],
+                        log, 120, env=dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy"))
+        text = lambda: read(con) + read(log)
+        ended = wait_for(lambda: re.search(r"(\d+) frames\s+[\d.]+ seconds", text()), 100)
+        procs.stop(p, signal.SIGTERM, 5, group=True)
+        m = re.search(r"(\d+) frames\s+([\d.]+) seconds", text())
+        if not ended or not m or int(m.group(1)) < times - 5 or re.search(
+                r"Host_Error|Bad server message|Illegible server message", text()) \
+                or read(con).count("slipgate injected") != texts:
+            raise Fail(f"quakespasm did not play {os.path.basename(path)} ({name}) to its end "
+                       f"({times} frames expected):\n{text()[-2500:]}")
+        out[i] += f", quakespasm {m.group(1)} frames"
+    return "demos played to their ends: " + "; ".join(out[i] for i in sorted(out))
+
 def main():
     return run_main(__doc__, 2, 10, lambda game, case, seconds: (
         run_proof_case(case, seconds) if game == "qw" and case in QW_PROOF_CASES
+        else run_nq_proof(seconds) if (game, case) == ("nq", "all")
         else run_case(game, case, seconds)),
                     lambda game, case: f"relay_peers@{game}+{case}")
 
