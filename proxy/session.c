@@ -697,16 +697,43 @@ void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, siz
 
 /* ---- life cycle ---- */
 
+/*
+ * An ephemeral port's number, for a socket that binds it by number: such a
+ * socket keeps its port when it loses its peer (handshake()), where one
+ * bound to port 0 is unbound by the kernel (0 if none could be had).
+ */
+static int pick_port(const struct sockaddr *any)
+{
+    struct sockaddr_storage got;
+    socklen_t len = sizeof(got);
+    int fd = socket(any->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), port = 0;
+
+    if (fd < 0)
+        return 0;
+    if (bind(fd, any, sg_addr_len(any)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&got, &len) == 0)
+        port = sg_addr_port((struct sockaddr *)&got);
+    close(fd);
+    return port;
+}
+
 /* A socket of the server's family on an ephemeral port, connected to the server. */
 static int open_upstream(struct sg_session *s)
 {
     struct sockaddr_storage any;
-    int err;
+    int err, port = 0;
 
     memset(&any, 0, sizeof(any));
     any.ss_family = s->server.ss_family;
+    if (s->hs && (port = pick_port((struct sockaddr *)&any)) > 0)
+        sg_addr_set_port((struct sockaddr *)&any, port);
     err = sg_udp_open(&s->upstream, &s->route->app->loop, (struct sockaddr *)&any,
                       (struct sockaddr *)&s->server, on_server_readable, s);
+    if (err == -EADDRINUSE && port > 0) { /* taken in between: any port then */
+        sg_addr_set_port((struct sockaddr *)&any, 0);
+        err = sg_udp_open(&s->upstream, &s->route->app->loop, (struct sockaddr *)&any,
+                          (struct sockaddr *)&s->server, on_server_readable, s);
+    }
     if (s->upstream.fd >= 0)
         s->route->open_handles++; /* until on_upstream_closed */
     if (err == 0 && sg_udp_local(&s->upstream, &s->upstream_local) == 0)

@@ -1981,18 +1981,26 @@ def nq_echo_attack(h, protocol, accept_first):
     whatever it gets (many do), so a client that sends an accept-shaped
     datagram naming port P, around a connect request, gets it handed back
     as the server's 'accept'.  Followed, it would point the session at any
-    port of the server's host (here a bystander socket)."""
-    srv = h.echo(V4, tag=b'')
+    port of the server's host (here a bystander socket).  The server here
+    echoes both datagrams once it has them both, so that the echoed accept
+    always answers a connect request slipgate forwarded."""
+    srv = h.udp_socket(V4)
     bystander = h.udp_socket(V4)
     victim = bystander.getsockname()[1]
-    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr]
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', fmt_addr(V4, srv.getsockname()[1])]
                  + (['-p', protocol] if protocol != 'auto' else []))
     dest = (V4, px.ports[0])
     c = h.client(V4)
     connect = nq_control(b'\x01QUAKE\x00\x03')
     forged = nq_control(b'\x81' + struct.pack('<I', victim))
-    for d in ([forged, connect] if accept_first else [connect, forged]):
+    sent = [forged, connect] if accept_first else [connect, forged]
+    for d in sent:
         c.send(d, dest)
+    got_srv = [recv_from(srv, 5.0, 'datagram %d at the server' % k) for k in range(2)]
+    check([d for d, _ in got_srv] == sent, 'the server got %r' % got_srv)
+    up = got_srv[0][1]
+    for d, _ in got_srv:
+        srv.sendto(d, up)
     # Both echoes, however loaded the machine (recv(1.0) alone lost one under load).
     got, deadline = [], time.monotonic() + 5.0
     while len(got) < 2 and time.monotonic() < deadline:
@@ -2003,7 +2011,10 @@ def nq_echo_attack(h, protocol, accept_first):
     check(px.count_log(r'NetQuake accept: the server moved') == 0,
           'slipgate followed an echoed accept to port %d' % victim)
     # The session still talks to the server, and nothing reached the bystander.
-    roundtrip(c, dest, b'\x00\x01\x00\x0cstill', server_tag=b'', what='after the echo: ')
+    still = b'\x00\x01\x00\x0cstill'
+    c.send(still, dest)
+    data, src = recv_from(srv, 2.0, 'the datagram after the echo at the server')
+    check(data == still and src == up, 'after the echo the server got %r from %s' % (data, src))
     bystander.settimeout(0.3)
     try:
         data, src = bystander.recvfrom(65536)
