@@ -78,6 +78,7 @@ struct walk {
     uint64_t blocks, messages, errors, identical, frames, serverdatas, zpackets, unsupported;
     int32_t first_frame, last_frame;
     int wire_protocol;
+    int fps; /* server frames a second: 10, or a rerelease serverdata's server_fps */
     char level[64];
     char gamedir[64];
     int end; /* 0: the end marker; else the error that ended the file */
@@ -87,6 +88,7 @@ static int walk_init(struct walk *w)
 {
     memset(w, 0, sizeof(*w));
     w->first_frame = w->last_frame = -1;
+    w->fps = 10;
     w->buf = malloc(SG_Q2_MAX_MSGLEN);
     w->out = malloc(SG_Q2_MAX_MSGLEN + 64);
     sg_q2_variant_init(&w->v, 34, 0);
@@ -122,8 +124,11 @@ static int walk_block(struct walk *w, size_t len)
         if (m->op == SG_Q2_SVC_SERVERDATA && !m->unparsed) {
             w->serverdatas++;
             w->wire_protocol = (int)w->p.fields[m->first].raw;
-            if (m->count > 3) {
-                const struct sg_q2_field *g = &w->p.fields[m->first + 3];
+            w->fps = 10;
+            if (w->p.kex && m->count > 4 && w->p.fields[m->first + 3].raw > 0)
+                w->fps = (int)w->p.fields[m->first + 3].raw;
+            if (m->count > 3 + (w->p.kex ? 1u : 0u)) {
+                const struct sg_q2_field *g = &w->p.fields[m->first + 3 + (w->p.kex ? 1 : 0)];
                 size_t n = g->len < sizeof(w->gamedir) - 1 ? g->len : sizeof(w->gamedir) - 1;
                 memcpy(w->gamedir, g->ptr, n);
                 w->gamedir[n] = 0;
@@ -170,7 +175,7 @@ static int q2_demo_info(FILE *f, const char *path, FILE *out)
     fprintf(out, "game:         %s\n", w.gamedir[0] ? w.gamedir : "baseq2");
     if (w.first_frame >= 0)
         fprintf(out, "duration:     %.1f s (server frames %d .. %d)\n",
-                (double)(w.last_frame - w.first_frame) / 10.0, w.first_frame, w.last_frame);
+                (double)(w.last_frame - w.first_frame) / w.fps, w.first_frame, w.last_frame);
     else
         fprintf(out, "duration:     ? (no frames)\n");
     fprintf(out,

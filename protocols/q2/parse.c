@@ -1336,6 +1336,8 @@ static void kex_blast(struct ctx *c, int op, int self)
     }
     if (sub.r.overflowed)
         fail(c, sub.err ? sub.err : SG_E_MALFORMED);
+    else
+        o->msgs[self].count = 3; /* its own fields; the contents are the messages after it */
 }
 
 static void kex_serverdata(struct ctx *c, int protocol)

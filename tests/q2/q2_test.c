@@ -1679,6 +1679,7 @@ static void kex_check(int protocol)
     CHECK_EQ(p.nmsgs, 7);
     if (p.nmsgs == 7) {
         CHECK(strcmp(sg_q2_svc_name_kex(p.msgs[1].op), "svc_configblast") == 0);
+        CHECK_EQ(p.msgs[1].count, 3); /* compressed, uncompressed, deflated */
         CHECK(p.msgs[2].op == SG_Q2_SVC_CONFIGSTRING && p.msgs[2].parent == 1);
         f = kfield(&p, 3, "string");
         CHECK(f && f->len == 9 && memcmp(f->ptr, "q2dm1.bsp", 9) == 0);
