@@ -518,7 +518,9 @@ static void add_msg(struct q2c *c, int pi)
 
     memset(m, 0, sizeof(*m));
     m->kind = SG_MSG_GAME;
-    m->name = s2c ? sg_q2_svc_name(pm->op) : sg_q2_clc_name(pm->op);
+    m->name = !s2c             ? sg_q2_clc_name(pm->op)
+              : c->parsed.kex ? sg_q2_svc_name_kex(pm->op)
+                              : sg_q2_svc_name(pm->op);
     m->number = -1;
     c->msg_index[c->frame.nmsgs] = pi;
     c->frame.nmsgs++;
