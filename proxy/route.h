@@ -48,6 +48,7 @@ struct sg_session_summary {
     uint32_t demos;               /* demo files written */
     uint64_t demo_bytes;          /* the bytes of those finished (closed) */
     char demo[256];               /* the last demo file */
+    char decode_info[200];        /* the codec's description of the session, "" if none */
 };
 
 /*

@@ -835,6 +835,8 @@ void sg_session_close(struct sg_session *s, const char *reason)
         s->sum.cstats = *cs;
         snprintf(s->sum.first_error, sizeof(s->sum.first_error), "%s",
                  cs->errors ? s->codec->describe(s->cstate) : "");
+        snprintf(s->sum.decode_info, sizeof(s->sum.decode_info), "%s",
+                 s->codec->describe(s->cstate));
         sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
                   "%s: %llu datagrams decoded, %llu messages, %llu decode errors, %llu rebuilt "
                   "(%llu byte-identical)",

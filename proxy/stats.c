@@ -74,6 +74,8 @@ static void json_session(FILE *f, const struct sg_session_summary *s, const char
             (unsigned long long)c->errors, (unsigned long long)c->reencoded,
             (unsigned long long)c->reencode_identical, (unsigned long long)c->reencode_errors);
         json_string(f, s->first_error);
+        fputs(", \"decode_info\": ", f);
+        json_string(f, s->decode_info);
         fprintf(f, ", \"demos\": %u, \"demo_bytes\": %llu, \"demo\": ", s->demos,
                 (unsigned long long)s->demo_bytes);
         json_string(f, s->demo);
@@ -132,6 +134,8 @@ void sg_stats_live_summary(const struct sg_session *s, struct sg_session_summary
         out->cstats = *cs;
         snprintf(out->first_error, sizeof(out->first_error), "%s",
                  cs->errors ? s->codec->describe(s->cstate) : "");
+        snprintf(out->decode_info, sizeof(out->decode_info), "%s",
+                 s->codec->describe(s->cstate));
     }
 }
 

@@ -89,6 +89,7 @@ struct q2c {
     unsigned ninj;
     struct injq q[2]; /* by the direction the injections travel */
     int protocol;    /* from the connect (0 unknown) */
+    bool kex;        /* a rerelease (KEX) connect (2022/2023): relayed, not decoded */
     int minor;       /* R1Q2 / Q2PRO minor from the connect */
     int qport;       /* from the connect, -1 unknown */
     int nctype;      /* 1: Q2PRO's new netchan */
@@ -354,7 +355,18 @@ static int decode_oob(struct q2c *c, enum sg_dir dir)
     } else if (dir == SG_DIR_C2S && strcmp(verb, "connect") == 0) {
         int p = tokint(text, 1, 0);
         c->oob_name = "connect";
-        if (p >= 34 && p <= 36) {
+        if (p == 2022 || p == 2023) {
+            /* The rerelease's transport below the connect is not public
+             * (PROTOCOLS.md B): the session is relayed as it comes. */
+            c->protocol = p;
+            c->kex = true;
+            c->qport = -1;
+            c->minor = 0;
+            c->nctype = 0;
+            c->zlib = false;
+            new_connection(c);
+        } else if (p >= 34 && p <= 36) {
+            c->kex = false;
             c->protocol = p;
             c->qport = tokint(text, 2, -1);
             c->challenge = tokint(text, 3, 0);
@@ -506,7 +518,9 @@ static void add_msg(struct q2c *c, int pi)
 
     memset(m, 0, sizeof(*m));
     m->kind = SG_MSG_GAME;
-    m->name = s2c ? sg_q2_svc_name(pm->op) : sg_q2_clc_name(pm->op);
+    m->name = !s2c             ? sg_q2_clc_name(pm->op)
+              : c->parsed.kex ? sg_q2_svc_name_kex(pm->op)
+                              : sg_q2_svc_name(pm->op);
     m->number = -1;
     c->msg_index[c->frame.nmsgs] = pi;
     c->frame.nmsgs++;
@@ -661,6 +675,8 @@ static int q2_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         return decode_oob(c, dir);
     if (dir == SG_DIR_C2S && c->accepted)
         c->established = true;
+    if (c->kex)
+        return 0; /* rerelease (KEX): relayed untouched, not decoded (no error) */
 
     n = read_header(c, dir, c->copy, len, &c->hdr);
     if (n < 0) {
@@ -1073,7 +1089,14 @@ static const struct sg_codec_stats *q2_stats(void *state)
 static const char *q2_describe(void *state)
 {
     struct q2c *c = state;
-    int n = snprintf(c->describe, sizeof(c->describe),
+    int n;
+
+    if (c->kex) {
+        snprintf(c->describe, sizeof(c->describe),
+                 "Quake 2 rerelease (KEX) protocol %d: relayed, not decoded", c->protocol);
+        return c->describe;
+    }
+    n = snprintf(c->describe, sizeof(c->describe),
                      "Quake 2 protocol %d (minor %d), qport %d, netchan %s%s", c->protocol,
                      c->minor, c->qport, c->nctype == 1 ? "new" : "old",
                      c->zlib ? ", zlib" : "");

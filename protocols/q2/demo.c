@@ -22,7 +22,8 @@
 
 static bool known_protocol(int32_t p)
 {
-    return p == 26 || p == 34 || p == 35 || p == 36 || (p >= 3434 && p <= 3436);
+    return p == 26 || p == 34 || p == 35 || p == 36 || (p >= 3434 && p <= 3436) || p == 2022 ||
+           p == 2023;
 }
 
 /* The first block: a length the game accepts, starting with svc_serverdata
@@ -74,9 +75,10 @@ struct walk {
     struct sg_q2_parsed p;
     struct sg_q2_variant v;
     uint8_t *buf, *out;
-    uint64_t blocks, messages, errors, identical, frames, serverdatas, zpackets;
+    uint64_t blocks, messages, errors, identical, frames, serverdatas, zpackets, unsupported;
     int32_t first_frame, last_frame;
     int wire_protocol;
+    int fps; /* server frames a second: 10, or a rerelease serverdata's server_fps */
     char level[64];
     char gamedir[64];
     int end; /* 0: the end marker; else the error that ended the file */
@@ -86,6 +88,7 @@ static int walk_init(struct walk *w)
 {
     memset(w, 0, sizeof(*w));
     w->first_frame = w->last_frame = -1;
+    w->fps = 10;
     w->buf = malloc(SG_Q2_MAX_MSGLEN);
     w->out = malloc(SG_Q2_MAX_MSGLEN + 64);
     sg_q2_variant_init(&w->v, 34, 0);
@@ -112,16 +115,20 @@ static int walk_block(struct walk *w, size_t len)
 
     w->blocks++;
     w->errors += err < 0;
+    w->unsupported += err == SG_E_UNSUPPORTED;
     for (uint32_t i = 0; i < w->p.nmsgs; i++) {
         const struct sg_q2_msg *m = &w->p.msgs[i];
         w->messages++;
-        if ((m->op & 0x1f) == SG_Q2_SVC_ZPACKET)
+        if (!w->p.kex && (m->op & 0x1f) == SG_Q2_SVC_ZPACKET)
             w->zpackets++;
         if (m->op == SG_Q2_SVC_SERVERDATA && !m->unparsed) {
             w->serverdatas++;
             w->wire_protocol = (int)w->p.fields[m->first].raw;
-            if (m->count > 3) {
-                const struct sg_q2_field *g = &w->p.fields[m->first + 3];
+            w->fps = 10;
+            if (w->p.kex && m->count > 4 && w->p.fields[m->first + 3].raw > 0)
+                w->fps = (int)w->p.fields[m->first + 3].raw;
+            if (m->count > 3 + (w->p.kex ? 1u : 0u)) {
+                const struct sg_q2_field *g = &w->p.fields[m->first + 3 + (w->p.kex ? 1 : 0)];
                 size_t n = g->len < sizeof(w->gamedir) - 1 ? g->len : sizeof(w->gamedir) - 1;
                 memcpy(w->gamedir, g->ptr, n);
                 w->gamedir[n] = 0;
@@ -156,7 +163,10 @@ static int q2_demo_info(FILE *f, const char *path, FILE *out)
     errors = w.errors + (w.end != 0);
     fprintf(out, "file:         %s\n", path);
     fprintf(out, "protocol:     %d", w.wire_protocol);
-    if (w.v.protocol != w.wire_protocol && w.v.known)
+    if (w.v.kex)
+        fprintf(out, " (Quake 2 rerelease (KEX) demo%s)",
+                w.v.kex == 2022 ? "" : ", network protocol layout");
+    else if (w.v.protocol != w.wire_protocol && w.v.known)
         fprintf(out, " (protocol %d layout%s)", w.v.protocol, w.v.extended ? ", extended" : "");
     else if (w.v.minor)
         fprintf(out, " (minor %d)", w.v.minor);
@@ -165,7 +175,7 @@ static int q2_demo_info(FILE *f, const char *path, FILE *out)
     fprintf(out, "game:         %s\n", w.gamedir[0] ? w.gamedir : "baseq2");
     if (w.first_frame >= 0)
         fprintf(out, "duration:     %.1f s (server frames %d .. %d)\n",
-                (double)(w.last_frame - w.first_frame) / 10.0, w.first_frame, w.last_frame);
+                (double)(w.last_frame - w.first_frame) / w.fps, w.first_frame, w.last_frame);
     else
         fprintf(out, "duration:     ? (no frames)\n");
     fprintf(out,
@@ -175,6 +185,9 @@ static int q2_demo_info(FILE *f, const char *path, FILE *out)
     fprintf(out, "errors:       %" PRIu64, errors);
     if (w.errors)
         fprintf(out, ", %" PRIu64 " blocks failed to decode", w.errors);
+    if (w.unsupported)
+        fprintf(out, ", %" PRIu64 " stopped at an unsupported (undocumented) message",
+                w.unsupported);
     if (w.end)
         fprintf(out, ", file ends without end marker (%s)", sg_errname(w.end));
     fprintf(out, "\n");
@@ -203,11 +216,14 @@ void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg
                     bool json)
 {
     const struct sg_q2_msg *m = &p->msgs[i];
-    const char *name = dir == SG_DIR_S2C ? sg_q2_svc_name(m->op) : sg_q2_clc_name(m->op);
+    const char *(*svc_name)(int) = p->kex ? sg_q2_svc_name_kex : sg_q2_svc_name;
+    const char *name = dir == SG_DIR_S2C ? svc_name(m->op) : sg_q2_clc_name(m->op);
 
     if (json)
-        fprintf(out, "{\"msg\":\"%s\",\"op\":%d%s%s,\"fields\":[", name, m->op,
-                m->parent >= 0 ? ",\"in\":\"svc_zpacket\"" : "",
+        fprintf(out, "{\"msg\":\"%s\",\"op\":%d%s%s%s%s,\"fields\":[", name, m->op,
+                m->parent >= 0 ? ",\"in\":\"" : "",
+                m->parent >= 0 ? svc_name(p->msgs[m->parent].op) : "",
+                m->parent >= 0 ? "\"" : "",
                 m->unparsed ? ",\"unparsed\":true" : "");
     else
         fprintf(out, "%s%s%s", m->parent >= 0 ? "  " : "", name, m->unparsed ? " (unparsed)" : "");
@@ -219,7 +235,13 @@ void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg
             fprintf(out, " %s=", f->name);
         switch (f->type) {
         case SG_Q2_F_NUM:
-            if (f->num == SG_BMSG_S8 || f->num == SG_BMSG_S16 || f->num == SG_BMSG_S32 ||
+            if (f->num == SG_BMSG_FLOAT) {
+                union {
+                    uint32_t u;
+                    float f;
+                } fv = {.u = f->raw};
+                fprintf(out, "%g", (double)fv.f);
+            } else if (f->num == SG_BMSG_S8 || f->num == SG_BMSG_S16 || f->num == SG_BMSG_S32 ||
                 f->num == SG_BMSG_COORD16 || f->num == SG_BMSG_ANGLE16)
                 fprintf(out, "%d", (int)(f->num == SG_BMSG_S8    ? (int8_t)f->raw
                                          : f->num == SG_BMSG_S32 ? (int32_t)f->raw
@@ -292,6 +314,12 @@ static int q2_demo_reencode(FILE *f, const char *path, FILE *outf, FILE *out)
         struct sg_bmsg_writer wr;
         int err = walk_block(&w, len);
 
+        if (w.v.kex) {
+            fprintf(out, "rerelease (KEX) demo (protocol %d): re-encode unsupported (read only)\n",
+                    w.wire_protocol);
+            walk_free(&w);
+            return SG_E_UNSUPPORTED;
+        }
         sg_bmsg_writer_init(&wr, w.out, SG_Q2_MAX_MSGLEN);
         if (err < 0 || sg_q2_write(&w.p, NULL, &wr) < 0) {
             /* not decoded: the block goes out as it came */

@@ -38,6 +38,7 @@
 #define SG_Q2_MAX_MSGS    4096
 #define SG_Q2_ZPOOL       (4 * SG_Q2_MAX_MSGLEN) /* inflated zpacket contents per stream */
 #define SG_Q2_ZDL_MAX     (512u * 1024) /* bytes one svc_zdownload may inflate to (no zip bomb) */
+#define SG_Q2_KEX_EDICTS  8192 /* rerelease MAX_EDICTS */
 
 /* svc opcodes (q2pro inc/common/protocol.h). */
 enum {
@@ -66,6 +67,7 @@ enum {
 #define SG_Q2_ES_SHORTANGLES  0x2u
 #define SG_Q2_ES_EXTENSIONS   0x4u
 #define SG_Q2_ES_EXTENSIONS_2 0x8u
+#define SG_Q2_ES_KEX_FLOAT    0x10u /* rerelease 2023: float positions (temp entities, sounds) */
 /* Player-state flags (msgPsFlags_t). */
 #define SG_Q2_PS_EXTENSIONS   0x1u
 #define SG_Q2_PS_EXTENSIONS_2 0x2u
@@ -80,6 +82,7 @@ struct sg_q2_variant {
     uint8_t es, ps; /* SG_Q2_ES_*, SG_Q2_PS_* */
     int cs_end;     /* configstring count: the gamestate loop's end index */
     bool known;     /* a serverdata (or connect) was seen */
+    int kex;        /* rerelease (KEX) demo layout: 2022 (as shipped in demos), 2023; else 0 */
 };
 
 /* The variant of protocol `protocol` with `minor`, before any Q2PRO flags. */
@@ -134,6 +137,11 @@ struct sg_q2_parsed {
      * its message is marked changed, and else writes the byte it read. */
     uint32_t sum_sequence;
     void *inflater; /* zpackets: one zlib stream, reset for each (NULL until the first) */
+    /* Rerelease (KEX) demos: the stream was read with the KEX layout (names
+     * of opcodes 21..33), and which entities have a nonzero solid (edicts,
+     * then baselines: 2022 reads a zero-solid entity's origin as shorts). */
+    bool kex;
+    uint8_t *kex_solid; /* 2 * SG_Q2_KEX_EDICTS / 8 bytes (made on first use) */
 };
 
 /* Allocate / free the arrays of a parsed stream (and its zlib stream). */
@@ -160,6 +168,8 @@ uint16_t sg_q2__crc16_bytewise(const uint8_t *p, size_t n);
 
 /* Opcode names: "svc_print", "clc_move"; "svc_unknown" out of range. */
 const char *sg_q2_svc_name(int op);
+/* The rerelease (KEX) demo layout's names (21..33 differ). */
+const char *sg_q2_svc_name_kex(int op);
 const char *sg_q2_clc_name(int op);
 
 /* Raw deflate (windowBits -15, as R1Q2 and Q2PRO): 0 and *outlen, or a negative error. */

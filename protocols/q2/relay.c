@@ -57,6 +57,13 @@ static bool parse_connect(const uint8_t *d, size_t n, int *protocol, int *qport)
     if (n < i || memcmp(d, cn, i) != 0)
         return false;
     p = number(d, n, &i);
+    if (p == 2022 || p == 2023) {
+        /* rerelease (KEX): `connect {protocol} {num split} ...`, no qport;
+         * its transport is not public (PROTOCOLS.md B): relayed as it comes */
+        *protocol = (int)p;
+        *qport = -1;
+        return true;
+    }
     if (p < 34 || p > 36)
         return false;
     q = number(d, n, &i);
@@ -87,6 +94,8 @@ int sg_q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, boo
         }
         return -1;
     }
+    if (st->protocol == 2022 || st->protocol == 2023)
+        return -1; /* KEX: no known header, no qport */
     if (learn && n >= 8)
         sg_seqwin_learn(&st->seq, sg_le32(d), Q2_SEQ_MASK);
     if (st->protocol == 35 || st->protocol == 36)
@@ -101,6 +110,10 @@ bool sg_q2_client_follows(const union sg_relay_state *rs, const void *state, con
     const struct q2_rs *st = (const struct q2_rs *)rs->bytes;
 
     (void)state;
+    if (st->protocol == 2022 || st->protocol == 2023) {
+        snprintf(why, whylen, "rerelease (KEX) transport not known");
+        return false;
+    }
     if (n < 8 || sg_le32(d) == 0xffffffffu) {
         snprintf(why, whylen, "not a sequenced datagram");
         return false;

@@ -435,6 +435,50 @@ def seeds_q2(testdata, source):
         for i in range(1, 4):
             seeds['%s_slice_%d' % (name, i)] = pack(mode, game[i * step:i * step + 30])
     seeds.update(seeds_q2_zdownload())
+    seeds.update(seeds_q2_kex())
+    return seeds
+
+
+def seeds_q2_kex():
+    """Rerelease (KEX) layouts, BUILT FROM THE SEED'S DOCUMENTED LAYOUTS
+    (PROTOCOLS.md B), not a real recording: a 34 session whose server
+    announces 2022 / 2023 in its serverdata (the parser switches to the KEX
+    layout: zlib-wrapped blasts, 36-bit entity bits, float origins), and a
+    `connect 2023` session (relayed, not decoded)."""
+    import zlib
+    f32 = lambda v: struct.pack('<f', v)
+
+    def blast(op, plain):
+        z = zlib.compress(plain)
+        return struct.pack('<BHH', op, len(z), len(plain)) + z
+
+    def blocks(protocol):
+        b0 = (struct.pack('<BiiBB', 12, protocol, 7, 0, 40) + b'baseq2\0' +
+              struct.pack('<h', 0) + b'q2dm1\0')
+        b0 += blast(22, struct.pack('<H', 1) + b'q2dm1.bsp\0')
+        b0 += blast(23, bytes([0x81, 0x88, 0x80, 0x08, 1, 5]) + struct.pack('<I', 1) + f32(1.5))
+        b1 = struct.pack('<BiiBBBB', 20, 10, 9, 0, 1, 0xff, 17)
+        b1 += struct.pack('<HH', 0x8002, 0x0002) + f32(1) + f32(2) + f32(3)
+        b1 += struct.pack('<IhIB', 1, 100, 0, 3)
+        b1 += bytes([18, 0x81, 0x80, 0x80, 0x80, 0x0f, 1]) + f32(2.75) + struct.pack('<BBHH', 16, 1, 2, 9)
+        b1 += b'\0\0' + bytes([26, 0]) + b'{0}\0' + bytes([1]) + b'x\0'
+        b1 += struct.pack('<BBHI', 9, 0x48, 3, 5000 << 3)
+        return b0, b1
+
+    seeds = {}
+    for protocol in (2022, 2023):
+        b0, b1 = blocks(protocol)
+        d = b''
+        for seq, b in ((1, b0), (2, b1)):
+            dg = struct.pack('<II', seq | 0x80000000, 0) + b
+            d += struct.pack('<BH', 1, len(dg)) + dg
+        seeds['kex_%d_in_34' % protocol] = bytes([1]) + d
+    conn = b'\xff\xff\xff\xffconnect 2023 1 "\\name\\kex"\n'
+    d = bytes([0]) + struct.pack('<BH', 0, len(conn)) + conn
+    for k in range(4):
+        dg = struct.pack('<II', k + 1, k) + bytes([0xfe, 0xff]) * 5
+        d += struct.pack('<BH', k & 1, len(dg)) + dg
+    seeds['kex_connect'] = d
     return seeds
 
 

@@ -2358,6 +2358,45 @@ def case_workers_spread(h):
     print('sessions per worker: %s' % shares)
 
 
+def case_kex_relayed_q2(h):
+    """Quake 2 rerelease (KEX): a `connect 2023 ...` (and 2022) through a q2
+    and an auto route; the transport below the connect is not public, so
+    the datagrams after it go through untouched both ways, the session says
+    "Quake 2 rerelease (KEX) protocol N: relayed, not decoded" once in the
+    log (its end line) and in --stats ("decode_info"), and nothing counts
+    as a decode error."""
+    for protocol, route in ((2023, 'q2'), (2022, 'auto')):
+        srv = h.echo(V4)
+        px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr]
+                     + (['-p', route] if route != 'auto' else []))
+        dest = (V4, px.ports[0])
+        c = h.client(V4)
+        roundtrip(c, dest, b'\xff\xff\xff\xffconnect %d 1 "\\name\\kex"\n' % protocol,
+                  what='connect: ')
+        # What a 34/35/36 decoder would read as a netchan header and bad opcodes.
+        for k in range(5):
+            roundtrip(c, dest, struct.pack('<II', k + 1, k) + bytes([0xfe, 0xff, 0x20 + k]) * 7,
+                      what='kex datagram %d: ' % k)
+        st = stop_ok(px)
+        sessions = stats_route(st, 'default').get('sessions') or []
+        check(len(sessions) == 1, 'stats: %d sessions, expected 1' % len(sessions))
+        s = sessions[0]
+        want = 'Quake 2 rerelease (KEX) protocol %d: relayed, not decoded' % protocol
+        check(s.get('codec') == 'q2', '%s route: codec %r, expected q2' % (route, s.get('codec')))
+        check(s.get('decode_info') == want, 'stats: decode_info %r, expected %r'
+              % (s.get('decode_info'), want))
+        check((s.get('decode') or {}).get('errors') == 0,
+              'stats: decode errors %r, expected 0' % ((s.get('decode') or {}).get('errors'),))
+        check(s.get('first_error') == '', 'stats: first_error %r' % s.get('first_error'))
+        check(px.count_log(re.escape(want)) == 1, 'expected the KEX line once in the log, got %d'
+              % px.count_log(re.escape(want)))
+        check(px.count_log(r'first decode error') == 0, 'a decode error was logged')
+        recs = [d for _, _, d in srv.snapshot()]
+        check(len(recs) == 6 and recs[1] == struct.pack('<II', 1, 0) + bytes([0xfe, 0xff, 0x20]) * 7,
+              'the server did not get the datagrams untouched')
+        print('%d via %s route: relayed untouched, reported as not decoded' % (protocol, route))
+
+
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
 
 if __name__ == '__main__':
