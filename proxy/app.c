@@ -470,6 +470,25 @@ void sg_app_conf_unlock(struct sg_app *app)
 }
 
 /*
+ * Each client address on one loop whatever its port (sg_udp_steer_by_source):
+ * a client behind a NAT that rebinds, and all the sessions of one host
+ * (new_sessions_per_source), stay on the loop that knows them.  Where the
+ * kernel refuses the program, it keeps hashing address and port: said once.
+ */
+static void steer(struct sg_app *app, const char *route, int err)
+{
+    if (err >= 0 || app->steer_warned)
+        return;
+    app->steer_warned = true;
+    sg_log(&app->log, SG_LOG_WARN, route, 0,
+           "cannot keep each client address on one worker loop (SO_ATTACH_REUSEPORT_CBPF: %s): "
+           "the kernel spreads clients by address and port, so a client whose port changes "
+           "(NAT rebinding) may reach a loop that does not know its session, and "
+           "new_sessions_per_source applies per loop",
+           strerror(-err));
+}
+
+/*
  * SO_REUSEPORT remaps clients whenever a socket joins the group: the
  * listening sockets of every loop for the routes about to start (all of
  * them at start, the new ones at a reload) are bound here, one after the
@@ -499,6 +518,8 @@ static void prebind(struct sg_app *app, const struct sg_conf *conf)
         for (int w = 0; w < app->nworkers; w++)
             p->fd[w] = sg_udp_bind_shared((struct sockaddr *)&addr);
         app->nprebound++;
+        steer(app, rc->name, p->fd[0] >= 0 ? sg_udp_steer_by_source(p->fd[0], (unsigned)app->nworkers)
+                                           : p->fd[0]);
     }
 }
 
@@ -787,7 +808,8 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
             status = 1;
         else
             sg_log(&run.app.log, SG_LOG_INFO, NULL, 0,
-                   "%d worker loops, one socket per route each (SO_REUSEPORT)", run.app.nworkers);
+                   "%d worker loops, one socket per route each (SO_REUSEPORT)%s", run.app.nworkers,
+                   run.app.steer_warned ? "" : "; each client address stays on one loop");
     }
     if (status != 0) {
         stop(&run.app, "startup failed");

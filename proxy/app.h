@@ -72,6 +72,7 @@ struct sg_app {
      * SO_REUSEPORT group is whole before a client is hashed to it. */
     struct sg_app_prebound *prebound;
     int nprebound;
+    bool steer_warned; /* worker 0's: source-address steering failed (said once) */
 };
 
 struct sg_app_prebound {

@@ -164,14 +164,21 @@ def payload_set(rng, i, mtu, family_overhead):
 
 # ------------------------------------------------------------ concurrency
 
-def run_concurrent(h, host, case, nclients=50, extra_args=()):
+def spread_host(i):
+    """A loopback source address of its own for client i (127.0.0.2 ...):
+    slipgate's worker loops share the clients by source address."""
+    return '127.0.%d.%d' % (i // 250, 2 + i % 250)
+
+
+def run_concurrent(h, host, case, nclients=50, extra_args=(), spread=False):
+    """`spread`: each client from its own loopback address (spread_host)."""
     rng = rng_for(case)
     srv = h.echo(host)
     # All clients share one source IP: lift the per-source new-session rate.
     px = h.proxy(args=['-l', fmt_addr(host, '$P0'), '-s', srv.addr, '-p', 'auto',
                        '+set', 'new_sessions_per_source', '1000'] + list(extra_args))
     dest = (host, px.ports[0])
-    clients = [h.client(host) for _ in range(nclients)]
+    clients = [h.client(spread_host(i) if spread else host) for i in range(nclients)]
     mtu = loopback_mtu()
     overhead = 48 if host == V6 else 28
     sent = {c: payload_set(rng, i, mtu, overhead) for i, c in enumerate(clients)}
@@ -246,10 +253,11 @@ def run_concurrent(h, host, case, nclients=50, extra_args=()):
     # the server first answers: the echo may reach the client before it).
     wait_starts(px, nclients, 0, 2.0, 'one per client')
     starts = px.session_starts()
-    logged = {parse_hostport(m.group('client'))[1] for m in starts}
-    check(len(starts) == nclients and logged == client_ports,
+    logged = {parse_hostport(m.group('client')) for m in starts}
+    client_addrs = {c.addr for c in clients}
+    check(len(starts) == nclients and logged == client_addrs,
           'expected %d "session start ... client=IP:PORT" lines naming the clients; got %d '
-          'lines, %d client ports missing' % (nclients, len(starts), len(client_ports - logged)))
+          'lines, %d clients missing' % (nclients, len(starts), len(client_addrs - logged)))
     check({m.group('route') for m in starts} == {'default'},
           'session start lines name routes %s, expected [default]'
           % {m.group('route') for m in starts})
@@ -2215,7 +2223,7 @@ def case_workers_spread(h):
     source, every echo back: run_concurrent's checks), the sessions spread
     over both worker loops (--stats "workers"), and session ids are unique."""
     n = 64
-    r = run_concurrent(h, V4, 'workers_spread', nclients=n, extra_args=['-w', '2'])
+    r = run_concurrent(h, V4, 'workers_spread', nclients=n, extra_args=['-w', '2'], spread=True)
     w = r.get('workers')
     check(isinstance(w, list) and len(w) == 2, 'stats: "workers" is %r, expected 2 entries' % (w,))
     shares = [x.get('sessions_total') for x in w]
@@ -2225,6 +2233,69 @@ def case_workers_spread(h):
     check(len(ids) == n and len(set(ids)) == n, 'stats: %d sessions with %d distinct ids'
           % (len(ids), len(set(ids))))
     print('sessions per worker: %s' % shares)
+
+
+def workers_of(st, route):
+    """{worker: sessions_total} of a --stats route (its "workers" list)."""
+    return {w['worker']: w['sessions_total'] for w in stats_route(st, route).get('workers') or []}
+
+
+def case_workers_rebind(h):
+    """Under `-w 2`, 12 QuakeWorld players, each from a loopback address of
+    its own (so that both loops have some), change source port 8 times
+    each: every move is followed (DESIGN rule 8), the server sees one
+    source per player, and no player's datagrams ever open a second
+    session (each client address stays on one loop, whatever its port)."""
+    srv = h.echo(V4)
+    # the echo server never completes QuakeWorld's handshake: lift handshake_timeout
+    px = h.proxy(args=['-w', '2', '-l', '127.0.0.1:$P0', '-s', srv.addr, '-p', 'qw',
+                       '+set', 'handshake_timeout', '60s'])
+    dest = (V4, px.ports[0])
+    nplayers, nmoves = 12, 8
+    hosts = [spread_host(i) for i in range(nplayers)]
+    qports = [3000 + i for i in range(nplayers)]
+    cur = [h.client(a) for a in hosts]
+    seq = [0] * nplayers
+    for i, c in enumerate(cur):
+        roundtrip(c, dest, qw_connect(qports[i]), what='player %d connect: ' % i)
+    first_ports = [c.port for c in cur]
+    for move in range(nmoves + 1):
+        for i in range(nplayers):
+            if move:
+                old = cur[i]
+                cur[i] = h.client(hosts[i])
+                old.sock.close()
+                h.clients.remove(old)
+            for _ in range(2):
+                seq[i] += 1
+                roundtrip(cur[i], dest, qw_header(seq[i], qports[i]) + b'p%d' % i,
+                          what='player %d after %d moves: ' % (i, move))
+        if move:
+            time.sleep(1.05)  # a second move within 1 s of the last is refused (ping-pong)
+    by_player = collections.defaultdict(set)
+    for _, src, d in srv.snapshot():
+        m = re.search(rb'p(\d+)$', d)
+        if m:
+            by_player[int(m.group(1))].add(src)
+    multi = {i: sorted(v) for i, v in by_player.items() if len(v) != 1}
+    check(len(by_player) == nplayers and not multi,
+          'the server saw %d players; players seen from more than one source: %s'
+          % (len(by_player), multi))
+    moves = px.count_log(r'client moved from')
+    st = stop_ok(px)
+    r = stats_route(st, 'default')
+    check(r.get('sessions_total') == nplayers, 'stats: sessions_total %r, expected %d (one per '
+          'player, every move followed)' % (r.get('sessions_total'), nplayers))
+    check(r.get('client_moves') == nplayers * nmoves and moves == nplayers * nmoves,
+          'stats: client_moves %r, %d "client moved" lines; expected %d'
+          % (r.get('client_moves'), moves, nplayers * nmoves))
+    w = workers_of(st, 'default')
+    check(len(w) == 2 and all(v > 0 for v in w.values()),
+          'sessions per worker %r: expected both loops to hold players' % w)
+    check(drops(r).get('rebind', 0) == 0, 'stats: drops.rebind %r, expected 0'
+          % drops(r).get('rebind'))
+    print('%d players x %d moves under -w 2 (first ports %s...), sessions per worker %s'
+          % (nplayers, nmoves, first_ports[:3], w))
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
