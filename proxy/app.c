@@ -151,9 +151,9 @@ static void fit_open_files(struct sg_app *app)
     struct rlimit rl;
     int64_t need = FD_MARGIN, room;
 
+    /* max_sessions counts every loop's sessions; each loop has a listener. */
     for (struct sg_route *r = app->routes; r; r = r->next)
-        need += (1 + r->conf.max_sessions * route_fds_per_session(r)) *
-                (app->nworkers > 1 ? app->nworkers : 1);
+        need += app->nworkers + r->conf.max_sessions * route_fds_per_session(r);
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
         return;
     if (rl.rlim_cur != RLIM_INFINITY && (int64_t)rl.rlim_cur < need) {
@@ -174,8 +174,8 @@ static void fit_open_files(struct sg_app *app)
     room = (int64_t)rl.rlim_cur - FD_MARGIN;
     for (struct sg_route *r = app->routes; r; r = r->next) {
         int64_t per = route_fds_per_session(r);
-        int64_t fit = room > 1 ? (room - 1) / per : 0;
-        room -= 1 + r->conf.max_sessions * per;
+        int64_t fit = room > app->nworkers ? (room - app->nworkers) / per : 0;
+        room -= app->nworkers + r->conf.max_sessions * per;
         if (fit >= r->conf.max_sessions) {
             r->nofile_warned_for = 0;
             continue;
@@ -846,6 +846,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     sg_log_finish(&run.app.log);
     free_routes(run.app.routes);
     free_routes(run.app.retired);
+    sg_route__shares_free(&run.app);
     free(run.app.retired_log);
     free(run.app.stats_path);
     sg_conf_destroy(run.app.conf);

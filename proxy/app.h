@@ -73,6 +73,7 @@ struct sg_app {
     struct sg_app_prebound *prebound;
     int nprebound;
     bool steer_warned; /* worker 0's: source-address steering failed (said once) */
+    struct sg_route_share *shares; /* worker 0's: one per route name (sg_route__share) */
 };
 
 struct sg_app_prebound {

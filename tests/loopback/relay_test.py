@@ -2298,6 +2298,47 @@ def case_workers_rebind(h):
           % (nplayers, nmoves, first_ports[:3], w))
 
 
+def case_workers_session_cap(h):
+    """Under `-w 2`, max_sessions 5 holds for both loops together: clients
+    from 12 loopback addresses (both loops get some) are admitted in their
+    order until 5 sessions exist, whichever loop they reach; the others are
+    refused.  Once those sessions end (idle_timeout), their slots are free
+    again: 5 of the refused clients get in, 2 do not."""
+    srv = h.echo(V4)
+    px = h.proxy(args=['-w', '2'], config=route_block(
+        'wcap', '127.0.0.1:$P0', srv.addr, max_sessions=5, new_sessions_per_source=1000,
+        idle_timeout='2s'))
+    dest = (V4, px.ports[0])
+    clients = [h.client(spread_host(i)) for i in range(12)]
+    for i, c in enumerate(clients[:5]):
+        roundtrip(c, dest, b'w-%d-a' % i, what='client %d of max_sessions 5: ' % i)
+    for i, c in enumerate(clients[5:], 5):
+        c.send(b'w-%d-a' % i, dest)
+    for i, c in enumerate(clients[5:], 5):
+        expect_silence(c, 0.05 if i > 5 else 0.3, 'client %d over max_sessions 5' % i)
+    check(len(srv.sources()) == 5, 'the server saw %d sources, expected 5'
+          % len(srv.sources()))
+    # The five sessions end (idle); five of the seven refused get their slots.
+    time.sleep(3.0)
+    late = clients[5:]
+    answered = []
+    for i, c in enumerate(late):  # one after the other: each answered before the next
+        c.send(b'late', dest)
+        answered.append(c.recv_one(0.5) is not None)
+    check(answered == [True] * 5 + [False] * 2, 'the 7 refused clients again, once the first '
+          '5 ended: answered %s, expected the first 5' % answered)
+    st = stop_ok(px)
+    r = stats_route(st, 'wcap')
+    check(r.get('sessions_total') == 10, 'stats: sessions_total %r, expected 10'
+          % r.get('sessions_total'))
+    check(drops(r)['session_limit'] == 7 + 2, 'stats: drops.session_limit %r, expected 9'
+          % drops(r)['session_limit'])
+    w = workers_of(st, 'wcap')
+    check(len(w) == 2 and all(v > 0 for v in w.values()),
+          'sessions per worker %r: expected both loops to admit some' % w)
+    print('max_sessions 5 over 2 loops: sessions per worker %s' % w)
+
+
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
 
 if __name__ == '__main__':
