@@ -35,39 +35,72 @@ static struct app_run *run_of(struct sg_app *app)
 
 /* ---- the periodic stats line ---- */
 
-/* One line per route: packets, sessions, and each filter's counters. */
+/* One line per route: packets, sessions, and each filter's counters; with
+ * worker loops, worker 0 writes it for the same-named routes of every loop
+ * together (read while the other loops are paused: sg_app_workers_pause). */
 static void log_stats(struct sg_app *app)
 {
     char line[4096];
+    bool paused = sg_app_workers_pause(app);
 
     for (struct sg_route *r = app->routes; r; r = r->next) {
-        const struct sg_counters *c = &r->counters;
-        int n;
+        struct sg_route *g[SG_CONF_MAX_WORKERS];
+        struct sg_counters c = {0};
+        uint64_t total = 0, kdrops = 0;
+        size_t active = 0;
+        int n, ng = 0;
 
-        sg_route_poll_kernel_drops(r);
+        g[ng++] = r;
+        for (int i = 1; paused && app->workers && i < app->nworkers; i++)
+            for (struct sg_route *o = app->workers[i] ? app->workers[i]->routes : NULL; o;
+                 o = o->next)
+                if (strcmp(o->conf.name, r->conf.name) == 0 && ng < SG_CONF_MAX_WORKERS)
+                    g[ng++] = o;
+        for (int k = 0; k < ng; k++) {
+            sg_route_poll_kernel_drops(g[k]);
+            active += g[k]->nsessions;
+            total += g[k]->sessions_total;
+            kdrops += g[k]->kernel_drops;
+            c.c2s_packets += g[k]->counters.c2s_packets;
+            c.c2s_bytes += g[k]->counters.c2s_bytes;
+            c.s2c_packets += g[k]->counters.s2c_packets;
+            c.s2c_bytes += g[k]->counters.s2c_bytes;
+            for (int d = 0; d < SG_DROP__COUNT; d++)
+                c.drops[d] += g[k]->counters.drops[d];
+        }
         n = snprintf(line, sizeof(line),
                      "stats: sessions_active=%zu sessions_total=%llu c2s_packets=%llu "
                      "c2s_bytes=%llu s2c_packets=%llu s2c_bytes=%llu drops=%llu kernel_drops=%llu",
-                     r->nsessions, (unsigned long long)r->sessions_total,
-                     (unsigned long long)c->c2s_packets, (unsigned long long)c->c2s_bytes,
-                     (unsigned long long)c->s2c_packets, (unsigned long long)c->s2c_bytes,
-                     (unsigned long long)sg_counters_drops(c), (unsigned long long)r->kernel_drops);
+                     active, (unsigned long long)total, (unsigned long long)c.c2s_packets,
+                     (unsigned long long)c.c2s_bytes, (unsigned long long)c.s2c_packets,
+                     (unsigned long long)c.s2c_bytes, (unsigned long long)sg_counters_drops(&c),
+                     (unsigned long long)kdrops);
 
         for (int i = 0; r->chain && i < r->chain->n && n > 0 && n < (int)sizeof(line); i++) {
-            const struct sg_chain_filter *f = &r->chain->f[i];
-            n += snprintf(
-                line + n, sizeof(line) - (size_t)n,
-                " | %s: seen=%llu passed=%llu dropped=%llu changed=%llu injected=%llu "
-                "errors=%llu",
-                f->fc->label, (unsigned long long)f->counters.seen,
-                (unsigned long long)f->counters.passed, (unsigned long long)f->counters.dropped,
-                (unsigned long long)f->counters.changed, (unsigned long long)f->counters.injected,
-                (unsigned long long)f->counters.errors);
+            struct sg_filter_counters f = r->chain->f[i].counters;
+            for (int k = 1; k < ng; k++) {
+                const struct sg_chain *o = g[k]->chain;
+                if (!o || o->n != r->chain->n)
+                    continue;
+                f.seen += o->f[i].counters.seen;
+                f.passed += o->f[i].counters.passed;
+                f.dropped += o->f[i].counters.dropped;
+                f.changed += o->f[i].counters.changed;
+                f.injected += o->f[i].counters.injected;
+                f.errors += o->f[i].counters.errors;
+            }
+            n += snprintf(line + n, sizeof(line) - (size_t)n,
+                          " | %s: seen=%llu passed=%llu dropped=%llu changed=%llu injected=%llu "
+                          "errors=%llu",
+                          r->chain->f[i].fc->label, (unsigned long long)f.seen,
+                          (unsigned long long)f.passed, (unsigned long long)f.dropped,
+                          (unsigned long long)f.changed, (unsigned long long)f.injected,
+                          (unsigned long long)f.errors);
         }
-        if (app->nworkers > 1 && n > 0 && n < (int)sizeof(line))
-            snprintf(line + n, sizeof(line) - (size_t)n, " | worker=%d", app->worker);
         sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "%s", line);
     }
+    if (paused)
+        sg_app_workers_resume(app);
 }
 
 static void on_stats_timer(uv_timer_t *t)
@@ -81,6 +114,8 @@ static void stats_timer_start(struct sg_app *app)
     struct app_run *run = run_of(app);
     uint64_t iv = (uint64_t)app->conf->stats_interval_ms;
 
+    if (app->worker > 0)
+        return; /* worker 0 writes every loop's line */
     if (!run->stats_timer_open) {
         if (iv == 0 || uv_timer_init(&app->loop, &run->stats_timer) < 0)
             return;
@@ -550,6 +585,27 @@ int sg_app_take_listener(struct sg_app *app, const char *name)
     return -1;
 }
 
+bool sg_app_workers_pause(struct sg_app *app)
+{
+    if (app->nworkers < 2)
+        return true; /* nothing else runs */
+    if (app->worker != 0 || app->stopping || !app->workers || app->nstarted != app->nworkers - 1)
+        return false;
+    for (int i = 1; i < app->nworkers; i++) {
+        atomic_store(&app->workers[i]->want_pause, true);
+        uv_async_send(&app->workers[i]->wake);
+    }
+    for (int i = 1; i < app->nworkers; i++)
+        uv_sem_wait(&app->done);
+    return true;
+}
+
+void sg_app_workers_resume(struct sg_app *app)
+{
+    for (int i = 1; i < app->nworkers; i++)
+        uv_sem_post(&app->resume);
+}
+
 /* `workers N`, -w N, else SLIPGATE_WORKERS, else 1; 0 when the environment's is bad. */
 static int workers_wanted(const struct sg_conf *conf)
 {
@@ -583,6 +639,11 @@ static void on_wake(uv_async_t *h)
             worker_apply(app, conf);
         uv_sem_post(&app->main_app->done);
     }
+    if (atomic_exchange(&app->want_pause, false)) {
+        /* Worker 0 reads this loop's routes until it lets go. */
+        uv_sem_post(&app->main_app->done);
+        uv_sem_wait(&app->main_app->resume);
+    }
     if (atomic_load(&app->want_stop))
         stop(app, NULL);
 }
@@ -609,7 +670,8 @@ static int workers_start(struct sg_app *app)
 {
     int started = 0, err = 0;
 
-    if (uv_sem_init(&app->done, 0) < 0 || uv_mutex_init(&app->conf_lock) < 0 ||
+    if (uv_sem_init(&app->done, 0) < 0 || uv_sem_init(&app->resume, 0) < 0 ||
+        uv_mutex_init(&app->conf_lock) < 0 ||
         !(app->workers = calloc((size_t)app->nworkers, sizeof(*app->workers))))
         return UV_ENOMEM;
     for (int i = 1; i < app->nworkers; i++) {
@@ -692,6 +754,7 @@ static int workers_free(struct sg_app *app)
     app->workers = NULL;
     if (app->nworkers > 1) {
         uv_sem_destroy(&app->done);
+        uv_sem_destroy(&app->resume);
         uv_mutex_destroy(&app->conf_lock);
     }
     return status;

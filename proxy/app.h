@@ -63,7 +63,9 @@ struct sg_app {
     atomic_bool want_stop;
     struct sg_conf *_Atomic want_conf; /* a configuration to apply (worker 0's, read-only) */
     int start_err;                     /* a thread's start: 0 or negative */
-    uv_sem_t done;                     /* worker 0's: a thread started or applied a conf */
+    uv_sem_t done;                     /* worker 0's: a thread started, applied a conf or paused */
+    uv_sem_t resume;                   /* worker 0's: paused threads go on */
+    atomic_bool want_pause;            /* worker 0 reads this loop's routes: wait */
     uv_mutex_t conf_lock;              /* worker 0's */
     int lock_depth;                    /* this loop's nesting of sg_app_conf_lock */
     int nstarted;                      /* worker 0's: threads started */
@@ -84,6 +86,16 @@ struct sg_app_prebound {
 /* The listening socket bound for route `name` on this loop, or -1 (then the
  * route binds its own).  Called with the conf_lock held (route creation). */
 int sg_app_take_listener(struct sg_app *app, const char *name);
+
+/*
+ * Worker 0 only: stop every other loop between two of its callbacks, so
+ * that worker 0 may read their routes and sessions (the merged stats line);
+ * true when they are paused (or there are none), false when they cannot be
+ * (stopping or starting: read only worker 0's).  Resume soon: their
+ * datagrams wait meanwhile.
+ */
+bool sg_app_workers_pause(struct sg_app *app);
+void sg_app_workers_resume(struct sg_app *app);
 
 /* Take and release worker 0's conf_lock (no-ops with one worker). */
 void sg_app_conf_lock(struct sg_app *app);

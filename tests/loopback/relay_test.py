@@ -1608,15 +1608,20 @@ def can_force_buffers():
 
 
 def kernel_view(port):
-    """What ss(8) reads from the kernel for the UDP socket bound to `port`:
-    (rb, tb, drops), the buffer sizes as the kernel counts them (twice what
-    was asked) and the datagrams it dropped.  ss is independent of slipgate."""
+    """What ss(8) reads from the kernel for the UDP socket bound to `port`
+    (each worker loop's, summed): (rb, tb, drops), the buffer sizes as the
+    kernel counts them (twice what was asked) and the datagrams it dropped.
+    ss is independent of slipgate."""
     check(shutil.which('ss') is not None, 'ss (iproute2) is not installed')
     out = subprocess.run(['ss', '-u', '-a', '-m', '-n', '-H', 'sport', '= :%d' % port],
                          capture_output=True, text=True, timeout=10).stdout
-    m = re.search(r'skmem:\(r\d+,rb(\d+),t\d+,tb(\d+),.*?d(\d+)\)', out)
-    check(m is not None, 'ss shows no socket on port %d:\n%s' % (port, out))
-    return tuple(int(g) for g in m.groups())
+    socks = [tuple(int(g) for g in m.groups())
+             for m in re.finditer(r'skmem:\(r\d+,rb(\d+),t\d+,tb(\d+),.*?d(\d+)\)', out)]
+    check(socks, 'ss shows no socket on port %d:\n%s' % (port, out))
+    # worker loops (SLIPGATE_WORKERS): one socket each, sized alike; drops add up
+    check(len({s[:2] for s in socks}) == 1, 'the sockets on port %d differ in buffers: %s'
+          % (port, socks))
+    return socks[0][0], socks[0][1], sum(s[2] for s in socks)
 
 
 def kib(n):
