@@ -544,15 +544,24 @@ static void prebind(struct sg_app *app, const struct sg_conf *conf)
         struct sockaddr_storage addr;
         char why[256];
         bool known = false;
+        int busy;
 
         for (const struct sg_route *r = app->routes; r; r = r->next)
             known = known || strcmp(r->conf.name, rc->name) == 0;
         if (known || sg_addr_resolve(&app->loop, rc->listen, true, &addr, why, sizeof(why)) < 0)
             continue;
         snprintf(p->name, sizeof(p->name), "%s", rc->name);
+        app->nprebound++;
+        /* SO_REUSEPORT would let the loops join another process's sockets on
+         * the address (another slipgate with worker loops): a plain bind
+         * first says whether anyone has it, as with one loop. */
+        if ((busy = sg_udp_bind_probe((struct sockaddr *)&addr)) < 0) {
+            for (int w = 0; w < app->nworkers; w++)
+                p->fd[w] = busy; /* the route fails with it (sg_app_take_listener) */
+            continue;
+        }
         for (int w = 0; w < app->nworkers; w++)
             p->fd[w] = sg_udp_bind_shared((struct sockaddr *)&addr);
-        app->nprebound++;
         steer(app, rc->name, p->fd[0] >= 0 ? sg_udp_steer_by_source(p->fd[0], (unsigned)app->nworkers)
                                            : p->fd[0]);
     }
@@ -579,7 +588,8 @@ int sg_app_take_listener(struct sg_app *app, const char *name)
         if (strcmp(m->prebound[i].name, name) != 0)
             continue;
         fd = m->prebound[i].fd[app->worker];
-        m->prebound[i].fd[app->worker] = -1;
+        if (fd >= 0)
+            m->prebound[i].fd[app->worker] = -1;
         return fd;
     }
     return -1;

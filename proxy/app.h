@@ -83,8 +83,9 @@ struct sg_app_prebound {
     int fd[SG_CONF_MAX_WORKERS]; /* -1 once taken */
 };
 
-/* The listening socket bound for route `name` on this loop, or -1 (then the
- * route binds its own).  Called with the conf_lock held (route creation). */
+/* The listening socket bound for route `name` on this loop, -1 (then the
+ * route binds its own), or another negative errno: the address is taken
+ * (the route fails with it).  Called with the conf_lock held (route creation). */
 int sg_app_take_listener(struct sg_app *app, const char *name);
 
 /*

@@ -788,9 +788,13 @@ static int open_listener(struct sg_route *r)
     }
 
     /* Bind; an IPv6 wildcard is dual-stack; worker loops share the address. */
-    if (r->app->nworkers > 1 && (fd = sg_app_take_listener(r->app, r->conf.name)) >= 0)
+    fd = r->app->nworkers > 1 ? sg_app_take_listener(r->app, r->conf.name) : -1;
+    if (fd >= 0)
         err = sg_udp_adopt(&r->listener, &r->app->loop, fd, on_client_readable, r);
-    else if (r->app->nworkers > 1)
+    else if (fd < -1) { /* the address is taken (app.c's plain bind said so) */
+        r->listener.fd = -1;
+        err = fd;
+    } else if (r->app->nworkers > 1)
         err = sg_udp_open_shared(&r->listener, &r->app->loop, (struct sockaddr *)&r->listen_addr,
                                  on_client_readable, r);
     else

@@ -2344,6 +2344,25 @@ def case_workers_session_cap(h):
     print('max_sessions 5 over 2 loops: sessions per worker %s' % w)
 
 
+def case_workers_port_in_use(h):
+    """A second slipgate with worker loops on the address of a first one
+    (both set SO_REUSEPORT, which would let them share it) fails with
+    "address in use", as with one loop, and the first keeps every client."""
+    srv = h.echo(V4)
+    px = h.proxy(args=['-w', '2', '-l', '127.0.0.1:$P0', '-s', srv.addr])
+    P = px.ports[0]
+    r = h.run(['-w', '2', '-l', '127.0.0.1:%d' % P, '-s', srv.addr], timeout=10.0)
+    err = r.stderr.decode(errors='replace')
+    check(r.returncode == 1 and re.search(r'cannot listen on 127\.0\.0\.1:%d: .*in use' % P, err),
+          'a second slipgate -w 2 on port %d: exit %d, expected 1 with "in use":\n%s'
+          % (P, r.returncode, err))
+    dest = (V4, P)
+    for i in range(8):
+        roundtrip(h.client(spread_host(i)), dest, b'still mine %d' % i,
+                  what='client %d of the first slipgate: ' % i)
+    stop_ok(px)
+
+
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
 
 if __name__ == '__main__':
