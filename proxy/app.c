@@ -616,17 +616,25 @@ void sg_app_workers_resume(struct sg_app *app)
         uv_sem_post(&app->resume);
 }
 
-/* `workers N`, -w N, else SLIPGATE_WORKERS, else 1; 0 when the environment's is bad. */
-static int workers_wanted(const struct sg_conf *conf)
+/* `workers N`, -w N, else SLIPGATE_WORKERS, else the CPUs (at most
+ * SG_WORKERS_DEFAULT_MAX; 1 with `http`, which one loop serves); 0 when the
+ * environment's is bad.  `*chosen`: the number was asked for. */
+static int workers_wanted(const struct sg_conf *conf, bool *chosen)
 {
     const char *env = getenv("SLIPGATE_WORKERS");
+    unsigned cpus;
     char *end;
     long n;
 
+    *chosen = true;
     if (conf->workers > 0)
         return (int)conf->workers;
-    if (!env || !*env)
-        return 1;
+    if (!env || !*env) {
+        *chosen = false;
+        cpus = uv_available_parallelism();
+        return conf->http || cpus < 1 ? 1 : cpus > SG_WORKERS_DEFAULT_MAX ? SG_WORKERS_DEFAULT_MAX
+                                                                          : (int)cpus;
+    }
     n = strtol(env, &end, 10);
     if (*end != '\0' || n < 1 || n > SG_CONF_MAX_WORKERS) {
         fprintf(stderr, "slipgate: SLIPGATE_WORKERS: a number from 1 to %d, got '%s'\n",
@@ -819,6 +827,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     struct app_run run;
     struct sg_conf_diag diag;
     int status = 0, err;
+    bool chosen;
 
     /* Configuration first: a bad one never starts the loop. */
     memset(&run, 0, sizeof(run));
@@ -864,10 +873,11 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), not death */
     run.app.main_app = &run.app;
-    run.app.nworkers = workers_wanted(run.app.conf);
+    run.app.nworkers = workers_wanted(run.app.conf, &chosen);
     if (run.app.nworkers > 1 && run.app.conf->http) {
         sg_log(&run.app.log, SG_LOG_ERROR, NULL, 0,
-               "http is not served with more than one worker loop yet: set workers 1");
+               "http is not served with more than one worker loop yet: set workers 1 (or "
+               "leave workers out: with http, the default is one loop)");
         run.app.nworkers = 1;
         status = 1;
     } else if (run.app.nworkers == 0) {
@@ -881,7 +891,8 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
             status = 1;
         else
             sg_log(&run.app.log, SG_LOG_INFO, NULL, 0,
-                   "%d worker loops, one socket per route each (SO_REUSEPORT)%s", run.app.nworkers,
+                   "%d worker loops%s, one socket per route each (SO_REUSEPORT)%s",
+                   run.app.nworkers, chosen ? "" : " (one per CPU, the default)",
                    run.app.steer_warned ? "" : "; each client address stays on one loop");
     }
     if (status != 0) {

@@ -2251,13 +2251,39 @@ def case_workers_rebind(h):
     each: every move is followed (DESIGN rule 8), the server sees one
     source per player, and no player's datagrams ever open a second
     session (each client address stays on one loop, whatever its port)."""
-    srv = h.echo(V4)
+    workers_rebind(h, V4, [spread_host(i) for i in range(12)], both_loops=True)
+
+
+def case_workers_rebind_v6(h):
+    """The same over IPv6 (the steering program's other branch): 4 players
+    on [::1] change port 8 times each under `-w 4` and keep their session,
+    on the loop the steering function names for ::1 (2 of 4, not 0: a
+    program that failed to read the address would give 0)."""
+    require_ipv6()
+    workers_rebind(h, V6, [V6] * 4, both_loops=False, nworkers=4)
+
+
+def steer_worker(host, n):
+    """The loop slipgate's steering program (proxy/udp.c) picks for a client
+    address among n: the address (IPv6: its four words XORed) mixed by
+    xor-shift 16, multiply by 0x45d9f3b, xor-shift 16, modulo n."""
+    a = socket.inet_pton(socket.AF_INET6 if ':' in host else socket.AF_INET, host)
+    x = 0
+    for i in range(0, len(a), 4):
+        x ^= int.from_bytes(a[i:i + 4], 'big')
+    x ^= x >> 16
+    x = (x * 0x45d9f3b) & 0xffffffff
+    x ^= x >> 16
+    return x % n
+
+
+def workers_rebind(h, host, hosts, both_loops, nworkers=2):
+    srv = h.echo(host)
     # the echo server never completes QuakeWorld's handshake: lift handshake_timeout
-    px = h.proxy(args=['-w', '2', '-l', '127.0.0.1:$P0', '-s', srv.addr, '-p', 'qw',
-                       '+set', 'handshake_timeout', '60s'])
-    dest = (V4, px.ports[0])
-    nplayers, nmoves = 12, 8
-    hosts = [spread_host(i) for i in range(nplayers)]
+    px = h.proxy(args=['-w', str(nworkers), '-l', fmt_addr(host, '$P0'), '-s', srv.addr,
+                       '-p', 'qw', '+set', 'handshake_timeout', '60s'])
+    dest = (host, px.ports[0])
+    nplayers, nmoves = len(hosts), 8
     qports = [3000 + i for i in range(nplayers)]
     cur = [h.client(a) for a in hosts]
     seq = [0] * nplayers
@@ -2295,12 +2321,21 @@ def case_workers_rebind(h):
           'stats: client_moves %r, %d "client moved" lines; expected %d'
           % (r.get('client_moves'), moves, nplayers * nmoves))
     w = workers_of(st, 'default')
-    check(len(w) == 2 and all(v > 0 for v in w.values()),
-          'sessions per worker %r: expected both loops to hold players' % w)
+    check(len(w) == nworkers and (all(v > 0 for v in w.values()) or not both_loops),
+          'sessions per worker %r: expected every loop to hold players' % w)
+    # Worker w of N numbers its sessions w+1, w+1+N, ...: each player on the
+    # loop its address steers to.
+    wrong = ['%s on loop %d, steered to %d' % (x['client'], (x['id'] - 1) % nworkers,
+                                               steer_worker(parse_hostport(x['client'])[0],
+                                                            nworkers))
+             for x in r.get('sessions') or []
+             if (x['id'] - 1) % nworkers != steer_worker(parse_hostport(x['client'])[0],
+                                                         nworkers)]
+    check(not wrong, 'sessions on another loop than their address steers to: %s' % wrong)
     check(drops(r).get('rebind', 0) == 0, 'stats: drops.rebind %r, expected 0'
           % drops(r).get('rebind'))
-    print('%d players x %d moves under -w 2 (first ports %s...), sessions per worker %s'
-          % (nplayers, nmoves, first_ports[:3], w))
+    print('%d players x %d moves under -w %d (first ports %s...), sessions per worker %s'
+          % (nplayers, nmoves, nworkers, first_ports[:3], w))
 
 
 def case_workers_session_cap(h):
