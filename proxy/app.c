@@ -562,8 +562,8 @@ static void prebind(struct sg_app *app, const struct sg_conf *conf)
         }
         for (int w = 0; w < app->nworkers; w++)
             p->fd[w] = sg_udp_bind_shared((struct sockaddr *)&addr);
-        steer(app, rc->name, p->fd[0] >= 0 ? sg_udp_steer_by_source(p->fd[0], (unsigned)app->nworkers)
-                                           : p->fd[0]);
+        steer(app, rc->name,
+              p->fd[0] >= 0 ? sg_udp_steer_by_source(p->fd[0], (unsigned)app->nworkers) : p->fd[0]);
     }
 }
 
@@ -617,8 +617,8 @@ void sg_app_workers_resume(struct sg_app *app)
 }
 
 /* `workers N`, -w N, else SLIPGATE_WORKERS, else the CPUs (at most
- * SG_WORKERS_DEFAULT_MAX; 1 with `http`, which one loop serves); 0 when the
- * environment's is bad.  `*chosen`: the number was asked for. */
+ * SG_WORKERS_DEFAULT_MAX); 0 when the environment's is bad.  `*chosen`:
+ * the number was asked for. */
 static int workers_wanted(const struct sg_conf *conf, bool *chosen)
 {
     const char *env = getenv("SLIPGATE_WORKERS");
@@ -632,8 +632,7 @@ static int workers_wanted(const struct sg_conf *conf, bool *chosen)
     if (!env || !*env) {
         *chosen = false;
         cpus = uv_available_parallelism();
-        return conf->http || cpus < 1 ? 1 : cpus > SG_WORKERS_DEFAULT_MAX ? SG_WORKERS_DEFAULT_MAX
-                                                                          : (int)cpus;
+        return cpus < 1 ? 1 : cpus > SG_WORKERS_DEFAULT_MAX ? SG_WORKERS_DEFAULT_MAX : (int)cpus;
     }
     n = strtol(env, &end, 10);
     if (*end != '\0' || n < 1 || n > SG_CONF_MAX_WORKERS) {
@@ -713,6 +712,7 @@ static int workers_start(struct sg_app *app)
         w->worker = i;
         w->nworkers = app->nworkers;
         w->main_app = app;
+        w->http = app->http; /* its sessions' frames go to the stream (http.c) */
         w->next_session_id = (uint64_t)i + 1 - (uint64_t)app->nworkers;
         uv_loop_configure(&w->loop, UV_METRICS_IDLE_TIME);
         turns_start(w);
@@ -828,6 +828,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     struct sg_conf_diag diag;
     int status = 0, err;
     bool chosen;
+    struct sg_http *http;
 
     /* Configuration first: a bad one never starts the loop. */
     memset(&run, 0, sizeof(run));
@@ -874,17 +875,16 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), not death */
     run.app.main_app = &run.app;
     run.app.nworkers = workers_wanted(run.app.conf, &chosen);
-    if (run.app.nworkers > 1 && run.app.conf->http) {
-        sg_log(&run.app.log, SG_LOG_ERROR, NULL, 0,
-               "http is not served with more than one worker loop yet: set workers 1 (or "
-               "leave workers out: with http, the default is one loop)");
-        run.app.nworkers = 1;
-        status = 1;
-    } else if (run.app.nworkers == 0) {
+    if (run.app.nworkers == 0) {
         run.app.nworkers = 1;
         status = 1;
     }
     run.app.next_session_id = (uint64_t)1 - (uint64_t)run.app.nworkers;
+    /* The http server first: the worker loops' sessions stream into it. */
+    if (status == 0 && run.app.conf->http &&
+        sg_http_start(&run.app, run.app.conf->http, run.app.conf->http_token, &run.app.http) < 0)
+        status = 1;
+    http = run.app.nworkers > 1 ? run.app.http : NULL; /* else it frees itself (http.c) */
     if (status == 0 && run.app.nworkers > 1) {
         prebind(&run.app, run.app.conf);
         if (workers_start(&run.app) < 0)
@@ -897,9 +897,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     }
     if (status != 0) {
         stop(&run.app, "startup failed");
-    } else if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0 ||
-               (run.app.conf->http && sg_http_start(&run.app, run.app.conf->http,
-                                                    run.app.conf->http_token, &run.app.http) < 0)) {
+    } else if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0) {
         status = 1;
         stop(&run.app, "startup failed");
     } else {
@@ -926,6 +924,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     }
     if (workers_free(&run.app) != 0)
         status = 1;
+    sg_http_free(http); /* with worker loops, kept until no loop runs */
     sg_log(&run.app.log, SG_LOG_INFO, NULL, 0, "stopped");
     sg_log_finish(&run.app.log);
     free_routes(run.app.routes);

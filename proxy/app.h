@@ -74,7 +74,7 @@ struct sg_app {
      * SO_REUSEPORT group is whole before a client is hashed to it. */
     struct sg_app_prebound *prebound;
     int nprebound;
-    bool steer_warned; /* worker 0's: source-address steering failed (said once) */
+    bool steer_warned;             /* worker 0's: source-address steering failed (said once) */
     struct sg_route_share *shares; /* worker 0's: one per route name (sg_route__share) */
 };
 
@@ -118,6 +118,12 @@ void sg_app__route_closed(struct sg_app *app, struct sg_route *r);
  * negative errno with the reason, naming the path, in `why`.
  */
 int sg_stats_check_path(const char *path, char *why, size_t whycap);
+
+/* Worker 0's route `r` and the same-named serving routes of the other loops
+ * into `g` (SG_CONF_MAX_WORKERS entries; `r` first): how many.  Read them
+ * only with the other loops paused or joined. */
+int sg_stats_route_group(const struct sg_app *app, const struct sg_route *r,
+                         const struct sg_route **g);
 
 /* The --stats document (every route; with `sessions`, every session too) to `f`. */
 void sg_stats_json(FILE *f, struct sg_app *app, bool sessions);

@@ -410,8 +410,7 @@ static const struct sg_conf_directive top_directives[] = {
      .argname = "N",
      .help = "worker loops (threads), each with its own socket per route (SO_REUSEPORT) and "
              "its own sessions; one client address stays on one loop (default: "
-             "SLIPGATE_WORKERS, else one per CPU up to 8, or 1 with http; a reload keeps "
-             "the number)"},
+             "SLIPGATE_WORKERS, else one per CPU up to 8; a reload keeps the number)"},
     {NULL},
 };
 

@@ -69,7 +69,7 @@ static const char usage_text[] =
     "  -w, --workers N          N worker loops, each with its own socket per route\n"
     "                           (SO_REUSEPORT) and its own sessions ('workers N';\n"
     "                           default: the environment's SLIPGATE_WORKERS, else one\n"
-    "                           per CPU up to 8, or 1 when the config has http)\n"
+    "                           per CPU, up to 8)\n"
     "  -v, --verbose            log more (repeat for debug, trace)\n"
     "  -q, --quiet              log less (repeat for errors only)\n"
     "      --version            print the version, and those of the libraries it\n"

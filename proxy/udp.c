@@ -200,7 +200,7 @@ int sg_udp_steer_by_source(int fd, unsigned n)
     struct sock_filter code[] = {
         /* 0 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, NET(0)),
         /* 1 */ BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, 4),
-        /* 2 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6, 3, 0), /* IPv6: to 6 */
+        /* 2 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6, 3, 0),  /* IPv6: to 6 */
         /* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 4, 0, 21), /* not IPv4: to 25 */
         /* 4 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, NET(12)),
         /* 5 */ BPF_JUMP(BPF_JMP | BPF_JA, 10, 0, 0), /* to 16 */

@@ -2401,40 +2401,32 @@ def case_workers_port_in_use(h):
 
 def case_workers_default(h):
     """Without `workers`, -w or SLIPGATE_WORKERS, slipgate runs one loop per
-    CPU it may use, at most 8 (--stats "workers" lists them), and one loop
-    when the configuration has `http` (served: /metrics answers); -w 2 with
-    `http` is refused with a message."""
+    CPU it may use, at most 8 (--stats "workers" lists them), `http` too
+    (served from worker 0: /metrics counts every loop's sessions)."""
     os.environ.pop('SLIPGATE_WORKERS', None)  # the children inherit it
     cpus = min(len(os.sched_getaffinity(0)), 8)
     srv = h.echo(V4)
-    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr])
-    for i in range(4):
-        roundtrip(h.client(spread_host(i)), (V4, px.ports[0]), b'default %d' % i)
-    line = px.wait_for_log(r'(\d+) worker loops \(one per CPU, the default\)', 0.5)
-    st = stop_ok(px)
-    w = workers_of(st, 'default')
-    if cpus > 1:
-        check(line is not None and int(line[1].group(1)) == cpus,
-              'no "%d worker loops (one per CPU, the default)" line' % cpus)
-        check(len(w) == cpus, 'stats: "workers" %r, expected %d loops' % (w, cpus))
-    else:
-        check(line is None and not w, 'one CPU: expected one loop, got %r' % (w,))
-    # With http: one loop, and the page is served.
-    px = h.proxy(config='http 127.0.0.1:$P1\n' + route_block('web', '127.0.0.1:$P0', srv.addr))
-    roundtrip(h.client(V4), (V4, px.ports[0]), b'with http')
-    body = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % px.ports[1], timeout=5).read()
-    check(b'slipgate_sessions_total{route="web"} 1' in body,
-          '/metrics does not count the session:\n%s' % body[:400])
-    check(px.count_log(r'worker loops') == 0, 'more than one loop with http')
-    st = stop_ok(px)
-    check(not workers_of(st, 'web'), 'stats: "workers" %r with http' % workers_of(st, 'web'))
-    # An explicit number above 1 with http is refused.
-    r = h.run(['-w', '2', '-l', '127.0.0.1:%d' % free_port(), '-s', srv.addr,
-               '+set', 'http', '127.0.0.1:%d' % free_port()], timeout=10.0)
-    err = r.stderr.decode(errors='replace')
-    check(r.returncode == 1 and 'http is not served with more than one worker loop' in err,
-          '-w 2 with http: exit %d, expected 1 with a message:\n%s' % (r.returncode, err))
-    print('%d CPU(s): %s loops by default; one with http' % (cpus, len(w) or 1))
+    for with_http in (False, True):
+        conf = ('http 127.0.0.1:$P1\n' if with_http else '') + route_block(
+            'dflt', '127.0.0.1:$P0', srv.addr, new_sessions_per_source=1000)
+        px = h.proxy(config=conf)
+        for i in range(4):
+            roundtrip(h.client(spread_host(i)), (V4, px.ports[0]), b'default %d' % i)
+        if with_http:
+            body = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % px.ports[1],
+                                          timeout=5).read()
+            check(b'slipgate_sessions_total{route="dflt"} 4' in body,
+                  '/metrics does not count the 4 sessions:\n%s' % body[:400])
+        line = px.wait_for_log(r'(\d+) worker loops \(one per CPU, the default\)', 0.5)
+        st = stop_ok(px)
+        w = workers_of(st, 'dflt')
+        if cpus > 1:
+            check(line is not None and int(line[1].group(1)) == cpus,
+                  'no "%d worker loops (one per CPU, the default)" line' % cpus)
+            check(len(w) == cpus, 'stats: "workers" %r, expected %d loops' % (w, cpus))
+        else:
+            check(line is None and not w, 'one CPU: expected one loop, got %r' % (w,))
+    print('%d CPU(s): %s loops by default, with http too' % (cpus, len(w) or 1))
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
