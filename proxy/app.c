@@ -35,39 +35,72 @@ static struct app_run *run_of(struct sg_app *app)
 
 /* ---- the periodic stats line ---- */
 
-/* One line per route: packets, sessions, and each filter's counters. */
+/* One line per route: packets, sessions, and each filter's counters; with
+ * worker loops, worker 0 writes it for the same-named routes of every loop
+ * together (read while the other loops are paused: sg_app_workers_pause). */
 static void log_stats(struct sg_app *app)
 {
     char line[4096];
+    bool paused = sg_app_workers_pause(app);
 
     for (struct sg_route *r = app->routes; r; r = r->next) {
-        const struct sg_counters *c = &r->counters;
-        int n;
+        struct sg_route *g[SG_CONF_MAX_WORKERS];
+        struct sg_counters c = {0};
+        uint64_t total = 0, kdrops = 0;
+        size_t active = 0;
+        int n, ng = 0;
 
-        sg_route_poll_kernel_drops(r);
+        g[ng++] = r;
+        for (int i = 1; paused && app->workers && i < app->nworkers; i++)
+            for (struct sg_route *o = app->workers[i] ? app->workers[i]->routes : NULL; o;
+                 o = o->next)
+                if (strcmp(o->conf.name, r->conf.name) == 0 && ng < SG_CONF_MAX_WORKERS)
+                    g[ng++] = o;
+        for (int k = 0; k < ng; k++) {
+            sg_route_poll_kernel_drops(g[k]);
+            active += g[k]->nsessions;
+            total += g[k]->sessions_total;
+            kdrops += g[k]->kernel_drops;
+            c.c2s_packets += g[k]->counters.c2s_packets;
+            c.c2s_bytes += g[k]->counters.c2s_bytes;
+            c.s2c_packets += g[k]->counters.s2c_packets;
+            c.s2c_bytes += g[k]->counters.s2c_bytes;
+            for (int d = 0; d < SG_DROP__COUNT; d++)
+                c.drops[d] += g[k]->counters.drops[d];
+        }
         n = snprintf(line, sizeof(line),
                      "stats: sessions_active=%zu sessions_total=%llu c2s_packets=%llu "
                      "c2s_bytes=%llu s2c_packets=%llu s2c_bytes=%llu drops=%llu kernel_drops=%llu",
-                     r->nsessions, (unsigned long long)r->sessions_total,
-                     (unsigned long long)c->c2s_packets, (unsigned long long)c->c2s_bytes,
-                     (unsigned long long)c->s2c_packets, (unsigned long long)c->s2c_bytes,
-                     (unsigned long long)sg_counters_drops(c), (unsigned long long)r->kernel_drops);
+                     active, (unsigned long long)total, (unsigned long long)c.c2s_packets,
+                     (unsigned long long)c.c2s_bytes, (unsigned long long)c.s2c_packets,
+                     (unsigned long long)c.s2c_bytes, (unsigned long long)sg_counters_drops(&c),
+                     (unsigned long long)kdrops);
 
         for (int i = 0; r->chain && i < r->chain->n && n > 0 && n < (int)sizeof(line); i++) {
-            const struct sg_chain_filter *f = &r->chain->f[i];
-            n += snprintf(
-                line + n, sizeof(line) - (size_t)n,
-                " | %s: seen=%llu passed=%llu dropped=%llu changed=%llu injected=%llu "
-                "errors=%llu",
-                f->fc->label, (unsigned long long)f->counters.seen,
-                (unsigned long long)f->counters.passed, (unsigned long long)f->counters.dropped,
-                (unsigned long long)f->counters.changed, (unsigned long long)f->counters.injected,
-                (unsigned long long)f->counters.errors);
+            struct sg_filter_counters f = r->chain->f[i].counters;
+            for (int k = 1; k < ng; k++) {
+                const struct sg_chain *o = g[k]->chain;
+                if (!o || o->n != r->chain->n)
+                    continue;
+                f.seen += o->f[i].counters.seen;
+                f.passed += o->f[i].counters.passed;
+                f.dropped += o->f[i].counters.dropped;
+                f.changed += o->f[i].counters.changed;
+                f.injected += o->f[i].counters.injected;
+                f.errors += o->f[i].counters.errors;
+            }
+            n += snprintf(line + n, sizeof(line) - (size_t)n,
+                          " | %s: seen=%llu passed=%llu dropped=%llu changed=%llu injected=%llu "
+                          "errors=%llu",
+                          r->chain->f[i].fc->label, (unsigned long long)f.seen,
+                          (unsigned long long)f.passed, (unsigned long long)f.dropped,
+                          (unsigned long long)f.changed, (unsigned long long)f.injected,
+                          (unsigned long long)f.errors);
         }
-        if (app->nworkers > 1 && n > 0 && n < (int)sizeof(line))
-            snprintf(line + n, sizeof(line) - (size_t)n, " | worker=%d", app->worker);
         sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0, "%s", line);
     }
+    if (paused)
+        sg_app_workers_resume(app);
 }
 
 static void on_stats_timer(uv_timer_t *t)
@@ -81,6 +114,8 @@ static void stats_timer_start(struct sg_app *app)
     struct app_run *run = run_of(app);
     uint64_t iv = (uint64_t)app->conf->stats_interval_ms;
 
+    if (app->worker > 0)
+        return; /* worker 0 writes every loop's line */
     if (!run->stats_timer_open) {
         if (iv == 0 || uv_timer_init(&app->loop, &run->stats_timer) < 0)
             return;
@@ -151,9 +186,9 @@ static void fit_open_files(struct sg_app *app)
     struct rlimit rl;
     int64_t need = FD_MARGIN, room;
 
+    /* max_sessions counts every loop's sessions; each loop has a listener. */
     for (struct sg_route *r = app->routes; r; r = r->next)
-        need += (1 + r->conf.max_sessions * route_fds_per_session(r)) *
-                (app->nworkers > 1 ? app->nworkers : 1);
+        need += app->nworkers + r->conf.max_sessions * route_fds_per_session(r);
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
         return;
     if (rl.rlim_cur != RLIM_INFINITY && (int64_t)rl.rlim_cur < need) {
@@ -174,8 +209,8 @@ static void fit_open_files(struct sg_app *app)
     room = (int64_t)rl.rlim_cur - FD_MARGIN;
     for (struct sg_route *r = app->routes; r; r = r->next) {
         int64_t per = route_fds_per_session(r);
-        int64_t fit = room > 1 ? (room - 1) / per : 0;
-        room -= 1 + r->conf.max_sessions * per;
+        int64_t fit = room > app->nworkers ? (room - app->nworkers) / per : 0;
+        room -= app->nworkers + r->conf.max_sessions * per;
         if (fit >= r->conf.max_sessions) {
             r->nofile_warned_for = 0;
             continue;
@@ -470,6 +505,25 @@ void sg_app_conf_unlock(struct sg_app *app)
 }
 
 /*
+ * Each client address on one loop whatever its port (sg_udp_steer_by_source):
+ * a client behind a NAT that rebinds, and all the sessions of one host
+ * (new_sessions_per_source), stay on the loop that knows them.  Where the
+ * kernel refuses the program, it keeps hashing address and port: said once.
+ */
+static void steer(struct sg_app *app, const char *route, int err)
+{
+    if (err >= 0 || app->steer_warned)
+        return;
+    app->steer_warned = true;
+    sg_log(&app->log, SG_LOG_WARN, route, 0,
+           "cannot keep each client address on one worker loop (SO_ATTACH_REUSEPORT_CBPF: %s): "
+           "the kernel spreads clients by address and port, so a client whose port changes "
+           "(NAT rebinding) may reach a loop that does not know its session, and "
+           "new_sessions_per_source applies per loop",
+           strerror(-err));
+}
+
+/*
  * SO_REUSEPORT remaps clients whenever a socket joins the group: the
  * listening sockets of every loop for the routes about to start (all of
  * them at start, the new ones at a reload) are bound here, one after the
@@ -490,15 +544,26 @@ static void prebind(struct sg_app *app, const struct sg_conf *conf)
         struct sockaddr_storage addr;
         char why[256];
         bool known = false;
+        int busy;
 
         for (const struct sg_route *r = app->routes; r; r = r->next)
             known = known || strcmp(r->conf.name, rc->name) == 0;
         if (known || sg_addr_resolve(&app->loop, rc->listen, true, &addr, why, sizeof(why)) < 0)
             continue;
         snprintf(p->name, sizeof(p->name), "%s", rc->name);
+        app->nprebound++;
+        /* SO_REUSEPORT would let the loops join another process's sockets on
+         * the address (another slipgate with worker loops): a plain bind
+         * first says whether anyone has it, as with one loop. */
+        if ((busy = sg_udp_bind_probe((struct sockaddr *)&addr)) < 0) {
+            for (int w = 0; w < app->nworkers; w++)
+                p->fd[w] = busy; /* the route fails with it (sg_app_take_listener) */
+            continue;
+        }
         for (int w = 0; w < app->nworkers; w++)
             p->fd[w] = sg_udp_bind_shared((struct sockaddr *)&addr);
-        app->nprebound++;
+        steer(app, rc->name,
+              p->fd[0] >= 0 ? sg_udp_steer_by_source(p->fd[0], (unsigned)app->nworkers) : p->fd[0]);
     }
 }
 
@@ -523,23 +588,52 @@ int sg_app_take_listener(struct sg_app *app, const char *name)
         if (strcmp(m->prebound[i].name, name) != 0)
             continue;
         fd = m->prebound[i].fd[app->worker];
-        m->prebound[i].fd[app->worker] = -1;
+        if (fd >= 0)
+            m->prebound[i].fd[app->worker] = -1;
         return fd;
     }
     return -1;
 }
 
-/* `workers N`, -w N, else SLIPGATE_WORKERS, else 1; 0 when the environment's is bad. */
-static int workers_wanted(const struct sg_conf *conf)
+bool sg_app_workers_pause(struct sg_app *app)
+{
+    if (app->nworkers < 2)
+        return true; /* nothing else runs */
+    if (app->worker != 0 || app->stopping || !app->workers || app->nstarted != app->nworkers - 1)
+        return false;
+    for (int i = 1; i < app->nworkers; i++) {
+        atomic_store(&app->workers[i]->want_pause, true);
+        uv_async_send(&app->workers[i]->wake);
+    }
+    for (int i = 1; i < app->nworkers; i++)
+        uv_sem_wait(&app->done);
+    return true;
+}
+
+void sg_app_workers_resume(struct sg_app *app)
+{
+    for (int i = 1; i < app->nworkers; i++)
+        uv_sem_post(&app->resume);
+}
+
+/* `workers N`, -w N, else SLIPGATE_WORKERS, else the CPUs (at most
+ * SG_WORKERS_DEFAULT_MAX); 0 when the environment's is bad.  `*chosen`:
+ * the number was asked for. */
+static int workers_wanted(const struct sg_conf *conf, bool *chosen)
 {
     const char *env = getenv("SLIPGATE_WORKERS");
+    unsigned cpus;
     char *end;
     long n;
 
+    *chosen = true;
     if (conf->workers > 0)
         return (int)conf->workers;
-    if (!env || !*env)
-        return 1;
+    if (!env || !*env) {
+        *chosen = false;
+        cpus = uv_available_parallelism();
+        return cpus < 1 ? 1 : cpus > SG_WORKERS_DEFAULT_MAX ? SG_WORKERS_DEFAULT_MAX : (int)cpus;
+    }
     n = strtol(env, &end, 10);
     if (*end != '\0' || n < 1 || n > SG_CONF_MAX_WORKERS) {
         fprintf(stderr, "slipgate: SLIPGATE_WORKERS: a number from 1 to %d, got '%s'\n",
@@ -561,6 +655,11 @@ static void on_wake(uv_async_t *h)
         if (!app->stopping)
             worker_apply(app, conf);
         uv_sem_post(&app->main_app->done);
+    }
+    if (atomic_exchange(&app->want_pause, false)) {
+        /* Worker 0 reads this loop's routes until it lets go. */
+        uv_sem_post(&app->main_app->done);
+        uv_sem_wait(&app->main_app->resume);
     }
     if (atomic_load(&app->want_stop))
         stop(app, NULL);
@@ -588,7 +687,8 @@ static int workers_start(struct sg_app *app)
 {
     int started = 0, err = 0;
 
-    if (uv_sem_init(&app->done, 0) < 0 || uv_mutex_init(&app->conf_lock) < 0 ||
+    if (uv_sem_init(&app->done, 0) < 0 || uv_sem_init(&app->resume, 0) < 0 ||
+        uv_mutex_init(&app->conf_lock) < 0 ||
         !(app->workers = calloc((size_t)app->nworkers, sizeof(*app->workers))))
         return UV_ENOMEM;
     for (int i = 1; i < app->nworkers; i++) {
@@ -612,6 +712,7 @@ static int workers_start(struct sg_app *app)
         w->worker = i;
         w->nworkers = app->nworkers;
         w->main_app = app;
+        w->http = app->http; /* its sessions' frames go to the stream (http.c) */
         w->next_session_id = (uint64_t)i + 1 - (uint64_t)app->nworkers;
         uv_loop_configure(&w->loop, UV_METRICS_IDLE_TIME);
         turns_start(w);
@@ -671,6 +772,7 @@ static int workers_free(struct sg_app *app)
     app->workers = NULL;
     if (app->nworkers > 1) {
         uv_sem_destroy(&app->done);
+        uv_sem_destroy(&app->resume);
         uv_mutex_destroy(&app->conf_lock);
     }
     return status;
@@ -725,6 +827,8 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     struct app_run run;
     struct sg_conf_diag diag;
     int status = 0, err;
+    bool chosen;
+    struct sg_http *http;
 
     /* Configuration first: a bad one never starts the loop. */
     memset(&run, 0, sizeof(run));
@@ -770,30 +874,30 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), not death */
     run.app.main_app = &run.app;
-    run.app.nworkers = workers_wanted(run.app.conf);
-    if (run.app.nworkers > 1 && run.app.conf->http) {
-        sg_log(&run.app.log, SG_LOG_ERROR, NULL, 0,
-               "http is not served with more than one worker loop yet: set workers 1");
-        run.app.nworkers = 1;
-        status = 1;
-    } else if (run.app.nworkers == 0) {
+    run.app.nworkers = workers_wanted(run.app.conf, &chosen);
+    if (run.app.nworkers == 0) {
         run.app.nworkers = 1;
         status = 1;
     }
     run.app.next_session_id = (uint64_t)1 - (uint64_t)run.app.nworkers;
+    /* The http server first: the worker loops' sessions stream into it. */
+    if (status == 0 && run.app.conf->http &&
+        sg_http_start(&run.app, run.app.conf->http, run.app.conf->http_token, &run.app.http) < 0)
+        status = 1;
+    http = run.app.nworkers > 1 ? run.app.http : NULL; /* else it frees itself (http.c) */
     if (status == 0 && run.app.nworkers > 1) {
         prebind(&run.app, run.app.conf);
         if (workers_start(&run.app) < 0)
             status = 1;
         else
             sg_log(&run.app.log, SG_LOG_INFO, NULL, 0,
-                   "%d worker loops, one socket per route each (SO_REUSEPORT)", run.app.nworkers);
+                   "%d worker loops%s, one socket per route each (SO_REUSEPORT)%s",
+                   run.app.nworkers, chosen ? "" : " (one per CPU, the default)",
+                   run.app.steer_warned ? "" : "; each client address stays on one loop");
     }
     if (status != 0) {
         stop(&run.app, "startup failed");
-    } else if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0 ||
-               (run.app.conf->http && sg_http_start(&run.app, run.app.conf->http,
-                                                    run.app.conf->http_token, &run.app.http) < 0)) {
+    } else if (start_signals(&run.app) < 0 || start_routes(&run.app) < 0) {
         status = 1;
         stop(&run.app, "startup failed");
     } else {
@@ -820,10 +924,12 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     }
     if (workers_free(&run.app) != 0)
         status = 1;
+    sg_http_free(http); /* with worker loops, kept until no loop runs */
     sg_log(&run.app.log, SG_LOG_INFO, NULL, 0, "stopped");
     sg_log_finish(&run.app.log);
     free_routes(run.app.routes);
     free_routes(run.app.retired);
+    sg_route__shares_free(&run.app);
     free(run.app.retired_log);
     free(run.app.stats_path);
     sg_conf_destroy(run.app.conf);

@@ -63,7 +63,9 @@ struct sg_app {
     atomic_bool want_stop;
     struct sg_conf *_Atomic want_conf; /* a configuration to apply (worker 0's, read-only) */
     int start_err;                     /* a thread's start: 0 or negative */
-    uv_sem_t done;                     /* worker 0's: a thread started or applied a conf */
+    uv_sem_t done;                     /* worker 0's: a thread started, applied a conf or paused */
+    uv_sem_t resume;                   /* worker 0's: paused threads go on */
+    atomic_bool want_pause;            /* worker 0 reads this loop's routes: wait */
     uv_mutex_t conf_lock;              /* worker 0's */
     int lock_depth;                    /* this loop's nesting of sg_app_conf_lock */
     int nstarted;                      /* worker 0's: threads started */
@@ -72,6 +74,8 @@ struct sg_app {
      * SO_REUSEPORT group is whole before a client is hashed to it. */
     struct sg_app_prebound *prebound;
     int nprebound;
+    bool steer_warned;             /* worker 0's: source-address steering failed (said once) */
+    struct sg_route_share *shares; /* worker 0's: one per route name (sg_route__share) */
 };
 
 struct sg_app_prebound {
@@ -79,9 +83,20 @@ struct sg_app_prebound {
     int fd[SG_CONF_MAX_WORKERS]; /* -1 once taken */
 };
 
-/* The listening socket bound for route `name` on this loop, or -1 (then the
- * route binds its own).  Called with the conf_lock held (route creation). */
+/* The listening socket bound for route `name` on this loop, -1 (then the
+ * route binds its own), or another negative errno: the address is taken
+ * (the route fails with it).  Called with the conf_lock held (route creation). */
 int sg_app_take_listener(struct sg_app *app, const char *name);
+
+/*
+ * Worker 0 only: stop every other loop between two of its callbacks, so
+ * that worker 0 may read their routes and sessions (the merged stats line);
+ * true when they are paused (or there are none), false when they cannot be
+ * (stopping or starting: read only worker 0's).  Resume soon: their
+ * datagrams wait meanwhile.
+ */
+bool sg_app_workers_pause(struct sg_app *app);
+void sg_app_workers_resume(struct sg_app *app);
 
 /* Take and release worker 0's conf_lock (no-ops with one worker). */
 void sg_app_conf_lock(struct sg_app *app);
@@ -103,6 +118,12 @@ void sg_app__route_closed(struct sg_app *app, struct sg_route *r);
  * negative errno with the reason, naming the path, in `why`.
  */
 int sg_stats_check_path(const char *path, char *why, size_t whycap);
+
+/* Worker 0's route `r` and the same-named serving routes of the other loops
+ * into `g` (SG_CONF_MAX_WORKERS entries; `r` first): how many.  Read them
+ * only with the other loops paused or joined. */
+int sg_stats_route_group(const struct sg_app *app, const struct sg_route *r,
+                         const struct sg_route **g);
 
 /* The --stats document (every route; with `sessions`, every session too) to `f`. */
 void sg_stats_json(FILE *f, struct sg_app *app, bool sessions);

@@ -409,7 +409,8 @@ static const struct sg_conf_directive top_directives[] = {
      .max = SG_CONF_MAX_WORKERS,
      .argname = "N",
      .help = "worker loops (threads), each with its own socket per route (SO_REUSEPORT) and "
-             "its own sessions (default 1, or SLIPGATE_WORKERS; a reload keeps the number)"},
+             "its own sessions; one client address stays on one loop (default: "
+             "SLIPGATE_WORKERS, else one per CPU up to 8; a reload keeps the number)"},
     {NULL},
 };
 

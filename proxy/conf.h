@@ -23,6 +23,7 @@ extern const char *const sg_protocol_names[];
 
 #define SG_DEFAULT_LISTEN "0.0.0.0:27960"
 #define SG_CONF_MAX_WORKERS 64 /* `workers` at most */
+#define SG_WORKERS_DEFAULT_MAX 8 /* the default (one loop per CPU) at most */
 
 enum sg_reencode {
     SG_REENCODE_CHANGED, /* only frames a filter changed (default) */

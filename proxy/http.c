@@ -11,6 +11,15 @@
  * into the socket and suspends the connection when nothing is left; the
  * next event resumes it.  So the relay never waits and the memory per
  * client is bounded.
+ *
+ * Worker loops (README "Worker loops"): the server runs on worker 0's
+ * loop; the other loops' sessions put their frames into the rings too,
+ * under `lock` (which guards the stream list, the rings, the event buffers
+ * and the stream counters), and wake worker 0 (`wake`) to resume the
+ * connections: libmicrohttpd is only ever called from worker 0.  The
+ * documents (/metrics, /api/...) are written while the other loops are
+ * paused (sg_app_workers_pause), from every loop's routes.  With worker
+ * loops the server is freed by sg_http_free, once the threads are joined.
  */
 #include "proxy/http.h"
 
@@ -22,6 +31,7 @@
 #include "proxy/web_assets.h"
 
 #include <arpa/inet.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <sodium.h>
@@ -43,8 +53,9 @@ struct stream {
     uint64_t session; /* 0 = every session */
     uint32_t kinds;
     bool suspended;
-    bool hangup; /* the client closed its end: the response ends */
-    bool gone;   /* the connection ended (free callback ran) */
+    bool want_resume; /* an event came while suspended: worker 0 resumes it */
+    bool hangup;      /* the client closed its end: the response ends */
+    bool gone;        /* the connection ended (free callback ran) */
     uint64_t events, dropped;
     size_t head, len; /* ring: `len` bytes from `head` */
     char ring[SG_HTTP_STREAM_BUF];
@@ -56,12 +67,17 @@ struct sg_http {
     uv_poll_t poll;
     uv_timer_t timer; /* MHD's timeout */
     uv_timer_t tick;  /* loop lag, keepalives */
+    uv_async_t wake;  /* another loop put events: resume their connections */
+    uv_mutex_t lock;
+    bool keep;   /* worker loops: freed by sg_http_free, not when the handles close */
+    bool closed; /* every handle closed */
     int open_handles;
     bool stopping;
     bool has_token;
     unsigned char token_hash[crypto_generichash_BYTES];
     struct stream *streams;
     int nstreams;
+    atomic_int nstreams_any; /* nstreams, read without the lock by sg_http_frame */
     struct sg_http_stats st;
     uint64_t tick_due; /* uv_hrtime() the tick should fire at */
     unsigned ticks;
@@ -100,15 +116,29 @@ static void on_mhd_readable(uv_poll_t *p, int status, int events)
     run_mhd(p->data);
 }
 
+static void http_free(struct sg_http *h)
+{
+    uv_mutex_destroy(&h->lock);
+    free(h->dump_buf);
+    free(h->ev_buf);
+    free(h);
+}
+
 static void on_handle_closed(uv_handle_t *hd)
 {
     struct sg_http *h = hd->data;
 
     if (--h->open_handles > 0)
         return;
-    free(h->dump_buf);
-    free(h->ev_buf);
-    free(h);
+    h->closed = true;
+    if (!h->keep)
+        http_free(h);
+}
+
+void sg_http_free(struct sg_http *h)
+{
+    if (h && h->keep && h->closed)
+        http_free(h);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -135,6 +165,7 @@ static void stream_unlink(struct stream *s)
     if (s->next)
         s->next->prev = s->prev;
     h->nstreams--;
+    atomic_store_explicit(&h->nstreams_any, h->nstreams, memory_order_relaxed);
 }
 
 static void stream_resume(struct stream *s)
@@ -174,20 +205,46 @@ static bool stream_put(struct stream *s, const char *a, size_t alen, const char 
     }
     s->events++;
     s->h->st.stream_events++;
-    stream_resume(s);
+    s->want_resume = true; /* resume_marked, on worker 0 */
     return true;
+}
+
+/* Resume the connections that got events while suspended (worker 0, lock held). */
+static void resume_marked(struct sg_http *h)
+{
+    for (struct stream *s = h->streams; s; s = s->next) {
+        if (s->want_resume)
+            stream_resume(s);
+        s->want_resume = false;
+    }
+}
+
+static void on_wake(uv_async_t *a)
+{
+    struct sg_http *h = a->data;
+
+    uv_mutex_lock(&h->lock);
+    if (!h->stopping)
+        resume_marked(h);
+    uv_mutex_unlock(&h->lock);
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct stream *s = cls;
+    struct sg_http *h = s->h;
     size_t n = 0;
 
-    if (s->h->stopping || s->hangup)
+    uv_mutex_lock(&h->lock);
+    if (h->stopping || s->hangup) {
+        uv_mutex_unlock(&h->lock);
         return MHD_CONTENT_READER_END_OF_STREAM;
+    }
     if (s->len == 0) {
         s->suspended = true;
+        s->want_resume = false;
         MHD_suspend_connection(s->conn);
+        uv_mutex_unlock(&h->lock);
         return 0;
     }
     while (n < max && s->len > 0) {
@@ -201,16 +258,20 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         s->len -= run;
         n += run;
     }
+    uv_mutex_unlock(&h->lock);
     return (ssize_t)n;
 }
 
 static void stream_free(void *cls)
 {
     struct stream *s = cls;
+    struct sg_http *h = s->h;
 
+    uv_mutex_lock(&h->lock);
     s->gone = true;
     stream_unlink(s);
     free(s);
+    uv_mutex_unlock(&h->lock);
 }
 
 void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_filter_call *call)
@@ -219,13 +280,21 @@ void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_fi
     uint32_t done[SG_HTTP_MAX_STREAMS];
     int ndone = 0;
 
-    if (!h || h->stopping || !f)
+    bool mine, put = false;
+
+    if (!h || !f)
         return;
     if (f->new_level)
         snprintf(ses->map, sizeof(ses->map), "%.*s", (int)strnlen(f->level, sizeof(f->level)),
                  f->level);
-    if (!h->streams)
+    if (atomic_load_explicit(&h->nstreams_any, memory_order_relaxed) == 0)
         return;
+    mine = ses->route->app == h->app; /* worker 0's session: MHD may be called */
+    uv_mutex_lock(&h->lock);
+    if (h->stopping) {
+        uv_mutex_unlock(&h->lock);
+        return;
+    }
 
     /* One line per distinct kinds mask among the clients this frame concerns. */
     for (struct stream *s = h->streams; s; s = s->next) {
@@ -247,7 +316,7 @@ void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_fi
         h->ev_size = 0;
         m = open_memstream(&h->ev_buf, &h->ev_size);
         if (!m)
-            return;
+            break;
         fputs("data: ", m); /* the JSON line has no newline inside: one data: field */
         ok = sg_inspect_json(m, call, s->kinds, &h->dump_buf, &h->dump_size);
         fputc('\n', m); /* after the line's own: the event's end */
@@ -261,9 +330,14 @@ void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_fi
             if (t->kinds != s->kinds || (t->route[0] && strcmp(t->route, ses->route->conf.name)) ||
                 (t->session && t->session != ses->sum.id))
                 continue;
-            stream_put(t, h->ev_buf, h->ev_size, NULL, 0);
+            put = stream_put(t, h->ev_buf, h->ev_size, NULL, 0) || put;
         }
     }
+    if (put && mine)
+        resume_marked(h);
+    else if (put) /* under the lock: sg_http_stop closes `wake` only after it */
+        uv_async_send(&h->wake);
+    uv_mutex_unlock(&h->lock);
 }
 
 /* ---- answers ---- */
@@ -314,10 +388,15 @@ static enum MHD_Result send_doc(struct MHD_Connection *c, const char *type,
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
+    bool paused;
 
     if (!m)
         return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    /* Every loop's routes and sessions, read while the other loops wait. */
+    paused = sg_app_workers_pause(h->app);
     fn(m, h, c);
+    if (paused)
+        sg_app_workers_resume(h->app);
     if (fclose(m) != 0 || !buf) {
         free(buf);
         return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
@@ -327,8 +406,13 @@ static enum MHD_Result send_doc(struct MHD_Connection *c, const char *type,
 
 static void doc_metrics(FILE *f, struct sg_http *h, struct MHD_Connection *c)
 {
+    struct sg_http_stats st;
+
+    uv_mutex_lock(&h->lock);
     h->st.stream_clients = (uint64_t)h->nstreams;
-    sg_metrics_write(f, h->app, &h->st);
+    st = h->st;
+    uv_mutex_unlock(&h->lock);
+    sg_metrics_write(f, h->app, &st);
 }
 
 static void doc_routes(FILE *f, struct sg_http *h, struct MHD_Connection *c)
@@ -359,7 +443,7 @@ static enum MHD_Result start_stream(struct sg_http *h, struct MHD_Connection *c)
     enum MHD_Result ret;
     static const char hello[] = "retry: 2000\n: slipgate live stream (doc/inspect.md)\n\n";
 
-    if (h->nstreams >= SG_HTTP_MAX_STREAMS)
+    if (atomic_load(&h->nstreams_any) >= SG_HTTP_MAX_STREAMS)
         return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "too many stream clients\n");
     s = calloc(1, sizeof(*s));
     if (!s)
@@ -424,12 +508,16 @@ static enum MHD_Result start_stream(struct sg_http *h, struct MHD_Connection *c)
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    uv_mutex_lock(&h->lock);
     s->next = h->streams;
     if (h->streams)
         h->streams->prev = s;
     h->streams = s;
     h->nstreams++;
+    atomic_store_explicit(&h->nstreams_any, h->nstreams, memory_order_relaxed);
     stream_put(s, hello, sizeof(hello) - 1, NULL, 0);
+    s->want_resume = false; /* not suspended yet */
+    uv_mutex_unlock(&h->lock);
     ret = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r); /* the connection holds it; stream_free runs when it ends */
     return ret;
@@ -562,6 +650,7 @@ static void on_tick(uv_timer_t *t)
     uint64_t now = uv_hrtime();
     static const char ka[] = ": keepalive\n\n";
 
+    uv_mutex_lock(&h->lock);
     h->st.loop_lag_s = now > h->tick_due ? (double)(now - h->tick_due) / 1e9 : 0.0;
     h->tick_due = now + (uint64_t)TICK_MS * 1000000u;
     reap_hangups(h);
@@ -569,6 +658,8 @@ static void on_tick(uv_timer_t *t)
         for (struct stream *s = h->streams; s; s = s->next)
             if (s->len == 0)
                 stream_put(s, ka, sizeof(ka) - 1, NULL, 0);
+    resume_marked(h);
+    uv_mutex_unlock(&h->lock);
 }
 
 /* ---- start and stop ---- */
@@ -602,7 +693,12 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
     h = calloc(1, sizeof(*h));
     if (!h)
         return -ENOMEM;
+    if (uv_mutex_init(&h->lock) < 0) {
+        free(h);
+        return -ENOMEM;
+    }
     h->app = app;
+    h->keep = app->nworkers > 1;
     if (token) {
         h->has_token = true;
         crypto_generichash(h->token_hash, sizeof(h->token_hash), (const unsigned char *)token,
@@ -620,12 +716,14 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
         err = errno ? -errno : -EADDRINUSE;
         sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "http %s: cannot listen: %s", addr,
                strerror(-err));
+        uv_mutex_destroy(&h->lock);
         free(h);
         return err;
     }
     info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
     if (!info || uv_poll_init(&app->loop, &h->poll, info->epoll_fd) < 0) {
         MHD_stop_daemon(h->d);
+        uv_mutex_destroy(&h->lock);
         free(h);
         sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "http %s: cannot watch its descriptor", addr);
         return -EIO;
@@ -637,6 +735,9 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
     h->open_handles++;
     uv_timer_init(&app->loop, &h->tick);
     h->tick.data = h;
+    h->open_handles++;
+    uv_async_init(&app->loop, &h->wake, on_wake);
+    h->wake.data = h;
     h->open_handles++;
     uv_poll_start(&h->poll, UV_READABLE, on_mhd_readable);
     h->tick_due = uv_hrtime() + (uint64_t)TICK_MS * 1000000u;
@@ -657,14 +758,17 @@ void sg_http_stop(struct sg_http *h)
 {
     if (!h || h->stopping)
         return;
-    h->stopping = true;
+    uv_mutex_lock(&h->lock);
+    h->stopping = true; /* no loop puts events (or wakes) from now on */
     /* Suspended streams come back to end; then every connection closes. */
     for (struct stream *s = h->streams; s; s = s->next)
         stream_resume(s);
+    uv_mutex_unlock(&h->lock);
     MHD_run(h->d);
     MHD_stop_daemon(h->d);
     h->d = NULL;
     uv_close((uv_handle_t *)&h->poll, on_handle_closed);
     uv_close((uv_handle_t *)&h->timer, on_handle_closed);
     uv_close((uv_handle_t *)&h->tick, on_handle_closed);
+    uv_close((uv_handle_t *)&h->wake, on_handle_closed);
 }

@@ -1,7 +1,8 @@
 /*
  * The `http ADDR:PORT` server: Prometheus /metrics, the JSON API
  * (/api/routes, /api/sessions, /api/recordings), the live stream of
- * decoded messages (/api/stream, Server-Sent Events) and the web page (/).
+ * decoded messages (/api/stream, Server-Sent Events) and the web page (/),
+ * for every worker loop's routes and sessions (it runs on worker 0's loop).
  *
  * GNU libmicrohttpd parses HTTP; it runs without threads of its own, from
  * the relay's libuv loop: its epoll descriptor is watched by a uv_poll_t
@@ -33,6 +34,12 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
 /* Close every connection and the server's handles; the server frees itself
  * once their close callbacks ran.  Accepts NULL. */
 void sg_http_stop(struct sg_http *h);
+
+/* With worker loops, the server outlives its handles (other loops' sessions
+ * may still call sg_http_frame): free it once the threads are joined and
+ * its handles closed.  Accepts NULL; only for a server started with worker
+ * loops (with one, the server frees itself once its handles closed). */
+void sg_http_free(struct sg_http *h);
 
 /* A frame of session `s` went out or was dropped (`call` as the taps see it):
  * the live stream's clients get its JSON line.  Cheap when none listens. */

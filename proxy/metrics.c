@@ -152,21 +152,80 @@ static uint64_t rss_bytes(void)
     return resident * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/*
+ * One route as /metrics shows it: worker 0's and the same-named routes of
+ * the other loops (read while they are paused) summed.  `filters` has one
+ * entry per filter of worker 0's chain.
+ */
+struct route_agg {
+    struct sg_counters c;
+    uint64_t nsessions, total, evicted, kernel_drops;
+    struct route_sums sums;
+    struct sg_filter_counters *filters;
+};
+
+static void route_agg(struct sg_app *app, struct sg_route *r, struct route_agg *out)
+{
+    const struct sg_route *g[SG_CONF_MAX_WORKERS];
+    int n = sg_stats_route_group(app, r, g);
+    struct route_sums one;
+
+    memset(out, 0, sizeof(*out));
+    if (r->chain && r->chain->n)
+        out->filters = calloc((size_t)r->chain->n, sizeof(*out->filters));
+    for (int k = 0; k < n; k++) {
+        const struct sg_route *m = g[k];
+
+        sg_route_poll_kernel_drops((struct sg_route *)(uintptr_t)m);
+        out->c.c2s_packets += m->counters.c2s_packets;
+        out->c.c2s_bytes += m->counters.c2s_bytes;
+        out->c.s2c_packets += m->counters.s2c_packets;
+        out->c.s2c_bytes += m->counters.s2c_bytes;
+        for (int d = 0; d < SG_DROP__COUNT; d++)
+            out->c.drops[d] += m->counters.drops[d];
+        out->nsessions += m->nsessions;
+        out->total += m->sessions_total;
+        out->evicted += m->sessions_evicted;
+        out->kernel_drops += m->kernel_drops;
+        route_sums(m, &one);
+        out->sums.demos += one.demos;
+        out->sums.recording += one.recording;
+        out->sums.recording_bytes += one.recording_bytes;
+        for (int c = 0; c < one.ncodecs; c++)
+            add_codec(out->sums.codecs, &out->sums.ncodecs, one.codecs[c].name, &one.codecs[c].c);
+        for (int i = 0; out->filters && m->chain && m->chain->n == r->chain->n && i < m->chain->n;
+             i++) {
+            const struct sg_filter_counters *fc = &m->chain->f[i].counters;
+            out->filters[i].seen += fc->seen;
+            out->filters[i].passed += fc->passed;
+            out->filters[i].dropped += fc->dropped;
+            out->filters[i].changed += fc->changed;
+            out->filters[i].injected += fc->injected;
+            out->filters[i].errors += fc->errors;
+        }
+    }
+}
+
 void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *st)
 {
+    struct route_agg *agg;
     struct route_sums *sums;
     int nroutes = 0, i;
     const struct sg_route *r;
 
     for (r = app->routes; r; r = r->next)
         nroutes++;
+    agg = calloc(nroutes ? (size_t)nroutes : 1, sizeof(*agg));
     sums = calloc(nroutes ? (size_t)nroutes : 1, sizeof(*sums));
-    if (!sums)
+    if (!agg || !sums) {
+        free(agg);
+        free(sums);
         return;
+    }
     i = 0;
-    for (struct sg_route *rw = app->routes; rw; rw = rw->next) {
-        sg_route_poll_kernel_drops(rw);
-        route_sums(rw, &sums[i++]);
+    for (struct sg_route *rw = app->routes; rw; rw = rw->next, i++) {
+        route_agg(app, rw, &agg[i]);
+        sums[i] = agg[i].sums;
     }
 
     /* The process. */
@@ -182,36 +241,36 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
 
     /* Datagrams and bytes relayed, drops. */
     family(f, "slipgate_datagrams_total", "counter", "datagrams forwarded, by direction");
-    for (r = app->routes; r; r = r->next) {
-        sample_route(f, "slipgate_datagrams_total", r, "direction", "c2s", r->counters.c2s_packets);
-        sample_route(f, "slipgate_datagrams_total", r, "direction", "s2c", r->counters.s2c_packets);
+    for (r = app->routes, i = 0; r; r = r->next, i++) {
+        sample_route(f, "slipgate_datagrams_total", r, "direction", "c2s", agg[i].c.c2s_packets);
+        sample_route(f, "slipgate_datagrams_total", r, "direction", "s2c", agg[i].c.s2c_packets);
     }
     family(f, "slipgate_bytes_total", "counter", "UDP payload bytes forwarded, by direction");
-    for (r = app->routes; r; r = r->next) {
-        sample_route(f, "slipgate_bytes_total", r, "direction", "c2s", r->counters.c2s_bytes);
-        sample_route(f, "slipgate_bytes_total", r, "direction", "s2c", r->counters.s2c_bytes);
+    for (r = app->routes, i = 0; r; r = r->next, i++) {
+        sample_route(f, "slipgate_bytes_total", r, "direction", "c2s", agg[i].c.c2s_bytes);
+        sample_route(f, "slipgate_bytes_total", r, "direction", "s2c", agg[i].c.s2c_bytes);
     }
     family(f, "slipgate_drops_total", "counter", "datagrams not forwarded, by reason");
-    for (r = app->routes; r; r = r->next)
+    for (r = app->routes, i = 0; r; r = r->next, i++)
         for (int d = 0; d < SG_DROP__COUNT; d++)
             sample_route(f, "slipgate_drops_total", r, "reason", sg_drop_names[d],
-                         r->counters.drops[d]);
+                         agg[i].c.drops[d]);
     family(f, "slipgate_listener_kernel_drops_total", "counter",
            "datagrams the kernel dropped at the listening socket (full receive buffer)");
-    for (r = app->routes; r; r = r->next)
-        sample_route(f, "slipgate_listener_kernel_drops_total", r, NULL, NULL, r->kernel_drops);
+    for (r = app->routes, i = 0; r; r = r->next, i++)
+        sample_route(f, "slipgate_listener_kernel_drops_total", r, NULL, NULL, agg[i].kernel_drops);
 
     /* Sessions. */
     family(f, "slipgate_sessions_active", "gauge", "sessions (clients) now");
-    for (r = app->routes; r; r = r->next)
-        sample_route(f, "slipgate_sessions_active", r, NULL, NULL, r->nsessions);
+    for (r = app->routes, i = 0; r; r = r->next, i++)
+        sample_route(f, "slipgate_sessions_active", r, NULL, NULL, agg[i].nsessions);
     family(f, "slipgate_sessions_total", "counter", "sessions started");
-    for (r = app->routes; r; r = r->next)
-        sample_route(f, "slipgate_sessions_total", r, NULL, NULL, r->sessions_total);
+    for (r = app->routes, i = 0; r; r = r->next, i++)
+        sample_route(f, "slipgate_sessions_total", r, NULL, NULL, agg[i].total);
     family(f, "slipgate_sessions_evicted_total", "counter",
            "sessions ended to make room when the table was full");
-    for (r = app->routes; r; r = r->next)
-        sample_route(f, "slipgate_sessions_evicted_total", r, NULL, NULL, r->sessions_evicted);
+    for (r = app->routes, i = 0; r; r = r->next, i++)
+        sample_route(f, "slipgate_sessions_evicted_total", r, NULL, NULL, agg[i].evicted);
 
     /* Decoding, by codec. */
     {
@@ -270,10 +329,10 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
         };
         for (size_t k = 0; k < sizeof(flt) / sizeof(flt[0]); k++) {
             family(f, flt[k].name, "counter", flt[k].help);
-            for (r = app->routes; r; r = r->next)
-                for (int c = 0; r->chain && c < r->chain->n; c++) {
+            for (r = app->routes, i = 0; r; r = r->next, i++)
+                for (int c = 0; r->chain && agg[i].filters && c < r->chain->n; c++) {
                     uint64_t v;
-                    memcpy(&v, (const char *)&r->chain->f[c].counters + flt[k].off, sizeof(v));
+                    memcpy(&v, (const char *)&agg[i].filters[c] + flt[k].off, sizeof(v));
                     sample_route(f, flt[k].name, r, "filter", r->chain->f[c].fc->label, v);
                 }
         }
@@ -307,6 +366,9 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
     family(f, "slipgate_http_stream_dropped_total", "counter",
            "events a slow stream client lost (its buffer was full)");
     fprintf(f, "slipgate_http_stream_dropped_total %llu\n", (unsigned long long)st->stream_dropped);
+    for (i = 0; i < nroutes; i++)
+        free(agg[i].filters);
+    free(agg);
     free(sums);
 }
 
@@ -325,13 +387,12 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void sg_metrics_recordings_json(FILE *f, struct sg_app *app)
+/* The demo files being written by the sessions of `routes` (one loop's). */
+static void recordings_of(FILE *f, const struct sg_route *routes, uint64_t now, bool *pfirst)
 {
-    uint64_t now = sg_now_wall_ms();
-    bool first = true;
+    bool first = *pfirst;
 
-    fputs("{\"recordings\": [", f);
-    for (const struct sg_route *r = app->routes; r; r = r->next)
+    for (const struct sg_route *r = routes; r; r = r->next)
         for (const struct sg_session *s = r->sessions; s; s = s->next)
             for (int i = 0; r->chain && s->slots && i < r->chain->n; i++) {
                 const char *path;
@@ -356,5 +417,19 @@ void sg_metrics_recordings_json(FILE *f, struct sg_app *app)
                         (unsigned long long)(now > opened ? now - opened : 0));
                 first = false;
             }
+    *pfirst = first;
+}
+
+void sg_metrics_recordings_json(FILE *f, struct sg_app *app)
+{
+    uint64_t now = sg_now_wall_ms();
+    bool first = true;
+
+    fputs("{\"recordings\": [", f);
+    recordings_of(f, app->routes, now, &first);
+    /* the other loops' too (read while they are paused) */
+    for (int w = 1; app->workers && w < app->nworkers; w++)
+        if (app->workers[w])
+            recordings_of(f, app->workers[w]->routes, now, &first);
     fputs(first ? "]}\n" : "\n]}\n", f);
 }

@@ -176,6 +176,8 @@ static void unhash(struct sg_route *r, struct sg_session *s)
     }
 }
 
+static void slot_give(struct sg_route *r);
+
 void sg_route__session_remove(struct sg_route *r, struct sg_session *s)
 {
     struct sg_session **pp = &r->hosts[host_bucket(r, (struct sockaddr *)&s->client)];
@@ -194,6 +196,7 @@ void sg_route__session_remove(struct sg_route *r, struct sg_session *s)
     if (s->next)
         s->next->prev = s->prev;
     r->nsessions--;
+    slot_give(r); /* taken by admit() */
     if (s->stage != SG_STAGE_ESTABLISHED)
         waiting_remove(r, s);
 }
@@ -305,6 +308,53 @@ void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary
         r->ended_cap = cap;
     }
     r->ended[r->nended++] = *sum;
+}
+
+/* ---- max_sessions, shared by the worker loops ---- */
+
+struct sg_route_share *sg_route__share(struct sg_app *app, const char *name)
+{
+    struct sg_app *m = app->main_app ? app->main_app : app;
+    struct sg_route_share *sh;
+
+    for (sh = m->shares; sh; sh = sh->next)
+        if (strcmp(sh->name, name) == 0)
+            return sh;
+    if (!(sh = calloc(1, sizeof(*sh))))
+        return NULL;
+    snprintf(sh->name, sizeof(sh->name), "%s", name);
+    atomic_init(&sh->nsessions, 0);
+    sh->next = m->shares;
+    m->shares = sh;
+    return sh;
+}
+
+void sg_route__shares_free(struct sg_app *app)
+{
+    while (app->shares) {
+        struct sg_route_share *next = app->shares->next;
+        free(app->shares);
+        app->shares = next;
+    }
+}
+
+/* Take one of max_sessions' slots for a new session: false when every
+ * loop's sessions together fill them. */
+static bool slot_take(struct sg_route *r)
+{
+    int64_t n = atomic_load_explicit(&r->share->nsessions, memory_order_relaxed);
+
+    do {
+        if (n >= r->conf.max_sessions)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&r->share->nsessions, &n, n + 1,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    return true;
+}
+
+static void slot_give(struct sg_route *r)
+{
+    atomic_fetch_sub_explicit(&r->share->nsessions, 1, memory_order_relaxed);
 }
 
 /* ---- per-source rate of new sessions (token buckets) ---- */
@@ -452,6 +502,17 @@ static bool loop_source(const struct sg_route *r, const struct sockaddr *from, c
     return false;
 }
 
+/* A newcomer refused: the table is full of sessions this loop may not end. */
+static void session_limit(struct sg_route *r, const struct sockaddr *from, uint64_t now)
+{
+    char a[SG_ADDR_STRLEN];
+    uint64_t n;
+
+    r->counters.drops[SG_DROP_SESSION_LIMIT]++;
+    if ((n = sg_route__warn_count(&r->warn_session_limit, now)))
+        warn_session_limit(r, n, sg_route__client_name(r, from, a, sizeof(a)));
+}
+
 /*
  * A datagram from a client that has no session yet: admit it or drop it.
  * A full table makes room by ending the oldest session the server never
@@ -464,6 +525,7 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
     uint64_t now = uv_now(&r->app->loop), n;
     struct sg_session *s, *victim = NULL;
     const char *what;
+    bool reserved;
 
     if (loop_source(r, from, &what)) {
         r->counters.drops[SG_DROP_LOOP]++;
@@ -475,18 +537,20 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
         r->loop_logged = true;
         return NULL;
     }
-    if (r->nsessions >= (size_t)r->conf.max_sessions) {
+    /* A slot of max_sessions (every loop's sessions count), or a victim
+     * of this loop's whose slot the newcomer takes. */
+    if (!(reserved = slot_take(r))) {
         sg_route_deferred_drain(r); /* the stages as the datagrams so far make them */
         victim = r->waiting[SG_STAGE_UNANSWERED] ? r->waiting[SG_STAGE_UNANSWERED]
                                                  : r->waiting[SG_STAGE_ANSWERED];
         if (!victim) {
-            r->counters.drops[SG_DROP_SESSION_LIMIT]++;
-            if ((n = sg_route__warn_count(&r->warn_session_limit, now)))
-                warn_session_limit(r, n, sg_route__client_name(r, from, a, sizeof(a)));
+            session_limit(r, from, now);
             return NULL;
         }
     }
     if (!rate_allow(r, from)) {
+        if (reserved)
+            slot_give(r);
         r->counters.drops[SG_DROP_RATE_LIMIT]++;
         sg_route__client_name(r, from, a, sizeof(a));
         sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, 0,
@@ -497,13 +561,19 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
     }
     if (victim) {
         r->sessions_evicted++;
-        sg_session_close(victim, "evicted");
+        sg_session_close(victim, "evicted"); /* gives its slot back */
         if ((n = sg_route__warn_count(&r->warn_evicted, now)))
             warn_evicted(r, n);
+        if (!slot_take(r)) { /* another loop's newcomer took it first */
+            session_limit(r, from, now);
+            return NULL;
+        }
     }
     s = sg_session_create(r, from);
-    if (!s)
+    if (!s) {
+        slot_give(r);
         r->counters.drops[SG_DROP_NO_SOCKET]++;
+    }
     return s;
 }
 
@@ -649,14 +719,6 @@ static uint64_t sweep_interval(const struct sg_route_conf *rc)
 
 /* ---- life cycle ---- */
 
-/* With worker loops each admits its share of max_sessions (rounded up). */
-static int64_t worker_share(const struct sg_app *app, int64_t max_sessions)
-{
-    int64_t n = app->nworkers > 1 ? app->nworkers : 1;
-
-    return (max_sessions + n - 1) / n;
-}
-
 static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
 {
     *dst = *src;
@@ -726,9 +788,13 @@ static int open_listener(struct sg_route *r)
     }
 
     /* Bind; an IPv6 wildcard is dual-stack; worker loops share the address. */
-    if (r->app->nworkers > 1 && (fd = sg_app_take_listener(r->app, r->conf.name)) >= 0)
+    fd = r->app->nworkers > 1 ? sg_app_take_listener(r->app, r->conf.name) : -1;
+    if (fd >= 0)
         err = sg_udp_adopt(&r->listener, &r->app->loop, fd, on_client_readable, r);
-    else if (r->app->nworkers > 1)
+    else if (fd < -1) { /* the address is taken (app.c's plain bind said so) */
+        r->listener.fd = -1;
+        err = fd;
+    } else if (r->app->nworkers > 1)
         err = sg_udp_open_shared(&r->listener, &r->app->loop, (struct sockaddr *)&r->listen_addr,
                                  on_client_readable, r);
     else
@@ -862,7 +928,8 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     err = (r->buckets && r->rates && r->hosts) ? sg_udp_batch_init(&r->batch) : UV_ENOMEM;
     if (err == 0)
         err = copy_conf(&r->conf, rc);
-    r->conf.max_sessions = worker_share(app, rc->max_sessions);
+    if (err == 0 && !(r->share = sg_route__share(app, rc->name)))
+        err = UV_ENOMEM;
     if (err == 0 && r->conf.sign_key)
         err = load_sign_key(r);
     if (err == 0 && r->conf.anonymize > 0)
@@ -1031,7 +1098,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     /* Limits and timeouts apply at once, to live sessions too. */
     r->conf.idle_timeout_ms = rc->idle_timeout_ms;
     r->conf.handshake_timeout_ms = rc->handshake_timeout_ms;
-    r->conf.max_sessions = worker_share(r->app, rc->max_sessions);
+    r->conf.max_sessions = rc->max_sessions;
     r->conf.new_sessions_per_source = rc->new_sessions_per_source;
     sg_route_send_first_update(r);
     uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));

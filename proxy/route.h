@@ -25,6 +25,7 @@
 #include "protocols/codec.h"
 #include "filters/chain.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -150,6 +151,19 @@ struct sg_rate_bucket {
     uint64_t stamp; /* uv_now() of the last refill */
 };
 
+/*
+ * What the same-named routes of every worker loop share: the count of their
+ * sessions, against the route's max_sessions (exact across loops).  A slot
+ * is taken by compare-and-swap before a session is made and given back when
+ * it ends.  One per route name, kept by worker 0's app for the whole run
+ * (sg_route__share; a route removed and added again by reloads reuses it).
+ */
+struct sg_route_share {
+    struct sg_route_share *next;
+    char name[128];
+    _Atomic int64_t nsessions;
+};
+
 struct sg_route {
     struct sg_app *app;
     struct sg_route *next;
@@ -172,6 +186,9 @@ struct sg_route {
     bool retired;               /* on app->retired: freed once closed (sg_app__route_closed) */
     const char *retired_reason; /* static string */
     uint64_t retired_ms;
+
+    /* This loop's live sessions count in share->nsessions (every loop's). */
+    struct sg_route_share *share;
 
     /* Live sessions: hash by client address (keyed SipHash) plus a list. */
     struct sg_session **buckets;
@@ -315,6 +332,11 @@ void sg_session_record_summary(const struct sg_session *s, const struct sg_chain
  */
 struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct sockaddr *from,
                                             const uint8_t *data, size_t len, bool *refused);
+
+/* The share of route `name` (created when missing; worker 0's conf_lock held). */
+struct sg_route_share *sg_route__share(struct sg_app *app, const char *name);
+/* Free every share (at exit, once no route is left). */
+void sg_route__shares_free(struct sg_app *app);
 
 /* Session table internals shared by route.c and session.c. */
 void sg_route__session_stage(struct sg_route *r, struct sg_session *s, enum sg_session_stage st);

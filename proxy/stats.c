@@ -223,9 +223,8 @@ static void json_route(FILE *f, const struct sg_route *const *g, int n, bool ret
     fputs("}", f);
 }
 
-/* Worker 0's route `r` and the same-named serving routes of the other loops. */
-static int route_group(const struct sg_app *app, const struct sg_route *r,
-                       const struct sg_route **g)
+int sg_stats_route_group(const struct sg_app *app, const struct sg_route *r,
+                         const struct sg_route **g)
 {
     int n = 0;
 
@@ -357,7 +356,7 @@ void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
     fputs("  \"routes\": [\n", f);
     for (struct sg_route *r = app->routes; r; r = r->next, first = false) {
         const struct sg_route *g[SG_CONF_MAX_WORKERS];
-        int n = route_group(app, r, g);
+        int n = sg_stats_route_group(app, r, g);
         sg_route_poll_kernel_drops(r);
         fputs(first ? "" : ",\n", f);
         json_route(f, g, n, false, sessions);
@@ -381,14 +380,21 @@ void sg_stats_json_sessions(FILE *f, struct sg_app *app, bool ended)
     bool first = true;
 
     fputs("{\"sessions\": [", f);
-    for (const struct sg_route *r = app->routes; r; r = r->next) {
-        for (size_t i = 0; ended && i < r->nended; i++)
-            json_session(f, &r->ended[i], r->conf.name, &first);
-        for (const struct sg_session *s = r->sessions; s; s = s->next) {
-            struct sg_session_summary sum;
-            sg_stats_live_summary(s, &sum);
-            json_session(f, &sum, r->conf.name, &first);
+    for (const struct sg_route *r0 = app->routes; r0; r0 = r0->next) {
+        const struct sg_route *g[SG_CONF_MAX_WORKERS];
+        int n = sg_stats_route_group(app, r0, g); /* every loop's (workers paused) */
+
+        for (int k = 0; k < n; k++) {
+            const struct sg_route *r = g[k];
+            for (size_t i = 0; ended && i < r->nended; i++)
+                json_session(f, &r->ended[i], r->conf.name, &first);
         }
+        for (int k = 0; k < n; k++)
+            for (const struct sg_session *s = g[k]->sessions; s; s = s->next) {
+                struct sg_session_summary sum;
+                sg_stats_live_summary(s, &sum);
+                json_session(f, &sum, g[k]->conf.name, &first);
+            }
     }
     fputs(first ? "]}\n" : "\n  ]}\n", f);
 }

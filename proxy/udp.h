@@ -94,6 +94,16 @@ int sg_udp_open_shared(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr 
 /* A non-blocking datagram socket bound to `local` with SO_REUSEPORT (not
  * watched yet): its descriptor, or a negative errno. */
 int sg_udp_bind_shared(const struct sockaddr *local);
+/* Can `local` be bound without SO_REUSEPORT (is no one on it)?  Binds a
+ * socket and closes it: 0, or a negative errno (-EADDRINUSE). */
+int sg_udp_bind_probe(const struct sockaddr *local);
+
+/* Steer each datagram to the reuseport group's socket chosen from its source
+ * address alone (not its port): a cBPF program attached to `fd`'s group of
+ * `n` sockets (indexed in the order they were bound).  A client's datagrams
+ * then reach the same socket whatever port its NAT gives it.  0, or a
+ * negative errno (the kernel keeps hashing address and port). */
+int sg_udp_steer_by_source(int fd, unsigned n);
 /* Watch `fd` (from sg_udp_bind_shared; owned from now on, closed on failure)
  * as sg_udp_open does; 0 or a negative errno. */
 int sg_udp_adopt(struct sg_udp *u, uv_loop_t *loop, int fd, sg_udp_read_cb on_read, void *data);

@@ -285,7 +285,8 @@ static void set_buffers(int fd, int rcv, int snd)
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd));
 }
 
-static int udp_socket(int flags, int rcvbuf, uint16_t *port)
+/* `host`: the low 24 bits of a 127.x.y.z address to bind (1: 127.0.0.1). */
+static int udp_socket(int flags, int rcvbuf, uint16_t *port, uint32_t host)
 {
     struct sockaddr_in sin = {.sin_family = AF_INET};
     socklen_t len = sizeof(sin);
@@ -296,7 +297,7 @@ static int udp_socket(int flags, int rcvbuf, uint16_t *port)
         return -errno;
     set_buffers(fd, rcvbuf, 1 << 20);
     setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_addr.s_addr = htonl(0x7f000000u | (host & 0xffffffu));
     if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
         getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {
         err = -errno;
@@ -697,7 +698,7 @@ int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions, 
         l->sink.port_session[i] = -1;
 
     /* The sink: blocking, with a receive timeout so that it can be stopped. */
-    l->sink.fd = udp_socket(0, SINK_RCVBUF, NULL);
+    l->sink.fd = udp_socket(0, SINK_RCVBUF, NULL, 1);
     if (l->sink.fd < 0) {
         err = l->sink.fd;
         goto err;
@@ -706,7 +707,7 @@ int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions, 
 
     /* NetQuake: the game port, where the accept moves the sessions. */
     if (shape->scripts[0].nq) {
-        l->sink.gfd = udp_socket(0, SINK_RCVBUF, &l->sink.gport);
+        l->sink.gfd = udp_socket(0, SINK_RCVBUF, &l->sink.gport, 1);
         if (l->sink.gfd < 0) {
             err = l->sink.gfd;
             goto err;
@@ -729,7 +730,10 @@ int sg_bench_load_create(const struct sg_bench_shape *shape, unsigned sessions, 
         struct client *c = &l->clients[i];
         struct epoll_event ev = {.events = EPOLLIN, .data.u32 = i};
 
-        c->fd = udp_socket(SOCK_NONBLOCK, rcvbuf, NULL);
+        /* Each client from a loopback address of its own (127.0.0.2, ...), as
+         * players come from hosts of their own: slipgate's worker loops share
+         * the clients by source address. */
+        c->fd = udp_socket(SOCK_NONBLOCK, rcvbuf, NULL, 2 + i);
         if (c->fd < 0) {
             err = c->fd;
             goto err;

@@ -316,6 +316,15 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
                                        strcmp(def->args[i], "q3") == 0
                                    ? b->o.game
                                    : def->args[i];
+            /* One loop unless the mode says (slipgate-wN): the default is
+             * the machine's CPU count, and the modes compare one loop each. */
+            bool wset = false;
+            for (int i = 0; def->args[i]; i++)
+                wset = wset || strcmp(def->args[i], "-w") == 0;
+            if (!wset) {
+                argv[argc++] = "-w";
+                argv[argc++] = "1";
+            }
             argv[argc++] = "+set";
             argv[argc++] = "max_sessions";
             argv[argc++] = "100000";

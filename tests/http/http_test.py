@@ -27,6 +27,10 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
                          session's
     idle_closed          a connection that sends nothing, and one that stops
                          half-way through its request, are closed after 30 s
+    workers_merged       with two worker loops (-w 2), /metrics, /api/routes,
+                         /api/sessions count the sessions of both loops, and
+                         /api/stream delivers a replay whose session is on
+                         the other loop than the http server's
 """
 
 import json
@@ -169,10 +173,15 @@ def case_api_match_stats(h):
     check(recs == {'recordings': []}, 'recordings: %r' % recs)
     check(len(routes['routes']) == len(stats['routes']) == 1, 'routes')
     a, b = routes['routes'][0], stats['routes'][0]
+    def live(v, k):  # sessions_active is live in /api, 0 in --stats at exit (each loop's too)
+        if k == 'workers':
+            return [{x: y for x, y in w.items() if x != 'sessions_active'} for w in v]
+        return v
     for k in b:
         if k in ('sessions', 'listener', 'sessions_active'):
             continue
-        check(a.get(k) == b[k], '/api/routes %s: %r, --stats %r' % (k, a.get(k), b[k]))
+        check(live(a.get(k), k) == live(b[k], k), '/api/routes %s: %r, --stats %r'
+              % (k, a.get(k), b[k]))
     check('sessions' not in a, '/api/routes lists the sessions too')
     check(a['sessions_active'] == 2 and b['sessions_active'] == 0, 'sessions_active')
     check(len(sessions['sessions']) == 2, '/api/sessions: %r' % sessions)
@@ -585,6 +594,80 @@ def case_idle_closed(h):
     check(status == 200, 'the server after closing idle connections: %s' % status)
     print('idle connections closed after %s' % ', '.join('%s %.1f s' % kv
                                                          for kv in sorted(closed.items())))
+def steer_worker(host, n):
+    """The loop slipgate's steering program picks for IPv4 `host` (proxy/udp.c)."""
+    x = int.from_bytes(socket.inet_aton(host), 'big')
+    x ^= x >> 16
+    x = (x * 0x45d9f3b) & 0xffffffff
+    x ^= x >> 16
+    return x % n
+
+
+def case_workers_merged(h):
+    srv = h.echo(V4)
+    s2 = server_socket()
+    h.sockets.append(s2)
+    routes = ('route main {\n    listen 127.0.0.1:$P1\n    server 127.0.0.1:%d\n}\n' % srv.port
+              + ROUTE_Q3 % ('game', 2, s2.getsockname()[1], ''))
+    conf = 'workers 2\nhttp 127.0.0.1:$P0\n' + routes
+    px = h.proxy(conf, routes=2)
+    px.http = px.ports[0]
+    check(px.wait_for_log(r'http: serving on', 5) is not None, 'http is not served with -w 2')
+    # 8 clients from 8 loopback addresses: both loops get some.
+    hosts = ['127.0.0.%d' % i for i in range(2, 10)]
+    check(len({steer_worker(a, 2) for a in hosts}) == 2, 'the addresses all steer to one loop')
+    dest = (V4, px.ports[1])
+    for a in hosts:
+        c = h.client(a)
+        for i in range(5):
+            c.send(b'm %d' % i, dest)
+        got, end = 0, time.monotonic() + 5
+        while got < 5 and time.monotonic() < end:
+            got += len(c.recv(0.2))
+        check(got == 5, 'client %s: %d of 5 echoes' % (a, got))
+    # A game replayed from an address on loop 1 (worker 0 serves http).
+    far = next(a for a in ('127.0.0.%d' % i for i in range(20, 40)) if steer_worker(a, 2) == 1)
+    st = Stream(px.http, '?route=game&kinds=text')
+    try:
+        check(st.wait_status() == 200, 'stream status')
+        sent, got = replay_game(q3cap.Capture('ioq71'), px.ports[2], s2, host=far)
+        check(got >= sent - 10, 'replay: %d sent, %d arrived' % (sent, got))
+        samples = scrape(px.http)
+        routes_doc = get_json(px.http, '/api/routes')
+        sessions = get_json(px.http, '/api/sessions')
+        events = st.wait_events(5, 5)
+    finally:
+        st.close()
+    check(metric(samples, 'slipgate_sessions_total', route='main') == 8
+          and metric(samples, 'slipgate_sessions_active', route='main') == 8,
+          '/metrics: sessions of route main: %s total, %s active, expected 8'
+          % (metric(samples, 'slipgate_sessions_total', route='main'),
+             metric(samples, 'slipgate_sessions_active', route='main')))
+    for d in ('c2s', 's2c'):
+        check(metric(samples, 'slipgate_datagrams_total', route='main', direction=d) == 40,
+              '/metrics: %s datagrams %s, expected 40' % (d, metric(
+                  samples, 'slipgate_datagrams_total', route='main', direction=d)))
+    check(metric(samples, 'slipgate_decode_datagrams_total', route='game', codec='q3') > 0,
+          '/metrics: nothing decoded on the game route (its session is on loop 1)')
+    main = next(r for r in routes_doc['routes'] if r['name'] == 'main')
+    shares = [w['sessions_total'] for w in main.get('workers') or []]
+    check(len(shares) == 2 and all(x > 0 for x in shares) and sum(shares) == 8,
+          '/api/routes: sessions per loop %r' % shares)
+    mine = sorted(parse_client(s['client']) for s in sessions['sessions'] if s['route'] == 'main')
+    check(mine == sorted(hosts), '/api/sessions: clients %r, expected %r' % (mine, hosts))
+    game = [s for s in sessions['sessions'] if s['route'] == 'game']
+    check(len(game) == 1 and (game[0]['id'] - 1) % 2 == 1,
+          '/api/sessions: the game session %r, expected one on loop 1' % game)
+    texts = [m.get('text') for e in events for m in e.get('msgs', []) if m['kind'] == 'print']
+    check(len(events) >= 5 and all(e['session'] == game[0]['id'] for e in events)
+          and any('entered the game' in (t or '') for t in texts),
+          '/api/stream: %d events of sessions %s, prints %r'
+          % (len(events), sorted({e['session'] for e in events}), texts[:5]))
+    px.stop()
+
+
+def parse_client(text):
+    return text.rsplit(':', 1)[0]
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}

@@ -177,19 +177,20 @@ class Stream:
         self.sock.close()
 
 
-def replay_game(cap, listen_port, server_sock, pace=0.0, wait=1.0, stop=None, keep=None):
+def replay_game(cap, listen_port, server_sock, pace=0.0, wait=1.0, stop=None, keep=None,
+                host=V4):
     """Play the game client of capture `cap` through slipgate, lock-step:
-    client datagrams from a socket of ours to `listen_port`, server
-    datagrams from `server_sock` (the route's server) to the session's
-    upstream address.  Returns (datagrams sent, datagrams received).
-    `keep` (a dict) carries the client socket and the upstream address from
-    one call to the next (a game replayed in parts, one session); the
-    caller closes keep['cli']."""
+    client datagrams from a socket of ours (bound to `host`, a loopback
+    address) to `listen_port`, server datagrams from `server_sock` (the
+    route's server) to the session's upstream address.  Returns (datagrams
+    sent, datagrams received).  `keep` (a dict) carries the client socket
+    and the upstream address from one call to the next (a game replayed in
+    parts, one session); the caller closes keep['cli']."""
     if keep is not None and 'cli' in keep:
         cli, upstream = keep['cli'], keep['upstream']
     else:
         cli = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        cli.bind((V4, 0))
+        cli.bind((host, 0))
         upstream = None
     sent = got = 0
     try:

@@ -21,6 +21,7 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -164,14 +165,21 @@ def payload_set(rng, i, mtu, family_overhead):
 
 # ------------------------------------------------------------ concurrency
 
-def run_concurrent(h, host, case, nclients=50, extra_args=()):
+def spread_host(i):
+    """A loopback source address of its own for client i (127.0.0.2 ...):
+    slipgate's worker loops share the clients by source address."""
+    return '127.0.%d.%d' % (i // 250, 2 + i % 250)
+
+
+def run_concurrent(h, host, case, nclients=50, extra_args=(), spread=False):
+    """`spread`: each client from its own loopback address (spread_host)."""
     rng = rng_for(case)
     srv = h.echo(host)
     # All clients share one source IP: lift the per-source new-session rate.
     px = h.proxy(args=['-l', fmt_addr(host, '$P0'), '-s', srv.addr, '-p', 'auto',
                        '+set', 'new_sessions_per_source', '1000'] + list(extra_args))
     dest = (host, px.ports[0])
-    clients = [h.client(host) for _ in range(nclients)]
+    clients = [h.client(spread_host(i) if spread else host) for i in range(nclients)]
     mtu = loopback_mtu()
     overhead = 48 if host == V6 else 28
     sent = {c: payload_set(rng, i, mtu, overhead) for i, c in enumerate(clients)}
@@ -246,10 +254,11 @@ def run_concurrent(h, host, case, nclients=50, extra_args=()):
     # the server first answers: the echo may reach the client before it).
     wait_starts(px, nclients, 0, 2.0, 'one per client')
     starts = px.session_starts()
-    logged = {parse_hostport(m.group('client'))[1] for m in starts}
-    check(len(starts) == nclients and logged == client_ports,
+    logged = {parse_hostport(m.group('client')) for m in starts}
+    client_addrs = {c.addr for c in clients}
+    check(len(starts) == nclients and logged == client_addrs,
           'expected %d "session start ... client=IP:PORT" lines naming the clients; got %d '
-          'lines, %d client ports missing' % (nclients, len(starts), len(client_ports - logged)))
+          'lines, %d clients missing' % (nclients, len(starts), len(client_addrs - logged)))
     check({m.group('route') for m in starts} == {'default'},
           'session start lines name routes %s, expected [default]'
           % {m.group('route') for m in starts})
@@ -1673,15 +1682,20 @@ def can_force_buffers():
 
 
 def kernel_view(port):
-    """What ss(8) reads from the kernel for the UDP socket bound to `port`:
-    (rb, tb, drops), the buffer sizes as the kernel counts them (twice what
-    was asked) and the datagrams it dropped.  ss is independent of slipgate."""
+    """What ss(8) reads from the kernel for the UDP socket bound to `port`
+    (each worker loop's, summed): (rb, tb, drops), the buffer sizes as the
+    kernel counts them (twice what was asked) and the datagrams it dropped.
+    ss is independent of slipgate."""
     check(shutil.which('ss') is not None, 'ss (iproute2) is not installed')
     out = subprocess.run(['ss', '-u', '-a', '-m', '-n', '-H', 'sport', '= :%d' % port],
                          capture_output=True, text=True, timeout=10).stdout
-    m = re.search(r'skmem:\(r\d+,rb(\d+),t\d+,tb(\d+),.*?d(\d+)\)', out)
-    check(m is not None, 'ss shows no socket on port %d:\n%s' % (port, out))
-    return tuple(int(g) for g in m.groups())
+    socks = [tuple(int(g) for g in m.groups())
+             for m in re.finditer(r'skmem:\(r\d+,rb(\d+),t\d+,tb(\d+),.*?d(\d+)\)', out)]
+    check(socks, 'ss shows no socket on port %d:\n%s' % (port, out))
+    # worker loops (SLIPGATE_WORKERS): one socket each, sized alike; drops add up
+    check(len({s[:2] for s in socks}) == 1, 'the sockets on port %d differ in buffers: %s'
+          % (port, socks))
+    return socks[0][0], socks[0][1], sum(s[2] for s in socks)
 
 
 def kib(n):
@@ -2346,7 +2360,7 @@ def case_workers_spread(h):
     source, every echo back: run_concurrent's checks), the sessions spread
     over both worker loops (--stats "workers"), and session ids are unique."""
     n = 64
-    r = run_concurrent(h, V4, 'workers_spread', nclients=n, extra_args=['-w', '2'])
+    r = run_concurrent(h, V4, 'workers_spread', nclients=n, extra_args=['-w', '2'], spread=True)
     w = r.get('workers')
     check(isinstance(w, list) and len(w) == 2, 'stats: "workers" is %r, expected 2 entries' % (w,))
     shares = [x.get('sessions_total') for x in w]
@@ -2395,6 +2409,192 @@ def case_kex_relayed_q2(h):
         check(len(recs) == 6 and recs[1] == struct.pack('<II', 1, 0) + bytes([0xfe, 0xff, 0x20]) * 7,
               'the server did not get the datagrams untouched')
         print('%d via %s route: relayed untouched, reported as not decoded' % (protocol, route))
+def workers_of(st, route):
+    """{worker: sessions_total} of a --stats route (its "workers" list)."""
+    return {w['worker']: w['sessions_total'] for w in stats_route(st, route).get('workers') or []}
+
+
+def case_workers_rebind(h):
+    """Under `-w 2`, 12 QuakeWorld players, each from a loopback address of
+    its own (so that both loops have some), change source port 8 times
+    each: every move is followed (DESIGN rule 8), the server sees one
+    source per player, and no player's datagrams ever open a second
+    session (each client address stays on one loop, whatever its port)."""
+    workers_rebind(h, V4, [spread_host(i) for i in range(12)], both_loops=True)
+
+
+def case_workers_rebind_v6(h):
+    """The same over IPv6 (the steering program's other branch): 4 players
+    on [::1] change port 8 times each under `-w 4` and keep their session,
+    on the loop the steering function names for ::1 (2 of 4, not 0: a
+    program that failed to read the address would give 0)."""
+    require_ipv6()
+    workers_rebind(h, V6, [V6] * 4, both_loops=False, nworkers=4)
+
+
+def steer_worker(host, n):
+    """The loop slipgate's steering program (proxy/udp.c) picks for a client
+    address among n: the address (IPv6: its four words XORed) mixed by
+    xor-shift 16, multiply by 0x45d9f3b, xor-shift 16, modulo n."""
+    a = socket.inet_pton(socket.AF_INET6 if ':' in host else socket.AF_INET, host)
+    x = 0
+    for i in range(0, len(a), 4):
+        x ^= int.from_bytes(a[i:i + 4], 'big')
+    x ^= x >> 16
+    x = (x * 0x45d9f3b) & 0xffffffff
+    x ^= x >> 16
+    return x % n
+
+
+def workers_rebind(h, host, hosts, both_loops, nworkers=2):
+    srv = h.echo(host)
+    # the echo server never completes QuakeWorld's handshake: lift handshake_timeout
+    px = h.proxy(args=['-w', str(nworkers), '-l', fmt_addr(host, '$P0'), '-s', srv.addr,
+                       '-p', 'qw', '+set', 'handshake_timeout', '60s'])
+    dest = (host, px.ports[0])
+    nplayers, nmoves = len(hosts), 8
+    qports = [3000 + i for i in range(nplayers)]
+    cur = [h.client(a) for a in hosts]
+    seq = [0] * nplayers
+    for i, c in enumerate(cur):
+        roundtrip(c, dest, qw_connect(qports[i]), what='player %d connect: ' % i)
+    first_ports = [c.port for c in cur]
+    for move in range(nmoves + 1):
+        for i in range(nplayers):
+            if move:
+                old = cur[i]
+                cur[i] = h.client(hosts[i])
+                old.sock.close()
+                h.clients.remove(old)
+            for _ in range(2):
+                seq[i] += 1
+                roundtrip(cur[i], dest, qw_header(seq[i], qports[i]) + b'p%d' % i,
+                          what='player %d after %d moves: ' % (i, move))
+        if move:
+            time.sleep(1.05)  # a second move within 1 s of the last is refused (ping-pong)
+    by_player = collections.defaultdict(set)
+    for _, src, d in srv.snapshot():
+        m = re.search(rb'p(\d+)$', d)
+        if m:
+            by_player[int(m.group(1))].add(src)
+    multi = {i: sorted(v) for i, v in by_player.items() if len(v) != 1}
+    check(len(by_player) == nplayers and not multi,
+          'the server saw %d players; players seen from more than one source: %s'
+          % (len(by_player), multi))
+    moves = px.count_log(r'client moved from')
+    st = stop_ok(px)
+    r = stats_route(st, 'default')
+    check(r.get('sessions_total') == nplayers, 'stats: sessions_total %r, expected %d (one per '
+          'player, every move followed)' % (r.get('sessions_total'), nplayers))
+    check(r.get('client_moves') == nplayers * nmoves and moves == nplayers * nmoves,
+          'stats: client_moves %r, %d "client moved" lines; expected %d'
+          % (r.get('client_moves'), moves, nplayers * nmoves))
+    w = workers_of(st, 'default')
+    check(len(w) == nworkers and (all(v > 0 for v in w.values()) or not both_loops),
+          'sessions per worker %r: expected every loop to hold players' % w)
+    # Worker w of N numbers its sessions w+1, w+1+N, ...: each player on the
+    # loop its address steers to.
+    wrong = ['%s on loop %d, steered to %d' % (x['client'], (x['id'] - 1) % nworkers,
+                                               steer_worker(parse_hostport(x['client'])[0],
+                                                            nworkers))
+             for x in r.get('sessions') or []
+             if (x['id'] - 1) % nworkers != steer_worker(parse_hostport(x['client'])[0],
+                                                         nworkers)]
+    check(not wrong, 'sessions on another loop than their address steers to: %s' % wrong)
+    check(drops(r).get('rebind', 0) == 0, 'stats: drops.rebind %r, expected 0'
+          % drops(r).get('rebind'))
+    print('%d players x %d moves under -w %d (first ports %s...), sessions per worker %s'
+          % (nplayers, nmoves, nworkers, first_ports[:3], w))
+
+
+def case_workers_session_cap(h):
+    """Under `-w 2`, max_sessions 5 holds for both loops together: clients
+    from 12 loopback addresses (both loops get some) are admitted in their
+    order until 5 sessions exist, whichever loop they reach; the others are
+    refused.  Once those sessions end (idle_timeout), their slots are free
+    again: 5 of the refused clients get in, 2 do not."""
+    srv = h.echo(V4)
+    px = h.proxy(args=['-w', '2'], config=route_block(
+        'wcap', '127.0.0.1:$P0', srv.addr, max_sessions=5, new_sessions_per_source=1000,
+        idle_timeout='2s'))
+    dest = (V4, px.ports[0])
+    clients = [h.client(spread_host(i)) for i in range(12)]
+    for i, c in enumerate(clients[:5]):
+        roundtrip(c, dest, b'w-%d-a' % i, what='client %d of max_sessions 5: ' % i)
+    for i, c in enumerate(clients[5:], 5):
+        c.send(b'w-%d-a' % i, dest)
+    for i, c in enumerate(clients[5:], 5):
+        expect_silence(c, 0.05 if i > 5 else 0.3, 'client %d over max_sessions 5' % i)
+    check(len(srv.sources()) == 5, 'the server saw %d sources, expected 5'
+          % len(srv.sources()))
+    # The five sessions end (idle); five of the seven refused get their slots.
+    time.sleep(3.0)
+    late = clients[5:]
+    answered = []
+    for i, c in enumerate(late):  # one after the other: each answered before the next
+        c.send(b'late', dest)
+        answered.append(c.recv_one(0.5) is not None)
+    check(answered == [True] * 5 + [False] * 2, 'the 7 refused clients again, once the first '
+          '5 ended: answered %s, expected the first 5' % answered)
+    st = stop_ok(px)
+    r = stats_route(st, 'wcap')
+    check(r.get('sessions_total') == 10, 'stats: sessions_total %r, expected 10'
+          % r.get('sessions_total'))
+    check(drops(r)['session_limit'] == 7 + 2, 'stats: drops.session_limit %r, expected 9'
+          % drops(r)['session_limit'])
+    w = workers_of(st, 'wcap')
+    check(len(w) == 2 and all(v > 0 for v in w.values()),
+          'sessions per worker %r: expected both loops to admit some' % w)
+    print('max_sessions 5 over 2 loops: sessions per worker %s' % w)
+
+
+def case_workers_port_in_use(h):
+    """A second slipgate with worker loops on the address of a first one
+    (both set SO_REUSEPORT, which would let them share it) fails with
+    "address in use", as with one loop, and the first keeps every client."""
+    srv = h.echo(V4)
+    px = h.proxy(args=['-w', '2', '-l', '127.0.0.1:$P0', '-s', srv.addr])
+    P = px.ports[0]
+    r = h.run(['-w', '2', '-l', '127.0.0.1:%d' % P, '-s', srv.addr], timeout=10.0)
+    err = r.stderr.decode(errors='replace')
+    check(r.returncode == 1 and re.search(r'cannot listen on 127\.0\.0\.1:%d: .*in use' % P, err),
+          'a second slipgate -w 2 on port %d: exit %d, expected 1 with "in use":\n%s'
+          % (P, r.returncode, err))
+    dest = (V4, P)
+    for i in range(8):
+        roundtrip(h.client(spread_host(i)), dest, b'still mine %d' % i,
+                  what='client %d of the first slipgate: ' % i)
+    stop_ok(px)
+
+
+def case_workers_default(h):
+    """Without `workers`, -w or SLIPGATE_WORKERS, slipgate runs one loop per
+    CPU it may use, at most 8 (--stats "workers" lists them), `http` too
+    (served from worker 0: /metrics counts every loop's sessions)."""
+    os.environ.pop('SLIPGATE_WORKERS', None)  # the children inherit it
+    cpus = min(len(os.sched_getaffinity(0)), 8)
+    srv = h.echo(V4)
+    for with_http in (False, True):
+        conf = ('http 127.0.0.1:$P1\n' if with_http else '') + route_block(
+            'dflt', '127.0.0.1:$P0', srv.addr, new_sessions_per_source=1000)
+        px = h.proxy(config=conf)
+        for i in range(4):
+            roundtrip(h.client(spread_host(i)), (V4, px.ports[0]), b'default %d' % i)
+        if with_http:
+            body = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % px.ports[1],
+                                          timeout=5).read()
+            check(b'slipgate_sessions_total{route="dflt"} 4' in body,
+                  '/metrics does not count the 4 sessions:\n%s' % body[:400])
+        line = px.wait_for_log(r'(\d+) worker loops \(one per CPU, the default\)', 0.5)
+        st = stop_ok(px)
+        w = workers_of(st, 'dflt')
+        if cpus > 1:
+            check(line is not None and int(line[1].group(1)) == cpus,
+                  'no "%d worker loops (one per CPU, the default)" line' % cpus)
+            check(len(w) == cpus, 'stats: "workers" %r, expected %d loops' % (w, cpus))
+        else:
+            check(line is None and not w, 'one CPU: expected one loop, got %r' % (w,))
+    print('%d CPU(s): %s loops by default, with http too' % (cpus, len(w) or 1))
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
