@@ -189,6 +189,7 @@ static void route_agg(struct sg_app *app, struct sg_route *r, struct route_agg *
         out->kernel_drops += m->kernel_drops;
         route_sums(m, &one);
         out->sums.demos += one.demos;
+        out->sums.demo_bytes += one.demo_bytes;
         out->sums.recording += one.recording;
         out->sums.recording_bytes += one.recording_bytes;
         for (int c = 0; c < one.ncodecs; c++)
