@@ -1537,6 +1537,11 @@ def run_nq_all(seconds, work, data, maker, slipgate, procs):
         if not left or not exited:
             raise Fail(f"{name}: the client did not leave normally (the server saw it leave: "
                        f"{left}, DarkPlaces exited: {exited}):\n{read(g['srv_log'])[-1500:]}")
+    # slipgate ended each route's demo at its client's disconnect (not at shutdown).
+    if not wait_for(lambda: len(re.findall(r"demo .* finished .*; the client disconnected",
+                                           read(px_log))) >= len(games), 10):
+        raise Fail(f"slipgate did not end the demos at the clients' disconnect:\n"
+                   f"{read(px_log)[-2500:]}")
     rc = procs.stop(px, signal.SIGTERM, 10)
     if rc != 0:
         raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
