@@ -32,6 +32,10 @@ at once through one slipgate (routes `-p nq` and auto), 60 s of moving and
 talking through the full chain with `reencode always` and recording, a map
 change, the players leave; every .dem played to its end in DarkPlaces and
 in quakespasm (see the comment above NQ_ALL_ROUTES).
+NetQuake recording's endings (run_nq_ending): `nq kill9` (slipgate killed
+with SIGKILL mid-game: the .dem holds only whole blocks and plays to its
+last one) and `nq sigterm` (slipgate ended by SIGTERM with the client still
+in the game: it exits 0 and the .dem ends cleanly, with svc_disconnect).
 
 What a pass means: the client entered the game (server log) through
 slipgate, the game traffic kept flowing through slipgate for N seconds
@@ -1564,7 +1568,7 @@ def run_nq_all(seconds, work, data, maker, slipgate, procs):
           + "; ".join(out))
 
 
-def run_nq_proof(seconds):
+def run_nq_proof(seconds, case="all"):
     g = GAMES["nq"]
     missing = [p for p in (g["server"], g["client"], shutil.which("xvfb-run"),
                            shutil.which("fteqcc")) if not p or not os.path.exists(p)]
@@ -1581,7 +1585,11 @@ def run_nq_proof(seconds):
     procs = Procs()
     with tempfile.TemporaryDirectory(prefix="slipgate-nq-") as work:
         try:
-            run_nq_all(seconds, work, game_data(maker, work), maker, slipgate, procs)
+            if case == "all":
+                run_nq_all(seconds, work, game_data(maker, work), maker, slipgate, procs)
+            else:
+                run_nq_ending(case, seconds, work, game_data(maker, work), maker, slipgate,
+                              procs)
         finally:
             procs.stop_all()
 
@@ -1758,10 +1766,129 @@ def play_nq_demos(work, plays, qs_base, procs):
         out[i] += f", quakespasm {m.group(1)} frames"
     return "demos played to their ends: " + "; ".join(out[i] for i in sorted(out))
 
+# NetQuake recording's endings (cases `nq+kill9` and `nq+sigterm`, run
+# through run_nq_ending): quakespasm's dedicated server and the DarkPlaces
+# client through slipgate (`-p nq --record DIR`), the player moving and
+# turning (nq_move_cfg) for --seconds, then slipgate is
+#   kill9:   killed with SIGKILL: the .dem holds the cd-track line and whole
+#            blocks only (nothing after the last whole block), its last block
+#            is not the end marker (nobody ended it), slipgate never said it
+#            finished it;
+#   sigterm: ended by SIGTERM with the client still in the game: it exits 0,
+#            its log says the demo finished (the size it gives is the
+#            file's), the .dem is whole blocks ending with the block the
+#            player's `stop` writes: svc_disconnect alone.
+# Both: `slipgate demo info` reads the .dem with 0 errors, the player moved
+# in it, and it plays to its end in DarkPlaces (`-benchmark`) and in
+# quakespasm (`timedemo`), as nq+all's demos (play_nq_demos).
+NQ_ENDING_CASES = ("kill9", "sigterm")
+
+
+def nq_dem_blocks(path):
+    """A .dem's blocks, split strictly: the cd-track line, then blocks of
+    int32 length, three float32 view angles and the message; a block cut
+    short or any byte after the last whole block fails.  The messages."""
+    with open(path, "rb") as f:
+        data = f.read()
+    m = re.match(rb"-?\d+\n", data)
+    if not m:
+        raise Fail(f"{path}: no cd-track line at its start: {data[:16]!r}")
+    off, msgs = m.end(), []
+    while off < len(data):
+        if len(data) - off < 16:
+            raise Fail(f"{path}: {len(data) - off} bytes after its last whole block "
+                       f"(block {len(msgs)} at offset {off}): {data[off:]!r}")
+        (n,) = struct.unpack_from("<i", data, off)
+        if n < 1 or n > 65536 or off + 16 + n > len(data):
+            raise Fail(f"{path}: block {len(msgs)} at offset {off} (length {n}) is not whole: "
+                       f"the file has {len(data) - off - 16} bytes after its header")
+        msgs.append(data[off + 16:off + 16 + n])
+        off += 16 + n
+    return msgs
+
+
+def run_nq_ending(case, seconds, work, data, maker, slipgate, procs):
+    limit = seconds + 120
+    name = "end"
+    shutil.copytree(os.path.join(data, "nq-base"), os.path.join(work, f"nq-{name}"),
+                    symlinks=True)
+    srv_port, px_port = free_udp_port(), free_udp_port()
+    srv, srv_log = nq_all_start_server(work, name, srv_port, limit, procs)
+    rec = os.path.join(work, "rec")
+    px_log = os.path.join(work, "slipgate.log")
+    px = procs.start("slipgate", [slipgate, "-l", f"127.0.0.1:{px_port}", "-s",
+                                  f"127.0.0.1:{srv_port}", "-p", "nq", "--record", rec],
+                     px_log, limit)
+    if not wait_for(lambda: "listening on" in read(px_log), 10):
+        raise Fail(f"slipgate did not start:\n{read(px_log)}")
+    cli, cli_log = nq_all_start_client(work, name, px_port, limit, procs)
+    if not wait_for(lambda: "peers entered the game" in read(srv_log), 60):
+        raise Fail(f"the client did not enter the game through slipgate\n--- server ---\n"
+                   f"{read(srv_log)[-1500:]}\n--- slipgate ---\n{read(px_log)[-2000:]}\n"
+                   f"--- client ---\n{read(cli_log)[-1500:]}")
+    time.sleep(seconds)
+    if "Client peers removed" in read(srv_log) or cli.poll() is not None:
+        raise Fail(f"the client left the game early (DarkPlaces exit status {cli.poll()}):\n"
+                   f"{read(srv_log)[-1500:]}")
+    dems = sorted(os.listdir(rec)) if os.path.isdir(rec) else []
+    if len(dems) != 1 or not dems[0].endswith(".dem"):
+        raise Fail(f"want one .dem being recorded in {rec}: {dems}")
+    path = os.path.join(rec, dems[0])
+
+    if case == "kill9":
+        # slipgate dies mid-game, the client still in: nobody ends the demo.
+        os.kill(Procs.children(px.pid)[0], signal.SIGKILL)
+        rc = procs.stop(px, signal.SIGTERM, 5)
+        if rc != -signal.SIGKILL and rc != 128 + signal.SIGKILL:
+            raise Fail(f"slipgate was not killed by SIGKILL (exit status {rc})")
+        ended = f"slipgate killed with SIGKILL after {seconds} s in the game (exit status {rc})"
+    else:
+        # SIGTERM with the client still in the game.
+        rc = procs.stop(px, signal.SIGTERM, 10)
+        if rc != 0:
+            raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
+        ended = f"slipgate ended by SIGTERM after {seconds} s in the game, exit 0"
+    procs.stop(cli, signal.SIGTERM, 5, group=True)
+    nq_console(srv, "quit")
+    procs.stop(srv, signal.SIGTERM, 10)
+
+    msgs = nq_dem_blocks(path)
+    size = os.path.getsize(path)
+    said = re.findall(r"demo (\S+) finished \((\d+) messages, (\d+) bytes\)", read(px_log))
+    if case == "kill9":
+        if said or msgs[-1] == b"\x02":
+            raise Fail(f"the demo was ended although slipgate was killed (log: {said}, last "
+                       f"block {msgs[-1][:8]!r})")
+        how = f"{len(msgs)} whole blocks, nothing after the last, no end marker"
+    else:
+        if msgs[-1] != b"\x02" or b"\x02" in msgs[:-1]:
+            raise Fail(f"the demo does not end with one svc_disconnect block: last block "
+                       f"{msgs[-1][:16]!r}")
+        if len(said) != 1 or said[0][0] != path or int(said[0][2]) != size or \
+                int(said[0][1]) + 1 != len(msgs):
+            raise Fail(f"slipgate's log does not say it finished {path} ({size} bytes, "
+                       f"{len(msgs)} blocks with the end marker): "
+                       f"{said}\n{read(px_log)[-2000:]}")
+        how = (f"slipgate said it finished it ({said[0][1]} messages, {size} bytes); "
+               f"{len(msgs)} whole blocks, the last svc_disconnect")
+    if len(msgs) < 10 * seconds:
+        raise Fail(f"{path}: only {len(msgs)} blocks for {seconds} s of play")
+    angles, origins, times, dump = nq_dem_view(slipgate, path)
+    if len(angles) < 5 or len(origins) < 5:
+        raise Fail(f"the player did not move and turn in the demo: {len(angles)} view angles, "
+                   f"{len(origins)} positions")
+    qs_base = nq_client_base(data, work, maker)
+    played = play_nq_demos(work, [("nq", path, times, dump.count("slipgate injected"))],
+                           qs_base, procs)
+    print(f"PASS relay_peers@nq+{case}: {ended}; {dems[0]}: {how}; reads with 0 errors "
+          f"(the player moved: {len(origins)} positions, {len(angles)} view angles); {played}")
+
+
 def main():
     return run_main(__doc__, 2, 10, lambda game, case, seconds: (
         run_proof_case(case, seconds) if game == "qw" and case in QW_PROOF_CASES
         else run_nq_proof(seconds) if (game, case) == ("nq", "all")
+        else run_nq_proof(seconds, case) if game == "nq" and case in NQ_ENDING_CASES
         else run_case(game, case, seconds)),
                     lambda game, case: f"relay_peers@{game}+{case}")
 
