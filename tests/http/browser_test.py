@@ -212,6 +212,11 @@ route arena {
         rows = browser.eval(cells('#sessions tbody tr'))
         later = int(rows[0][5].replace(',', ''))
         check(later > first, 'the c>s counter did not rise: %d then %d' % (first, later))
+        # The recording while the game goes on (it ends at the client's disconnect,
+        # the replay's last datagram).
+        recs = browser.wait(cells('#recordings tbody tr') + '.filter(r => r[2] !== "-")', 10,
+                            'the recording with its map')
+        check(recs[0][2] == 'oa_dm1' and recs[0][4] != '0 B', 'recording row %r' % recs[0])
         browser.wait("Array.from(document.querySelectorAll('#feed li')).some(li => "
                      "li.textContent.includes('entered the game'))", 15,
                      'a print line of the game ("entered the game")')
@@ -230,9 +235,6 @@ route arena {
               'an <img> element was made from wire data')
         check(browser.eval('document.title') == 'slipgate', 'the page title changed: %r'
               % browser.eval('document.title'))
-        recs = browser.wait(cells('#recordings tbody tr') + '.filter(r => r[2] !== "-")', 10,
-                            'the recording with its map')
-        check(recs[0][2] == 'oa_dm1' and recs[0][4] != '0 B', 'recording row %r' % recs[0])
         time.sleep(1.2)  # one more refresh with the final counters
         out = os.environ.get('SG_SCREENSHOT') or h.path('browser.png')
         browser.screenshot(out)
