@@ -39,6 +39,7 @@
  * transcoded: recording them is refused.
  */
 #include "protocols/q2/q2.h"
+#include "protocols/q2/bits.h"
 
 #include "protocols/byteorder.h"
 #include "protocols/error.h"
@@ -64,51 +65,7 @@
 #define RF_GLOW             (1u << 9)
 #define RF_SHELL_LITE_GREEN (1u << 19)
 
-/* U_* (34 bits) */
-#define U_ORIGIN1    (1u << 0)
-#define U_ORIGIN2    (1u << 1)
-#define U_ANGLE2     (1u << 2)
-#define U_ANGLE3     (1u << 3)
-#define U_FRAME8     (1u << 4)
-#define U_EVENT      (1u << 5)
-#define U_REMOVE     (1u << 6)
-#define U_MOREBITS1  (1u << 7)
-#define U_NUMBER16   (1u << 8)
-#define U_ORIGIN3    (1u << 9)
-#define U_ANGLE1     (1u << 10)
-#define U_MODEL      (1u << 11)
-#define U_RENDERFX8  (1u << 12)
-#define U_EFFECTS8   (1u << 14)
-#define U_MOREBITS2  (1u << 15)
-#define U_SKIN8      (1u << 16)
-#define U_FRAME16    (1u << 17)
-#define U_RENDERFX16 (1u << 18)
-#define U_EFFECTS16  (1u << 19)
-#define U_MODEL2     (1u << 20)
-#define U_MODEL3     (1u << 21)
-#define U_MODEL4     (1u << 22)
-#define U_MOREBITS3  (1u << 23)
-#define U_OLDORIGIN  (1u << 24)
-#define U_SKIN16     (1u << 25)
-#define U_SOUND      (1u << 26)
-#define U_SOLID      (1u << 27)
-
-/* PS_* */
-#define PS_M_TYPE         (1u << 0)
-#define PS_M_ORIGIN       (1u << 1)
-#define PS_M_VELOCITY     (1u << 2)
-#define PS_M_TIME         (1u << 3)
-#define PS_M_FLAGS        (1u << 4)
-#define PS_M_GRAVITY      (1u << 5)
-#define PS_M_DELTA_ANGLES (1u << 6)
-#define PS_VIEWOFFSET     (1u << 7)
-#define PS_VIEWANGLES     (1u << 8)
-#define PS_KICKANGLES     (1u << 9)
-#define PS_BLEND          (1u << 10)
-#define PS_FOV            (1u << 11)
-#define PS_WEAPONINDEX    (1u << 12)
-#define PS_WEAPONFRAME    (1u << 13)
-#define PS_RDFLAGS        (1u << 14)
+/* U_* and PS_*: protocols/q2/bits.h */
 
 struct es {
     uint16_t number;
