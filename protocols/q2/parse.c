@@ -1823,8 +1823,8 @@ static int parse_stream(struct ctx *c)
         /* A zpacket's count covers its own fields only (its contents are later messages). */
         if (m->count == 0)
             m->count = o->nfields - m->first;
-        if (c->dir == SG_DIR_S2C && (op & 0x1f) == SG_Q2_SVC_ZPACKET)
-            m->count = 3;
+        if (c->dir == SG_DIR_S2C && !o->kex && (op & 0x1f) == SG_Q2_SVC_ZPACKET)
+            m->count = 3; /* (21 is svc_splitclient in the rerelease) */
     }
     return 0;
 }
@@ -1953,7 +1953,7 @@ int sg_q2_write(const struct sg_q2_parsed *p, const bool *dropped, struct sg_bms
             continue; /* written with (or inside) its zpacket */
         if (dropped && dropped[i])
             continue;
-        if (!m->unparsed && (m->op & 0x1f) == SG_Q2_SVC_ZPACKET && m->count == 3 &&
+        if (!m->unparsed && !p->kex && (m->op & 0x1f) == SG_Q2_SVC_ZPACKET && m->count == 3 &&
             p->fields[m->first].num == SG_BMSG_U16) {
             uint32_t end = i + 1;
             bool dirty = false;

@@ -503,6 +503,10 @@ void sg_q2_trans_track(struct sg_q2_trans *t, const struct sg_q2_parsed *p,
                        const struct sg_q2_variant *v)
 {
     t->npkt = 0;
+    if (p->kex) { /* a rerelease serverdata: its frames have no 34 form here */
+        t->extended = true;
+        return;
+    }
     for (uint32_t i = 0; i < p->nmsgs; i++) {
         const struct sg_q2_msg *m = &p->msgs[i];
         const struct sg_q2_field *f = &p->fields[m->first];
