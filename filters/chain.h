@@ -93,6 +93,18 @@ struct sg_filter_counters {
     uint64_t seen, passed, dropped, changed, injected, errors;
 };
 
+/* Add `from` to `to` (one filter's counters over several worker loops). */
+static inline void sg_filter_counters_add(struct sg_filter_counters *to,
+                                          const struct sg_filter_counters *from)
+{
+    to->seen += from->seen;
+    to->passed += from->passed;
+    to->dropped += from->dropped;
+    to->changed += from->changed;
+    to->injected += from->injected;
+    to->errors += from->errors;
+}
+
 struct sg_chain_filter {
     const struct sg_filter_conf *fc;
     void *route_state;

@@ -82,12 +82,7 @@ static void log_stats(struct sg_app *app)
                 const struct sg_chain *o = g[k]->chain;
                 if (!o || o->n != r->chain->n)
                     continue;
-                f.seen += o->f[i].counters.seen;
-                f.passed += o->f[i].counters.passed;
-                f.dropped += o->f[i].counters.dropped;
-                f.changed += o->f[i].counters.changed;
-                f.injected += o->f[i].counters.injected;
-                f.errors += o->f[i].counters.errors;
+                sg_filter_counters_add(&f, &o->f[i].counters);
             }
             n += snprintf(line + n, sizeof(line) - (size_t)n,
                           " | %s: seen=%llu passed=%llu dropped=%llu changed=%llu injected=%llu "

@@ -196,13 +196,7 @@ static void route_agg(struct sg_app *app, struct sg_route *r, struct route_agg *
             add_codec(out->sums.codecs, &out->sums.ncodecs, one.codecs[c].name, &one.codecs[c].c);
         for (int i = 0; out->filters && m->chain && m->chain->n == r->chain->n && i < m->chain->n;
              i++) {
-            const struct sg_filter_counters *fc = &m->chain->f[i].counters;
-            out->filters[i].seen += fc->seen;
-            out->filters[i].passed += fc->passed;
-            out->filters[i].dropped += fc->dropped;
-            out->filters[i].changed += fc->changed;
-            out->filters[i].injected += fc->injected;
-            out->filters[i].errors += fc->errors;
+            sg_filter_counters_add(&out->filters[i], &m->chain->f[i].counters);
         }
     }
 }

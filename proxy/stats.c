@@ -100,12 +100,7 @@ static void json_filters(FILE *f, const struct sg_route *const *g, int n)
             const struct sg_chain *o = g[k]->chain;
             if (!o || o->n != chain->n)
                 continue;
-            sum.seen += o->f[i].counters.seen;
-            sum.passed += o->f[i].counters.passed;
-            sum.dropped += o->f[i].counters.dropped;
-            sum.changed += o->f[i].counters.changed;
-            sum.injected += o->f[i].counters.injected;
-            sum.errors += o->f[i].counters.errors;
+            sg_filter_counters_add(&sum, &o->f[i].counters);
         }
 
         fputs(i ? ",\n        {\"label\": " : "\n        {\"label\": ", f);
