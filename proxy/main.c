@@ -286,11 +286,6 @@ static void check_http(uv_loop_t *loop, const struct sg_conf *conf, struct sg_co
     char why[256], a[SG_ADDR_STRLEN];
     int fd, on = 1, off = 0, err = 0;
 
-    if (conf->workers > 1) {
-        sg_conf_diag_error(diag, file, 0, 0,
-                           "http is not served with more than one worker loop yet: set workers 1");
-        return;
-    }
     if (sg_addr_resolve(loop, conf->http, true, &ss, why, sizeof(why)) < 0) {
         sg_conf_diag_error(diag, file, 0, 0, "http: %s", why);
         return;
