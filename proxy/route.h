@@ -228,6 +228,7 @@ struct sg_route {
     struct sg_warn_limit warn_session_limit, warn_rate_limit, warn_no_socket, warn_evicted;
     struct sg_warn_limit warn_rebind;      /* refused qport moves */
     struct sg_warn_limit warn_unanswered;  /* sessions ended never answered */
+    struct sg_warn_limit warn_undecoded;   /* unanswered sessions whose first datagram failed */
     struct sg_warn_limit warn_unreachable; /* sessions told port unreachable */
     bool loop_logged;
     int64_t nofile_warned_for;

@@ -445,6 +445,32 @@ static void stream_frame(struct sg_session *s, struct sg_filter_call *call,
  * the frame as it went out.  `sent`: the send-first path already sent the
  * original bytes (the chain only watches), so nothing is sent here.
  */
+/* The first decode error of a session: a warning of its own once the server
+ * has answered, else one rate-limited line for the route. */
+static void decode_error_warn(struct sg_session *s, enum sg_dir dir)
+{
+    struct sg_route *r = s->route;
+    const char *way = dir == SG_DIR_C2S ? "client to server" : "server to client";
+    uint64_t n;
+
+    if (s->stage != SG_STAGE_UNANSWERED || dir == SG_DIR_S2C) {
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+               "first decode error (%s); the traffic is still relayed: %s", way,
+               s->codec->describe(s->cstate));
+        return;
+    }
+    if ((n = sg_route__warn_count(&r->warn_undecoded, uv_now(&r->app->loop))))
+        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+               "%llu session(s) the server has not answered sent what does not decode (the "
+               "last: client %s: %s); still relayed; repeated at most every %d s, each at debug",
+               (unsigned long long)n, s->sum.client, s->codec->describe(s->cstate),
+               SG_WARN_INTERVAL_MS / 1000);
+    else
+        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+                  "first decode error (%s) before the server answered; still relayed: %s", way,
+                  s->codec->describe(s->cstate));
+}
+
 static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len,
                     uint64_t now_ms, bool sent)
 {
@@ -458,14 +484,13 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
     bool identical, rebuild;
     int err;
 
-    /* Decode; an error is counted and logged once per session. */
+    /* Decode; an error is counted and logged once per session.  In a session
+     * the server has not answered (a flood of spoofed sources makes many) the
+     * warning is the route's, rate-limited, with the count since the last. */
     if (s->codec) {
         err = s->codec->decode(s->cstate, dir, data, len, &f);
         if (err < 0 && s->decode_errors++ == 0)
-            sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
-                   "first decode error (%s); the traffic is still relayed: %s",
-                   dir == SG_DIR_C2S ? "client to server" : "server to client",
-                   s->codec->describe(s->cstate));
+            decode_error_warn(s, dir);
         if (s->stage != SG_STAGE_ESTABLISHED)
             update_stage(s, dir);
     } else {
@@ -837,7 +862,8 @@ void sg_session_close(struct sg_session *s, const char *reason)
                  cs->errors ? s->codec->describe(s->cstate) : "");
         snprintf(s->sum.decode_info, sizeof(s->sum.decode_info), "%s",
                  s->codec->describe(s->cstate));
-        sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+        sg_log_at(&r->app->log, s->stage == SG_STAGE_UNANSWERED ? SG_LOG_DEBUG : SG_LOG_INFO,
+                  r->conf.name, s->sum.id,
                   "%s: %llu datagrams decoded, %llu messages, %llu decode errors, %llu rebuilt "
                   "(%llu byte-identical)",
                   s->codec->describe(s->cstate), (unsigned long long)cs->decoded,

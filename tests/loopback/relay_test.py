@@ -573,13 +573,14 @@ def case_handshake_timeout(h):
 OOB = b'\xff\xff\xff\xff'
 
 
-def case_q3_established(h):
-    """Quake 3 route: an answer alone does not establish a session, the
-    handshake does (connectResponse, then the client's sequenced traffic).
-    A full table evicts sessions the server never answered before those it
-    answered."""
+def established_case(h, protocol, accept, move):
+    """A decoding route (`protocol`): an answer alone does not establish a
+    session, the handshake does (the server's connectionless `accept`,
+    then the client's sequenced traffic, `move(seq)`).  A full table evicts
+    sessions the server never answered before those it answered, and never
+    the player's."""
     srv = h.echo(V4, tag=OOB)  # every answer is connectionless: OOB + what came
-    px = h.proxy(config=route_block('q3', '127.0.0.1:$P0', srv.addr, protocol='q3',
+    px = h.proxy(config=route_block(protocol, '127.0.0.1:$P0', srv.addr, protocol=protocol,
                                     max_sessions=4, new_sessions_per_source=1000,
                                     handshake_timeout='1500ms', idle_timeout='60s'),
                  args=['-v'])  # the unanswered sessions' start lines are at debug (wait_starts)
@@ -599,26 +600,43 @@ def case_q3_established(h):
     # A newcomer takes the oldest unanswered session's place.
     newbie = h.client(V4)
     roundtrip(newbie, dest, OOB + b'getinfo', server_tag=OOB, what='newcomer: ')
-    # A player: the server's connectResponse, then its sequenced datagrams.
+    # A player: the server's accept, then its sequenced datagrams.
     player = h.client(V4)
-    roundtrip(player, dest, b'connectResponse', server_tag=OOB, what='connect: ')
-    roundtrip(player, dest, struct.pack('<IH', 1, 1234) + b'move', server_tag=OOB,
-              what='first move: ')
+    roundtrip(player, dest, accept, server_tag=OOB, what='connect: ')
+    roundtrip(player, dest, move(1), server_tag=OOB, what='first move: ')
     time.sleep(2.0)
-    roundtrip(player, dest, struct.pack('<IH', 2, 1234) + b'move', server_tag=OOB,
-              what='player after 2 s: ')
+    roundtrip(player, dest, move(2), server_tag=OOB, what='player after 2 s: ')
     st = stop_ok(px)
-    r = stats_route(st, 'q3')
+    r = stats_route(st, protocol)
     reasons = ended_reasons(r)
     want = {query.port: ['handshake timeout'], flood[0].port: ['evicted'],
             flood[1].port: ['evicted'], flood[2].port: ['handshake timeout'],
             newbie.port: ['handshake timeout']}
     got = {p: reasons[p] for p in want}
-    check(got == want, 'end reasons %s, expected %s' % (got, want))
+    check(got == want, '-p %s: end reasons %s, expected %s' % (protocol, got, want))
     check(reasons[player.port] in ([None], ['shutdown']),
-          'the player in game ended with %r' % reasons[player.port])
-    check(r.get('sessions_total') == 6, 'stats: sessions_total %r, expected 6'
-          % r.get('sessions_total'))
+          '-p %s: the player in game ended with %r' % (protocol, reasons[player.port]))
+    check(r.get('sessions_total') == 6, '-p %s: stats: sessions_total %r, expected 6'
+          % (protocol, r.get('sessions_total')))
+
+
+def case_q3_established(h):
+    """Quake 3: connectResponse, then the client's datagrams (sequence, qport)."""
+    established_case(h, 'q3', b'connectResponse', lambda seq: struct.pack('<IH', seq, 1234)
+                     + b'move')
+
+
+def case_qw_established(h):
+    """QuakeWorld: the server's `j`, then the client's netchan datagrams
+    (sequence, ack, qport, a clc_nop)."""
+    established_case(h, 'qw', b'j', lambda seq: struct.pack('<IIH', seq, 0, 1234) + b'\x01')
+
+
+def case_q2_established(h):
+    """Quake 2 (34): the server's `client_connect`, then the client's netchan
+    datagrams (sequence, ack, qport, a clc_nop)."""
+    established_case(h, 'q2', b'client_connect', lambda seq: struct.pack('<IIH', seq, 0, 1234)
+                     + b'\x01')
 
 
 def case_session_limit_warning(h):
@@ -2187,6 +2205,48 @@ def case_flood_log_bounded(h):
           'above (expected at most 8):\n  %s' % (n, len(loud), '\n  '.join(loud[:12])))
     print('towards a dead server: %d lines at info and above:\n  %s'
           % (len(loud), '\n  '.join(loud)))
+
+    # Routes that decode: each flood session's first datagram fails to
+    # decode; the warning is the route's, rate-limited, with its count, and
+    # the decoders' end-of-session summaries of unanswered sessions are at
+    # debug.
+    # Each game's datagram that does not decode: Quake 3's runt, then a
+    # netchan header with an opcode no client sends (QuakeWorld and Quake 2:
+    # sequence, ack and a qport of each source's own, since one qport from
+    # one host is one player; NetQuake: an unreliable datagram).
+    junk = {'q3': lambda k: b'\x01',
+            'qw': lambda k: struct.pack('<IIH', 1, 0, 1000 + k) + b'\xff',
+            'q2': lambda k: struct.pack('<IIH', 1, 0, 1000 + k) + b'\xff',
+            'nq': lambda k: struct.pack('>II', 0x00100009, 0) + b'\xff'}
+    for proto in ('q3', 'qw', 'q2', 'nq'):
+        srv = h.echo(V4, echo=False)
+        px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr, '-p', proto,
+                           '+set', 'new_sessions_per_source', '1000',
+                           '+set', 'max_sessions', '1000'], name='decode_' + proto)
+        dest = (V4, px.ports[0])
+        mark = px.log_mark()
+        flood = [h.client(V4) for _ in range(n)]
+        for k, c in enumerate(flood):
+            c.send(junk[proto](k), dest)
+        end = time.monotonic() + 5.0
+        while len(srv.snapshot()) < n and time.monotonic() < end:
+            time.sleep(0.02)
+        check(len(srv.snapshot()) == n, '-p %s: the server got %d of the %d flood datagrams'
+              % (proto, len(srv.snapshot()), n))
+        st = stop_ok(px)
+        errors = sum(s['decode']['errors'] for s in stats_route(st, 'default')['sessions']
+                     if s.get('decode'))
+        check(errors == n, '-p %s: %d decode errors counted, expected %d' % (proto, errors, n))
+        loud = [l for l in px.log_lines(mark) if re.search(r'\b(info|warn|error)\b', l)]
+        counted = sum(int(m.group(1)) for m in (re.search(
+            r'(\d+) session\(s\) the server has not answered sent what does not decode', l)
+            for l in loud) if m)
+        check(counted >= 1 and not any('first decode error' in l for l in loud),
+              '-p %s: the undecodable flood was not reported by the rate-limited line:\n  %s'
+              % (proto, '\n  '.join(loud[:12])))
+        check(len(loud) <= 8, '-p %s: %d flood sources gave %d lines at info and above '
+              '(expected at most 8):\n  %s' % (proto, n, len(loud), '\n  '.join(loud[:12])))
+        print('-p %s: %d undecodable sources, %d lines at info and above' % (proto, n, len(loud)))
 
 
 # ------------------------------------------------- NAT rebinding (qport)
