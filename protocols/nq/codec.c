@@ -1022,11 +1022,25 @@ static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
     }
 }
 
+/* The parsed message behind the frame's message `i` (none for an injected
+ * one, or when the frame is not the one decoded last). */
+static const struct sg_nq_msg *parsed_msg(const struct nqc *c, const struct sg_frame *frame,
+                                          unsigned i)
+{
+    int pi;
+
+    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE || frame->msgs[i].injected)
+        return NULL;
+    pi = c->msg_index[i];
+    return pi >= 0 && (uint32_t)pi < c->parsed.nmsgs ? &c->parsed.msgs[pi] : NULL;
+}
+
 static int nq_dump(void *state, const struct sg_frame *frame, enum sg_dump_level level, bool json,
                    FILE *out)
 {
     static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
     struct nqc *c = state;
+    const struct sg_nq_msg *pm;
     long start = ftell(out);
 
     if (json) {
@@ -1041,10 +1055,23 @@ static int nq_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                 put_escaped(out, (const uint8_t *)m->text, m->text_len, true);
                 fputc('"', out);
             }
+            if (level >= SG_DUMP_FIELDS && (pm = parsed_msg(c, frame, i))) {
+                fputs(",\"fields\":[", out);
+                for (uint32_t k = 0; k < pm->count; k++) {
+                    if (k)
+                        fputc(',', out);
+                    sg_nq_put_field(out, &c->parsed.fields[pm->first + k], true);
+                }
+                fputc(']', out);
+            }
             fprintf(out, "%s%s}", m->dropped ? ",\"dropped\":true" : "",
                     m->injected ? ",\"injected\":true" : "");
         }
-        fputs("]}", out);
+        fputs("]", out);
+        if (level >= SG_DUMP_FIELDS && frame->kind == SG_FRAME_OOB && c->ctl_name &&
+            strcmp(c->ctl_name, "CCREP_ACCEPT") == 0)
+            fprintf(out, ",\"port\":%d", c->accept_port);
+        fputs("}", out);
     } else {
         fprintf(out, "%s seq=%d flags=0x%08x%s%s%s\n", kinds[frame->kind], (int)frame->sequence,
                 (unsigned)c->flags, c->why ? " (" : "", c->why ? c->why : "", c->why ? ")" : "");
@@ -1057,6 +1084,12 @@ static int nq_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                 put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
                 fputc('"', out);
             }
+            if (level >= SG_DUMP_FIELDS && (pm = parsed_msg(c, frame, i)))
+                for (uint32_t k = 0; k < pm->count; k++)
+                    sg_nq_put_field(out, &c->parsed.fields[pm->first + k], false);
+            if (level >= SG_DUMP_FIELDS && frame->kind == SG_FRAME_OOB && c->ctl_name &&
+                strcmp(c->ctl_name, "CCREP_ACCEPT") == 0)
+                fprintf(out, " port=%d", c->accept_port);
             fputc('\n', out);
         }
     }

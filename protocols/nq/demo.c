@@ -257,7 +257,7 @@ static void put_num(FILE *out, const struct sg_nq_field *f, bool json)
     }
 }
 
-static void put_field(FILE *out, const struct sg_nq_field *f, bool json)
+void sg_nq_put_field(FILE *out, const struct sg_nq_field *f, bool json)
 {
     if (json)
         fprintf(out, "[\"%s\",", f->name);
@@ -318,7 +318,7 @@ static int nq_demo_dump(FILE *in, const char *name, bool json, FILE *out)
             for (uint32_t k = 0; k < m->count; k++) {
                 if (json && k)
                     fputc(',', out);
-                put_field(out, &d.parsed.fields[m->first + k], json);
+                sg_nq_put_field(out, &d.parsed.fields[m->first + k], json);
             }
             fputs(json ? "]}" : "\n", out);
         }

@@ -1045,6 +1045,15 @@ static int q2_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
             fprintf(out, ",\"oob\":{\"type\":\"%s\"}", c->oob_name ? c->oob_name : "other");
         if (frame->kind == SG_FRAME_MESSAGE)
             fprintf(out, ",\"messages\":%u", c->parsed.nmsgs);
+        if (level >= SG_DUMP_FIELDS && frame->kind == SG_FRAME_MESSAGE) {
+            fputs(",\"ops\":[", out);
+            for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
+                if (i)
+                    fputc(',', out);
+                sg_q2_dump_msg(out, &c->parsed, i, frame->dir, true, c->dropped[i]);
+            }
+            fputc(']', out);
+        }
         fputc('}', out);
     } else {
         fprintf(out, "%s %s len=%zu", dir, kinds[frame->kind], c->copy_len);
@@ -1062,7 +1071,7 @@ static int q2_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                 if (c->dropped[i])
                     fputs("(dropped) ", out);
                 if (level >= SG_DUMP_FIELDS) {
-                    sg_q2_dump_msg(out, &c->parsed, i, frame->dir, false);
+                    sg_q2_dump_msg(out, &c->parsed, i, frame->dir, false, false);
                 } else {
                     const struct sg_q2_msg *pm = &c->parsed.msgs[i];
                     fprintf(out, "%s (%u fields)\n",

@@ -213,18 +213,18 @@ static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
 }
 
 void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg_dir dir,
-                    bool json)
+                    bool json, bool removed)
 {
     const struct sg_q2_msg *m = &p->msgs[i];
     const char *(*svc_name)(int) = p->kex ? sg_q2_svc_name_kex : sg_q2_svc_name;
     const char *name = dir == SG_DIR_S2C ? svc_name(m->op) : sg_q2_clc_name(m->op);
 
     if (json)
-        fprintf(out, "{\"msg\":\"%s\",\"op\":%d%s%s%s%s,\"fields\":[", name, m->op,
+        fprintf(out, "{\"msg\":\"%s\",\"op\":%d%s%s%s%s%s,\"fields\":[", name, m->op,
                 m->parent >= 0 ? ",\"in\":\"" : "",
                 m->parent >= 0 ? svc_name(p->msgs[m->parent].op) : "",
                 m->parent >= 0 ? "\"" : "",
-                m->unparsed ? ",\"unparsed\":true" : "");
+                m->unparsed ? ",\"unparsed\":true" : "", removed ? ",\"removed\":true" : "");
     else
         fprintf(out, "%s%s%s", m->parent >= 0 ? "  " : "", name, m->unparsed ? " (unparsed)" : "");
     for (uint32_t k = 0; k < m->count; k++) {
@@ -267,7 +267,7 @@ void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg
         if (json)
             fputc(']', out);
     }
-    fputs(json ? "]}\n" : "\n", out);
+    fputs(json ? "]}" : "\n", out);
 }
 
 static int q2_demo_dump(FILE *f, const char *path, bool json, FILE *out)
@@ -287,8 +287,11 @@ static int q2_demo_dump(FILE *f, const char *path, bool json, FILE *out)
         else
             fprintf(out, "#block %" PRIu64 " len=%zu%s%s\n", w.blocks - 1, len,
                     err < 0 ? " error=" : "", err < 0 ? sg_errname(err) : "");
-        for (uint32_t i = 0; i < w.p.nmsgs; i++)
-            sg_q2_dump_msg(out, &w.p, i, SG_DIR_S2C, json);
+        for (uint32_t i = 0; i < w.p.nmsgs; i++) {
+            sg_q2_dump_msg(out, &w.p, i, SG_DIR_S2C, json, false);
+            if (json)
+                fputc('\n', out);
+        }
     }
     w.end = r;
     if (r != BLOCK_END)

@@ -216,8 +216,9 @@ int32_t sg_q2_trans_frames_written(const struct sg_q2_trans *t);
 
 extern const struct sg_demo_impl sg_q2_demo_impl;
 
-/* One message of `p` as one dump line (text, or a JSON object), newline included. */
+/* One message of `p`: a dump line (text, newline included) or a JSON object
+ * (no newline), marked removed when a filter removed it. */
 void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg_dir dir,
-                    bool json);
+                    bool json, bool removed);
 
 #endif

@@ -283,6 +283,51 @@ static void case_control(void)
     }
 }
 
+/* The live dump at `level fields` (inspect) shows every message's fields,
+ * as `demo dump` does, and the accept's port; an injected message has none. */
+static char *dump_of(const struct sg_frame *f, bool json)
+{
+    char *txt = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&txt, &n);
+
+    if (!m)
+        abort();
+    CHECK(nq->dump(st, f, SG_DUMP_FIELDS, json, m) > 0);
+    fclose(m);
+    return txt;
+}
+
+static void case_dump_fields(void)
+{
+    static const uint8_t info[] = {11, 15, 0, 0, 0, 1, 0, 'x', 0, 'm', 'a', 'p', 's', '/',
+                                   'b', '.', 'b', 's', 'p', 0, 0, 0, 8, 'h', 'i', '\n', 0};
+    const struct sg_frame *f;
+    char *t;
+    int err;
+
+    CHECK(nq->decode(st, SG_DIR_S2C, (const uint8_t *)"\x80\x00\x00\x09\x81\x40\x9c\x00\x00", 9,
+                     &f) == 0);
+    t = dump_of(f, false);
+    CHECKF(strstr(t, "CCREP_ACCEPT port=40000"), "%s", t);
+    free(t);
+    t = dump_of(f, true);
+    CHECKF(strstr(t, "\"port\":40000"), "%s", t);
+    free(t);
+    f = dec(SG_DIR_S2C, DATA | EOM, 0, info, sizeof(info), &err);
+    CHECK(err == 0 && f && f->nmsgs == 2);
+    CHECK_EQ(nq->inject(st, SG_DIR_S2C, SG_MSG_PRINT, "injected\n", 9), 0);
+    t = dump_of(f, false);
+    CHECKF(strstr(t, "svc_serverinfo protocol=15 maxclients=1 gametype=0 levelname=\"x\" "
+                     "model=\"maps/b.bsp\"") &&
+               strstr(t, "svc_print \"hi\\n\" text=\"hi\\n\""),
+           "%s", t);
+    free(t);
+    t = dump_of(f, true);
+    CHECKF(strstr(t, "\"fields\":[[\"protocol\",15],[\"maxclients\",1]"), "%s", t);
+    free(t);
+}
+
 /* A DarkPlaces server (Nexuiz) accepts its client's connectionless
  * "connect" with a connectionless "accept", not with CCREP_ACCEPT: the
  * session is established at the client's first netchan datagram after it
@@ -506,6 +551,7 @@ static void case_client_disconnect(void)
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
+        {"dump_fields", case_dump_fields},
         {"capture", case_capture},
         {"pieces", case_pieces},
         {"filters", case_filters},

@@ -648,7 +648,7 @@ static void case_zdownload(void)
         CHECK(sg_q2_write(&p, NULL, &w) == 0);
         CHECK(w.len == n && memcmp(out, msg, n) == 0);
         if (df)
-            sg_q2_dump_msg(df, &p, 0, SG_DIR_S2C, false);
+            sg_q2_dump_msg(df, &p, 0, SG_DIR_S2C, false, false);
         at += c;
         chunks++;
     }
