@@ -117,7 +117,7 @@ class Tree:
             return v if os.path.isabs(v) else os.path.join(self.prefix, v)
         self.bindir, self.mandir = at('bindir'), at('mandir')
         self.sysconfdir, self.datadir = at('sysconfdir'), at('datadir')
-        self.includedir = at('includedir')
+        self.includedir, self.libexecdir = at('includedir'), at('libexecdir')
 
     @property
     def unitdir(self):
@@ -163,6 +163,8 @@ def case_layout(tmp):
         os.path.join(t.datadir, 'pkgconfig', 'slipgate-filter.pc'): None,
         os.path.join(t.unitdir, 'slipgate.service'): None,
         os.path.join(t.unitdir, 'slipgate@.service'): None,
+        os.path.join(t.libexecdir, 'slipgate', 'slipgate-play'):
+            os.path.join(SOURCE, 'scripts', 'slipgate-play'),
     }
     for path, same_as in sorted(want.items()):
         real = t.real(path)
@@ -181,6 +183,12 @@ def case_layout(tmp):
     r = ok([t.slipgate(), '--check-config', '-c', conf] + loopback_sets(read(conf)),
            '--check-config of the installed %s' % t.conf())
     print('installed slipgate: %s; --check-config %s: exit 0' % (r.stdout.strip() or 'ok', t.conf()))
+    # The installed `slipgate play` finds its playground script beside it.
+    play = t.real(os.path.join(t.libexecdir, 'slipgate', 'slipgate-play'))
+    check(os.access(play, os.X_OK), '%s is not executable' % play)
+    r = ok([t.slipgate(), 'play', '--help'], 'the installed slipgate play --help')
+    check('usage: slipgate play' in r.stdout, 'slipgate play --help printed %r' % r.stdout[:300])
+    print('installed slipgate play --help: %s' % r.stdout.splitlines()[0])
 
 
 def case_keeps_edited_config(tmp):
