@@ -906,6 +906,53 @@ static void case_client_disconnect(void)
     c->destroy(st);
 }
 
+/* An extension message slipgate does not decode (an FTE opcode of 55..94
+ * that mvdsv and ezQuake do not send, clc_mvd_debug) is relayed as it came,
+ * counts no decode error, and is named once in the session's description:
+ * the first such opcode only. */
+static void case_unsupported_ext(void)
+{
+    const struct sg_codec *c = qw();
+    const struct sg_frame *f;
+    struct walk w = {0};
+    uint8_t d[64];
+    bool identical;
+    void *st;
+    size_t n;
+    static const uint8_t fte76[] = {0x08, 0x02, 'h', 'i', '\n', 0, 76, 1, 2, 3, 4, 5};
+    static const uint8_t fte77[] = {77, 9, 9, 9};
+    static const uint8_t mvd_debug[] = {201, 7, 7, 7};
+
+    if (!c || c->create(&st) < 0)
+        return;
+    for (int round = 0; round < 3; round++) {
+        n = s2c(d, 1 + (uint32_t)round, false, 0, round == 1 ? fte77 : fte76,
+                round == 1 ? sizeof(fte77) : sizeof(fte76));
+        CHECK_EQ(c->decode(st, SG_DIR_S2C, d, n, &f), 0);
+        CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+        CHECK_EQ(c->encode(st, f, collect, &w, &identical), 1);
+        CHECK(identical && w.last_len == n && memcmp(w.last, d, n) == 0);
+    }
+    /* the print before the unparsed rest is still seen by filters */
+    n = s2c(d, 9, false, 0, fte76, sizeof(fte76));
+    CHECK_EQ(c->decode(st, SG_DIR_S2C, d, n, &f), 0);
+    CHECK(f->nmsgs >= 1 && f->msgs[0].kind == SG_MSG_PRINT && strcmp(f->msgs[0].text, "hi\n") == 0);
+    memcpy(d, "\x01\x00\x00\x00\x00\x00\x00\x00\x39\x30", 10);
+    memcpy(d + 10, mvd_debug, sizeof(mvd_debug));
+    CHECK_EQ(c->decode(st, SG_DIR_C2S, d, 10 + sizeof(mvd_debug), &f), 0);
+    CHECK_EQ(c->encode(st, f, collect, &w, &identical), 1);
+    CHECK(identical && w.last_len == 10 + sizeof(mvd_debug));
+    CHECK_EQ(c->stats(st)->errors, 0);
+    {
+        const char *desc = c->describe(st);
+        const char *at = strstr(desc, "relayed undecoded: opcode 76");
+        CHECKF(at && !strstr(at + 1, "relayed undecoded") && !strstr(desc, "opcode 77") &&
+                   !strstr(desc, "first error"),
+               "describe: %s", desc);
+    }
+    c->destroy(st);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
@@ -916,6 +963,7 @@ int main(int argc, char **argv)
         {"mvd_weapon", case_mvd_weapon}, {"pcap_json", case_pcap_json},
         {"record_level", case_record_level}, {"record_midlevel", case_record_midlevel},
         {"record_mangled", case_record_mangled}, {"client_disconnect", case_client_disconnect},
+        {"unsupported_ext", case_unsupported_ext},
     };
 
     if (argc > 2)
