@@ -548,13 +548,14 @@ def q2_dump_states(path):
 
 
 def case_pcap_q2_record():
-    """`slipgate pcap decode --record` of the R1Q2 (35) and Q2PRO (36)
-    captures writes a protocol 34 .dm2 (transcoded, as Q2PRO's client writes
-    its own): `demo info` reads it with 0 errors, the map and game are the
-    client demo's, it has at least the client demo's frames, and from the
-    client demo's first frame on each frame holds the same player state and
-    entity states, field by field."""
-    for name in ("q2pro_35", "q2pro_36"):
+    """`slipgate pcap decode --record` of every Quake 2 capture writes a
+    protocol 34 .dm2 (34: the stream as the client took it; R1Q2 35 and
+    Q2PRO 36: transcoded, as Q2PRO's client writes its own): `demo info`
+    reads it with 0 errors, the map and game are the client demo's, it has
+    at least the client demo's frames, and from the client demo's first
+    frame on each frame holds the same player state and entity states, field
+    by field (Q2PRO's client renumbers its frames; Yamagi's is raw)."""
+    for name in ("q2pro_34", "yquake2_34", "q2pro_35", "q2pro_36"):
         with tempfile.TemporaryDirectory() as tmp:
             rc, out, err = pcap(data("q2/sessions/%s/capture.pcap" % name), "--record", tmp)
             dm2 = [f for f in os.listdir(tmp) if f.endswith(".dm2")]
