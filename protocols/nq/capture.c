@@ -19,6 +19,7 @@
 #include "protocols/codec.h"
 #include "protocols/error.h"
 #include "protocols/nq/nq.h"
+#include "protocols/text.h"
 
 #define TEXT_MAX 60
 
@@ -128,17 +129,7 @@ static int collect(void *ctx, const uint8_t *d, size_t n)
 static void put_string(FILE *out, const char *s, size_t len, bool json)
 {
     fputc('"', out);
-    for (size_t i = 0; i < len && i < TEXT_MAX; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c == '\n')
-            fputs("\\n", out);
-        else if (c < 0x20 || c >= 0x7f)
-            fprintf(out, json ? "\\u%04x" : "\\x%02x", c);
-        else
-            fputc(c, out);
-    }
+    sg_put_escaped(out, (const uint8_t *)s, len < TEXT_MAX ? len : TEXT_MAX, json);
     if (len > TEXT_MAX)
         fputs("...", out);
     fputc('"', out);

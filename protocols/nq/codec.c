@@ -31,6 +31,7 @@
 #include "protocols/byteorder.h"
 #include "protocols/error.h"
 #include "protocols/nq/control.h"
+#include "protocols/text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -1007,21 +1008,6 @@ static int nq_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
 
 /* ---- dump ---- */
 
-static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned ch = s[i];
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch == '\n')
-            fputs("\\n", out);
-        else if (ch < 32 || ch > 126)
-            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
-        else
-            fputc((int)ch, out);
-    }
-}
-
 /* The parsed message behind the frame's message `i` (none for an injected
  * one, or when the frame is not the one decoded last). */
 static const struct sg_nq_msg *parsed_msg(const struct nqc *c, const struct sg_frame *frame,
@@ -1052,7 +1038,7 @@ static int nq_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                     sg_msg_kind_name(m->kind));
             if (m->text) {
                 fputs(",\"text\":\"", out);
-                put_escaped(out, (const uint8_t *)m->text, m->text_len, true);
+                sg_put_escaped(out, (const uint8_t *)m->text, m->text_len, true);
                 fputc('"', out);
             }
             if (level >= SG_DUMP_FIELDS && (pm = parsed_msg(c, frame, i))) {
@@ -1081,7 +1067,7 @@ static int nq_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                     m->injected ? " (injected)" : "");
             if (m->text) {
                 fputs(" \"", out);
-                put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
+                sg_put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
                 fputc('"', out);
             }
             if (level >= SG_DUMP_FIELDS && (pm = parsed_msg(c, frame, i)))

@@ -10,6 +10,7 @@
 
 #include "protocols/byteorder.h"
 #include "protocols/error.h"
+#include "protocols/text.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -213,21 +214,6 @@ static int nq_demo_info(FILE *in, const char *name, FILE *out)
 
 /* ---- dump ---- */
 
-static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned ch = s[i];
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch == '\n')
-            fputs("\\n", out);
-        else if (ch < 32 || ch > 126)
-            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
-        else
-            fputc((int)ch, out);
-    }
-}
-
 static void put_num(FILE *out, const struct sg_nq_field *f, bool json)
 {
     switch (f->num) {
@@ -269,7 +255,7 @@ void sg_nq_put_field(FILE *out, const struct sg_nq_field *f, bool json)
         break;
     case SG_NQ_F_STRING:
         fputc('"', out);
-        put_escaped(out, f->ptr, f->len, json);
+        sg_put_escaped(out, f->ptr, f->len, json);
         fputc('"', out);
         break;
     default:

@@ -19,6 +19,7 @@
 #include "protocols/byteorder.h"
 #include "protocols/error.h"
 #include "protocols/q2/q2.h"
+#include "protocols/text.h"
 
 static bool known_protocol(int32_t p)
 {
@@ -197,21 +198,6 @@ static int q2_demo_info(FILE *f, const char *path, FILE *out)
 
 /* ---- dump ---- */
 
-static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned ch = s[i];
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch == '\n')
-            fputs("\\n", out);
-        else if (ch < 32 || ch > 126)
-            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
-        else
-            fputc((int)ch, out);
-    }
-}
-
 void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg_dir dir,
                     bool json, bool removed)
 {
@@ -254,7 +240,7 @@ void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg
             break;
         case SG_Q2_F_STRING:
             fputc('"', out);
-            put_escaped(out, f->ptr, f->len, json);
+            sg_put_escaped(out, f->ptr, f->len, json);
             fputc('"', out);
             break;
         default:

@@ -30,6 +30,7 @@
 #include "protocols/q3/netchan.h"
 #include "protocols/q3/state.h"
 #include "protocols/q3/svmsg.h"
+#include "protocols/text.h"
 
 #define TEXT_MAX 60 /* characters of a command shown in text lines */
 
@@ -53,18 +54,7 @@ struct flow {
 static void put_string(FILE *out, const char *s, size_t len, bool json, size_t max)
 {
     fputc('"', out);
-    for (size_t i = 0; i < len && i < max; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c == '\n')
-            fputs("\\n", out);
-        else if (c < 0x20 || c >= 0x7f)
-            fprintf(out, json ? "\\u%04x" : "\\x%02x", c);
-        else
-            fputc(c, out);
-    }
+    sg_put_escaped(out, (const uint8_t *)s, len < max ? len : max, json);
     if (len > max)
         fputs("...", out);
     fputc('"', out);

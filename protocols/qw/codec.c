@@ -15,6 +15,7 @@
 #include "protocols/byteorder.h"
 #include "protocols/seqwin.h"
 #include "protocols/error.h"
+#include "protocols/text.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -705,21 +706,6 @@ static int qw_record_end(void *state, FILE *out)
 
 /* ---- dump ---- */
 
-static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned ch = s[i];
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch == '\n')
-            fputs("\\n", out);
-        else if (ch < 32 || ch > 126)
-            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
-        else
-            fputc((int)ch, out);
-    }
-}
-
 static void dump_field(FILE *out, const struct sg_qw_field *f, bool json)
 {
     /* JSON: ["name", value] (names repeat within a message: entities). */
@@ -744,7 +730,7 @@ static void dump_field(FILE *out, const struct sg_qw_field *f, bool json)
         break;
     case SG_QW_F_STRING:
         fputc('"', out);
-        put_escaped(out, f->ptr, f->len, json);
+        sg_put_escaped(out, f->ptr, f->len, json);
         fputc('"', out);
         break;
     default:
@@ -793,7 +779,7 @@ static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
             fprintf(out, ",\"messages\":%u", c->parsed.nmsgs);
             if (frame->new_level) {
                 fputs(",\"level\":\"", out);
-                put_escaped(out, (const uint8_t *)frame->level, strlen(frame->level), true);
+                sg_put_escaped(out, (const uint8_t *)frame->level, strlen(frame->level), true);
                 fputc('"', out);
             }
         }
@@ -833,7 +819,7 @@ static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                         m->injected ? " (injected)" : "");
                 if (m->text) {
                     fputs(" \"", out);
-                    put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
+                    sg_put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
                     fputc('"', out);
                 }
                 if (!m->injected) {

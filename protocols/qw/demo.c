@@ -41,6 +41,7 @@
 #include "protocols/error.h"
 #include "protocols/info.h"
 #include "protocols/qw/qw.h"
+#include "protocols/text.h"
 
 enum { DEM_CMD, DEM_READ, DEM_SET, DEM_MULTIPLE, DEM_SINGLE, DEM_STATS, DEM_ALL, DEM_TYPES };
 
@@ -394,21 +395,6 @@ static void file_close(struct file *f)
 
 /* ---- text ---- */
 
-static void put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned ch = s[i];
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch == '\n')
-            fputs("\\n", out);
-        else if (ch < 32 || ch > 126)
-            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
-        else
-            fputc((int)ch, out);
-    }
-}
-
 static void put_float(FILE *out, float v, uint32_t raw, bool json)
 {
     if (!isfinite(v))
@@ -435,7 +421,7 @@ static void put_field(FILE *out, const struct sg_qw_field *f, bool json)
         break;
     case SG_QW_F_STRING:
         fputc('"', out);
-        put_escaped(out, f->ptr, f->len, json);
+        sg_put_escaped(out, f->ptr, f->len, json);
         fputc('"', out);
         break;
     default:
@@ -504,7 +490,7 @@ static void put_block(FILE *out, const struct block *b, const struct dec *d, boo
     }
     if (d->kind == PL_OOB) {
         fputs(json ? ",\"oob\":\"" : " oob \"", out);
-        put_escaped(out, b->data + 4, b->len - 4, json);
+        sg_put_escaped(out, b->data + 4, b->len - 4, json);
         fputc('"', out);
     }
     if (d->kind == PL_RUNT)
@@ -585,7 +571,7 @@ static int qw_demo_dump(FILE *in, const char *name, bool json, FILE *out)
         errors++;
         if (json) {
             fprintf(out, "{\"error\":\"");
-            put_escaped(out, (const uint8_t *)f.r.why, strlen(f.r.why), true);
+            sg_put_escaped(out, (const uint8_t *)f.r.why, strlen(f.r.why), true);
             fprintf(out, "\",\"offset\":%zu}\n", f.r.bad_at);
         } else {
             fprintf(out, "# error at offset %zu: %s\n", f.r.bad_at, f.r.why);
