@@ -1333,7 +1333,10 @@ static void kex_serverdata(struct ctx *c, int protocol)
     c->out->kex = true;
 }
 
-static void kex_svc(struct ctx *c, int op, int self)
+/* The messages every protocol (34, 35, 36, the rerelease) lays out alike,
+ * but for the sound's and the temp entity's positions (per c->v); false
+ * for the others. */
+static bool common_svc(struct ctx *c, int op)
 {
     switch (op) {
     case SG_Q2_SVC_MUZZLEFLASH:
@@ -1358,7 +1361,10 @@ static void kex_svc(struct ctx *c, int op, int self)
     case SG_Q2_SVC_RECONNECT:
         break;
     case SG_Q2_SVC_SOUND:
-        kex_sound(c);
+        if (c->v->kex)
+            kex_sound(c);
+        else
+            sound(c);
         break;
     case SG_Q2_SVC_PRINT:
         num(c, "level", SG_BMSG_U8);
@@ -1371,6 +1377,15 @@ static void kex_svc(struct ctx *c, int op, int self)
         num(c, "index", SG_BMSG_U16);
         str(c, "string", NULL);
         break;
+    default:
+        return false;
+    }
+    return true;
+}
+
+static void kex_svc(struct ctx *c, int op, int self)
+{
+    switch (op) {
     case SG_Q2_SVC_SPAWNBASELINE:
         kex_baseline(c);
         break;
@@ -1485,49 +1500,17 @@ static void svc(struct ctx *c, int op, int self)
     int proto = c->v->protocol;
 
     if (c->v->kex) {
-        kex_svc(c, op, self);
+        if (!common_svc(c, op))
+            kex_svc(c, op, self);
         return;
     }
     if ((op & ~0x1f) && (proto < 35 || cmd != SG_Q2_SVC_FRAME)) {
         fail(c, SG_E_MALFORMED);
         return;
     }
+    if (common_svc(c, cmd))
+        return;
     switch (cmd) {
-    case SG_Q2_SVC_MUZZLEFLASH:
-    case SG_Q2_SVC_MUZZLEFLASH2:
-        num(c, "entity", SG_BMSG_U16);
-        num(c, "weapon", SG_BMSG_U8);
-        break;
-    case SG_Q2_SVC_TEMP_ENTITY:
-        temp_entity(c);
-        break;
-    case SG_Q2_SVC_LAYOUT:
-    case SG_Q2_SVC_STUFFTEXT:
-    case SG_Q2_SVC_CENTERPRINT:
-        str(c, "text", NULL);
-        break;
-    case SG_Q2_SVC_INVENTORY:
-        for (int i = 0; i < 256; i++)
-            num(c, "item", SG_BMSG_S16);
-        break;
-    case SG_Q2_SVC_NOP:
-    case SG_Q2_SVC_DISCONNECT:
-    case SG_Q2_SVC_RECONNECT:
-        break;
-    case SG_Q2_SVC_SOUND:
-        sound(c);
-        break;
-    case SG_Q2_SVC_PRINT:
-        num(c, "level", SG_BMSG_U8);
-        str(c, "text", NULL);
-        break;
-    case SG_Q2_SVC_SERVERDATA:
-        serverdata(c);
-        break;
-    case SG_Q2_SVC_CONFIGSTRING:
-        num(c, "index", SG_BMSG_U16);
-        str(c, "string", NULL);
-        break;
     case SG_Q2_SVC_SPAWNBASELINE: {
         uint64_t bits;
         entity_bits(c, &bits);
