@@ -1,5 +1,7 @@
 #include "protocols/text.h"
 
+#include <string.h>
+
 void sg_put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
 {
     for (size_t i = 0; i < n; i++) {
@@ -13,4 +15,44 @@ void sg_put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
         else
             fputc((int)ch, out);
     }
+}
+
+size_t sg_text_verb(const char *s, size_t n, char *verb, size_t cap)
+{
+    size_t i = 0, k = 0;
+
+    while (i < n && s[i] == ' ')
+        i++;
+    while (i < n && s[i] != ' ' && s[i] != '\n') {
+        if (k + 1 < cap)
+            verb[k++] = s[i];
+        i++;
+    }
+    verb[k] = 0;
+    while (i < n && s[i] == ' ')
+        i++;
+    return i;
+}
+
+void sg_text_unquoted(const char *s, size_t n, const char **t, size_t *len)
+{
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+        n--;
+    if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
+        s++;
+        n -= 2;
+    }
+    *t = s;
+    *len = n;
+}
+
+bool sg_text_say(const char *s, size_t n, const char **t, size_t *len)
+{
+    char verb[32];
+    size_t at = sg_text_verb(s, n, verb, sizeof(verb));
+
+    if (strcmp(verb, "say") != 0 && strcmp(verb, "say_team") != 0)
+        return false;
+    sg_text_unquoted(s + at, n - at, t, len);
+    return true;
 }

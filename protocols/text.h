@@ -18,4 +18,19 @@
  */
 void sg_put_escaped(FILE *out, const uint8_t *s, size_t n, bool json);
 
+/*
+ * The first word of the command `s` (`n` bytes, borrowed), after leading
+ * spaces, into `verb` (at most `cap` - 1 bytes kept, NUL-terminated);
+ * returns the offset of what follows it and its spaces.
+ */
+size_t sg_text_verb(const char *s, size_t n, char *verb, size_t cap);
+
+/* `s` without its trailing newlines and spaces, then without the quotes
+ * around it if it has both: `*t` points into `s`. */
+void sg_text_unquoted(const char *s, size_t n, const char **t, size_t *len);
+
+/* Is the client command `s` a `say` or `say_team`?  Then `*t` (into `s`)
+ * and `*len` are the chat text, unquoted. */
+bool sg_text_say(const char *s, size_t n, const char **t, size_t *len);
+
 #endif

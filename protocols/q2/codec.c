@@ -18,6 +18,7 @@
 
 #include "protocols/byteorder.h"
 #include "protocols/error.h"
+#include "protocols/text.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -478,35 +479,6 @@ static void write_header(const struct q2c *c, const struct hdr *h, bool fragment
 
 /* ---- the cross-game view ---- */
 
-static size_t verb_of(const char *s, size_t n, char *verb, size_t cap)
-{
-    size_t i = 0, k = 0;
-
-    while (i < n && s[i] == ' ')
-        i++;
-    while (i < n && s[i] != ' ' && s[i] != '\n') {
-        if (k + 1 < cap)
-            verb[k++] = s[i];
-        i++;
-    }
-    verb[k] = 0;
-    while (i < n && s[i] == ' ')
-        i++;
-    return i;
-}
-
-static void unquoted(const char *s, size_t n, const char **t, size_t *len)
-{
-    while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
-        n--;
-    if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
-        s++;
-        n -= 2;
-    }
-    *t = s;
-    *len = n;
-}
-
 static void add_msg(struct q2c *c, int pi)
 {
     const struct sg_q2_msg *pm = &c->parsed.msgs[pi];
@@ -566,13 +538,10 @@ static void add_msg(struct q2c *c, int pi)
         }
         return;
     }
-    char verb[32];
-    size_t at = verb_of(m->command, tf->len, verb, sizeof(verb));
+    const char *t;
+    size_t n;
     m->kind = SG_MSG_CLIENT_COMMAND;
-    if (strcmp(verb, "say") == 0 || strcmp(verb, "say_team") == 0) {
-        const char *t;
-        size_t n;
-        unquoted(m->command + at, tf->len - at, &t, &n);
+    if (sg_text_say(m->command, tf->len, &t, &n)) {
         m->kind = SG_MSG_CHAT;
         m->text = keep(c, t, n);
         m->text_len = m->text ? n : 0;
@@ -580,8 +549,11 @@ static void add_msg(struct q2c *c, int pi)
             m->text = m->command;
             m->text_len = tf->len;
         }
-    } else if (strcmp(verb, "disconnect") == 0) {
-        c->frame.disconnect = true;
+    } else {
+        char verb[32];
+        sg_text_verb(m->command, tf->len, verb, sizeof(verb));
+        if (strcmp(verb, "disconnect") == 0)
+            c->frame.disconnect = true;
     }
 }
 
@@ -793,7 +765,7 @@ static int q2_set_text(void *state, unsigned i, const char *text, size_t len)
         return -EINVAL;
     if (m->kind == SG_MSG_CHAT && c->frame.dir == SG_DIR_C2S) {
         char verb[32];
-        verb_of(m->command, strlen(m->command), verb, sizeof(verb));
+        sg_text_verb(m->command, strlen(m->command), verb, sizeof(verb));
         n = (size_t)snprintf(cmd, sizeof(cmd), "%s \"%.*s\"", verb, (int)len, text);
         for (size_t k = strlen(verb) + 2; k + 1 < n; k++)
             if (cmd[k] == '"')
