@@ -18,6 +18,7 @@
 
 #include "protocols/byteorder.h"
 #include "protocols/error.h"
+#include "protocols/relinject.h"
 #include "protocols/text.h"
 
 #include <ctype.h>
@@ -29,7 +30,6 @@
 #define TEXT_POOL  (2 * SG_Q2_MAX_MSGLEN + SG_Q2_MAX_MSGS)
 #define MAX_PIECES 64
 
-#define MAX_INJECT 8
 #define SG_Q2_CS_OLD 2080      /* configstrings of protocol 34 */
 #define SG_Q2_EDICTS_OLD 1024  /* entities of protocol 34 */
 #define INJECT_LIMIT 1400 /* a datagram carrying injections stays within the old MAX_MSGLEN */
@@ -65,30 +65,9 @@ struct hdr {
     uint32_t qport;
 };
 
-struct inject {
-    enum sg_dir dir;
-    enum sg_msg_kind kind;
-    char text[1024];
-    size_t len;
-    bool attached; /* riding on the reliable datagram in flight */
-};
-
-/*
- * Injections towards one receiver ride on the sender's own reliable
- * datagrams (see q2_inject): the datagram carrying them, and whether the
- * receiver's reliable bit had flipped when we last saw it acknowledge.
- */
-struct injq {
-    bool in_flight;
-    uint32_t carrier;
-    bool bit_before, bit_known, bit_now;
-};
-
 struct q2c {
     struct sg_codec_stats stats;
-    struct inject inj[MAX_INJECT];
-    unsigned ninj;
-    struct injq q[2]; /* by the direction the injections travel */
+    struct sg_relinj inj; /* injected texts riding on reliable datagrams */
     int protocol;    /* from the connect (0 unknown) */
     bool kex;        /* a rerelease (KEX) connect (2022/2023): relayed, not decoded */
     int minor;       /* R1Q2 / Q2PRO minor from the connect */
@@ -109,7 +88,7 @@ struct q2c {
     const char *oob_name;
     const char *why;
     struct sg_q2_parsed parsed;
-    struct sg_msg msgs[SG_Q2_MAX_MSGS + MAX_INJECT];
+    struct sg_msg msgs[SG_Q2_MAX_MSGS + SG_RELINJ_MAX];
     int msg_index[SG_Q2_MAX_MSGS];
     bool dropped[SG_Q2_MAX_MSGS];
     uint8_t copy[MAX_DGRAM];
@@ -325,9 +304,7 @@ static void new_connection(struct q2c *c)
         c->chan[d].assembling = false;
         c->chan[d].npieces = 0;
     }
-    memset(c->q, 0, sizeof(c->q));
-    for (unsigned i = 0; i < c->ninj; i++)
-        c->inj[i].attached = false;
+    sg_relinj_restart(&c->inj);
     c->accepted = false;
 }
 
@@ -559,43 +536,6 @@ static void add_msg(struct q2c *c, int pi)
 
 /* ---- reliable injections ---- */
 
-static void drop_attached(struct q2c *c, enum sg_dir towards, bool delivered)
-{
-    unsigned keepn = 0;
-
-    for (unsigned i = 0; i < c->ninj; i++) {
-        struct inject *j = &c->inj[i];
-        if (j->dir == towards && j->attached) {
-            j->attached = false;
-            if (delivered)
-                continue;
-        }
-        c->inj[keepn++] = *j;
-    }
-    c->ninj = keepn;
-}
-
-/*
- * An accepted datagram from `dir`'s sender acknowledges what travelled the
- * other way: the top bit of its ack word is its reliable bit (it flips on
- * every reliable datagram it accepts).  Once it acknowledges the carrier or
- * a later datagram, a flipped bit says the carrier arrived (the injections
- * are delivered); an unflipped one that it was lost, and the sender will
- * resend its reliable message, which carries them again.
- */
-static void note_ack(struct q2c *c, enum sg_dir dir)
-{
-    enum sg_dir towards = dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S;
-    struct injq *q = &c->q[towards];
-
-    if (q->in_flight && c->hdr.ack >= q->carrier) {
-        q->in_flight = false;
-        drop_attached(c, towards, c->hdr.ack_reliable != q->bit_before);
-    }
-    q->bit_known = true;
-    q->bit_now = c->hdr.ack_reliable;
-}
-
 /* ---- decode ---- */
 
 static void reset_frame(struct q2c *c, enum sg_dir dir)
@@ -666,7 +606,7 @@ static int q2_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         c->stats.rejected++;
         return 0;
     }
-    note_ack(c, dir);
+    sg_relinj_ack(&c->inj, dir, c->hdr.ack, c->hdr.ack_reliable);
     c->payload = c->copy + n;
     c->payload_len = len - (size_t)n;
     c->frame.pieces = 1;
@@ -812,31 +752,13 @@ static int q2_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const 
                      size_t len)
 {
     struct q2c *c = state;
-    struct inject *j;
 
-    if (dir == SG_DIR_S2C
-            ? (kind != SG_MSG_PRINT && kind != SG_MSG_CHAT && kind != SG_MSG_CENTERPRINT &&
-               kind != SG_MSG_STUFFTEXT)
-            : (kind != SG_MSG_CHAT && kind != SG_MSG_CLIENT_COMMAND))
-        return SG_E_UNSUPPORTED;
-    if (memchr(text, 0, len) || len >= sizeof(c->inj[0].text) - 16)
-        return -EINVAL;
-    if (c->ninj >= MAX_INJECT)
-        return SG_E_TOOBIG;
-    j = &c->inj[c->ninj++];
-    memset(j, 0, sizeof(*j));
-    j->dir = dir;
-    j->kind = kind;
-    if (dir == SG_DIR_C2S && kind == SG_MSG_CHAT)
-        j->len = (size_t)snprintf(j->text, sizeof(j->text), "say \"%.*s\"", (int)len, text);
-    else
-        j->len = (size_t)snprintf(j->text, sizeof(j->text), "%.*s", (int)len, text);
-    return 0;
+    return sg_relinj_add(&c->inj, dir, kind, text, len);
 }
 
 static bool can_carry(const struct q2c *c, enum sg_dir dir)
 {
-    return c->hdr.reliable && !c->hdr.fragment && !c->q[dir].in_flight && c->q[dir].bit_known;
+    return c->hdr.reliable && !c->hdr.fragment && sg_relinj_can_carry(&c->inj, dir);
 }
 
 static bool q2_must_encode(void *state, const struct sg_frame *frame)
@@ -850,25 +772,21 @@ static bool q2_must_encode(void *state, const struct sg_frame *frame)
                 return true;
     if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE || !can_carry(c, frame->dir))
         return false;
-    for (unsigned i = 0; i < c->ninj; i++)
-        if (c->inj[i].dir == frame->dir)
-            return true;
-    return false;
+    return sg_relinj_waiting(&c->inj, frame->dir);
 }
 
 /* Attach the injections waiting for this direction that fit the datagram. */
 static void write_injections(struct q2c *c, struct sg_bmsg_writer *w)
 {
-    struct injq *q = &c->q[c->frame.dir];
     bool any = false;
 
     if (!can_carry(c, c->frame.dir))
         return;
-    for (unsigned i = 0; i < c->ninj; i++) {
-        struct inject *j = &c->inj[i];
+    for (unsigned i = 0; i < c->inj.n; i++) {
+        struct sg_relinj_item *j = &c->inj.item[i];
         size_t need = j->len + 3;
         if (j->dir != c->frame.dir || w->len + need > INJECT_LIMIT ||
-            c->frame.nmsgs >= SG_Q2_MAX_MSGS + MAX_INJECT)
+            c->frame.nmsgs >= SG_Q2_MAX_MSGS + SG_RELINJ_MAX)
             continue;
         j->attached = any = true;
         struct sg_msg *m = &c->msgs[c->frame.nmsgs++];
@@ -895,11 +813,8 @@ static void write_injections(struct q2c *c, struct sg_bmsg_writer *w)
         m->text = m->command = keep(c, j->text, j->len);
         m->text_len = m->text ? j->len : 0;
     }
-    if (any) {
-        q->in_flight = true;
-        q->carrier = c->hdr.seq;
-        q->bit_before = q->bit_now;
-    }
+    if (any)
+        sg_relinj_carried(&c->inj, c->frame.dir, c->hdr.seq);
 }
 
 /* ---- encode ---- */
@@ -948,11 +863,8 @@ static int q2_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
         if (*identical)
             c->stats.reencode_identical++;
         err = emit(ctx, c->out, o.len);
-        if (err < 0 && c->q[frame->dir].in_flight && c->q[frame->dir].carrier == c->hdr.seq) {
-            /* Not sent: what rode on it waits for the next reliable datagram. */
-            c->q[frame->dir].in_flight = false;
-            drop_attached(c, frame->dir, false);
-        }
+        if (err < 0) /* not sent: what rode on it waits for the next reliable datagram */
+            sg_relinj_unsent(&c->inj, frame->dir, c->hdr.seq);
         return err < 0 ? err : 1;
     }
     /* A fragmented message: the same pieces when the payload came out the same. */

@@ -13,6 +13,7 @@
 #include "protocols/qw/qw.h"
 
 #include "protocols/byteorder.h"
+#include "protocols/relinject.h"
 #include "protocols/seqwin.h"
 #include "protocols/error.h"
 #include "protocols/text.h"
@@ -22,28 +23,6 @@
 #include <string.h>
 
 #define TEXT_POOL (SG_QW_MAX_DGRAM * 2 + SG_QW_MAX_MSGS)
-#define MAX_INJECT 8
-
-struct inject {
-    enum sg_dir dir;
-    enum sg_msg_kind kind;
-    char text[1024];
-    size_t len;
-    bool attached; /* riding on the reliable datagram in flight */
-};
-
-/*
- * Injections towards one receiver ride on the sender's own reliable
- * datagrams (see qw_inject): the datagram carrying them, and whether the
- * receiver's reliable bit had flipped when we last saw it acknowledge.
- */
-struct injq {
-    bool in_flight;     /* attached to datagram `carrier` */
-    uint32_t carrier;
-    bool bit_before;    /* the receiver's reliable bit before the carrier */
-    bool bit_known;     /* we saw the receiver acknowledge (so bit_now is its bit) */
-    bool bit_now;
-};
 
 struct qwc {
     struct sg_codec_stats stats;
@@ -66,7 +45,7 @@ struct qwc {
     struct sg_qw_parsed parsed;
     struct sg_qw_field fields[SG_QW_MAX_FIELDS];
     struct sg_qw_msg pmsgs[SG_QW_MAX_MSGS];
-    struct sg_msg msgs[SG_QW_MAX_MSGS + MAX_INJECT];
+    struct sg_msg msgs[SG_QW_MAX_MSGS + SG_RELINJ_MAX];
     int msg_index[SG_QW_MAX_MSGS]; /* parsed message of each sg_msg */
     bool dropped[SG_QW_MAX_MSGS];
     uint8_t copy[SG_QW_MAX_DGRAM];
@@ -75,9 +54,7 @@ struct qwc {
     char pool[TEXT_POOL];
     size_t pool_used;
 
-    struct inject inj[MAX_INJECT];
-    unsigned ninj;
-    struct injq q[2]; /* by the direction the injections travel */
+    struct sg_relinj inj; /* injected texts riding on reliable datagrams */
 
     uint8_t out[SG_QW_MAX_DGRAM + 2048];
     size_t out_len;
@@ -259,43 +236,6 @@ static void add_msg(struct qwc *c, int pi)
 
 /* ---- reliable injections ---- */
 
-static void drop_attached(struct qwc *c, enum sg_dir towards, bool delivered)
-{
-    unsigned keepn = 0;
-
-    for (unsigned i = 0; i < c->ninj; i++) {
-        struct inject *j = &c->inj[i];
-        if (j->dir == towards && j->attached) {
-            j->attached = false;
-            if (delivered)
-                continue;
-        }
-        c->inj[keepn++] = *j;
-    }
-    c->ninj = keepn;
-}
-
-/*
- * An accepted datagram from `dir`'s sender acknowledges what travelled the
- * other way: its ack word's top bit is its reliable bit (it flips on every
- * reliable datagram it accepts).  Once it acknowledges the carrier or a
- * later datagram, a flipped bit says the carrier arrived (the injections
- * are delivered); an unflipped one that it was lost, and the sender will
- * resend its reliable message, which carries them again.
- */
-static void note_ack(struct qwc *c, enum sg_dir dir)
-{
-    enum sg_dir towards = dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S;
-    struct injq *q = &c->q[towards];
-
-    if (q->in_flight && c->hdr.ack >= q->carrier) {
-        q->in_flight = false;
-        drop_attached(c, towards, c->hdr.ack_reliable != q->bit_before);
-    }
-    q->bit_known = true;
-    q->bit_now = c->hdr.ack_reliable;
-}
-
 /* ---- decode ---- */
 
 static void reset_frame(struct qwc *c, enum sg_dir dir)
@@ -341,9 +281,7 @@ static int decode_oob(struct qwc *c, enum sg_dir dir)
         sg_qw_track_reset(c->track);
         /* A new connection: the receivers start over, injections wait again. */
         memset(c->chan, 0, sizeof(c->chan));
-        memset(c->q, 0, sizeof(c->q));
-        for (unsigned i = 0; i < c->ninj; i++)
-            c->inj[i].attached = false;
+        sg_relinj_restart(&c->inj);
         c->accepted = false;
         break;
     case SG_QW_OOB_ACCEPT:
@@ -400,7 +338,7 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         return 0;
     }
 
-    note_ack(c, dir);
+    sg_relinj_ack(&c->inj, dir, c->hdr.ack, c->hdr.ack_reliable);
 
     /* The messages. */
     c->parsed.ext = c->have_serverdata ? c->active : c->chosen;
@@ -522,53 +460,30 @@ static int qw_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const 
                      size_t len)
 {
     struct qwc *c = state;
-    struct inject *j;
 
-    if (dir == SG_DIR_S2C
-            ? (kind != SG_MSG_PRINT && kind != SG_MSG_CHAT && kind != SG_MSG_CENTERPRINT &&
-               kind != SG_MSG_STUFFTEXT)
-            : (kind != SG_MSG_CHAT && kind != SG_MSG_CLIENT_COMMAND))
-        return SG_E_UNSUPPORTED;
-    if (memchr(text, 0, len) || len >= sizeof(c->inj[0].text) - 16)
-        return -EINVAL;
-    if (c->ninj >= MAX_INJECT)
-        return SG_E_TOOBIG;
-    j = &c->inj[c->ninj++];
-    j->dir = dir;
-    j->kind = kind;
-    if (dir == SG_DIR_C2S && kind == SG_MSG_CHAT)
-        j->len = (size_t)snprintf(j->text, sizeof(j->text), "say \"%.*s\"", (int)len, text);
-    else
-        j->len = (size_t)snprintf(j->text, sizeof(j->text), "%.*s", (int)len, text);
-    return 0;
+    return sg_relinj_add(&c->inj, dir, kind, text, len);
 }
 
 static bool qw_must_encode(void *state, const struct sg_frame *frame)
 {
     const struct qwc *c = state;
 
-    if (frame->kind != SG_FRAME_MESSAGE || !c->hdr.reliable || c->q[frame->dir].in_flight ||
-        !c->q[frame->dir].bit_known)
-        return false;
-    for (unsigned i = 0; i < c->ninj; i++)
-        if (c->inj[i].dir == frame->dir)
-            return true;
-    return false;
+    return frame->kind == SG_FRAME_MESSAGE && c->hdr.reliable &&
+           sg_relinj_can_carry(&c->inj, frame->dir) && sg_relinj_waiting(&c->inj, frame->dir);
 }
 
 /* Attach the injections waiting for this direction that fit a reliable datagram. */
 static void write_injections(struct qwc *c, struct sg_bmsg_writer *w)
 {
-    struct injq *q = &c->q[c->frame.dir];
     bool any = false;
 
-    if (!c->hdr.reliable || q->in_flight || !q->bit_known)
+    if (!c->hdr.reliable || !sg_relinj_can_carry(&c->inj, c->frame.dir))
         return;
-    for (unsigned i = 0; i < c->ninj; i++) {
-        struct inject *j = &c->inj[i];
+    for (unsigned i = 0; i < c->inj.n; i++) {
+        struct sg_relinj_item *j = &c->inj.item[i];
         size_t need = j->len + 3;
         if (j->dir != c->frame.dir || w->len + need > SG_QW_MAX_MSGLEN ||
-            c->frame.nmsgs >= SG_QW_MAX_MSGS + MAX_INJECT)
+            c->frame.nmsgs >= SG_QW_MAX_MSGS + SG_RELINJ_MAX)
             continue;
         j->attached = any = true;
         struct sg_msg *m = &c->msgs[c->frame.nmsgs++];
@@ -593,11 +508,8 @@ static void write_injections(struct qwc *c, struct sg_bmsg_writer *w)
         m->text = m->command = keep(c, j->text, j->len);
         m->text_len = m->text ? j->len : 0;
     }
-    if (any) {
-        q->in_flight = true;
-        q->carrier = c->hdr.seq;
-        q->bit_before = q->bit_now;
-    }
+    if (any)
+        sg_relinj_carried(&c->inj, c->frame.dir, c->hdr.seq);
 }
 
 /* ---- encode ---- */
@@ -628,11 +540,8 @@ static int qw_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
     err = emit(ctx, c->out, w.len);
     c->out_len = w.len;
     c->out_sent = err >= 0;
-    if (err < 0 && c->q[frame->dir].in_flight && c->q[frame->dir].carrier == c->hdr.seq) {
-        /* Not sent: what rode on it waits for the next reliable datagram. */
-        c->q[frame->dir].in_flight = false;
-        drop_attached(c, frame->dir, false);
-    }
+    if (err < 0) /* not sent: what rode on it waits for the next reliable datagram */
+        sg_relinj_unsent(&c->inj, frame->dir, c->hdr.seq);
     return err < 0 ? err : 1;
 }
 
