@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "protocols/byteorder.h"
 #include "protocols/codec.h"
@@ -500,6 +502,17 @@ int sg_cmd_pcap(int argc, char **argv)
         print_decoders(stderr);
         fputs("\n", stderr);
         return EXIT_ERRORS;
+    }
+    if (record_dir) {
+        /* Said before the first flow, not once per flow at its first message. */
+        struct stat st;
+        if (stat(record_dir, &st) < 0 || !S_ISDIR(st.st_mode) || access(record_dir, W_OK) < 0) {
+            fprintf(stderr, "slipgate pcap: --record %s: %s\n", record_dir,
+                    stat(record_dir, &st) < 0 ? strerror(errno)
+                    : !S_ISDIR(st.st_mode)    ? "not a directory"
+                                              : "not writable");
+            return EXIT_ERRORS;
+        }
     }
     return decode_file(file, json, record_dir, forced);
 }

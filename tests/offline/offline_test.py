@@ -199,6 +199,28 @@ def case_pcap_protocol_forced():
     expect(rc == 1 and "wire unknown" in err and "not decoded" not in out, err[-400:])
 
 
+def case_pcap_record_dir():
+    """`pcap decode --record DIR` refuses a DIR that is missing, not a
+    directory or not writable before it decodes anything (exit 1, the reason
+    named once), instead of failing at each game flow's first message."""
+    cap = data("qw/sessions/ezquake_mvdsv/capture.pcap")
+    with tempfile.TemporaryDirectory() as tmp:
+        f = os.path.join(tmp, "file")
+        with open(f, "w") as fp:
+            fp.write("x")
+        ro = os.path.join(tmp, "ro")
+        os.mkdir(ro, 0o500)
+        cases = [(os.path.join(tmp, "missing"), "No such file or directory"),
+                 (f, "not a directory")]
+        if os.geteuid() != 0:  # root writes anywhere
+            cases.append((ro, "not writable"))
+        for d, why in cases:
+            rc, out, err = pcap(cap, "--record", d)
+            expect(rc == 1 and out == "" and err.count(why) == 1 and
+                   err.startswith("slipgate pcap: --record %s: " % d),
+                   "--record %s: exit %d, %r" % (d, rc, err[-300:]))
+
+
 def case_pcap_qw():
     """The ezQuake + mvdsv capture: its flows decoded as QuakeWorld, 0 errors,
     every message rebuilt identical."""
