@@ -3,7 +3,7 @@
 server through slipgate with `reencode always`, one wire protocol forced
 per case (../shared/peers/q2/README.md).
 
-    q2_peers.py PROTOCOL[+filters|+guard|+mapchange|+kill9|+sigterm] [--seconds N]
+    q2_peers.py PROTOCOL[+all|+filters|+guard|+mapchange|+kill9|+sigterm] [--seconds N]
 
 PROTOCOL: 34 (original), 35 (R1Q2) or 36 (Q2PRO, new netchan, zlib).
 Each protocol also records the session (--record) and plays the .dm2 to
@@ -17,6 +17,15 @@ original text.  `+guard` runs GUARD_CONF (guard with its defaults): the
 server stuffs (rcon `stuffall`) a harmless `echo` to the client, which must
 arrive, then a takeover (`echo ...;quit`), which guard must remove: the
 client stays in the game, never echoes it, and slipgate logs the block.
+`+all` (the issue's proof, each protocol, 60 s in the suite) runs ALL_CONF:
+the rewrite and inject of `+filters` towards the client, the player's chat
+rewritten and a chat injected towards the server, guard (the harmless and
+the takeover stufftext of `+guard`), the record filter and `sign_key`:
+besides `+filters`' and `+guard`'s checks, the server sees the rewritten
+and the injected chats, every rebuilt datagram that differs from its
+original carries a message a filter changed, injected or removed (the
+inspector marks them), the .dm2 plays in q2pro and `slipgate demo verify`
+says it is authentic, and "modified" once a byte is edited.
 `36+download`: the server (allow_download 1) serves a file of a .pkz in its
 homedir that the client lacks and downloads (a model the game precaches):
 Q2PRO's compressed download (svc_zdownload, one raw-deflate stream); the
@@ -54,6 +63,7 @@ on 127.0.0.1 with free ports, under time limits, ended by PID.  Exit 77
 """
 import fcntl
 import hashlib
+import json
 import os
 import pwd
 import re
@@ -70,7 +80,8 @@ import zipfile
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from q3_peers import Fail, Procs, free_udp_port, read, run_main, wait_for  # noqa: E402
+from q3_peers import (Fail, Procs, check_signed, free_udp_port, make_key, read,  # noqa: E402
+                      run_main, wait_for)
 from relay_peers import stats_session  # noqa: E402
 
 AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
@@ -90,6 +101,52 @@ route default {{
 """
 
 RECORD_CASES = ("mapchange", "kill9", "sigterm")
+
+# The issue's proof: every filter of the chain at once, recorded and signed.
+ALL_CONF = """\
+sign_key "{key}"
+sign_interval 5s
+route default {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol q2
+    reencode always
+    filter rewrite {{
+        replace "entered the game" "came in through slipgate"
+        kinds print chat
+        direction to_client
+    }}
+    filter rewrite {{
+        replace "badword" "goodword"
+        kinds chat
+        direction to_server
+    }}
+    filter inject {{
+        text "slipgate injected %session%\\n"
+        kind print
+        every 2s
+    }}
+    filter inject {{
+        text "slipgate says hi %session%"
+        kind chat
+        direction to_server
+        after 5s
+        every 3s
+        count 3
+    }}
+    filter guard {{
+    }}
+    filter record {{
+        directory "{demos}"
+    }}
+    filter inspect {{
+        level fields
+        format json
+        show_repeats yes
+        output "{inspect}"
+    }}
+}}
+"""
 
 # A compressed download: the server serves a file of its .pkz (Q2PRO's raw
 # deflate stream, svc_zdownload) that the client lacks; inspect writes every
@@ -185,8 +242,8 @@ def nobody_dir(path):
 def run_case(case, seconds):
     protocol, _, extra = case.partition("+")
     if protocol not in ("34", "35", "36") or \
-            extra not in ("", "filters", "guard", "download") + RECORD_CASES:
-        raise Fail(f"unknown case {case} (34, 35 or 36, optionally +filters or +guard; "
+            extra not in ("", "all", "filters", "guard", "download") + RECORD_CASES:
+        raise Fail(f"unknown case {case} (34, 35 or 36, optionally +all, +filters or +guard; "
                    f"34+mapchange, 34+kill9, 34+sigterm, 36+download)")
     if extra in RECORD_CASES and protocol != "34":
         raise Fail(f"{case}: slipgate records protocol 34 sessions only")
@@ -220,7 +277,7 @@ def rcon(port, password, command):
 
 
 def run(protocol, extra, seconds, work, b, d, slipgate, procs):
-    filters = extra == "filters"
+    filters = extra in ("filters", "all")
     limit = seconds + 90
     srv_port, px_port = free_udp_port(), free_udp_port()
     srv_home, cl_home = nobody_dir(os.path.join(work, "srv")), nobody_dir(os.path.join(work, "cl"))
@@ -246,17 +303,22 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
     px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
     rec_dir = os.path.join(work, "demos")
     record = ["--record", rec_dir] if extra in ("",) + RECORD_CASES else []
+    recording = bool(record) or extra == "all"
+    sign = ["+set", "sign_key", make_key(work), "+set", "sign_interval", "2s"] \
+        if extra == "kill9" else []
     where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}", "-p", "q2",
              "+set", "reencode", "always"]
     inspect = os.path.join(work, "inspect.txt")
-    if extra in ("filters", "guard", "download"):
+    if extra in ("all", "filters", "guard", "download"):
         conf = os.path.join(work, "slipgate.conf")
-        text = {"filters": FILTERS_CONF, "guard": GUARD_CONF, "download": DOWNLOAD_CONF}[extra]
+        text = {"all": ALL_CONF, "filters": FILTERS_CONF, "guard": GUARD_CONF,
+                "download": DOWNLOAD_CONF}[extra]
         with open(conf, "w") as f:
-            f.write(text.format(px=px_port, srv=srv_port, inspect=inspect))
+            f.write(text.format(px=px_port, srv=srv_port, inspect=inspect, demos=rec_dir,
+                                key=make_key(work) if extra == "all" else ""))
         where = ["-c", conf]
     px = procs.start("slipgate", [slipgate] + where + ["--stats", stats, "+set",
-                                                       "stats_interval", "1s"] + record,
+                                                       "stats_interval", "1s"] + record + sign,
                      px_log, limit)
     if not wait_for(lambda: "listening on" in read(px_log), 10):
         raise Fail(f"slipgate did not start:\n{read(px_log)}")
@@ -302,6 +364,8 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
         end = time.time() + secs
         while time.time() < end:
             say(steps[i % len(steps)])
+            if extra == "all" and i % 12 == 11:
+                say("say hello badword from slipgate")
             i += 1
             time.sleep(0.5)
             if cli.poll() is not None:
@@ -317,7 +381,7 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
                        f"--- server ---\n{read(srv_log)[-1500:]}\n--- client ---\n"
                        f"{read(cl_log)[-1500:]}")
         play(seconds / 2)
-    elif extra == "guard":
+    elif extra in ("guard", "all"):
         play(seconds / 2)
         rcon(srv_port, "sgrcon", 'stuffall "echo slipgate harmless stuff"')
         if not wait_for(lambda: "slipgate harmless stuff" in read(cl_log), 10):
@@ -355,7 +419,7 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
         say("disconnect")
         if not wait_for(lambda: "slipgate disconnected" in read(srv_log), 10):
             raise Fail(f"the server did not see the client disconnect:\n{read(srv_log)[-1500:]}")
-        if record and not wait_for(lambda: "; the client disconnected" in read(px_log), 10):
+        if recording and not wait_for(lambda: "; the client disconnected" in read(px_log), 10):
             raise Fail(f"slipgate did not end the demo at the client's disconnect:\n"
                        f"{read(px_log)[-2000:]}")
         say("quit")
@@ -379,7 +443,7 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
         raise Fail(f"too few in-game messages decoded: {dd}")
     if dd["reencoded"] != dd["messages"] or dd["reencode_errors"]:
         raise Fail(f"not every message was rebuilt: {dd}")
-    if extra not in ("filters", "guard") and dd["reencode_identical"] != dd["reencoded"]:
+    if extra not in ("all", "filters", "guard") and dd["reencode_identical"] != dd["reencoded"]:
         raise Fail(f"rebuilt messages differ from the originals: {dd}")
     if any(route["counters"]["drops"].values()):
         raise Fail(f"drops: {route['counters']['drops']}")
@@ -394,17 +458,47 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
         if injected < 3:
             raise Fail(f"{injected} injected prints in the client's console:\n{texts[-2500:]}")
         played = f"; the client saw the rewritten print and {injected} injected prints"
-    if extra == "guard":
-        played = check_guard(cl_log, px_log)
+    if extra in ("guard", "all"):
+        played += check_guard(cl_log, px_log)
+    if extra == "all":
+        played += check_all(dd, inspect, srv_log, cl_log)
     if extra == "download":
         played = check_download(cl_home, cl_log, srv_log, inspect, dl_data)
-    if record:
-        played = check_recordings(work, b, d, slipgate, rec_dir, extra, px_log, procs)
+    if recording:
+        played += check_recordings(work, b, d, slipgate, rec_dir, extra, px_log, procs)
     print(f"PASS q2_peers@{protocol}{'+' + extra if extra else ''}: the Q2PRO client in the game "
           f"through slipgate for "
           f"{seconds} s with protocol {protocol}; decoded {dd['datagrams']} datagrams "
           f"({dd['messages']} in-game, {dd['rejected']} rejected), 0 errors, "
           f"{dd['reencoded']} rebuilt ({dd['reencode_identical']} byte-identical){played}{ending}")
+
+
+def check_all(dd, inspect, srv_log, cl_log):
+    """What +all shows besides +filters' and +guard's checks: every
+    in-game datagram rebuilt, and each one that differs from what its sender
+    sent carries a message a filter changed, injected or removed (the
+    inspector marks them); the server saw the player's chat rewritten and
+    the injected chats, which came back to the client."""
+    frames = [json.loads(x) for x in read(inspect).splitlines()]
+    rebuilt = [f for f in frames if f["frame"] == "message" and f["reencoded"]]
+    marked = [f for f in rebuilt if any(m["changed"] or m["injected"] or m["removed"]
+                                        for m in f.get("msgs", []))]
+    if len(rebuilt) != dd["reencoded"]:
+        raise Fail(f"inspect shows {len(rebuilt)} rebuilt frames, --stats {dd}")
+    if dd["reencoded"] - dd["reencode_identical"] != len(marked):
+        raise Fail(f"{dd['reencoded'] - dd['reencode_identical']} rebuilt datagrams differ "
+                   f"from their originals, but filters changed {len(marked)}: {dd}")
+    srv, cli = read(srv_log), read(cl_log)
+    said = len(re.findall(r"slipgate: hello goodword from slipgate", srv))
+    hi_srv = len(re.findall(r"slipgate: slipgate says hi \d+", srv))
+    hi_cli = len(re.findall(r"slipgate: slipgate says hi \d+", cli))
+    if said < 3 or "badword" in srv or hi_srv < 3 or hi_cli < 3:
+        raise Fail(f"chat towards the server: {said} rewritten lines at the server (badword "
+                   f"there: {'badword' in srv}), injected chats {hi_srv} at the server, "
+                   f"{hi_cli} back at the client\n--- server ---\n{srv[-2000:]}")
+    return (f"; {len(marked)} datagrams changed by filters, the other "
+            f"{dd['reencode_identical']} rebuilt byte-identical; the server saw {said} "
+            f"rewritten chats and {hi_srv} injected ones")
 
 
 def check_guard(cl_log, px_log):
@@ -505,6 +599,11 @@ def check_recordings(work, b, d, slipgate, rec_dir, extra, px_log, procs):
     killed (kill9: no end marker, whole blocks, every one of them played)."""
     demos = sorted(os.path.join(rec_dir, f) for f in os.listdir(rec_dir)
                    if f.endswith(".dm2")) if os.path.isdir(rec_dir) else []
+    signed = extra in ("all", "kill9")
+    sigs = sorted(f for f in os.listdir(rec_dir) if f.endswith(".sig")) \
+        if os.path.isdir(rec_dir) else []
+    if sigs != ([os.path.basename(p) + ".sig" for p in demos] if signed else []):
+        raise Fail(f"signatures {sigs} beside the demos {demos} (signed: {signed})")
     want = 2 if extra == "mapchange" else 1
     if len(demos) != want:
         raise Fail(f"expected {want} recorded .dm2 in {rec_dir}: {demos}\n{read(px_log)[-2000:]}")
@@ -535,6 +634,8 @@ def check_recordings(work, b, d, slipgate, rec_dir, extra, px_log, procs):
             how = "ended cleanly, Demo finished"
         if frames < 30:
             raise Fail(f"{name}: q2pro played only {frames} frames:\n{text[-1500:]}")
+        if signed:
+            how += check_signed(work, path, extra != "kill9")
         out.append(f"{name} ({maps[-1]}): {len(lens)} blocks, {how} in q2pro ({frames} frames)")
     if extra == "mapchange":
         if sorted(maps) != sorted(set(maps)) or not any("arena" in m for m in maps):

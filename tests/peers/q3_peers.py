@@ -612,6 +612,16 @@ def check_anon(work, files, cli_port, px_port, srv_port, token):
             f"{len(named)}")
 
 
+def make_key(work):
+    """`slipgate keygen --out WORK/league`: the signing key for `sign_key`
+    (WORK/league) and its public half (WORK/league.pub) for check_signed."""
+    kg = subprocess.run([slipgate_binary(), "keygen", "--out", os.path.join(work, "league")],
+                        capture_output=True, text=True, timeout=30)
+    if kg.returncode != 0:
+        raise Fail(f"slipgate keygen: {kg.stderr}")
+    return os.path.join(work, "league")
+
+
 def check_signed(work, demo, whole):
     """`slipgate demo verify` on the recorded demo with the key's .pub:
     authentic (whole, or up to the last checkpoint of its .sig); the same
@@ -788,11 +798,7 @@ def run_case(case, seconds):
         else:
             where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}"]
         if mode in ("signed", "signedkill9", "anon"):
-            kg = subprocess.run([slipgate_binary(), "keygen", "--out",
-                                 os.path.join(work, "league")], capture_output=True, text=True,
-                                timeout=30)
-            if kg.returncode != 0:
-                raise Fail(f"slipgate keygen: {kg.stderr}")
+            make_key(work)
         px = procs.start("slipgate", [slipgate_binary()] + where + ["--stats", stats]
                          + [a.replace("{work}", work) for a in MODES[mode]], px_log, limit)
         if not wait_for(lambda: "listening on" in read(px_log), 10):

@@ -21,8 +21,11 @@ client quits, the demo ends at its `drop`), `mapchange` (the server changes
 map by rcon: one demo per map, each playing to its end), `midrecord` (the
 record filter comes with a SIGHUP reload mid-game: the demo starts with a
 preamble slipgate built from what it tracked), `kill9` (slipgate is killed
-with SIGKILL mid-game: the demo holds only whole blocks, and with ezQuake's
-end marker appended it plays to its end) and `pcaprecord` (offline:
+with SIGKILL mid-game: the demo holds only whole blocks, its .sig (sign_key)
+verifies up to its last checkpoint, and with ezQuake's end marker appended
+it plays to its end), `sigterm` (slipgate ended by SIGTERM with the client
+still in the game: it exits 0 and the demo ends with its end marker) and
+`pcaprecord` (offline:
 `slipgate pcap decode --record` on the shared ezquake_mvdsv capture: 0
 errors, every message rebuilt identical, and the .qwd plays and holds the
 capture's server datagrams from the serverdata on, byte for byte).
@@ -34,8 +37,10 @@ change, the players leave; every .dem played to its end in DarkPlaces and
 in quakespasm (see the comment above NQ_ALL_ROUTES).
 NetQuake recording's endings (run_nq_ending): `nq kill9` (slipgate killed
 with SIGKILL mid-game: the .dem holds only whole blocks and plays to its
-last one) and `nq sigterm` (slipgate ended by SIGTERM with the client still
-in the game: it exits 0 and the .dem ends cleanly, with svc_disconnect).
+last one, and its .sig verifies up to its last checkpoint) and `nq sigterm`
+(slipgate ended by SIGTERM with the client still in the game: it exits 0
+and the .dem ends cleanly, with svc_disconnect).  The demos of `qw all` and
+`nq all` are signed too and must verify "authentic, whole".
 
 What a pass means: the client entered the game (server log) through
 slipgate, the game traffic kept flowing through slipgate for N seconds
@@ -72,7 +77,8 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from q3_peers import Fail, Procs, free_udp_port, read, run_main, wait_for  # noqa: E402
+from q3_peers import (Fail, Procs, check_signed, free_udp_port, make_key, read,  # noqa: E402
+                      run_main, wait_for)
 
 GAMES = {
     "nq": {"server": "/usr/games/quakespasm", "client": "/usr/games/darkplaces",
@@ -137,7 +143,7 @@ QW_PLAIN_CONF = """route qw {{
 }}
 """
 
-QW_RECORD_CASES = ("record", "mapchange", "midrecord", "kill9")
+QW_RECORD_CASES = ("record", "mapchange", "midrecord", "kill9", "sigterm")
 
 
 def stats_session(path):
@@ -338,8 +344,11 @@ def run(game, case, seconds, work, data, slipgate, procs):
             f.write((NQ_FILTERS_CONF if game == "nq" else text)
                     .format(px=px_port, srv=srv_port, demos=demos))
         where = ["-c", conf]
+    # kill9 signs its demo (sign_key): it must verify up to its last checkpoint
+    sign = ["+set", "sign_key", make_key(work), "+set", "sign_interval", "2s"] \
+        if case == "kill9" else []
     px = procs.start("slipgate", [slipgate] + where + ["--stats", stats, "+set",
-                                  "stats_interval", "1s"]
+                                  "stats_interval", "1s"] + sign
                      + ([] if case in ("auto", "filters") + QW_RECORD_CASES else
                         ["-p", game, "+set", "reencode", "always"] if case == "full" else
                         ["-p", case])
@@ -398,11 +407,23 @@ def run(game, case, seconds, work, data, slipgate, procs):
         procs.stop(px, signal.SIGTERM, 5)
         procs.stop(cli, signal.SIGTERM, 5, group=True)
         print(f"PASS relay_peers@qw+kill9: slipgate killed after {seconds} s in the game"
-              + check_qw_demos(work, data, demos, case, px_log, procs))
+              + check_qw_demos(work, data, demos, case, px_log, procs, signed=True))
         return
 
     quit_said = ""
-    if case in QW_RECORD_CASES:
+    if case == "sigterm":
+        # slipgate ends first, the client still in the game: the demo ends
+        # with its end marker, at once
+        rc = procs.stop(px, signal.SIGTERM, 10)
+        if rc != 0:
+            raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
+        if "; the client disconnected" in read(px_log) or \
+                not re.search(r"demo .* finished", read(px_log)):
+            raise Fail(f"slipgate did not finish the demo at its shutdown:\n"
+                       f"{read(px_log)[-2000:]}")
+        procs.stop(cli, signal.SIGTERM, 5, group=True)
+        quit_said = "; slipgate stopped first (SIGTERM), the client still in"
+    elif case in QW_RECORD_CASES:
         quit_said = qw_client_quits(srv_port, srv_log, px_log)
     procs.stop(cli, signal.SIGTERM, 5, group=True)
     rc = procs.stop(px, signal.SIGTERM, 10)
@@ -548,21 +569,29 @@ def check_qwd_shape(path, preamble, cut=False):
     return len(reads), cmds, times[-1]
 
 
-def check_qw_demos(work, data, demos, case, px_log, procs):
+def check_qw_demos(work, data, demos, case, px_log, procs, signed=False):
     """The demos slipgate wrote: one per level (two for `mapchange`), each
-    of the shape ezQuake writes, each playing to its end in ezQuake."""
-    files = sorted(os.path.join(demos, n) for n in os.listdir(demos)) \
-        if os.path.isdir(demos) else []
+    of the shape ezQuake writes, each playing to its end in ezQuake; with
+    `signed`, each has its .sig and `slipgate demo verify` says authentic
+    (whole, or up to its last checkpoint when slipgate was killed), and
+    modified once a byte is edited."""
+    names = sorted(os.listdir(demos)) if os.path.isdir(demos) else []
+    files = [os.path.join(demos, n) for n in names if not n.endswith(".sig")]
     want = 2 if case == "mapchange" else 1
     if len(files) != want or not all(f.endswith(".qwd") for f in files):
         raise Fail(f"{len(files)} demos, want {want}: {files}\n{read(px_log)[-1500:]}")
+    sigs = [n for n in names if n.endswith(".sig")]
+    if sigs != ([os.path.basename(f) + ".sig" for f in files] if signed else []):
+        raise Fail(f"signatures {sigs} beside the demos {names} (signed: {signed})")
     out = []
     for i, path in enumerate(files):
+        # (verified first: the shape check of a cut demo appends the end marker)
+        verdict = check_signed(work, path, case != "kill9") if signed else ""
         reads, cmds, secs = check_qwd_shape(path, case == "midrecord", case == "kill9")
         text = play_qwd(work, data, path, procs, str(i))
         frames = re.search(r"(\d+) frames\s+[\d.]+ seconds", text).group(1)
         out.append(f"{os.path.basename(path)}: {reads} server messages, {cmds} commands, "
-                   f"{secs:.1f} s, played to its end ({frames} frames)")
+                   f"{secs:.1f} s, played to its end ({frames} frames){verdict}")
     return "; demos: " + "; ".join(out)
 
 
@@ -786,7 +815,9 @@ def qw_waits(n):
 # takeover (`quit`) that guard must remove.  KTX stuffs command aliases on
 # purpose: `allow alias`, as doc/filters/guard.md advises.  The client may
 # do without ktx_infoset (on_enter runs the player's rounds).
-QW_ALL_CONF = """route qw {{
+QW_ALL_CONF = """sign_key "{key}"
+sign_interval 5s
+route qw {{
     listen 127.0.0.1:{px}
     server 127.0.0.1:{srv}
 {protocol}    reencode always
@@ -1156,7 +1187,7 @@ def run_qw_all(case, seconds, work, data, slipgate, procs):
     srv, srv_log = qw_start_server(work, srv_port, limit, procs)
     conf = os.path.join(work, "slipgate.conf")
     with open(conf, "w") as f:
-        f.write(QW_ALL_CONF.format(px=px_port, srv=srv_port, work=work,
+        f.write(QW_ALL_CONF.format(px=px_port, srv=srv_port, work=work, key=make_key(work),
                                    protocol="    protocol qw\n" if case == "all" else "",
                                    record=qw_all_record_conf(work)))
     px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
@@ -1204,7 +1235,8 @@ def run_qw_all(case, seconds, work, data, slipgate, procs):
                    f"{s['counters']['drops']}")
     out = check_qw_decoding(s, sessions, case)
     out += check_qw_all(s, work, srv_log, console, cli_log, px_log, seconds)
-    out += check_qw_demos(work, data, os.path.join(work, "demos"), "record", px_log, procs)
+    out += check_qw_demos(work, data, os.path.join(work, "demos"), "record", px_log, procs,
+                          signed=True)
     print(f"PASS relay_peers@qw+{case}: {seconds} s in the game through slipgate "
           f"({'-p qw' if case == 'all' else 'protocol auto'}, reencode always, rewrite both "
           f"ways, inject both ways, guard, record), then disconnect and quit; "
@@ -1479,6 +1511,8 @@ def run_nq_all(seconds, work, data, maker, slipgate, procs):
         games[name] = {"srv_port": srv_port, "px_port": px_port, "srv": srv, "srv_log": srv_log}
     conf = os.path.join(work, "slipgate.conf")
     with open(conf, "w") as f:
+        # every demo signed: each must verify "authentic, whole" (check_nq_all)
+        f.write(f'sign_key "{make_key(work)}"\nsign_interval 5s\n')
         for name, g in games.items():
             f.write(NQ_ALL_CONF.format(name=name, px=g["px_port"], srv=g["srv_port"], work=work,
                                        protocol="    protocol nq\n" if name == "nq" else ""))
@@ -1671,10 +1705,11 @@ def check_nq_all(name, route, work, g, px_log, slipgate, plays, seconds):
 
     # The demos: one per level, the first of the 60 s game.
     demos = os.path.join(work, f"demos-{name}")
-    files = sorted((os.path.join(demos, n) for n in os.listdir(demos)),
+    files = sorted((os.path.join(demos, n) for n in os.listdir(demos) if not n.endswith(".sig")),
                    key=os.path.getmtime) if os.path.isdir(demos) else []
     if len(files) != 2 or not all(f.endswith(".dem") for f in files):
         raise Fail(f"{name}: {len(files)} demos, want 2 (one per level): {files}")
+    signed = "".join(check_signed(work, f, True) for f in files)
     views = [nq_dem_view(slipgate, f) for f in files]
     angles, origins, times, dump = views[0]
     if len(angles) < 20 or len(origins) < 20:
@@ -1697,7 +1732,7 @@ def check_nq_all(name, route, work, g, px_log, slipgate, plays, seconds):
             f"{d['reencode_identical']} rebuilt byte-identical; the client saw the rewritten "
             f"greeting, {injected} injected prints, {hi_cli} injected chats; the server saw "
             f"{said} rewritten chats; guard blocked {blocked}; the player moved "
-            f"({len(origins)} positions, {len(angles)} view angles)")
+            f"({len(origins)} positions, {len(angles)} view angles){signed}")
 
 
 def play_nq_demos(work, plays, qs_base, procs):
@@ -1781,7 +1816,29 @@ def play_nq_demos(work, plays, qs_base, procs):
 # Both: `slipgate demo info` reads the .dem with 0 errors, the player moved
 # in it, and it plays to its end in DarkPlaces (`-benchmark`) and in
 # quakespasm (`timedemo`), as nq+all's demos (play_nq_demos).
-NQ_ENDING_CASES = ("kill9", "sigterm")
+NQ_ENDING_CASES = ("kill9", "sigterm", "midrecord", "pcaprecord")
+
+# midrecord: slipgate starts without recording (NQ_PLAIN_CONF); half-way
+# through the game the record filter comes with a SIGHUP reload
+# (NQ_RECORD_CONF), so the demo must begin with the level's start that
+# slipgate synthesizes from what it tracked.
+NQ_PLAIN_CONF = """route nq {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol nq
+    reencode always
+}}
+"""
+NQ_RECORD_CONF = """route nq {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+    protocol nq
+    reencode always
+    filter record {{
+        directory "{rec}"
+    }}
+}}
+"""
 
 
 def nq_dem_blocks(path):
@@ -1807,7 +1864,45 @@ def nq_dem_blocks(path):
     return msgs
 
 
+def run_nq_pcaprecord(work, data, maker, slipgate, procs):
+    """`slipgate pcap decode --record` on the shared NetQuake capture (a
+    quakespasm server and a DarkPlaces client on the placeholder data): 0
+    errors, every message rebuilt identical, and the .dem it writes plays to
+    its end in DarkPlaces and in quakespasm."""
+    testdata = os.environ.get("SG_TESTDATA")
+    cap = os.path.join(testdata or "", "nq", "sessions", "quakespasm_darkplaces")
+    caps = [os.path.join(cap, f) for f in sorted(os.listdir(cap)) if f.startswith("capture.")] \
+        if os.path.isdir(cap) else []
+    if not caps:
+        raise Fail(f"SG_TESTDATA={testdata!r}: no capture in {cap}")
+    rec = os.path.join(work, "rec")
+    os.makedirs(rec)
+    r = subprocess.run([slipgate, "pcap", "decode", "--record", rec, caps[0]],
+                       capture_output=True, text=True, timeout=120)
+    m = re.search(r"(\d+) messages \((\d+) rebuilt byte-identical\), \d+ control, \d+ "
+                  r"rejected, 0 errors; NetQuake protocol 15; 1 demo file", r.stderr)
+    if r.returncode != 0 or not m or m.group(1) != m.group(2) or int(m.group(1)) < 1000 or \
+            not r.stderr.rstrip().endswith(" 0 errors"):
+        raise Fail(f"pcap decode (exit {r.returncode}):\n{r.stderr[-2000:]}")
+    dems = sorted(n for n in os.listdir(rec) if n.endswith(".dem"))
+    if len(dems) != 1:
+        raise Fail(f"pcap decode --record wrote {sorted(os.listdir(rec))}, want one .dem")
+    path = os.path.join(rec, dems[0])
+    msgs = nq_dem_blocks(path)
+    angles, origins, times, dump = nq_dem_view(slipgate, path)
+    if times < 50:
+        raise Fail(f"{path}: {times} svc_time")
+    played = play_nq_demos(work, [("capture", path, times, 0)],
+                           nq_client_base(data, work, maker), procs)
+    print(f"PASS relay_peers@nq+pcaprecord: {os.path.basename(caps[0])}: {m.group(1)} messages "
+          f"rebuilt identical, 0 errors; {dems[0]}: {len(msgs)} blocks, {times} svc_time; "
+          f"{played}")
+
+
 def run_nq_ending(case, seconds, work, data, maker, slipgate, procs):
+    if case == "pcaprecord":
+        run_nq_pcaprecord(work, data, maker, slipgate, procs)
+        return
     limit = seconds + 120
     name = "end"
     shutil.copytree(os.path.join(data, "nq-base"), os.path.join(work, f"nq-{name}"),
@@ -1816,9 +1911,18 @@ def run_nq_ending(case, seconds, work, data, maker, slipgate, procs):
     srv, srv_log = nq_all_start_server(work, name, srv_port, limit, procs)
     rec = os.path.join(work, "rec")
     px_log = os.path.join(work, "slipgate.log")
-    px = procs.start("slipgate", [slipgate, "-l", f"127.0.0.1:{px_port}", "-s",
-                                  f"127.0.0.1:{srv_port}", "-p", "nq", "--record", rec],
-                     px_log, limit)
+    # kill9 signs its demo: it must verify up to its last checkpoint
+    sign = ["+set", "sign_key", make_key(work), "+set", "sign_interval", "2s"] \
+        if case == "kill9" else []
+    conf = os.path.join(work, "slipgate.conf")
+    if case == "midrecord":
+        with open(conf, "w") as f:
+            f.write(NQ_PLAIN_CONF.format(px=px_port, srv=srv_port))
+        where = ["-c", conf]
+    else:
+        where = ["-l", f"127.0.0.1:{px_port}", "-s", f"127.0.0.1:{srv_port}", "-p", "nq",
+                 "--record", rec]
+    px = procs.start("slipgate", [slipgate] + where + sign, px_log, limit)
     if not wait_for(lambda: "listening on" in read(px_log), 10):
         raise Fail(f"slipgate did not start:\n{read(px_log)}")
     cli, cli_log = nq_all_start_client(work, name, px_port, limit, procs)
@@ -1826,16 +1930,44 @@ def run_nq_ending(case, seconds, work, data, maker, slipgate, procs):
         raise Fail(f"the client did not enter the game through slipgate\n--- server ---\n"
                    f"{read(srv_log)[-1500:]}\n--- slipgate ---\n{read(px_log)[-2000:]}\n"
                    f"--- client ---\n{read(cli_log)[-1500:]}")
-    time.sleep(seconds)
+    if case == "midrecord":
+        # Recording comes with a reload, mid-game.
+        time.sleep(seconds / 2)
+        if os.path.isdir(rec) and os.listdir(rec):
+            raise Fail(f"a demo before recording was asked for: {os.listdir(rec)}")
+        with open(conf, "w") as f:
+            f.write(NQ_RECORD_CONF.format(px=px_port, srv=srv_port, rec=rec))
+        os.kill(Procs.children(px.pid)[0], signal.SIGHUP)
+        time.sleep(seconds / 2)
+    else:
+        time.sleep(seconds)
     if "Client peers removed" in read(srv_log) or cli.poll() is not None:
         raise Fail(f"the client left the game early (DarkPlaces exit status {cli.poll()}):\n"
                    f"{read(srv_log)[-1500:]}")
-    dems = sorted(os.listdir(rec)) if os.path.isdir(rec) else []
+    dems = sorted(n for n in os.listdir(rec) if not n.endswith(".sig")) \
+        if os.path.isdir(rec) else []
     if len(dems) != 1 or not dems[0].endswith(".dem"):
         raise Fail(f"want one .dem being recorded in {rec}: {dems}")
     path = os.path.join(rec, dems[0])
 
-    if case == "kill9":
+    if case == "midrecord":
+        # The player leaves as players do: the demo ends at its disconnect.
+        with open(os.path.join(work, f"nq-{name}", "id1", NQ_QUIT_CFG), "w") as f:
+            f.write("disconnect\nquit\n")
+        left = wait_for(lambda: "Client peers removed" in read(srv_log), 20)
+        exited = wait_for(lambda: cli.poll() is not None, 20)
+        if not left or not exited:
+            raise Fail(f"the client did not leave normally (the server saw it leave: {left}, "
+                       f"DarkPlaces exited: {exited}):\n{read(srv_log)[-1500:]}")
+        if not wait_for(lambda: "; the client disconnected" in read(px_log), 10):
+            raise Fail(f"slipgate did not end the demo at the client's disconnect:\n"
+                       f"{read(px_log)[-2000:]}")
+        rc = procs.stop(px, signal.SIGTERM, 10)
+        if rc != 0:
+            raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
+        ended = (f"recording turned on by a reload after {seconds / 2:.0f} s in the game; "
+                 f"the client disconnected and quit")
+    elif case == "kill9":
         # slipgate dies mid-game, the client still in: nobody ends the demo.
         os.kill(Procs.children(px.pid)[0], signal.SIGKILL)
         rc = procs.stop(px, signal.SIGTERM, 5)
@@ -1855,11 +1987,19 @@ def run_nq_ending(case, seconds, work, data, maker, slipgate, procs):
     msgs = nq_dem_blocks(path)
     size = os.path.getsize(path)
     said = re.findall(r"demo (\S+) finished \((\d+) messages, (\d+) bytes\)", read(px_log))
-    if case == "kill9":
+    if case == "midrecord":
+        # (its start is checked in the dump below)
+        if msgs[-1] != b"\x02" or b"\x02" in msgs[:-1]:
+            raise Fail(f"the mid-game demo does not end with one svc_disconnect block: last "
+                       f"block {msgs[-1][:16]!r}")
+        how = (f"{len(msgs)} whole blocks, starting with the level's start slipgate "
+               f"synthesized (serverinfo, signon 1-3), ending with svc_disconnect")
+    elif case == "kill9":
         if said or msgs[-1] == b"\x02":
             raise Fail(f"the demo was ended although slipgate was killed (log: {said}, last "
                        f"block {msgs[-1][:8]!r})")
-        how = f"{len(msgs)} whole blocks, nothing after the last, no end marker"
+        how = (f"{len(msgs)} whole blocks, nothing after the last, no end marker"
+               + check_signed(work, path, False))
     else:
         if msgs[-1] != b"\x02" or b"\x02" in msgs[:-1]:
             raise Fail(f"the demo does not end with one svc_disconnect block: last block "
@@ -1877,6 +2017,11 @@ def run_nq_ending(case, seconds, work, data, maker, slipgate, procs):
     if len(angles) < 5 or len(origins) < 5:
         raise Fail(f"the player did not move and turn in the demo: {len(angles)} view angles, "
                    f"{len(origins)} positions")
+    signons = re.findall(r"^  svc_signonnum value=(\d)", dump, re.M)
+    if case == "midrecord" and ("svc_serverinfo" not in dump.split("\nblock 2 ", 1)[0]
+                                or signons[:3] != ["1", "2", "3"]):
+        raise Fail(f"the mid-game demo does not start with a serverinfo and the signon "
+                   f"stages 1, 2, 3 ({signons[:5]}):\n{dump[:1500]}")
     qs_base = nq_client_base(data, work, maker)
     played = play_nq_demos(work, [("nq", path, times, dump.count("slipgate injected"))],
                            qs_base, procs)
