@@ -12,14 +12,15 @@ pkgs=(build-essential meson ninja-build pkg-config libuv1-dev zlib1g-dev libsodi
 if [ "${1:-}" = "--test" ]; then
   # clang + libclang-rt-dev (libFuzzer and the sanitizer runtimes, only a
   # Recommends of clang) + llvm (llvm-symbolizer) for the fuzz suite; the
-  # games of the real-peer tests; ss for the socket tests; fteqcc builds the
+  # games of the real-peer tests (Nexuiz: the DarkPlaces protocol, ~890 MB);
+  # ss for the socket tests; fteqcc builds the
   # NetQuake and QuakeWorld peers' placeholder game code; the prometheus
   # client's text parser and headless Chromium for the `http` tests; the
   # Debian packaging tools, systemd-analyze (systemd) and /bin/kill (procps,
   # the units' ExecReload) for the `install` tests; the Quake 2 peers are built
   # from source (../shared/peers/q2: SDL2, X11, GL headers, xdotool)
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
-        iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake qstat
+        iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake qstat nexuiz nexuiz-server
         python3-prometheus-client chromium
         debhelper dpkg-dev lintian fakeroot systemd procps
         pkgconf libsdl2-dev libx11-dev libxi-dev mesa-common-dev libgl-dev xdotool)

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Real-peer test for the DarkPlaces protocol family: Nexuiz (Debian's
+`nexuiz` and `nexuiz-server`, ../shared/PEERS.md), whose server speaks
+DarkPlaces' own protocol DP7 by default, through slipgate.
+
+    nexuiz_peers.py CASE [--seconds N]
+
+CASE: `nq` (`-p nq`) or `auto` (protocol auto: DarkPlaces' client sends a
+bare `getchallenge` first, then its connectionless `connect`; the server
+answers with a connectionless `accept`).
+
+The server (`darkplaces-server -nexuiz`, two bots, map aggressor) and the
+real client (`darkplaces -nexuiz`, headless under Xvfb, moving and firing
+through a config of its own) talk through slipgate on 127.0.0.1 with an
+`inspect` filter writing JSON.  What a pass means: the client entered the
+game through slipgate (it comes in as a spectator and joins: the server
+says it is playing, and its `status` lists it at slipgate's address), stayed for N seconds with traffic both ways every second, then
+left as a player does (`disconnect`, `quit`: the server drops it); slipgate
+decoded the session with its NetQuake codec (never Quake 3), counted 0
+decode errors, and reported once what it does not decode: the session's
+end line and `--stats` name the DarkPlaces protocol and say it is relayed;
+inspect shows the connectionless handshake and the server's texts that
+come before the first message slipgate cannot read; slipgate exited 0 on
+SIGTERM.  Everything runs on 127.0.0.1 with free ports, under time limits,
+ended by PID.  Exit 77 (skip) only when Nexuiz or Xvfb is not installed,
+saying so.
+"""
+import json
+import os
+import re
+import signal
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from q3_peers import Fail, Procs, free_udp_port, read, run_main, wait_for  # noqa: E402
+from relay_peers import stats_session  # noqa: E402
+
+SERVER = "/usr/games/darkplaces-server"
+CLIENT = "/usr/games/darkplaces"
+BASEDIR = "/usr/share/games/nexuiz"
+
+CONF = """route nexuiz {{
+    listen 127.0.0.1:{px}
+    server 127.0.0.1:{srv}
+{protocol}    filter inspect {{
+        level messages
+        format json
+        output "{work}/inspect.json"
+    }}
+}}
+"""
+
+# The player's rounds: join the game (a Nexuiz client comes in as a
+# spectator), run and fire, strafe, jump, turn; each step schedules the next
+# with `defer` (seconds), so the console never waits.
+MOVE_CFG = """\
+alias peers1 "cmd join;+forward;+attack;defer 1 peers2"
+alias peers2 "-attack;-forward;+moveleft;+jump;defer 1 peers3"
+alias peers3 "-moveleft;-jump;+right;+back;defer 1 peers4"
+alias peers4 "-right;-back;+moveright;defer 1 peers5"
+alias peers5 "-moveright;exec peersquit.cfg;defer 1 peers1"
+"""
+
+
+def run_case(case, seconds):
+    if case not in ("nq", "auto"):
+        raise Fail(f"unknown case {case} (nq or auto)")
+    missing = [p for p in (SERVER, CLIENT, os.path.join(BASEDIR, "data"),
+                           shutil.which("xvfb-run")) if not p or not os.path.exists(p)]
+    if missing:
+        print(f"SKIP: not installed: {missing} (apt-get install nexuiz nexuiz-server xvfb xauth)")
+        sys.exit(77)
+    slipgate = os.environ.get("SLIPGATE")
+    if not slipgate or not os.access(slipgate, os.X_OK):
+        raise Fail("SLIPGATE is not set to the slipgate binary")
+    procs = Procs()
+    with tempfile.TemporaryDirectory(prefix="slipgate-nexuiz-") as work:
+        try:
+            run(case, seconds, work, slipgate, procs)
+        finally:
+            procs.stop_all()
+
+
+def console(p, line):
+    try:
+        p.stdin.write(line.encode() + b"\n")
+        p.stdin.flush()
+    except OSError:
+        pass
+
+
+def run(case, seconds, work, slipgate, procs):
+    limit = seconds + 150
+    srv_port, px_port = free_udp_port(), free_udp_port()
+
+    # The server, its console on a pipe (`status`), its own home.
+    srv_home = os.path.join(work, "srv-home")
+    os.makedirs(srv_home)
+    srv_log = os.path.join(work, "server.log")
+    f = open(srv_log, "wb")
+    srv = subprocess.Popen(["timeout", "-k", "5", str(limit), "stdbuf", "-oL", SERVER,
+                            "-nexuiz", "-basedir", BASEDIR, "-userdir", srv_home,
+                            "+set", "net_address", "127.0.0.1", "+set", "port", str(srv_port),
+                            "+set", "sv_public", "0", "+set", "minplayers", "3",
+                            "+set", "bot_number", "2", "+map", "aggressor"],
+                           stdin=subprocess.PIPE, stdout=f, stderr=subprocess.STDOUT,
+                           env=dict(os.environ, HOME=srv_home), start_new_session=True)
+    procs.procs.append(("server", srv, f))
+    if not wait_for(lambda: re.search(r"Server listening on address 127\.0\.0\.1:%d" % srv_port,
+                                      read(srv_log)), 60):
+        raise Fail(f"the Nexuiz server did not start:\n{read(srv_log)[-2000:]}")
+
+    conf = os.path.join(work, "slipgate.conf")
+    with open(conf, "w") as cf:
+        cf.write(CONF.format(px=px_port, srv=srv_port, work=work,
+                             protocol="    protocol nq\n" if case == "nq" else ""))
+    px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
+    px = procs.start("slipgate", [slipgate, "-c", conf, "--stats", stats, "+set",
+                                  "stats_interval", "1s"], px_log, limit)
+    if not wait_for(lambda: "listening on" in read(px_log), 10):
+        raise Fail(f"slipgate did not start:\n{read(px_log)}")
+
+    # The client, with a home of its own (its config and the player's rounds).
+    cl_home = os.path.join(work, "cl-home")
+    data = os.path.join(cl_home, "data")
+    os.makedirs(data)
+    with open(os.path.join(data, "peersmove.cfg"), "w") as mf:
+        mf.write(MOVE_CFG)
+    quit_cfg = os.path.join(data, "peersquit.cfg")
+    with open(quit_cfg, "w") as qf:
+        qf.write("\n")
+    cl_log = os.path.join(work, "client.log")
+    cli = procs.start("client", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24", CLIENT,
+                                 "-nexuiz", "-basedir", BASEDIR, "-userdir", cl_home,
+                                 "-nosound", "-window", "-width", "320", "-height", "240",
+                                 "+set", "cl_maxfps", "20", "+set", "_cl_name", "peers",
+                                 "+set", "cl_port", str(free_udp_port()),
+                                 "+exec", "peersmove.cfg", "+connect", f"127.0.0.1:{px_port}",
+                                 "+peers1"],
+                      cl_log, limit, env=dict(os.environ, HOME=cl_home,
+                                              SDL_AUDIODRIVER="dummy"))
+
+    def status():
+        mark = len(read(srv_log))
+        console(srv, "status")
+        time.sleep(1)
+        return read(srv_log)[mark:]
+
+    entered = None
+    end = time.time() + 90
+    while time.time() < end and cli.poll() is None:
+        st = status()
+        m = re.search(r"127\.0\.0\.1:(\d+)\s+\d+\s+\d+\s+\d+\s+#\d+\s+peers", st) or \
+            re.search(r"peers.*\n?.*127\.0\.0\.1:(\d+)", st)
+        if m and re.search(r"peers\S* is playing now", read(srv_log)):
+            entered = int(m.group(1))
+            break
+    if entered is None:
+        raise Fail(f"the client did not enter the game through slipgate\n--- server ---\n"
+                   f"{read(srv_log)[-2500:]}\n--- slipgate ---\n{read(px_log)[-2000:]}\n"
+                   f"--- client ---\n{read(cl_log)[-2000:]}")
+    if entered == px_port:
+        raise Fail("the server sees the client at slipgate's listening port?")
+
+    # In the game: traffic both ways every second; the player stays.
+    mark = len(read(px_log).splitlines())
+    time.sleep(seconds)
+    lines = read(px_log).splitlines()[mark:]
+    counts = [tuple(int(x) for x in m.groups()) for m in
+              (re.search(r"stats: sessions_active=(\d+) sessions_total=\d+ c2s_packets=(\d+) "
+                         r"c2s_bytes=\d+ s2c_packets=(\d+)", ln) for ln in lines) if m]
+    if len(counts) < seconds - 3:
+        raise Fail(f"{len(counts)} stats lines in {seconds} s:\n" + "\n".join(lines[-20:]))
+    for a, b in zip(counts, counts[3:]):
+        if b[1] <= a[1] or b[2] <= a[2]:
+            raise Fail(f"the traffic stalled for 3 s: {a} -> {b}")
+    st = status()
+    if "peers" not in st or cli.poll() is not None:
+        raise Fail(f"the client left the game early (client exit status {cli.poll()}):\n"
+                   f"{st}\n{read(srv_log)[-1500:]}")
+
+    # The player leaves: `disconnect`, `quit`.
+    with open(quit_cfg, "w") as qf:
+        qf.write("disconnect\nquit\n")
+    exited = wait_for(lambda: cli.poll() is not None, 30)
+    procs.stop(cli, signal.SIGTERM, 5, group=True)
+    if not exited:
+        raise Fail(f"the client did not quit:\n{read(cl_log)[-1500:]}")
+    if not wait_for(lambda: "peers" not in status(), 15):
+        raise Fail(f"the server still lists the player:\n{read(srv_log)[-1500:]}")
+    rc = procs.stop(px, signal.SIGTERM, 10)
+    if rc != 0:
+        raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
+    console(srv, "quit")
+    procs.stop(srv, signal.SIGTERM, 10)
+
+    route, sessions = stats_session(stats)
+    for x in sessions:
+        if x.get("codec") not in (None, "nq"):
+            raise Fail(f"a session was taken for {x.get('codec')}: {x}")
+    s = max(sessions, key=lambda x: x["counters"]["c2s_packets"])
+    d = s.get("decode")
+    if s.get("codec") != "nq" or not d:
+        raise Fail(f"the game's session was not decoded by the NetQuake codec: {s}")
+    if d["errors"] or s.get("first_error"):
+        raise Fail(f"decode errors: {d}, first: {s.get('first_error')}")
+    info = s.get("decode_info", "")
+    m = re.search(r"NetQuake protocol (\d+) \(not decoded: relayed\)", info)
+    if not m or m.group(1) in ("15", "666", "999"):
+        raise Fail(f"--stats does not report the DarkPlaces protocol as relayed: {info!r}")
+    said = re.findall(r"NetQuake protocol %s \(not decoded: relayed\)" % m.group(1),
+                      read(px_log))
+    if len(said) != 1:
+        raise Fail(f"the log says {len(said)} times what is not decoded (once expected):\n"
+                   f"{read(px_log)[-2000:]}")
+    frames = []
+    for ln in read(os.path.join(work, "inspect.json")).splitlines():
+        frames.append(json.loads(ln))
+    names = [m.get("name") for f in frames for m in f.get("msgs", [])]
+    texts = [m.get("text") for f in frames if f.get("dir") == "s2c"
+             for m in f.get("msgs", []) if m.get("text")]
+    if "connectionless" not in names or not texts:
+        raise Fail(f"inspect shows no handshake or no server text: {sorted(set(names))[:20]}")
+    print(f"PASS nexuiz_peers@{case}: the Nexuiz client in the game through slipgate for "
+          f"{seconds} s ({'-p nq' if case == 'nq' else 'protocol auto'}), then disconnect and "
+          f"quit; the server saw it at 127.0.0.1:{entered}; {s['counters']['c2s_packets']} "
+          f"datagrams up, {s['counters']['s2c_packets']} down; decoded by the NetQuake codec "
+          f"with 0 errors, reported once as {info!r}; {len(texts)} server texts seen "
+          f"(the first: {texts[0][:60]!r})")
+
+
+def main():
+    return run_main(__doc__, 1, 20, run_case, lambda case: f"nexuiz_peers@{case}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
