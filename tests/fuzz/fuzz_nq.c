@@ -18,10 +18,18 @@
  * text, 2 drop the first message, 3 inject a print to the client, 4 inject
  * a say to the server.
  *
+ * Every datagram also goes through the relay hook (the accept's port
+ * move) as the proxy calls it, on a server at port 26000 with
+ * nq_accept_ports 1024-65535 and slipgate listening on 27500.
+ *
  * Properties: no crash, leak or sanitizer report; every error is one of
  * the project's codes; a whole message that no filter touched is rebuilt
  * byte for byte, and whatever the filters did a rebuilt datagram decodes
- * again; a .dem file re-encodes to a file that reads with no more problems.
+ * again; a .dem file re-encodes to a file that reads with no more problems;
+ * the relay hook moves the session only on a server's accept that answers
+ * a connect request the client sent before it (once per request), never
+ * after the client sent a server's reply itself, only to a port in range,
+ * and then the accept the client gets names slipgate's port.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,6 +39,7 @@
 #include "protocols/byteorder.h"
 #include "protocols/codec.h"
 #include "protocols/error.h"
+#include "protocols/nq/control.h"
 #include "protocols/nq/nq.h"
 
 struct out {
@@ -117,6 +126,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     null = fuzz_null_file();
     recf = open_memstream(&rec, &rec_len);
     FUZZ_CHECK(c->create(&st) == 0);
+    union sg_relay_state rs;
+    const struct sg_relay_ctx rctx = {.listen_port = 27500, .server_port = 26000,
+                                      .port_low = 1024, .port_high = 65535};
+    bool connect_out = false, client_replied = false;
+    memset(&rs, 0, sizeof(rs));
     if (mode & 3) {
         static const int32_t protos[4] = {0, 15, 666, 999};
         uint8_t m[64];
@@ -150,6 +164,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         FUZZ_CHECK(copy != NULL);
         memcpy(copy, p, got);
+        {
+            struct sg_relay_move mv;
+            FUZZ_CHECK(c->handshake(&rs, &rctx, dir, copy, got, &mv) == 0);
+            if (dir == SG_DIR_C2S) {
+                FUZZ_CHECK(!mv.moved && !mv.data &&
+                           (mv.server_port == 0 || mv.server_port == rctx.server_port));
+                if (sg_nq_is_connect_request(copy, got))
+                    connect_out = true;
+                else if (got >= 5 && (copy[4] & 0x80) && copy[0] == 0x80 && copy[1] == 0 &&
+                         (size_t)(copy[2] << 8 | copy[3]) == got)
+                    client_replied = true;
+            } else if (mv.moved || mv.server_port > 0) {
+                FUZZ_CHECK(mv.moved && connect_out && !client_replied);
+                FUZZ_CHECK(mv.server_port >= 1024 && mv.server_port <= 65535 &&
+                           mv.server_port == sg_nq_accept_port(copy, got));
+                FUZZ_CHECK(mv.data && mv.len == got &&
+                           sg_nq_accept_port(mv.data, mv.len) == rctx.listen_port);
+                connect_out = false; /* once per request */
+            }
+            if (dir == SG_DIR_S2C && sg_nq_accept_port(copy, got) >= 0)
+                connect_out = false;
+        }
         sg_nq_capture_impl.role(copy, got);
         err = c->decode(st, dir, copy, got, &f);
         FUZZ_CHECK(valid_err(err));
