@@ -238,9 +238,22 @@ route arena {
         time.sleep(1.2)  # one more refresh with the final counters
         out = os.environ.get('SG_SCREENSHOT') or h.path('browser.png')
         browser.screenshot(out)
+        # The kind filter: unticking `chat` opens the stream again without it.
+        before = browser.eval('decodeURIComponent(source.url)')
+        check('chat' in before and 'print' in before, 'the stream asked for %r' % before)
+        browser.eval("document.getElementById('kind-chat').click()")
+        after = browser.wait("source && source.readyState === 1 && "
+                             "!decodeURIComponent(source.url).includes('chat') && "
+                             "decodeURIComponent(source.url)", 10,
+                             'the stream opened again without chat')
+        check('print' in after, 'the stream without chat asked for %r' % after)
+        end = time.monotonic() + 5
+        while b'slipgate_http_stream_clients 1' not in request(port, '/metrics')[2]:
+            check(time.monotonic() < end, 'the page has no stream after the kinds changed')
+            time.sleep(0.2)
         keep = os.environ.get('MESON_BUILD_ROOT')
-        print('shown %d hostile lines as text; recording %r; screenshot %s'
-              % (len(shown), recs[0], out))
+        print('shown %d hostile lines as text; recording %r; kinds %r then %r; screenshot %s'
+              % (len(shown), recs[0], before, after, out))
         if keep:
             shutil.copy(out, os.path.join(keep, 'http-browser.png'))
     finally:
