@@ -39,7 +39,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from q3_peers import Fail, Procs, free_udp_port, read, run_main, wait_for  # noqa: E402
-from relay_peers import stats_session  # noqa: E402
+from relay_peers import nq_console as console, stats_session  # noqa: E402
 
 SERVER = "/usr/games/darkplaces-server"
 CLIENT = "/usr/games/darkplaces"
@@ -85,14 +85,6 @@ def run_case(case, seconds):
             run(case, seconds, work, slipgate, procs)
         finally:
             procs.stop_all()
-
-
-def console(p, line):
-    try:
-        p.stdin.write(line.encode() + b"\n")
-        p.stdin.flush()
-    except OSError:
-        pass
 
 
 def run(case, seconds, work, slipgate, procs):
