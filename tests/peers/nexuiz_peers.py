@@ -39,7 +39,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from q3_peers import Fail, Procs, free_udp_port, read, run_main, wait_for  # noqa: E402
-from relay_peers import nq_console as console, stats_session  # noqa: E402
+from relay_peers import check_traffic, nq_console as console, stats_session  # noqa: E402
 
 SERVER = "/usr/games/darkplaces-server"
 CLIENT = "/usr/games/darkplaces"
@@ -163,15 +163,7 @@ def run(case, seconds, work, slipgate, procs):
     # In the game: traffic both ways every second; the player stays.
     mark = len(read(px_log).splitlines())
     time.sleep(seconds)
-    lines = read(px_log).splitlines()[mark:]
-    counts = [tuple(int(x) for x in m.groups()) for m in
-              (re.search(r"stats: sessions_active=(\d+) sessions_total=\d+ c2s_packets=(\d+) "
-                         r"c2s_bytes=\d+ s2c_packets=(\d+)", ln) for ln in lines) if m]
-    if len(counts) < seconds - 3:
-        raise Fail(f"{len(counts)} stats lines in {seconds} s:\n" + "\n".join(lines[-20:]))
-    for a, b in zip(counts, counts[3:]):
-        if b[1] <= a[1] or b[2] <= a[2]:
-            raise Fail(f"the traffic stalled for 3 s: {a} -> {b}")
+    check_traffic(px_log, mark, seconds, window=3, slack=3)  # (a software-GL client: slow frames)
     st = status()
     if "peers" not in st or cli.poll() is not None:
         raise Fail(f"the client left the game early (client exit status {cli.poll()}):\n"

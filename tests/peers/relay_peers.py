@@ -230,6 +230,29 @@ def run_case(game, case, seconds):
             procs.stop_all()
 
 
+def check_traffic(px_log, mark, seconds, window=1, route=None, slack=2):
+    """The traffic kept flowing through slipgate: its stats lines (one a
+    second, after line `mark` of its log; of route `route` when given) are
+    there for `seconds` less `slack`, and over every `window` lines the session
+    stayed active and datagrams went both ways.  Returns the counts
+    (sessions_active, c2s_packets, s2c_packets) of each line."""
+    lines = read(px_log).splitlines()[mark:]
+    prefix = r"\[" + route + r"\] " if route else ""
+    where = f"{route}: " if route else ""
+    counts = [tuple(int(x) for x in m.groups()) for m in
+              (re.search(prefix + r"stats: sessions_active=(\d+) sessions_total=\d+ "
+                         r"c2s_packets=(\d+) c2s_bytes=\d+ s2c_packets=(\d+)", ln)
+               for ln in lines) if m]
+    if len(counts) < seconds - slack:
+        raise Fail(f"{where}{len(counts)} stats lines in {seconds} s:\n" + "\n".join(lines[-20:]))
+    for i in range(len(counts) - window):
+        seg = counts[i:i + window + 1]
+        if min(x[0] for x in seg) < 1 or seg[-1][1] <= seg[0][1] or seg[-1][2] <= seg[0][2]:
+            raise Fail(f"{where}the traffic stalled over {window} stats line(s): "
+                       f"{seg[0]} -> {seg[-1]}")
+    return counts
+
+
 def copy_game_dirs(data, work, names):
     """The servers write into their base directories: each run gets its own
     copy (symbolic links stay links)."""
@@ -389,15 +412,7 @@ def run(game, case, seconds, work, data, slipgate, procs):
         time.sleep(seconds / 2)
     else:
         time.sleep(seconds)
-    lines = read(px_log).splitlines()[mark:]
-    counts = [tuple(int(x) for x in m.groups()) for m in
-              (re.search(r"stats: sessions_active=(\d+) sessions_total=\d+ c2s_packets=(\d+) "
-                         r"c2s_bytes=\d+ s2c_packets=(\d+)", ln) for ln in lines) if m]
-    if len(counts) < seconds - 2:
-        raise Fail(f"{len(counts)} stats lines in {seconds} s:\n" + "\n".join(lines[-20:]))
-    for a, b in zip(counts, counts[1:]):
-        if b[0] < 1 or b[1] <= a[1] or b[2] <= a[2]:
-            raise Fail(f"the traffic stalled between two stats lines: {a} -> {b}")
+    counts = check_traffic(px_log, mark, seconds)
     if re.search(r"peers left|timed out|Client .* removed|peers dropped", read(srv_log)):
         raise Fail(f"the client left the server:\n{read(srv_log)[-1500:]}")
 
@@ -1204,15 +1219,7 @@ def run_qw_all(case, seconds, work, data, slipgate, procs):
     # The game: traffic both ways every second, the player never leaves.
     mark = len(read(px_log).splitlines())
     time.sleep(seconds)
-    lines = read(px_log).splitlines()[mark:]
-    counts = [tuple(int(x) for x in m.groups()) for m in
-              (re.search(r"stats: sessions_active=(\d+) sessions_total=\d+ c2s_packets=(\d+) "
-                         r"c2s_bytes=\d+ s2c_packets=(\d+)", ln) for ln in lines) if m]
-    if len(counts) < seconds - 2:
-        raise Fail(f"{len(counts)} stats lines in {seconds} s:\n" + "\n".join(lines[-20:]))
-    for a, b in zip(counts, counts[1:]):
-        if b[0] < 1 or b[1] <= a[1] or b[2] <= a[2]:
-            raise Fail(f"the traffic stalled between two stats lines: {a} -> {b}")
+    check_traffic(px_log, mark, seconds)
     gone = re.search(r"peers left|timed out|Client peers removed|peers dropped", read(srv_log))
     if gone or cli.poll() is not None:
         raise Fail(f"the client left the game early ({gone and gone.group(0)}, ezQuake "
@@ -1532,21 +1539,10 @@ def run_nq_all(seconds, work, data, maker, slipgate, procs):
     # The game: traffic both ways every second on each route, nobody leaves.
     mark = len(read(px_log).splitlines())
     time.sleep(seconds)
-    lines = read(px_log).splitlines()[mark:]
     for name, g in games.items():
-        counts = [tuple(int(x) for x in m.groups()) for m in
-                  (re.search(r"\[" + name + r"\] stats: sessions_active=(\d+) sessions_total=\d+ "
-                             r"c2s_packets=(\d+) c2s_bytes=\d+ s2c_packets=(\d+)", ln)
-                   for ln in lines) if m]
-        if len(counts) < seconds - 3:
-            raise Fail(f"{name}: {len(counts)} stats lines in {seconds} s:\n"
-                       + "\n".join(lines[-20:]))
         # (two DarkPlaces clients on a loaded 2-core machine: a frame may
         # take a second, so the traffic is checked over every 3 s)
-        for a, b in zip(counts, counts[3:]):
-            if min(x[0] for x in counts[counts.index(a):counts.index(b) + 1]) < 1 \
-                    or b[1] <= a[1] or b[2] <= a[2]:
-                raise Fail(f"{name}: the traffic stalled for 3 s: {a} -> {b}")
+        check_traffic(px_log, mark, seconds, window=3, route=name, slack=3)
         gone = re.search(r"Client peers removed", read(g["srv_log"]))
         if gone or g["cli"].poll() is not None:
             raise Fail(f"{name}: the client left the game early (DarkPlaces exit status "
