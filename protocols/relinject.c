@@ -6,18 +6,27 @@
 
 #include "protocols/error.h"
 
-int sg_relinj_add(struct sg_relinj *b, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
-                  size_t len)
+int sg_relinj_check(enum sg_dir dir, enum sg_msg_kind kind, const char *text, size_t len,
+                    size_t cap)
 {
-    struct sg_relinj_item *j;
-
     if (dir == SG_DIR_S2C
             ? (kind != SG_MSG_PRINT && kind != SG_MSG_CHAT && kind != SG_MSG_CENTERPRINT &&
                kind != SG_MSG_STUFFTEXT)
             : (kind != SG_MSG_CHAT && kind != SG_MSG_CLIENT_COMMAND))
         return SG_E_UNSUPPORTED;
-    if (memchr(text, 0, len) || len >= sizeof(b->item[0].text) - 16)
+    if (memchr(text, 0, len) || len + 16 >= cap)
         return -EINVAL;
+    return 0;
+}
+
+int sg_relinj_add(struct sg_relinj *b, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
+                  size_t len)
+{
+    struct sg_relinj_item *j;
+    int err = sg_relinj_check(dir, kind, text, len, sizeof(b->item[0].text));
+
+    if (err < 0)
+        return err;
     if (b->n >= SG_RELINJ_MAX)
         return SG_E_TOOBIG;
     j = &b->item[b->n++];

@@ -43,6 +43,16 @@ struct sg_relinj {
 };
 
 /*
+ * May `len` bytes of `text` (borrowed) be injected towards `dir` as `kind`
+ * (prints, chat, centerprints and stufftext towards the client, chat and
+ * commands towards the server), into a buffer of `cap` bytes?  0,
+ * SG_E_UNSUPPORTED (another kind), -EINVAL (a NUL, or too long).  The
+ * NetQuake codec, whose injections ride otherwise, checks with it too.
+ */
+int sg_relinj_check(enum sg_dir dir, enum sg_msg_kind kind, const char *text, size_t len,
+                    size_t cap);
+
+/*
  * Queue `len` bytes of `text` (borrowed) to travel `dir`: prints, chat,
  * centerprints and stufftext towards the client, chat (made a `say`) and
  * commands towards the server.  0, SG_E_UNSUPPORTED (another kind),

@@ -31,6 +31,7 @@
 #include "protocols/byteorder.h"
 #include "protocols/error.h"
 #include "protocols/nq/control.h"
+#include "protocols/relinject.h"
 #include "protocols/text.h"
 
 #include <errno.h>
@@ -810,14 +811,10 @@ static int nq_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const 
 {
     struct nqc *c = state;
     struct inject *j;
+    int err = sg_relinj_check(dir, kind, text, len, sizeof(c->inj[0].text));
 
-    if (dir == SG_DIR_S2C
-            ? (kind != SG_MSG_PRINT && kind != SG_MSG_CHAT && kind != SG_MSG_CENTERPRINT &&
-               kind != SG_MSG_STUFFTEXT)
-            : (kind != SG_MSG_CHAT && kind != SG_MSG_CLIENT_COMMAND))
-        return SG_E_UNSUPPORTED;
-    if (memchr(text, 0, len) || len >= sizeof(c->inj[0].text) - 16)
-        return -EINVAL;
+    if (err < 0)
+        return err;
     if (c->ninj >= MAX_INJECT)
         return SG_E_TOOBIG;
     j = &c->inj[c->ninj++];
