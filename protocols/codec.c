@@ -25,6 +25,13 @@ const struct sg_codec *sg_codec_find(const char *name)
     return NULL;
 }
 
+void sg_codecs_prepare(void)
+{
+    for (int i = 0; sg_codecs[i]; i++)
+        if (sg_codecs[i]->prepare)
+            sg_codecs[i]->prepare();
+}
+
 const struct sg_codec *sg_codec_probe(const uint8_t *data, size_t len)
 {
     for (int i = 0; sg_codecs[i]; i++)

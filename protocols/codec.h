@@ -275,6 +275,14 @@ struct sg_codec {
     int (*handshake)(union sg_relay_state *rs, const struct sg_relay_ctx *ctx, enum sg_dir dir,
                      const uint8_t *data, size_t len, struct sg_relay_move *out);
 
+    /*
+     * Build what the codec builds once per process (Quake 3's fixed Huffman
+     * tables: about 35 ms), so that no session pays for it inside a loop
+     * turn while other sessions' datagrams wait.  NULL when there is none;
+     * the proxy calls sg_codecs_prepare() before its loops serve.
+     */
+    void (*prepare)(void);
+
     /* Per-session state: create returns 0 and stores it, or -ENOMEM. */
     int (*create)(void **state);
     void (*destroy)(void *state); /* accepts NULL */
@@ -372,6 +380,8 @@ extern const struct sg_codec *const sg_codecs[];
 
 /* The game called `name`, or NULL. */
 const struct sg_codec *sg_codec_find(const char *name);
+/* Every codec's prepare(), once, before the proxy's loops serve. */
+void sg_codecs_prepare(void);
 /* The first game whose probe() claims a client's first datagram, or NULL. */
 const struct sg_codec *sg_codec_probe(const uint8_t *data, size_t len);
 /* The first game other than `not` whose is_connect() claims a client's datagram, or NULL. */

@@ -864,6 +864,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         return 1;
     }
     run.app.started_loop_ms = uv_now(&run.app.loop);
+    sg_codecs_prepare(); /* once, before any loop turn (codec.h) */
     uv_loop_configure(&run.app.loop, UV_METRICS_IDLE_TIME);
     turns_start(&run.app);
     signal(SIGPIPE, SIG_IGN);

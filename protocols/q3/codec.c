@@ -17,6 +17,7 @@
 
 #include "protocols/error.h"
 #include "protocols/q3/demo.h"
+#include "protocols/q3/huffman.h"
 #include "protocols/q3/inspect.h"
 #include "protocols/q3/netchan.h"
 #include "protocols/q3/oob.h"
@@ -1125,6 +1126,12 @@ static const char *q3_describe(void *state)
     return c->describe;
 }
 
+/* The fixed Huffman tables, built from the adaptive tree once per process. */
+static void q3_prepare(void)
+{
+    (void)sg_q3_huff_fixed();
+}
+
 extern const struct sg_demo_impl sg_q3_demo_impl;       /* offline.c */
 extern const struct sg_capture_impl sg_q3_capture_impl; /* capture.c */
 
@@ -1136,6 +1143,7 @@ const struct sg_codec sg_q3_codec = {
     .probe = q3_probe,
     .client_qport = q3_client_qport,
     .client_follows = q3_client_follows,
+    .prepare = q3_prepare,
     .create = q3_create,
     .destroy = q3_destroy,
     .decode = q3_decode,
