@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -205,6 +206,9 @@ static const char usage_tail[] =
     "  --json            print one JSON object instead of the table\n"
     "  --quick           a tiny run for smoke testing (a few seconds)\n"
     "  --keep-logs       keep the relays' logs (their folder is printed)\n"
+    "  --pin             each relay on CPUs of its own (the last ones, one per loop),\n"
+    "                    the generator and the sink on the others; needs more CPUs\n"
+    "                    than the most loops of any mode\n"
     "  -v, --verbose     print every step on stderr\n"
     "  -h, --help        print this help\n"
     "\n"
@@ -284,6 +288,7 @@ enum {
     OPT_KEEP,
     OPT_GAME,
     OPT_WORKERS,
+    OPT_PIN,
 };
 
 /* --workers 1,2,...: the modes slipgate-wN after `modes` (minrelay when none were named). */
@@ -320,6 +325,7 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
         {"keep-logs", no_argument, NULL, OPT_KEEP},
         {"game", required_argument, NULL, OPT_GAME},
         {"workers", required_argument, NULL, OPT_WORKERS},
+        {"pin", no_argument, NULL, OPT_PIN},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -374,6 +380,9 @@ static int parse_args(int argc, char **argv, struct sg_bench_opts *o)
             break;
         case OPT_KEEP:
             o->keep_logs = true;
+            break;
+        case OPT_PIN:
+            o->pin = true;
             break;
         case OPT_GAME:
             if (strcmp(optarg, "q3") == 0 || strcmp(optarg, "qw") == 0 ||
@@ -496,6 +505,67 @@ static int setup(struct sg_bench *b)
     return 0;
 }
 
+unsigned sg_bench_mode_loops(const struct sg_bench_mode *m)
+{
+    for (int i = 0; m->args[i] && m->args[i + 1]; i++)
+        if (strcmp(m->args[i], "-w") == 0)
+            return (unsigned)atoi(m->args[i + 1]);
+    return 1;
+}
+
+void sg_bench_relay_cpus(const struct sg_bench *b, unsigned loops, struct sg_bench_cpus *out)
+{
+    out->n = 0;
+    if (!b->o.pin || loops == 0 || loops >= b->allowed.n)
+        return;
+    for (unsigned i = b->allowed.n - loops; i < b->allowed.n; i++)
+        out->cpu[out->n++] = b->allowed.cpu[i];
+}
+
+/*
+ * --pin: the relays take the last CPUs this process may use (as many as
+ * the mode with the most loops has), the harness's threads (generator,
+ * sink, scraper) every other one; set on this thread before any other
+ * starts, so that they inherit it.  0, or -1 after saying why.
+ */
+static int pin_harness(struct sg_bench *b)
+{
+    cpu_set_t set;
+
+    for (size_t i = 0; i < b->nres; i++) {
+        unsigned loops = sg_bench_mode_loops(b->res[i].mode);
+
+        b->relay_loops_max = loops > b->relay_loops_max ? loops : b->relay_loops_max;
+    }
+    if (!b->o.pin)
+        return 0;
+    if (sched_getaffinity(0, sizeof(set), &set) < 0) {
+        fprintf(stderr, "slipgate-bench: --pin: cannot read this process's CPUs: %s\n",
+                strerror(errno));
+        return -1;
+    }
+    for (int c = 0; c < CPU_SETSIZE && b->allowed.n < SG_BENCH_MAX_CPUS; c++)
+        if (CPU_ISSET(c, &set))
+            b->allowed.cpu[b->allowed.n++] = c;
+    if (b->allowed.n <= b->relay_loops_max) {
+        fprintf(stderr,
+                "slipgate-bench: --pin needs more CPUs than the most loops of any mode (%u): "
+                "this process may use %u\n",
+                b->relay_loops_max, b->allowed.n);
+        return -1;
+    }
+    CPU_ZERO(&set);
+    for (unsigned i = 0; i < b->allowed.n - b->relay_loops_max; i++) {
+        b->harness.cpu[b->harness.n++] = b->allowed.cpu[i];
+        CPU_SET(b->allowed.cpu[i], &set);
+    }
+    if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+        fprintf(stderr, "slipgate-bench: --pin: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct sg_bench b;
@@ -533,6 +603,11 @@ int main(int argc, char **argv)
                 if (strcmp(sg_bench_modes[i].name, tok) == 0)
                     b.res[b.nres++].mode = &sg_bench_modes[i];
         }
+    }
+    if (pin_harness(&b) < 0) {
+        free(b.res);
+        sg_bench_shape_finish(&b.shape);
+        return 2;
     }
     sg_bench_run_all(&b);
     for (size_t i = 0; i < b.nres; i++)

@@ -192,11 +192,24 @@ int sg_bench_minrelay_serve(uint16_t listen_port, uint16_t server_port);
 
 /* ---- child processes, ports, memory (child.c) ---- */
 
+/* A set of CPUs to pin a process to (--pin); n == 0: not pinned. */
+#define SG_BENCH_MAX_CPUS 1024
+struct sg_bench_cpus {
+    unsigned n;
+    int cpu[SG_BENCH_MAX_CPUS];
+};
+
 /* Start argv[0] with `argv`, stdout and stderr to `log_path` (created),
  * stdin from /dev/null, no other inherited descriptor, and SIGKILL if this
- * process dies.  The child is registered for sg_bench_child_kill_all.
- * Returns 0 and the pid in *pid, or a negated errno. */
-int sg_bench_child_spawn(char *const argv[], const char *log_path, pid_t *pid);
+ * process dies; pinned to `cpus` when given and not empty.  The child is
+ * registered for sg_bench_child_kill_all.  Returns 0 and the pid in *pid,
+ * or a negated errno. */
+int sg_bench_child_spawn(char *const argv[], const char *log_path, const struct sg_bench_cpus *cpus,
+                         pid_t *pid);
+/* The CPUs `pid` may run on (empty when they cannot be read). */
+void sg_bench_child_cpus(pid_t pid, struct sg_bench_cpus *out);
+/* "0", "2-3", "0,2,5-7": a CPU list as taskset(1) writes it. */
+void sg_bench_cpu_list(const struct sg_bench_cpus *c, char *out, size_t len);
 /* Wait until someone has a UDP socket bound to 127.0.0.1:`port`, for at
  * most `timeout_s`.  Returns 0, -ETIMEDOUT, or -ECHILD when `pid` exited
  * first (its status in *status). */
@@ -255,6 +268,7 @@ struct sg_bench_opts {
     char modes[256]; /* canonical, comma-separated */
     const char *slipgate, *captures;
     bool builtin_shape, json, quick, verbose, keep_logs;
+    bool pin; /* --pin: each relay on CPUs of its own, the harness on the others */
     const char *game; /* --game: the codec the decoding modes name (-p): "q3", "qw", "nq" or "q2" */
 };
 
@@ -293,6 +307,7 @@ struct sg_bench_result {
     long rss_before, rss_first, rss_open, rss_load;
     double rss_per_session;
     long relay_sessions; /* sessions_total from slipgate --stats, or -1 */
+    char relay_cpus[256]; /* the CPUs the relay could run on, read once it served ("" unknown) */
     /* slipgate's decoder, summed over the sessions of --stats (-1: none) */
     long long dec_datagrams, dec_messages, dec_errors, dec_reencoded, dec_identical,
         dec_reencode_errors, demos;
@@ -314,10 +329,20 @@ struct sg_bench {
     char self[PATH_MAX], tmpdir[PATH_MAX / 2];
     char slipgate[PATH_MAX], captures[PATH_MAX]; /* the options' paths, resolved */
     long ncpu;
+    /* --pin: the CPUs this process may use, in order; the relays take the
+     * last ones (as many as a mode has loops), the harness the others. */
+    struct sg_bench_cpus allowed, harness;
+    unsigned relay_loops_max; /* the most loops of any mode asked */
     char loadavg[64];            /* /proc/loadavg's first three fields, at the start */
     struct sg_bench_result *res; /* one per mode, in the order asked */
     size_t nres;
 };
+
+/* The CPUs of a relay with `loops` event loops under --pin: the last `loops`
+ * of the allowed ones (empty without --pin). */
+void sg_bench_relay_cpus(const struct sg_bench *b, unsigned loops, struct sg_bench_cpus *out);
+/* How many event loops (threads relaying) a mode's relay runs: its -w N, else 1. */
+unsigned sg_bench_mode_loops(const struct sg_bench_mode *m);
 
 /* Run every mode of b->res, interleaved so that they share the machine's
  * conditions; a mode that fails is recorded as an error in its result and

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,20 @@ static void child_fail(const char *what)
     _exit(127);
 }
 
-int sg_bench_child_spawn(char *const argv[], const char *log_path, pid_t *out)
+void sg_bench_child_cpus(pid_t pid, struct sg_bench_cpus *out)
+{
+    cpu_set_t set;
+
+    out->n = 0;
+    if (sched_getaffinity(pid, sizeof(set), &set) < 0)
+        return;
+    for (int c = 0; c < CPU_SETSIZE && out->n < SG_BENCH_MAX_CPUS; c++)
+        if (CPU_ISSET(c, &set))
+            out->cpu[out->n++] = c;
+}
+
+int sg_bench_child_spawn(char *const argv[], const char *log_path, const struct sg_bench_cpus *cpus,
+                         pid_t *out)
 {
     sigset_t block, old;
     int slot = -1, logfd, nullfd, err = 0;
@@ -98,6 +112,15 @@ int sg_bench_child_spawn(char *const argv[], const char *log_path, pid_t *out)
             child_fail("slipgate-bench: child: parent gone\n");
         if (dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
             child_fail("slipgate-bench: child: dup2 failed\n");
+        if (cpus && cpus->n > 0) {
+            cpu_set_t set;
+
+            CPU_ZERO(&set);
+            for (unsigned i = 0; i < cpus->n; i++)
+                CPU_SET(cpus->cpu[i], &set);
+            if (sched_setaffinity(0, sizeof(set), &set) < 0)
+                child_fail("slipgate-bench: child: cannot pin to its CPUs\n");
+        }
         close_range(3, ~0u, 0);
         execv(argv[0], argv);
         child_fail("slipgate-bench: child: exec failed\n");

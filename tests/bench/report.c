@@ -46,8 +46,41 @@ void sg_bench_report_command(const struct sg_bench *b, FILE *f)
         fputs(" --shape builtin", f);
     else
         fprintf(f, " --captures %s", o->captures);
+    if (o->pin)
+        fputs(" --pin", f);
     if (o->json)
         fputs(" --json", f);
+}
+
+void sg_bench_cpu_list(const struct sg_bench_cpus *c, char *out, size_t len)
+{
+    size_t off = 0;
+
+    out[0] = '\0';
+    for (unsigned i = 0; i < c->n && off < len; i++) {
+        unsigned j = i;
+
+        while (j + 1 < c->n && c->cpu[j + 1] == c->cpu[j] + 1)
+            j++;
+        if (j > i)
+            off += (size_t)snprintf(out + off, len - off, "%s%d-%d", i ? "," : "", c->cpu[i],
+                                    c->cpu[j]);
+        else
+            off += (size_t)snprintf(out + off, len - off, "%s%d", i ? "," : "", c->cpu[i]);
+        i = j;
+    }
+}
+
+/* Where --pin put the harness and the relays (a one-loop relay's CPU, the widest's). */
+static void pin_lists(const struct sg_bench *b, char *harness, char *one, char *widest, size_t len)
+{
+    struct sg_bench_cpus c;
+
+    sg_bench_cpu_list(&b->harness, harness, len);
+    sg_bench_relay_cpus(b, 1, &c);
+    sg_bench_cpu_list(&c, one, len);
+    sg_bench_relay_cpus(b, b->relay_loops_max, &c);
+    sg_bench_cpu_list(&c, widest, len);
 }
 
 static void cell(FILE *f, int width, double v, int decimals)
@@ -125,7 +158,20 @@ void sg_bench_report_table(const struct sg_bench *b, FILE *f)
             o->sessions, sh->source);
     fprintf(f, "  client datagrams %.1f B mean, server %.1f B mean, %.2f server per client\n",
             sh->c2s_mean, sh->s2c_mean, sh->s2c_per_c2s);
-    fprintf(f, "  machine: %ld CPUs, load average %s at the start\n\n", b->ncpu, b->loadavg);
+    fprintf(f, "  machine: %ld CPUs, load average %s at the start\n", b->ncpu, b->loadavg);
+    if (o->pin) {
+        char h[256], one[256], widest[256];
+
+        pin_lists(b, h, one, widest, sizeof(h));
+        fprintf(f, "  pinned (--pin): generator and sink on CPU %s; a one-loop relay on CPU %s", h,
+                one);
+        if (b->relay_loops_max > 1)
+            fprintf(f, ", %u loops on CPUs %s", b->relay_loops_max, widest);
+        fputc('\n', f);
+    } else {
+        fputs("  not pinned: the relays, the generator and the sink share every CPU\n", f);
+    }
+    fputc('\n', f);
 
     /* Throughput. */
     fprintf(f, "throughput: highest rate with < %.1f%% loss (%u steps of %.0f ms)\n",
@@ -260,6 +306,21 @@ static void print_json(const struct sg_bench *b, FILE *f)
     fprintf(f, ", \"quick\": %s},\n \"machine\": {\"cpus\": %ld, \"loadavg\": ",
             o->quick ? "true" : "false", b->ncpu);
     sg_bench_json_str(f, b->loadavg);
+    fputs(", \"pinned\": ", f);
+    if (o->pin) {
+        char h[256], one[256], widest[256];
+
+        pin_lists(b, h, one, widest, sizeof(h));
+        fputs("{\"harness\": ", f);
+        sg_bench_json_str(f, h);
+        fputs(", \"relay\": ", f);
+        sg_bench_json_str(f, one);
+        fputs(", \"relay_widest\": ", f);
+        sg_bench_json_str(f, widest);
+        fputc('}', f);
+    } else {
+        fputs("null", f);
+    }
     fprintf(f, "},\n \"shape\": {\"source\": ");
     sg_bench_json_str(f, sh->source);
     fprintf(f,
@@ -379,6 +440,8 @@ static void print_json(const struct sg_bench *b, FILE *f)
         }
         fprintf(f, ", \"other_cpu_cores\": ");
         jnum(f, m->others, 2);
+        fprintf(f, ", \"relay_cpus\": ");
+        sg_bench_json_str(f, m->relay_cpus);
         fprintf(f, ", \"relay_sessions\": ");
         if (m->relay_sessions >= 0)
             fprintf(f, "%ld", m->relay_sessions);

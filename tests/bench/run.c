@@ -247,7 +247,7 @@ static int make_sign_key(struct sg_bench *b, const char *key, struct sg_bench_re
     if (access(key, R_OK) == 0)
         return 0;
     snprintf(log, sizeof(log), "%s/keygen.log", b->tmpdir);
-    err = sg_bench_child_spawn((char *const *)(uintptr_t)argv, log, &pid);
+    err = sg_bench_child_spawn((char *const *)(uintptr_t)argv, log, NULL, &pid);
     /* It ends by itself (bounded: 10 s); then reaped and unregistered. */
     for (int i = 0; err == 0 && i < 1000 && sg_bench_child_running(pid, NULL); i++) {
         struct timespec ts = {0, 10 * 1000 * 1000};
@@ -271,6 +271,7 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
     int http_port = 0;
     char key[PATH_MAX];
     const char *argv[40];
+    struct sg_bench_cpus cpus;
     int status = 0, err = -EINVAL;
 
     if (def->relay == SG_BENCH_RELAY_SLIPGATE && access(b->o.slipgate, X_OK) < 0) {
@@ -374,7 +375,8 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
         }
         argv[argc] = NULL;
 
-        err = sg_bench_child_spawn((char *const *)(uintptr_t)argv, rp->log, &rp->pid);
+        sg_bench_relay_cpus(b, sg_bench_mode_loops(def), &cpus);
+        err = sg_bench_child_spawn((char *const *)(uintptr_t)argv, rp->log, &cpus, &rp->pid);
         if (err < 0) {
             set_error(m, "cannot start %s: %s", argv[0], strerror(-err));
             return err;
@@ -383,8 +385,11 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
         if (err == 0 && http_port > 0 &&
             (err = sg_bench_scraper_start(&rp->scraper, (uint16_t)http_port)) < 0)
             set_error(m, "cannot start the /metrics scraper: %s", strerror(-err));
-        if (err == 0)
+        if (err == 0) {
+            sg_bench_child_cpus(rp->pid, &cpus);
+            sg_bench_cpu_list(&cpus, m->relay_cpus, sizeof(m->relay_cpus));
             return 0;
+        }
         status = sg_bench_child_stop(rp->pid, 0.5);
         rp->pid = 0;
         sg_bench_say(&b->o, true, "%s: start attempt %d failed", def->name, attempt + 1);
