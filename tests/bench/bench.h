@@ -301,6 +301,10 @@ struct sg_bench_result {
     /* Latency (all chunks of the latency run together). */
     struct sg_bench_step lat;
     double p50, p99, p999, pmax;
+    /* Each round's own p99, in the order measured: the first round carries the
+     * sessions' synchronized start, the others the steady state. */
+    double round_p99[SG_BENCH_MAX_STEPS];
+    unsigned nrounds;
     double lat_cpu, ns_per_pkt; /* the relay's CPU share, and CPU ns per relayed datagram */
 
     /* Memory (KiB; -1 without a relay) and the relay's own account. */

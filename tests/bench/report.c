@@ -215,6 +215,22 @@ void sg_bench_report_table(const struct sg_bench *b, FILE *f)
         fputc('\n', f);
     }
 
+    /* Each round's p99: the first round holds the sessions' synchronized start. */
+    fprintf(f,
+            "\np99 us of each latency round (%g s each, in the order run; the first holds the "
+            "sessions' synchronized start)\n",
+            o->duration / (b->nres && b->res[0].nrounds ? b->res[0].nrounds : 1));
+    for (size_t i = 0; i < b->nres; i++) {
+        const struct sg_bench_result *m = &b->res[i];
+
+        if (m->status != SG_BENCH_OK)
+            continue;
+        fprintf(f, "%-18s", m->mode->name);
+        for (unsigned k = 0; k < m->nrounds; k++)
+            cell(f, 8, m->round_p99[k], 0);
+        fputc('\n', f);
+    }
+
     /* What slipgate's decoder made of the traffic (its --stats, all sessions). */
     {
         bool any = false;
@@ -416,6 +432,12 @@ static void print_json(const struct sg_bench *b, FILE *f)
         jnum(f, m->p999, 2);
         fprintf(f, ", \"max_us\": ");
         jnum(f, m->pmax, 2);
+        fprintf(f, ", \"round_p99_us\": [");
+        for (unsigned k = 0; k < m->nrounds; k++) {
+            fputs(k ? ", " : "", f);
+            jnum(f, m->round_p99[k], 2);
+        }
+        fputc(']', f);
         fprintf(f, ", \"added_p99_us\": ");
         jnum(f, dr && m != dr ? m->p99 - dr->p99 : NAN, 2);
         fprintf(f, ", \"p99_ratio_minrelay\": ");

@@ -589,6 +589,8 @@ static void latency_chunk(struct sg_bench *b, struct mode_run *r, double seconds
         return;
     }
     chunk_add(&r->m->lat, chunk);
+    if (r->m->nrounds < SG_BENCH_MAX_STEPS)
+        r->m->round_p99[r->m->nrounds++] = sg_bench_hist_quantile_us(&chunk->hist, 0.99);
     r->lat_wall_ns += u.wall_ns;
     r->lat_relay_ns += isnan(u.relay_ns) ? 0 : u.relay_ns;
 }
