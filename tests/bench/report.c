@@ -215,11 +215,18 @@ void sg_bench_report_table(const struct sg_bench *b, FILE *f)
         fputc('\n', f);
     }
 
-    /* Each round's p99: the first round holds the sessions' synchronized start. */
-    fprintf(f,
-            "\np99 us of each latency round (%g s each, in the order run; the first holds the "
-            "sessions' synchronized start)\n",
-            o->duration / (b->nres && b->res[0].nrounds ? b->res[0].nrounds : 1));
+    /* Each round's p99: the first round holds the sessions' synchronized start.
+     * Every mode that ran had the same rounds; one that failed may have fewer. */
+    {
+        unsigned rounds = 1;
+
+        for (size_t i = 0; i < b->nres; i++)
+            rounds = b->res[i].nrounds > rounds ? b->res[i].nrounds : rounds;
+        fprintf(f,
+                "\np99 us of each latency round (%g s each, in the order run; the first holds "
+                "the sessions' synchronized start)\n",
+                o->duration / rounds);
+    }
     for (size_t i = 0; i < b->nres; i++) {
         const struct sg_bench_result *m = &b->res[i];
 
