@@ -231,6 +231,8 @@ int64_t sg_bench_child_cpu_ns(pid_t pid);
 int64_t sg_bench_sys_busy_ns(void);
 /* VmRSS of `pid` in KiB, or a negated errno. */
 long sg_bench_child_rss_kib(pid_t pid);
+/* Minor page faults of the whole process so far (/proc/PID/stat), or -errno. */
+long long sg_bench_child_minflt(pid_t pid);
 /* A UDP port on 127.0.0.1 that was free a moment ago, or a negated errno. */
 int sg_bench_free_udp_port(void);
 
@@ -304,6 +306,9 @@ struct sg_bench_result {
     /* Each round's own p99, in the order measured: the first round carries the
      * sessions' synchronized start, the others the steady state. */
     double round_p99[SG_BENCH_MAX_STEPS];
+    /* The relay's minor page faults in each round (first writes to memory it
+     * had not touched: a new session's state), -1 without a relay to read. */
+    long long round_faults[SG_BENCH_MAX_STEPS];
     unsigned nrounds;
     double lat_cpu, ns_per_pkt; /* the relay's CPU share, and CPU ns per relayed datagram */
 

@@ -358,6 +358,28 @@ long sg_bench_child_rss_kib(pid_t pid)
     return kib;
 }
 
+long long sg_bench_child_minflt(pid_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long minflt;
+    size_t n;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    f = fopen(path, "re");
+    if (!f)
+        return -errno;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* pid (comm) state ppid pgrp session tty_nr tpgid flags minflt: the
+     * command may hold spaces and parentheses, so count from its last ')'. */
+    p = strrchr(buf, ')');
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu", &minflt) != 1)
+        return -EINVAL;
+    return (long long)minflt;
+}
+
 int sg_bench_free_udp_port(void)
 {
     struct sockaddr_in sin = {.sin_family = AF_INET};

@@ -579,6 +579,7 @@ static void latency_chunk(struct sg_bench *b, struct mode_run *r, double seconds
                           struct sg_bench_step *chunk)
 {
     struct usage u;
+    long long f0 = r->rp.pid > 0 ? sg_bench_child_minflt(r->rp.pid) : -1, f1;
     int err;
 
     chunk->target_pps = b->o.rate;
@@ -588,9 +589,12 @@ static void latency_chunk(struct sg_bench *b, struct mode_run *r, double seconds
         mode_fail(r);
         return;
     }
+    f1 = r->rp.pid > 0 ? sg_bench_child_minflt(r->rp.pid) : -1;
     chunk_add(&r->m->lat, chunk);
-    if (r->m->nrounds < SG_BENCH_MAX_STEPS)
+    if (r->m->nrounds < SG_BENCH_MAX_STEPS) {
+        r->m->round_faults[r->m->nrounds] = f0 >= 0 && f1 >= f0 ? f1 - f0 : -1;
         r->m->round_p99[r->m->nrounds++] = sg_bench_hist_quantile_us(&chunk->hist, 0.99);
+    }
     r->lat_wall_ns += u.wall_ns;
     r->lat_relay_ns += isnan(u.relay_ns) ? 0 : u.relay_ns;
 }
