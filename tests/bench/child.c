@@ -268,27 +268,41 @@ static int64_t task_cpu_ns(pid_t pid, const char *tid)
     return ret;
 }
 
-/* utime + stime from /proc/PID/stat, at clock-tick resolution. */
-static int64_t stat_cpu_ns(pid_t pid)
+/* /proc/PID/stat into buf; the fields after the command name (the part
+ * after its last ')', since the name may hold spaces and parentheses),
+ * or NULL with errno set. */
+static const char *stat_fields(pid_t pid, char *buf, size_t cap)
 {
-    char path[64], buf[1024], *p;
-    unsigned long long utime, stime;
-    long tck = sysconf(_SC_CLK_TCK);
+    char path[64], *p;
     size_t n;
     FILE *f;
 
     snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
     f = fopen(path, "re");
     if (!f)
-        return -errno;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
+        return NULL;
+    n = fread(buf, 1, cap - 1, f);
     fclose(f);
     buf[n] = '\0';
-    /* After the command name in parentheses: state, then fields 4..; utime is 14. */
     p = strrchr(buf, ')');
-    if (!p || tck <= 0 ||
-        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) !=
-            2)
+    if (!p)
+        errno = EINVAL;
+    return p ? p + 1 : NULL;
+}
+
+/* utime + stime from /proc/PID/stat, at clock-tick resolution. */
+static int64_t stat_cpu_ns(pid_t pid)
+{
+    char buf[1024];
+    const char *p = stat_fields(pid, buf, sizeof(buf));
+    unsigned long long utime, stime;
+    long tck = sysconf(_SC_CLK_TCK);
+
+    if (!p)
+        return -errno;
+    /* state, then fields 4..; utime is 14. */
+    if (tck <= 0 ||
+        sscanf(p, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
         return -EINVAL;
     return (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)tck));
 }
@@ -360,22 +374,14 @@ long sg_bench_child_rss_kib(pid_t pid)
 
 long long sg_bench_child_minflt(pid_t pid)
 {
-    char path[64], buf[1024], *p;
+    char buf[1024];
+    const char *p = stat_fields(pid, buf, sizeof(buf));
     unsigned long long minflt;
-    size_t n;
-    FILE *f;
 
-    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-    f = fopen(path, "re");
-    if (!f)
+    if (!p)
         return -errno;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* pid (comm) state ppid pgrp session tty_nr tpgid flags minflt: the
-     * command may hold spaces and parentheses, so count from its last ')'. */
-    p = strrchr(buf, ')');
-    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu", &minflt) != 1)
+    /* state ppid pgrp session tty_nr tpgid flags minflt */
+    if (sscanf(p, " %*c %*d %*d %*d %*d %*d %*u %llu", &minflt) != 1)
         return -EINVAL;
     return (long long)minflt;
 }

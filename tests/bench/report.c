@@ -91,6 +91,25 @@ static void cell(FILE *f, int width, double v, int decimals)
         fprintf(f, " %*.*f", width, decimals, v);
 }
 
+/* One row per mode that ran: each latency round's p99, or its page faults. */
+static void round_rows(FILE *f, const struct sg_bench *b, bool faults)
+{
+    for (size_t i = 0; i < b->nres; i++) {
+        const struct sg_bench_result *m = &b->res[i];
+
+        if (m->status != SG_BENCH_OK)
+            continue;
+        fprintf(f, "%-18s", m->mode->name);
+        for (unsigned k = 0; k < m->nrounds; k++)
+            cell(f, 8,
+                 !faults                   ? m->round_p99[k]
+                 : m->round_faults[k] >= 0 ? (double)m->round_faults[k]
+                                           : NAN,
+                 0);
+        fputc('\n', f);
+    }
+}
+
 /* The start of a row: the mode's name, or the whole row when it did not run. */
 static bool row_start(FILE *f, const struct sg_bench_result *m)
 {
@@ -227,16 +246,7 @@ void sg_bench_report_table(const struct sg_bench *b, FILE *f)
                 "the sessions' synchronized start)\n",
                 o->duration / rounds);
     }
-    for (size_t i = 0; i < b->nres; i++) {
-        const struct sg_bench_result *m = &b->res[i];
-
-        if (m->status != SG_BENCH_OK)
-            continue;
-        fprintf(f, "%-18s", m->mode->name);
-        for (unsigned k = 0; k < m->nrounds; k++)
-            cell(f, 8, m->round_p99[k], 0);
-        fputc('\n', f);
-    }
+    round_rows(f, b, false);
 
     /* The relay's minor page faults per round: where a new session's first
      * writes to its memory fall (each can cost microseconds in a VM). */
@@ -249,16 +259,7 @@ void sg_bench_report_table(const struct sg_bench *b, FILE *f)
         if (any) {
             fprintf(f, "\nthe relay's minor page faults in each latency round (first writes to "
                        "memory; a new session's state)\n");
-            for (size_t i = 0; i < b->nres; i++) {
-                const struct sg_bench_result *m = &b->res[i];
-
-                if (m->status != SG_BENCH_OK)
-                    continue;
-                fprintf(f, "%-18s", m->mode->name);
-                for (unsigned k = 0; k < m->nrounds; k++)
-                    cell(f, 8, m->round_faults[k] >= 0 ? (double)m->round_faults[k] : NAN, 0);
-                fputc('\n', f);
-            }
+            round_rows(f, b, true);
         }
     }
 
