@@ -239,17 +239,20 @@ def check_traffic(px_log, mark, seconds, window=1, route=None, slack=2):
     lines = read(px_log).splitlines()[mark:]
     prefix = r"\[" + route + r"\] " if route else ""
     where = f"{route}: " if route else ""
-    counts = [tuple(int(x) for x in m.groups()) for m in
-              (re.search(prefix + r"stats: sessions_active=(\d+) sessions_total=\d+ "
-                         r"c2s_packets=(\d+) c2s_bytes=\d+ s2c_packets=(\d+)", ln)
-               for ln in lines) if m]
+    found = [(ln, m) for ln, m in
+             ((ln, re.search(prefix + r"stats: sessions_active=(\d+) sessions_total=\d+ "
+                             r"c2s_packets=(\d+) c2s_bytes=\d+ s2c_packets=(\d+)", ln))
+              for ln in lines) if m]
+    counts = [tuple(int(x) for x in m.groups()) for _, m in found]
     if len(counts) < seconds - slack:
         raise Fail(f"{where}{len(counts)} stats lines in {seconds} s:\n" + "\n".join(lines[-20:]))
     for i in range(len(counts) - window):
         seg = counts[i:i + window + 1]
         if min(x[0] for x in seg) < 1 or seg[-1][1] <= seg[0][1] or seg[-1][2] <= seg[0][2]:
+            # the whole lines (drops, errors) say whether slipgate or a peer stopped
             raise Fail(f"{where}the traffic stalled over {window} stats line(s): "
-                       f"{seg[0]} -> {seg[-1]}")
+                       f"{seg[0]} -> {seg[-1]}:\n"
+                       + "\n".join(ln for ln, _ in found[i:i + window + 1]))
     return counts
 
 
