@@ -163,10 +163,8 @@ def run(case, seconds, work, slipgate, procs):
     # In the game: traffic both ways every second; the player stays.
     mark = len(read(px_log).splitlines())
     time.sleep(seconds)
-    # Over 5 stats lines: the software-GL client's frames can pause; a full run
-    # once saw it send nothing for 3 s while the server's datagrams kept flowing.
     try:
-        check_traffic(px_log, mark, seconds, window=5, slack=3)
+        check_traffic(px_log, mark, seconds, window=3, slack=3)  # (software GL: slow frames)
     except Fail as e:  # whether the client or the server went quiet: their own words
         raise Fail(f"{e}\n--- client ---\n{read(cl_log)[-1500:]}\n--- server ---\n"
                    f"{read(srv_log)[-1500:]}")
