@@ -61,10 +61,29 @@ struct stream {
     char ring[SG_HTTP_STREAM_BUF];
 };
 
+/*
+ * One HTTP connection, from MHD's connection notifier.  `busy` from the
+ * request's first call to its completion (a stream stays busy); otherwise
+ * the connection is idle: waiting for a request, or between two.
+ */
+struct conn {
+    struct conn *prev, *next;
+    int fd;
+    bool busy;
+    bool prodded;        /* shut down by us: MHD closes it at its next read */
+    uint64_t idle_since; /* uv_now() */
+};
+
 struct sg_http {
     struct sg_app *app;
     struct MHD_Daemon *d;
     uv_poll_t poll;
+    uv_poll_t listen_poll; /* the listening socket, while the connections are all taken */
+    int listen_fd;
+    bool listen_watched;
+    struct conn *conns;
+    int nconns;
+    uint64_t nclosed; /* connections MHD closed, ever */
     uv_timer_t timer; /* MHD's timeout */
     uv_timer_t tick;  /* loop lag, keepalives */
     uv_async_t wake;  /* another loop put events: resume their connections */
@@ -91,19 +110,165 @@ struct sg_http {
 /* ---- driving libmicrohttpd from the loop ---- */
 
 static void on_mhd_timer(uv_timer_t *t);
+static void watch_listen(struct sg_http *h);
+
+/*
+ * Make MHD close connection `k` at its next look: shut the socket down
+ * (MHD still owns the descriptor).  The shutdown wakes MHD's epoll, MHD
+ * reads end of file and closes it.
+ */
+static void prod(struct conn *k)
+{
+    k->prodded = true;
+    shutdown(k->fd, SHUT_RDWR);
+}
+
+/*
+ * MHD watches its connections edge-triggered and stops reading a request
+ * after a short read: a peer whose request bytes and end of file came
+ * together (a connection that waited in the accept queue, a client that
+ * sends half a request and closes) is never seen to close, and would hold
+ * its slot until the idle timeout.  Peek at every idle connection: end of
+ * file or an error (and nothing left to read) closes it now.
+ */
+static void reap_closed(struct sg_http *h)
+{
+    for (struct conn *k = h->conns; k; k = k->next) {
+        char c;
+        ssize_t n;
+
+        if (k->busy || k->prodded)
+            continue;
+        n = recv(k->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            prod(k);
+    }
+}
 
 /* Let MHD work, then wait for its descriptor or its next timeout. */
 static void run_mhd(struct sg_http *h)
 {
     MHD_UNSIGNED_LONG_LONG to = 0;
-    uint64_t ms = 1000;
+    uint64_t ms = 1000, closed;
 
     if (!h->d)
         return;
+    closed = h->nclosed;
     MHD_run(h->d);
+    reap_closed(h);
     if (MHD_get_timeout(h->d, &to) == MHD_YES)
         ms = to < 1000 ? (uint64_t)to : 1000;
+    /* Connections closed: MHD takes new ones (it listens again) at its next run. */
+    if (h->nclosed != closed && !h->stopping)
+        ms = 0;
     uv_timer_start(&h->timer, on_mhd_timer, ms, 0);
+    watch_listen(h);
+}
+
+/*
+ * With every connection taken, MHD stops accepting, and an idle client
+ * (one that never finishes its request, or keeps a connection open
+ * between requests) would keep everyone else out.  While the connections
+ * are all taken, slipgate watches the listening socket itself: when a
+ * new client waits, the connection idle the longest is closed for it, one
+ * at a time.  A connection that is answering a request (a stream) is
+ * never closed for another.
+ */
+static struct conn *idlest(struct sg_http *h)
+{
+    struct conn *best = NULL;
+
+    for (struct conn *k = h->conns; k; k = k->next) {
+        if (k->prodded) /* one eviction at a time: wait for it to close */
+            return NULL;
+        if (!k->busy && (!best || k->idle_since < best->idle_since))
+            best = k;
+    }
+    return best;
+}
+
+static void on_listen_readable(uv_poll_t *p, int status, int events)
+{
+    struct sg_http *h = p->data;
+    struct conn *k;
+
+    if (h->nconns >= SG_HTTP_MAX_CONNECTIONS && (k = idlest(h)) != NULL) {
+        prod(k);
+        h->st.evicted++;
+    }
+    watch_listen(h);
+}
+
+static void watch_listen(struct sg_http *h)
+{
+    bool want = h->d && !h->stopping && h->listen_fd >= 0 && h->nconns >= SG_HTTP_MAX_CONNECTIONS &&
+                idlest(h) != NULL;
+
+    if (want == h->listen_watched)
+        return;
+    h->listen_watched = want;
+    if (want)
+        uv_poll_start(&h->listen_poll, UV_READABLE, on_listen_readable);
+    else
+        uv_poll_stop(&h->listen_poll);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct sg_http *h = cls;
+    struct conn *k = *socket_context;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        k = calloc(1, sizeof(*k));
+        if (!k || !ci) { /* not tracked: MHD's own timeout still closes it */
+            free(k);
+            return;
+        }
+        k->fd = ci->connect_fd;
+        k->idle_since = uv_now(&h->app->loop);
+        k->next = h->conns;
+        if (h->conns)
+            h->conns->prev = k;
+        h->conns = k;
+        h->nconns++;
+        *socket_context = k;
+        return;
+    }
+    h->nclosed++;
+    if (!k)
+        return;
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        h->conns = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    h->nconns--;
+    free(k);
+    *socket_context = NULL;
+}
+
+static struct conn *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+    return ci ? ci->socket_context : NULL;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
+                         enum MHD_RequestTerminationCode code)
+{
+    struct sg_http *h = cls;
+    struct conn *k = conn_of(c);
+
+    if (k) {
+        k->busy = false;
+        k->idle_since = uv_now(&h->app->loop);
+    }
 }
 
 static void on_mhd_timer(uv_timer_t *t)
@@ -582,7 +747,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
     /* Answer on the first call: a GET has no body, another method is refused. */
     if (*ctx == NULL) {
+        struct conn *k = conn_of(c);
         *ctx = &first_call;
+        if (k)
+            k->busy = true;
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
             return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET\n");
     } else {
@@ -654,6 +822,7 @@ static void on_tick(uv_timer_t *t)
     h->st.loop_lag_s = now > h->tick_due ? (double)(now - h->tick_due) / 1e9 : 0.0;
     h->tick_due = now + (uint64_t)TICK_MS * 1000000u;
     reap_hangups(h);
+    reap_closed(h);
     if (++h->ticks % KEEPALIVE_TICKS == 0)
         for (struct stream *s = h->streams; s; s = s->next)
             if (s->len == 0)
@@ -711,6 +880,8 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)SG_HTTP_MAX_CONNECTIONS,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SG_HTTP_IDLE_TIMEOUT_S,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SG_HTTP_REQUEST_MAX + 4096,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
     if (!h->d) {
         err = errno ? -errno : -EADDRINUSE;
@@ -730,6 +901,15 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
     }
     h->poll.data = h;
     h->open_handles++;
+    /* Without it (it cannot fail on a listening socket) idle clients are not evicted. */
+    info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_LISTEN_FD);
+    h->listen_fd = info ? info->listen_fd : -1;
+    if (h->listen_fd >= 0 && uv_poll_init_socket(&app->loop, &h->listen_poll, h->listen_fd) < 0)
+        h->listen_fd = -1;
+    if (h->listen_fd >= 0) {
+        h->listen_poll.data = h;
+        h->open_handles++;
+    }
     uv_timer_init(&app->loop, &h->timer);
     h->timer.data = h;
     h->open_handles++;
@@ -764,6 +944,9 @@ void sg_http_stop(struct sg_http *h)
     for (struct stream *s = h->streams; s; s = s->next)
         stream_resume(s);
     uv_mutex_unlock(&h->lock);
+    /* before MHD closes the listening socket */
+    if (h->listen_fd >= 0)
+        uv_close((uv_handle_t *)&h->listen_poll, on_handle_closed);
     MHD_run(h->d);
     MHD_stop_daemon(h->d);
     h->d = NULL;

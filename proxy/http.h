@@ -18,7 +18,7 @@ struct sg_session;
 struct sg_http;
 
 /* Limits (README, "Watching slipgate"). */
-#define SG_HTTP_MAX_CONNECTIONS 32           /* at once; more are refused */
+#define SG_HTTP_MAX_CONNECTIONS 32           /* at once; then the idlest makes room */
 #define SG_HTTP_MAX_STREAMS     8            /* /api/stream clients at once */
 #define SG_HTTP_REQUEST_MAX     16384        /* bytes of request line and headers */
 #define SG_HTTP_IDLE_TIMEOUT_S  30           /* an idle connection is closed */

@@ -361,6 +361,9 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
     family(f, "slipgate_http_stream_dropped_total", "counter",
            "events a slow stream client lost (its buffer was full)");
     fprintf(f, "slipgate_http_stream_dropped_total %llu\n", (unsigned long long)st->stream_dropped);
+    family(f, "slipgate_http_evicted_total", "counter",
+           "idle HTTP connections closed to let a new client in (all were taken)");
+    fprintf(f, "slipgate_http_evicted_total %llu\n", (unsigned long long)st->evicted);
     for (i = 0; i < nroutes; i++)
         free(agg[i].filters);
     free(agg);

@@ -15,6 +15,7 @@ struct sg_http_stats {
     uint64_t stream_clients; /* connected now */
     uint64_t stream_events;  /* events queued to stream clients */
     uint64_t stream_dropped; /* events a slow stream client lost */
+    uint64_t evicted;        /* idle connections closed for a new client (all were taken) */
     double loop_lag_s;       /* how late the last tick of the loop's timer ran */
 };
 

@@ -13,7 +13,14 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
                          and counted, memory flat, the relay unharmed
     token                http_token: nothing without it, bearer or cookie in
     only_get             other methods are refused with 405
-    connection_limit     the connection cap refuses one more, then recovers
+    connection_limit     with every connection taken by idle clients, a new
+                         client is served at once: the one idle the longest
+                         is closed for it, the others and the stream clients
+                         stay; at most 8 stream clients
+    closed_burst         300 connections that send half a request line and
+                         close: each frees its slot at once, no socket is
+                         left in CLOSE-WAIT, / and /metrics answer within
+                         a second
     request_too_large    a request past the size cap is refused
     metrics_decode_match_stats
                          `+set http` on the command line; a Quake 3 capture
@@ -365,23 +372,54 @@ def case_only_get(h):
     check("script-src 'self'" in hdrs.get('content-security-policy', ''), 'CSP: %r' % hdrs)
 
 
+def sock_open(s):
+    """True while the peer has not closed `s` (nothing to read and no end of file)."""
+    s.setblocking(False)
+    try:
+        return s.recv(1, socket.MSG_PEEK) != b''
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        s.settimeout(5)
+
+
+def timed_request(port, path, limit):
+    t0 = time.monotonic()
+    status, _, body = request(port, path, timeout=limit + 1.0)
+    took = time.monotonic() - t0
+    check(status == 200 and took <= limit, 'GET %s: status %s after %.2f s (at most %.1f s)'
+          % (path, status, took, limit))
+    return took, body
+
+
+def evicted(port):
+    m = re.search(rb'^slipgate_http_evicted_total (\d+)$', request(port, '/metrics')[2], re.M)
+    check(m is not None, 'no slipgate_http_evicted_total in /metrics')
+    return int(m.group(1))
+
+
 def case_connection_limit(h):
     srv = h.echo(V4)
     px = http_proxy(h, ROUTE_ECHO % srv.port)
     held = []
-    for _ in range(32):  # SG_HTTP_MAX_CONNECTIONS
+    for i in range(32):  # SG_HTTP_MAX_CONNECTIONS, idle: half of them in the middle of a request
         s = socket.create_connection((V4, px.http), timeout=5)
+        if i % 2:
+            s.sendall(b'GET /metrics HTTP/1.1\r\nHo')
         held.append(s)
         h.sockets.append(s)
-    time.sleep(0.3)
-    status, _, body = request(px.http, '/api/routes', timeout=2.0)
-    check(status is None, 'a 33rd connection was served (%s)' % status)
-    for s in held[:4]:
-        s.close()
-    time.sleep(0.3)
-    status, _, _ = request(px.http, '/api/routes')
-    check(status == 200, 'after closing some: %s' % status)
-    for s in held[4:]:
+        time.sleep(0.01)  # the first is the one idle the longest
+    # A 33rd client is served at once: the connection idle the longest makes room.
+    timed_request(px.http, '/api/routes', 1.5)
+    check(not sock_open(held[0]), 'the connection idle the longest is still open')
+    still = sum(sock_open(s) for s in held[1:])
+    check(still == 31, '%d of the other 31 idle connections are open (one eviction was enough)'
+          % still)
+    # the one that was closed left a free slot: no second eviction for this scrape
+    check(evicted(px.http) == 1, 'slipgate_http_evicted_total is not 1')
+    for s in held:
         s.close()
     time.sleep(0.3)
     # at most 8 stream clients (SG_HTTP_MAX_STREAMS)
@@ -394,11 +432,58 @@ def case_connection_limit(h):
         for st in streams:
             st.close()
     time.sleep(1.2)  # a stream client that went away is noticed within a second
-    st = Stream(px.http)
+    # Stream clients are never closed for another: 8 streams and 24 idle connections,
+    # then a new client.
+    streams = [Stream(px.http) for _ in range(8)]
     try:
-        check(st.wait_status() == 200, 'a stream after the others closed: %s' % st.status)
+        check(all(st.wait_status() == 200 for st in streams), 'eight streams, again')
+        held = [socket.create_connection((V4, px.http), timeout=5) for _ in range(24)]
+        h.sockets += held
+        time.sleep(0.3)
+        before = evicted(px.http)  # this scrape itself may have evicted one
+        for _ in range(3):
+            timed_request(px.http, '/metrics', 1.5)
+        check(all(st.thread.is_alive() and st.error is None for st in streams),
+              'a stream client was closed to make room')
+        check(evicted(px.http) - before <= 3, 'more evictions than new clients')
     finally:
-        st.close()
+        for st in streams:
+            st.close()
+
+
+def close_wait(port):
+    """Sockets of slipgate's listening `port` in CLOSE-WAIT (the peer closed, slipgate not)."""
+    n = 0
+    with open('/proc/net/tcp') as f:
+        for line in f.readlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if int(local.split(':')[1], 16) == port and state == '08':
+                n += 1
+    return n
+
+
+def case_closed_burst(h):
+    srv = h.echo(V4)
+    px = http_proxy(h, ROUTE_ECHO % srv.port)
+    socks = []
+    try:
+        for _ in range(300):
+            s = socket.create_connection((V4, px.http), timeout=5)
+            s.sendall(b'GET /metr')  # half a request line
+            socks.append(s)
+    finally:
+        for s in socks:
+            s.close()
+    took_page, body = timed_request(px.http, '/', 1.0)
+    check(b'<title>slipgate</title>' in body, 'the page: %r' % body[:200])
+    took_metrics, _ = timed_request(px.http, '/metrics', 1.0)
+    end = time.monotonic() + 2
+    while close_wait(px.http) and time.monotonic() < end:
+        time.sleep(0.05)
+    check(close_wait(px.http) == 0, '%d sockets of the http port in CLOSE-WAIT'
+          % close_wait(px.http))
+    print('after 300 closed half requests: / in %.3f s, /metrics in %.3f s'
+          % (took_page, took_metrics))
 
 
 def case_request_too_large(h):
