@@ -303,7 +303,7 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
         }
     }
 
-    /* Filters, by label. */
+    /* Filters, by label and position in the chain (0 first, as in --stats' "filters"). */
     {
         static const struct {
             const char *name, *help;
@@ -328,7 +328,12 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
                 for (int c = 0; r->chain && agg[i].filters && c < r->chain->n; c++) {
                     uint64_t v;
                     memcpy(&v, (const char *)&agg[i].filters[c] + flt[k].off, sizeof(v));
-                    sample_route(f, flt[k].name, r, "filter", r->chain->f[c].fc->label, v);
+                    /* two filters may share a label: their position tells them apart */
+                    fprintf(f, "%s{route=", flt[k].name);
+                    label_value(f, r->conf.name);
+                    fputs(",filter=", f);
+                    label_value(f, r->chain->f[c].fc->label);
+                    fprintf(f, ",position=\"%d\"} %llu\n", c, (unsigned long long)v);
                 }
         }
     }

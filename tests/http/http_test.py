@@ -5,6 +5,9 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
 
     metrics_match_stats  /metrics parses (prometheus_client's parser) and its
                          counters equal --stats after a scripted run
+    metrics_unique       two filters of each of several kinds on a route:
+                         every series of /metrics is unique (Prometheus's
+                         own parser; a `position` label tells them apart)
     api_match_stats      /api/routes and /api/sessions equal --stats
     stream_replay        /api/stream delivers the frames of a real capture
                          replay: the same lines as an inspect filter writes,
@@ -154,14 +157,89 @@ def case_metrics_match_stats(h):
     check(metric(samples, 'slipgate_sessions_active', route='main') == 3, 'sessions_active')
     check(metric(samples, 'slipgate_listener_kernel_drops_total', route='main')
           == st['listener']['kernel_drops'], 'kernel drops')
-    for f in st['filters']:
+    for pos, f in enumerate(st['filters']):
         for k, name in (('seen', 'frames'), ('passed', 'passed'), ('dropped', 'dropped'),
                         ('changed', 'changed'), ('injected', 'injected'), ('errors', 'errors')):
             check(metric(samples, 'slipgate_filter_%s_total' % name, route='main',
-                         filter=f['label']) == f[k], 'filter %s %s' % (f['label'], k))
+                         filter=f['label'], position=str(pos)) == f[k],
+                  'filter %s %s' % (f['label'], k))
     check(metric(samples, 'slipgate_process_resident_memory_bytes') > 1e6, 'RSS')
     check(metric(samples, 'slipgate_loop_lag_seconds') < 1.0, 'loop lag')
     check(c['c2s_packets'] > 0 and c['s2c_packets'] > 0, 'no traffic: %s' % c)
+
+
+ROUTES_DUP_FILTERS = '''route main {
+    listen 127.0.0.1:$P1
+    server 127.0.0.1:%d
+    protocol q3
+    filter rewrite {
+        replace "a" "b"
+    }
+    filter rewrite {
+        replace "a" "b"
+    }
+    filter drop {
+        kinds chat
+    }
+    filter drop {
+        kinds chat
+    }
+    filter netem {
+        loss_to_server 1%%
+    }
+    filter netem {
+        loss_to_server 1%%
+    }
+    filter inspect {
+        output %s
+    }
+    filter inspect {
+        output %s
+    }
+}
+route other {
+    listen 127.0.0.1:$P2
+    server 127.0.0.1:%d
+    filter netem {
+        loss_to_client 1%%
+    }
+    filter netem {
+        loss_to_client 1%%
+    }
+}
+'''
+
+
+def case_metrics_unique(h):
+    """Filters of the same kind (the same label) on one route: every series of
+    /metrics is unique (Prometheus keeps one of two equal series)."""
+    srv = h.echo(V4)
+    px = http_proxy(h, ROUTES_DUP_FILTERS % (srv.port, h.path('i1.log'), h.path('i2.log'),
+                                             srv.port))
+    for port in px.ports[1:3]:  # some traffic through both routes
+        c = h.client(V4)
+        for i in range(5):
+            c.send(b'hello %d' % i, (V4, port))
+    _, _, body = request(px.http, '/metrics')
+    parse = prometheus_parser()
+    seen = {}
+    try:
+        families = list(parse(body.decode()))
+    except Exception as e:
+        raise Fail('/metrics does not parse as Prometheus text: %s' % e)
+    for fam in families:
+        for smp in fam.samples:
+            key = (smp.name, tuple(sorted(smp.labels.items())))
+            seen[key] = seen.get(key, 0) + 1
+    dups = [k for k, n in seen.items() if n > 1]
+    check(not dups, '%d series appear more than once in /metrics, e.g. %s' % (len(dups), dups[:3]))
+    frames = sorted((dict(k[1])['route'], int(dict(k[1])['position']), dict(k[1])['filter'])
+                    for k in seen if k[0] == 'slipgate_filter_frames_total')
+    want = [('main', i, f) for i, f in enumerate(['rewrite', 'rewrite', 'drop', 'drop', 'netem',
+                                                   'netem', 'inspect', 'inspect'])]
+    want += [('other', 0, 'netem'), ('other', 1, 'netem')]
+    check(frames == want, 'slipgate_filter_frames_total series: %s' % frames)
+    print('%d series, all unique; filter series %s' % (len(seen), frames))
 
 
 def case_api_match_stats(h):
