@@ -119,14 +119,46 @@ function chosenKinds() {
   return KINDS.filter(k => document.getElementById("kind-" + k).checked);
 }
 
+// What the filters did to a message: the receiver never saw a removed one
+// (a message a filter removed, or one of a datagram a filter dropped whole),
+// saw a changed one as shown here, and got an injected one from slipgate.
+function markOf(ev, m) {
+  if (ev.dropped) {
+    return {mark: "removed", text: "dropped",
+            title: "a filter dropped the whole datagram" +
+                   (ev.drop_label ? " (" + ev.drop_label + ")" : "") +
+                   ": the receiver never saw this"};
+  }
+  if (m.removed) {
+    return {mark: "removed", text: "removed",
+            title: "a filter removed this message: the receiver never saw it"};
+  }
+  if (m.injected) {
+    return {mark: "injected", text: "injected", title: "a filter injected this message"};
+  }
+  if (m.changed) {
+    return {mark: "changed", text: "changed",
+            title: "a filter changed this message: the receiver saw it as shown"};
+  }
+  return null;
+}
+
 function addMessage(ev, m) {
   const feed = document.getElementById("feed");
   const li = el("li");
+  const mark = markOf(ev, m);
   li.dataset.kind = m.kind;
   li.appendChild(el("span", ev.time, "dim"));
   li.appendChild(el("span", "s" + ev.session, "dim"));
   li.appendChild(el("span", ev.dir === "c2s" ? "c>s" : "s>c", "dir-" + ev.dir));
   li.appendChild(el("span", m.kind, "kind"));
+  const badge = el("span", mark ? mark.text : "", "mark");
+  if (mark) {
+    li.dataset.mark = mark.mark;
+    li.classList.add(mark.mark);
+    li.title = mark.title;
+  }
+  li.appendChild(badge);
   const text = el("span", null, "text");
   const body = m.text !== null ? m.text : m.name;
   if (body) quakeText(text, body);

@@ -8,7 +8,10 @@ DevTools protocol on a pipe (--remote-debugging-pipe: no port opened) and
 checks the DOM: the session is listed with its codec, its counters rise,
 the print lines of the game and the chat line show in the feed, the
 hostile name and chat show as text (no element made of them, no script
-run), the recording is listed with its map and size.
+run), the recording is listed with its map and size, and the feed marks
+what the filters did: a print the `drop` filter removed is struck through
+and labelled `removed` (the client never saw it), the rewritten name
+`changed`, the injected chat `injected`, an untouched print not at all.
 It saves a screenshot (browser.png in the test's directory, or
 $SG_SCREENSHOT).  Usage: browser_test.py page
 """
@@ -159,6 +162,15 @@ def cells(row_selector):
             '.map(td => td.textContent))' % json.dumps(row_selector))
 
 
+# Every feed line: its text, its mark (data-mark), its label and how its text is drawn.
+MARKS_JS = """Array.from(document.querySelectorAll('#feed li')).map(li => {
+  const t = li.querySelector('.text'), st = getComputedStyle(t);
+  return {text: t.textContent, mark: li.dataset.mark || null,
+          badge: (li.querySelector('.mark') || {textContent: null}).textContent,
+          decoration: st.textDecorationLine, opacity: st.opacity};
+}).filter(() => document.querySelectorAll('#feed li[data-mark]').length >= 3)"""
+
+
 def case_page(h):
     cap = q3cap.Capture('ioq71')
     srv = server_socket()
@@ -178,6 +190,10 @@ route arena {
         text "%s"
         after 3s
         count 1
+    }
+    filter drop {
+        kinds print
+        match "Garg.7 connected"
     }
 }
 ''' % (srv.getsockname()[1], demos, HOSTILE, CHAT)
@@ -235,6 +251,34 @@ route arena {
               'an <img> element was made from wire data')
         check(browser.eval('document.title') == 'slipgate', 'the page title changed: %r'
               % browser.eval('document.title'))
+        # What the filters did is shown: the print the drop filter removed (the
+        # client never saw it) struck through and labelled, the rewritten name
+        # and the injected chat labelled, an untouched line plain.
+        marks = browser.wait(MARKS_JS, 10, 'the marked lines')
+        by_text = {}
+        for m in marks:
+            by_text.setdefault(m['text'], m)
+
+        def line(part):
+            found = [m for t, m in by_text.items() if part in t]
+            check(found, 'no feed line holding %r: %r' % (part, list(by_text)))
+            return found[0]
+
+        removed = line('Cyber-Garg connected')
+        check(removed['mark'] == 'removed' and removed['badge'] == 'removed'
+              and 'line-through' in removed['decoration'] and float(removed['opacity']) < 1,
+              'the removed print is not shown as removed: %r' % removed)
+        changed = line(HOSTILE + ' connected')
+        check(changed['mark'] == 'changed' and changed['badge'] == 'changed'
+              and 'line-through' not in changed['decoration'],
+              'the rewritten print is not shown as changed: %r' % changed)
+        injected = line(CHAT)
+        check(injected['mark'] == 'injected' and injected['badge'] == 'injected',
+              'the injected chat is not shown as injected: %r' % injected)
+        plain = line('peers entered the game')
+        check(plain['mark'] is None and plain['badge'] == ''
+              and 'line-through' not in plain['decoration'],
+              'an untouched print is marked: %r' % plain)
         time.sleep(1.2)  # one more refresh with the final counters
         out = os.environ.get('SG_SCREENSHOT') or h.path('browser.png')
         browser.screenshot(out)
