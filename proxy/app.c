@@ -7,6 +7,7 @@
 
 #include "proxy/addr.h"
 #include "proxy/http.h"
+#include "proxy/preflight.h"
 #include "protocols/error.h"
 #include "sg_version.h"
 
@@ -817,6 +818,21 @@ static int start_routes(struct sg_app *app)
     return failed ? -1 : 0;
 }
 
+/* The start's own checks: only what fails is told (FILE:LINE: error: ...). */
+static void start_said(void *ctx, enum sg_preflight_verdict v, const char *file, int line,
+                       int col, const char *text)
+{
+    (void)ctx;
+    if (v != SG_PREFLIGHT_FAIL)
+        return;
+    if (line && col)
+        fprintf(stderr, "slipgate: %s:%d:%d: error: %s\n", file, line, col, text);
+    else if (line)
+        fprintf(stderr, "slipgate: %s:%d: error: %s\n", file, line, text);
+    else
+        fprintf(stderr, "slipgate: %s: error: %s\n", file, text);
+}
+
 int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, const char *stats_path)
 {
     struct app_run run;
@@ -850,6 +866,19 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
             fprintf(stderr, "slipgate: %s\n", why);
             sg_conf_destroy(run.app.conf);
             sg_log_finish(&run.app.log);
+            return 1;
+        }
+    }
+
+    /* What a session's first recording needs (recording directories, the
+     * textlog/pcap/inspect files, signing keys): a path that cannot work
+     * fails now, as --check-config and doctor say (proxy/preflight.h). */
+    {
+        const struct sg_preflight_opts opts = {.what = SG_PREFLIGHT_FILES};
+        if (sg_preflight(run.app.conf, &opts, start_said, NULL) != 0) {
+            sg_conf_destroy(run.app.conf);
+            sg_log_finish(&run.app.log);
+            free(run.app.stats_path);
             return 1;
         }
     }

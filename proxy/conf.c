@@ -73,6 +73,26 @@ static int nq_ports_set(void *obj, const struct sg_conf_directive *d,
     return 0;
 }
 
+/* Where `record`, `stats_file` and `http` were given, for the system checks' file:line. */
+static void record_stored(void *obj, const struct sg_conf_directive *d,
+                          const struct sg_conf_arg *arg)
+{
+    ((struct sg_route_conf *)obj)->record_line = arg->line;
+}
+
+static void top_place_stored(void *obj, const struct sg_conf_directive *d,
+                             const struct sg_conf_arg *arg)
+{
+    struct sg_conf *conf = obj;
+
+    if (strcmp(d->name, "http") == 0) {
+        conf->http_line = arg->line;
+        conf->http_col = arg->col;
+    } else {
+        conf->stats_file_line = arg->line;
+    }
+}
+
 /* Where `sign_key` was given, for the start-up check's file:line. */
 static void route_key_stored(void *obj, const struct sg_conf_directive *d,
                              const struct sg_conf_arg *arg)
@@ -185,6 +205,7 @@ static const struct sg_conf_directive route_directives[] = {
              "1024-65535)"},
     {.name = "record",
      .type = SG_CONF_PATH,
+     .stored = record_stored,
      .offset = offsetof(struct sg_route_conf, record),
      .argname = "DIR",
      .help = "write each session's demo files (.dm_68, ...) into DIR (a `record` filter at the "
@@ -343,6 +364,7 @@ static const struct sg_conf_directive top_directives[] = {
      .help = "how much to log (default info; -v and -q move it)"},
     {.name = "stats_file",
      .type = SG_CONF_PATH,
+     .stored = top_place_stored,
      .offset = offsetof(struct sg_conf, stats_file),
      .argname = "FILE",
      .help = "write a JSON summary of every session here at exit"},
@@ -356,6 +378,7 @@ static const struct sg_conf_directive top_directives[] = {
              "often (default 0: never)"},
     {.name = "http",
      .type = SG_CONF_ADDR,
+     .stored = top_place_stored,
      .offset = offsetof(struct sg_conf, http),
      .argname = "ADDR:PORT",
      .help = "serve /metrics (Prometheus), a JSON API and a live web page here, e.g. "
@@ -563,7 +586,9 @@ static int add_record_filter(struct sg_route_conf *r, const char *file, struct s
     const struct sg_filter_impl *impl = sg_filter_find(NULL, "record", NULL);
     struct sg_filter_conf *fc;
 
-    fc = impl ? sg_filter_conf_append(&r->filters, impl, NULL, NULL, r->line ? file : NULL, r->line)
+    /* At the `record` line (a --record or +set record: the command line). */
+    fc = impl ? sg_filter_conf_append(&r->filters, impl, NULL, NULL, r->record_line ? file : NULL,
+                                      r->record_line)
               : NULL;
     if (!fc) {
         sg_conf_diag_error(diag, file, r->line, 0, "route '%s': cannot add the record filter",

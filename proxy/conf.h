@@ -45,6 +45,7 @@ struct sg_route_conf {
     int reencode;                    /* enum sg_reencode */
     int nq_accept_low, nq_accept_high; /* ports a NetQuake accept may move a session to */
     char *record;                    /* directory for network-side demos, or NULL */
+    int record_line;                 /* where `record` was given (0: command line) */
     char *sign_key;                  /* secret key signing recordings (or the top level's), or NULL */
     int64_t sign_interval_ms;        /* checkpoints this often (0: the top level's, or 10 s) */
     int sign_key_line;               /* where sign_key was given (0: top level or command line) */
@@ -63,8 +64,10 @@ struct sg_route_conf {
 struct sg_conf {
     int log_level; /* enum sg_log_level */
     char *stats_file;
+    int stats_file_line; /* where `stats_file` was given (0: command line) */
     int64_t stats_interval_ms; /* a `stats` log line per route this often; 0 = never */
     char *http;                /* `http ADDR:PORT`: the web page and /metrics, or NULL (off) */
+    int http_line, http_col;   /* where `http` was given (0: command line) */
     char *http_token;          /* required from HTTP clients when set */
     char *file; /* the file it came from, or NULL */
     struct sg_route_conf *routes;

@@ -14,6 +14,7 @@
 #include "proxy/app.h"
 #include "proxy/commands.h"
 #include "proxy/conf.h"
+#include "proxy/preflight.h"
 #include "sg_version.h"
 
 #include <errno.h>
@@ -62,7 +63,8 @@ static const char usage_text[] =
     "                           anything else relayed as it is)\n"
     "      --check-config       validate the configuration and exit (0 valid, 1 not):\n"
     "                           also resolves every host, binds every listen\n"
-    "                           address (and http's) once and checks the stats file\n"
+    "                           address (and http's) once, checks the stats file,\n"
+    "                           demo directories and textlog/pcap/inspect files\n"
     "      --stats FILE         write a JSON summary of every session at exit\n"
     "                           (a path that cannot be written fails the start)\n"
     "      --record DIR         record each session's demo (.dm_68, .qwd, ...) into DIR\n"
@@ -268,104 +270,43 @@ static void usage_hint(void)
 
 enum { OPT_CHECK = 256, OPT_STATS, OPT_VERSION, OPT_RECORD };
 
-/* Where a route's `listen` or `server` was given: its line, else the route's, else the
- * command line. */
-static const char *where(const struct sg_conf *conf, const struct sg_route_conf *r, int line,
-                         int col, int *at_line, int *at_col)
-{
-    *at_line = line ? line : r->line;
-    *at_col = line ? col : 0;
-    return *at_line && conf->file ? conf->file : "command line";
-}
+/* --check-config's findings: failures are errors (FILE:LINE:COL: error: ...), warnings told. */
+struct check_out {
+    struct sg_conf_diag *diag;
+    char warnings[8][400];
+    int nwarnings;
+};
 
-/* `http`: can its TCP address be listened on now (SO_REUSEADDR, as libmicrohttpd does)? */
-static void check_http(uv_loop_t *loop, const struct sg_conf *conf, struct sg_conf_diag *diag)
+static void check_said(void *ctx, enum sg_preflight_verdict v, const char *file, int line, int col,
+                       const char *text)
 {
-    const char *file = conf->file ? conf->file : "command line";
-    struct sockaddr_storage ss;
-    char why[256], a[SG_ADDR_STRLEN];
-    int fd, on = 1, off = 0, err = 0;
+    struct check_out *out = ctx;
+    char *w;
 
-    if (sg_addr_resolve(loop, conf->http, true, &ss, why, sizeof(why)) < 0) {
-        sg_conf_diag_error(diag, file, 0, 0, "http: %s", why);
-        return;
+    if (v == SG_PREFLIGHT_FAIL) {
+        sg_conf_diag_error(out->diag, file, line, col, "%s", text);
+    } else if (v == SG_PREFLIGHT_WARN && out->nwarnings < 8) {
+        w = out->warnings[out->nwarnings++];
+        if (line && col)
+            snprintf(w, sizeof(out->warnings[0]), "%s:%d:%d: warning: %s", file, line, col, text);
+        else if (line)
+            snprintf(w, sizeof(out->warnings[0]), "%s:%d: warning: %s", file, line, text);
+        else
+            snprintf(w, sizeof(out->warnings[0]), "%s: warning: %s", file, text);
     }
-    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        err = -errno;
-    if (fd >= 0 && ss.ss_family == AF_INET6)
-        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-    if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0 ||
-                    bind(fd, (struct sockaddr *)&ss, sg_addr_len((struct sockaddr *)&ss)) < 0 ||
-                    listen(fd, 1) < 0))
-        err = -errno;
-    if (fd >= 0)
-        close(fd);
-    if (err < 0)
-        sg_conf_diag_error(
-            diag, file, 0, 0, "http: cannot listen on %s: %s%s",
-            sg_addr_format((struct sockaddr *)&ss, a, sizeof(a)), strerror(-err),
-            err == -EADDRINUSE ? " (another program, perhaps another slipgate, has it)" : "");
 }
 
 /*
- * What --check-config checks beyond the file, as the start would meet it:
- * every server and listen host resolves, every listen address can be bound
- * now (the `http` one too), and the stats file can be written.  Problems go
- * into `diag`.
+ * --check-config: the file, then what the start and a session's first
+ * recording will meet (proxy/preflight.h, the checks `slipgate doctor`
+ * makes too).
  */
-static void check_system(const struct sg_conf *conf, struct sg_conf_diag *diag)
-{
-    struct sockaddr_storage ss;
-    char why[256], a[SG_ADDR_STRLEN];
-    const char *file;
-    int line, col, err, nfds = 0;
-    int *fds = calloc((size_t)conf->nroutes + 1, sizeof(*fds));
-    uv_loop_t loop;
-
-    if (!fds || uv_loop_init(&loop) < 0) {
-        free(fds);
-        sg_conf_diag_error(diag, "slipgate", 0, 0, "cannot start an event loop to resolve names");
-        return;
-    }
-    for (const struct sg_route_conf *r = conf->routes; r; r = r->next) {
-        file = where(conf, r, r->server_line, r->server_col, &line, &col);
-        if (sg_addr_resolve(&loop, r->server, false, &ss, why, sizeof(why)) < 0)
-            sg_conf_diag_error(diag, file, line, col, "route '%s': server: %s", r->name, why);
-        file = where(conf, r, r->listen_line, r->listen_col, &line, &col);
-        if (sg_addr_resolve(&loop, r->listen, true, &ss, why, sizeof(why)) < 0) {
-            sg_conf_diag_error(diag, file, line, col, "route '%s': listen: %s", r->name, why);
-            continue;
-        }
-        /* Held until every route is bound: two routes must not need one port. */
-        err = sg_addr_try_bind((struct sockaddr *)&ss);
-        if (err >= 0 && nfds < conf->nroutes)
-            fds[nfds++] = err;
-        else if (err >= 0)
-            close(err);
-        if (err < 0)
-            sg_conf_diag_error(
-                diag, file, line, col, "route '%s': cannot listen on %s: %s%s", r->name,
-                sg_addr_format((struct sockaddr *)&ss, a, sizeof(a)), strerror(-err),
-                err == -EADDRINUSE ? " (another program, perhaps another slipgate, has it)" : "");
-    }
-    if (conf->http)
-        check_http(&loop, conf, diag);
-    while (nfds > 0)
-        close(fds[--nfds]);
-    free(fds);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
-    if (conf->stats_file && sg_stats_check_path(conf->stats_file, why, sizeof(why)) < 0)
-        sg_conf_diag_error(diag, conf->file ? conf->file : "command line", 0, 0, "stats_file: %s",
-                           why);
-}
-
 static int check_config(const char *path, const struct sg_conf_overrides *ov, const char *stats)
 {
     struct sg_conf_diag diag;
     struct sg_conf *conf;
-    char why[512];
+    struct check_out out = {.diag = &diag};
+    const struct sg_preflight_opts opts = {.what = SG_PREFLIGHT_ALL, .stats = stats};
 
     sg_conf_diag_init(&diag);
     if (sg_conf_load(path, ov, &conf, &diag) < 0) {
@@ -373,10 +314,10 @@ static int check_config(const char *path, const struct sg_conf_overrides *ov, co
             sg_conf_diag_error(&diag, "slipgate", 0, 0, "out of memory");
         conf = NULL;
     } else {
-        check_system(conf, &diag);
-        if (stats && sg_stats_check_path(stats, why, sizeof(why)) < 0)
-            sg_conf_diag_error(&diag, "--stats", 0, 0, "%s", why);
+        sg_preflight(conf, &opts, check_said, &out);
     }
+    for (int i = 0; i < out.nwarnings; i++)
+        fprintf(stderr, "%s\n", out.warnings[i]);
     if (diag.count > 0) {
         for (int i = 0; i < diag.count && i < SG_CONF_MAX_DIAGS; i++)
             fprintf(stderr, "%s\n", diag.msgs[i]);

@@ -25,7 +25,10 @@ How each is checked: `slipgate --check-config -c SNIPPET` must exit 0.
   resolve offline.
 - The snippet runs in a scratch directory (relative paths land there);
   absolute paths under /etc/slipgate/ and /var/lib/slipgate/ are moved
-  under it too; a `sign_key FILE` gets a key from `slipgate keygen`; a
+  under it too, where both directories exist (as on an installed system:
+  the package makes /etc/slipgate, the unit's StateDirectory
+  /var/lib/slipgate), so --check-config's checks of recording directories
+  and output files meet what the start would; a `sign_key FILE` gets a key from `slipgate keygen`; a
   `plugin PATH` gets the plugin of that name from PLUGIN_DIR.
 - A snippet that is wrong on purpose (to show an error) is marked just
   before it, `<!-- snippet: refused -->` in Markdown or `.\\" snippet:
@@ -158,6 +161,7 @@ def prepare(slipgate, text, tmp, plugin_dir):
         text = 'route doc {\n' + text + '}\n'
     for prefix in MOVED:
         text = text.replace(prefix, tmp + prefix)
+        os.makedirs(tmp + prefix, exist_ok=True)
     for m in re.finditer(r'^\s*sign_key\s+"?([^"\s]+)', text, re.M):
         key = os.path.join(tmp, m.group(1))
         if not os.path.exists(key):

@@ -163,10 +163,13 @@ def case_doctor_port_in_use(tmp):
         srv.close()
     check(rc == 1, 'a port in use exits 1, got %d' % rc)
     me = r'\(pid %d\)' % os.getpid()
-    check(line(out, r'^fail route busy: listen 127\.0\.0\.1:%d is in use by \S+ %s$' % (port, me)),
-          'the port in use names this process (pid %d) as its holder' % os.getpid())
-    check(line(out, r'^ok   route free: listen 127\.0\.0\.1:\d+ can be bound$'),
-          'a free port is ok')
+    conf = re.escape(os.path.join(tmp, 'doctor.conf'))
+    check(line(out, r"^fail %s:2:10: route 'busy': cannot listen on 127\.0\.0\.1:%d: Address "
+                    r"already in use by \S+ %s$" % (conf, port, me)),
+          'the port in use names this process (pid %d) as its holder, and where it is '
+          'configured' % os.getpid())
+    check(line(out, r"^ok   %s:\d+:\d+: route 'free': listen 127\.0\.0\.1:\d+ can be bound$"
+                    % conf), 'a free port is ok')
 
 
 def case_doctor_server_answers(tmp):
@@ -235,23 +238,24 @@ def case_doctor_record_dir(tmp):
         rc, out = run_doctor(tmp, text)
         low = fs_state(good, 1 << 30)
         check(rc == 1, 'a directory that cannot be created exits 1, got %d' % rc)
+        conf = re.escape(os.path.join(tmp, 'doctor.conf'))
         if low:
-            check(line(out, r'^warn route good: record directory %s is nearly full' % good),
-                  'this filesystem is nearly full: the doctor says so')
+            check(line(out, r"^warn %s:5: route 'good': record directory %s is nearly full"
+                            % (conf, good)), 'this filesystem is nearly full: the doctor says so')
         else:
-            check(line(out, r'^ok   route good: record directory %s is writable, .* free' % good),
-                  'a writable directory with room is ok')
-        check(line(out, r'^warn route later: record directory %s does not exist yet' % later) or
-              low, 'a missing directory the recorder can create warns')
-        check(line(out, r'^fail route nowhere: record directory %s is missing, and so is %s'
-                        % (nowhere, os.path.dirname(nowhere))), 'a missing parent fails')
+            check(line(out, r"^ok   %s:5: route 'good': record directory %s is writable, .* free"
+                            % (conf, good)), 'a writable directory with room is ok')
+        check(line(out, r"^warn %s:11: route 'later': record directory %s does not exist yet"
+                        % (conf, later)) or low, 'a missing directory the recorder can create warns')
+        check(line(out, r"^fail %s:17: route 'nowhere': record directory %s is missing, and so is "
+                        r"%s" % (conf, nowhere, os.path.dirname(nowhere))), 'a missing parent fails')
 
         # --min-free above what the disk has: nearly full, and which threshold.
         rc, out = run_doctor(tmp, route('good', srv.port, '  protocol q3\n  record %s\n' % good),
                              '--min-free', '1000000T')
         check(rc == 0, 'a nearly full directory only warns, got exit %d' % rc)
-        check(line(out, r'^warn route good: record directory %s is nearly full: .* free, under '
-                        r'1024000000\.0 GiB, ' % good),
+        check(line(out, r"^warn %s:5: route 'good': record directory %s is nearly full: .* free, "
+                        r"under 1024000000\.0 GiB, " % (conf, good)),
               'under --min-free warns and names the threshold')
 
         # Not writable for the user slipgate runs as (root writes anywhere: run as nobody).
@@ -264,8 +268,8 @@ def case_doctor_record_dir(tmp):
             os.chmod(locked, 0o555)
             rc, out = run_doctor(tmp, text)
         check(rc == 1, 'an unwritable directory exits 1, got %d' % rc)
-        check(line(out, r'^fail route locked: record directory %s is not writable: Permission '
-                        r'denied$' % locked), 'an unwritable directory fails')
+        check(line(out, r"^fail %s:5: route 'locked': record directory %s is not writable: "
+                        r"Permission denied$" % (conf, locked)), 'an unwritable directory fails')
     finally:
         srv.close()
         os.chmod(locked, 0o755)
@@ -303,7 +307,9 @@ def case_doctor_sign_key(tmp):
         text = 'sign_key %s\n' % key + route('r', srv.port, '  protocol q3\n')
         rc, out = run_doctor(tmp, text)
         check(rc == 0, 'a private key is fine, got exit %d' % rc)
-        check(line(out, r'^ok   sign_key %s: mode 0600, only its owner can read it$' % key),
+        conf = re.escape(os.path.join(tmp, 'doctor.conf'))
+        check(line(out, r'^ok   %s:1: sign_key %s: mode 0600, only its owner can read it$'
+                        % (conf, key)),
               'the key\'s mode is reported ok')
         os.chmod(key, 0o644)
         rc, out = run_doctor(tmp, text)
@@ -315,10 +321,70 @@ def case_doctor_sign_key(tmp):
             os.chown(key, 65534, 65534)
             rc, out = run_doctor(tmp, text)
             check(rc == 0, 'a key of another user only warns, got exit %d' % rc)
-            check(line(out, r'^warn sign_key %s \(mode 0600\) belongs to uid 65534' % key),
+            check(line(out, r'^warn %s:1: sign_key %s \(mode 0600\) belongs to uid 65534'
+                            % (conf, key)),
                   'a key owned by another user warns')
     finally:
         srv.close()
+
+
+def case_doctor_http_in_use(tmp):
+    """The `http` TCP port held by another socket is a failure naming its
+    holder and where `http` is configured, as for --check-config."""
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.bind(('127.0.0.1', 0))
+    held.listen(1)
+    port = held.getsockname()[1]
+    srv = FakeServer(q3_server)
+    try:
+        rc, out = run_doctor(tmp, 'http 127.0.0.1:%d\n' % port + route('r', srv.port,
+                                                                       '  protocol q3\n'))
+        held.close()
+        rc_free, out_free = run_doctor(tmp, 'http 127.0.0.1:%d\n' % port +
+                                       route('r', srv.port, '  protocol q3\n'))
+    finally:
+        held.close()
+        srv.close()
+    conf = re.escape(os.path.join(tmp, 'doctor.conf'))
+    check(rc == 1, 'the http port in use exits 1, got %d' % rc)
+    check(line(out, r'^fail %s:1:6: http: cannot listen on 127\.0\.0\.1:%d: Address already in '
+                    r'use by \S+ \(pid %d\)$' % (conf, port, os.getpid())),
+          'the http port in use is a fail line naming this process and http\'s line')
+    check(rc_free == 0 and line(out_free, r'^ok   %s:1:6: http: 127\.0\.0\.1:%d can be listened on$'
+                                          % (conf, port)),
+          'a free http port is ok (exit %d)' % rc_free)
+
+
+def case_doctor_paths(tmp):
+    """The checks --check-config makes of recording directories and output
+    files, as fail lines with file:line: a record directory that is a file,
+    one in /proc (not writable, for root too), textlog and pcap files in a
+    missing directory."""
+    afile = os.path.join(tmp, 'a-file')
+    with open(afile, 'w') as f:
+        f.write('x')
+    missing = os.path.join(tmp, 'missing')
+    srv = FakeServer(q3_server)
+    try:
+        text = (route('file', srv.port, '  protocol q3\n  record %s\n' % afile) +
+                route('proc', srv.port, '  protocol q3\n  filter record { directory /proc }\n') +
+                route('logs', srv.port, '  protocol q3\n  filter textlog { file %s/t.log }\n'
+                      '  filter pcap { file %s/c.pcap }\n' % (missing, missing)))
+        rc, out = run_doctor(tmp, text)
+    finally:
+        srv.close()
+    conf = re.escape(os.path.join(tmp, 'doctor.conf'))
+    check(rc == 1, 'unusable paths exit 1, got %d' % rc)
+    check(line(out, r"^fail %s:5: route 'file': record directory %s is not a directory$"
+                    % (conf, re.escape(afile))), 'a record directory that is a file fails')
+    check(line(out, r"^fail %s:11: route 'proc': record directory /proc is not writable: "
+               % conf), 'a record directory in /proc fails')
+    check(line(out, r"^fail %s:17: route 'logs': textlog file %s/t\.log: its directory %s: "
+                    r"No such file or directory$" % (conf, re.escape(missing), re.escape(missing))),
+          'a textlog file in a missing directory fails')
+    check(line(out, r"^fail %s:18: route 'logs': pcap file %s/c\.pcap: its directory %s: "
+                    r"No such file or directory$" % (conf, re.escape(missing), re.escape(missing))),
+          'a pcap file in a missing directory fails')
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}

@@ -1419,8 +1419,8 @@ def case_check_config_system(h):
         ('unresolvable', 'route a {\n    listen 127.0.0.1:%d\n\n'
          '    server nonexistent.invalid:27960\n}\n' % free, 4, 12, r"route 'a': server: cannot resolve 'nonexistent\.invalid:27960'"),
         ('listen_in_use', 'route a {\n    server 127.0.0.1:27960\n    listen 127.0.0.1:%d\n}\n'
-         % busy_port, 3, 12, r"route 'a': cannot listen on 127\.0\.0\.1:%d: .*in use.*slipgate"
-         % busy_port),
+         % busy_port, 3, 12, r"route 'a': cannot listen on 127\.0\.0\.1:%d: .*in use by \S+ "
+         r"\(pid %d\)" % (busy_port, os.getpid())),
         ('two_routes_one_port', 'route a {\n    listen 0.0.0.0:%d\n    server 127.0.0.1:27960\n}\n'
          'route b {\n    listen 127.0.0.1:%d\n    server 127.0.0.1:27960\n}\n' % (free, free),
          6, 12, r"route 'b': cannot listen on 127\.0\.0\.1:%d: .*in use" % free),
@@ -1497,6 +1497,79 @@ def case_stats_path_checked(h):
     check(os.path.exists(target), 'stats_file %s not written after a reload' % target)
     print('unwritable stats paths refused at start; stats_file kept across a reload')
 
+
+
+def case_check_config_paths(h):
+    """--check-config checks what a session's first recording and the
+    start need, with where each was configured, and the start refuses the
+    same (exit 1 before it listens): a record directory that is a file, one
+    missing two levels deep, one that cannot be written (in /proc: refused
+    for root too), one that cannot be made there; textlog, pcap and inspect
+    files in a missing directory, a textlog file that is a directory.  A
+    record directory the recorder can make (one level) passes."""
+    afile = h.path('a-file')
+    with open(afile, 'w') as f:
+        f.write('x')
+    missing = h.path('missing')
+    cases = [
+        # (name, route body, line, required regex)
+        ('record_is_file', '    record %s\n' % afile, 4,
+         r"route 'a': record directory %s is not a directory" % re.escape(afile)),
+        ('record_two_deep', '    record %s/deeper/demos\n' % missing, 4,
+         r"route 'a': record directory %s/deeper/demos is missing, and so is %s/deeper"
+         % (re.escape(missing), re.escape(missing))),
+        ('record_under_file', '    filter record { directory %s/demos }\n' % afile, 4,
+         r"route 'a': record directory %s/demos cannot be made: a part of %s is not a "
+         r"directory" % (re.escape(afile), re.escape(afile))),
+        ('record_unwritable', '    filter record {\n        directory /proc\n    }\n', 4,
+         r"route 'a': record directory /proc is not writable"),
+        ('record_cannot_make', '    record /proc/slipgate-demos\n', 4,
+         r"route 'a': record directory /proc/slipgate-demos is missing and cannot be made in "
+         r"/proc"),
+        ('textlog_dir_missing', '    filter textlog { file %s/chat.log }\n' % missing, 4,
+         r"route 'a': textlog file %s/chat\.log: its directory %s: No such file"
+         % (re.escape(missing), re.escape(missing))),
+        ('textlog_is_dir', '    filter textlog { file %s }\n' % h.dir, 4,
+         r"route 'a': textlog file %s is a directory" % re.escape(h.dir)),
+        ('pcap_dir_missing', '    filter pcap { file %s/c.pcap }\n' % missing, 4,
+         r"route 'a': pcap file %s/c\.pcap: its directory %s: No such file"
+         % (re.escape(missing), re.escape(missing))),
+        ('inspect_dir_missing', '    filter inspect { output %s/i.txt }\n' % missing, 4,
+         r"route 'a': inspect output %s/i\.txt: its directory %s: No such file"
+         % (re.escape(missing), re.escape(missing))),
+    ]
+    failures = []
+    for name, body, line, must in cases:
+        path = h.path(name + '.conf')
+        with open(path, 'w') as f:
+            f.write('route a {\n    listen 127.0.0.1:%d\n    server 127.0.0.1:27960\n%s}\n'
+                    % (free_port(), body))
+        where = r'%s:%d: error: ' % (re.escape(path), line)
+        r = h.run(['--check-config', '-c', path])
+        err = r.stderr.decode(errors='replace')
+        if r.returncode != 1 or not re.search(where + must, err):
+            failures.append('--check-config %s: exit %d (expected 1), stderr %r, expected /%s/'
+                            % (name, r.returncode, err[-400:], where + must))
+        r = h.run(['-c', path], timeout=5.0)
+        err = r.stderr.decode(errors='replace')
+        if r.returncode != 1 or not re.search(where + must, err) or 'listening on' in err:
+            failures.append('start %s: exit %d (expected 1 before listening), stderr %r'
+                            % (name, r.returncode, err[-400:]))
+    # One level missing under a writable directory: the recorder makes it.
+    path = h.path('record_one_level.conf')
+    with open(path, 'w') as f:
+        f.write('route a {\n    listen 127.0.0.1:%d\n    server 127.0.0.1:27960\n'
+                '    record %s/demos\n    filter textlog { file %s/chat.log }\n}\n'
+                % (free_port(), h.dir, h.dir))
+    r = h.run(['--check-config', '-c', path])
+    if r.returncode != 0:
+        failures.append('a record directory one level deep and a new textlog file: exit %d, %r'
+                        % (r.returncode, r.stderr.decode(errors='replace')[-400:]))
+    check(not os.path.exists(h.path('demos')) and not os.path.exists(h.path('chat.log')),
+          '--check-config made the record directory or the textlog file')
+    check(not failures, '%d problems:\n  %s' % (len(failures), '\n  '.join(failures)))
+    print('%d unusable paths refused by --check-config and the start, with file:line'
+          % len(cases))
 
 
 def case_check_config_http(h):
