@@ -47,7 +47,7 @@ struct sg_preflight_opts {
     int64_t min_free;    /* warn when a recording directory has less (and under 5 %); 0: no */
 };
 
-/* Run the checks; returns how many failed (negative: out of memory, reported through `say`). */
+/* Run the checks; returns how many failed (out of memory is a failure too, told through `say`). */
 int sg_preflight(const struct sg_conf *conf, const struct sg_preflight_opts *opts,
                  sg_preflight_say say, void *ctx);
 
