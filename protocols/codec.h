@@ -127,6 +127,11 @@ struct sg_relay_ctx {
     int listen_port;           /* slipgate's port the client talks to */
     int server_port;           /* the server port the session talks to now */
     int port_low, port_high;   /* the ports a server may move a session to (nq_accept_ports) */
+    /* Is `port` of the server's host one of slipgate's own sockets (a
+     * listener's or a session's)?  A move there would loop through slipgate
+     * itself.  NULL: none is. */
+    bool (*own_port)(const void *opaque, int port);
+    const void *opaque;
 };
 
 /*

@@ -899,6 +899,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error (EFBIG), not death */
     run.app.main_app = &run.app;
+    run.app.own = calloc(1, sizeof(*run.app.own)); /* NULL: no loop check by source port */
     run.app.nworkers = workers_wanted(run.app.conf, &chosen);
     if (run.app.nworkers == 0) {
         run.app.nworkers = 1;
@@ -955,6 +956,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     free_routes(run.app.routes);
     free_routes(run.app.retired);
     sg_route__shares_free(&run.app);
+    free(run.app.own);
     free(run.app.retired_log);
     free(run.app.stats_path);
     sg_conf_destroy(run.app.conf);

@@ -76,6 +76,9 @@ struct sg_app {
     int nprebound;
     bool steer_warned;             /* worker 0's: source-address steering failed (said once) */
     struct sg_route_share *shares; /* worker 0's: one per route name (sg_route__share) */
+    /* Worker 0's: every loop's upstream sockets by local port (route.h,
+     * sg_route__own_port), or NULL (none is recorded). */
+    struct sg_own_sockets *own;
 };
 
 struct sg_app_prebound {

@@ -10,6 +10,7 @@
 #include "filters/sign.h"
 
 #include <errno.h>
+#include <ifaddrs.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -480,8 +481,137 @@ static bool same_endpoint(const struct sockaddr *a, const struct sockaddr *b)
     return (na == 4 && ka[0] == 127) || (na == 16 && memcmp(ka, v6_loop, 16) == 0);
 }
 
+/* ---- slipgate's own sockets ---- */
+
+static bool is_zero(const unsigned char *k, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (k[i])
+            return false;
+    return true;
+}
+
+/* An address of this machine: loopback, or one the route found at its start. */
+static bool local_host(const struct sg_route *r, const unsigned char *k, size_t n)
+{
+    static const unsigned char v6_loop[16] = {[15] = 1};
+
+    if ((n == 4 && k[0] == 127) || (n == 16 && memcmp(k, v6_loop, 16) == 0))
+        return true;
+    for (size_t i = 0; i < r->nlocals; i++)
+        if (r->locals[i].len == n && memcmp(r->locals[i].key, k, n) == 0)
+            return true;
+    return false;
+}
+
+/* The machine's addresses now (getifaddrs); none on failure (loopback still counts). */
+static void load_locals(struct sg_route *r)
+{
+    struct ifaddrs *ifa, *i;
+    size_t n = 0;
+
+    if (getifaddrs(&ifa) < 0)
+        return;
+    for (i = ifa; i; i = i->ifa_next)
+        n += i->ifa_addr &&
+             (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6);
+    if (n && (r->locals = calloc(n, sizeof(*r->locals)))) {
+        for (i = ifa; i; i = i->ifa_next) {
+            if (!i->ifa_addr ||
+                (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                continue;
+            r->locals[r->nlocals].len =
+                (uint8_t)sg_addr_host_key(i->ifa_addr, r->locals[r->nlocals].key);
+            r->nlocals++;
+        }
+    }
+    freeifaddrs(ifa);
+}
+
+static struct sg_app *main_app(const struct sg_route *r)
+{
+    return r->app->main_app ? r->app->main_app : r->app;
+}
+
+void sg_route__own_port(struct sg_route *r, const struct sockaddr *local, bool add)
+{
+    struct sg_own_sockets *own = main_app(r)->own;
+    int port = sg_addr_port(local);
+    uint64_t bit = (uint64_t)1 << (port % 64);
+    _Atomic uint64_t *w;
+    unsigned char k[16];
+
+    if (!own || port <= 0)
+        return;
+    w = local->sa_family == AF_INET ? &own->v4[port / 64] : &own->v6[port / 64];
+    if (!add) {
+        atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed);
+        return;
+    }
+    if (local->sa_family == AF_INET) {
+        uint32_t host;
+        sg_addr_host_key(local, k);
+        memcpy(&host, k, 4);
+        atomic_store_explicit(&own->v4_host[port], host, memory_order_relaxed);
+    }
+    atomic_fetch_or_explicit(w, bit, memory_order_relaxed);
+}
+
+/* Is `a` (a local address) one of the upstream sockets? */
+static bool own_upstream(const struct sg_route *r, const struct sockaddr *a, const unsigned char *k,
+                         size_t n)
+{
+    const struct sg_own_sockets *own = main_app(r)->own;
+    int port = sg_addr_port(a);
+    uint64_t bit = (uint64_t)1 << (port % 64);
+    uint32_t host;
+
+    if (!own)
+        return false;
+    if (atomic_load_explicit(&own->v6[port / 64], memory_order_relaxed) & bit)
+        return true; /* dual-stack: IPv4 sources too */
+    if (n != 4 || !(atomic_load_explicit(&own->v4[port / 64], memory_order_relaxed) & bit))
+        return false;
+    host = atomic_load_explicit(&own->v4_host[port], memory_order_relaxed);
+    return host == 0 || memcmp(&host, k, 4) == 0;
+}
+
+/* Is `a` route `o`'s listening address, a wildcard one standing for every
+ * address of this machine (the caller checked that `a` is one)? */
+static bool listener_of(const struct sg_route *o, const struct sockaddr *a, const unsigned char *k,
+                        size_t n)
+{
+    const struct sockaddr *l = (const struct sockaddr *)&o->listen_addr;
+    unsigned char kl[16];
+    size_t nl;
+
+    if (l->sa_family == 0 || sg_addr_port(l) != sg_addr_port(a))
+        return false;
+    nl = sg_addr_host_key(l, kl);
+    return is_zero(kl, nl) || (nl == n && memcmp(kl, k, n) == 0);
+}
+
+bool sg_route__own_socket(const struct sg_route *r, const struct sockaddr *a)
+{
+    unsigned char k[16];
+    size_t n = sg_addr_host_key(a, k);
+    int port = sg_addr_port(a);
+
+    if (port <= 0 || !local_host(r, k, n))
+        return false;
+    if (own_upstream(r, a, k, n))
+        return true;
+    if (listener_of(r, a, k, n))
+        return true;
+    for (const struct sg_route *o = r->app->routes; o; o = o->next)
+        if (listener_of(o, a, k, n))
+            return true;
+    return false;
+}
+
 /* A source no session may have: a configured server (the session would
- * relay to itself) or one of slipgate's listeners. */
+ * relay to itself) or one of slipgate's own sockets (a listener, or a
+ * session's socket towards its server). */
 static bool loop_source(const struct sg_route *r, const struct sockaddr *from, const char **what)
 {
     for (const struct sg_route *o = r->app->routes; o; o = o->next) {
@@ -497,6 +627,10 @@ static bool loop_source(const struct sg_route *r, const struct sockaddr *from, c
     if (same_endpoint(from, (const struct sockaddr *)&r->server_addr) ||
         same_endpoint(from, (const struct sockaddr *)&r->listen_addr)) {
         *what = "this route's own address"; /* the route is not (or no longer) listed */
+        return true;
+    }
+    if (sg_route__own_socket(r, from)) {
+        *what = "one of slipgate's own sockets";
         return true;
     }
     return false;
@@ -920,6 +1054,7 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     if (!r)
         return UV_ENOMEM;
     r->app = app;
+    load_locals(r);
     randombytes_buf(r->hash_key, sizeof(r->hash_key));
     r->nbuckets = 64;
     r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
@@ -1003,6 +1138,7 @@ err_route:
     free(r->buckets);
     free(r->rates);
     free(r->hosts);
+    free(r->locals);
     free(r);
     return err;
 }
@@ -1183,5 +1319,6 @@ void sg_route_destroy(struct sg_route *r)
     free(r->rates);
     free(r->hosts);
     free(r->ended);
+    free(r->locals);
     free(r);
 }

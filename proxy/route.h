@@ -164,6 +164,24 @@ struct sg_route_share {
     _Atomic int64_t nsessions;
 };
 
+/*
+ * slipgate's upstream sockets, every loop's, by local port (a port is one
+ * socket's: they bind the wildcard address, dual-stack for IPv6): the IPv4
+ * ones with the address they are connected from (0 while not connected:
+ * they send from any), the IPv6 ones by port alone.  Worker 0's app owns
+ * it; every loop writes and reads it with relaxed atomics.
+ */
+struct sg_own_sockets {
+    _Atomic uint64_t v4[65536 / 64], v6[65536 / 64];
+    _Atomic uint32_t v4_host[65536];
+};
+
+/* A host address as sg_addr_host_key gives it (4 or 16 bytes). */
+struct sg_host_key {
+    uint8_t len;
+    unsigned char key[16];
+};
+
 struct sg_route {
     struct sg_app *app;
     struct sg_route *next;
@@ -232,6 +250,11 @@ struct sg_route {
     struct sg_warn_limit warn_unreachable; /* sessions told port unreachable */
     bool loop_logged;
     int64_t nofile_warned_for;
+    /* The machine's own addresses when the route started (getifaddrs;
+     * loopback counts without them): a datagram from one of them with the
+     * port of one of slipgate's sockets came from slipgate itself. */
+    struct sg_host_key *locals;
+    size_t nlocals;
 
     /* The listener's kernel drops (full receive buffer): since the route
      * opened, as last read, and when the last warning went out; and its
@@ -338,6 +361,18 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
 struct sg_route_share *sg_route__share(struct sg_app *app, const char *name);
 /* Free every share (at exit, once no route is left). */
 void sg_route__shares_free(struct sg_app *app);
+
+/*
+ * slipgate's own sockets.  sg_route__own_port records (`add`) or forgets the
+ * local address of a session's upstream socket (again after it connects
+ * elsewhere), for every loop.
+ * sg_route__own_socket: is `a` (host and port) one of slipgate's sockets, a
+ * listener of any route or a session's upstream socket, on an address of
+ * this machine?  No session is opened from one, and no handshake moves a
+ * session onto one (it would relay to slipgate itself).
+ */
+void sg_route__own_port(struct sg_route *r, const struct sockaddr *local, bool add);
+bool sg_route__own_socket(const struct sg_route *r, const struct sockaddr *a);
 
 /* Session table internals shared by route.c and session.c. */
 void sg_route__session_stage(struct sg_route *r, struct sg_session *s, enum sg_session_stage st);

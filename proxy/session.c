@@ -304,7 +304,7 @@ void sg_session_record_summary(const struct sg_session *s, const struct sg_chain
  */
 static int aim_upstream(struct sg_session *s, int port, bool connect)
 {
-    struct sockaddr_storage to = s->server;
+    struct sockaddr_storage to = s->server, now;
     int err = 0;
 
     sg_addr_set_port((struct sockaddr *)&to, port);
@@ -317,11 +317,24 @@ static int aim_upstream(struct sg_session *s, int port, bool connect)
         err = sg_udp_disconnect(&s->upstream);
     if (err < 0)
         return err;
+    /* Where the socket now sends from, for the loop check (route.c). */
+    if (sg_udp_local(&s->upstream, &now) == 0)
+        sg_route__own_port(s->route, (struct sockaddr *)&now, true);
     if (port != sg_addr_port((struct sockaddr *)&s->server)) {
         s->server = to;
         sg_addr_format((struct sockaddr *)&s->server, s->server_str, sizeof(s->server_str));
     }
     return 0;
+}
+
+/* The relay context's own_port: `port` of the server's host is one of slipgate's sockets. */
+static bool server_port_is_own(const void *opaque, int port)
+{
+    const struct sg_session *s = opaque;
+    struct sockaddr_storage to = s->server;
+
+    sg_addr_set_port((struct sockaddr *)&to, port);
+    return sg_route__own_socket(s->route, (struct sockaddr *)&to);
 }
 
 /*
@@ -344,6 +357,8 @@ static const uint8_t *handshake(struct sg_session *s, enum sg_dir dir, const uin
         .server_port = sg_addr_port((struct sockaddr *)&s->server),
         .port_low = r->conf.nq_accept_low,
         .port_high = r->conf.nq_accept_high,
+        .own_port = server_port_is_own,
+        .opaque = s,
     };
     struct sg_relay_move m;
     bool moves;
@@ -761,8 +776,10 @@ static int open_upstream(struct sg_session *s)
     }
     if (s->upstream.fd >= 0)
         s->route->open_handles++; /* until on_upstream_closed */
-    if (err == 0 && sg_udp_local(&s->upstream, &s->upstream_local) == 0)
+    if (err == 0 && sg_udp_local(&s->upstream, &s->upstream_local) == 0) {
         s->sum.upstream_port = sg_addr_port((struct sockaddr *)&s->upstream_local);
+        sg_route__own_port(s->route, (struct sockaddr *)&s->upstream_local, true);
+    }
     return err;
 }
 
@@ -889,5 +906,7 @@ void sg_session_close(struct sg_session *s, const char *reason)
               (unsigned long long)c->c2s_packets, (unsigned long long)c->c2s_bytes,
               (unsigned long long)c->s2c_packets, (unsigned long long)c->s2c_bytes,
               (unsigned long long)sg_counters_drops(c));
+    if (s->sum.upstream_port > 0)
+        sg_route__own_port(r, (struct sockaddr *)&s->upstream_local, false);
     sg_udp_close(&s->upstream, on_upstream_closed);
 }

@@ -17,7 +17,10 @@
  *   - the client has never sent a server's control reply (CCREP_*) itself:
  *     a server that echoes (many do, for any unknown datagram) would hand
  *     it back as if it were the server's own accept;
- *   - the port is inside the route's nq_accept_ports.
+ *   - the port is inside the route's nq_accept_ports;
+ *   - the port is none of slipgate's own sockets on the server's host (a
+ *     listener, or another session's upstream socket): the session would
+ *     relay to slipgate itself.
  * A refused accept is relayed as it came, and the session stays.
  */
 #include "protocols/codec.h"
@@ -83,6 +86,12 @@ int sg_nq_relay_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *c
     if (st->client_replied) {
         out->refused = "the client itself sent server replies (CCREP) towards the server, so "
                        "this accept may be their echo";
+        out->refused_port = port;
+        return 0;
+    }
+    if (ctx->own_port && ctx->own_port(ctx->opaque, port)) {
+        out->refused = "the port is one of slipgate's own sockets on the server's host (the "
+                       "session would relay to slipgate itself)";
         out->refused_port = port;
         return 0;
     }

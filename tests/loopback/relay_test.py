@@ -2190,6 +2190,87 @@ def case_nq_accept_ports(h):
           % (game.port, low, low + 999))
 
 
+def case_nq_accept_self(h):
+    """A server whose accept names slipgate's own listening port (inside
+    nq_accept_ports) would point the session's socket at slipgate itself,
+    and the listener would open a second session whose client is that
+    socket.  The accept is refused (relayed as it came, logged), the session
+    stays on the server's control port, no second session opens, and the
+    proxy keeps serving: a genuine accept still moves the next client."""
+    lobby = h.udp_socket(V4)
+    game = h.echo(V4, tag=b'GAME')
+    px = h.proxy(config=route_block('nq', '127.0.0.1:$P0', fmt_addr(V4, lobby.getsockname()[1]),
+                                    protocol='nq', nq_accept_ports='1-65535',
+                                    idle_timeout='60s'))
+    P = px.ports[0]
+    dest = (V4, P)
+    connect = nq_control(b'\x01QUAKE\x00\x03')
+    c = h.client(V4)
+    c.send(connect, dest)
+    data, up = recv_from(lobby, 2.0, 'the connect request at the server')
+    accept = nq_control(b'\x81' + struct.pack('<I', P))
+    lobby.sendto(accept, up)
+    got = c.recv_one(2.0)
+    check(got is not None and got[0] == accept, 'the refused accept was not relayed as it came: '
+          '%r' % (got,))
+    # The client's in-game datagrams still reach the server's control port,
+    # from the session's own socket (not through a second session).
+    for k in range(3):
+        dgram = struct.pack('>II', 0x00100000 | 12, k) + b'self'
+        c.send(dgram, dest)
+        data, src = recv_from(lobby, 2.0, 'in-game datagram %d at the control port' % k)
+        check(data == dgram and src == up, 'the server got %r from %s, expected %r from the '
+              'session\'s socket %s' % (data, src, dgram, up))
+    check(px.wait_for_log(r"(?i)warn\b.*\[nq\].*NetQuake accept naming port %d refused: the "
+                          r"port is one of slipgate's own sockets" % P, 2.0) is not None,
+          'no refusal naming slipgate\'s own port in the log')
+    # The proxy keeps working: another client is moved by a genuine accept.
+    c2 = h.client(V4)
+    c2.send(connect, dest)
+    data, up2 = recv_from(lobby, 2.0, 'the second client\'s connect request')
+    lobby.sendto(nq_control(b'\x81' + struct.pack('<I', game.port)), up2)
+    got = c2.recv_one(2.0)
+    check(got is not None and got[0] == nq_control(b'\x81' + struct.pack('<I', P)),
+          'the second client\'s accept: %r' % (got,))
+    roundtrip(c2, dest, struct.pack('>II', 0x00100000 | 12, 0) + b'move', server_tag=b'GAME',
+              what='second client in game: ')
+    st = stop_ok(px)
+    r = stats_route(st, 'nq')
+    check(r.get('sessions_total') == 2, 'stats: sessions_total %r, expected 2 (no session '
+          'from slipgate\'s own socket)' % r.get('sessions_total'))
+    check(drops(r).get('loop') == 0, 'stats: drops.loop %r, expected 0 (nothing reached the '
+          'listener from slipgate)' % drops(r).get('loop'))
+    print('accept naming slipgate\'s port %d refused; one session per client' % P)
+
+
+def case_loop_source_upstream(h):
+    """A datagram to a listener from one of slipgate's own sessions' sockets
+    opens no session: route 'a' relays to route 'b's listening address, so
+    'a's upstream socket writes to 'b's listener; 'b' drops it (drops.loop,
+    one warning) and the server behind 'b' is never reached."""
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('a', '127.0.0.1:$P0', '127.0.0.1:$P1', idle_timeout='60s')
+                 + route_block('b', '127.0.0.1:$P1', srv.addr, idle_timeout='60s'), routes=2)
+    c = h.client(V4)
+    for k in range(3):
+        c.send(b'through a and b? %d' % k, (V4, px.ports[0]))
+    expect_silence(c, 1.0, 'client of route a, whose server is route b')
+    check(len(srv.snapshot()) == 0, 'the server behind route b got %d datagrams'
+          % len(srv.snapshot()))
+    rx = r"(?i)warn\b.*\[b\].*datagram from 127\.0\.0\.1:\d+, one of slipgate's own sockets.*" \
+         r"no session is opened"
+    check(px.count_log(rx) == 1, 'expected one "no session is opened" warning on route b '
+          'naming slipgate\'s own socket, got %d' % px.count_log(rx))
+    roundtrip(h.client(V4), (V4, px.ports[1]), b'a real client of b')
+    st = stop_ok(px)
+    a, b = stats_route(st, 'a'), stats_route(st, 'b')
+    check(a.get('sessions_total') == 1, 'stats: route a sessions_total %r, expected 1'
+          % a.get('sessions_total'))
+    check(drops(b).get('loop') == 3 and b.get('sessions_total') == 1,
+          'stats: route b drops.loop %r, sessions_total %r; expected 3 and 1'
+          % (drops(b).get('loop'), b.get('sessions_total')))
+
+
 # ------------------------------------------------- logs under a flood
 
 def case_flood_log_bounded(h):

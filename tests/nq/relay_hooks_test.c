@@ -97,6 +97,40 @@ static void test_nq_handshake(void)
     CHECK(m.server_port == 0 && m.data && !m.moved && !m.refused);
 }
 
+/* The proxy's own_port: port 26000 of the server's host is slipgate's (a listener). */
+static bool own_26000(const void *opaque, int port)
+{
+    (void)opaque;
+    return port == 26000;
+}
+
+static void test_nq_accept_self(void)
+{
+    const struct sg_codec *nq = sg_codec_find("nq");
+    struct sg_relay_ctx own = ctx;
+    union sg_relay_state rs;
+    struct sg_relay_move m;
+    uint8_t conn[16], acc[16];
+    size_t nc = control(conn, "\x01QUAKE\0\x03", 8), na = accept_of(acc, 26000);
+
+    CHECK(nq && nq->handshake);
+    if (!nq || !nq->handshake)
+        return;
+    own.own_port = own_26000;
+    /* An accept naming one of slipgate's own sockets (inside nq_accept_ports):
+     * refused, relayed as it came, nothing moves. */
+    memset(&rs, 0, sizeof(rs));
+    CHECK(nq->handshake(&rs, &own, SG_DIR_C2S, conn, nc, &m) == 0);
+    CHECK(nq->handshake(&rs, &own, SG_DIR_S2C, acc, na, &m) == 0);
+    CHECK(m.server_port == 0 && !m.data && !m.moved && m.refused && m.refused_port == 26000);
+    CHECK(m.refused && strstr(m.refused, "slipgate's own") != NULL);
+    /* Another port still moves the session. */
+    na = accept_of(acc, 40000);
+    CHECK(nq->handshake(&rs, &own, SG_DIR_C2S, conn, nc, &m) == 0);
+    CHECK(nq->handshake(&rs, &own, SG_DIR_S2C, acc, na, &m) == 0);
+    CHECK(m.server_port == 40000 && m.moved && !m.refused);
+}
+
 /* A QW / Q2 in-game header: seq, ack, then `qbytes` of qport. */
 static size_t idnet(uint8_t *d, int qport, int qbytes)
 {
@@ -253,6 +287,7 @@ int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
         {"nq_handshake", test_nq_handshake},
+        {"nq_accept_self", test_nq_accept_self},
         {"qport", test_qport},
         {"follows", test_follows},
     };
