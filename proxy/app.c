@@ -159,9 +159,15 @@ static void turns_start(struct sg_app *app)
 /*
  * Every session holds one descriptor (its upstream socket), two when its
  * route records demos; each route a listener.  The rest of the process (the
- * loop, signals, logs, --stats, pcap files, plugins) gets a margin.
+ * loop, signals, logs, --stats, pcap files, plugins) gets a margin, and the
+ * `http` endpoint its listener and connections.
  */
 #define FD_MARGIN 32
+
+static int64_t fd_reserve(const struct sg_app *app)
+{
+    return FD_MARGIN + (app->conf && app->conf->http ? 1 + SG_HTTP_MAX_CONNECTIONS : 0);
+}
 
 static int64_t route_fds_per_session(const struct sg_route *r)
 {
@@ -175,23 +181,27 @@ static int64_t route_fds_per_session(const struct sg_route *r)
 /*
  * Raise the soft RLIMIT_NOFILE to what the routes' max_sessions need (up to
  * the hard limit), at start and after a reload; say once per route (per
- * max_sessions value) when the limit keeps max_sessions out of reach.
+ * max_sessions value) when the limit keeps max_sessions out of reach.  Such
+ * a route's table is then full at what the limit leaves room for (its
+ * share's fd_cap), so that a full table's eviction rule applies there too.
  */
 static void fit_open_files(struct sg_app *app)
 {
     struct rlimit rl;
-    int64_t need = FD_MARGIN, room;
+    int64_t need = fd_reserve(app), room;
 
     /* max_sessions counts every loop's sessions; each loop has a listener. */
     for (struct sg_route *r = app->routes; r; r = r->next)
         need += app->nworkers + r->conf.max_sessions * route_fds_per_session(r);
+    for (struct sg_route *r = app->routes; r; r = r->next)
+        atomic_store_explicit(&r->share->fd_cap, 0, memory_order_relaxed);
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
         return;
     if (rl.rlim_cur != RLIM_INFINITY && (int64_t)rl.rlim_cur < need) {
         struct rlimit want = rl;
         bool enough = rl.rlim_max == RLIM_INFINITY || (int64_t)rl.rlim_max >= need;
         want.rlim_cur = enough ? (rlim_t)need : rl.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &want) == 0) {
+        if (want.rlim_cur > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &want) == 0) {
             sg_log(&app->log, SG_LOG_INFO, NULL, 0,
                    "open files limit raised from %llu to %llu for the routes' max_sessions",
                    (unsigned long long)rl.rlim_cur, (unsigned long long)want.rlim_cur);
@@ -201,8 +211,8 @@ static void fit_open_files(struct sg_app *app)
     if (rl.rlim_cur == RLIM_INFINITY)
         return;
 
-    /* What is left after the margin goes to the routes in order. */
-    room = (int64_t)rl.rlim_cur - FD_MARGIN;
+    /* What is left after the reserve goes to the routes in order. */
+    room = (int64_t)rl.rlim_cur - fd_reserve(app);
     for (struct sg_route *r = app->routes; r; r = r->next) {
         int64_t per = route_fds_per_session(r);
         int64_t fit = room > app->nworkers ? (room - app->nworkers) / per : 0;
@@ -211,15 +221,20 @@ static void fit_open_files(struct sg_app *app)
             r->nofile_warned_for = 0;
             continue;
         }
+        if (fit < 1)
+            fit = 1;
+        atomic_store_explicit(&r->share->fd_cap, fit, memory_order_relaxed);
         if (r->nofile_warned_for == r->conf.max_sessions)
             continue;
         r->nofile_warned_for = r->conf.max_sessions;
         sg_log(&app->log, SG_LOG_WARN, r->conf.name, 0,
                "max_sessions %lld cannot be reached: the open files limit (RLIMIT_NOFILE %llu, "
-               "hard limit %llu) leaves room for about %lld sessions on this route; raise it "
-               "(ulimit -n, systemd LimitNOFILE=) or lower max_sessions",
+               "hard limit %llu) leaves room for about %lld sessions on this route; the session "
+               "table is full at %lld (a newcomer then ends the oldest session not yet "
+               "established, as at max_sessions); raise the limit (ulimit -n, systemd "
+               "LimitNOFILE=) or lower max_sessions",
                (long long)r->conf.max_sessions, (unsigned long long)rl.rlim_cur,
-               (unsigned long long)rl.rlim_max, (long long)(fit > 0 ? fit : 0));
+               (unsigned long long)rl.rlim_max, (long long)fit, (long long)fit);
     }
 }
 

@@ -339,14 +339,24 @@ void sg_route__shares_free(struct sg_app *app)
     }
 }
 
-/* Take one of max_sessions' slots for a new session: false when every
- * loop's sessions together fill them. */
+/* The sessions the route holds at once (every loop's): max_sessions, or
+ * fewer when the open files limit leaves room for fewer (app.c). */
+static int64_t table_limit(const struct sg_route *r)
+{
+    int64_t cap = atomic_load_explicit(&r->share->fd_cap, memory_order_relaxed);
+
+    return cap > 0 && cap < r->conf.max_sessions ? cap : r->conf.max_sessions;
+}
+
+/* Take one of the table's slots for a new session: false when every loop's
+ * sessions together fill them. */
 static bool slot_take(struct sg_route *r)
 {
     int64_t n = atomic_load_explicit(&r->share->nsessions, memory_order_relaxed);
+    int64_t limit = table_limit(r);
 
     do {
-        if (n >= r->conf.max_sessions)
+        if (n >= limit)
             return false;
     } while (!atomic_compare_exchange_weak_explicit(&r->share->nsessions, &n, n + 1,
                                                     memory_order_relaxed, memory_order_relaxed));
@@ -433,12 +443,27 @@ static uint64_t warn_flush(struct sg_warn_limit *w, uint64_t now)
     return n;
 }
 
+/* What bounds the table: "max_sessions N", or the open files limit. */
+static const char *limit_source(const struct sg_route *r, char *buf, size_t cap)
+{
+    int64_t limit = table_limit(r);
+
+    if (limit < r->conf.max_sessions)
+        snprintf(buf, cap,
+                 "%lld sessions, what the open files limit leaves room for; "
+                 "max_sessions %lld",
+                 (long long)limit, (long long)r->conf.max_sessions);
+    else
+        snprintf(buf, cap, "max_sessions %lld", (long long)limit);
+    return buf;
+}
+
 static void warn_session_limit(struct sg_route *r, uint64_t n, const char *last)
 {
     sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
            "session limit (%lld) reached and every session is established: %llu datagram(s) "
            "from new clients dropped%s%s",
-           (long long)r->conf.max_sessions, (unsigned long long)n, last ? "; the last from " : "",
+           (long long)table_limit(r), (unsigned long long)n, last ? "; the last from " : "",
            last ? last : "");
 }
 
@@ -453,10 +478,12 @@ static void warn_rate_limit(struct sg_route *r, uint64_t n, const char *last)
 
 static void warn_evicted(struct sg_route *r, uint64_t n)
 {
+    char why[128];
+
     sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
-           "session table full (max_sessions %lld): %llu session(s) not yet established were "
-           "ended (reason=evicted) to admit new clients",
-           (long long)r->conf.max_sessions, (unsigned long long)n);
+           "session table full (%s): %llu session(s) not yet established were ended "
+           "(reason=evicted) to admit new clients",
+           limit_source(r, why, sizeof(why)), (unsigned long long)n);
 }
 
 /* ---- receiving from clients ---- */
@@ -648,11 +675,41 @@ static void session_limit(struct sg_route *r, const struct sockaddr *from, uint6
 }
 
 /*
- * A datagram from a client that has no session yet: admit it or drop it.
- * A full table makes room by ending the oldest session the server never
- * answered, then the oldest one whose handshake has not completed;
- * established sessions are never ended for a newcomer.
+ * The eviction rule: a full table makes room by ending the oldest session
+ * the server never answered, then the oldest one whose handshake has not
+ * completed; established sessions are never ended for a newcomer.  The
+ * table is full at max_sessions, at what the open files limit leaves room
+ * for (table_limit), and whenever no descriptor is left (make_room).
  */
+static struct sg_session *eviction_victim(struct sg_route *r)
+{
+    sg_route_deferred_drain(r); /* the stages as the datagrams so far make them */
+    return r->waiting[SG_STAGE_UNANSWERED] ? r->waiting[SG_STAGE_UNANSWERED]
+                                           : r->waiting[SG_STAGE_ANSWERED];
+}
+
+static void evict(struct sg_route *r, struct sg_session *victim, uint64_t now)
+{
+    uint64_t n;
+
+    r->sessions_evicted++;
+    sg_session_close(victim, "evicted"); /* gives its slot back */
+    if ((n = sg_route__warn_count(&r->warn_evicted, now)))
+        warn_evicted(r, n);
+}
+
+bool sg_route__make_room(struct sg_route *r)
+{
+    struct sg_session *victim = eviction_victim(r);
+
+    if (!victim)
+        return false;
+    evict(r, victim, uv_now(&r->app->loop));
+    return true;
+}
+
+/* A datagram from a client that has no session yet: admit it or drop it
+ * (a full table follows the eviction rule above). */
 static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
 {
     char a[SG_ADDR_STRLEN];
@@ -674,10 +731,7 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
     /* A slot of max_sessions (every loop's sessions count), or a victim
      * of this loop's whose slot the newcomer takes. */
     if (!(reserved = slot_take(r))) {
-        sg_route_deferred_drain(r); /* the stages as the datagrams so far make them */
-        victim = r->waiting[SG_STAGE_UNANSWERED] ? r->waiting[SG_STAGE_UNANSWERED]
-                                                 : r->waiting[SG_STAGE_ANSWERED];
-        if (!victim) {
+        if (!(victim = eviction_victim(r))) {
             session_limit(r, from, now);
             return NULL;
         }
@@ -694,19 +748,16 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
         return NULL;
     }
     if (victim) {
-        r->sessions_evicted++;
-        sg_session_close(victim, "evicted"); /* gives its slot back */
-        if ((n = sg_route__warn_count(&r->warn_evicted, now)))
-            warn_evicted(r, n);
+        evict(r, victim, now);
         if (!slot_take(r)) { /* another loop's newcomer took it first */
             session_limit(r, from, now);
             return NULL;
         }
     }
-    s = sg_session_create(r, from);
-    if (!s) {
+    if (sg_session_create(r, from, &s) < 0) {
         slot_give(r);
         r->counters.drops[SG_DROP_NO_SOCKET]++;
+        return NULL;
     }
     return s;
 }

@@ -162,6 +162,10 @@ struct sg_route_share {
     struct sg_route_share *next;
     char name[128];
     _Atomic int64_t nsessions;
+    /* The sessions (every loop's) the open files limit leaves room for when
+     * that is fewer than max_sessions, else 0: the table is full there, and
+     * a full table's eviction rule applies (worker 0 sets it: app.c). */
+    _Atomic int64_t fd_cap;
 };
 
 /*
@@ -310,7 +314,9 @@ void sg_route_summarize(const struct sg_route *r, struct sg_route_summary *out);
 void sg_route_send_first_update(struct sg_route *r);
 /* Decode every datagram waiting in the send-first queue, in arrival order. */
 void sg_route_deferred_drain(struct sg_route *r);
-struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *client);
+/* A new session for `client` (0, *out set), or a negative errno: no socket
+ * towards the server could be opened (counted and logged here). */
+int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct sg_session **out);
 void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len);
 /* What became of a datagram the route's outbox sent for a session (sg_outbox_done_cb). */
 void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len, int err);
@@ -373,6 +379,13 @@ void sg_route__shares_free(struct sg_app *app);
  */
 void sg_route__own_port(struct sg_route *r, const struct sockaddr *local, bool add);
 bool sg_route__own_socket(const struct sg_route *r, const struct sockaddr *a);
+/*
+ * Out of descriptors: end the session a full table would end for a
+ * newcomer (the oldest the server never answered, else the oldest not yet
+ * established), so that its descriptors serve the newcomer.  False when
+ * there is none (every session is established).
+ */
+bool sg_route__make_room(struct sg_route *r);
 
 /* Session table internals shared by route.c and session.c. */
 void sg_route__session_stage(struct sg_route *r, struct sg_session *s, enum sg_session_stage st);

@@ -794,14 +794,15 @@ static void on_upstream_closed(uv_handle_t *h)
     sg_route__handle_closed(r); /* last: a retired route may be freed */
 }
 
-struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *client)
+int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct sg_session **out)
 {
     struct sg_app *app = r->app;
     struct sg_session *s = calloc(1, sizeof(*s));
     int err;
 
+    *out = NULL;
     if (!s)
-        return NULL;
+        return UV_ENOMEM;
     s->route = r;
     memcpy(&s->client, client, sg_addr_len(client));
     s->server = r->server_addr;
@@ -818,11 +819,14 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
     sg_addr_format((struct sockaddr *)&s->server, s->server_str, sizeof(s->server_str));
     if (r->chain && !(s->slots = calloc((size_t)r->chain->n, sizeof(*s->slots)))) {
         free(s);
-        return NULL;
+        return UV_ENOMEM;
     }
 
-    /* The upstream socket; on failure it still needs closing. */
+    /* The upstream socket; on failure it still needs closing.  Out of
+     * descriptors, a session a full table would end makes room (route.c). */
     err = open_upstream(s);
+    if ((err == -EMFILE || err == -ENFILE) && s->upstream.fd < 0 && sg_route__make_room(r))
+        err = open_upstream(s);
     if (err < 0) {
         uint64_t n = sg_route__warn_count(&r->warn_no_socket, s->last_active);
         if (n)
@@ -839,14 +843,15 @@ struct sg_session *sg_session_create(struct sg_route *r, const struct sockaddr *
             free(s->slots);
             free(s);
         }
-        return NULL;
+        return err;
     }
     fill_filter_session(s);
 
     sg_route__session_insert(r, s);
     r->sessions_total++;
     log_start(s, SG_LOG_DEBUG);
-    return s;
+    *out = s;
+    return 0;
 }
 
 void sg_session_close(struct sg_session *s, const char *reason)

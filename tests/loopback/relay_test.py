@@ -744,35 +744,135 @@ def case_nofile_reload(h):
 
 def case_nofile_capped(h):
     """With soft = hard = 64 open files, max_sessions 200 cannot be reached:
-    one warning at start, and the refused sessions' error is rate-limited."""
+    one warning at start saying where the table is full instead, and past
+    that bound newcomers meet a full table (here of established sessions:
+    refused, drops.session_limit), never a failed socket."""
     srv = h.echo(V4)
     px = h.proxy(config=route_block('nc', '127.0.0.1:$P0', srv.addr, max_sessions=200,
                                     new_sessions_per_source=1000, idle_timeout='60s'),
                  preexec_fn=limit_nofile(64, 64))
     dest = (V4, px.ports[0])
-    warn = r'(?i)warn\b.*\[nc\].*max_sessions 200 cannot be reached'
-    check(px.wait_for_log(warn, 2.0) is not None, 'no "max_sessions 200 cannot be reached" '
-          'warning at start')
+    warn = (r'(?i)warn\b.*\[nc\].*max_sessions 200 cannot be reached.*the session table is '
+            r'full at (\d+)')
+    line = px.wait_for_log(warn, 2.0)
+    check(line is not None, 'no "max_sessions 200 cannot be reached ... full at N" warning at '
+          'start')
+    cap = int(line[1].group(1))
+    # One after another, each answered (so established) before the next.
     clients = [h.client(V4) for _ in range(150)]
-    for c in clients:
-        c.send(b'y', dest)
     answered = 0
     for c in clients:
-        answered += c.recv_one(0.05) is not None
-    for c in clients[:50]:
+        c.send(b'y', dest)
+        if c.recv_one(1.0) is None:
+            break
+        answered += 1
+    check(answered == cap, '%d clients answered one after another, the table is full at %d'
+          % (answered, cap))
+    for c in clients[answered:]:
         c.send(b'z', dest)
-    time.sleep(0.3)
-    errors = px.count_log(r'(?i)error\b.*cannot open a socket towards the server')
-    check(1 <= errors <= 2, '%d "cannot open a socket" errors, expected 1 or 2 (rate-limited)'
-          % errors)
-    check(px.count_log(warn) == 1, 'the start warning was repeated')
+    for c in clients[answered:]:
+        expect_silence(c, 0.01, 'a client past a full table')
     st = stop_ok(px)
+    check(px.count_log(r'(?i)error\b.*cannot open a socket towards the server') == 0,
+          'a socket failed below the table\'s bound')
+    check(1 <= px.count_log(r'(?i)warn\b.*\[nc\].*session limit \(%d\) reached' % cap) <= 2,
+          'no "session limit (%d) reached" warning (or not rate-limited)' % cap)
+    check(px.count_log(warn) == 1, 'the start warning was repeated')
     r = stats_route(st, 'nc')
-    check(10 <= r.get('sessions_total') < 64, 'stats: sessions_total %r' % r.get('sessions_total'))
+    check(10 <= cap < 64 and r.get('sessions_total') == cap,
+          'stats: sessions_total %r, the table full at %d' % (r.get('sessions_total'), cap))
     check(r.get('sessions_total') == answered, '%d clients answered, %r sessions'
           % (answered, r.get('sessions_total')))
-    check(drops(r)['no_socket'] >= 150 - answered, 'stats: drops.no_socket %r, expected at '
-          'least %d' % (drops(r)['no_socket'], 150 - answered))
+    check(drops(r)['no_socket'] == 0 and drops(r)['session_limit'] >= 150 - answered,
+          'stats: drops.no_socket %r, drops.session_limit %r, expected 0 and at least %d'
+          % (drops(r)['no_socket'], drops(r)['session_limit'], 150 - answered))
+
+
+def q3_flood(h, px, n):
+    """n spoofed Quake 3 handshakes (getchallenge) from n sources of their
+    own (127.0.x.y), one after another, each answered by the server before
+    the next (so each session is answered, not established).  Stops at the
+    first one not answered within a second; returns how many were."""
+    dest = (V4, px.ports[0])
+    for i in range(n):
+        c = h.client(spread_host(i))
+        c.send(OOB + b'getchallenge', dest)
+        got = c.recv_one(1.0)
+        c.close()
+        if got is None:
+            return i
+    return n
+
+
+def case_nofile_flood(h):
+    """Soft and hard open files limit 256, max_sessions 1024 (the default):
+    the descriptors bound the table first, so it is full where they run
+    out, and a newcomer ends the oldest session not yet established, as at
+    max_sessions.  A flood of 400 handshakes the server answers, then a new
+    real player gets in at once."""
+    srv = h.echo(V4, tag=OOB)
+    px = h.proxy(config=route_block('nf', '127.0.0.1:$P0', srv.addr, protocol='q3',
+                                    handshake_timeout='60s', idle_timeout='60s'),
+                 preexec_fn=limit_nofile(256, 256))
+    answered = q3_flood(h, px, 400)
+    check(answered == 400, 'the server answered %d of the 400 flood handshakes through '
+          'slipgate' % answered)
+    player = h.client(V4)
+    roundtrip(player, (V4, px.ports[0]), OOB + b'getchallenge', server_tag=OOB,
+              what='a new player after the flood: ')
+    line = px.wait_for_log(r'(?i)warn\b.*\[nf\].*max_sessions 1024 cannot be reached.*the '
+                           r'session table is full at (\d+)', 2.0)
+    check(line is not None, 'no "max_sessions 1024 cannot be reached ... the session table is '
+          'full at N" warning at start')
+    cap = int(line[1].group(1))
+    check(100 <= cap < 256, 'the table is full at %d sessions with 256 descriptors' % cap)
+    st = stop_ok(px)  # every log line is in
+    check(px.count_log(r'cannot open a socket') == 0, 'slipgate ran out of descriptors')
+    warned = px.count_log(r'(?i)warn\b.*\[nf\].*session table full \(%d sessions, what the open '
+                          r'files limit leaves room for; max_sessions 1024\).*reason=evicted'
+                          % cap)
+    check(1 <= warned <= 2, 'expected one "session table full (%d sessions, what the open '
+          'files limit leaves room for ...)" warning per worker loop at most, got %d'
+          % (cap, warned))
+    r = stats_route(st, 'nf')
+    check(r.get('sessions_total') == 401 and r.get('sessions_evicted') == 401 - cap,
+          'stats: sessions_total %r, sessions_evicted %r; expected 401 and %d'
+          % (r.get('sessions_total'), r.get('sessions_evicted'), 401 - cap))
+    check(drops(r)['no_socket'] == 0, 'stats: drops.no_socket %r' % drops(r)['no_socket'])
+    print('table full at %d of 256 descriptors; 401 sessions, %d evicted'
+          % (cap, r.get('sessions_evicted')))
+
+
+def case_nofile_emfile(h):
+    """Out of descriptors below the table's bound (the limit lowered while
+    slipgate runs: prlimit), a newcomer still gets in: the session a full
+    table would end (the oldest not yet established) gives its descriptor."""
+    srv = h.echo(V4, tag=OOB)
+    px = h.proxy(config=route_block('nf', '127.0.0.1:$P0', srv.addr, protocol='q3',
+                                    max_sessions=1000, handshake_timeout='60s',
+                                    idle_timeout='60s'),
+                 preexec_fn=limit_nofile(2048, 2048))
+    check(px.wait_for_log(r'slipgate \S+ running', 2.0) is not None, 'no "running" line')
+    resource.prlimit(px.proc.pid, resource.RLIMIT_NOFILE, (96, 2048))  # after it fitted its own
+    answered = q3_flood(h, px, 150)
+    check(answered == 150, 'the server answered %d of the 150 flood handshakes through '
+          'slipgate' % answered)
+    player = h.client(V4)
+    roundtrip(player, (V4, px.ports[0]), OOB + b'getchallenge', server_tag=OOB,
+              what='a new player with no descriptor left: ')
+    st = stop_ok(px)  # every log line is in
+    check(px.count_log(r'(?i)error\b.*cannot open a socket') == 0,
+          'a newcomer was refused for want of a descriptor')
+    warned = px.count_log(r'(?i)warn\b.*\[nf\].*session table full \(max_sessions 1000\).*'
+                          r'reason=evicted')
+    check(1 <= warned <= 2, 'expected one "session table full" warning per worker loop at '
+          'most, got %d' % warned)
+    r = stats_route(st, 'nf')
+    check(r.get('sessions_total') == 151 and 0 < r.get('sessions_evicted') < 151,
+          'stats: sessions_total %r, sessions_evicted %r; expected 151 and some evicted'
+          % (r.get('sessions_total'), r.get('sessions_evicted')))
+    check(drops(r)['no_socket'] == 0, 'stats: drops.no_socket %r' % drops(r)['no_socket'])
+    print('out of descriptors at 96: 151 sessions, %d evicted' % r.get('sessions_evicted'))
 
 
 def case_loop_source(h):
