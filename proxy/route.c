@@ -573,6 +573,7 @@ void sg_route__own_port(struct sg_route *r, const struct sockaddr *local, bool a
     w = local->sa_family == AF_INET ? &own->v4[port / 64] : &own->v6[port / 64];
     if (!add) {
         atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed);
+        atomic_fetch_and_explicit(&own->v6_any[port / 64], ~bit, memory_order_relaxed);
         return;
     }
     if (local->sa_family == AF_INET) {
@@ -580,6 +581,10 @@ void sg_route__own_port(struct sg_route *r, const struct sockaddr *local, bool a
         sg_addr_host_key(local, k);
         memcpy(&host, k, 4);
         atomic_store_explicit(&own->v4_host[port], host, memory_order_relaxed);
+    } else if (is_zero(k, sg_addr_host_key(local, k))) {
+        atomic_fetch_or_explicit(&own->v6_any[port / 64], bit, memory_order_relaxed);
+    } else {
+        atomic_fetch_and_explicit(&own->v6_any[port / 64], ~bit, memory_order_relaxed);
     }
     atomic_fetch_or_explicit(w, bit, memory_order_relaxed);
 }
@@ -596,7 +601,8 @@ static bool own_upstream(const struct sg_route *r, const struct sockaddr *a, con
     if (!own)
         return false;
     if (atomic_load_explicit(&own->v6[port / 64], memory_order_relaxed) & bit)
-        return true; /* dual-stack: IPv4 sources too */
+        return n == 16 || (atomic_load_explicit(&own->v6_any[port / 64], memory_order_relaxed) &
+                           bit); /* not connected, dual-stack: IPv4 sources too */
     if (n != 4 || !(atomic_load_explicit(&own->v4[port / 64], memory_order_relaxed) & bit))
         return false;
     host = atomic_load_explicit(&own->v4_host[port], memory_order_relaxed);

@@ -172,11 +172,13 @@ struct sg_route_share {
  * slipgate's upstream sockets, every loop's, by local port (a port is one
  * socket's: they bind the wildcard address, dual-stack for IPv6): the IPv4
  * ones with the address they are connected from (0 while not connected:
- * they send from any), the IPv6 ones by port alone.  Worker 0's app owns
- * it; every loop writes and reads it with relaxed atomics.
+ * they send from any), the IPv6 ones by port, and whether they are not
+ * connected (`v6_any`: then they may send from an IPv4 address too).
+ * Worker 0's app owns it; every loop writes and reads it with relaxed
+ * atomics.
  */
 struct sg_own_sockets {
-    _Atomic uint64_t v4[65536 / 64], v6[65536 / 64];
+    _Atomic uint64_t v4[65536 / 64], v6[65536 / 64], v6_any[65536 / 64];
     _Atomic uint32_t v4_host[65536];
 };
 

@@ -2362,12 +2362,22 @@ def case_loop_source_upstream(h):
     check(px.count_log(rx) == 1, 'expected one "no session is opened" warning on route b '
           'naming slipgate\'s own socket, got %d' % px.count_log(rx))
     roundtrip(h.client(V4), (V4, px.ports[1]), b'a real client of b')
+    # Another local address with the port of a session's socket (connected
+    # from 127.0.0.1) is someone else: it gets a session.
+    up = srv.snapshot()[-1][1]
+    other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    h.sockets.append(other)
+    other.bind(('127.0.0.2', up[1]))
+    other.sendto(b'same port, other host', (V4, px.ports[1]))
+    data, src = recv_from(other, 2.0, 'the echo for 127.0.0.2:%d (the port of a session\'s '
+                          'socket)' % up[1])
+    check(data == TAG + b'same port, other host', 'echo differs: %r' % data)
     st = stop_ok(px)
     a, b = stats_route(st, 'a'), stats_route(st, 'b')
     check(a.get('sessions_total') == 1, 'stats: route a sessions_total %r, expected 1'
           % a.get('sessions_total'))
-    check(drops(b).get('loop') == 3 and b.get('sessions_total') == 1,
-          'stats: route b drops.loop %r, sessions_total %r; expected 3 and 1'
+    check(drops(b).get('loop') == 3 and b.get('sessions_total') == 2,
+          'stats: route b drops.loop %r, sessions_total %r; expected 3 and 2'
           % (drops(b).get('loop'), b.get('sessions_total')))
 
 
