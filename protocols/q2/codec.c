@@ -1014,7 +1014,12 @@ static bool q2_established(void *state)
  * A protocol 34 session's demo is the stream as the client accepted it
  * (after the filters), one block per message, from a serverdata on: the
  * messages before the first serverdata of a demo are left out, so the
- * file starts as the players' demos do.  A recording that starts mid-level
+ * file starts as the players' demos do, and the sign-on is written as the
+ * client's own `record` writes it: the serverdata says attractloop 1
+ * ("demos are always attract loops"), `precache <spawncount>` is the plain
+ * `precache` and the sign-on's `cmd configstrings|baselines` requests are
+ * left out (sg_q2_demo_stufftext: a player takes them for a connection's,
+ * downloads, or restarts the demo).  A recording that starts mid-level
  * writes a synthesized start, then waits for a non-delta frame.  35 and 36
  * frames are not legal in a 34 demo: those sessions are transcoded to 34
  * from the client's state (transcode.c), as Q2PRO's client records them;
@@ -1038,7 +1043,7 @@ static int put_block(FILE *out, const uint8_t *d, size_t n)
 /*
  * The start of a demo when recording begins mid-level (as id's `record`
  * writes it): serverdata (attractloop 1), every non-empty configstring,
- * every baseline, `precache`, in blocks of at most 1400 bytes.
+ * every baseline, `precache`, in blocks of at most SG_Q2_DEMO_BLOCK bytes.
  */
 static int write_preamble(struct q2c *c, FILE *out)
 {
@@ -1047,7 +1052,7 @@ static int write_preamble(struct q2c *c, FILE *out)
     struct sg_bmsg_writer w;
     int err;
 
-    sg_bmsg_writer_init(&w, buf, 1400);
+    sg_bmsg_writer_init(&w, buf, SG_Q2_DEMO_BLOCK);
     sg_bmsg_write_u8(&w, SG_Q2_SVC_SERVERDATA);
     sg_bmsg_write_s32(&w, 34);
     sg_bmsg_write_s32(&w, l->servercount);
@@ -1076,14 +1081,61 @@ static int write_preamble(struct q2c *c, FILE *out)
         }
         if (m.overflowed)
             continue; /* longer than a configstring can be: left out */
-        if (w.len + m.len > 1400) {
+        if (w.len + m.len > SG_Q2_DEMO_BLOCK) {
             if ((err = put_block(out, buf, w.len)) < 0)
                 return err;
-            sg_bmsg_writer_init(&w, buf, 1400);
+            sg_bmsg_writer_init(&w, buf, SG_Q2_DEMO_BLOCK);
         }
         sg_bmsg_write_data(&w, one, m.len);
     }
     return put_block(out, buf, w.len);
+}
+
+/*
+ * The message's messages a 34 demo keeps (not rec_dropped), the sign-on
+ * as the client's own demo has it: a serverdata's attractloop 1, the
+ * sign-on's stufftexts by sg_q2_demo_stufftext; the rest as it came.
+ */
+static int record_msgs(struct q2c *c, struct sg_bmsg_writer *w)
+{
+    const struct sg_q2_parsed *p = &c->parsed;
+    bool plain = true;
+
+    for (uint32_t i = 0; i < p->nmsgs && plain; i++) {
+        const struct sg_q2_msg *m = &p->msgs[i];
+        plain = c->rec_dropped[i] || m->unparsed || m->parent >= 0 ||
+                (m->op != SG_Q2_SVC_SERVERDATA && m->op != SG_Q2_SVC_STUFFTEXT);
+    }
+    if (plain)
+        return sg_q2_write(p, c->rec_dropped, w);
+    for (uint32_t i = 0; i < p->nmsgs; i++) {
+        const struct sg_q2_msg *m = &p->msgs[i];
+        const struct sg_q2_field *f = &p->fields[m->first];
+        struct sg_q2_parsed one = *p;
+        struct sg_q2_msg alone = *m;
+        size_t at = w->len;
+        if (c->rec_dropped[i] || m->parent >= 0)
+            continue; /* (34 has no zpackets: nothing inside another message) */
+        if (m->op == SG_Q2_SVC_STUFFTEXT && !m->unparsed && m->count == 1 &&
+            f->type == SG_Q2_F_STRING) {
+            enum sg_q2_demo_stuff how = sg_q2_demo_stufftext(f->ptr, f->len);
+            if (how == SG_Q2_STUFF_LEAVE)
+                continue;
+            if (how == SG_Q2_STUFF_PRECACHE) {
+                sg_bmsg_write_u8(w, SG_Q2_SVC_STUFFTEXT);
+                sg_bmsg_write_data(w, "precache\n", 10);
+                continue;
+            }
+        }
+        one.msgs = &alone;
+        one.nmsgs = 1;
+        if (sg_q2_write(&one, NULL, w) < 0)
+            return SG_E_OVERFLOW;
+        /* op, protocol, servercount, attractloop */
+        if (m->op == SG_Q2_SVC_SERVERDATA && !m->unparsed && w->len >= at + 10)
+            w->data[at + 9] = 1;
+    }
+    return w->overflowed ? SG_E_OVERFLOW : 0;
 }
 
 static int q2_record(void *state, const struct sg_frame *frame, FILE *out)
@@ -1128,7 +1180,7 @@ static int q2_record(void *state, const struct sg_frame *frame, FILE *out)
                             c->parsed.msgs[i].op == SG_Q2_SVC_DISCONNECT ||
                             c->parsed.msgs[i].op == SG_Q2_SVC_RECONNECT;
     sg_bmsg_writer_init(&w, c->body, sizeof(c->body));
-    if (sg_q2_write(&c->parsed, c->rec_dropped, &w) < 0 || w.len > SG_Q2_MAX_MSGLEN)
+    if (record_msgs(c, &w) < 0 || w.len > SG_Q2_MAX_MSGLEN)
         return SG_E_OVERFLOW;
     if ((err = put_block(out, c->body, w.len)) < 0)
         return err;

@@ -212,6 +212,23 @@ void sg_q2_trans_record_end(struct sg_q2_trans *t, FILE *out);
 /* Frames written to the current demo. */
 int32_t sg_q2_trans_frames_written(const struct sg_q2_trans *t);
 
+/*
+ * What every demo player reads: a block of at most SG_Q2_DEMO_BLOCK bytes.
+ * A player replays a block as one datagram of its local server, whose
+ * netchan header (8 bytes) and the block must fit in the original 1400
+ * bytes (Yamagi Quake II drops a larger one, or stops at more than 1400);
+ * Q2PRO's client writes at most 1390 (1400 less its worst-case header).
+ */
+#define SG_Q2_DEMO_BLOCK 1390
+
+/* A server's stufftext in a demo, as a client's own demo holds it. */
+enum sg_q2_demo_stuff {
+    SG_Q2_STUFF_KEEP,     /* as it came */
+    SG_Q2_STUFF_PRECACHE, /* `precache <spawncount>`: written as the plain `precache` */
+    SG_Q2_STUFF_LEAVE,    /* `cmd configstrings|baselines ...`: the sign-on's requests, left out */
+};
+enum sg_q2_demo_stuff sg_q2_demo_stufftext(const uint8_t *text, size_t len);
+
 /* ---- demos (demo.c) ---- */
 
 extern const struct sg_demo_impl sg_q2_demo_impl;

@@ -19,8 +19,9 @@
  * the state (serverdata with protocol 34 and attractloop 1, every
  * non-empty configstring, every baseline in 34 form, `precache`); then
  * one block per accepted server message (continued in another block where
- * it would pass the 1400 bytes every player reads; Q2PRO's client drops
- * what does not fit instead), in which:
+ * it would pass the 1390 bytes every player reads, SG_Q2_DEMO_BLOCK; a
+ * message larger than that alone is left out, as Q2PRO's client does), in
+ * which:
  *  - svc_frame is written as a 34 frame numbered by the demo (1, 2, ...:
  *    Q2PRO's FRAME_CUR), delta from the frame written before (or from
  *    nothing for the first), player state and entities delta-coded with
@@ -32,6 +33,8 @@
  *    preamble holds them), svc_setting, svc_download / svc_zdownload (as
  *    Q2PRO's client), svc_disconnect / svc_reconnect (a client never
  *    records them), messages a filter dropped, and an unparsed message;
+ *  - the sign-on's stufftexts as the client's own demo has them
+ *    (sg_q2_demo_stufftext: plain `precache`, no `cmd configstrings`);
  *  - everything else (prints, sounds, temp entities, muzzle flashes,
  *    configstrings, layouts, inventory, stufftext, nop) is copied from its
  *    fields, which have the same layout in 34 for a non-extended session.
@@ -57,7 +60,7 @@
 #define RING           4096 /* entity states of the kept frames */
 #define RING_MASK      (RING - 1)
 #define MAX_PKT_FRAMES 8    /* frames remembered per server message */
-#define BLOCK_SOFT     1400 /* old MAX_MSGLEN: what other messages may fill */
+#define BLOCK_SOFT     SG_Q2_DEMO_BLOCK /* what every player reads in a block */
 #define PACKED_BSP     31
 
 #define RF_FRAMELERP        (1u << 6)
@@ -555,6 +558,64 @@ bool sg_q2_trans_refused(const struct sg_q2_trans *t)
     return t->extended;
 }
 
+/* ---- a server's stufftext in a demo ---- */
+
+/* The next word of text[*at..len) (spaces and tabs before it skipped). */
+static size_t next_word(const uint8_t *text, size_t len, size_t *at, const uint8_t **word)
+{
+    size_t n = 0;
+
+    while (*at < len && (text[*at] == ' ' || text[*at] == '\t'))
+        (*at)++;
+    *word = text + *at;
+    while (*at < len && text[*at] != ' ' && text[*at] != '\t' && text[*at] != '\n') {
+        (*at)++;
+        n++;
+    }
+    return n;
+}
+
+static bool word_is(const uint8_t *w, size_t n, const char *name)
+{
+    size_t k = strlen(name);
+
+    if (n != k)
+        return false;
+    for (size_t i = 0; i < k; i++)
+        if ((w[i] | 0x20) != name[i]) /* commands are matched without case */
+            return false;
+    return true;
+}
+
+/*
+ * The sign-on's stufftexts, as a client's own demo holds them: the
+ * client's `record` writes the plain `precache` (no spawn count), and a
+ * player takes the spawn count's form for a connection's (Yamagi Quake II
+ * checks and downloads every missing file first, over a demo: the map is
+ * never loaded).  `cmd configstrings|baselines <spawncount> <n>` asks the
+ * server for the rest of the sign-on: played back, the request goes to the
+ * player's local demo server, which takes another spawn count for a new
+ * connection and restarts the demo.  Only a text that is that one
+ * command (one line, no `;`) is recognised.
+ */
+enum sg_q2_demo_stuff sg_q2_demo_stufftext(const uint8_t *text, size_t len)
+{
+    const uint8_t *w;
+    size_t at = 0, n;
+
+    for (size_t i = 0; i < len; i++)
+        if (text[i] == ';' || text[i] == '"' || (text[i] == '\n' && i + 1 != len) || !text[i])
+            return SG_Q2_STUFF_KEEP;
+    n = next_word(text, len, &at, &w);
+    if (word_is(w, n, "precache"))
+        return next_word(text, len, &at, &w) ? SG_Q2_STUFF_PRECACHE : SG_Q2_STUFF_KEEP;
+    if (!word_is(w, n, "cmd"))
+        return SG_Q2_STUFF_KEEP;
+    n = next_word(text, len, &at, &w);
+    return word_is(w, n, "configstrings") || word_is(w, n, "baselines") ? SG_Q2_STUFF_LEAVE
+                                                                        : SG_Q2_STUFF_KEEP;
+}
+
 /* ---- writing 34 ---- */
 
 /* CL_PackEntity for a non-extended demo: a 32-bit solid back to 16 bits. */
@@ -997,12 +1058,25 @@ int sg_q2_trans_record(struct sg_q2_trans *t, const struct sg_q2_parsed *p, cons
         case SG_Q2_SVC_DISCONNECT:
         case SG_Q2_SVC_RECONNECT:
             break;
+        case SG_Q2_SVC_STUFFTEXT: {
+            const struct sg_q2_field *x = &p->fields[m->first];
+            enum sg_q2_demo_stuff how = m->count == 1 && x->type == SG_Q2_F_STRING
+                                            ? sg_q2_demo_stufftext(x->ptr, x->len)
+                                            : SG_Q2_STUFF_KEEP;
+            if (how == SG_Q2_STUFF_PRECACHE) {
+                sg_bmsg_write_u8(&mw, SG_Q2_SVC_STUFFTEXT);
+                sg_bmsg_write_data(&mw, "precache\n", 10);
+            } else if (how == SG_Q2_STUFF_KEEP && !(m->op & ~0x1f)) {
+                copy_msg(p, i, &mw);
+            }
+            break;
+        }
         default:
             if (!(m->op & ~0x1f))
                 copy_msg(p, i, &mw);
             break;
         }
-        if (mw.overflowed) {
+        if (mw.overflowed || mw.len > BLOCK_SOFT) {
             /* larger than a demo block can be: left out */
             if (op == SG_Q2_SVC_FRAME)
                 t->frames_dropped++;
@@ -1012,9 +1086,8 @@ int sg_q2_trans_record(struct sg_q2_trans *t, const struct sg_q2_parsed *p, cons
         }
         if (mw.len == 0)
             continue;
-        /* A block stays within the old MAX_MSGLEN that every player reads:
-         * what does not fit goes on in a block of its own (a single message
-         * longer than that is written whole: Q2PRO's players read it). */
+        /* A block stays within what every player reads: what does not fit
+         * goes on in a block of its own. */
         if (w.len && w.len + mw.len > BLOCK_SOFT) {
             if ((err = put_block(out, t->block, w.len)) < 0)
                 return err;
