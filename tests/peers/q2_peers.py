@@ -8,8 +8,14 @@ per case (../shared/peers/q2/README.md).
 PROTOCOL: 34 (original), 35 (R1Q2) or 36 (Q2PRO, new netchan, zlib).
 Each protocol also records the session (--record) and plays the .dm2 to
 its end in the Q2PRO client (timedemo; its console must say "Demo
-finished", not "Couldn't read demo"): a 34 session's demo is the stream as
-the client accepted it, a 35 or 36 session's is transcoded to 34.
+finished", not "Couldn't read demo") and in Yamagi Quake II's client
+(play_dm2_yquake2: with its default settings, in real time, to its end,
+no crash): a 34 session's demo is the stream as the client accepted it,
+a 35 or 36 session's is transcoded to 34.
+`pcaprecord` (no server, no client): `slipgate pcap decode --record` of
+each shared Quake 2 capture (../shared/testdata/q2/sessions: Q2PRO's
+server with protocols 34, 35, 36; Yamagi's server and client), each .dm2
+played to its end in both clients.
 `+filters` runs FILTERS_CONF: the server's
 "entered the game" print rewritten on its way to the client and a print
 injected every 2 s; the client's console must show both, never the
@@ -101,6 +107,7 @@ route default {{
 """
 
 RECORD_CASES = ("mapchange", "kill9", "sigterm")
+PCAP_SESSIONS = ("q2pro_34", "q2pro_35", "q2pro_36", "yquake2_34")
 
 # The issue's proof: every filter of the chain at once, recorded and signed.
 ALL_CONF = """\
@@ -218,7 +225,7 @@ def engines():
             with open(stamp, "w") as f:
                 f.write(digest)
     for x in (os.path.join(b, "q2pro", "q2pro"), os.path.join(b, "q2pro", "q2proded"),
-              os.path.join(d, "baseq2")):
+              os.path.join(b, "yquake2", "quake2"), os.path.join(d, "baseq2")):
         if not os.path.exists(x):
             raise Fail(f"{x} was not built")
     # nobody reads them: every directory on the way must be searchable
@@ -241,7 +248,9 @@ def nobody_dir(path):
 
 def run_case(case, seconds):
     protocol, _, extra = case.partition("+")
-    if protocol not in ("34", "35", "36") or \
+    if case == "pcaprecord":
+        protocol, extra = "34", case
+    elif protocol not in ("34", "35", "36") or \
             extra not in ("", "all", "filters", "guard", "download") + RECORD_CASES:
         raise Fail(f"unknown case {case} (34, 35 or 36, optionally +all, +filters or +guard; "
                    f"34+mapchange, 34+kill9, 34+sigterm, 36+download)")
@@ -263,6 +272,9 @@ def run_case(case, seconds):
     os.chmod(work, 0o755)
     procs = Procs()
     try:
+        if extra == "pcaprecord":
+            run_pcaprecord(work, b, d, slipgate, procs)
+            return
         run(protocol, extra, seconds, work, b, d, slipgate, procs)
     finally:
         procs.stop_all()
@@ -592,11 +604,90 @@ def play_dm2(work, b, d, path, procs, tag):
     return "Demo finished" in text and "Couldn't read demo" not in text, int(m.group(1)), text
 
 
+def play_dm2_yquake2(work, b, d, path, procs, tag, frames):
+    """Play a .dm2 in Yamagi Quake II's client with its default settings
+    (movement prediction on, downloads allowed; only the frame rates capped
+    so it does not spin a core, and sound off) through `demomap`: its
+    local demo server sends each block to the client as one datagram.  It
+    plays in real time only (timedemo is a cheat there), `frames` server
+    frames at 10 a second; the end of the demo runs `nextdemo`, which
+    prints DEMO_FINISHED and quits.  Passes when it got there and exited 0
+    after at least half the demo's time, with no crash, no dropped block
+    ("dumped unreliable"), no error and no download attempt.  Returns the
+    seconds it played."""
+    home = nobody_dir(os.path.join(work, f"yplay-{tag}"))
+    base = os.path.join(home, ".local", "share", "YamagiQ2", "baseq2")
+    for x in (os.path.join(home, ".local"), os.path.join(home, ".local", "share"),
+              os.path.dirname(base), base, os.path.join(base, "demos")):
+        nobody_dir(x)
+    shutil.copy(path, os.path.join(base, "demos", "rec.dm2"))
+    with open(os.path.join(base, "play.cfg"), "w") as f:
+        f.write('alias demofin "echo DEMO_FINISHED; quit"\nset nextdemo demofin\n')
+    subprocess.run(["chmod", "-R", "a+rwX", home], check=False)
+    log = os.path.join(work, f"yplay-{tag}.log")
+    length = frames / 10
+    env = dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy")
+    start = time.monotonic()
+    p = procs.start(f"yquake2-play-{tag}", AS_NOBODY + [
+        "env", f"HOME={home}", "SDL_AUDIODRIVER=dummy", "xvfb-run", "-a", "-s",
+        "-screen 0 640x480x24", "stdbuf", "-oL", os.path.join(b, "yquake2", "quake2"),
+        "-datadir", d, "+set", "vid_renderer", "soft", "+set", "vid_fullscreen", "0", "+set",
+        "r_mode", "0", "+set", "s_initsound", "0", "+set", "vid_maxfps", "60", "+set",
+        "cl_maxfps", "60", "+exec", "play.cfg", "+demomap", "rec.dm2"], log,
+        int(length) + 90, env=env)
+    wait_for(lambda: p.poll() is not None, length + 60, step=0.25)
+    took = time.monotonic() - start
+    rc = procs.stop(p, signal.SIGTERM, 5, group=True)
+    text = read(log)
+    name = os.path.basename(path)
+    bad = [x for x in ("crashed", "Segmentation fault", "dumped unreliable", "ERROR:",
+                       "Downloading", "msglen > MAX_MSGLEN") if x in text]
+    if bad or rc != 0 or "DEMO_FINISHED" not in text:
+        raise Fail(f"Yamagi Quake II did not play {name} to its end (exit {rc}, {took:.0f} s, "
+                   f"{bad}):\n{text[-2500:]}")
+    if took < length / 2:
+        raise Fail(f"Yamagi Quake II ended {name} after {took:.1f} s, the demo lasts "
+                   f"{length:.0f} s:\n{text[-2000:]}")
+    return took
+
+
+def run_pcaprecord(work, b, d, slipgate, procs):
+    """Each shared Quake 2 capture recorded by `slipgate pcap decode
+    --record` plays to its end in q2pro and in Yamagi Quake II."""
+    td = os.environ.get("SG_TESTDATA")
+    if not td or not os.path.isdir(os.path.join(td, "q2", "sessions")):
+        raise Fail(f"SG_TESTDATA={td!r}: ../shared/testdata is missing")
+    out = []
+    for name in PCAP_SESSIONS:
+        rec = os.path.join(work, "rec-" + name)
+        os.makedirs(rec)
+        r = subprocess.run([slipgate, "pcap", "decode", "--record", rec,
+                            os.path.join(td, "q2", "sessions", name, "capture.pcap")],
+                           capture_output=True, text=True, timeout=120)
+        demos = sorted(f for f in os.listdir(rec) if f.endswith(".dm2"))
+        if r.returncode != 0 or ", 0 errors" not in r.stderr or len(demos) != 1:
+            raise Fail(f"{name}: pcap decode --record: exit {r.returncode}, {demos}:\n"
+                       f"{r.stderr[-1500:]}")
+        path = os.path.join(rec, demos[0])
+        lens, marker, tail = dm2_blocks(path)
+        info = demo_info(slipgate, path)
+        if not marker or tail or "errors:       0" not in info.stdout:
+            raise Fail(f"{name}: not ended cleanly:\n{info.stdout}")
+        clean, frames, text = play_dm2(work, b, d, path, procs, name)
+        if not clean or frames < 250:
+            raise Fail(f"{name}: q2pro played {frames} frames, clean {clean}:\n{text[-1500:]}")
+        took = play_dm2_yquake2(work, b, d, path, procs, name, frames)
+        out.append(f"{name}: {len(lens)} blocks, {frames} frames in q2pro, {took:.0f} s "
+                   f"to its end in Yamagi Quake II")
+    print("PASS q2_peers@pcaprecord: " + "; ".join(out))
+
+
 def check_recordings(work, b, d, slipgate, rec_dir, extra, px_log, procs):
     """slipgate's .dm2 files of the session: one per map (two for
     mapchange), each read by `slipgate demo info` and played in q2pro to its
     end: cleanly ("Demo finished", the end marker there) unless slipgate was
-    killed (kill9: no end marker, whole blocks, every one of them played)."""
+    killed (kill9: no end marker, whole blocks, every one of them played);
+    and each played to its end in Yamagi Quake II (play_dm2_yquake2)."""
     demos = sorted(os.path.join(rec_dir, f) for f in os.listdir(rec_dir)
                    if f.endswith(".dm2")) if os.path.isdir(rec_dir) else []
     signed = extra in ("all", "kill9")
@@ -636,7 +727,9 @@ def check_recordings(work, b, d, slipgate, rec_dir, extra, px_log, procs):
             raise Fail(f"{name}: q2pro played only {frames} frames:\n{text[-1500:]}")
         if signed:
             how += check_signed(work, path, extra != "kill9")
-        out.append(f"{name} ({maps[-1]}): {len(lens)} blocks, {how} in q2pro ({frames} frames)")
+        took = play_dm2_yquake2(work, b, d, path, procs, str(k), frames)
+        out.append(f"{name} ({maps[-1]}): {len(lens)} blocks, {how} in q2pro ({frames} frames), "
+                   f"to its end in Yamagi Quake II ({took:.0f} s)")
     if extra == "mapchange":
         if sorted(maps) != sorted(set(maps)) or not any("arena" in m for m in maps):
             raise Fail(f"the two demos are not of box and arena: {maps}")
