@@ -4,6 +4,7 @@ server through slipgate with `reencode always`, one wire protocol forced
 per case (../shared/peers/q2/README.md).
 
     q2_peers.py PROTOCOL[+all|+filters|+guard|+mapchange|+kill9|+sigterm] [--seconds N]
+    q2_peers.py pcaprecord
 
 PROTOCOL: 34 (original), 35 (R1Q2) or 36 (Q2PRO, new netchan, zlib).
 Each protocol also records the session (--record) and plays the .dm2 to
@@ -253,7 +254,7 @@ def run_case(case, seconds):
     elif protocol not in ("34", "35", "36") or \
             extra not in ("", "all", "filters", "guard", "download") + RECORD_CASES:
         raise Fail(f"unknown case {case} (34, 35 or 36, optionally +all, +filters or +guard; "
-                   f"34+mapchange, 34+kill9, 34+sigterm, 36+download)")
+                   f"34+mapchange, 34+kill9, 34+sigterm, 36+download; pcaprecord)")
     if extra in RECORD_CASES and protocol != "34":
         raise Fail(f"{case}: slipgate records protocol 34 sessions only")
     missing = [p for p in ("xvfb-run", "setpriv", "meson", "ninja", "make", "gcc")
