@@ -17,7 +17,9 @@
  * level changes, a part reaches `max_size`, the session ends (which covers
  * SIGTERM and a reload that changes the filters).  A file that never got a
  * message is removed.  A write error (a full disk) stops recording for that
- * session only, is logged once, and never touches the relaying.
+ * session only, is logged once, and never touches the relaying; the file is
+ * cut back to its last whole message (a short write leaves part of one,
+ * which the games' players take for a broken demo) and ends there.
  *
  * A demo ends where the player's own would (DESIGN.md rule 9):
  *   - the client disconnects (a C2S frame the codec marks `disconnect`):
@@ -40,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio_ext.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,6 +96,7 @@ struct record_slot {
     FILE *fp;
     char path[RECORD_PATH_MAX];
     uint64_t written;           /* messages in the current file */
+    uint64_t whole;             /* its bytes up to the end of the last whole message */
     uint64_t opened_ms;         /* when the current file was opened (wall clock, ms) */
     unsigned part;              /* of the current level: 1, then 2.. after max_size */
     bool failed;                /* stopped by an error, for the rest of the session */
@@ -271,6 +275,34 @@ static void slot_log(struct record_slot *slot, const struct sg_filter_session *s
                      text);
 }
 
+/* The file's messages so far are whole and in it (flushed): a cut comes back here. */
+static void mark_whole(struct record_slot *slot)
+{
+    off_t at = ftello(slot->fp);
+
+    if (at >= 0)
+        slot->whole = (uint64_t)at;
+    if (slot->signer)
+        sg_sign_writer_mark(slot->signer);
+}
+
+/*
+ * A write failed (a full disk: the last one went out in part): cut the
+ * file back to its last whole message.  What the stream still buffers is
+ * dropped, never written.  0 or a negative error.
+ */
+static int cut_back(struct record_slot *slot)
+{
+    __fpurge(slot->fp);
+    clearerr(slot->fp);
+    if (slot->signer)
+        return sg_sign_writer_cut(slot->signer);
+    if (ftruncate(fileno(slot->fp), (off_t)slot->whole) != 0 ||
+        fseeko(slot->fp, (off_t)slot->whole, SEEK_SET) != 0)
+        return -errno;
+    return 0;
+}
+
 /* Write the end marker and close; a file without a message goes away.  `why`: "" or "; reason" */
 static void finish_file(struct record_slot *slot, const struct sg_filter_session *s, bool report,
                         const char *why)
@@ -282,6 +314,12 @@ static void finish_file(struct record_slot *slot, const struct sg_filter_session
         return;
     if (s->codec && s->codec->record_end && s->codec_state)
         err = s->codec->record_end(s->codec_state, slot->fp);
+    if (err == 0 && fflush(slot->fp) != 0)
+        err = sg_write_error();
+    /* The end marker did not fit: the demo ends at its last whole message. */
+    if (err < 0 && cut_back(slot) < 0 && report)
+        slot_log(slot, s, SG_FILTER_LOG_ERROR, "demo %s: cutting it back to its last whole "
+                 "message failed", slot->path);
     size = ftell(slot->fp);
     /* The final checkpoint signs the whole file, end marker included. */
     if (slot->signer && slot->written > 0 && fflush(slot->fp) == 0 &&
@@ -376,6 +414,7 @@ static int open_file(struct record_slot *slot, const struct record_conf *c,
             return err;
         }
         slot->written = 0;
+        slot->whole = 0;
         return 0;
     }
     slot->fp = fdopen(fd, "wb");
@@ -386,6 +425,7 @@ static int open_file(struct record_slot *slot, const struct record_conf *c,
         return err;
     }
     slot->written = 0;
+    slot->whole = 0;
     return 0;
 }
 
@@ -505,7 +545,9 @@ static int on_frame(struct sg_filter_call *call)
     /* The message, flushed at once. */
     n = s->codec->record(s->codec_state, f, slot->fp);
     if (n > 0 && fflush(slot->fp) != 0)
-        n = -errno;
+        n = sg_write_error();
+    if (n > 0)
+        mark_whole(slot);
     if (n > 0 && slot->written++ == 0) {
         slot->demos++;
         memcpy(slot->last, slot->path, sizeof(slot->last));
@@ -520,8 +562,12 @@ static int on_frame(struct sg_filter_call *call)
         slot->sign_failed = true;
     }
     if (n < 0) {
-        sg_filter_log(call, SG_FILTER_LOG_ERROR, "recording stopped: writing %s failed: %s",
-                      slot->path, sg_strerror(n));
+        int cut = cut_back(slot);
+
+        sg_filter_log(call, SG_FILTER_LOG_ERROR, "recording stopped: writing %s failed: %s; %s",
+                      slot->path, sg_strerror(n),
+                      cut < 0 ? "cutting it back to its last whole message failed"
+                              : "the demo ends at its last whole message");
         finish_file(slot, s, false, "");
         slot->failed = true;
         return n;

@@ -304,6 +304,8 @@ struct sg_sign_writer {
     char sigpath[PATH_MAX];
     crypto_generichash_state hs; /* the recording so far */
     uint64_t bytes;              /* written to fd */
+    crypto_generichash_state mark_hs; /* hs and bytes at the last whole item */
+    uint64_t mark_bytes;
     uint64_t seq;
     uint64_t last_ms;   /* monotonic time of the last checkpoint (or the start) */
     bool started;       /* last_ms is set */
@@ -426,6 +428,7 @@ int sg_sign_writer_create(struct sg_sign_writer **out, const struct sg_sign_key 
     w->sigfd = -1;
     w->interval_ms = interval_ms > 0 ? interval_ms : SG_SIGN_DEFAULT_INTERVAL_MS;
     crypto_generichash_init(&w->hs, NULL, 0, HASH_BYTES);
+    w->mark_hs = w->hs;
     if (snprintf(w->sigpath, sizeof(w->sigpath), "%s.sig", path) >= (int)sizeof(w->sigpath)) {
         err = -ENAMETOOLONG;
         goto err_free;
@@ -526,6 +529,24 @@ int sg_sign_writer_tick(struct sg_sign_writer *w, uint64_t now_ms, uint64_t item
     return checkpoint(w, items, false);
 }
 
+void sg_sign_writer_mark(struct sg_sign_writer *w)
+{
+    w->mark_hs = w->hs;
+    w->mark_bytes = w->bytes;
+}
+
+int sg_sign_writer_cut(struct sg_sign_writer *w)
+{
+    if (w->fd < 0)
+        return -EBADF;
+    if (ftruncate(w->fd, (off_t)w->mark_bytes) != 0 ||
+        lseek(w->fd, (off_t)w->mark_bytes, SEEK_SET) < 0)
+        return -errno;
+    w->hs = w->mark_hs;
+    w->bytes = w->mark_bytes;
+    return 0;
+}
+
 int sg_sign_writer_finish(struct sg_sign_writer *w, uint64_t items)
 {
     int rc = checkpoint(w, items, true);
@@ -544,6 +565,7 @@ void sg_sign_writer_destroy(struct sg_sign_writer *w, bool remove_sig)
     if (w->fd >= 0)
         close(w->fd);
     sodium_memzero(&w->hs, sizeof(w->hs));
+    sodium_memzero(&w->mark_hs, sizeof(w->mark_hs));
     free(w);
 }
 

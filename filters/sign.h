@@ -105,6 +105,20 @@ int sg_sign_writer_create(struct sg_sign_writer **out, const struct sg_sign_key 
  */
 int sg_sign_writer_tick(struct sg_sign_writer *w, uint64_t now_ms, uint64_t items);
 
+/*
+ * After a whole item (message) was written and the stream flushed: the
+ * recording may be cut back to here.
+ */
+void sg_sign_writer_mark(struct sg_sign_writer *w);
+
+/*
+ * A write failed part-way (a full disk): cut the recording back to the last
+ * mark (the file truncated, the hash as it was there), so that the file
+ * and its checkpoints end on a whole item.  The caller discards the
+ * stream's buffer first (__fpurge).  0 or a negative error.
+ */
+int sg_sign_writer_cut(struct sg_sign_writer *w);
+
 /* The final checkpoint (after the recording's last byte was flushed).  0 or a negative error. */
 int sg_sign_writer_finish(struct sg_sign_writer *w, uint64_t items);
 

@@ -59,3 +59,8 @@ const char *sg_errname(int err)
         return "E?";
     }
 }
+
+int sg_write_error(void)
+{
+    return errno > 0 ? -errno : -EIO;
+}

@@ -39,4 +39,12 @@ const char *sg_strerror(int err);
 /* The symbolic name of `err` ("SG_E_MALFORMED", "EINVAL", ...), static. */
 const char *sg_errname(int err);
 
+/*
+ * The error of the write that just failed (fwrite, fflush, write): its
+ * errno negated (-ENOSPC on a full disk, so it is told as "No space left on
+ * device"), or -EIO when the call left errno unset.  Call it right after
+ * the failure, before anything else can change errno.
+ */
+int sg_write_error(void);
+
 #endif

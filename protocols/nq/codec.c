@@ -1061,7 +1061,7 @@ static int write_block2(struct nqc *c, FILE *out, const uint8_t *head, size_t he
         sg_put_le32(hdr + 4 + 4 * k, c->view[k]);
     if (fwrite(hdr, 1, 16, out) != 16 || (head_len && fwrite(head, 1, head_len, out) != head_len) ||
         (tail_len && fwrite(tail, 1, tail_len, out) != tail_len) || fflush(out) != 0)
-        return -EIO;
+        return sg_write_error(); /* -ENOSPC on a full disk */
     return 1;
 }
 
@@ -1192,7 +1192,7 @@ int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out)
         c->rec_out = out;
         c->rec_started = true;
         if (fputs("-1\n", out) < 0)
-            return -EIO;
+            return sg_write_error();
         if (synth) {
             int err = synthesize(c, out);
             if (err < 0)

@@ -1037,7 +1037,7 @@ static int put_block(FILE *out, const uint8_t *d, size_t n)
     uint8_t h[4];
 
     sg_put_le32(h, (uint32_t)n);
-    return fwrite(h, 1, 4, out) == 4 && fwrite(d, 1, n, out) == n ? 0 : -EIO;
+    return fwrite(h, 1, 4, out) == 4 && fwrite(d, 1, n, out) == n ? 0 : sg_write_error();
 }
 
 /*
@@ -1198,7 +1198,7 @@ static int q2_record_end(void *state, FILE *out)
     if (c->trans)
         sg_q2_trans_record_end(c->trans, out);
     if (fwrite(end, 1, 4, out) != 4 || fflush(out) != 0)
-        return -EIO;
+        return sg_write_error();
     return 0;
 }
 

@@ -918,7 +918,7 @@ static int put_block(FILE *out, const uint8_t *d, size_t n)
     uint8_t h[4];
 
     sg_put_le32(h, (uint32_t)n);
-    return fwrite(h, 1, 4, out) == 4 && fwrite(d, 1, n, out) == n ? 0 : -EIO;
+    return fwrite(h, 1, 4, out) == 4 && fwrite(d, 1, n, out) == n ? 0 : sg_write_error();
 }
 
 /* CL_Record_f's startup blocks, from the state. */

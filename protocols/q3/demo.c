@@ -132,7 +132,7 @@ static int put_block(struct sg_q3_demo_writer *w, int32_t seq, int32_t len, cons
     sg_put_le32(hdr + 4, (uint32_t)len);
     if (fwrite(hdr, 1, sizeof(hdr), w->f) != sizeof(hdr) ||
         (len > 0 && fwrite(data, 1, (size_t)len, w->f) != (size_t)len))
-        w->error = -EIO;
+        w->error = sg_write_error(); /* -ENOSPC on a full disk */
     return w->error;
 }
 

@@ -160,7 +160,7 @@ static float block_time(const struct sg_qw_recorder *r, uint64_t ms)
 static int put(struct sg_qw_recorder *r, const void *data, size_t len)
 {
     if (fwrite(data, 1, len, r->out) != len)
-        return -EIO;
+        return sg_write_error(); /* -ENOSPC on a full disk */
     r->bytes += len;
     return 0;
 }
@@ -214,12 +214,13 @@ static int write_cmd(struct sg_qw_recorder *r, const struct sg_qw_rec_cmd *c)
 int sg_qw_rec_read(struct sg_qw_recorder *r, const uint8_t *data, size_t len)
 {
     uint8_t b[9];
+    int err;
 
     put_float(b, block_time(r, r->clock_ms));
     b[4] = DEM_READ;
     sg_put_le32(b + 5, (uint32_t)len);
-    if (put(r, b, sizeof(b)) < 0 || put(r, data, len) < 0)
-        return -EIO;
+    if ((err = put(r, b, sizeof(b))) < 0 || (err = put(r, data, len)) < 0)
+        return err;
     r->blocks++;
     return 0;
 }
@@ -278,9 +279,11 @@ static bool decodable(const struct sg_qw_recorder *r, uint32_t seq, const struct
            holds(r, c->delta);
 }
 
-/* The datagram again, its delta entities replaced by the whole frame. */
+/* The datagram again, its delta entities replaced by the whole frame; `*wrote`: the
+ * error (if any) is the file's, not the frame's. */
 static int rewrite(struct sg_qw_recorder *r, const struct sg_qw_track *t, uint32_t seq,
-                   const uint8_t *data, const struct sg_qw_parsed *p, const bool *dropped, int pe)
+                   const uint8_t *data, const struct sg_qw_parsed *p, const bool *dropped, int pe,
+                   bool *wrote)
 {
     uint8_t buf[SG_QW_MAX_DGRAM + 8];
     struct sg_bmsg_writer w;
@@ -301,6 +304,7 @@ static int rewrite(struct sg_qw_recorder *r, const struct sg_qw_track *t, uint32
     if (w.overflowed)
         return SG_E_OVERFLOW;
     r->rewritten++;
+    *wrote = true;
     return sg_qw_rec_read(r, buf, w.len);
 }
 
@@ -339,9 +343,11 @@ int sg_qw_rec_server(struct sg_qw_recorder *r, const struct sg_qw_track *t, bool
     /* The entities as they came when the playing client can decode them, else whole. */
     whole = decodable(r, seq, p, dropped, &pe);
     if (!whole && len >= 8 && t && sg_qw_track_has_frame(t, seq)) {
-        err = rewrite(r, t, seq, data, p, dropped, pe);
+        bool wrote = false;
+
+        err = rewrite(r, t, seq, data, p, dropped, pe, &wrote);
         whole = err == 0;
-        if (err < 0 && err != -EIO) /* the frame did not fit: as it came, then */
+        if (err < 0 && !wrote) /* the frame did not fit: as it came, then */
             err = sg_qw_rec_read(r, data, len);
     } else {
         err = sg_qw_rec_read(r, data, len);
@@ -370,7 +376,7 @@ int sg_qw_rec_end(struct sg_qw_recorder *r)
     if (r->started)
         err = sg_qw_rec_read(r, end, sizeof(end));
     if (fflush(r->out) != 0 && !err)
-        err = -errno;
+        err = sg_write_error();
     r->out = NULL;
     r->started = false;
     r->npend = 0;

@@ -15,8 +15,13 @@
 
 #include "protocols/error.h"
 
+#include "protocols/byteorder.h"
+#include "protocols/codec.h"
+
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +37,12 @@ void sg_record_slot_finish(const struct sg_filter_impl *impl, void *slot,
 
 /* ---- the fake demo writer ---- */
 
+#define BLOCK 1000 /* mode 3: every block (gamestate, message, end) is this long */
+
 struct writer {
     FILE *out; /* the demo being written */
-    int mode;  /* 0 write, 1 skip (waiting for a start), 2 fail */
+    int mode;  /* 0 write, 1 skip (waiting for a start), 2 fail, 3 BLOCK-byte blocks */
+    bool unplayable; /* record_end says nothing in the demo can be played */
     int records, ends, news;
     bool demo_ext; /* offer a demo writer at all */
 };
@@ -54,6 +62,21 @@ static int w_record(void *state, const struct sg_frame *f, FILE *out)
         return 0;
     if (w->mode == 2)
         return -ENOSPC;
+    if (w->mode == 3) {
+        char b[BLOCK];
+
+        memset(b, '.', sizeof(b));
+        b[BLOCK - 1] = '\n';
+        if (out != w->out) {
+            w->out = out;
+            w->news++;
+            b[0] = 'G';
+            if (fwrite(b, 1, sizeof(b), out) != sizeof(b))
+                return sg_write_error();
+        }
+        b[0] = 'M';
+        return fwrite(b, 1, sizeof(b), out) == sizeof(b) ? 1 : sg_write_error();
+    }
     if (out != w->out) {
         w->out = out;
         w->news++;
@@ -69,10 +92,21 @@ static int w_record_end(void *state, FILE *out)
 
     if (out != w->out)
         return 0;
-    fputs("E\n", out);
+    if (w->mode == 3) {
+        char b[BLOCK];
+
+        memset(b, '.', sizeof(b));
+        b[0] = 'E';
+        b[BLOCK - 1] = '\n';
+        fwrite(b, 1, sizeof(b), out);
+    } else {
+        fputs("E\n", out);
+    }
     w->out = NULL;
     w->ends++;
-    return fflush(out) == 0 ? 0 : -errno;
+    if (fflush(out) != 0)
+        return -errno;
+    return w->unplayable ? 1 : 0;
 }
 
 static const struct sg_codec writer_codec = {
@@ -342,6 +376,202 @@ static void test_empty_removed(void)
     CHECK(list_dir(dir, names, sizeof(names)) == 0);
     CHECK(w.records == 2);
     CHECK(strstr(c.log, "recording to") == NULL);
+}
+
+/* ---- a full disk ---- */
+
+/*
+ * `dir` becomes a tmpfs of `kib` KiB in a mount namespace of this process
+ * alone (a user namespace too when not root): a real full disk, where a
+ * write goes out in part and then fails with ENOSPC.  When that cannot be
+ * set up the case fails (it never skips).
+ */
+static bool small_disk(unsigned kib)
+{
+    char opt[32];
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+
+    if (unshare(uid == 0 ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+        fprintf(stderr, "unshare: %s (a private mount namespace is needed)\n", strerror(errno));
+        return false;
+    }
+    if (uid != 0) {
+        char map[64];
+        FILE *f;
+
+        if ((f = fopen("/proc/self/setgroups", "w"))) {
+            fputs("deny", f);
+            fclose(f);
+        }
+        snprintf(map, sizeof(map), "%u %u 1", (unsigned)uid, (unsigned)uid);
+        if (!(f = fopen("/proc/self/uid_map", "w")) || fputs(map, f) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "uid_map: %s\n", strerror(errno));
+            return false;
+        }
+        snprintf(map, sizeof(map), "%u %u 1", (unsigned)gid, (unsigned)gid);
+        if (!(f = fopen("/proc/self/gid_map", "w")) || fputs(map, f) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "gid_map: %s\n", strerror(errno));
+            return false;
+        }
+    }
+    snprintf(opt, sizeof(opt), "size=%uk", kib);
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("tmpfs", dir, "tmpfs", 0, opt) != 0) {
+        fprintf(stderr, "mount tmpfs on %s: %s\n", dir, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/* The tmpfs goes (its files with it) before the case's directory is removed. */
+static void small_disk_done(void)
+{
+    remove_tree(dir);
+    umount2(dir, MNT_DETACH);
+}
+
+/* The one demo file in `dir` (not its .sig), read whole; its length, or -1. */
+static long read_demo(char *out, size_t cap)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    long len = -1;
+
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        size_t nl = strlen(name);
+
+        if (name[0] != '.' && len < 0 && !(nl > 4 && strcmp(name + nl - 4, ".sig") == 0)) {
+            char path[600];
+            FILE *f;
+
+            snprintf(path, sizeof(path), "%s/%s", dir, name);
+            if ((f = fopen(path, "rb"))) {
+                len = (long)fread(out, 1, cap, f);
+                fclose(f);
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+    return len;
+}
+
+/*
+ * A full disk: the message that does not fit went out in part; the demo is
+ * cut back to its last whole block (the game's players read a demo to its
+ * last whole block and take a part of one for a broken file), recording
+ * stops, and the log says there is no space left.  Signed too: the .sig's
+ * checkpoints then cover exactly the file that is left.
+ */
+static void test_disk_full(void)
+{
+    static char data[65536];
+    struct fake_chain c;
+    struct sg_sign_key key;
+    long len;
+
+    CHECK(small_disk(16));
+    CHECK_EQ(sg_sign_keygen(&key), 0);
+    for (int signed_demo = 0; signed_demo < 2; signed_demo++) {
+        char sig[16384];
+        struct sg_sign_result res;
+        char line[512];
+
+        CHECK(open_rec(&c, NULL) == 0);
+        w.mode = 3;
+        if (signed_demo) {
+            c.session.sign_key = &key;
+            c.session.sign_interval_ms = 1000000;
+        }
+        for (int seq = 1; seq <= 40; seq++) /* 40 000 bytes into 16 KiB */
+            message(&c, seq, seq == 1 ? "dm" : NULL, "dm");
+        CHECK(c.chain->f[0].counters.errors == 1);
+        fake_chain_close(&c);
+        len = read_demo(data, sizeof(data));
+        CHECKF(len >= 8 * BLOCK && len % BLOCK == 0, "signed %d: the demo ends on a whole "
+               "block: %ld bytes", signed_demo, len);
+        for (long at = 0; at + BLOCK <= len; at += BLOCK)
+            CHECKF(strchr("GME", data[at]) && data[at + BLOCK - 1] == '\n', "block at %ld", at);
+        CHECKF(strstr(c.log, "recording stopped") && strstr(c.log, sg_strerror(-ENOSPC)),
+               "signed %d: the log says no space left: %s", signed_demo, c.log);
+        if (signed_demo && len > 0) {
+            char path[1200], sigpath[1220], names[1024];
+
+            list_dir(dir, names, sizeof(names));
+            snprintf(path, sizeof(path), "%s/%s", dir, names);
+            CHECKF(strchr(path, ' ') != NULL, "the demo and its .sig: %s", names);
+            if (strchr(path, ' '))
+                *strchr(path, ' ') = '\0'; /* "NAME NAME.sig" */
+            snprintf(sigpath, sizeof(sigpath), "%s.sig", path);
+            read_file(sigpath, sig, sizeof(sig));
+            sg_sign_verify_mem((const uint8_t *)sig, strlen(sig), (const uint8_t *)data,
+                               (size_t)len, key.pk, &res);
+            sg_sign_result_line(&res, line, sizeof(line));
+            CHECKF(res.verdict == SG_SIGN_WHOLE || res.verdict == SG_SIGN_PARTIAL, "%s", line);
+        }
+        remove_tree(dir);
+        mkdir(dir, 0700);
+    }
+    small_disk_done();
+}
+
+/* The same with the real NetQuake codec: its error is "no space left", not an I/O error. */
+static void test_disk_full_nq(void)
+{
+    static const uint8_t info[] = {11, 15, 0, 0, 0, 1, 0, 'x', 0, 'm', 'a', 'p', 's', '/',
+                                   'b', '.', 'b', 's', 'p', 0, 0, 0, 25, 1};
+    static uint8_t data[65536], dg[1200];
+    const struct sg_codec *nq = sg_codec_find("nq");
+    struct fake_chain c;
+    void *st = NULL;
+    long len, at;
+    int blocks = 0;
+
+    CHECK(small_disk(16));
+    CHECK(nq && nq->create(&st) == 0);
+    if (!nq || !st)
+        return;
+    CHECK(open_rec(&c, NULL) == 0);
+    c.session.codec = nq;
+    c.session.codec_state = st;
+    for (uint32_t seq = 0; seq < 40; seq++) {
+        const struct sg_frame *f = NULL;
+        size_t n;
+
+        if (seq == 0) { /* the serverinfo, reliable */
+            n = sizeof(info);
+            memcpy(dg + 8, info, n);
+            sg_put_be32(dg, 0x00090000u | (uint32_t)(n + 8));
+        } else if (seq == 1) { /* the sign-on's end, reliable */
+            n = 2;
+            dg[8] = 25;
+            dg[9] = 3;
+            sg_put_be32(dg, 0x00090000u | (uint32_t)(n + 8));
+        } else { /* svc_print of 900 bytes, unreliable */
+            dg[8] = 8;
+            memset(dg + 9, 'a', 900);
+            dg[9 + 900] = 0;
+            n = 1 + 901;
+            sg_put_be32(dg, 0x00100000u | (uint32_t)(n + 8));
+        }
+        sg_put_be32(dg + 4, seq);
+        CHECK(nq->decode(st, SG_DIR_S2C, dg, n + 8, &f) == 0 && f->kind == SG_FRAME_MESSAGE);
+        c.codec.frame = *f;
+        fake_chain_run(&c, seq, NULL);
+    }
+    fake_chain_close(&c);
+    len = read_demo((char *)data, sizeof(data));
+    CHECKF(len > 3 && memcmp(data, "-1\n", 3) == 0, "a demo: %ld bytes", len);
+    for (at = 3; len > 0 && at + 16 <= len; blocks++)
+        at += 16 + (long)sg_le32(data + at);
+    CHECKF(at == len && blocks >= 10, "the demo ends on a whole block: %ld of %ld bytes, %d blocks",
+           at, len, blocks);
+    CHECKF(strstr(c.log, "recording stopped") && strstr(c.log, sg_strerror(-ENOSPC)) &&
+           !strstr(c.log, sg_strerror(-EIO)), "the log says no space left: %s", c.log);
+    nq->destroy(st);
+    small_disk_done();
 }
 
 /* A write error stops this session's recording, logged once; frames still pass. */
@@ -836,6 +1066,8 @@ int main(int argc, char **argv)
         {"max_size_stop", test_max_size_stop},
         {"empty_removed", test_empty_removed},
         {"write_error", test_write_error},
+        {"disk_full", test_disk_full},
+        {"disk_full_nq", test_disk_full_nq},
         {"template", test_template},
         {"not_recorded", test_not_recorded},
         {"dropped", test_dropped},
