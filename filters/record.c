@@ -16,7 +16,8 @@
  * reads up to its last whole message; the end marker is written when the
  * level changes, a part reaches `max_size`, the session ends (which covers
  * SIGTERM and a reload that changes the filters).  A file that never got a
- * message is removed.  A write error (a full disk) stops recording for that
+ * message is removed, and so is one the codec says no player can play (the
+ * sign-on alone).  A write error (a full disk) stops recording for that
  * session only, is logged once, and never touches the relaying; the file is
  * cut back to its last whole message (a short write leaves part of one,
  * which the games' players take for a broken demo) and ends there.
@@ -303,10 +304,12 @@ static int cut_back(struct record_slot *slot)
     return 0;
 }
 
-/* Write the end marker and close; a file without a message goes away.  `why`: "" or "; reason" */
+/* Write the end marker and close; a file without a message, or one the codec says no player
+ * can play, goes away.  `why`: "" or "; reason" */
 static void finish_file(struct record_slot *slot, const struct sg_filter_session *s, bool report,
                         const char *why)
 {
+    bool unplayable = false;
     int err = 0;
     long size;
 
@@ -314,6 +317,9 @@ static void finish_file(struct record_slot *slot, const struct sg_filter_session
         return;
     if (s->codec && s->codec->record_end && s->codec_state)
         err = s->codec->record_end(s->codec_state, slot->fp);
+    unplayable = err == 1;
+    if (err == 1)
+        err = 0;
     if (err == 0 && fflush(slot->fp) != 0)
         err = sg_write_error();
     /* The end marker did not fit: the demo ends at its last whole message. */
@@ -328,6 +334,15 @@ static void finish_file(struct record_slot *slot, const struct sg_filter_session
     if (fclose(slot->fp) != 0 && err == 0)
         err = -errno;
     slot->fp = NULL;
+    if (unplayable && slot->written > 0) {
+        if (report)
+            slot_log(slot, s, SG_FILTER_LOG_INFO, "demo %s removed: nothing in it to play (%llu "
+                     "messages, the sign-on alone)", slot->path,
+                     (unsigned long long)slot->written);
+        slot->written = 0;
+        if (slot->demos > 0)
+            slot->demos--;
+    }
     sg_sign_writer_destroy(slot->signer, slot->written == 0);
     slot->signer = NULL;
     if (slot->written == 0) {

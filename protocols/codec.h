@@ -318,7 +318,9 @@ struct sg_codec {
      * state when recording starts mid-level).  Returns 1 written, 0 skipped
      * (waiting for a starting point), or a negative error (a write error:
      * recording should stop).  record_end() writes the end marker and
-     * flushes; `out` stays open.  The caller ends the demo where the
+     * flushes; `out` stays open; it returns 0, or 1 when the demo holds
+     * nothing a player can play (the sign-on alone: the caller removes the
+     * file), or a negative error.  The caller ends the demo where the
      * player's own would: at a C2S frame marked `disconnect`, after an S2C
      * frame whose SG_MSG_DISCONNECT message reached the client, at a new
      * level, at session end.

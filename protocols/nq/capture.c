@@ -27,6 +27,7 @@ struct flow {
     void *st; /* the codec's session state */
     char *record_base;
     FILE *rec;
+    char rec_path[4096]; /* the demo being written */
     unsigned demos;
     bool record_failed, ended;
     uint64_t datagrams, messages, identical, oob, rejected, errors;
@@ -74,43 +75,47 @@ static int nq_capture_create(void **flow, const char *record_base)
     return 0;
 }
 
+/* End the demo; one that holds nothing a player can play (nothing, or the sign-on alone) goes. */
 static int stop_recording(struct flow *fl)
 {
-    int errors = 0;
+    int errors = 0, rc;
 
     if (!fl->rec)
         return 0;
-    if (sg_nq_record_end(fl->st, fl->rec) < 0)
+    rc = sg_nq_record_end(fl->st, fl->rec);
+    if (rc < 0)
         errors++;
     if (fclose(fl->rec) != 0)
         errors++;
     fl->rec = NULL;
     if (errors)
-        fprintf(stderr, "slipgate pcap: %s.dem: demo write failed\n", fl->record_base);
+        fprintf(stderr, "slipgate pcap: %s: demo write failed\n", fl->rec_path);
+    else if (rc == 1 && remove(fl->rec_path) == 0)
+        fl->demos--;
     return errors;
 }
 
 static int start_recording(struct flow *fl)
 {
-    size_t cap = strlen(fl->record_base) + 32;
-    char *path = malloc(cap);
+    char *path = fl->rec_path;
+    size_t cap = sizeof(fl->rec_path);
+    int n;
 
-    if (!path) {
+    if (fl->demos > 0)
+        n = snprintf(path, cap, "%s-%u.dem", fl->record_base, fl->demos + 1);
+    else
+        n = snprintf(path, cap, "%s.dem", fl->record_base);
+    if (n < 0 || (size_t)n >= cap) {
+        fprintf(stderr, "slipgate pcap: %s: %s\n", fl->record_base, strerror(ENAMETOOLONG));
         fl->record_failed = true;
         return 1;
     }
-    if (fl->demos > 0)
-        snprintf(path, cap, "%s-%u.dem", fl->record_base, fl->demos + 1);
-    else
-        snprintf(path, cap, "%s.dem", fl->record_base);
     fl->rec = fopen(path, "wb");
     if (!fl->rec) {
         fprintf(stderr, "slipgate pcap: %s: %s\n", path, strerror(errno));
         fl->record_failed = true;
-        free(path);
         return 1;
     }
-    free(path);
     fl->demos++;
     return 0;
 }

@@ -125,6 +125,8 @@ struct nqc {
     uint32_t view[3];
     FILE *rec_out;   /* the demo being written, or NULL */
     bool rec_started;
+    bool rec_signon; /* the demo holds the whole sign-on (svc_signonnum 3) */
+    bool rec_game;   /* and a block after it: something a player can play */
     struct level *lv; /* what a demo started mid-level needs (see track()) */
 };
 
@@ -563,7 +565,9 @@ static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size
     if (err == -ENOMEM || grow(c, len) < 0)
         return -ENOMEM;
     if (c->parsed.serverinfo) {
-        c->frame.new_level = true;
+        /* A resend of the reliable message that carried it is the same
+         * message (the client's copy was lost): no new level. */
+        c->frame.new_level = !c->is_resend;
         snprintf(c->frame.level, sizeof(c->frame.level), "%s", c->parsed.level);
     }
     if (c->parsed.unsupported_op >= 0 && c->unsupported_op < 0)
@@ -1173,11 +1177,13 @@ static const char *nq_demo_ext(void *state)
  * reliable message's earlier pieces went out as they came), once (a resend
  * of its last piece, which the client drops, is not written again).  A
  * new demo starts at a serverinfo (a level's start) with the cd-track line
- * ("-1": no track forced); until then it waits.
+ * ("-1": no track forced); until then it waits.  A resend of the message
+ * that carried the serverinfo is that message again: not a new demo.
  */
 int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out)
 {
     struct nqc *c = state;
+    int err;
     bool rebuilt = frame == &c->frame && c->out_sent;
     size_t head = rebuilt && c->is_reliable ? c->rel[frame->dir].last_at : 0;
     size_t len = rebuilt ? head + (c->out_len - 8) : frame->msg_len;
@@ -1191,33 +1197,47 @@ int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out)
             return 0; /* mid-level, nothing known of the level: wait for its serverinfo */
         c->rec_out = out;
         c->rec_started = true;
+        c->rec_signon = synth; /* the synthesized start ends with signon 3 */
+        c->rec_game = false;
         if (fputs("-1\n", out) < 0)
             return sg_write_error();
-        if (synth) {
-            int err = synthesize(c, out);
-            if (err < 0)
-                return err;
-        }
+        if (synth && (err = synthesize(c, out)) < 0)
+            return err;
     }
     if (len > SG_NQ_DEM_MAX_BLOCK)
         return SG_E_TOOBIG;
     if (rebuilt)
-        return write_block2(c, out, frame->msg, head, c->out + 8, c->out_len - 8);
-    return write_block(c, out, frame->msg, frame->msg_len);
+        err = write_block2(c, out, frame->msg, head, c->out + 8, c->out_len - 8);
+    else
+        err = write_block(c, out, frame->msg, frame->msg_len);
+    if (err > 0) {
+        c->rec_game = c->rec_game || c->rec_signon;
+        if (frame->msg == c->frame.msg && c->parsed.signon >= 3)
+            c->rec_signon = true;
+    }
+    return err;
 }
 
-/* The end as the player's `stop` writes it: a block holding svc_disconnect. */
+/*
+ * The end as the player's `stop` writes it: a block holding svc_disconnect.
+ * 1 when the demo holds nothing a player can play (nothing, or the sign-on
+ * alone: quakespasm and DarkPlaces take an empty .dem for an invalid demo
+ * and hang), which the caller removes.
+ */
 int sg_nq_record_end(void *state, FILE *out)
 {
     struct nqc *c = state;
     static const uint8_t disconnect = 2;
+    bool started = c->rec_out == out && c->rec_started;
     int err = 0;
 
-    if (c->rec_out == out && c->rec_started)
+    if (started)
         err = write_block(c, out, &disconnect, 1);
     c->rec_out = NULL;
     c->rec_started = false;
-    return err < 0 ? err : 0;
+    if (err < 0)
+        return err;
+    return started && c->rec_game ? 0 : 1;
 }
 
 /* ---- the rest ---- */

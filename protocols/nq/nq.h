@@ -113,7 +113,8 @@ int sg_nq_relay_handshake(union sg_relay_state *rs, const struct sg_relay_ctx *c
                           enum sg_dir dir, const uint8_t *data, size_t len,
                           struct sg_relay_move *out);
 
-/* Recording hooks (codec.c), also used by the capture decoder (capture.c). */
+/* Recording hooks (codec.c), also used by the capture decoder (capture.c).
+ * sg_nq_record_end returns 1 when the demo holds nothing a player can play. */
 int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out);
 int sg_nq_record_end(void *state, FILE *out);
 extern const struct sg_capture_impl sg_nq_capture_impl;

@@ -378,6 +378,22 @@ static void test_empty_removed(void)
     CHECK(strstr(c.log, "recording to") == NULL);
 }
 
+/* A demo the codec says no player can play (the sign-on alone) is removed when it ends. */
+static void test_unplayable_removed(void)
+{
+    struct fake_chain c;
+    char names[1024];
+
+    CHECK(open_rec(&c, NULL) == 0);
+    w.unplayable = true;
+    message(&c, 1, "dm", NULL);
+    message(&c, 2, NULL, "dm");
+    CHECK(list_dir(dir, names, sizeof(names)) == 1);
+    fake_chain_close(&c);
+    CHECKF(list_dir(dir, names, sizeof(names)) == 0, "left: %s", names);
+    CHECKF(strstr(c.log, "nothing in it to play") != NULL, "%s", c.log);
+}
+
 /* ---- a full disk ---- */
 
 /*
@@ -1066,6 +1082,7 @@ int main(int argc, char **argv)
         {"max_size_stop", test_max_size_stop},
         {"empty_removed", test_empty_removed},
         {"write_error", test_write_error},
+        {"unplayable_removed", test_unplayable_removed},
         {"disk_full", test_disk_full},
         {"disk_full_nq", test_disk_full_nq},
         {"template", test_template},

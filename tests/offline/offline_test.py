@@ -277,6 +277,94 @@ def case_pcap_nq():
         expect(rc == 0 and "errors:       0 decode" in out and "map:          box" in out, out)
 
 
+def _udp_frame(src, dst, payload):
+    """An Ethernet + IPv4 + UDP frame (checksums 0: nothing checks them)."""
+    def ip4(a):
+        return bytes(int(x) for x in a.split("."))
+    udp = struct.pack(">HHHH", src[1], dst[1], 8 + len(payload), 0) + payload
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0, ip4(src[0]),
+                     ip4(dst[0])) + udp
+    return b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00" + ip
+
+
+def write_pcap(path, events):
+    """A classic pcap of (client, server, 'c2s' or 's2c', payload) events."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        for i, (client, server, way, payload) in enumerate(events):
+            frame = _udp_frame(client, server, payload) if way == "c2s" else \
+                _udp_frame(server, client, payload)
+            f.write(struct.pack("<IIII", 1000 + i // 100, (i % 100) * 10000, len(frame),
+                                len(frame)))
+            f.write(frame)
+
+
+NQ_DATA, NQ_ACK, NQ_EOM, NQ_UNREL = 0x00010000, 0x00020000, 0x00080000, 0x00100000
+
+
+def nq_dgram(flags, seq, payload=b""):
+    return struct.pack(">II", flags | (8 + len(payload)), seq) + payload
+
+
+def case_pcap_nq_resent_signon():
+    """A server that resends its sign-on to a lossy client: the resent
+    reliable message that carries svc_serverinfo (the same sequence) is
+    the same message, not a new level: `pcap decode --record` writes one
+    .dem, and no file that no player can play (empty, or the sign-on
+    alone: quakespasm calls an empty .dem invalid and hangs).  A second
+    client that leaves after the serverinfo leaves no file at all."""
+    server = ("10.0.0.1", 26001)
+    lossy, quitter = ("10.0.0.2", 40000), ("10.0.0.3", 40001)
+    info = (b"\x0b" + struct.pack("<i", 15) + b"\x01\x00" + b"box\x00" +
+            b"maps/box.bsp\x00\x00" + b"\x00" + b"\x19\x01")        # + svc_signonnum 1
+    ev = []
+
+    def s2c(client, *d):
+        ev.extend((client, server, "s2c", x) for x in d)
+
+    def c2s(client, *d):
+        ev.extend((client, server, "c2s", x) for x in d)
+
+    s2c(lossy, nq_dgram(NQ_DATA | NQ_EOM, 0, info))
+    for _ in range(6):  # the client's copies were lost: the same message again, and again
+        c2s(lossy, nq_dgram(NQ_UNREL, 0 + len(ev), b"\x01"))
+        s2c(lossy, nq_dgram(NQ_DATA | NQ_EOM, 0, info))
+    c2s(lossy, nq_dgram(NQ_ACK, 0), nq_dgram(NQ_DATA | NQ_EOM, 0, b"\x04prespawn\x00"))
+    s2c(lossy, nq_dgram(NQ_ACK, 0), nq_dgram(NQ_DATA | NQ_EOM, 1, b"\x19\x02"))
+    s2c(lossy, nq_dgram(NQ_DATA | NQ_EOM, 1, b"\x19\x02"))  # resent too
+    c2s(lossy, nq_dgram(NQ_ACK, 1), nq_dgram(NQ_DATA | NQ_EOM, 1, b"\x04spawn\x00"))
+    s2c(lossy, nq_dgram(NQ_ACK, 1),
+        nq_dgram(NQ_DATA | NQ_EOM, 2, b"\x07" + struct.pack("<f", 1.0) + b"\x19\x03"))
+    c2s(lossy, nq_dgram(NQ_ACK, 2), nq_dgram(NQ_DATA | NQ_EOM, 2, b"\x04begin\x00"))
+    for k in range(5):  # the game
+        s2c(lossy, nq_dgram(NQ_UNREL, k, b"\x07" + struct.pack("<f", 1.1 + k / 10) + b"\x01"))
+    c2s(lossy, nq_dgram(NQ_UNREL, 100, b"\x02"))  # clc_disconnect
+    s2c(quitter, nq_dgram(NQ_DATA | NQ_EOM, 0, info))
+    c2s(quitter, nq_dgram(NQ_ACK, 0), nq_dgram(NQ_UNREL, 0, b"\x02"))
+    with tempfile.TemporaryDirectory() as tmp:
+        cap = os.path.join(tmp, "lossy.pcap")
+        rec = os.path.join(tmp, "rec")
+        os.mkdir(rec)
+        write_pcap(cap, ev)
+        rc, out, err = pcap(cap, "-p", "nq", "--record", rec)
+        expect(rc == 0 and " 0 errors" in err, "exit 0, 0 errors: %d %s" % (rc, err[-800:]))
+        dems = sorted(os.listdir(rec))
+        sizes = {f: os.path.getsize(os.path.join(rec, f)) for f in dems}
+        expect(len(dems) == 1, "one demo, the lossy client's, and no other file: %s" % sizes)
+        path = os.path.join(rec, dems[0])
+        expect(dems[0].startswith("10.0.0.2"), "the lossy client's demo: %s" % dems)
+        head, blocks = dem_blocks(path)
+        msgs = [b for b, _ in blocks]
+        expect(head == b"-1\n" and msgs[0] == info and msgs.count(info) == 1,
+               "the serverinfo once, at the start: %r" % msgs[:3])
+        expect(msgs[1:3] == [b"\x19\x02", b"\x07" + struct.pack("<f", 1.0) + b"\x19\x03"],
+               "the sign-on, once each: %r" % msgs[:4])
+        expect(len(msgs) == 1 + 2 + 5 + 1 and msgs[-1] == b"\x02",
+               "the game's 5 frames and the end: %d blocks" % len(msgs))
+        rc, out, _ = run("demo", "info", path)
+        expect(rc == 0 and "errors:       0 decode" in out and "map:          box" in out, out)
+
+
 def case_nq_golden():
     """Golden dumps (tests/nq/golden): `demo dump` of the 666 demo and
     `pcap decode` of the quakespasm + DarkPlaces capture, line for line.
