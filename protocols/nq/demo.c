@@ -5,10 +5,22 @@
  * server's message of that length (the DEM seed §5).  Each message is
  * decoded (nq.h) with the protocol its serverinfo gave, and re-encoded
  * from its fields.
+ *
+ * DarkPlaces keeps the CSQC program (csprogs.dat) in its demos: when the
+ * program loads while a demo is recorded (csprogs.c CL_VM_Init, cut in at
+ * the file's start; the server's demos alike), each as a block of its own,
+ * a stufftext "\ncl_downloadbegin SIZE NAME\n", the program in
+ * svc_downloaddata messages (DarkPlaces opcode 50: long offset, short size
+ * read unsigned, the bytes; its NET_MAXMESSAGE of 65 536 makes a whole
+ * block 65 536 bytes, 65 529 of them data) and a stufftext
+ * "\ncl_downloadfinished SIZE CRC\n" (CRC-16-CCITT of the program, as
+ * CRC_Block).  No NetQuake protocol has opcode 50: between the two
+ * stufftexts such a block is read as what it is, a piece of the program.
  */
 #include "protocols/nq/nq.h"
 
 #include "protocols/byteorder.h"
+#include "protocols/crc16.h"
 #include "protocols/error.h"
 #include "protocols/text.h"
 
@@ -19,6 +31,9 @@
 #include <string.h>
 
 #define TRACK_MAX 32 /* the cd-track line's bytes, '\n' included */
+
+#define DP_SVC_DOWNLOADDATA 50
+#define DP_DOWNLOAD_HEAD    7 /* byte svc_downloaddata, long offset, short size */
 
 int sg_nq_dem_probe(const uint8_t *head, size_t len)
 {
@@ -50,6 +65,16 @@ struct dem {
     bool too_long;  /* a block length no demo has */
     struct sg_nq_proto proto;
     struct sg_nq_parsed parsed;
+    /* DarkPlaces' CSQC program in the demo (see the top) */
+    struct {
+        bool open;       /* after cl_downloadbegin, before cl_downloadfinished */
+        bool seen, finished, crc_ok;
+        char name[64];
+        uint32_t size, got, blocks, crc_said;
+        uint16_t crc;
+    } cs;
+    bool cs_block;           /* the block read last is a piece of it */
+    uint32_t cs_offset, cs_len;
 };
 
 static int dem_open(struct dem *d, FILE *in)
@@ -110,6 +135,96 @@ static int dem_next(struct dem *d)
     return 1;
 }
 
+/* The stufftext that makes up the whole block read last, NUL-terminated into `out`; false if not. */
+static bool block_stufftext(const struct dem *d, char *out, size_t cap)
+{
+    if (d->len < 3 || d->buf[0] != 9 || d->buf[d->len - 1] != 0 || d->len - 1 > cap ||
+        memchr(d->buf + 1, 0, d->len - 2))
+        return false;
+    memcpy(out, d->buf + 1, d->len - 1);
+    return true;
+}
+
+/* The CSQC program's stufftexts: its start and its end (size and CRC checked). */
+static void csprogs_text(struct dem *d)
+{
+    char text[256], name[64];
+    unsigned long size;
+    long crc;
+
+    if (!block_stufftext(d, text, sizeof(text)))
+        return;
+    if (sscanf(text, "\ncl_downloadbegin %lu %63s", &size, name) == 2 && size <= UINT32_MAX) {
+        memset(&d->cs, 0, sizeof(d->cs));
+        d->cs.open = d->cs.seen = true;
+        d->cs.size = (uint32_t)size;
+        d->cs.crc = 0xffff;
+        snprintf(d->cs.name, sizeof(d->cs.name), "%s", name);
+    } else if (d->cs.open && sscanf(text, "\ncl_downloadfinished %lu %ld", &size, &crc) == 2) {
+        d->cs.open = false;
+        d->cs.finished = true;
+        d->cs.crc_said = (uint32_t)crc;
+        d->cs.crc_ok = size == d->cs.size && d->cs.got == d->cs.size && crc == d->cs.crc;
+    }
+}
+
+/*
+ * Decode the block read last: a piece of DarkPlaces' CSQC program (then
+ * d->cs_block, and no messages in d->parsed), or the game's messages.
+ * 0 or the parser's error.
+ */
+static int dem_parse(struct dem *d)
+{
+    int err;
+
+    d->cs_block = false;
+    if (d->cs.open && d->len >= DP_DOWNLOAD_HEAD && d->buf[0] == DP_SVC_DOWNLOADDATA) {
+        uint32_t off = sg_le32(d->buf + 1), n = sg_le16(d->buf + 5);
+
+        if (d->len == DP_DOWNLOAD_HEAD + n && off == d->cs.got && n <= d->cs.size - off) {
+            d->cs_block = true;
+            d->cs_offset = off;
+            d->cs_len = n;
+            d->cs.crc = sg_crc16_ccitt(d->cs.crc, d->buf + DP_DOWNLOAD_HEAD, n);
+            d->cs.got += n;
+            d->cs.blocks++;
+            return sg_nq_parse(SG_DIR_S2C, &d->proto, d->buf, 0, &d->parsed); /* none */
+        }
+    }
+    err = sg_nq_parse(SG_DIR_S2C, &d->proto, d->buf, d->len, &d->parsed);
+    csprogs_text(d);
+    return err;
+}
+
+/* The piece of the CSQC program again, from its offset, size and bytes. */
+static void csprogs_write(const struct dem *d, struct sg_bmsg_writer *w)
+{
+    sg_bmsg_write_u8(w, DP_SVC_DOWNLOADDATA);
+    sg_bmsg_write_s32(w, (int32_t)d->cs_offset);
+    sg_bmsg_write_u16(w, d->cs_len);
+    sg_bmsg_write_data(w, d->buf + DP_DOWNLOAD_HEAD, d->cs_len);
+}
+
+/* "csprogs:" for info; the number of errors it found (an incomplete program or a wrong CRC). */
+static int csprogs_info(const struct dem *d, FILE *out)
+{
+    if (!d->cs.seen)
+        return 0;
+    fprintf(out, "csprogs:      ");
+    for (const char *s = d->cs.name; *s; s++)
+        fputc((unsigned char)*s > 32 && (unsigned char)*s < 127 ? *s : '.', out);
+    fprintf(out, ", %" PRIu32 " bytes in %" PRIu32 " blocks, ", d->cs.size, d->cs.blocks);
+    if (!d->cs.finished)
+        fprintf(out, "not finished (%" PRIu32 " bytes came)", d->cs.got);
+    else if (d->cs.crc_ok)
+        fprintf(out, "CRC %" PRIu32 " matches", d->cs.crc_said);
+    else
+        fprintf(out, "CRC %" PRIu32 " or size does not match (%" PRIu32 " bytes, CRC %u)",
+                d->cs.crc_said, d->cs.got, (unsigned)d->cs.crc);
+    fprintf(out, " (DarkPlaces' CSQC program)\n");
+    return d->cs.finished && d->cs.crc_ok ? 0 : 1;
+}
+
 static float angle_of(const uint8_t *p)
 {
     uint32_t u = sg_le32(p);
@@ -143,9 +258,9 @@ static int nq_demo_info(FILE *in, const char *name, FILE *out)
         return 1;
     }
     while ((rc = dem_next(&d)) > 0) {
-        if (sg_nq_parse(SG_DIR_S2C, &d.proto, d.buf, d.len, &d.parsed) < 0)
+        if (dem_parse(&d) < 0)
             errors++;
-        msgs += d.parsed.nmsgs;
+        msgs += d.parsed.nmsgs + d.cs_block;
         if (d.parsed.unsupported_op >= 0 && unsupported < 0)
             unsupported = d.parsed.unsupported_op;
         for (uint32_t i = 0; i < d.parsed.nmsgs; i++) {
@@ -204,6 +319,7 @@ static int nq_demo_info(FILE *in, const char *name, FILE *out)
             d.blocks, msgs, levels, texts);
     if (unsupported >= 0)
         fprintf(out, "unsupported:  opcode %d and later relayed undecoded\n", unsupported);
+    errors += (uint64_t)csprogs_info(&d, out);
     fprintf(out, "errors:       %" PRIu64 " decode%s%s\n", errors,
             d.truncated ? ", the file ends inside a block" : "",
             d.too_long ? ", a block length over 1 MiB" : "");
@@ -282,7 +398,7 @@ static int nq_demo_dump(FILE *in, const char *name, bool json, FILE *out)
     else
         fprintf(out, "# cd track %d\n", track_number(&d));
     while ((rc = dem_next(&d)) > 0) {
-        int err = sg_nq_parse(SG_DIR_S2C, &d.proto, d.buf, d.len, &d.parsed);
+        int err = dem_parse(&d);
         if (err < 0)
             errors++;
         if (json)
@@ -308,6 +424,14 @@ static int nq_demo_dump(FILE *in, const char *name, bool json, FILE *out)
             }
             fputs(json ? "]}" : "\n", out);
         }
+        if (d.cs_block && json)
+            fprintf(out, "{\"op\":%d,\"name\":\"svc_downloaddata\",\"fields\":[[\"offset\",%" PRIu32
+                         "],[\"size\",%" PRIu32 "],[\"data\",\"%" PRIu32 " bytes\"]]}",
+                    DP_SVC_DOWNLOADDATA, d.cs_offset, d.cs_len, d.cs_len);
+        else if (d.cs_block)
+            fprintf(out, "  svc_downloaddata offset=%" PRIu32 " size=%" PRIu32 " data=<%" PRIu32
+                         " bytes> (a piece of DarkPlaces' CSQC program)\n",
+                    d.cs_offset, d.cs_len, d.cs_len);
         if (json)
             fprintf(out, "]%s%s%s}\n", err < 0 ? ",\"error\":\"" : "", err < 0 ? sg_strerror(err) : "",
                     err < 0 ? "\"" : "");
@@ -352,7 +476,7 @@ static int nq_demo_reencode(FILE *in, const char *name, FILE *out, FILE *report)
         uint8_t hdr[16];
         const uint8_t *body;
         size_t body_len;
-        int err = sg_nq_parse(SG_DIR_S2C, &d.proto, d.buf, d.len, &d.parsed);
+        int err = dem_parse(&d);
 
         if (wcap < d.len + 16) {
             uint8_t *b = realloc(wbuf, d.len + 16);
@@ -364,11 +488,13 @@ static int nq_demo_reencode(FILE *in, const char *name, FILE *out, FILE *report)
             wcap = d.len + 16;
         }
         sg_bmsg_writer_init(&w, wbuf, wcap);
-        msgs += d.parsed.nmsgs;
+        msgs += d.parsed.nmsgs + d.cs_block;
         if (err < 0)
             errors++;
+        if (d.cs_block)
+            csprogs_write(&d, &w);
         if (err == SG_E_OVERFLOW || err == -ENOMEM || err == SG_E_TOOBIG ||
-            sg_nq_write(&d.parsed, NULL, &w) < 0) {
+            (!d.cs_block && sg_nq_write(&d.parsed, NULL, &w) < 0) || w.overflowed) {
             body = d.buf; /* not whole: the block as it came */
             body_len = d.len;
         } else {
@@ -458,7 +584,7 @@ static int nq_demo_cut(FILE *in, const char *name, FILE *out, int32_t from_ms, i
         int64_t t;
         bool timed;
 
-        if (sg_nq_parse(SG_DIR_S2C, &d.proto, d.buf, d.len, &d.parsed) < 0)
+        if (dem_parse(&d) < 0)
             errors++;
         timed = block_time(&d.parsed, &t);
         if (timed) {

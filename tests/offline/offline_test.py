@@ -365,6 +365,77 @@ def case_pcap_nq_resent_signon():
         expect(rc == 0 and "errors:       0 decode" in out and "map:          box" in out, out)
 
 
+def crc16_ccitt(data):
+    """Quake's CRC_Block: CRC-16-CCITT from 0xffff, no final xor."""
+    crc = 0xffff
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xffff
+    return crc
+
+
+def dp_csprogs_demo(path, size=100000):
+    """A DarkPlaces client demo as CL_VM_Init writes it when the CSQC
+    program loads while recording (csprogs.c MakeDownloadPacket, cut in at
+    the file's start): the cd-track line, a stufftext
+    "\\ncl_downloadbegin SIZE NAME\\n", csprogs.dat in blocks of one
+    svc_downloaddata (50: long offset, short size, the bytes; NET_MAXMESSAGE
+    65536 makes a whole block 65 536 bytes, 65 529 of data), a stufftext
+    "\\ncl_downloadfinished SIZE CRC\\n"; then the game (protocol 15)."""
+    prog = bytes((i * 7 + (i >> 8)) & 0xff for i in range(size))
+    blocks = [b"\x09\ncl_downloadbegin %d csprogs.dat\n\x00" % size]
+    for off in range(0, size, 65529):
+        part = prog[off:off + 65529]
+        blocks.append(b"\x32" + struct.pack("<iH", off, len(part)) + part)
+    blocks.append(b"\x09\ncl_downloadfinished %d %d\n\x00" % (size, crc16_ccitt(prog)))
+    blocks.append(b"\x0b" + struct.pack("<i", 15) + b"\x01\x00" + b"dp\x00" +
+                  b"maps/dp.bsp\x00\x00" + b"\x00" + b"\x19\x01")
+    blocks.append(b"\x19\x02")
+    blocks.append(b"\x07" + struct.pack("<f", 1.0) + b"\x19\x03")
+    for k in range(3):
+        blocks.append(b"\x07" + struct.pack("<f", 1.1 + k / 10) + b"\x01")
+    blocks.append(b"\x02")
+    with open(path, "wb") as f:
+        f.write(b"-1\n")
+        for b in blocks:
+            f.write(struct.pack("<I3f", len(b), 0.0, 90.0, 0.0) + b)
+    return blocks
+
+
+def case_demo_dp_csprogs():
+    """A DarkPlaces client demo that holds csprogs.dat in 65 536-byte
+    svc_downloaddata blocks: `demo info` reads them as the CSQC program
+    they are (no decode error, its size and CRC checked), `demo dump`
+    shows them, `demo reencode` writes the file back byte-identical and
+    exits 0, and `demo cut` keeps them with the preamble."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "dp.dem")
+        blocks = dp_csprogs_demo(src)
+        expect(len(blocks[1]) == 65536, "a whole csprogs block is 65 536 bytes")
+        rc, out, err = run("demo", "info", src)
+        expect(rc == 0 and "errors:       0 decode" in out and "map:          dp" in out,
+               "info: exit %d\n%s%s" % (rc, out, err))
+        expect(re.search(r"csprogs: +csprogs\.dat, 100000 bytes in 2 blocks, CRC \d+ matches", out),
+               "info names the CSQC program: " + out)
+        rc, out, err = run("demo", "dump", src)
+        expect(rc == 0 and out.count("svc_downloaddata") == 2 and "offset=65529" in out,
+               "dump: exit %d\n%s%s" % (rc, out[:1500], err))
+        rc, out, err = run("demo", "dump", src, "--json")
+        expect(rc == 0 and out.count('"svc_downloaddata"') == 2, "dump --json: %d %s" % (rc, err))
+        dst = os.path.join(tmp, "re.dem")
+        rc, out, err = run("demo", "reencode", src, dst)
+        with open(src, "rb") as a, open(dst, "rb") as b:
+            same = a.read() == b.read()
+        expect(same, "reencode writes the demo back byte-identical")
+        expect(rc == 0, "reencode exits 0 when its output is identical: %d %s %s" % (rc, out, err))
+        cut = os.path.join(tmp, "cut.dem")
+        rc, out, err = run("demo", "cut", src, cut, "--from", "1050", "--to", "1150")
+        expect(rc == 0, "cut: %d %s %s" % (rc, out, err))
+        _, kept = dem_blocks(cut)
+        expect([b for b, _ in kept[:3]] == blocks[:3], "the cut keeps the CSQC program first")
+
+
 def case_nq_golden():
     """Golden dumps (tests/nq/golden): `demo dump` of the 666 demo and
     `pcap decode` of the quakespasm + DarkPlaces capture, line for line.
