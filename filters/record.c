@@ -38,6 +38,7 @@
 #include "filters/filter.h"
 #include "filters/sign.h"
 
+#include "protocols/demofile.h"
 #include "protocols/error.h"
 
 #include <errno.h>
@@ -289,19 +290,17 @@ static void mark_whole(struct record_slot *slot)
 
 /*
  * A write failed (a full disk: the last one went out in part): cut the
- * file back to its last whole message.  What the stream still buffers is
- * dropped, never written.  0 or a negative error.
+ * file back to its last whole message (protocols/demofile.h; a signed
+ * demo's signer cuts its descriptor and its hash).  0 or a negative error.
  */
 static int cut_back(struct record_slot *slot)
 {
-    __fpurge(slot->fp);
-    clearerr(slot->fp);
-    if (slot->signer)
+    if (slot->signer) {
+        __fpurge(slot->fp);
+        clearerr(slot->fp);
         return sg_sign_writer_cut(slot->signer);
-    if (ftruncate(fileno(slot->fp), (off_t)slot->whole) != 0 ||
-        fseeko(slot->fp, (off_t)slot->whole, SEEK_SET) != 0)
-        return -errno;
-    return 0;
+    }
+    return sg_demo_file_cut(slot->fp, slot->whole);
 }
 
 /* Write the end marker and close; a file without a message, or one the codec says no player

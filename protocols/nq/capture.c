@@ -17,6 +17,7 @@
 
 #include "protocols/byteorder.h"
 #include "protocols/codec.h"
+#include "protocols/demofile.h"
 #include "protocols/error.h"
 #include "protocols/nq/nq.h"
 #include "protocols/text.h"
@@ -28,6 +29,7 @@ struct flow {
     char *record_base;
     FILE *rec;
     char rec_path[4096]; /* the demo being written */
+    uint64_t whole;      /* its bytes up to its last whole block */
     unsigned demos;
     bool record_failed, ended;
     uint64_t datagrams, messages, identical, oob, rejected, errors;
@@ -83,8 +85,10 @@ static int stop_recording(struct flow *fl)
     if (!fl->rec)
         return 0;
     rc = sg_nq_record_end(fl->st, fl->rec);
-    if (rc < 0)
+    if (rc < 0) { /* a full disk: the demo ends at its last whole block */
+        sg_demo_file_cut(fl->rec, fl->whole);
         errors++;
+    }
     if (fclose(fl->rec) != 0)
         errors++;
     fl->rec = NULL;
@@ -117,6 +121,7 @@ static int start_recording(struct flow *fl)
         return 1;
     }
     fl->demos++;
+    fl->whole = 0;
     return 0;
 }
 
@@ -182,10 +187,17 @@ static int nq_capture_datagram(void *flow, enum sg_dir dir, const uint8_t *data,
                 fl->ended = false;
                 errors += start_recording(fl);
             }
-            if (fl->rec && !fl->ended && sg_nq_record(fl->st, f, fl->rec) < 0) {
-                fprintf(stderr, "slipgate pcap: %s.dem: demo write failed\n", fl->record_base);
-                fl->record_failed = true;
-                errors++;
+            if (fl->rec && !fl->ended) {
+                int r = sg_nq_record(fl->st, f, fl->rec);
+                if (r >= 0)
+                    r = sg_demo_file_whole(fl->rec, &fl->whole);
+                if (r < 0) {
+                    fprintf(stderr, "slipgate pcap: %s: demo write failed: %s; it ends at its "
+                            "last whole block\n", fl->rec_path, sg_strerror(r));
+                    sg_demo_file_cut(fl->rec, fl->whole);
+                    fl->record_failed = true;
+                    errors++;
+                }
             }
         }
         if (dir == SG_DIR_C2S && f->disconnect && fl->rec) {

@@ -17,6 +17,7 @@
 #include "protocols/q2/q2.h"
 
 #include "protocols/byteorder.h"
+#include "protocols/demofile.h"
 #include "protocols/error.h"
 #include "protocols/relinject.h"
 #include "protocols/text.h"
@@ -1209,6 +1210,7 @@ struct flow {
     uint64_t datagrams, messages, identical, errors, rejected, oob;
     char *record_path; /* --record: record_base + ".dm2" */
     FILE *rec;
+    uint64_t whole; /* its bytes up to its last whole block */
     bool rec_failed;
 };
 
@@ -1318,9 +1320,12 @@ static int capture_datagram(void *flow, enum sg_dir dir, const uint8_t *data, si
             }
             if (f->rec) {
                 int r = q2_record(f->st, fr, f->rec);
+                if (r >= 0)
+                    r = sg_demo_file_whole(f->rec, &f->whole);
                 if (r < 0) {
-                    fprintf(stderr, "slipgate pcap: %s: demo write failed: %s\n", f->record_path,
-                            sg_strerror(r));
+                    fprintf(stderr, "slipgate pcap: %s: demo write failed: %s; it ends at its "
+                            "last whole block\n", f->record_path, sg_strerror(r));
+                    sg_demo_file_cut(f->rec, f->whole);
                     f->rec_failed = true;
                     errors++;
                 }
@@ -1366,7 +1371,10 @@ static int capture_finish(void *flow)
     int errors = 0;
 
     if (f->rec) {
-        errors += q2_record_end(f->st, f->rec) < 0;
+        if (q2_record_end(f->st, f->rec) < 0) { /* a full disk: the demo ends at its last whole block */
+            sg_demo_file_cut(f->rec, f->whole);
+            errors++;
+        }
         errors += fclose(f->rec) != 0;
         f->rec = NULL;
     }

@@ -25,6 +25,7 @@
 #include <strings.h>
 
 #include "protocols/codec.h"
+#include "protocols/demofile.h"
 #include "protocols/error.h"
 #include "protocols/q3/demo.h"
 #include "protocols/q3/netchan.h"
@@ -43,6 +44,7 @@ struct flow {
     struct sg_q3_demo_writer w; /* --record */
     struct sg_q3_recorder rec;
     bool recording, record_failed, recorded;
+    uint64_t whole; /* the demo's bytes up to its last whole block */
     bool ended;     /* the connection ended: record again from a new gamestate */
     unsigned demos; /* files started */
     uint64_t datagrams, oob, errors;
@@ -279,15 +281,22 @@ static int q3_capture_create(void **flow, const char *record_base)
 /* The end marker; the file is closed.  The number of errors. */
 static int stop_recording(struct flow *fl)
 {
+    FILE *f = fl->w.f;
     int errors = 0;
 
     if (!fl->recording)
         return 0;
+    fl->w.own = false; /* closed here, cut back first if need be */
     if (sg_q3_demo_writer_finish(&fl->w) < 0) {
+        /* a full disk: the demo ends at its last whole block */
+        if (f)
+            sg_demo_file_cut(f, fl->whole);
         fprintf(stderr, "slipgate pcap: %s.dm_%d: demo write failed\n", fl->record_base,
                 fl->nc->protocol ? fl->nc->protocol : SG_Q3_PROTOCOL_68);
         errors++;
     }
+    if (f && fclose(f) != 0)
+        errors++;
     sg_q3_recorder_finish(&fl->rec);
     fl->recording = false;
     return errors;
@@ -345,6 +354,7 @@ static int start_recording(struct flow *fl)
     sg_q3_recorder_init(&fl->rec, &fl->w);
     fl->recording = true;
     fl->recorded = true;
+    fl->whole = 0;
     fl->demos++;
     return 0;
 }
@@ -468,10 +478,18 @@ static int q3_capture_datagram(void *flow, enum sg_dir sdir, const uint8_t *data
             fl->ended = false; /* a reconnect */
         if (fl->record_base && !fl->recording && !fl->record_failed && !fl->ended)
             errors += start_recording(fl);
-        if (fl->recording &&
-            sg_q3_recorder_feed(&fl->rec, fl->st, &fl->sv, parse_err, f->msg, f->msg_len) < 0) {
-            fprintf(stderr, "slipgate pcap: %s: demo write failed\n", fl->record_base);
-            errors++;
+        if (fl->recording) {
+            int r = sg_q3_recorder_feed(&fl->rec, fl->st, &fl->sv, parse_err, f->msg, f->msg_len);
+            if (r >= 0)
+                r = sg_demo_file_whole(fl->w.f, &fl->whole);
+            if (r < 0) {
+                fprintf(stderr, "slipgate pcap: %s: demo write failed: %s; it ends at its last "
+                        "whole block\n", fl->record_base, sg_strerror(r));
+                sg_demo_file_cut(fl->w.f, fl->whole);
+                fl->w.error = 0; /* the end marker is tried once more */
+                fl->record_failed = true;
+                errors += 1 + stop_recording(fl);
+            }
         }
         /* the server dropped the client: the client's own demo ends with this message */
         if (sg_q3_svmsg_disconnects(&fl->sv)) {

@@ -23,6 +23,7 @@
 
 #include "protocols/byteorder.h"
 #include "protocols/codec.h"
+#include "protocols/demofile.h"
 #include "protocols/error.h"
 #include "protocols/qw/qw.h"
 
@@ -37,6 +38,7 @@ struct flow {
     char path[4200];
     bool record_failed, ended;
     uint64_t written; /* messages in the demo being written */
+    uint64_t whole;   /* its bytes up to its last whole message */
     unsigned demos;   /* demos with at least one message */
     uint64_t datagrams, oob, messages, rejected, errors;
     uint64_t rebuilt, identical;
@@ -90,6 +92,8 @@ static int stop_recording(struct flow *fl)
     if (!fl->demo)
         return 0;
     err = sg_qw_codec.record_end(fl->codec, fl->demo);
+    if (err < 0) /* a full disk: the demo ends at its last whole message */
+        sg_demo_file_cut(fl->demo, fl->whole);
     if (fclose(fl->demo) != 0 && err == 0)
         err = -errno;
     fl->demo = NULL;
@@ -117,6 +121,7 @@ static int start_recording(struct flow *fl)
         return 1;
     }
     fl->written = 0;
+    fl->whole = 0;
     return 0;
 }
 
@@ -136,10 +141,17 @@ static int record(struct flow *fl, const struct sg_frame *f)
     if (!fl->demo)
         return errors;
     n = sg_qw_codec.record(fl->codec, f, fl->demo);
+    if (n >= 0) {
+        int e = sg_demo_file_whole(fl->demo, &fl->whole);
+        if (e < 0)
+            n = e;
+    }
     if (n > 0 && fl->written++ == 0)
         fl->demos++;
-    if (n < 0 || fflush(fl->demo) != 0) {
-        fprintf(stderr, "slipgate pcap: %s: demo write failed\n", fl->path);
+    if (n < 0) {
+        fprintf(stderr, "slipgate pcap: %s: demo write failed: %s; it ends at its last whole "
+                "message\n", fl->path, sg_strerror(n));
+        sg_demo_file_cut(fl->demo, fl->whole);
         fl->record_failed = true;
         return errors + 1 + stop_recording(fl);
     }

@@ -436,6 +436,75 @@ def case_demo_dp_csprogs():
         expect([b for b, _ in kept[:3]] == blocks[:3], "the cut keeps the CSQC program first")
 
 
+def demo_ends_whole(game, d):
+    """Where the last whole block of a demo ends, and whether that is its end."""
+    i = 0
+    if game == "nq":
+        i = d.index(b"\n") + 1
+        while i + 16 <= len(d) and i + 16 + struct.unpack_from("<I", d, i)[0] <= len(d):
+            i += 16 + struct.unpack_from("<I", d, i)[0]
+    elif game == "qw":
+        while i + 5 <= len(d):
+            kind = d[i + 4]
+            n = 36 if kind == 0 else 8 if kind == 2 else \
+                (4 + struct.unpack_from("<I", d, i + 5)[0] if i + 9 <= len(d) else 1 << 30)
+            if kind > 2 or i + 5 + n > len(d):
+                break
+            i += 5 + n
+    elif game == "q2":
+        while i + 4 <= len(d):
+            n = struct.unpack_from("<i", d, i)[0]
+            if n == -1 or i + 4 + n > len(d):
+                i += 4 if n == -1 else 0
+                break
+            i += 4 + n
+    else:  # q3
+        while i + 8 <= len(d):
+            n = struct.unpack_from("<i", d, i + 4)[0]
+            if n == -1 or i + 8 + n > len(d):
+                i += 8 if n == -1 else 0
+                break
+            i += 8 + n
+    return i, i == len(d)
+
+
+def case_pcap_record_full_disk():
+    """`pcap decode --record` onto a full disk (an 8 KiB tmpfs in a mount
+    namespace of its own: `unshare -rm`; the case fails where that cannot
+    be set up): every game's demo ends on a whole block, cut back to its
+    last whole message, and the error says there is no space left."""
+    caps = {"nq": "nq/sessions/quakespasm_darkplaces/capture.pcap",
+            "qw": "qw/sessions/ezquake_mvdsv/capture.pcap",
+            "q2": "q2/sessions/q2pro_34/capture.pcap",
+            "q3": "q3/sessions/ioq71/capture.pcap"}
+    import io
+    import tarfile
+    for game, rel in sorted(caps.items()):
+        cap = data(rel)
+        with tempfile.TemporaryDirectory() as tmp:
+            script = ('mount -t tmpfs -o size=8k tmpfs "$1" || exit 99; '
+                      '"$2" pcap decode "$3" --record "$1" >/dev/null; echo "rc=$?" >&2; '
+                      'tar -C "$1" -cf - .')
+            p = subprocess.run(["unshare", "-rm", "sh", "-c", script, "sh", tmp, SLIPGATE, cap],
+                               capture_output=True, timeout=100)
+            err = p.stderr.decode("utf-8", "replace")
+            expect(p.returncode == 0 and "rc=" in err,
+                   "%s: a private tmpfs (unshare -rm, mount): exit %d %s" % (game, p.returncode,
+                                                                           err[-400:]))
+            expect("rc=1" in err and "No space left on device" in err,
+                   "%s: the error says no space left: %s" % (game, err[-600:]))
+            files = {}
+            with tarfile.open(fileobj=io.BytesIO(p.stdout)) as t:
+                for m in t.getmembers():
+                    if m.isfile():
+                        files[m.name] = t.extractfile(m).read()
+            expect(len(files) == 1, "%s: one demo: %s" % (game, sorted(files)))
+            for name, d in files.items():
+                at, whole = demo_ends_whole(game, d)
+                expect(whole and at > 0, "%s: %s ends on a whole block: %d of %d bytes"
+                       % (game, name, at, len(d)))
+
+
 def case_nq_golden():
     """Golden dumps (tests/nq/golden): `demo dump` of the 666 demo and
     `pcap decode` of the quakespasm + DarkPlaces capture, line for line.
