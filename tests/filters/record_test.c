@@ -590,6 +590,62 @@ static void test_disk_full_nq(void)
     small_disk_done();
 }
 
+/*
+ * NetQuake through the record filter: a server that resends the reliable
+ * message carrying svc_serverinfo (the client's copies were lost) makes
+ * one demo, not one per resend, and a client that leaves after the
+ * serverinfo leaves none (the sign-on alone: nothing to play).
+ */
+static void nq_feed(struct fake_chain *c, const struct sg_codec *nq, void *st, uint32_t flags,
+                    uint32_t seq, const uint8_t *p, size_t n)
+{
+    uint8_t dg[512];
+    const struct sg_frame *f = NULL;
+
+    sg_put_be32(dg, flags | (uint32_t)(n + 8));
+    sg_put_be32(dg + 4, seq);
+    memcpy(dg + 8, p, n);
+    nq->decode(st, SG_DIR_S2C, dg, n + 8, &f);
+    if (f->kind != SG_FRAME_MESSAGE)
+        return;
+    c->codec.frame = *f;
+    fake_chain_run(c, seq, NULL);
+}
+
+static void test_nq_resent_signon(void)
+{
+    static const uint8_t info[] = {11, 15, 0, 0, 0, 1, 0, 'x', 0, 'm', 'a', 'p', 's', '/',
+                                   'b', '.', 'b', 's', 'p', 0, 0, 0, 25, 1};
+    static const uint8_t signon3[] = {25, 3}, frame[] = {7, 0, 0, 128, 63, 1};
+    const struct sg_codec *nq = sg_codec_find("nq");
+    char names[1024];
+    struct fake_chain c;
+    void *st = NULL;
+
+    for (int quitter = 0; quitter < 2; quitter++) {
+        CHECK(nq && nq->create(&st) == 0);
+        if (!nq || !st)
+            return;
+        CHECK(open_rec(&c, NULL) == 0);
+        c.session.codec = nq;
+        c.session.codec_state = st;
+        for (int k = 0; k < 4; k++) /* the first and three resends */
+            nq_feed(&c, nq, st, 0x00090000u, 0, info, sizeof(info));
+        if (!quitter) {
+            nq_feed(&c, nq, st, 0x00090000u, 1, signon3, sizeof(signon3));
+            for (uint32_t u = 0; u < 3; u++)
+                nq_feed(&c, nq, st, 0x00100000u, u, frame, sizeof(frame));
+        }
+        fake_chain_close(&c);
+        nq->destroy(st);
+        st = NULL;
+        CHECKF(list_dir(dir, names, sizeof(names)) == (quitter ? 0 : 1), "%s: %s",
+               quitter ? "the sign-on alone: no file" : "one demo", names);
+        remove_tree(dir);
+        mkdir(dir, 0700);
+    }
+}
+
 /* A write error stops this session's recording, logged once; frames still pass. */
 static void test_write_error(void)
 {
@@ -1083,6 +1139,7 @@ int main(int argc, char **argv)
         {"empty_removed", test_empty_removed},
         {"write_error", test_write_error},
         {"unplayable_removed", test_unplayable_removed},
+        {"nq_resent_signon", test_nq_resent_signon},
         {"disk_full", test_disk_full},
         {"disk_full_nq", test_disk_full_nq},
         {"template", test_template},
