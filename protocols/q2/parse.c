@@ -1765,9 +1765,11 @@ static int parse_stream(struct ctx *c)
         struct sg_q2_msg *m;
 
         if (o->nmsgs >= SG_Q2_MAX_MSGS) {
+            /* Never a shorter list reported as the whole: the rest would
+             * pass the filters unseen and a rebuild would cut it. */
             c->r.pos = at;
             fail(c, SG_E_TOOBIG);
-            break;
+            return c->err;
         }
         self = o->nmsgs++;
         m = &o->msgs[self];

@@ -34,9 +34,16 @@
 #include "protocols/codec.h"
 
 #define SG_Q2_MAX_MSGLEN  0x8000 /* q2pro MAX_MSGLEN: a message, a zpacket's contents, a demo block */
-#define SG_Q2_MAX_FIELDS  32768
-#define SG_Q2_MAX_MSGS    4096
 #define SG_Q2_ZPOOL       (4 * SG_Q2_MAX_MSGLEN) /* inflated zpacket contents per stream */
+/* Every message takes at least its opcode byte, in the message or in the
+ * inflated pool: no stream the parser accepts holds more messages than
+ * that, so the message cap never stops a parse early (a stream whose
+ * zpackets inflate to more than the pool fails whole, SG_E_TOOBIG).  The
+ * field arrays are sized the same (a field takes a byte but for the
+ * values of a bit-packed move, whose bytes are one DATA field beside
+ * them); running out of either is an error, never a shorter list. */
+#define SG_Q2_MAX_MSGS    (SG_Q2_MAX_MSGLEN + SG_Q2_ZPOOL)
+#define SG_Q2_MAX_FIELDS  (2 * SG_Q2_MAX_MSGS)
 #define SG_Q2_ZDL_MAX     (512u * 1024) /* bytes one svc_zdownload may inflate to (no zip bomb) */
 #define SG_Q2_KEX_EDICTS  8192 /* rerelease MAX_EDICTS */
 

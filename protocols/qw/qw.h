@@ -26,8 +26,13 @@
 #define SG_QW_PROTOCOL    28
 #define SG_QW_MAX_MSGLEN  1450  /* mvdsv MAX_MSGLEN */
 #define SG_QW_MAX_DGRAM   8192  /* what the decoder accepts at all */
-#define SG_QW_MAX_FIELDS  4096  /* a real datagram (<= 1450 bytes) needs far fewer */
-#define SG_QW_MAX_MSGS    1024
+/* Every message takes at least its opcode byte, and every field at least one
+ * byte (the one that may take none, an empty DATA field, follows a number
+ * or an opcode that took one): a datagram the decoder accepts can never
+ * hold more of either than it has bytes, so no cap stops a parse early and
+ * no message escapes the filters by how the datagram is packed. */
+#define SG_QW_MAX_FIELDS  SG_QW_MAX_DGRAM
+#define SG_QW_MAX_MSGS    SG_QW_MAX_DGRAM
 
 /* Extension magics (challenge tail, connect lines, serverdata). */
 #define SG_QW_MAGIC_FTE  0x58455446u /* "FTEX" */
