@@ -98,6 +98,13 @@ struct sg_frame {
      * plugins built against the older layout read the fields above.
      */
     bool disconnect;
+    /*
+     * Part of the datagram was left undecoded (an extension slipgate cannot
+     * read, relayed as raw bytes): messages in that part are not in `msgs`
+     * and no filter saw them.  A route with `undecodable drop` drops such
+     * datagrams as it drops those decode() failed on.  Appended last.
+     */
+    bool undecoded;
 };
 
 /* How much of a frame a codec's dump() shows. */

@@ -18,6 +18,7 @@
 
 const char *const sg_protocol_names[] = {"auto", "q3", "q2", "qw", "nq", NULL};
 const char *const sg_reencode_names[] = {"changed", "always", NULL};
+const char *const sg_undecodable_names[] = {"relay", "drop", NULL};
 static const char *const anonymize_names[] = {"no", "yes", NULL};
 
 /* ---- route blocks ---- */
@@ -197,6 +198,13 @@ static const struct sg_conf_directive route_directives[] = {
      .choices = sg_reencode_names,
      .argname = "changed|always",
      .help = "rebuild only frames a filter changed (default), or every decoded message"},
+    {.name = "undecodable",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct sg_route_conf, undecodable),
+     .choices = sg_undecodable_names,
+     .argname = "relay|drop",
+     .help = "relay a datagram the codec cannot decode whole as it came (default), or drop it "
+             "(no filter is passed by what slipgate cannot read; counted as undecodable drops)"},
     {.name = "nq_accept_ports",
      .type = SG_CONF_CUSTOM,
      .set = nq_ports_set,

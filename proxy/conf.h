@@ -31,6 +31,13 @@ enum sg_reencode {
 };
 extern const char *const sg_reencode_names[];
 
+/* What a route does with a datagram its codec cannot decode whole. */
+enum sg_undecodable {
+    SG_UNDECODABLE_RELAY, /* relay it as it came (rule 1, the default) */
+    SG_UNDECODABLE_DROP,  /* drop it: no filter is bypassed by what it cannot read (fail closed) */
+};
+extern const char *const sg_undecodable_names[];
+
 /* One `route NAME { ... }` block: listen -> server. */
 struct sg_route_conf {
     char *name;
@@ -43,6 +50,7 @@ struct sg_route_conf {
     int64_t new_sessions_per_source; /* per second, per source IP */
     int64_t socket_buffer;           /* listener's SO_RCVBUF/SO_SNDBUF; 0 = the system's */
     int reencode;                    /* enum sg_reencode */
+    int undecodable;                 /* enum sg_undecodable */
     int nq_accept_low, nq_accept_high; /* ports a NetQuake accept may move a session to */
     char *record;                    /* directory for network-side demos, or NULL */
     int record_line;                 /* where `record` was given (0: command line) */

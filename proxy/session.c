@@ -508,6 +508,26 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
             decode_error_warn(s, dir);
         if (s->stage != SG_STAGE_ESTABLISHED)
             update_stage(s, dir);
+        /* Fail closed where the route asks: what the filters cannot see
+         * (not decoded, or a part left undecoded) does not go out. */
+        if ((err < 0 || f->undecoded) && r->conf.undecodable == SG_UNDECODABLE_DROP && !sent) {
+            s->sum.counters.drops[SG_DROP_UNDECODABLE]++;
+            r->counters.drops[SG_DROP_UNDECODABLE]++;
+            res.drop = true;
+            if (chain) {
+                call.session = &s->fsess;
+                call.frame = f;
+                call.data = data;
+                call.len = len;
+                call.now_ms = now_ms;
+                proxy.codec = s->codec;
+                proxy.codec_state = s->cstate;
+                proxy.session_id = s->sum.id;
+                sg_chain_taps(chain, s->slots, &call, &proxy, &res);
+            }
+            stream_frame(s, &call, f, data, len, &res);
+            return;
+        }
     } else {
         if (s->stage != SG_STAGE_ESTABLISHED)
             update_stage(s, dir);
@@ -607,7 +627,9 @@ static bool deferred_run(void *ctx)
 void sg_route_send_first_update(struct sg_route *r)
 {
     sg_route_deferred_drain(r);
-    r->send_first = r->conf.reencode == SG_REENCODE_CHANGED && (!r->chain || r->chain->only_taps);
+    r->send_first = r->conf.reencode == SG_REENCODE_CHANGED &&
+                    r->conf.undecodable == SG_UNDECODABLE_RELAY &&
+                    (!r->chain || r->chain->only_taps);
     sg_outbox_after(&r->outbox, r->send_first ? deferred_run : NULL, r);
 }
 

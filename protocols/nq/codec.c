@@ -597,6 +597,7 @@ static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size
     c->frame.msg = d;
     c->frame.msg_len = len;
     c->frame.kind = SG_FRAME_MESSAGE;
+    c->frame.undecoded = c->parsed.unsupported_op >= 0; /* a part relayed as raw bytes */
     c->frame.disconnect = dir == SG_DIR_C2S && c->parsed.disconnect;
     c->stats.messages++;
     return 0;

@@ -366,6 +366,7 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
         add_msg(c, (int)i);
     c->frame.kind = SG_FRAME_MESSAGE;
+    c->frame.undecoded = c->parsed.unsupported_op >= 0; /* an extension relayed as raw bytes */
     c->frame.pieces = 1;
     c->stats.messages++;
     /* What recording needs: the client's commands and clock, the level's state. */
