@@ -29,7 +29,13 @@
  * the relay hook moves the session only on a server's accept that answers
  * a connect request the client sent before it (once per request), never
  * after the client sent a server's reply itself, only to a port in range,
- * and then the accept the client gets names slipgate's port.
+ * and then the accept the client gets names slipgate's port.  A filter's
+ * verdict covers every message a peer would act on (issue 25 item 1): each
+ * datagram is also parsed as a bare message stream, and when the parser
+ * reports success the list is the whole stream (written back it gives the
+ * bytes, with every message dropped it gives none), and a message left
+ * unparsed is one the frame reports as undecoded (a protocol not decoded)
+ * or what follows a server's disconnect (the client reads no further).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -106,6 +112,40 @@ static void demo_file(const uint8_t *data, size_t size)
     fclose(null);
 }
 
+/* The stream property above, with the protocol the mode's serverinfo names. */
+static void listed_property(enum sg_dir dir, uint8_t mode, const uint8_t *d, size_t n)
+{
+    static const int32_t protos[4] = {15, 15, 666, 999};
+    static uint8_t buf[65536];
+    struct sg_nq_parsed p = {0};
+    struct sg_nq_proto proto;
+    struct sg_bmsg_writer w;
+    bool *dropped;
+    int err;
+
+    if (n > sizeof(buf))
+        return;
+    memset(&proto, 0, sizeof(proto));
+    sg_nq_proto_set(&proto, protos[mode & 3], 0);
+    err = sg_nq_parse(dir, &proto, d, n, &p);
+    FUZZ_CHECK(valid_err(err) || err == -ENOMEM);
+    if (err == 0) {
+        for (uint32_t i = 0; i < p.nmsgs; i++)
+            FUZZ_CHECK(!p.msgs[i].unparsed || p.unsupported_op >= 0 ||
+                       (dir == SG_DIR_S2C && p.msgs[i].op == 2));
+        sg_bmsg_writer_init(&w, buf, sizeof(buf));
+        FUZZ_CHECK(sg_nq_write(&p, NULL, &w) == 0);
+        FUZZ_CHECK(w.len == n && memcmp(buf, d, n) == 0);
+        dropped = malloc(p.nmsgs + 1);
+        FUZZ_CHECK(dropped != NULL);
+        memset(dropped, 1, p.nmsgs + 1);
+        sg_bmsg_writer_init(&w, buf, sizeof(buf));
+        FUZZ_CHECK(sg_nq_write(&p, dropped, &w) == 0 && w.len == 0);
+        free(dropped);
+    }
+    sg_nq_parsed_free(&p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const struct sg_codec *c = &sg_nq_codec;
@@ -132,7 +172,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool connect_out = false, client_replied = false;
     memset(&rs, 0, sizeof(rs));
     if (mode & 3) {
-        static const int32_t protos[4] = {0, 15, 666, 999};
+        static const int32_t protos[4] = {15, 15, 666, 999};
         uint8_t m[64];
         size_t n = 8;
         const struct sg_frame *f;
@@ -187,6 +227,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 connect_out = false;
         }
         sg_nq_capture_impl.role(copy, got);
+        listed_property(dir, mode, copy, got);
         err = c->decode(st, dir, copy, got, &f);
         FUZZ_CHECK(valid_err(err));
         FUZZ_CHECK(f != NULL && f->dir == dir);

@@ -22,7 +22,12 @@
  * Properties: no crash, leak or sanitizer report; every error is one of
  * the project's codes; a whole message that no filter touched is rebuilt
  * byte for byte (the decoded fields hold every byte, and an untouched
- * zpacket keeps its deflated bytes).
+ * zpacket keeps its deflated bytes).  A filter's verdict covers every
+ * message a peer would act on (issue 25 item 1): each datagram is also
+ * parsed as a bare message stream, and when the parser reports success the
+ * list is the whole stream, zpackets' contents included (written back it
+ * gives the bytes, with every message dropped it gives none, and no
+ * message is left unparsed).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -58,6 +63,42 @@ static bool valid_err(int err)
 {
     return err == 0 || err == SG_E_MALFORMED || err == SG_E_OVERFLOW || err == SG_E_TOOBIG ||
            err == SG_E_UNSUPPORTED || err == SG_E_INFLATE || err == SG_E_TRUNCATED;
+}
+
+/* The stream property above, with the protocol the mode's connect names. */
+static void listed_property(enum sg_dir dir, uint8_t mode, const uint8_t *d, size_t n)
+{
+    static struct sg_q2_parsed p;
+    static bool ready;
+    static bool *dropped;
+    static uint8_t buf[SG_Q2_MAX_MSGLEN + 64];
+    struct sg_q2_variant v;
+    struct sg_bmsg_writer w;
+    int err;
+
+    if (!ready) {
+        FUZZ_CHECK(sg_q2_parsed_init(&p) == 0);
+        dropped = malloc(SG_Q2_MAX_MSGS * sizeof(*dropped));
+        FUZZ_CHECK(dropped != NULL);
+        ready = true;
+    }
+    if (n > SG_Q2_MAX_MSGLEN)
+        return;
+    sg_q2_variant_init(&v, (mode & 3) == 2 ? 35 : (mode & 3) == 3 ? 36 : 34,
+                       (mode & 3) == 2 ? 1905 : (mode & 3) == 3 ? 1026 : 0);
+    p.sequence = 0;
+    err = sg_q2_parse(dir, &v, d, n, &p);
+    FUZZ_CHECK(valid_err(err));
+    if (err < 0)
+        return;
+    for (uint32_t i = 0; i < p.nmsgs; i++)
+        FUZZ_CHECK(!p.msgs[i].unparsed);
+    sg_bmsg_writer_init(&w, buf, sizeof(buf));
+    FUZZ_CHECK(sg_q2_write(&p, NULL, &w) == 0);
+    FUZZ_CHECK(w.len == n && memcmp(buf, d, n) == 0);
+    memset(dropped, 1, sizeof(bool) * p.nmsgs);
+    sg_bmsg_writer_init(&w, buf, sizeof(buf));
+    FUZZ_CHECK(sg_q2_write(&p, dropped, &w) == 0 && w.len == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -96,6 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         FUZZ_CHECK(copy != NULL);
         memcpy(copy, p, got);
+        listed_property(dir, mode, copy, got);
         err = c->decode(st, dir, copy, got, &f);
         FUZZ_CHECK(valid_err(err));
         FUZZ_CHECK(f != NULL && f->dir == dir);

@@ -21,6 +21,12 @@
  * the project's codes; a whole message that no filter touched is rebuilt
  * byte for byte (the decoded fields hold every byte), and whatever the
  * filters did, a rebuilt datagram fits the rebuild buffer and decodes again.
+ * A filter's verdict covers every message a peer would act on (issue 25
+ * item 1): each datagram is also parsed as a bare message stream, and when
+ * the parser reports success the list is the whole stream (written back it
+ * gives the bytes, with every message dropped it gives none), and a message
+ * left unparsed (relayed as raw bytes) is one the frame reports as
+ * undecoded (an unsupported extension), never a silent one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -56,6 +62,38 @@ static bool valid_err(int err)
 {
     return err == 0 || err == SG_E_MALFORMED || err == SG_E_OVERFLOW || err == SG_E_TOOBIG ||
            err == SG_E_VERSION || err == SG_E_TRUNCATED;
+}
+
+/* The stream property above; `mode` picks the extensions as the connect does. */
+static void listed_property(enum sg_dir dir, uint8_t mode, const uint8_t *d, size_t n)
+{
+    static struct sg_qw_field fields[SG_QW_MAX_FIELDS];
+    static struct sg_qw_msg msgs[SG_QW_MAX_MSGS];
+    static bool dropped[SG_QW_MAX_MSGS];
+    static uint8_t buf[SG_QW_MAX_DGRAM];
+    struct sg_qw_parsed p = {.fields = fields, .msgs = msgs};
+    struct sg_qw_variant v;
+    struct sg_bmsg_writer w;
+    int err;
+
+    if (n > SG_QW_MAX_DGRAM)
+        return;
+    p.ext.fte = (mode & 1 ? SG_QW_FTE_FLOATCOORDS : 0) |
+                (mode & 4 ? SG_QW_FTE_TRANS | SG_QW_FTE_CHUNKEDDOWNLOADS : 0);
+    p.ext.mvd1 = mode & 2 ? SG_QW_MVD1_FLOATCOORDS | SG_QW_MVD1_HIGHLAGTELEPORT : 0;
+    sg_qw_variant_of(&p.ext, &v);
+    err = sg_qw_parse(dir, &v, d, n, &p);
+    FUZZ_CHECK(valid_err(err));
+    if (err < 0)
+        return;
+    for (uint32_t i = 0; i < p.nmsgs; i++)
+        FUZZ_CHECK(!p.msgs[i].unparsed || p.unsupported_op >= 0);
+    sg_bmsg_writer_init(&w, buf, sizeof(buf));
+    FUZZ_CHECK(sg_qw_write(&p, NULL, &w) == 0);
+    FUZZ_CHECK(w.len == n && memcmp(buf, d, n) == 0);
+    memset(dropped, 1, sizeof(bool) * p.nmsgs);
+    sg_bmsg_writer_init(&w, buf, sizeof(buf));
+    FUZZ_CHECK(sg_qw_write(&p, dropped, &w) == 0 && w.len == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -94,6 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         FUZZ_CHECK(copy != NULL);
         memcpy(copy, p, got);
+        listed_property(dir, mode, copy, got);
         err = c->decode(st, dir, copy, got, &f);
         FUZZ_CHECK(valid_err(err));
         FUZZ_CHECK(f != NULL && f->dir == dir);
