@@ -29,6 +29,8 @@ from the client's connect and then sends what the case needs.
                      (drops.undecodable 2); a plain one passes
     nq_undecodable_drop  NetQuake: an unknown client opcode: relayed by
                      default, dropped and counted under `undecodable drop`
+    q3_undecodable_drop  Quake 3: a client datagram that does not decode
+                     (no gamestate seen: its keys are unknown): the same
 
 Only 127.0.0.1; every wait bounded; processes killed by PID.  Exit 0 pass,
 1 fail, 77 skip.
@@ -300,6 +302,26 @@ def case_nq_undecodable_drop(h):
         check(s['counters']['drops'].get('undecodable') == want,
               'drops.undecodable %r, expected %d' % (s['counters']['drops'], want))
     print('nq: an unknown opcode relayed by default, dropped and counted under '
+          '`undecodable drop`')
+
+
+def case_q3_undecodable_drop(h):
+    for conf, want in (('', 0), ('    undecodable drop', 1)):
+        g = Game(h, 'q3', conf)
+        g.connect(OOB + b'connect "\\qport\\1234\\challenge\\5\\protocol\\68"',
+                  OOB + b'connectResponse 5')
+        bad = struct.pack('<IH', 1, 1234) + bytes(range(7, 47))
+        got = g.to_server(bad)
+        check((got == bad) if want == 0 else (got is None),
+              '%s: the undecodable datagram %s' % (conf.strip() or 'default',
+                                                   'was dropped' if want == 0 else 'passed'))
+        r = g.stop()
+        s = [x for x in r['sessions'] if x.get('codec') == 'q3']
+        check(len(s) == 1, 'expected one q3 session: %r' % r['sessions'])
+        check(s[0]['decode']['errors'] >= 1, 'no decode error: %r' % s[0]['decode'])
+        check(s[0]['counters']['drops'].get('undecodable') == want,
+              'drops.undecodable %r, expected %d' % (s[0]['counters']['drops'], want))
+    print('q3: a datagram that does not decode relayed by default, dropped and counted under '
           '`undecodable drop`')
 
 
