@@ -19,7 +19,8 @@
     XX(FILTER, "filter", "a filter dropped it (drop, guard, netem loss, ratelimit...)")            \
     XX(LOOP, "loop", "from a configured server or slipgate's own listener: it would loop")         \
     XX(REBIND, "rebind", "a player's qport from a new port, not continuing their stream (NAT)")    \
-    XX(FOREIGN, "foreign", "at a session's upstream socket from another address than its server's") \
+    XX(FOREIGN, "foreign",                                                                         \
+       "at a session's upstream socket from another address than its server's")                    \
     XX(UNDECODABLE, "undecodable", "not decoded whole, on a route with `undecodable drop`")
 
 enum sg_drop {
