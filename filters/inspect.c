@@ -33,6 +33,7 @@
 #include "filters/text.h"
 
 #include "protocols/error.h"
+#include "protocols/json.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -279,28 +280,19 @@ static const char *frame_kind_name(enum sg_frame_kind k)
     return "unknown";
 }
 
-/* Text as a JSON string: raw bytes, control characters and bytes >= 0x7f as \u00XX. */
+/* Text as a JSON string (protocols/json.h), without Quake 3 colour codes if `strip_colors`. */
 static void json_str(FILE *f, const char *s, size_t len, bool strip_colors)
 {
-    fputc('"', f);
-    for (size_t i = 0; s && i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
+    size_t run = 0;
 
-        if (strip_colors && ch == '^' && i + 1 < len && isalnum((unsigned char)s[i + 1])) {
-            i++;
-            continue;
+    fputc('"', f);
+    for (size_t i = 0; strip_colors && s && i + 1 < len; i++)
+        if (s[i] == '^' && isalnum((unsigned char)s[i + 1])) {
+            sg_json_chars(f, s + run, i - run);
+            run = ++i + 1;
         }
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch == '\n')
-            fputs("\\n", f);
-        else if (ch == '\t')
-            fputs("\\t", f);
-        else if (ch < 0x20 || ch >= 0x7f)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
+    if (s && len > run)
+        sg_json_chars(f, s + run, len - run);
     fputc('"', f);
 }
 

@@ -1,9 +1,15 @@
 #include "protocols/text.h"
 
+#include "protocols/json.h"
+
 #include <string.h>
 
 void sg_put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
 {
+    if (json) {
+        sg_json_chars(out, s, n);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         unsigned ch = s[i];
         if (ch == '"' || ch == '\\')
@@ -11,7 +17,7 @@ void sg_put_escaped(FILE *out, const uint8_t *s, size_t n, bool json)
         else if (ch == '\n')
             fputs("\\n", out);
         else if (ch < 0x20 || ch > 0x7e)
-            fprintf(out, json ? "\\u%04x" : "\\x%02x", ch);
+            fprintf(out, "\\x%02x", ch);
         else
             fputc((int)ch, out);
     }

@@ -12,9 +12,9 @@
 
 /*
  * Write the `n` bytes at `s` (borrowed for the call) to `out`, without
- * quotes: `"` and `\` escaped with a backslash, a newline as `\n`, any other
- * byte below 0x20 or above 0x7e as `\u00XX` (json) or `\xXX` (text), the
- * rest as they are.
+ * quotes: as the inside of a JSON string under json.h's rule (json), or as
+ * text with `"` and `\` escaped with a backslash, a newline as `\n`, any
+ * other byte below 0x20 or above 0x7e as `\xXX` and the rest as they are.
  */
 void sg_put_escaped(FILE *out, const uint8_t *s, size_t n, bool json);
 

@@ -13,6 +13,7 @@
 #include "proxy/commands.h"
 
 #include "filters/sign.h"
+#include "protocols/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -111,19 +112,9 @@ static void unmap_file(const uint8_t *data, size_t len)
         munmap(u.v, len);
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
 static void json_str(const char *s)
 {
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
+    sg_json_cstr(stdout, s);
 }
 
 int sg_cmd_demo_verify(int argc, char **argv)

@@ -11,6 +11,7 @@
  * Exit status: 0 success, 1 runtime or configuration error, 2 usage error.
  */
 #include "proxy/addr.h"
+#include "protocols/json.h"
 #include "proxy/app.h"
 #include "proxy/commands.h"
 #include "proxy/conf.h"
@@ -141,17 +142,7 @@ static const char filters_usage[] =
 
 static void json_str(const char *s)
 {
-    putchar('"');
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
+    sg_json_cstr(stdout, s);
 }
 
 static const char *const conf_type_names[] = {

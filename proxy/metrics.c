@@ -7,6 +7,7 @@
  */
 #include "proxy/metrics.h"
 
+#include "protocols/json.h"
 #include "proxy/app.h"
 #include "sg_version.h"
 
@@ -377,17 +378,7 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
 
 static void json_str(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c >= 0x7f)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    sg_json_cstr(f, s);
 }
 
 /* The demo files being written by the sessions of `routes` (one loop's). */

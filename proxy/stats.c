@@ -4,6 +4,7 @@
  * so a reader never sees half a file.
  */
 #include "proxy/addr.h"
+#include "protocols/json.h"
 #include "proxy/app.h"
 #include "sg_version.h"
 
@@ -16,17 +17,7 @@
 
 static void json_string(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    sg_json_cstr(f, s);
 }
 
 static void json_counters(FILE *f, const struct sg_counters *c)

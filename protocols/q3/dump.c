@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "protocols/error.h"
+#include "protocols/json.h"
 #include "protocols/q3/fields.h"
 #include "protocols/q3/state.h"
 
@@ -20,9 +21,13 @@ struct out {
     bool json;
 };
 
-/* Raw bytes as a quoted, escaped string. */
+/* Raw bytes as a quoted string: JSON under json.h's rule, or C-escaped text. */
 static void put_str(struct out *o, const uint8_t *s, size_t len)
 {
+    if (o->json) {
+        sg_json_str(o->f, s, len);
+        return;
+    }
     fputc('"', o->f);
     for (size_t i = 0; i < len; i++) {
         uint8_t c = s[i];
@@ -34,7 +39,7 @@ static void put_str(struct out *o, const uint8_t *s, size_t len)
         else if (c == '\t')
             fputs("\\t", o->f);
         else if (c < 0x20 || c >= 0x7f)
-            fprintf(o->f, o->json ? "\\u%04x" : "\\x%02x", c);
+            fprintf(o->f, "\\x%02x", c);
         else
             fputc(c, o->f);
     }

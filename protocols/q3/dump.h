@@ -12,8 +12,8 @@
  * their raw wire bytes, C-escaped.
  *
  * JSON line: {"seq":..,"len":..,"ack":..,"ops":[{"op":"svc_snapshot",...}],
- * "error":"SG_E_..."}; strings are the raw bytes with bytes >= 0x7f as
- * \u00XX; non-finite floats as strings.
+ * "error":"SG_E_..."}; strings under protocols/json.h's rule; non-finite
+ * floats as strings.
  */
 #ifndef SG_PROTOCOLS_Q3_DUMP_H
 #define SG_PROTOCOLS_Q3_DUMP_H

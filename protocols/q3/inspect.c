@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "protocols/error.h"
+#include "protocols/json.h"
 #include "protocols/q3/dump.h"
 
 struct ictx {
@@ -26,25 +27,10 @@ struct ictx {
 
 /* ---- strings ---- */
 
-/* Raw bytes as a JSON string: control characters and bytes >= 0x7f as \u00XX. */
+/* Raw bytes as a JSON string (protocols/json.h). */
 static void json_str(FILE *f, const char *s, size_t len)
 {
-    fputc('"', f);
-    for (size_t i = 0; s && i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c == '\n')
-            fputs("\\n", f);
-        else if (c == '\t')
-            fputs("\\t", f);
-        else if (c < 0x20 || c >= 0x7f)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    sg_json_str(f, s, len);
 }
 
 /* Raw bytes on one text line: backslash, control characters and bytes >= 0x7f escaped. */

@@ -339,6 +339,51 @@ static void case_json_packets(void)
     out_free(&o);
 }
 
+/*
+ * Text a peer sent that is and is not UTF-8 (protocols/json.h's rule):
+ * well-formed UTF-8 as it is, every other byte (Quake's high-bit text) as
+ * \u00XX, quotes and control bytes escaped; with and without colour codes.
+ */
+static void case_json_bytes(void)
+{
+    static const char text[] = "^1d\xc3\xa9^7 \xe9\xc8\xc3\"\x01\x7f \xe2\x82\xac";
+    static const char want[] = "\"text\":\"^1d\xc3\xa9^7 \\u00e9\\u00c8\\u00c3\\\"\\u0001"
+                               "\\u007f \xe2\x82\xac\"";
+    static const char stripped[] = "\"text\":\"d\xc3\xa9 \\u00e9\\u00c8\\u00c3\\\"\\u0001"
+                                   "\\u007f \xe2\x82\xac\"";
+    const char *confs[] = {"format json\nlevel messages", "format json\nlevel messages\ncolors strip"};
+
+    for (int k = 0; k < 2; k++) {
+        struct fake_chain fc;
+        struct out o;
+        struct jval *v;
+
+        out_init(&o);
+        if (open_inspect(&fc, &o, confs[k]) < 0)
+            return;
+        fake_frame(&fc.codec, SG_DIR_C2S, SG_FRAME_MESSAGE);
+        fake_msg(&fc.codec, SG_MSG_CHAT, text);
+        tap(&fc, false, -1, false);
+        fake_chain_close(&fc);
+        out_read(&o);
+        CHECK(o.n == 1);
+        if (o.n == 1) {
+            if (!strstr(o.lines[0], k ? stripped : want))
+                fprintf(stderr, "no %s in\n  %s\n", k ? stripped : want, o.lines[0]);
+            CHECK(strstr(o.lines[0], k ? stripped : want) != NULL);
+            v = jparse_line(o.lines[0]);
+            CHECK(v != NULL);
+            if (v && jget(v, "msgs") && jget(v, "msgs")->n == 1)
+                CHECK(jis_str(jget(v, "msgs")->items[0], "text",
+                              k ? "d\xc3\xa9 \xe9\xc8\xc3\"\x01\x7f \xe2\x82\xac" : text));
+            else
+                CHECK(!"one message");
+            jfree(v);
+        }
+        out_free(&o);
+    }
+}
+
 static void case_direction(void)
 {
     struct fake_chain fc;
@@ -596,6 +641,7 @@ int main(int argc, char **argv)
         {"text_fields_raw", case_text_fields_raw},
         {"json_fields", case_json_fields},
         {"json_packets", case_json_packets},
+        {"json_bytes", case_json_bytes},
         {"direction", case_direction},
         {"kinds", case_kinds},
         {"repeats", case_repeats},

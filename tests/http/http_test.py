@@ -35,6 +35,9 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
     recording_started    /api/recordings: started_ms and duration_ms are the
                          file's (a max_size part opened late), not the
                          session's
+    utf8_names           a record directory named `d\u00e9`: /api/recordings,
+                         /api/sessions and --stats name the same file, as
+                         its name on disk reads in UTF-8
     idle_closed          a connection that sends nothing, and one that stops
                          half-way through its request, are closed after 30 s
     workers_merged       with two worker loops (-w 2), /metrics, /api/routes,
@@ -723,6 +726,47 @@ def case_recording_started(h):
           % (r['started_ms'] - s['started_ms']))
     print('%d files; the current one opened %d ms after the session began, %d ms old'
           % (len(files), r['started_ms'] - s['started_ms'], r['duration_ms']))
+
+
+def case_utf8_names(h):
+    cap = q3cap.Capture('ioq71')
+    srv = server_socket()
+    h.sockets.append(srv)
+    demos = h.path('d\u00e9')
+    px = http_proxy(h, ROUTE_Q3 % ('arena', 1, srv.getsockname()[1],
+                                   '    filter record {\n        directory "%s"\n    }\n' % demos))
+    keep = {}
+    try:
+        sent, got = replay_game(FirstPart(cap, 0.35), px.ports[1], srv, keep=keep)
+        check(got >= sent - 10, 'replay: %d sent, %d arrived' % (sent, got))
+        raw = {}
+        for path in ('/api/recordings', '/api/sessions', '/api/routes'):
+            status, _, raw[path] = request(px.http, path)
+            check(status == 200, 'GET %s: status %s' % (path, status))
+        recs = get_json(px.http, '/api/recordings')['recordings']
+        sessions = get_json(px.http, '/api/sessions')['sessions']
+    finally:
+        if 'cli' in keep:
+            keep['cli'].close()
+    px.stop()
+    stats = px.stats()  # parses: valid JSON
+    files = os.listdir(demos)
+    check(len(files) == 1 and len(recs) == 1, 'demo files %r, recordings %r' % (files, recs))
+    on_disk = os.path.join(demos, files[0])
+    s = [x for x in sessions if x['id'] == recs[0]['session']]
+    st = [x for r in stats['routes'] for x in r.get('sessions', []) if x['id'] == recs[0]['session']]
+    check(recs[0]['path'] == on_disk, '/api/recordings path %r, the file on disk %r'
+          % (recs[0]['path'], on_disk))
+    check(len(s) == 1 and s[0].get('demo') == on_disk, '/api/sessions demo %r, the file on disk '
+          '%r' % (s[0].get('demo') if s else None, on_disk))
+    check(len(st) == 1 and st[0].get('demo') == on_disk, '--stats demo %r, the file on disk %r'
+          % (st[0].get('demo') if st else None, on_disk))
+    for path, body in raw.items():  # as UTF-8 text, not escaped byte by byte
+        body.decode('utf-8')  # strict: raises on bytes that are not UTF-8
+        check(b'\\u00c3' not in body, '%s: %r' % (path, body[:400]))
+    check('d\u00e9'.encode() in raw['/api/recordings'], '/api/recordings: %r'
+          % raw['/api/recordings'][:400])
+    print('the demo %s, named alike by /api/recordings, /api/sessions and --stats' % on_disk)
 
 
 def case_idle_closed(h):

@@ -4,6 +4,7 @@
 usage: offline_test.py SLIPGATE CASE   (SG_TESTDATA points at the test data)
 Exit codes checked: 0 ok, 1 errors found or nothing can read it, 2 usage.
 """
+import json
 import os
 import re
 import struct
@@ -678,6 +679,25 @@ def case_demo_verify_usage():
         expect(rc == 2 and "not a public key" in err, "bad --key: " + err)
         rc, out, err = run("demo", "--help")
         expect("demo verify FILE" in out, "demo --help lists verify")
+
+
+def case_demo_verify_json_bytes():
+    """`demo verify --json` names a file whose name is not UTF-8 in strict
+    JSON and UTF-8: a well-formed sequence as it is, every other byte as
+    its Latin-1 character (protocols/json.h)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(os.fsencode(tmp), b"d\xc3\xa9-\xe9\xff\x01.dm_68")
+        with open(path, "wb") as f:
+            f.write(b"abc")
+        p = subprocess.run([SLIPGATE, "demo", "verify", path, "--json"], capture_output=True,
+                           timeout=100)
+        try:
+            doc = json.loads(p.stdout.decode("utf-8"))  # strict UTF-8, then strict JSON
+        except ValueError as e:
+            sys.exit("FAILED: --json output is not UTF-8 JSON (%s): %r" % (e, p.stdout))
+        want = tmp + "/d\u00e9-\u00e9\u00ff\u0001.dm_68"
+        expect(p.returncode == 1 and doc.get("file") == want,
+               "file %r, expected %r (rc %d)" % (doc.get("file"), want, p.returncode))
 
 
 def case_anonymize_checked():
