@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,10 +402,15 @@ static int nq_demo_dump(FILE *in, const char *name, bool json, FILE *out)
         int err = dem_parse(&d);
         if (err < 0)
             errors++;
-        if (json)
-            fprintf(out, "{\"block\":%" PRIu64 ",\"len\":%u,\"angles\":[%.9g,%.9g,%.9g],\"msgs\":[",
-                    d.blocks, (unsigned)d.len, (double)angle_of(d.angles),
-                    (double)angle_of(d.angles + 4), (double)angle_of(d.angles + 8));
+        if (json) {
+            fprintf(out, "{\"block\":%" PRIu64 ",\"len\":%u,\"angles\":[", d.blocks,
+                    (unsigned)d.len);
+            for (int k = 0; k < 3; k++) { /* a file's floats may be anything: JSON has no NaN */
+                float a = angle_of(d.angles + 4 * k);
+                fprintf(out, isfinite(a) ? "%s%.9g" : "%snull", k ? "," : "", (double)a);
+            }
+            fputs("],\"msgs\":[", out);
+        }
         else
             fprintf(out, "block %" PRIu64 " len=%u angles=%.9g %.9g %.9g%s%s\n", d.blocks,
                     (unsigned)d.len, (double)angle_of(d.angles), (double)angle_of(d.angles + 4),

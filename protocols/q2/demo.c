@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,7 +227,10 @@ void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg
                     uint32_t u;
                     float f;
                 } fv = {.u = f->raw};
-                fprintf(out, "%g", (double)fv.f);
+                if (isfinite(fv.f))
+                    fprintf(out, "%g", (double)fv.f);
+                else /* JSON has no NaN: the raw bits, as the other games' dumps write them */
+                    fprintf(out, json ? "\"0x%08x\"" : "0x%08x", (unsigned)f->raw);
             } else if (f->num == SG_BMSG_S8 || f->num == SG_BMSG_S16 || f->num == SG_BMSG_S32 ||
                 f->num == SG_BMSG_COORD16 || f->num == SG_BMSG_ANGLE16)
                 fprintf(out, "%d", (int)(f->num == SG_BMSG_S8    ? (int8_t)f->raw
