@@ -31,7 +31,7 @@ import tempfile
 
 TARGETS = ['fuzz_huffman', 'fuzz_q3_message', 'fuzz_q3_client', 'fuzz_q3_netchan',
            'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config', 'fuzz_bmsg',
-           'fuzz_qw', 'fuzz_sign', 'fuzz_nq', 'fuzz_q2']
+           'fuzz_qw', 'fuzz_sign', 'fuzz_nq', 'fuzz_q2', 'fuzz_json']
 
 SERVER_PORT = 27960  # the server port of every Q3 session capture (MANIFEST.md)
 SESSIONS = {'ioq68': 1, 'ioq71': 2, 'oa71': 3}  # capture -> fuzz_q3_netchan wire mode
@@ -547,6 +547,35 @@ def seeds_sign(testdata, source):
     return seeds
 
 
+def seeds_json(testdata, source):
+    """fuzz_json's paths (mode bits 0-1) over the games (bits 2-3, q3 qw nq
+    q2): strings that are and are not UTF-8, the demo seeds of the other
+    targets as `demo dump --json` input, and their sessions' datagrams
+    through the capture decoder and the live codec's inspector dump."""
+    seeds = {'str_utf8': b'\x00d\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 "\\\n\t\x7f',
+             'str_bronze': b'\x00\xc8\xe5\xec\xec\xef \xc3\x28 \xed\xa0\x80 \xf4\x90\x80\x80 \xc0\xaf'}
+    game_of = {'q3': 0, 'qw': 1, 'nq': 2, 'q2': 3}
+    for name, data in seeds_demo(testdata, source).items():
+        game = 'qw' if name.startswith('qw') else 'q3'
+        if game == 'qw':
+            ext = 0 if 'qwd' in name else 1  # qwd, mvd
+        else:
+            ext = 3 if '71' in name else 2  # dm_68, dm_71
+        seeds['demo_' + name] = bytes([1 | game_of[game] << 2 | ext << 4]) + data
+    for game, gen in (('qw', seeds_qw), ('nq', seeds_nq), ('q2', seeds_q2)):
+        for name, data in gen(testdata, source).items():
+            if game == 'nq' and data[0] & 0x80:
+                seeds['demo_nq_' + name] = bytes([1 | game_of[game] << 2]) + data[1:]
+                continue
+            for path in (2, 3):
+                seeds['%s_%d_%s' % (game, path, name)] = bytes([path | game_of[game] << 2]) + data[1:]
+    for name, (game, other) in captures(testdata):
+        body = b''.join(struct.pack('<BH', int(s2c), len(p)) + p for s2c, p in game[:80])
+        for path in (2, 3):
+            seeds['q3_%d_%s' % (path, name)] = bytes([path]) + body
+    return seeds
+
+
 GENERATORS = {
     'fuzz_huffman': seeds_huffman,
     'fuzz_q3_message': seeds_message,
@@ -560,6 +589,7 @@ GENERATORS = {
     'fuzz_sign': seeds_sign,
     'fuzz_nq': seeds_nq,
     'fuzz_q2': seeds_q2,
+    'fuzz_json': seeds_json,
 }
 
 
