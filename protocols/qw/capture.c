@@ -25,6 +25,7 @@
 #include "protocols/codec.h"
 #include "protocols/demofile.h"
 #include "protocols/error.h"
+#include "protocols/json.h"
 #include "protocols/qw/qw.h"
 
 #define NAMES_SHOWN 8 /* message names on a text line */
@@ -192,8 +193,10 @@ static void print_line(FILE *out, const struct flow *fl, const struct sg_frame *
             for (unsigned i = 0; i < f->nmsgs; i++)
                 fprintf(out, "%s\"%s\"", i ? "," : "", f->msgs[i].name);
             fputc(']', out);
-            if (f->new_level)
-                fprintf(out, ",\"level\":\"%s\"", f->level);
+            if (f->new_level) {
+                fputs(",\"level\":", out); /* the server's text: any bytes */
+                sg_json_cstr(out, f->level);
+            }
         }
         if (rebuilt >= 0)
             fprintf(out, ",\"rebuilt\":\"%s\"", rebuilt ? "identical" : "different");
