@@ -410,12 +410,12 @@ static int nq_demo_dump(FILE *in, const char *name, bool json, FILE *out)
                 fprintf(out, isfinite(a) ? "%s%.9g" : "%snull", k ? "," : "", (double)a);
             }
             fputs("],\"msgs\":[", out);
-        }
-        else
+        } else {
             fprintf(out, "block %" PRIu64 " len=%u angles=%.9g %.9g %.9g%s%s\n", d.blocks,
                     (unsigned)d.len, (double)angle_of(d.angles), (double)angle_of(d.angles + 4),
                     (double)angle_of(d.angles + 8), err < 0 ? " error=" : "",
                     err < 0 ? sg_strerror(err) : "");
+        }
         for (uint32_t i = 0; i < d.parsed.nmsgs; i++) {
             const struct sg_nq_msg *m = &d.parsed.msgs[i];
             if (json)

@@ -351,7 +351,8 @@ static void case_json_bytes(void)
                                "\\u007f \xe2\x82\xac\"";
     static const char stripped[] = "\"text\":\"d\xc3\xa9 \\u00e9\\u00c8\\u00c3\\\"\\u0001"
                                    "\\u007f \xe2\x82\xac\"";
-    const char *confs[] = {"format json\nlevel messages", "format json\nlevel messages\ncolors strip"};
+    const char *confs[] = {"format json\nlevel messages",
+                           "format json\nlevel messages\ncolors strip"};
 
     for (int k = 0; k < 2; k++) {
         struct fake_chain fc;

@@ -348,8 +348,8 @@ static void one_string(const uint8_t *s, size_t n)
     sg_json_str(f, s, n);
     FUZZ_CHECK(fclose(f) == 0);
     check_json(buf, len);
-    j = (struct jp){.p = (const uint8_t *)buf, .end = (const uint8_t *)buf + len, .cps = got,
-                    .cap = n + 1};
+    j = (struct jp){
+        .p = (const uint8_t *)buf, .end = (const uint8_t *)buf + len, .cps = got, .cap = n + 1};
     FUZZ_CHECK(string(&j) && j.p == j.end);
     nwant = expected_chars(s, n, want);
     FUZZ_CHECK(j.ncps == nwant && memcmp(got, want, nwant * sizeof(*got)) == 0);
