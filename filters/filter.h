@@ -23,7 +23,8 @@
  *                      sg_filter_drop_msg) or injected one; the frame is
  *                      re-encoded before it is sent
  *   SG_FILTER_DROP     the datagram is not sent; the receiver sees loss
- *                      (DESIGN.md rule 4); later filters do not see it
+ *                      (no renumbering: a dropped datagram looks like network
+ *                      loss to the game); later filters do not see it
  *   < 0                an error: counted against the filter, the frame
  *                      goes on as if the filter had passed
  *
@@ -40,7 +41,8 @@
  * Per-session state lives in a slot (call->slot) the filter fills when it
  * first acts; session_end() is called at the end of a session for every
  * filter whose slot is not NULL.  Per-route state comes from create().
- * Nothing is global (DESIGN.md rule 5).
+ * Nothing is global: every piece of state hangs off a route or a session,
+ * so that routes and worker loops never share mutable state.
  *
  * Plugins: a shared object exporting
  *

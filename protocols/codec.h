@@ -7,11 +7,12 @@
  * proxy owns the sockets and the files.
  *
  * Per session the proxy calls create() once, decode() for every datagram in
- * either direction (the codec keeps both sides' views, DESIGN.md rule 3),
+ * either direction (the codec keeps both sides' views: client and server
+ * may come to know different things, and each is encoded for its receiver),
  * and encode() when a frame must be rebuilt (a filter changed it, or the
  * route says `reencode always`).  Datagrams a codec cannot decode are still
- * relayed by the proxy (rule 1): decode() then returns a negative error and
- * marks the frame SG_FRAME_RAW.
+ * relayed by the proxy, as they came: decode() then returns a negative
+ * error and marks the frame SG_FRAME_RAW.
  */
 #ifndef SG_PROTOCOLS_CODEC_H
 #define SG_PROTOCOLS_CODEC_H
@@ -94,7 +95,8 @@ struct sg_frame {
      * C2S MESSAGE: the client leaves the game with this message (Quake 3:
      * a `disconnect` command, sent after its own demo has ended).  Set on
      * every copy the client sends.  Recorders end the demo here and record
-     * nothing more of the connection (DESIGN.md rule 9).  Appended last:
+     * nothing more of the connection: a recording ends where the player's own
+ * demo would.  Appended last:
      * plugins built against the older layout read the fields above.
      */
     bool disconnect;
@@ -252,10 +254,10 @@ struct sg_codec {
     bool (*probe)(const uint8_t *data, size_t len);
 
     /*
-     * Relay hooks: the game's quirks the proxy acts on (DESIGN.md, STYLE.md
-     * "game quirks go through the codec table").  Each may be NULL.  `rs` is
-     * the session's relay state for this game (zeroed when the session takes
-     * the game; the hooks own its contents).
+     * Relay hooks: the game's quirks the proxy acts on (the proxy itself
+     * names no game: each quirk goes through the codec table).  Each may
+     * be NULL.  `rs` is the session's relay state for this game (zeroed
+     * when the session takes the game; the hooks own its contents).
      *
      * is_connect(): is this a client's connect request of this game?  Under
      * protocol auto it (re)decides a session's game: a DarkPlaces client
