@@ -8,7 +8,7 @@ Reads `SLIPGATE filters --json` and writes, between the lines
 entry per built-in filter: its name, tap or filter, description, and
 every directive with its argument and help.  With --check nothing is
 written; the exit status is 1 (with a diff) when the page is out of step,
-and when README.md does not mention a filter.  The test suite runs the
+and when doc/filters/README.md does not show a filter.  The test suite runs the
 check (doc@filters_in_step).
 """
 import difflib
@@ -64,11 +64,19 @@ def main():
     a, b = lines.index(BEGIN), lines.index(END)
     new = lines[:a + 1] + entries(filters) + lines[b:]
     status = 0
-    with open(os.path.join(ROOT, 'README.md')) as f:
-        readme = f.read()
+    # doc/filters/README.md shows each built-in filter with a snippet, and
+    # each has its own page beside it.
+    with open(os.path.join(ROOT, 'doc', 'filters', 'README.md')) as f:
+        overview = f.read()
     for f in filters:
-        if not f.get('plugin') and '**%s**' % f['name'] not in readme:
-            sys.stderr.write('README.md does not describe the filter %s\n' % f['name'])
+        if f.get('plugin'):
+            continue
+        if '**%s**' % f['name'] not in overview:
+            sys.stderr.write('doc/filters/README.md does not describe the filter %s\n'
+                             % f['name'])
+            status = 1
+        if not os.path.exists(os.path.join(ROOT, 'doc', 'filters', f['name'] + '.md')):
+            sys.stderr.write('doc/filters/%s.md is missing\n' % f['name'])
             status = 1
     if new == lines:
         print('doc/slipgate.1 lists the %d built-in filters of the binary' %

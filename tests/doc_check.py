@@ -2,10 +2,11 @@
 """The documentation stays in step with the binary.
 
   doc_check.py options SLIPGATE    every option --help lists is in the man
-                                   page and in the README's option block
+                                   page and in the README or doc/
   doc_check.py example SLIPGATE    the example config passes --check-config,
                                    and each directive it uses is in the man page
 """
+import glob
 import os
 import re
 import socket
@@ -30,14 +31,18 @@ def check_options(slipgate):
     opts = re.findall(r'^\s+(?:(-[a-z]), )?(--[a-z][a-z-]*)', out.stdout, re.M)
     if len(opts) < 5:
         return ['--help lists only %r: the pattern no longer matches its layout' % opts]
-    man, readme = read(MAN), read(README)
+    man = read(MAN)
+    # The user documentation: the README and every page under doc/.
+    readme = read(README) + ''.join(
+        read(p) for p in sorted(glob.glob(os.path.join(ROOT, 'doc', '**', '*.md'),
+                                          recursive=True)))
     problems = []
     for short, o in opts:
         if o.replace('-', '\\-') not in man:
             problems.append('%s is in --help but not in doc/slipgate.1' % o)
-        # The README's option block may abbreviate to the short form.
+        # The option block may abbreviate to the short form.
         if o not in readme and not (short and re.search(r'(^|\s)%s\b' % short, readme, re.M)):
-            problems.append('%s is in --help but not in README.md' % o)
+            problems.append('%s is in --help but not in README.md or doc/' % o)
     print('%d options checked: %s' % (len(opts), ' '.join(o for _, o in opts)))
     # `slipgate doctor --help`: each of its options is in the man page too.
     out = subprocess.run([slipgate, 'doctor', '--help'], capture_output=True, text=True,
@@ -49,7 +54,7 @@ def check_options(slipgate):
         if o.replace('-', '\\-') not in man:
             problems.append('%s is in doctor --help but not in doc/slipgate.1' % o)
     if 'slipgate doctor' not in readme:
-        problems.append('README.md does not mention slipgate doctor')
+        problems.append('neither README.md nor doc/ mentions slipgate doctor')
     print('%d doctor options checked: %s' % (len(dopts), ' '.join(dopts)))
     return problems
 
