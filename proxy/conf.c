@@ -390,7 +390,7 @@ static const struct sg_conf_directive top_directives[] = {
      .offset = offsetof(struct sg_conf, http),
      .argname = "ADDR:PORT",
      .help = "serve /metrics (Prometheus), a JSON API and a live web page here, e.g. "
-             "127.0.0.1:8080 (default: off; README, Watching slipgate)"},
+             "127.0.0.1:8080 (default: off; doc/monitoring.md)"},
     {.name = "http_token",
      .type = SG_CONF_STRING,
      .offset = offsetof(struct sg_conf, http_token),

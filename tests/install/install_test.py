@@ -1,4 +1,4 @@
-"""What an operator installs, checked from the installed files (README, "Install").
+"""What an operator installs, checked from the installed files (doc/install.md).
 
     install_test.py CASE     (SG_BUILD: the meson build directory,
                               SG_SOURCE: the source tree)
@@ -20,7 +20,7 @@
                          units without a warning (with their paths moved into
                          the destdir), `systemd-analyze security` rates them
                          at most 3.0, and they run the installed binary with
-                         the installed config, hardened as the README says
+                         the installed config, hardened as doc/install.md says
     deb                  dpkg-buildpackage -b (DEB_BUILD_OPTIONS=nocheck) in a
                          copy of the source tree builds slipgate and
                          slipgate-dev, lintian finds no error, and the
