@@ -98,7 +98,9 @@ int sg_q3_record_gamestate(const struct sg_q3_state *st, int32_t command_seq,
  * every entity from its baseline, forced); otherwise delta'd from tracked
  * frame `base` (changed entities only, new ones from their baselines,
  * removals for the ones that left).  Both frames must live in `st`'s
- * rings; `base` must be 1..31 messages older.  0, -EINVAL or -ENOMEM.
+ * rings; `base` must be 1..31 messages older and have a message number
+ * above 0 (the game reads a delta from 0 or below as none, and so does
+ * parse.c).  0, -EINVAL or -ENOMEM.
  */
 int sg_q3_record_snapshot(const struct sg_q3_state *st, const struct sg_q3_snapshot *snap,
                           const struct sg_q3_snapshot *base, struct sg_q3_svmsg *out);

@@ -111,7 +111,9 @@ int sg_q3_record_snapshot(const struct sg_q3_state *st, const struct sg_q3_snaps
     int opi, si, err;
     struct sg_q3_snap *s;
 
-    if (base && (delta <= 0 || delta >= SG_Q3_PACKET_BACKUP ||
+    /* the game reads a delta from message number 0 or below as no delta
+     * (CL_ParseSnapshot: deltaNum <= 0 is an uncompressed frame) */
+    if (base && (delta <= 0 || delta >= SG_Q3_PACKET_BACKUP || base->message_num <= 0 ||
                  st->parse_entities_num - base->parse_entities_num >
                      (uint32_t)(SG_Q3_MAX_PARSE_ENTITIES - SG_Q3_MAX_SNAPSHOT_ENTITIES)))
         return -EINVAL;
