@@ -1117,7 +1117,9 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
     r->rates = calloc(RATE_SLOTS, sizeof(*r->rates));
     r->hosts = calloc(HOST_BUCKETS, sizeof(*r->hosts));
-    err = (r->buckets && r->rates && r->hosts) ? sg_udp_batch_init(&r->batch) : UV_ENOMEM;
+    r->drain_buf = malloc(SG_MAX_DATAGRAM);
+    err = (r->buckets && r->rates && r->hosts && r->drain_buf) ? sg_udp_batch_init(&r->batch)
+                                                               : UV_ENOMEM;
     if (err == 0)
         err = copy_conf(&r->conf, rc);
     if (err == 0 && !(r->share = sg_route__share(app, rc->name)))
@@ -1192,6 +1194,7 @@ err_route:
     free_anon_key(r);
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
+    free(r->drain_buf);
     free(r->buckets);
     free(r->rates);
     free(r->hosts);
@@ -1371,6 +1374,7 @@ void sg_route_destroy(struct sg_route *r)
     free_anon_key(r);
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
+    free(r->drain_buf);
     sg_outbox_finish(&r->outbox);
     free(r->buckets);
     free(r->rates);

@@ -274,6 +274,9 @@ struct sg_route {
      * every datagram leaves through. */
     struct sg_udp_batch batch;
     struct sg_outbox outbox;
+    /* One datagram: a decoding session's waiting server datagrams, read
+     * before its client datagram (session.c, server_first). */
+    uint8_t *drain_buf;
 
     /* Send-first (session.c): the chain only watches (or there is none) and
      * `reencode` is `changed`, so datagrams leave before they are decoded;

@@ -716,6 +716,25 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
 
 /* ---- server -> client ---- */
 
+/* One datagram that reached the upstream socket: only the server's are relayed. */
+static void from_server(struct sg_session *s, const uint8_t *data, size_t len, int flags,
+                        const struct sockaddr *from)
+{
+    struct sg_route *r = s->route;
+
+    if (flags & MSG_TRUNC) {
+        s->sum.counters.drops[SG_DROP_TRUNCATED]++;
+        r->counters.drops[SG_DROP_TRUNCATED]++;
+        return;
+    }
+    if (!sg_addr_equal(from, (struct sockaddr *)&s->server)) {
+        s->sum.counters.drops[SG_DROP_FOREIGN]++;
+        r->counters.drops[SG_DROP_FOREIGN]++;
+        return;
+    }
+    relay(s, SG_DIR_S2C, data, len);
+}
+
 static void on_server_readable(struct sg_udp *u)
 {
     struct sg_session *s = u->data;
@@ -735,18 +754,42 @@ static void on_server_readable(struct sg_udp *u)
     /* Only the server's datagrams: a connected socket gets no others from
      * the kernel, one waiting for a handshake's answer (see handshake())
      * may, and so may its queue from before a (re)connect. */
-    for (int i = 0; i < n && !s->closing; i++) {
-        if (b->msg[i].msg_hdr.msg_flags & MSG_TRUNC) {
-            s->sum.counters.drops[SG_DROP_TRUNCATED]++;
-            r->counters.drops[SG_DROP_TRUNCATED]++;
+    for (int i = 0; i < n && !s->closing; i++)
+        from_server(s, b->iov[i].iov_base, b->msg[i].msg_len, b->msg[i].msg_hdr.msg_flags,
+                    (struct sockaddr *)&b->from[i]);
+}
+
+/*
+ * Before a client datagram of a decoding session, the server datagrams
+ * already waiting at its upstream socket are relayed (and decoded) first.
+ * The poll reports the readable sockets in its own order, so without this
+ * a client datagram could be decoded before a server datagram that reached
+ * slipgate earlier, and the same traffic would decode differently from
+ * run to run: Quake 3 scrambles a client message with the server command
+ * it acknowledges, which that server datagram carries (issue 25 item 6).
+ * None of the waiting server datagrams can depend on this client datagram:
+ * it has not been relayed yet.  At most one batch's worth.
+ */
+static void server_first(struct sg_session *s)
+{
+    struct sg_route *r = s->route;
+
+    for (int i = 0; i < SG_RECV_BATCH && !s->closing && s->upstream.open; i++) {
+        struct sockaddr_storage from;
+        int flags, n = sg_udp_recv_one(&s->upstream, r->drain_buf, SG_MAX_DATAGRAM, &from, &flags);
+
+        if (n == -EAGAIN)
+            return;
+        if (n == -ECONNREFUSED) {
+            server_refused(s);
             continue;
         }
-        if (!sg_addr_equal((struct sockaddr *)&b->from[i], (struct sockaddr *)&s->server)) {
-            s->sum.counters.drops[SG_DROP_FOREIGN]++;
-            r->counters.drops[SG_DROP_FOREIGN]++;
-            continue;
+        if (n < 0) {
+            sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "upstream: %s",
+                      strerror(-n));
+            return;
         }
-        relay(s, SG_DIR_S2C, b->iov[i].iov_base, b->msg[i].msg_len);
+        from_server(s, r->drain_buf, (size_t)n, flags, (struct sockaddr *)&from);
     }
 }
 
@@ -754,6 +797,11 @@ static void on_server_readable(struct sg_udp *u)
 
 void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len)
 {
+    if (s->codec && s->upstream.open) {
+        server_first(s);
+        if (s->closing)
+            return;
+    }
     relay(s, SG_DIR_C2S, data, len);
 }
 

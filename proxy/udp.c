@@ -384,6 +384,31 @@ int sg_udp_recv(struct sg_udp *u, struct sg_udp_batch *b)
     return n;
 }
 
+int sg_udp_recv_one(struct sg_udp *u, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
+                    int *flags)
+{
+    struct iovec iov = {buf, cap};
+    struct msghdr mh = {0};
+    ssize_t n;
+
+    *flags = 0;
+    if (u->pending_err) {
+        int err = u->pending_err;
+
+        u->pending_err = 0;
+        return err;
+    }
+    mh.msg_name = from;
+    mh.msg_namelen = sizeof(*from);
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    n = recvmsg(u->fd, &mh, MSG_DONTWAIT);
+    if (n < 0)
+        return errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
+    *flags = mh.msg_flags;
+    return (int)n;
+}
+
 /* Behind the copies already waiting; the poll then watches for writable. */
 static int enqueue(struct sg_udp *u, const uint8_t *data, size_t len, const struct sockaddr *to)
 {

@@ -149,6 +149,15 @@ int sg_udp_local(const struct sg_udp *u, struct sockaddr_storage *out);
 int sg_udp_recv(struct sg_udp *u, struct sg_udp_batch *b);
 
 /*
+ * One waiting datagram into `buf` (`cap` bytes), without blocking: its
+ * length, with MSG_TRUNC in *flags when it was cut, and its source in
+ * `from`; -EAGAIN when none waits, or a negative errno (a pending socket
+ * error first, as sg_udp_recv).
+ */
+int sg_udp_recv_one(struct sg_udp *u, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
+                    int *flags);
+
+/*
  * Send one datagram now (no outbox): straight to the kernel, or behind the
  * copies already waiting.  0 (sent or queued), -ENOBUFS (queue full) or a
  * negative errno.

@@ -91,6 +91,7 @@ from q3cap import Capture, Mutator, is_partial  # noqa: E402
 TAG = b'ECHO'
 COUNTER_KEYS = ('c2s_packets', 'c2s_bytes', 's2c_packets', 's2c_bytes')
 WAIT = 3.0            # s, one datagram's way through slipgate in a lock-step replay
+REPEAT_SECONDS = 90   # s, replay_ioq68_repeat's runs in all
 MAX_RESENDS = 20      # per good session: datagrams sent again after a kernel drop
 RSS_LIMIT_KB = 200 * 1024
 # The flood's time limit (it aims to be done in 80% of it) and size; the
@@ -580,8 +581,13 @@ class Replay:
     (reencode always)."""
 
     def __init__(self, h, px, srv, ups, capture, hold, clients=None, name=None,
-                 stop_event=None, wait=WAIT, pace=0.0, move_at=None, before=None):
+                 stop_event=None, wait=WAIT, pace=0.0, move_at=None, before=None, cross=()):
         self.h = h
+        # cross: capture indices of server datagrams that go out together with
+        # the client datagram right after them (see _cross)
+        self.cross = set(cross)
+        self.crossed = set()
+        self.nudge = None
         # before[index](replay): called before capture datagram `index` goes out
         self.before = before or {}
         # NAT rebinding: from capture datagram `move_at` (client to server)
@@ -658,8 +664,48 @@ class Replay:
             out.append(r)
         return out
 
+    def _cross(self, d, a):
+        """Server datagram `d` and the client's answer `a` (the capture's next
+        datagram) wait in the kernel together, as when a replay does not wait
+        for `d` to come through: slipgate is stopped (SIGSTOP, by PID), a
+        datagram from another port makes its listening socket readable
+        first, then `d` goes to the upstream socket and `a` to the listening
+        one, and slipgate goes on (SIGCONT).  Both must come through."""
+        pid = self.px.proc.pid
+        c = self._client(d.client)
+        up = self.upstream[d.client]
+        if self.nudge is None:
+            self.nudge = self.h.client(V4)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            for _ in range(1000):
+                with open('/proc/%d/stat' % pid) as f:
+                    if f.read().rsplit(')', 1)[1].split()[0] in ('T', 't'):
+                        break
+                time.sleep(0.001)
+            self.nudge.send(b'\xff\xff\xff\xffgetinfo cross', self.dest)
+            self.srv.send(d.payload, up)
+            c.send(a.payload, self.dest)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        for g in (d, a):
+            self.sent[(g.client, 'c2s' if g.c2s else 's2c')] += 1
+            self.bytes[(g.client, 'c2s' if g.c2s else 's2c')] += len(g.payload)
+        got_d = [g for g, _ in self._recv_client(c, 1)]
+        got_a = self.srv.take(up, 1, self.wait)
+        if got_d != [d.payload] or got_a != [a.payload]:
+            self._problem('%s %r with %r: got %s at the client and %s at the server'
+                          % (self.name, d, a, [describe(g) for g in got_d],
+                             [describe(g) for g in got_a]))
+        else:
+            self.delivered += 2
+        self.crossed.add(a.index)
+
     def run(self):
         t0 = time.monotonic()
+        mine = [d for d in self.cap.dgrams if d.client in self.clients]
+        answer = {d.index: n for d, n in zip(mine, mine[1:])
+                  if d.index in self.cross and n.c2s and not d.c2s and n.client == d.client}
         held = collections.defaultdict(list)  # (endpoint, c2s) -> pieces sent, not yet out
         timeouts = 0
         for d in self.cap.dgrams:
@@ -673,6 +719,11 @@ class Replay:
             key = (d.client, d.c2s)
             if d.index in self.before:
                 self.before[d.index](self)
+            if d.index in self.crossed:
+                continue
+            if d.index in answer and d.client in self.upstream:
+                self._cross(d, answer[d.index])
+                continue
             if d.c2s:
                 if d.index == self.move_at:
                     self.moved_from = self._client(d.client).port
@@ -2108,6 +2159,54 @@ def case_replay_signed(h, res):
 @with_resources
 def case_replay_ioq68(h, res):
     replay_case(h, res, 'ioq68')
+
+
+@with_resources
+def case_replay_ioq68_repeat(h, res):
+    """Determinism: the protocol-68 capture replayed SG_REPEAT_RUNS times
+    (default 20; at most REPEAT_SECONDS in all) under `reencode always`,
+    each time through a fresh slipgate, must decode and rebuild the game
+    session the same way, with zero decode and zero rebuild errors.  The
+    replay is lock-step except that every server datagram of the game
+    that the client answers right away goes out together with that
+    answer, while slipgate is stopped and its listening socket is already
+    readable (Replay._cross): the poll then reports the client's socket
+    first.  Issue 25 item 6: a client datagram was decoded before the
+    server datagram it answers, whose server command keys its scrambling
+    ("read or write past the end of a message", and a rebuild error)."""
+    runs = int(os.environ.get('SG_REPEAT_RUNS', '20'))
+    cap = Capture('ioq68')
+    game = [d for d in cap.dgrams if d.client == cap.game_client]
+    cross = [d.index for d, n in zip(game, game[1:])
+             if not d.c2s and n.c2s and not d.payload.startswith(q3cap.OOB)
+             and not is_partial(d.payload, False, cap.checksum)]
+    t0 = time.monotonic()
+    done = 0
+    results = collections.Counter()
+    for i in range(runs):
+        if time.monotonic() - t0 > REPEAT_SECONDS:
+            break
+        srv = res.add(ServerSide())
+        px = start_replay_proxy(h, srv, ['+set', 'reencode', 'always'], name='run%d' % i)
+        ups = UpstreamMap(px)
+        rep = Replay(h, px, srv, ups, cap, hold=True, name='ioq68 run %d' % i,
+                     cross=cross).run()
+        check(not rep.problems, 'run %d: %d problems in the replay:\n  %s'
+              % (i, len(rep.problems), '\n  '.join(rep.problems)))
+        st = stop_ok(px, 'run %d: ' % i)
+        game_s = check_replay_sessions(rep, stats_route(st), decoded=True, reencode=True)
+        check(game_s is not None, 'run %d: no game session in the stats' % i)
+        d = game_s['decode']
+        results[(d['messages'], d['reencoded'], d['reencode_identical'])] += 1
+        srv.close()
+        done += 1
+    check(done >= min(runs, 5), 'only %d of %d runs within %d s' % (done, runs, REPEAT_SECONDS))
+    check(len(results) == 1, 'the runs decoded differently: %s' % dict(results))
+    (msgs, rebuilt, same), = results.keys()
+    print('ioq68 replayed %d times under reencode always in %.1f s, %d server datagrams sent '
+          'together with their answer each time: every run %d messages, %d rebuilt, %d '
+          'byte-identical, 0 decode errors, 0 rebuild errors'
+          % (done, time.monotonic() - t0, len(cross), msgs, rebuilt, same))
 
 
 @with_resources
