@@ -33,6 +33,11 @@ whatever the load.  Under `reencode always` slipgate holds the pieces of a
 fragmented message until the last one and then sends the rebuilt pieces:
 the replay expects them all after the last piece.  With the original peers
 replayed, every rebuilt datagram must equal the captured one.
+replay_ioq68_repeat replays one capture 20 times and, at each server
+datagram the client answers right away, sends the two together while
+slipgate is stopped (SIGSTOP/SIGCONT by PID; Replay._cross), so that both
+wait in the kernel at once: the decoding must not depend on which socket
+the poll reports first.
 
 Malformed floods: 24 bad sessions send 20000 datagrams in about 8 s: random
 ones (0..1500 bytes, 1% up to 16 KB), mutated real ones (bit flips,
