@@ -769,13 +769,14 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
 }
 
 /* One datagram from a client: find or make its session, then relay. */
-static void from_client(struct sg_route *r, const struct mmsghdr *m, const struct sockaddr *from)
+static void from_client(struct sg_route *r, const uint8_t *data, size_t len, int flags,
+                        const struct sockaddr *from, uint64_t at)
 {
     struct sg_session *s;
     const char *what;
     bool refused;
 
-    if (m->msg_hdr.msg_flags & MSG_TRUNC) {
+    if (flags & MSG_TRUNC) {
         r->counters.drops[SG_DROP_TRUNCATED]++;
         return;
     }
@@ -787,7 +788,7 @@ static void from_client(struct sg_route *r, const struct mmsghdr *m, const struc
     /* A new port of a known player (never one of slipgate's own addresses or
      * a server's: admit() drops those). */
     if (!s && !loop_source(r, from, &what)) {
-        s = sg_route__session_rebind(r, from, m->msg_hdr.msg_iov->iov_base, m->msg_len, &refused);
+        s = sg_route__session_rebind(r, from, data, len, &refused);
         if (refused)
             return; /* counted and logged; the session stays */
     }
@@ -795,7 +796,7 @@ static void from_client(struct sg_route *r, const struct mmsghdr *m, const struc
         return;
     if (sg_addr_equal((struct sockaddr *)&s->client, from))
         s->client_seen = uv_now(&r->app->loop);
-    sg_session_forward_to_server(s, m->msg_hdr.msg_iov->iov_base, m->msg_len);
+    sg_session_forward_to_server(s, data, len, at);
 }
 
 static void on_client_readable(struct sg_udp *u)
@@ -810,7 +811,24 @@ static void on_client_readable(struct sg_udp *u)
         return;
     }
     for (int i = 0; i < n && r->listener.open; i++)
-        from_client(r, &b->msg[i], (const struct sockaddr *)&b->from[i]);
+        from_client(r, b->iov[i].iov_base, b->msg[i].msg_len, b->msg[i].msg_hdr.msg_flags,
+                    (const struct sockaddr *)&b->from[i], b->at[i]);
+}
+
+void sg_route_clients_before(struct sg_route *r, uint64_t at)
+{
+    for (int i = 0; i < SG_RECV_BATCH && r->listener.open && at; i++) {
+        struct sockaddr_storage from;
+        uint64_t t;
+        int flags, n = sg_udp_peek_time(&r->listener, &t);
+
+        if (n <= 0 || !t || t >= at)
+            return; /* none, an error (the poll's receive reports it), or not earlier */
+        n = sg_udp_recv_one(&r->listener, r->drain_cbuf, SG_MAX_DATAGRAM, &from, &flags, &t);
+        if (n < 0)
+            return;
+        from_client(r, r->drain_cbuf, (size_t)n, flags, (const struct sockaddr *)&from, t);
+    }
 }
 
 /* ---- the idle sweep ---- */
@@ -1118,8 +1136,10 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     r->rates = calloc(RATE_SLOTS, sizeof(*r->rates));
     r->hosts = calloc(HOST_BUCKETS, sizeof(*r->hosts));
     r->drain_buf = malloc(SG_MAX_DATAGRAM);
-    err = (r->buckets && r->rates && r->hosts && r->drain_buf) ? sg_udp_batch_init(&r->batch)
-                                                               : UV_ENOMEM;
+    r->drain_cbuf = malloc(SG_MAX_DATAGRAM);
+    err = (r->buckets && r->rates && r->hosts && r->drain_buf && r->drain_cbuf)
+              ? sg_udp_batch_init(&r->batch)
+              : UV_ENOMEM;
     if (err == 0)
         err = copy_conf(&r->conf, rc);
     if (err == 0 && !(r->share = sg_route__share(app, rc->name)))
@@ -1195,6 +1215,7 @@ err_route:
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
     free(r->drain_buf);
+    free(r->drain_cbuf);
     free(r->buckets);
     free(r->rates);
     free(r->hosts);
@@ -1375,6 +1396,7 @@ void sg_route_destroy(struct sg_route *r)
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
     free(r->drain_buf);
+    free(r->drain_cbuf);
     sg_outbox_finish(&r->outbox);
     free(r->buckets);
     free(r->rates);

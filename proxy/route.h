@@ -274,9 +274,10 @@ struct sg_route {
      * every datagram leaves through. */
     struct sg_udp_batch batch;
     struct sg_outbox outbox;
-    /* One datagram: a decoding session's waiting server datagrams, read
-     * before its client datagram (session.c, server_first). */
-    uint8_t *drain_buf;
+    /* One datagram each: a decoding session's waiting server datagrams,
+     * read before its client datagram, and the listening socket's, read
+     * before a server datagram (session.c, server_first). */
+    uint8_t *drain_buf, *drain_cbuf;
 
     /* Send-first (session.c): the chain only watches (or there is none) and
      * `reencode` is `changed`, so datagrams leave before they are decoded;
@@ -322,7 +323,13 @@ void sg_route_deferred_drain(struct sg_route *r);
 /* A new session for `client` (0, *out set), or a negative errno: no socket
  * towards the server could be opened (counted and logged here). */
 int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct sg_session **out);
-void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len);
+/* A client's datagram for its session; `at`: its receive time (struct sg_udp_batch), 0 unknown. */
+void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len,
+                                  uint64_t at);
+
+/* Relay the listening socket's datagrams that reached it before `at` (a
+ * receive time; 0: none), for a server datagram about to be decoded. */
+void sg_route_clients_before(struct sg_route *r, uint64_t at);
 /* What became of a datagram the route's outbox sent for a session (sg_outbox_done_cb). */
 void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len, int err);
 void sg_session_close(struct sg_session *s, const char *reason);

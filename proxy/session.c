@@ -754,30 +754,44 @@ static void on_server_readable(struct sg_udp *u)
     /* Only the server's datagrams: a connected socket gets no others from
      * the kernel, one waiting for a handshake's answer (see handshake())
      * may, and so may its queue from before a (re)connect. */
-    for (int i = 0; i < n && !s->closing; i++)
+    for (int i = 0; i < n && !s->closing; i++) {
+        /* a decoding session's client datagrams that came earlier go first (server_first) */
+        if (s->codec) {
+            sg_route_clients_before(r, b->at[i]);
+            if (s->closing)
+                break;
+        }
         from_server(s, b->iov[i].iov_base, b->msg[i].msg_len, b->msg[i].msg_hdr.msg_flags,
                     (struct sockaddr *)&b->from[i]);
+    }
 }
 
 /*
- * Before a client datagram of a decoding session, the server datagrams
- * already waiting at its upstream socket are relayed (and decoded) first.
- * The poll reports the readable sockets in its own order, so without this
- * a client datagram could be decoded before a server datagram that reached
- * slipgate earlier, and the same traffic would decode differently from
- * run to run: Quake 3 scrambles a client message with the server command
- * it acknowledges, which that server datagram carries (issue 25 item 6).
- * None of the waiting server datagrams can depend on this client datagram:
- * it has not been relayed yet.  At most one batch's worth.
+ * A decoding session's datagrams are decoded in the order they reached
+ * slipgate, whichever of its two sockets the poll reports first: before
+ * a client datagram, the server datagrams that reached the upstream socket
+ * earlier (by the kernel's receive time; all waiting ones when it is not
+ * known) are relayed first, and before a server datagram, the listening
+ * socket's earlier datagrams (route.c, sg_route_clients_before).  The
+ * decoding of one direction depends on the other: Quake 3 scrambles a
+ * client message with the server command it acknowledges, and a server
+ * message with the client command it acknowledges, so a client datagram
+ * decoded before the server datagram it answers failed (issue 25 item 6).
+ * At most one batch's worth at a time.
  */
-static void server_first(struct sg_session *s)
+static void server_first(struct sg_session *s, uint64_t before)
 {
     struct sg_route *r = s->route;
 
     for (int i = 0; i < SG_RECV_BATCH && !s->closing && s->upstream.open; i++) {
         struct sockaddr_storage from;
-        int flags, n = sg_udp_recv_one(&s->upstream, r->drain_buf, SG_MAX_DATAGRAM, &from, &flags);
+        uint64_t at;
+        int flags, n = sg_udp_peek_time(&s->upstream, &at);
 
+        if (n == 0 || (n > 0 && at && before && at >= before))
+            return;
+        if (n > 0)
+            n = sg_udp_recv_one(&s->upstream, r->drain_buf, SG_MAX_DATAGRAM, &from, &flags, &at);
         if (n == -EAGAIN)
             return;
         if (n == -ECONNREFUSED) {
@@ -795,10 +809,11 @@ static void server_first(struct sg_session *s)
 
 /* ---- client -> server ---- */
 
-void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len)
+void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len,
+                                  uint64_t at)
 {
     if (s->codec && s->upstream.open) {
-        server_first(s);
+        server_first(s, at);
         if (s->closing)
             return;
     }

@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SEND_CHUNK 64 /* datagrams per sendmmsg */
@@ -45,8 +46,32 @@ int sg_udp_batch_init(struct sg_udp_batch *b)
         b->msg[i].msg_hdr.msg_iov = &b->iov[i];
         b->msg[i].msg_hdr.msg_iovlen = 1;
         b->msg[i].msg_hdr.msg_name = &b->from[i];
+        b->msg[i].msg_hdr.msg_control = b->ctrl[i];
     }
     return 0;
+}
+
+/* The kernel's receive time of a received message (SO_TIMESTAMPNS), 0 without one. */
+static uint64_t receive_time(struct msghdr *mh)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
+            c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+            struct timespec ts;
+
+            memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+            return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        }
+    }
+    return 0;
+}
+
+/* Receive times on (they order a session's two sockets: session.c); best effort. */
+static void want_times(int fd)
+{
+    int on = 1;
+
+    (void)setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
 }
 
 void sg_udp_batch_finish(struct sg_udp_batch *b)
@@ -141,6 +166,7 @@ static int udp_open(struct sg_udp *u, uv_loop_t *loop, const struct sockaddr *lo
         err = -errno;
         goto err_fd;
     }
+    want_times(fd);
     err = uv_poll_init_socket(loop, &u->poll, fd);
     if (err < 0)
         goto err_fd;
@@ -260,6 +286,7 @@ int sg_udp_adopt(struct sg_udp *u, uv_loop_t *loop, int fd, sg_udp_read_cb on_re
     u->ob_head = u->ob_tail = -1;
     u->on_read = on_read;
     u->data = data;
+    want_times(fd);
     err = uv_poll_init_socket(loop, &u->poll, fd);
     if (err < 0) {
         close(fd);
@@ -377,21 +404,26 @@ int sg_udp_recv(struct sg_udp *u, struct sg_udp_batch *b)
     for (int i = 0; i < SG_RECV_BATCH; i++) {
         b->iov[i].iov_len = SG_MAX_DATAGRAM;
         b->msg[i].msg_hdr.msg_namelen = sizeof(b->from[i]);
+        b->msg[i].msg_hdr.msg_controllen = SG_UDP_CTRL;
     }
     n = recvmmsg(u->fd, b->msg, SG_RECV_BATCH, MSG_DONTWAIT, NULL);
     if (n < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+    for (int i = 0; i < n; i++)
+        b->at[i] = receive_time(&b->msg[i].msg_hdr);
     return n;
 }
 
 int sg_udp_recv_one(struct sg_udp *u, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
-                    int *flags)
+                    int *flags, uint64_t *at)
 {
     struct iovec iov = {buf, cap};
     struct msghdr mh = {0};
+    uint8_t ctrl[SG_UDP_CTRL];
     ssize_t n;
 
     *flags = 0;
+    *at = 0;
     if (u->pending_err) {
         int err = u->pending_err;
 
@@ -402,11 +434,33 @@ int sg_udp_recv_one(struct sg_udp *u, uint8_t *buf, size_t cap, struct sockaddr_
     mh.msg_namelen = sizeof(*from);
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
+    mh.msg_control = ctrl;
+    mh.msg_controllen = sizeof(ctrl);
     n = recvmsg(u->fd, &mh, MSG_DONTWAIT);
     if (n < 0)
         return errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
     *flags = mh.msg_flags;
+    *at = receive_time(&mh);
     return (int)n;
+}
+
+int sg_udp_peek_time(struct sg_udp *u, uint64_t *at)
+{
+    uint8_t byte, ctrl[SG_UDP_CTRL];
+    struct iovec iov = {&byte, 1};
+    struct msghdr mh = {0};
+
+    *at = 0;
+    if (u->pending_err)
+        return 1;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctrl;
+    mh.msg_controllen = sizeof(ctrl);
+    if (recvmsg(u->fd, &mh, MSG_PEEK | MSG_DONTWAIT) < 0)
+        return errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+    *at = receive_time(&mh);
+    return 1;
 }
 
 /* Behind the copies already waiting; the poll then watches for writable. */

@@ -66,10 +66,15 @@ struct sg_udp {
 };
 
 /* One receive call's datagrams; caller-owned, reused (sg_udp_batch_init). */
+/* Control space for a receive time (SO_TIMESTAMPNS: a struct timespec). */
+#define SG_UDP_CTRL 64
+
 struct sg_udp_batch {
     struct mmsghdr msg[SG_RECV_BATCH];
     struct iovec iov[SG_RECV_BATCH];
     struct sockaddr_storage from[SG_RECV_BATCH];
+    uint64_t at[SG_RECV_BATCH]; /* the kernel's receive time (ns, CLOCK_REALTIME); 0: unknown */
+    uint8_t ctrl[SG_RECV_BATCH][SG_UDP_CTRL];
     uint8_t *buf; /* SG_RECV_BATCH slots of SG_MAX_DATAGRAM bytes */
 };
 
@@ -150,12 +155,20 @@ int sg_udp_recv(struct sg_udp *u, struct sg_udp_batch *b);
 
 /*
  * One waiting datagram into `buf` (`cap` bytes), without blocking: its
- * length, with MSG_TRUNC in *flags when it was cut, and its source in
- * `from`; -EAGAIN when none waits, or a negative errno (a pending socket
+ * length, with MSG_TRUNC in *flags when it was cut, its source in `from`
+ * and its receive time in *at; -EAGAIN when none waits, or a negative errno (a pending socket
  * error first, as sg_udp_recv).
  */
 int sg_udp_recv_one(struct sg_udp *u, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
-                    int *flags);
+                    int *flags, uint64_t *at);
+
+/*
+ * The receive time (as in struct sg_udp_batch) of the datagram waiting
+ * first, left in place: 1 and *at when one waits (*at 0 when unknown, or
+ * when a socket error is pending: the next receive returns it), 0 when
+ * none waits, or a negative errno (a socket error, now cleared).
+ */
+int sg_udp_peek_time(struct sg_udp *u, uint64_t *at);
 
 /*
  * Send one datagram now (no outbox): straight to the kernel, or behind the
