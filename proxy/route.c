@@ -642,6 +642,35 @@ bool sg_route__own_socket(const struct sg_route *r, const struct sockaddr *a)
     return false;
 }
 
+/* Is `from` a local address with one of the upstream sockets' ports? */
+static bool own_upstream_source(const struct sg_route *r, const struct sockaddr *from)
+{
+    unsigned char k[16];
+    size_t n = sg_addr_host_key(from, k);
+
+    return local_host(r, k, n) && own_upstream(r, from, k, n);
+}
+
+/*
+ * Can an upstream socket send to this route's listener?  A session's socket
+ * is connected to its route's server (a NetQuake accept naming one of
+ * slipgate's own sockets is refused), so only when a route's server is this
+ * listener.  Otherwise a local client whose port an upstream socket took
+ * after the client closed (its datagram still queued) is no loop.
+ */
+static bool server_listens(const struct sg_route *r)
+{
+    for (const struct sg_route *o = r->app->routes; o; o = o->next) {
+        const struct sockaddr *srv = (const struct sockaddr *)&o->server_addr;
+        unsigned char k[16];
+        size_t n = sg_addr_host_key(srv, k);
+
+        if (local_host(r, k, n) && listener_of(r, srv, k, n))
+            return true;
+    }
+    return false;
+}
+
 /* A source no session may have: a configured server (the session would
  * relay to itself) or one of slipgate's own sockets (a listener, or a
  * session's socket towards its server). */
@@ -662,7 +691,7 @@ static bool loop_source(const struct sg_route *r, const struct sockaddr *from, c
         *what = "this route's own address"; /* the route is not (or no longer) listed */
         return true;
     }
-    if (sg_route__own_socket(r, from)) {
+    if (sg_route__own_socket(r, from) && (!own_upstream_source(r, from) || server_listens(r))) {
         *what = "one of slipgate's own sockets";
         return true;
     }
