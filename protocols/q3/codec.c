@@ -21,6 +21,7 @@
 #include "protocols/q3/inspect.h"
 #include "protocols/q3/netchan.h"
 #include "protocols/q3/oob.h"
+#include "protocols/q3/proto.h"
 #include "protocols/q3/renum.h"
 #include "protocols/q3/state.h"
 #include "protocols/q3/svmsg.h"
@@ -41,6 +42,7 @@ struct q3c {
     struct sg_codec_stats stats;
     char first_error[200];
     char describe[320];
+    uint64_t headers_only; /* datagrams of a protocol not decoded, relayed with the header read */
 
     /* admission: the server treats the client as connected (a connectResponse,
      * or sequenced traffic, which a server sends only to connected clients);
@@ -579,6 +581,12 @@ static int q3_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         return err;
     case SG_Q3_RX_MESSAGE:
         break;
+    case SG_Q3_RX_HEADERS:
+        /* a protocol not decoded: relayed as it came, no message view */
+        f->kind = SG_FRAME_RAW;
+        f->undecoded = true;
+        c->headers_only++;
+        return 0;
     case SG_Q3_RX_OLD:
     case SG_Q3_RX_GAP:
     case SG_Q3_RX_BAD_FRAGMENT:
@@ -1084,6 +1092,8 @@ static int q3_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const 
     char cmd[SG_Q3_MAX_STRING_CHARS];
     int err;
 
+    if (c->nc.wire == SG_Q3_WIRE_HEADERS)
+        return SG_E_UNSUPPORTED; /* no message view of a protocol not decoded */
     if (!c->nc.connected && dir == SG_DIR_S2C)
         return SG_E_STATE;
     if ((err = build_command(NULL, dir, kind, text, len, cmd, sizeof(cmd))) < 0)
@@ -1121,6 +1131,16 @@ static const char *q3_describe(void *state)
 {
     struct q3c *c = state;
 
+    if (c->nc.wire == SG_Q3_WIRE_HEADERS) {
+        const char *game = sg_q3_protocol_game(c->nc.protocol);
+
+        snprintf(c->describe, sizeof(c->describe),
+                 "Quake 3 protocol %d%s%s%s: relayed, headers only, %llu datagrams relayed "
+                 "undecoded",
+                 c->nc.protocol, game ? " (" : "", game ? game : "", game ? ")" : "",
+                 (unsigned long long)c->headers_only);
+        return c->describe;
+    }
     snprintf(c->describe, sizeof(c->describe), "%s, protocol %d%s%s", sg_q3_wire_name(c->nc.wire),
              c->nc.protocol, c->first_error[0] ? ", first error: " : "", c->first_error);
     return c->describe;

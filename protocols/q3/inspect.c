@@ -168,14 +168,16 @@ static void packet(struct ictx *c)
     put_int(c, "len", (long long)qf->datagram_len);
     if (qf->rx != SG_Q3_RX_OOB && qf->rx != SG_Q3_RX_UNDECODABLE) {
         put_int(c, "seq", qf->sequence);
-        if (qf->fragmented) {
+        if (qf->fragmented && qf->rx == SG_Q3_RX_HEADERS) {
+            put_int(c, "fragment", 1); /* its fields are not read (headers only) */
+        } else if (qf->fragmented) {
             if (c->json)
                 fprintf(c->f, ",\"fragment\":{\"start\":%d,\"length\":%d}", qf->fragment_start,
                         qf->fragment_length);
             else
                 fprintf(c->f, " frag=%d+%d", qf->fragment_start, qf->fragment_length);
         }
-        if (qf->dir == SG_Q3_C2S)
+        if (qf->dir == SG_Q3_C2S && (qf->rx != SG_Q3_RX_HEADERS || qf->header_len >= 6))
             put_int(c, "qport", qf->qport);
         if (qf->has_checksum) {
             if (c->json)

@@ -84,6 +84,8 @@ const char *sg_q3_wire_name(enum sg_q3_wire wire)
         return "ioquake3 71";
     case SG_Q3_WIRE_OA_71:
         return "OpenArena 71";
+    case SG_Q3_WIRE_HEADERS:
+        return "headers only";
     default:
         return "unknown";
     }
@@ -111,6 +113,7 @@ const char *sg_q3_rx_name(enum sg_q3_rx rx)
         [SG_Q3_RX_BAD_FRAGMENT] = "bad_fragment",
         [SG_Q3_RX_BAD_CHECKSUM] = "bad_checksum",
         [SG_Q3_RX_UNDECODABLE] = "undecodable",
+        [SG_Q3_RX_HEADERS] = "headers-only",
     };
 
     if ((int)rx < 0 || (size_t)rx >= sizeof(names) / sizeof(names[0]))
@@ -446,7 +449,9 @@ static void learn_oob(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const struct
         if (o->has_protocol) {
             nc->protocol = o->protocol;
             nc->evidence |= SG_Q3_EVIDENCE_HANDSHAKE;
-            if (o->protocol != SG_Q3_PROTOCOL_71)
+            if (!SG_Q3_PROTOCOL_DECODED(o->protocol))
+                nc->wire = SG_Q3_WIRE_HEADERS; /* named, relayed, not misread as 68 */
+            else if (o->protocol != SG_Q3_PROTOCOL_71)
                 nc->wire = SG_Q3_WIRE_68;
         }
         if (o->has_challenge) {
@@ -597,6 +602,33 @@ static int take_fragment(struct sg_q3_netchan *nc, struct sg_q3_frame *f, const 
     return 0;
 }
 
+/*
+ * A protocol slipgate does not decode: only what every Quake 3 netchan
+ * shares is read, the 32-bit sequence with the fragment bit on top; the
+ * client's 16-bit qport after it only from protocol 66 on (Quake 3 1.29+,
+ * and the games built on it: Quake Live, Wolfenstein: ET).  Whether the
+ * older protocols (43-48) carry a qport, and where checksums or fragment
+ * fields sit in the others, is not assumed; the payload is not touched.
+ */
+static int decode_headers(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const uint8_t *data,
+                          size_t len, struct sg_q3_frame *f)
+{
+    uint32_t word;
+
+    f->rx = SG_Q3_RX_HEADERS;
+    if (len < 4)
+        return 0; /* relayed as it came; nothing to read */
+    word = sg_le32(data);
+    f->fragmented = (word & SG_Q3_FRAGMENT_BIT) != 0;
+    f->sequence = (int32_t)(word & ~SG_Q3_FRAGMENT_BIT);
+    f->header_len = 4;
+    if (dir == SG_Q3_C2S && nc->protocol >= SG_Q3_PROTOCOL_66 && len >= 6) {
+        f->qport = sg_le16(data + 4);
+        f->header_len = 6;
+    }
+    return 0;
+}
+
 int sg_q3_netchan_decode(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const uint8_t *data,
                          size_t len, struct sg_q3_frame *f)
 {
@@ -611,6 +643,9 @@ int sg_q3_netchan_decode(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const uin
     nc->stats.datagrams[dir]++;
     if (sg_q3_oob_is(data, len))
         return decode_oob(nc, dir, data, len, f);
+
+    if (nc->wire == SG_Q3_WIRE_HEADERS)
+        return decode_headers(nc, dir, data, len, f);
 
     /* Header: sequence, qport, checksum, fragment fields. */
     f->rx = SG_Q3_RX_UNDECODABLE;
@@ -739,6 +774,8 @@ int sg_q3_netchan_encode(struct sg_q3_netchan *nc, enum sg_q3_dir dir, int32_t s
     out->count = 0;
     if (len > SG_Q3_MAX_MSGLEN)
         return SG_E_TOOBIG;
+    if (nc->wire == SG_Q3_WIRE_HEADERS)
+        return SG_E_UNSUPPORTED; /* a protocol not decoded is never rebuilt */
     if (nc->wire == SG_Q3_WIRE_UNKNOWN || !nc->have_challenge)
         return SG_E_STATE; /* both the XOR and the checksum need the challenge */
     memcpy(buf, msg, len);

@@ -56,6 +56,7 @@ enum sg_q3_wire {
     SG_Q3_WIRE_68,      /* protocols 66-68: XOR, no checksum */
     SG_Q3_WIRE_IOQ3_71, /* ioquake3 71: 32-bit checksum after the header, no XOR */
     SG_Q3_WIRE_OA_71,   /* OpenArena 71: the 68 wire format numbered 71 */
+    SG_Q3_WIRE_HEADERS, /* a protocol slipgate does not decode: the header only */
 };
 
 /* "protocol 68", "ioquake3 71", "OpenArena 71", "unknown"; static. */
@@ -80,6 +81,7 @@ enum sg_q3_rx {
     SG_Q3_RX_BAD_FRAGMENT, /* illegal fragment length, dropped */
     SG_Q3_RX_BAD_CHECKSUM, /* protocol 71 checksum mismatch, dropped */
     SG_Q3_RX_UNDECODABLE,  /* too short, or keys unknown: relay only */
+    SG_Q3_RX_HEADERS,      /* a protocol not decoded (SG_Q3_WIRE_HEADERS): header read, relayed */
 };
 
 /* Name of a receive status ("message", "fragment", "old", ...); static. */

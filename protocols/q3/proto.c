@@ -60,6 +60,33 @@ const char *sg_q3_snapflag_name(int bit)
     }
 }
 
+const char *sg_q3_protocol_game(int protocol)
+{
+    switch (protocol) {
+    case 43:
+        return "Quake 3 1.11-1.16";
+    case 45:
+    case 46:
+    case 47:
+    case 48:
+        return "Quake 3 before 1.29";
+    case 66:
+    case 67:
+    case 68:
+        return "Quake 3 1.29-1.32";
+    case 71:
+        return "ioquake3 / OpenArena";
+    case 73:
+    case 90:
+    case 91:
+        return "Quake Live";
+    case 84:
+        return "Wolfenstein: Enemy Territory";
+    default:
+        return NULL;
+    }
+}
+
 bool sg_q3_command_is(const char *cmd, const char *verb)
 {
     const unsigned char *p = (const unsigned char *)cmd;

@@ -60,6 +60,15 @@
 #define SG_Q3_PROTOCOL_68 68
 #define SG_Q3_PROTOCOL_71 71
 
+/*
+ * Does slipgate decode the game of Quake 3 protocol `p` (66-71: Quake 3
+ * 1.29-1.32, ioquake3, OpenArena)?  A session whose connect announces
+ * another number (43 Quake 3 1.11-1.16, 45-48 the later point releases,
+ * 73/90/91 Quake Live, 84 Wolfenstein: Enemy Territory, ...) is relayed
+ * with only its netchan header read.
+ */
+#define SG_Q3_PROTOCOL_DECODED(p) ((p) >= SG_Q3_PROTOCOL_66 && (p) <= SG_Q3_PROTOCOL_71)
+
 /* Server to client operations. */
 enum sg_q3_svc {
     SG_Q3_SVC_BAD,
@@ -109,6 +118,10 @@ const char *sg_q3_svc_name(int op);
 
 /* The game's name of a client op ("clc_move"); "clc_unknown" outside the table. Static. */
 const char *sg_q3_clc_name(int op);
+
+/* The game a Quake 3 protocol number belongs to ("Wolfenstein: Enemy Territory"), or NULL
+ * where unknown.  Static. */
+const char *sg_q3_protocol_game(int protocol);
 
 /* Name of a snapshot flag bit ("rate_delayed", "not_active", "servercount"), or NULL. */
 const char *sg_q3_snapflag_name(int bit);

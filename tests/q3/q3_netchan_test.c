@@ -840,6 +840,75 @@ static int case_malformed(void)
     return 0;
 }
 
+/*
+ * A connect announcing a protocol slipgate does not decode (43: Quake 3
+ * 1.11-1.16; 84: Wolfenstein: ET; 91: Quake Live) is recognised from its
+ * userinfo and relayed with only the header read: named, no decode error,
+ * never misread as 68.  68 and 71 stay decoded.
+ */
+static int one_protocol(int protocol, const char *name, bool decoded)
+{
+    const struct sg_codec *codec = sg_codec_find("q3");
+    char text[160], want[160];
+    uint8_t pkt[1024], dg[64];
+    struct sg_q3_oob *o = malloc(sizeof(*o));
+    const struct sg_frame *f;
+    void *st;
+    int n;
+
+    CHECK(o && codec);
+    snprintf(text, sizeof(text), "connect \"\\name\\x\\protocol\\%d\\qport\\4321\\challenge\\99\"",
+             protocol);
+    n = sg_q3_oob_build(text, strlen(text), true, pkt, sizeof(pkt));
+    CHECK(n > 12);
+    CHECK(sg_q3_oob_parse(pkt, (size_t)n, true, o) == 0);
+    CHECK(o->kind == SG_Q3_OOB_CONNECT && o->has_protocol && o->protocol == protocol);
+    free(o);
+
+    CHECK(codec->create(&st) == 0);
+    CHECK(codec->decode(st, SG_DIR_C2S, pkt, (size_t)n, &f) == 0);
+    CHECK(codec->decode(st, SG_DIR_S2C, (const uint8_t *)"\xff\xff\xff\xff" "connectResponse 99",
+                        22, &f) == 0);
+    for (int i = 1; i <= 4; i++) {
+        /* sequence (the fragment bit on the last), qport, then bytes that decode as nothing */
+        sg_put_le32(dg, (uint32_t)i | (i == 4 ? 0x80000000u : 0));
+        sg_put_le16(dg + 4, 4321);
+        memset(dg + 6, 0xa5 + i, sizeof(dg) - 6);
+        codec->decode(st, SG_DIR_C2S, dg, sizeof(dg), &f);
+        if (!decoded) {
+            CHECK(f->kind == SG_FRAME_RAW && f->undecoded && f->sequence == i);
+            CHECK(f->nmsgs == 0);
+        }
+        codec->decode(st, SG_DIR_S2C, dg, sizeof(dg), &f);
+        if (!decoded)
+            CHECK(f->kind == SG_FRAME_RAW && f->undecoded && f->sequence == i);
+    }
+    snprintf(want, sizeof(want), "Quake 3 protocol %d (%s): relayed, headers only, 8 datagrams",
+             protocol, name);
+    printf("%d: %s (%llu errors)\n", protocol, codec->describe(st),
+           (unsigned long long)codec->stats(st)->errors);
+    if (decoded) {
+        CHECK(strstr(codec->describe(st), "relayed, headers only") == NULL);
+    } else {
+        CHECK(codec->stats(st)->errors == 0);
+        CHECK(strstr(codec->describe(st), want) != NULL);
+        CHECK(codec->inject(st, SG_DIR_C2S, SG_MSG_CHAT, "hi", 2) < 0);
+    }
+    codec->destroy(st);
+    return 0;
+}
+
+static int case_connect_protocols(void)
+{
+    CHECK(one_protocol(43, "Quake 3 1.11-1.16", false) == 0);
+    CHECK(one_protocol(84, "Wolfenstein: Enemy Territory", false) == 0);
+    CHECK(one_protocol(91, "Quake Live", false) == 0);
+    CHECK(one_protocol(48, "Quake 3 before 1.29", false) == 0);
+    CHECK(one_protocol(68, "", true) == 0);
+    CHECK(one_protocol(71, "", true) == 0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -863,6 +932,7 @@ int main(int argc, char **argv)
         {"clmsg_roundtrip", case_clmsg_roundtrip},
         {"hash_key", case_hash_key},
         {"malformed", case_malformed},
+        {"connect_protocols", case_connect_protocols},
     };
 
     if (argc != 2) {
