@@ -64,7 +64,10 @@ static int decode(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const uint8_t *d
 
     FUZZ_CHECK(err == 0 || (err > SG__E_FIRST && err < SG__E_LAST));
     FUZZ_CHECK(f->dir == dir && f->datagram_len == len);
-    FUZZ_CHECK(f->rx >= SG_Q3_RX_NONE && f->rx <= SG_Q3_RX_UNDECODABLE);
+    FUZZ_CHECK(f->rx >= SG_Q3_RX_NONE && f->rx <= SG_Q3_RX_HEADERS);
+    /* a protocol not decoded: every sequenced datagram has its header read, nothing more */
+    FUZZ_CHECK((f->rx == SG_Q3_RX_HEADERS) ==
+               (nc->wire == SG_Q3_WIRE_HEADERS && !sg_q3_oob_is(data, len)));
     FUZZ_CHECK(f->msg_len <= sizeof(f->msg));
     FUZZ_CHECK(f->rx == SG_Q3_RX_OOB || f->header_len <= len);
     FUZZ_CHECK(f->rx != SG_Q3_RX_MESSAGE || (f->pieces >= 1 && f->sequence > 0));
