@@ -848,6 +848,8 @@ static int case_malformed(void)
  */
 static int one_protocol(int protocol, const char *name, bool decoded)
 {
+    static const char response[] = "\xff\xff\xff\xff"
+                                   "connectResponse 99";
     const struct sg_codec *codec = sg_codec_find("q3");
     char text[160], want[160];
     uint8_t pkt[1024], dg[64];
@@ -867,8 +869,7 @@ static int one_protocol(int protocol, const char *name, bool decoded)
 
     CHECK(codec->create(&st) == 0);
     CHECK(codec->decode(st, SG_DIR_C2S, pkt, (size_t)n, &f) == 0);
-    CHECK(codec->decode(st, SG_DIR_S2C, (const uint8_t *)"\xff\xff\xff\xff" "connectResponse 99",
-                        22, &f) == 0);
+    CHECK(codec->decode(st, SG_DIR_S2C, (const uint8_t *)response, sizeof(response) - 1, &f) == 0);
     for (int i = 1; i <= 4; i++) {
         /* sequence (the fragment bit on the last), qport, then bytes that decode as nothing */
         sg_put_le32(dg, (uint32_t)i | (i == 4 ? 0x80000000u : 0));
