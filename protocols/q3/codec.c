@@ -94,8 +94,10 @@ static bool q3_probe(const uint8_t *d, size_t n)
      * Its connect carries Huffman-coded userinfo after a 16-bit big-endian
      * length of the plain text (under 8 KiB, so the first byte is a control
      * character); QuakeWorld's and Quake 2's go on in text ("connect 28 ...").
+     * Quake 3 1.11-1.16 (protocol 43) sent it plain: the quoted userinfo.
      */
-    return n > sizeof(cn) + 2 && memcmp(d, cn, sizeof(cn) - 1) == 0 && d[sizeof(cn) - 1] < 0x20;
+    return n > sizeof(cn) + 2 && memcmp(d, cn, sizeof(cn) - 1) == 0 &&
+           (d[sizeof(cn) - 1] < 0x20 || d[sizeof(cn) - 1] == '"');
 }
 
 /* A client's in-game datagram: sequence, then its 16-bit qport (netchan.h). */

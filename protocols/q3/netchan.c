@@ -604,11 +604,11 @@ static int take_fragment(struct sg_q3_netchan *nc, struct sg_q3_frame *f, const 
 
 /*
  * A protocol slipgate does not decode: only what every Quake 3 netchan
- * shares is read, the 32-bit sequence with the fragment bit on top; the
- * client's 16-bit qport after it only from protocol 66 on (Quake 3 1.29+,
- * and the games built on it: Quake Live, Wolfenstein: ET).  Whether the
- * older protocols (43-48) carry a qport, and where checksums or fragment
- * fields sit in the others, is not assumed; the payload is not touched.
+ * shares is read, the 32-bit little-endian sequence with the fragment bit
+ * on top, and from the client the 16-bit qport after it (protocol 43 has
+ * it too: the Java proxy of ../shared/seeds read both).  Where checksums
+ * or fragment fields sit in the other games is not assumed; the payload
+ * is not touched.
  */
 static int decode_headers(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const uint8_t *data,
                           size_t len, struct sg_q3_frame *f)
@@ -622,7 +622,7 @@ static int decode_headers(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const ui
     f->fragmented = (word & SG_Q3_FRAGMENT_BIT) != 0;
     f->sequence = (int32_t)(word & ~SG_Q3_FRAGMENT_BIT);
     f->header_len = 4;
-    if (dir == SG_Q3_C2S && nc->protocol >= SG_Q3_PROTOCOL_66 && len >= 6) {
+    if (dir == SG_Q3_C2S && len >= 6) {
         f->qport = sg_le16(data + 4);
         f->header_len = 6;
     }

@@ -197,8 +197,17 @@ int sg_q3_oob_parse(const uint8_t *data, size_t len, bool from_client, struct sg
     if (!sg_q3_oob_is(data, len))
         return SG_E_MALFORMED;
 
-    /* The text: plain, or for a client's connect decompressed from byte 12. */
-    if (from_client && len >= 11 && memcmp(data + 4, "connect", 7) == 0) {
+    /*
+     * The text: plain, or for a client's connect decompressed from byte 12.
+     * A connect whose argument starts with its quote at byte 12 is plain
+     * text, as Quake 3 1.11-1.16 (protocol 43) sent it: compressed, byte 12
+     * is the high byte of the length, and 0x22 would mean a userinfo of
+     * over 8 KiB, eight times what the game sends.
+     */
+    out->plain_connect = from_client && len > SG_Q3_CONNECT_HUFF_OFFSET &&
+                         memcmp(data + 4, "connect ", 8) == 0 &&
+                         data[SG_Q3_CONNECT_HUFF_OFFSET] == '"';
+    if (from_client && len >= 11 && memcmp(data + 4, "connect", 7) == 0 && !out->plain_connect) {
         size_t head = len < SG_Q3_CONNECT_HUFF_OFFSET ? len : SG_Q3_CONNECT_HUFF_OFFSET;
 
         memcpy(out->text, data + 4, head - 4);
@@ -263,5 +272,5 @@ int sg_q3_oob_build(const char *text, size_t len, bool from_client, uint8_t *out
 
 int sg_q3_oob_write(const struct sg_q3_oob *oob, bool from_client, uint8_t *out, size_t cap)
 {
-    return sg_q3_oob_build(oob->text, oob->text_len, from_client, out, cap);
+    return sg_q3_oob_build(oob->text, oob->text_len, from_client && !oob->plain_connect, out, cap);
 }

@@ -66,6 +66,10 @@ struct sg_q3_oob {
     bool has_qport;
     uint16_t qport; /* connect userinfo */
 
+    /* connect: sent as plain text, as Quake 3 1.11-1.16 (protocol 43) did, not
+     * Huffman-coded; sg_q3_oob_write sends it so again. */
+    bool plain_connect;
+
     /* getchallenge's game name; empty when absent. */
     char game[64];
 

@@ -899,8 +899,28 @@ static int one_protocol(int protocol, const char *name, bool decoded)
     return 0;
 }
 
+/* Quake 3 1.11-1.16 sent its connect as plain text: read so, written so again. */
+static int plain_connect(void)
+{
+    static const char pkt[] = "\xff\xff\xff\xff"
+                              "connect \"\\name\\x\\protocol\\43\\qport\\9\\challenge\\5\"";
+    struct sg_q3_oob *o = malloc(sizeof(*o));
+    uint8_t out[256];
+
+    CHECK(o);
+    CHECK(sg_codec_find("q3")->probe((const uint8_t *)pkt, sizeof(pkt) - 1));
+    CHECK(sg_q3_oob_parse((const uint8_t *)pkt, sizeof(pkt) - 1, true, o) == 0);
+    CHECK(o->kind == SG_Q3_OOB_CONNECT && o->plain_connect);
+    CHECK(o->has_protocol && o->protocol == 43 && o->qport == 9 && o->challenge == 5);
+    CHECK(sg_q3_oob_write(o, true, out, sizeof(out)) == (int)sizeof(pkt) - 1);
+    CHECK(memcmp(out, pkt, sizeof(pkt) - 1) == 0);
+    free(o);
+    return 0;
+}
+
 static int case_connect_protocols(void)
 {
+    CHECK(plain_connect() == 0);
     CHECK(one_protocol(43, "Quake 3 1.11-1.16", false) == 0);
     CHECK(one_protocol(84, "Wolfenstein: Enemy Territory", false) == 0);
     CHECK(one_protocol(91, "Quake Live", false) == 0);
