@@ -89,9 +89,13 @@ struct q2c {
     const char *oob_name;
     const char *why;
     struct sg_q2_parsed parsed;
-    struct sg_msg msgs[SG_Q2_MAX_MSGS + SG_RELINJ_MAX];
-    int msg_index[SG_Q2_MAX_MSGS];
-    bool dropped[SG_Q2_MAX_MSGS];
+    /* Per parsed message, msgs_cap long (grown with the parsed list,
+     * msgs with room for the injections after them). */
+    struct sg_msg *msgs;
+    int *msg_index;
+    bool *dropped;
+    bool *rec_dropped;
+    uint32_t msgs_cap;
     uint8_t copy[MAX_DGRAM];
     size_t copy_len;
     const uint8_t *payload; /* the message (copy + header, or the reassembled one) */
@@ -106,7 +110,6 @@ struct q2c {
     /* Recording (.dm2, protocol 34 sessions): the demo being written. */
     FILE *rec_out;
     bool rec_started; /* its serverdata is written */
-    bool rec_dropped[SG_Q2_MAX_MSGS];
     bool want_nodelta; /* a recording waits for a non-delta frame: ask the server for one */
     /* 35/36 sessions: the client's state, their demos transcoded to 34
      * (transcode.c; made at the first 35/36 server message). */
@@ -214,7 +217,41 @@ static void q2_destroy(void *state)
         free(c->chan[d].pieces);
     }
     sg_q2_parsed_free(&c->parsed);
+    free(c->msgs);
+    free(c->msg_index);
+    free(c->dropped);
+    free(c->rec_dropped);
     free(c);
+}
+
+/* Room for `n` parsed messages (and the injections after them) in the
+ * per-message arrays: they grow with the parsed list and keep their size. */
+static int msgs_room(struct q2c *c, uint32_t n)
+{
+    uint32_t cap = c->msgs_cap, want = n + SG_RELINJ_MAX;
+    void *p;
+
+    if (want <= cap)
+        return 0;
+    while (cap < want)
+        cap = cap ? 2 * cap : want;
+    if (cap > SG_Q2_MAX_MSGS + SG_RELINJ_MAX)
+        cap = SG_Q2_MAX_MSGS + SG_RELINJ_MAX;
+    if (!(p = realloc(c->msgs, cap * sizeof(*c->msgs))))
+        return -ENOMEM;
+    c->msgs = p;
+    c->frame.msgs = c->msgs;
+    if (!(p = realloc(c->msg_index, cap * sizeof(*c->msg_index))))
+        return -ENOMEM;
+    c->msg_index = p;
+    if (!(p = realloc(c->dropped, cap * sizeof(*c->dropped))))
+        return -ENOMEM;
+    c->dropped = p;
+    if (!(p = realloc(c->rec_dropped, cap * sizeof(*c->rec_dropped))))
+        return -ENOMEM;
+    c->rec_dropped = p;
+    c->msgs_cap = cap;
+    return 0;
 }
 
 static int q2_create(void **state)
@@ -232,8 +269,8 @@ static int q2_create(void **state)
         c->chan[d].frag = malloc(SG_Q2_MAX_MSGLEN);
         c->chan[d].pieces = malloc(MAX_DGRAM * 4);
     }
-    if (sg_q2_parsed_init(&c->parsed) < 0 || !c->chan[0].frag || !c->chan[1].frag ||
-        !c->chan[0].pieces || !c->chan[1].pieces) {
+    if (sg_q2_parsed_init(&c->parsed) < 0 || msgs_room(c, SG_Q2_MSGS_START) < 0 ||
+        !c->chan[0].frag || !c->chan[1].frag || !c->chan[0].pieces || !c->chan[1].pieces) {
         q2_destroy(c);
         return -ENOMEM;
     }
@@ -656,6 +693,8 @@ static int q2_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     v = dir == SG_DIR_S2C ? &c->sv : &c->cv;
     c->parsed.sequence = c->hdr.seq;
     err = sg_q2_parse(dir, v, c->payload, c->payload_len, &c->parsed);
+    if (err == 0)
+        err = msgs_room(c, c->parsed.nmsgs);
     if (c->parsed.serverdata) {
         c->frame.new_level = true;
         snprintf(c->frame.level, sizeof(c->frame.level), "%s", c->parsed.level);
@@ -786,8 +825,7 @@ static void write_injections(struct q2c *c, struct sg_bmsg_writer *w)
     for (unsigned i = 0; i < c->inj.n; i++) {
         struct sg_relinj_item *j = &c->inj.item[i];
         size_t need = j->len + 3;
-        if (j->dir != c->frame.dir || w->len + need > INJECT_LIMIT ||
-            c->frame.nmsgs >= SG_Q2_MAX_MSGS + SG_RELINJ_MAX)
+        if (j->dir != c->frame.dir || w->len + need > INJECT_LIMIT || c->frame.nmsgs >= c->msgs_cap)
             continue;
         j->attached = any = true;
         struct sg_msg *m = &c->msgs[c->frame.nmsgs++];

@@ -70,9 +70,12 @@ int sg_q2_parsed_init(struct sg_q2_parsed *p)
 {
     memset(p, 0, sizeof(*p));
     /* Not cleared: the parser writes each field and message whole before
-     * anyone reads it (and a session does not touch pages it never uses). */
-    p->fields = malloc(SG_Q2_MAX_FIELDS * sizeof(*p->fields));
-    p->msgs = malloc(SG_Q2_MAX_MSGS * sizeof(*p->msgs));
+     * anyone reads it.  The lists start at a datagram's usual worth and
+     * grow as a stream needs (field_room(), msg_room()), up to the caps. */
+    p->fields = malloc(SG_Q2_FIELDS_START * sizeof(*p->fields));
+    p->fields_cap = SG_Q2_FIELDS_START;
+    p->msgs = malloc(SG_Q2_MSGS_START * sizeof(*p->msgs));
+    p->msgs_cap = SG_Q2_MSGS_START;
     p->zpool = malloc(SG_Q2_ZPOOL);
     if (!p->fields || !p->msgs || !p->zpool) {
         sg_q2_parsed_free(p);
@@ -112,6 +115,27 @@ void sg_q2_parsed_free(struct sg_q2_parsed *p)
     memset(p, 0, sizeof(*p));
 }
 
+/* Room in *arr (*cap elements of `size`) for element `used`: 0, or the
+ * array doubled (at most to `max`), SG_E_TOOBIG at `max`, -ENOMEM. */
+static int room(void **arr, uint32_t *cap, uint32_t used, uint32_t max, size_t size)
+{
+    uint32_t n = *cap ? *cap : 1;
+    void *p;
+
+    if (used < *cap)
+        return 0;
+    if (used >= max)
+        return SG_E_TOOBIG;
+    while (n <= used)
+        n = n > max / 2 ? max : 2 * n;
+    p = realloc(*arr, (size_t)n * size);
+    if (!p)
+        return -ENOMEM;
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
 /* ---- fields ---- */
 
 static void fail(struct ctx *c, int err)
@@ -121,12 +145,40 @@ static void fail(struct ctx *c, int err)
     sg_bmsg_reader_fail(&c->r);
 }
 
+/* Room for one more field / message (SG_E_TOOBIG at the cap, -ENOMEM).
+ * Either may move its array: no pointer into one is kept across a call. */
+static int field_room(struct ctx *c)
+{
+    struct sg_q2_parsed *o = c->out;
+    void *a = o->fields;
+    int err;
+
+    if (o->nfields < o->fields_cap)
+        return 0;
+    err = room(&a, &o->fields_cap, o->nfields, SG_Q2_MAX_FIELDS, sizeof(*o->fields));
+    o->fields = a;
+    return err;
+}
+
+static int msg_room(struct sg_q2_parsed *o)
+{
+    void *a = o->msgs;
+    int err;
+
+    if (o->nmsgs < o->msgs_cap)
+        return 0;
+    err = room(&a, &o->msgs_cap, o->nmsgs, SG_Q2_MAX_MSGS, sizeof(*o->msgs));
+    o->msgs = a;
+    return err;
+}
+
 static struct sg_q2_field *push(struct ctx *c, const char *name, uint8_t type)
 {
     struct sg_q2_field *f;
+    int err = field_room(c);
 
-    if (c->out->nfields >= SG_Q2_MAX_FIELDS) {
-        fail(c, SG_E_TOOBIG);
+    if (err < 0) {
+        fail(c, err);
         return NULL;
     }
     f = &c->out->fields[c->out->nfields++];
@@ -142,10 +194,13 @@ static inline uint32_t num(struct ctx *c, const char *name, uint8_t kind)
     const uint8_t *p;
     uint32_t raw;
 
-    if (c->r.end - c->r.pos < n || n == 0 || c->out->nfields >= SG_Q2_MAX_FIELDS) {
-        if (!c->r.overflowed)
-            fail(c, n == 0 || c->r.end - c->r.pos < n ? SG_E_OVERFLOW : SG_E_TOOBIG);
-        return 0;
+    if (c->r.end - c->r.pos < n || n == 0 || c->out->nfields >= c->out->fields_cap) {
+        int err = n == 0 || c->r.end - c->r.pos < n ? SG_E_OVERFLOW : field_room(c);
+        if (err < 0) {
+            if (!c->r.overflowed)
+                fail(c, err);
+            return 0;
+        }
     }
     p = c->r.data + c->r.pos;
     c->r.pos += n;
@@ -1273,8 +1328,9 @@ static void kex_blast(struct ctx *c, int op, int self)
     while (sub.r.pos < sub.r.end && !sub.r.overflowed) {
         struct sg_q2_msg *m;
         uint32_t k;
-        if (o->nmsgs >= SG_Q2_MAX_MSGS) {
-            fail(&sub, SG_E_TOOBIG);
+        int err = msg_room(o);
+        if (err < 0) {
+            fail(&sub, err);
             break;
         }
         k = o->nmsgs++;
@@ -1763,12 +1819,13 @@ static int parse_stream(struct ctx *c)
         int op = c->r.data[c->r.pos++];
         uint32_t self;
         struct sg_q2_msg *m;
+        int err = msg_room(o);
 
-        if (o->nmsgs >= SG_Q2_MAX_MSGS) {
+        if (err < 0) {
             /* Never a shorter list reported as the whole: the rest would
              * pass the filters unseen and a rebuild would cut it. */
             c->r.pos = at;
-            fail(c, SG_E_TOOBIG);
+            fail(c, err);
             return c->err;
         }
         self = o->nmsgs++;
@@ -1782,6 +1839,7 @@ static int parse_stream(struct ctx *c)
             svc(c, op, (int)self);
         else
             clc(c, op);
+        m = &o->msgs[self]; /* a zpacket's contents may have moved the list */
         if (c->r.overflowed) {
             /* Undo what it read: the rest of the stream is one DATA field. */
             struct sg_q2_field *f;
@@ -1792,7 +1850,7 @@ static int parse_stream(struct ctx *c)
             m->text = -1;
             if (o->unsupported_op < 0)
                 o->unsupported_op = op;
-            if (o->nfields < SG_Q2_MAX_FIELDS) {
+            if (field_room(c) == 0) { /* it held at least as many before */
                 f = &o->fields[o->nfields++];
                 memset(f, 0, sizeof(*f));
                 f->name = "unparsed";

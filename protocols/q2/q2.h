@@ -44,6 +44,11 @@
  * them); running out of either is an error, never a shorter list. */
 #define SG_Q2_MAX_MSGS    (SG_Q2_MAX_MSGLEN + SG_Q2_ZPOOL)
 #define SG_Q2_MAX_FIELDS  (2 * SG_Q2_MAX_MSGS)
+/* What the lists hold at first: they double as a stream needs, up to the
+ * caps, and keep their size across streams (a session does not allocate
+ * once it has met its largest datagram). */
+#define SG_Q2_MSGS_START   256
+#define SG_Q2_FIELDS_START 1024
 #define SG_Q2_ZDL_MAX     (512u * 1024) /* bytes one svc_zdownload may inflate to (no zip bomb) */
 #define SG_Q2_KEX_EDICTS  8192 /* rerelease MAX_EDICTS */
 
@@ -123,10 +128,10 @@ struct sg_q2_msg {
 };
 
 struct sg_q2_parsed {
-    struct sg_q2_field *fields; /* SG_Q2_MAX_FIELDS */
-    uint32_t nfields;
-    struct sg_q2_msg *msgs; /* SG_Q2_MAX_MSGS */
-    uint32_t nmsgs;
+    struct sg_q2_field *fields; /* fields_cap, grown up to SG_Q2_MAX_FIELDS */
+    uint32_t nfields, fields_cap;
+    struct sg_q2_msg *msgs; /* msgs_cap, grown up to SG_Q2_MAX_MSGS */
+    uint32_t nmsgs, msgs_cap;
     uint8_t *zpool; /* SG_Q2_ZPOOL: inflated zpacket contents */
     size_t zpool_len;
     struct sg_q2_zdl *zdl; /* svc_zdownload's inflate stream, across messages (made on first use) */
@@ -158,7 +163,8 @@ void sg_q2_parsed_free(struct sg_q2_parsed *p);
 /*
  * Parse a whole S2C or C2S message stream with `v`, which a serverdata
  * in the stream updates.  Returns 0 or a negative error (then the stream
- * is only partly described, and the last message is unparsed).
+ * is only partly described, and the last message is unparsed; -ENOMEM
+ * when a list could not grow).
  */
 int sg_q2_parse(enum sg_dir dir, struct sg_q2_variant *v, const uint8_t *data, size_t len,
                 struct sg_q2_parsed *out);

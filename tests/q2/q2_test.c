@@ -12,6 +12,7 @@
 #include "tests/q3/pcap_udp.h"
 #include "tests/unit.h"
 
+#include <malloc.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -2000,6 +2001,76 @@ static void case_kex_in_codec(void)
     }
 }
 
+/* ---- the lists grow as a stream needs ---- */
+
+/* A parsed stream's lists start at a datagram's usual worth, grow to hold
+ * a whole long stream (written back as it came), and keep their size for
+ * the next; a session (codec state and its lists) takes a small part of
+ * what the caps would (each list at its cap took some 24 MB). */
+static void case_lists_grow(void)
+{
+    enum { N = 20001 };
+    uint8_t *in = malloc(N), *out = malloc(SG_Q2_MAX_MSGLEN);
+    const struct sg_codec *c = q2();
+    struct sg_q2_parsed p;
+    struct sg_q2_variant v;
+    struct sg_bmsg_writer w;
+    struct mallinfo2 before, after;
+    uint32_t mcap, fcap;
+    void *st = NULL;
+    size_t used;
+
+    CHECK(in && out && c && sg_q2_parsed_init(&p) == 0);
+    if (!in || !out || !c) {
+        free(in);
+        free(out);
+        return;
+    }
+    CHECK_EQ(p.msgs_cap, SG_Q2_MSGS_START);
+    CHECK_EQ(p.fields_cap, SG_Q2_FIELDS_START);
+    sg_q2_variant_init(&v, 34, 0);
+    /* N clc_nop: one message a byte */
+    memset(in, SG_Q2_CLC_NOP, N);
+    CHECK_EQ(sg_q2_parse(SG_DIR_C2S, &v, in, N, &p), 0);
+    CHECK_EQ(p.nmsgs, N);
+    CHECK(p.msgs_cap >= N && p.msgs_cap <= SG_Q2_MAX_MSGS);
+    sg_bmsg_writer_init(&w, out, SG_Q2_MAX_MSGLEN);
+    CHECK(sg_q2_write(&p, NULL, &w) == 0 && w.len == N && memcmp(out, in, N) == 0);
+    /* N / 3 svc_print (level, ""): two fields every three bytes */
+    for (size_t i = 0; i + 3 <= N; i += 3) {
+        in[i] = SG_Q2_SVC_PRINT;
+        in[i + 1] = 2;
+        in[i + 2] = 0;
+    }
+    CHECK_EQ(sg_q2_parse(SG_DIR_S2C, &v, in, N - N % 3, &p), 0);
+    CHECK_EQ(p.nmsgs, N / 3);
+    CHECK_EQ(p.nfields, 2 * (N / 3));
+    CHECK(p.fields_cap >= 2 * (N / 3) && p.fields_cap <= SG_Q2_MAX_FIELDS);
+    sg_bmsg_writer_init(&w, out, SG_Q2_MAX_MSGLEN);
+    CHECK(sg_q2_write(&p, NULL, &w) == 0 && w.len == N - N % 3 && memcmp(out, in, w.len) == 0);
+    /* a short stream after them: the lists keep their size */
+    mcap = p.msgs_cap;
+    fcap = p.fields_cap;
+    CHECK_EQ(sg_q2_parse(SG_DIR_S2C, &v, in, 6, &p), 0);
+    CHECK(p.nmsgs == 2 && p.msgs_cap == mcap && p.fields_cap == fcap);
+    sg_q2_parsed_free(&p);
+
+    /* glibc's count of the bytes in use (ASan's allocator keeps its own:
+     * nothing to compare there) */
+    before = mallinfo2();
+    CHECK(c->create(&st) == 0);
+    after = mallinfo2();
+    used = after.uordblks + after.hblkhd - before.uordblks - before.hblkhd;
+    fprintf(stderr, "# a new session: %zu bytes\n", used);
+    if (before.uordblks + before.hblkhd > 0)
+        CHECKF(used < 2u << 20, "a new session holds %zu bytes", used);
+    else
+        fprintf(stderr, "# no glibc malloc counts: the session's size is not checked\n");
+    c->destroy(st);
+    free(in);
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
@@ -2018,7 +2089,7 @@ int main(int argc, char **argv)
         {"zdownload_codec", case_zdownload_codec},
         {"kex_demo", case_kex_demo},           {"kex_zip_bomb", case_kex_zip_bomb},
         {"kex_malformed", case_kex_malformed}, {"kex_demo_file", case_kex_demo_file},
-        {"kex_in_codec", case_kex_in_codec},
+        {"kex_in_codec", case_kex_in_codec},   {"lists_grow", case_lists_grow},
     };
 
     if (argc > 2)
