@@ -43,11 +43,16 @@ struct qwc {
     struct sg_qw_oob oob;
     const char *why; /* REJECTED: the receiver's reason */
     struct sg_qw_parsed parsed;
-    struct sg_qw_field fields[SG_QW_MAX_FIELDS];
-    struct sg_qw_msg pmsgs[SG_QW_MAX_MSGS];
-    struct sg_msg msgs[SG_QW_MAX_MSGS + SG_RELINJ_MAX];
-    int msg_index[SG_QW_MAX_MSGS]; /* parsed message of each sg_msg */
-    bool dropped[SG_QW_MAX_MSGS];
+    /* The parsed lists (parsed.fields, parsed.msgs): they start at a
+     * datagram's usual worth, double as one needs (up to SG_QW_MAX_*) and
+     * keep their size.  Per parsed message, msgs_cap long: */
+    struct sg_qw_field *fields; /* fields_cap */
+    struct sg_qw_msg *pmsgs;    /* pmsgs_cap */
+    uint32_t fields_cap, pmsgs_cap;
+    struct sg_msg *msgs; /* with room for the injections after them */
+    int *msg_index;      /* parsed message of each sg_msg */
+    bool *dropped;
+    uint32_t msgs_cap;
     uint8_t copy[SG_QW_MAX_DGRAM];
     size_t copy_len;
     size_t payload_at; /* header bytes */
@@ -116,6 +121,78 @@ static bool qw_client_follows(const union sg_relay_state *rs, const void *state,
 
 /* ---- state ---- */
 
+#define QW_MSGS_START   256
+#define QW_FIELDS_START 1024
+
+/* *a (*cap elements of `size`) doubled until it holds `want` (at most
+ * `max`); -ENOMEM leaves it as it was. */
+static int room(void **a, uint32_t *cap, uint32_t want, uint32_t max, size_t size)
+{
+    uint32_t n = *cap ? *cap : want;
+    void *p;
+
+    if (want > max)
+        want = max;
+    if (want <= *cap)
+        return 0;
+    while (n < want)
+        n = n > max / 2 ? max : 2 * n;
+    if (!(p = realloc(*a, (size_t)n * size)))
+        return -ENOMEM;
+    *a = p;
+    *cap = n;
+    return 0;
+}
+
+/* Room for `fields` fields and `pmsgs` messages in the parsed lists, and
+ * for each message's view beside them. */
+static int lists_room(struct qwc *c, uint32_t fields, uint32_t pmsgs)
+{
+    void *a;
+    uint32_t cap;
+    int err;
+
+    a = c->fields;
+    err = room(&a, &c->fields_cap, fields, SG_QW_MAX_FIELDS, sizeof(*c->fields));
+    c->parsed.fields = c->fields = a;
+    if (err < 0)
+        return err;
+    a = c->pmsgs;
+    err = room(&a, &c->pmsgs_cap, pmsgs, SG_QW_MAX_MSGS, sizeof(*c->pmsgs));
+    c->parsed.msgs = c->pmsgs = a;
+    if (err < 0)
+        return err;
+    if (c->msgs_cap >= c->pmsgs_cap + SG_RELINJ_MAX)
+        return 0;
+    cap = c->pmsgs_cap + SG_RELINJ_MAX;
+    if (!(a = realloc(c->msgs, cap * sizeof(*c->msgs))))
+        return -ENOMEM;
+    c->frame.msgs = c->msgs = a;
+    if (!(a = realloc(c->msg_index, cap * sizeof(*c->msg_index))))
+        return -ENOMEM;
+    c->msg_index = a;
+    if (!(a = realloc(c->dropped, cap * sizeof(*c->dropped))))
+        return -ENOMEM;
+    c->dropped = a;
+    c->msgs_cap = cap;
+    return 0;
+}
+
+static void qw_destroy(void *state)
+{
+    struct qwc *c = state;
+
+    if (!c)
+        return;
+    sg_qw_track_destroy(c->track);
+    free(c->fields);
+    free(c->pmsgs);
+    free(c->msgs);
+    free(c->msg_index);
+    free(c->dropped);
+    free(c);
+}
+
 static int qw_create(void **state)
 {
     struct qwc *c = calloc(1, sizeof(*c));
@@ -128,20 +205,34 @@ static int qw_create(void **state)
     }
     c->qport = -1;
     c->unsupported_op = -1;
-    c->parsed.fields = c->fields;
-    c->parsed.msgs = c->pmsgs;
+    if (lists_room(c, QW_FIELDS_START, QW_MSGS_START) < 0) {
+        qw_destroy(c);
+        return -ENOMEM;
+    }
     sg_qw_variant_of(&c->active, &c->var);
     *state = c;
     return 0;
 }
 
-static void qw_destroy(void *state)
+/* The stream into c->parsed, as sg_qw_parse with the lists at their caps
+ * would: a list that runs out doubles (both do) and the stream is read
+ * again, so only the caps stop it (SG_E_TOOBIG); -ENOMEM. */
+static int parse(struct qwc *c, enum sg_dir dir, const uint8_t *d, size_t len)
 {
-    struct qwc *c = state;
+    struct sg_qw_ext ext = c->parsed.ext; /* what a serverdata in it changes */
+    int err;
 
-    if (c)
-        sg_qw_track_destroy(c->track);
-    free(c);
+    for (;;) {
+        c->parsed.ext = ext;
+        err = sg_qw_parse_n(dir, &c->var, d, len, &c->parsed, c->fields_cap, c->pmsgs_cap);
+        if (err == 0) /* each message's view too (after a growth that failed half way) */
+            return lists_room(c, 0, 0);
+        if (err != SG_E_TOOBIG ||
+            (c->fields_cap >= SG_QW_MAX_FIELDS && c->pmsgs_cap >= SG_QW_MAX_MSGS))
+            return err;
+        if ((err = lists_room(c, 2 * c->fields_cap, 2 * c->pmsgs_cap)) < 0)
+            return err;
+    }
 }
 
 /* A NUL-terminated copy in the frame's pool, or NULL when it is full. */
@@ -343,7 +434,7 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     /* The messages. */
     c->parsed.ext = c->have_serverdata ? c->active : c->chosen;
     c->parsed.sequence = c->hdr.seq;
-    err = sg_qw_parse(dir, &c->var, c->copy + n, len - (size_t)n, &c->parsed);
+    err = parse(c, dir, c->copy + n, len - (size_t)n);
     if (c->parsed.serverdata) {
         c->active = c->parsed.ext;
         c->active.z_ext = c->chosen.z_ext;
@@ -484,7 +575,7 @@ static void write_injections(struct qwc *c, struct sg_bmsg_writer *w)
         struct sg_relinj_item *j = &c->inj.item[i];
         size_t need = j->len + 3;
         if (j->dir != c->frame.dir || w->len + need > SG_QW_MAX_MSGLEN ||
-            c->frame.nmsgs >= SG_QW_MAX_MSGS + SG_RELINJ_MAX)
+            c->frame.nmsgs >= c->msgs_cap)
             continue;
         j->attached = any = true;
         struct sg_msg *m = &c->msgs[c->frame.nmsgs++];

@@ -11,6 +11,8 @@
 #include "tests/q3/pcap_udp.h"
 #include "tests/unit.h"
 
+#include <malloc.h>
+
 static const char *golden_path;
 
 static const struct sg_codec *qw(void)
@@ -953,6 +955,64 @@ static void case_unsupported_ext(void)
     c->destroy(st);
 }
 
+/* The codec's message and field lists grow as a datagram needs (up to the
+ * caps: what a datagram can hold), so a long one decodes whole and its
+ * last message is seen; a new session takes a small part of what lists at
+ * their caps took (about 1 MB). */
+static void case_lists_grow(void)
+{
+    enum { NOPS = 3000, PRINTS = 2500 };
+    const struct sg_codec *c = qw();
+    const struct sg_frame *f;
+    struct walk w = {0};
+    static uint8_t d[SG_QW_MAX_DGRAM];
+    struct mallinfo2 before, after;
+    bool identical;
+    void *st = NULL;
+    size_t n, used;
+
+    if (!c)
+        return;
+    before = mallinfo2();
+    CHECK(c->create(&st) == 0);
+    after = mallinfo2();
+    used = after.uordblks + after.hblkhd - before.uordblks - before.hblkhd;
+    fprintf(stderr, "# a new session: %zu bytes\n", used);
+    if (before.uordblks + before.hblkhd > 0) /* glibc's counts (not ASan's allocator) */
+        CHECKF(used < 512u << 10, "a new session holds %zu bytes", used);
+    if (!st)
+        return;
+    w.c = c;
+    /* C2S: NOPS clc_nop, then a say */
+    memcpy(d, "\x01\x00\x00\x00\x00\x00\x00\x00\x39\x30", 10);
+    memset(d + 10, 1, NOPS);
+    memcpy(d + 10 + NOPS, "\x04say \"forbidden\"", 17); /* and its 0 */
+    n = 10 + NOPS + 17;
+    CHECK_EQ(c->decode(st, SG_DIR_C2S, d, n, &f), 0);
+    CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+    CHECK_EQ(f->nmsgs, NOPS + 1);
+    CHECK(f->nmsgs == NOPS + 1 && f->msgs[NOPS].kind == SG_MSG_CHAT && f->msgs[NOPS].text &&
+          strcmp(f->msgs[NOPS].text, "forbidden") == 0);
+    CHECK_EQ(c->drop_msg(st, NOPS), 0);
+    CHECK_EQ(c->encode(st, f, collect, &w, &identical), 1);
+    CHECK(!identical && w.last_len == 10 + NOPS);
+    /* S2C: PRINTS svc_print (level, ""): two fields every three bytes */
+    for (size_t i = 0; i < PRINTS; i++)
+        memcpy(d + 8 + 3 * i, "\x08\x02\0", 3);
+    put32(d, 1);
+    put32(d + 4, 1);
+    CHECK_EQ(c->decode(st, SG_DIR_S2C, d, 8 + 3 * PRINTS, &f), 0);
+    CHECK_EQ(f->kind, SG_FRAME_MESSAGE);
+    CHECK_EQ(f->nmsgs, PRINTS);
+    CHECK_EQ(c->encode(st, f, collect, &w, &identical), 1);
+    CHECK(identical);
+    /* and a short one after them */
+    n = s2c(d, 2, false, 1, "\x08\x02" "hi\n", 6);
+    CHECK_EQ(c->decode(st, SG_DIR_S2C, d, n, &f), 0);
+    CHECK(f->nmsgs == 1 && f->msgs[0].kind == SG_MSG_PRINT);
+    c->destroy(st);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
@@ -964,6 +1024,7 @@ int main(int argc, char **argv)
         {"record_level", case_record_level}, {"record_midlevel", case_record_midlevel},
         {"record_mangled", case_record_mangled}, {"client_disconnect", case_client_disconnect},
         {"unsupported_ext", case_unsupported_ext},
+        {"lists_grow", case_lists_grow},
     };
 
     if (argc > 2)
