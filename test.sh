@@ -6,11 +6,14 @@
 # skipped tests by name, the wall time of every build step and of every suite,
 # and "N passed, N failed" counted from the builds' meson test logs.
 #
-# The sanitizer build leaves out the suites whose C paths it would not add to:
-# `peers` (minutes of real games; their sessions run through the sanitizers
-# in the fault suite's capture replays), `bench` (timings, under ASan only
-# slower) and `workers` (the two-loop reruns; the sanitizer build runs the
-# one-loop cases of the same tests).
+# The sanitizer build leaves out `peers` (minutes of real games; their
+# sessions run through the sanitizers in the fault suite's capture replays),
+# `bench` (timings; the relays it measures run in the fault and loopback
+# suites), `workers` (the same cases again with two loops: the loopback
+# suite's loopback@workers_* cases and http@workers_merged keep the worker
+# pool under the sanitizers, and on a 2-CPU machine every route runs two
+# loops by default anyway), `browser` (Chromium reading the page the http
+# suite already checks) and `install` (file layout, no C).
 #
 # A test that exits 77 (skip) counts as a failure unless it is listed, with
 # its reason, in tests/expected-skips (empty in CI: every test runs there).
@@ -68,7 +71,8 @@ for entry in "${builds[@]}"; do
   if [ $quick -eq 1 ]; then
     sel=(--suite unit --suite loopback --suite docs)
   elif [ $# -eq 0 ] && [ "$dir" = build-asan ]; then
-    sel=(--no-suite peers --no-suite bench --no-suite workers)
+    sel=(--no-suite peers --no-suite bench --no-suite workers --no-suite browser
+         --no-suite install)
   fi
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C "$dir" --print-errorlogs --num-processes 2 "${sel[@]}" "$@" || status=1
