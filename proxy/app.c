@@ -4,6 +4,7 @@
  * write --stats at the end.
  */
 #include "proxy/app.h"
+#include "proxy/stats.h"
 
 #include "proxy/addr.h"
 #include "proxy/http.h"

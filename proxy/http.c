@@ -28,6 +28,7 @@
 #include "proxy/addr.h"
 #include "proxy/app.h"
 #include "proxy/metrics.h"
+#include "proxy/stats.h"
 #include "proxy/web_assets.h"
 
 #include <arpa/inet.h>

@@ -9,6 +9,7 @@
 
 #include "protocols/json.h"
 #include "proxy/app.h"
+#include "proxy/stats.h"
 #include "sg_version.h"
 
 #include <stdlib.h>

@@ -7,6 +7,7 @@
 #include "filters/chain.h"
 #include "proxy/addr.h"
 #include "proxy/app.h"
+#include "proxy/stats.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -5,10 +5,7 @@
  * the table of live sessions keyed by client address, the per-source rate
  * buckets and a sweep timer that ends idle sessions.
  *
- * A session is one client address on one route.  It owns an upstream UDP
- * socket of its own, connected to the server, so the server sees one source
- * port per client.  It is freed only from the close callback of that socket
- * (STYLE.md).
+ * A session (proxy/session.h) is one client address on one route.
  *
  * Sockets are read in batches (one recvmmsg per readiness) into the route's
  * batch buffer; what goes out is copied into the route's outbox and leaves
@@ -21,6 +18,7 @@
 #include "proxy/counters.h"
 #include "proxy/delay.h"
 #include "proxy/log.h"
+#include "proxy/session.h"
 #include "proxy/udp.h"
 #include "protocols/codec.h"
 #include "filters/chain.h"
@@ -34,94 +32,6 @@
 struct sg_app;
 struct sg_route;
 struct sg_anon_key; /* filters/anon.h */
-
-/* What is kept of a session after it ends, for --stats. */
-struct sg_session_summary {
-    uint64_t id;
-    char client[64];
-    int upstream_port;
-    uint64_t started_ms, ended_ms; /* wall clock, ms since the epoch */
-    const char *end_reason;        /* static string; NULL while active */
-    struct sg_counters counters;
-    const char *codec;            /* codec name, NULL when not decoding */
-    struct sg_codec_stats cstats; /* the codec's counters at the end */
-    char first_error[200];        /* the codec's first error, "" if none */
-    uint32_t demos;               /* demo files written */
-    uint64_t demo_bytes;          /* the bytes of those finished (closed) */
-    char demo[256];               /* the last demo file */
-    char decode_info[200];        /* the codec's description of the session, "" if none */
-};
-
-/*
- * How far a session has come in proving it is a real player (admission).
- * UNANSWERED: the server never answered it.  ANSWERED: it did, but the
- * codec does not yet say the game's handshake completed.  ESTABLISHED:
- * the server answered and (when a codec with an `established` hook decodes
- * it) the handshake completed; for good.  Sessions short of ESTABLISHED end
- * after handshake_timeout and, when the table is full, make room for a
- * newcomer: UNANSWERED ones first, then ANSWERED ones, oldest first.
- */
-enum sg_session_stage {
-    SG_STAGE_UNANSWERED,
-    SG_STAGE_ANSWERED,
-    SG_STAGE_ESTABLISHED,
-};
-
-/* A warning repeated at most once per SG_WARN_INTERVAL_MS, with a count. */
-#define SG_WARN_INTERVAL_MS 10000
-struct sg_warn_limit {
-    bool logged;      /* a warning went out */
-    uint64_t last_ms; /* uv_now() when it did */
-    uint64_t count;   /* events since then */
-};
-
-struct sg_session {
-    struct sg_route *route;
-    struct sg_session *hnext;       /* hash chain */
-    struct sg_session *prev, *next; /* route's list of live sessions */
-    struct sockaddr_storage client;
-    struct sockaddr_storage server; /* the server this session talks to */
-    struct sg_udp upstream; /* connected to `server` */
-    uint64_t last_active;   /* uv_now() of the last datagram either way */
-    uint64_t created;       /* uv_now() when it started */
-    enum sg_session_stage stage;
-    struct sg_session *wprev, *wnext; /* the route's waiting list of its stage (not ESTABLISHED) */
-    bool closing;
-    bool refused_logged; /* the server's "port unreachable" was reported */
-    bool probed;                  /* the game is decided (auto: probing ended) */
-    const struct sg_codec *game;  /* the session's game (relay hooks), or NULL */
-    union sg_relay_state gstate;  /* its relay hooks' state */
-    int32_t qport;                /* the client's qport (its own datagrams), or -1 */
-    const struct sg_codec *hs;    /* whose handshake hook runs on this session, or NULL */
-    union sg_relay_state hs_state;
-    bool hs_refused_logged;       /* a refused handshake move was reported */
-    struct sg_session *host_next;           /* the route's chain of sessions of one host */
-    struct sockaddr_storage prev_client;    /* the address before a qport move (family 0: none) */
-    uint64_t client_seen;                   /* uv_now() of the last datagram from `client` */
-    struct sockaddr_storage client_anon;    /* `client`'s pseudonymous address (anonymize yes) */
-    uint64_t moved_ms;                      /* uv_now() of its last qport move (0: none) */
-    const struct sg_codec *codec; /* decoding this session (game with a decoder), or NULL */
-    void *cstate;                 /* the codec's per-session state */
-    uint64_t decode_errors;       /* reported once in the log */
-    void **slots;                 /* one per filter of the route's chain, or NULL */
-    struct sg_filter_session fsess; /* what filters see of this session */
-    struct sockaddr_storage upstream_local; /* the upstream socket's own address */
-    char server_str[64];
-    struct sg_frame raw_frame; /* for datagrams no codec decodes */
-    struct sg_session_summary sum;
-    char map[64]; /* the level the server last announced, "" until then (proxy/http.c) */
-    bool sync_only; /* a changing filter saw its frames: never send-first again (codec numbering) */
-};
-
-/* A datagram sent before it was decoded, waiting for its decoding (session.c). */
-struct sg_deferred {
-    struct sg_deferred *next;
-    struct sg_session *s;
-    uint64_t now_ms; /* uv_now() when it arrived */
-    uint32_t len;
-    uint8_t dir;
-    uint8_t data[];
-};
 
 /*
  * What --stats keeps of a route once it is retired (removed by a reload, or
@@ -290,11 +200,6 @@ struct sg_route {
     uint64_t dq_overflows; /* datagrams decoded at once because the queue was full */
 };
 
-/* Send-first decoding: at most this much of it per loop turn; the queue's bounds. */
-#define SG_DEFER_BUDGET_NS (200 * 1000)
-#define SG_DEFER_MAX       4096
-#define SG_DEFER_BYTES     (4 * 1024 * 1024)
-
 /*
  * Create a route from `rc` (copied) and start listening.  On failure
  * returns a negative libuv error with the reason logged.
@@ -315,54 +220,9 @@ void sg_route_destroy(struct sg_route *r);
 /* What --stats keeps of `r` once it is freed. */
 void sg_route_summarize(const struct sg_route *r, struct sg_route_summary *out);
 
-/* Sessions (proxy/session.c). */
-/* Recompute r->send_first (the chain or `reencode` changed); drains the queue first. */
-void sg_route_send_first_update(struct sg_route *r);
-/* Decode every datagram waiting in the send-first queue, in arrival order. */
-void sg_route_deferred_drain(struct sg_route *r);
-/* A new session for `client` (0, *out set), or a negative errno: no socket
- * towards the server could be opened (counted and logged here). */
-int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct sg_session **out);
-/* A client's datagram for its session; `at`: its receive time (struct sg_udp_batch), 0 unknown. */
-void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len,
-                                  uint64_t at);
-
 /* Relay the listening socket's datagrams that reached it before `at` (a
  * receive time; 0: none), for a server datagram about to be decoded. */
 void sg_route_clients_before(struct sg_route *r, uint64_t at);
-/* What became of a datagram the route's outbox sent for a session (sg_outbox_done_cb). */
-void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len, int err);
-void sg_session_close(struct sg_session *s, const char *reason);
-/* The route's chain is being replaced: end the session's filter state for `old`. */
-int sg_session_chain_changed(struct sg_session *s, struct sg_chain *old, struct sg_chain *now);
-/* Send a datagram the delay queue releases. */
-void sg_session_send_delayed(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
-                             size_t len);
-
-/*
- * Demo recording is the `record` filter (filters/record.c; the route
- * directive `record DIR` and --record append one to the chain).  What its
- * slot wrote, for the session summary: sg_record_slot_summary (defined in
- * filters/record.c) gives the demos and the last path of one slot, or false
- * when `impl` is not the record filter; sg_session_record_summary adds those
- * of every record filter of `chain` (the session's slots belong to it) to
- * `sum` (demos added, demo replaced by the last one).
- */
-bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
-                            const char **last);
-/* The bytes of the files a record slot finished, false as above; the file
- * being written counts once it ends: sg_record_slot_finish finishes it (as
- * the slot's session_end would) when the session's slots end, before the
- * summary (session.c).  sg_session_record_summary adds them to demo_bytes. */
-bool sg_record_slot_bytes(const struct sg_filter_impl *impl, const void *slot, uint64_t *bytes);
-void sg_record_slot_finish(const struct sg_filter_impl *impl, void *slot,
-                           const struct sg_filter_session *session);
-/* The file a record slot is writing now, its size so far and when it was
- * opened (wall clock, ms); false when none is open. */
-bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
-                             uint64_t *bytes, uint64_t *opened_ms);
-void sg_session_record_summary(const struct sg_session *s, const struct sg_chain *chain,
-                               struct sg_session_summary *sum);
 
 /*
  * NAT rebinding: a client datagram from `from`, which has no session, may

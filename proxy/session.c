@@ -12,6 +12,7 @@
 #include "proxy/app.h"
 #include "proxy/http.h"
 #include "proxy/route.h"
+#include "proxy/session.h"
 #include "protocols/error.h"
 #include "filters/anon.h"
 

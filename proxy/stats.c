@@ -3,6 +3,7 @@
  * (live and ended) and their counters.  Written to FILE.tmp and renamed,
  * so a reader never sees half a file.
  */
+#include "proxy/stats.h"
 #include "proxy/addr.h"
 #include "protocols/json.h"
 #include "proxy/app.h"

@@ -33,7 +33,7 @@
 #include "protocols/q3/netchan.h"
 #include "protocols/q3/state.h"
 #include "protocols/q3/svmsg.h"
-#include "proxy/commands.h"
+#include "proxy/cli/commands.h"
 #include "q3_util.h"
 
 #define CLIENT_PORT 27961

@@ -23,7 +23,7 @@
  * listed, not decoded, and counts as an error.  Exit status: 0 when
  * everything decoded, 1 when something did not (or a file failed), 2 usage.
  */
-#include "proxy/commands.h"
+#include "proxy/cli/commands.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -23,7 +23,7 @@
 #include "filters/chain.h"
 #include "protocols/codec.h"
 #include "proxy/addr.h"
-#include "proxy/commands.h"
+#include "proxy/cli/commands.h"
 #include "proxy/conf.h"
 #include "proxy/preflight.h"
 

@@ -13,7 +13,7 @@
 #include "proxy/addr.h"
 #include "protocols/json.h"
 #include "proxy/app.h"
-#include "proxy/commands.h"
+#include "proxy/cli/commands.h"
 #include "proxy/conf.h"
 #include "proxy/preflight.h"
 #include "sg_version.h"

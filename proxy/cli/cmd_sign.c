@@ -10,7 +10,7 @@
  * `demo verify` is game-independent: any recording with a .sig (demos of
  * every game, pcap captures) verifies the same way.
  */
-#include "proxy/commands.h"
+#include "proxy/cli/commands.h"
 
 #include "filters/sign.h"
 #include "protocols/json.h"

@@ -21,7 +21,7 @@
  * Exit codes: 0 ok, 1 errors found, a file no reader reads, or I/O
  * failure, 2 usage.
  */
-#include "proxy/commands.h"
+#include "proxy/cli/commands.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -4,8 +4,8 @@
  * stdout/stderr and returns the process exit code: 0 ok, 1 errors found
  * (or a file could not be read or written), 2 usage error.
  */
-#ifndef SG_PROXY_COMMANDS_H
-#define SG_PROXY_COMMANDS_H
+#ifndef SG_PROXY_CLI_COMMANDS_H
+#define SG_PROXY_CLI_COMMANDS_H
 
 /* `slipgate demo info|dump|reencode|cut ...`: per game, readers from the codec table. */
 int sg_cmd_demo(int argc, char **argv);

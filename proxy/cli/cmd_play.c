@@ -8,7 +8,7 @@
  * to run (SLIPGATE).  No game code here: the script only starts the games'
  * own programs.
  */
-#include "proxy/commands.h"
+#include "proxy/cli/commands.h"
 
 #include "sg_play.h"
 
