@@ -2495,6 +2495,19 @@ def client_forms(ports, listen_port):
     return text, binary
 
 
+def binary_hit(data, b):
+    """Is `b` in `data` other than as an IPv4 header's checksum followed by
+    its source address?  (A pcap's header checksum of a packet from
+    127.0.0.1 -- slipgate's own leg towards the server -- can equal a
+    client port's bytes by chance: version 4, 5 words, UDP.)"""
+    i = data.find(b)
+    while i >= 0:
+        if not (i >= 10 and data[i - 10] == 0x45 and data[i - 1] == 17):
+            return True
+        i = data.find(b, i + 1)
+    return False
+
+
 def find_client(paths, forms):
     """{path: [forms found]} over every file's name and bytes."""
     text, binary = forms
@@ -2503,7 +2516,7 @@ def find_client(paths, forms):
         with open(path, 'rb') as f:
             data = f.read()
         found = [t for t in text if t.encode() in data or t in os.path.basename(path)]
-        found += [b.hex() for b in binary if b in data]
+        found += [b.hex() for b in binary if binary_hit(data, b)]
         if found:
             hits[path] = found
     return hits
