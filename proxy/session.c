@@ -487,6 +487,21 @@ static void decode_error_warn(struct sg_session *s, enum sg_dir dir)
                   s->codec->describe(s->cstate));
 }
 
+/* What the filters of `s` get for frame `f` of datagram `data`. */
+static void fill_call(struct sg_session *s, struct sg_filter_call *call,
+                      struct sg_filter_proxy *proxy, const struct sg_frame *f, const uint8_t *data,
+                      size_t len, uint64_t now_ms)
+{
+    call->session = &s->fsess;
+    call->frame = f;
+    call->data = data;
+    call->len = len;
+    call->now_ms = now_ms;
+    proxy->codec = s->codec;
+    proxy->codec_state = s->cstate;
+    proxy->session_id = s->sum.id;
+}
+
 static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len,
                     uint64_t now_ms, bool sent)
 {
@@ -516,14 +531,7 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
             r->counters.drops[SG_DROP_UNDECODABLE]++;
             res.drop = true;
             if (chain) {
-                call.session = &s->fsess;
-                call.frame = f;
-                call.data = data;
-                call.len = len;
-                call.now_ms = now_ms;
-                proxy.codec = s->codec;
-                proxy.codec_state = s->cstate;
-                proxy.session_id = s->sum.id;
+                fill_call(s, &call, &proxy, f, data, len, now_ms);
                 sg_chain_taps(chain, s->slots, &call, &proxy, &res);
             }
             stream_frame(s, &call, f, data, len, &res);
@@ -541,14 +549,7 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
 
     /* The filters. */
     if (chain) {
-        call.session = &s->fsess;
-        call.frame = f;
-        call.data = data;
-        call.len = len;
-        call.now_ms = now_ms;
-        proxy.codec = s->codec;
-        proxy.codec_state = s->cstate;
-        proxy.session_id = s->sum.id;
+        fill_call(s, &call, &proxy, f, data, len, now_ms);
         if (!chain->only_taps)
             s->sync_only = true; /* a filter may inject: numbering is the codec's for good */
         sg_chain_run(chain, s->slots, &call, &proxy, &res);
