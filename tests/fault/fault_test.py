@@ -2010,7 +2010,7 @@ def case_replay_ioq71_nat(h, res):
     new_port = rep.port_of(cap.game_client)
     moved = r'client moved from 127\.0\.0\.1:%d to 127\.0\.0\.1:%d \(qport %d\)' % (
         rep.moved_from, new_port, qport)
-    check(px.count_log(moved) == 1, 'no (or more than one) "%s" line in the log' % moved)
+    check(px.wait_count_log(moved, 1) == 1, 'no (or more than one) "%s" line in the log' % moved)
     st = stop_ok(px)
     route = stats_route(st)
     check(not sessions_by_port(route).get(rep.moved_from),
@@ -2096,10 +2096,10 @@ def case_replay_ioq71_nat_forged(h, res):
           % (len(rep.problems), '\n  '.join(rep.problems)))
     warn = (r'(?i)warn.*datagram\(s\) with a player\'s qport from another port of their host '
             r'dropped.*127\.0\.0\.1:%d' % seen['port'])
-    check(px.count_log(warn) == 1, 'expected one "%s" warning' % warn)
+    check(px.wait_count_log(warn, 1) == 1, 'expected one "%s" warning' % warn)
     moved = r'client moved from 127\.0\.0\.1:%d to 127\.0\.0\.1:%d \(qport %d\)' % (
         rep.moved_from, rep.port_of(cap.game_client), qport)
-    check(px.count_log(r'client moved from') == 1 and px.count_log(moved) == 1,
+    check(px.wait_count_log(moved, 1) == 1 and px.count_log(r'client moved from') == 1,
           'expected exactly one "%s" line' % moved)
     st = stop_ok(px)
     route = stats_route(st)

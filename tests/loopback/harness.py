@@ -574,6 +574,20 @@ class Proxy:
         rx = re.compile(pattern)
         return sum(1 for l in self.log_lines(start) if rx.search(l))
 
+    def wait_count_log(self, pattern, n, timeout=2.0, start=0):
+        """count_log once at least `n` lines match or `timeout` passed: a
+        reply can reach the test before the harness has read the line that
+        slipgate logged for it."""
+        deadline = time.monotonic() + timeout
+        for _ in range(100000):
+            count = self.count_log(pattern, start)
+            left = deadline - time.monotonic()
+            if count >= n or left <= 0:
+                return count
+            with self.cond:
+                self.cond.wait(min(left, 0.1))
+        return self.count_log(pattern, start)
+
     def wait_for_log(self, pattern, timeout, start=0):
         """Wait for a stderr line (from index `start`) matching `pattern`.
         Returns (monotonic time the line was read, re.Match) or None."""

@@ -2115,7 +2115,7 @@ def case_nq_reconnect(h):
     roundtrip(c, dest, struct.pack('>II', 0x00100000 | 12, 1) + b'move', server_tag=b'GAME2',
               what='second game: ')
     check(game2.sources() == {up[:2]}, 'the second game socket saw %s' % game2.sources())
-    check(px.count_log(r'NetQuake accept: the server moved') == 2,
+    check(px.wait_count_log(r'NetQuake accept: the server moved', 2) == 2,
           'expected two "NetQuake accept" log lines')
     stop_ok(px)
 
@@ -2554,6 +2554,9 @@ def qport_rebind(h, protocol, connect, header, qports):
     # B sends from a new port with its own qport: its own session moves, not A's.
     b2 = h.client(V4)
     roundtrip(b2, dest, header(3, qb) + b'b-move', what='B from its new port: ')
+    # The echo can come back before the harness has read slipgate's log line.
+    moved_b = r'client moved from 127\.0\.0\.1:%d to 127\.0\.0\.1:%d ' % (b.port, b2.port)
+    check(px.wait_for_log(moved_b, 2.0) is not None, 'no "%s" line' % moved_b)
     # A third player of the same host with an unknown qport: a new session.
     c = h.client(V4)
     roundtrip(c, dest, header(0, (qa ^ qb ^ 0x55) & 0xff or 1) + b'c-move', what='C: ')
