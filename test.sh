@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what is missing, build twice (plain with -Werror, and with
 # AddressSanitizer + UBSan), run the tests in both builds, then build the
-# libFuzzer targets with clang (build-fuzz) and run each one for 60 s after
+# libFuzzer targets with clang (build-fuzz) and run each one for 40 s after
 # replaying its seeds and regression inputs (the `fuzz` suite), and print the
 # skipped tests by name, the wall time of every build step and of every suite,
 # and "N passed, N failed" counted from the builds' meson test logs.
@@ -79,13 +79,13 @@ for entry in "${builds[@]}"; do
   steps+=("$dir test $(($(now) - t1))")
 done
 
-# The fuzz suite: every libFuzzer target for $SG_FUZZ_SECONDS (60) s,
+# The fuzz suite: every libFuzzer target for $SG_FUZZ_SECONDS (40) s,
 # seeds generated at run time from the test data.  Its tests count
 # like any other; a build that fails counts as a failure.
 logdirs=("${builds[@]%%:*}")
 if [ $# -eq 0 ] && [ $quick -eq 0 ]; then
   fuzz_dir=build-fuzz
-  fuzz_opts="-Dfuzzing=true -Db_lundef=false -Dfuzz_seconds=${SG_FUZZ_SECONDS:-60}"
+  fuzz_opts="-Dfuzzing=true -Db_lundef=false -Dfuzz_seconds=${SG_FUZZ_SECONDS:-40}"
   echo "=== $fuzz_dir (clang $fuzz_opts)"
   rm -f "$fuzz_dir/meson-logs/testlog.json"
   t0=$(now)

@@ -24,7 +24,7 @@ original text.  `+guard` runs GUARD_CONF (guard with its defaults): the
 server stuffs (rcon `stuffall`) a harmless `echo` to the client, which must
 arrive, then a takeover (`echo ...;quit`), which guard must remove: the
 client stays in the game, never echoes it, and slipgate logs the block.
-`+all` (the issue's proof, each protocol, 60 s in the suite) runs ALL_CONF:
+`+all` (the issue's proof, each protocol, 30 s in the suite) runs ALL_CONF:
 the rewrite and inject of `+filters` towards the client, the player's chat
 rewritten and a chat injected towards the server, guard (the harmless and
 the takeover stufftext of `+guard`), the record filter and `sign_key`:

@@ -31,7 +31,7 @@ errors, every message rebuilt identical, and the .qwd plays and holds the
 capture's server datagrams from the serverdata on, byte for byte).
 
 NetQuake's proof, `nq all` (run_nq_all): two quakespasm + DarkPlaces games
-at once through one slipgate (routes `-p nq` and auto), 60 s of moving and
+at once through one slipgate (routes `-p nq` and auto), 30 s (the suite's --seconds) of moving and
 talking through the full chain with `reencode always` and recording, a map
 change, the players leave; every .dem played to its end in DarkPlaces and
 in quakespasm (see the comment above NQ_ALL_ROUTES).
@@ -784,7 +784,7 @@ def check_qw_decoding(s, sessions, case):
 # protocol extensions must be the same through slipgate as directly (see
 # ext_views for the list).
 #
-# qw+all / qw+all-auto: 60 s (--seconds) of a game in which the client moves,
+# qw+all / qw+all-auto: 30 s in the suite (--seconds) of a game in which the client moves,
 # fires and talks through slipgate with `reencode always` and the chain
 # QW_ALL_CONF (rewrite both ways, inject both ways, guard), then leaves as a
 # player does (`disconnect`, `quit`): 0 decode errors, every rebuilt datagram
@@ -1702,7 +1702,7 @@ def check_nq_all(name, route, work, g, px_log, slipgate, plays, seconds):
         raise Fail(f"{name}: " + "; ".join(problems) + f"\n--- client ---\n{cli[-2500:]}\n"
                    f"--- server ---\n{srv[-1500:]}")
 
-    # The demos: one per level, the first of the 60 s game.
+    # The demos: one per level, the first of the game.
     demos = os.path.join(work, f"demos-{name}")
     files = sorted((os.path.join(demos, n) for n in os.listdir(demos) if not n.endswith(".sig")),
                    key=os.path.getmtime) if os.path.isdir(demos) else []
