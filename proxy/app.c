@@ -391,9 +391,10 @@ static void reload(struct sg_app *app)
                app->stats_path ? app->stats_path : "no file");
 
     if (!str_same(conf->http, app->conf->http) ||
-        !str_same(conf->http_token, app->conf->http_token))
+        !str_same(conf->http_token, app->conf->http_token) ||
+        conf->http_idle_timeout_ms != app->conf->http_idle_timeout_ms)
         sg_log(&app->log, SG_LOG_WARN, NULL, 0,
-               "http or http_token changed: restart slipgate to apply it");
+               "http, http_token or http_idle_timeout changed: restart slipgate to apply it");
     if (conf->workers != app->conf->workers)
         sg_log(&app->log, SG_LOG_WARN, NULL, 0,
                "workers changed: restart slipgate to apply it (%d worker loops run)",

@@ -397,6 +397,14 @@ static const struct sg_conf_directive top_directives[] = {
      .argname = "TOKEN",
      .help = "require this token from every HTTP client (Authorization: Bearer TOKEN, or the "
              "page's cookie); default none"},
+    {.name = "http_idle_timeout",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_conf, http_idle_timeout_ms),
+     .min = 1000,
+     .max = 3600LL * 1000,
+     .argname = "DURATION",
+     .help = "close an HTTP connection idle this long: waiting for a request, between two, or "
+             "half-way through one (1s to 1h, counted in whole seconds; default 30s)"},
     {.name = "plugin",
      .type = SG_CONF_CUSTOM,
      .set = plugin_set,

@@ -77,6 +77,7 @@ struct sg_conf {
     char *http;                /* `http ADDR:PORT`: the web page and /metrics, or NULL (off) */
     int http_line, http_col;   /* where `http` was given (0: command line) */
     char *http_token;          /* required from HTTP clients when set */
+    int64_t http_idle_timeout_ms; /* idle HTTP connections closed after this (0: 30 s) */
     char *file; /* the file it came from, or NULL */
     struct sg_route_conf *routes;
     int nroutes;

@@ -852,6 +852,9 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
     struct sg_http *h;
     char why[256];
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned idle_s = app->conf && app->conf->http_idle_timeout_ms > 0
+                          ? (unsigned)(app->conf->http_idle_timeout_ms / 1000)
+                          : SG_HTTP_IDLE_TIMEOUT_S;
     int err;
 
     *out = NULL;
@@ -879,7 +882,7 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
     h->d = MHD_start_daemon(flags, (uint16_t)sg_addr_port((struct sockaddr *)&ss), NULL, NULL,
                             on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)SG_HTTP_MAX_CONNECTIONS,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SG_HTTP_IDLE_TIMEOUT_S,
+                            MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SG_HTTP_REQUEST_MAX + 4096,
                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,

@@ -21,7 +21,7 @@ struct sg_http;
 #define SG_HTTP_MAX_CONNECTIONS 32           /* at once; then the idlest makes room */
 #define SG_HTTP_MAX_STREAMS     8            /* /api/stream clients at once */
 #define SG_HTTP_REQUEST_MAX     16384        /* bytes of request line and headers */
-#define SG_HTTP_IDLE_TIMEOUT_S  30           /* an idle connection is closed */
+#define SG_HTTP_IDLE_TIMEOUT_S  30           /* default `http_idle_timeout` */
 #define SG_HTTP_STREAM_BUF      (256 * 1024) /* events waiting per stream client */
 
 /*

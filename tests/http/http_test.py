@@ -39,7 +39,8 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
                          /api/sessions and --stats name the same file, as
                          its name on disk reads in UTF-8
     idle_closed          a connection that sends nothing, and one that stops
-                         half-way through its request, are closed after 30 s
+                         half-way through its request, are closed after
+                         `http_idle_timeout` (3 s here; 30 s by default)
     workers_merged       with two worker loops (-w 2), /metrics, /api/routes,
                          /api/sessions count the sessions of both loops, and
                          /api/stream delivers a replay whose session is on
@@ -771,7 +772,7 @@ def case_utf8_names(h):
 
 def case_idle_closed(h):
     srv = h.echo(V4)
-    px = http_proxy(h, ROUTE_ECHO % srv.port)
+    px = http_proxy(h, ROUTE_ECHO % srv.port, extra='http_idle_timeout 3s\n')
     silent = socket.create_connection((V4, px.http), timeout=5)
     half = socket.create_connection((V4, px.http), timeout=5)
     h.sockets += [silent, half]
@@ -780,7 +781,7 @@ def case_idle_closed(h):
     closed = {}
     for s in (silent, half):
         s.settimeout(1.0)
-    while len(closed) < 2 and time.monotonic() - t0 < 40:
+    while len(closed) < 2 and time.monotonic() - t0 < 15:
         for name, s in (('silent', silent), ('half', half)):
             if name in closed:
                 continue
@@ -793,9 +794,9 @@ def case_idle_closed(h):
             check(data == b'' or data.startswith(b'HTTP/1.1 4'),
                   '%s connection: got %r' % (name, data[:100]))
             closed[name] = time.monotonic() - t0
-    check(set(closed) == {'silent', 'half'}, 'idle connections still open after 40 s: %s'
+    check(set(closed) == {'silent', 'half'}, 'idle connections still open after 15 s: %s'
           % ({'silent', 'half'} - set(closed)))
-    check(all(25 <= t <= 35 for t in closed.values()), 'closed after %r s, expected about 30'
+    check(all(2.5 <= t <= 6 for t in closed.values()), 'closed after %r s, expected about 3'
           % closed)
     status, _, _ = request(px.http, '/api/routes')
     check(status == 200, 'the server after closing idle connections: %s' % status)
