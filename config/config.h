@@ -92,6 +92,8 @@ struct sg_conf_directive {
     enum sg_conf_type type;
     size_t offset;               /* into the section object (not for CUSTOM/BLOCK) */
     const char *const *choices;  /* ENUM: NULL-terminated */
+    /* ENUM without `choices`: the i-th choice from 0, NULL past the last (a list kept elsewhere) */
+    const char *(*choice_at)(int i);
     int64_t min, max;            /* INT/SIZE/DURATION bounds, inclusive; both 0 = none */
     const char *argname;         /* for help: "ADDR:PORT", "SECONDS", ... */
     const char *help;            /* one line */

@@ -7,7 +7,7 @@
  * SIZE     digits [k|M|G] [B], powers of 1024  int64_t bytes
  * DURATION digits [ms|s|m|h], bare = seconds  int64_t milliseconds
  * BOOL     yes/no on/off true/false 1/0, any case
- * ENUM     one of d->choices, any case        int index
+ * ENUM     one of d->choices (or d->choice_at), any case  int index
  * STRING   any text; PATH any non-empty text; ADDR as sg_conf_split_addr(),
  *          and its port not 0
  *
@@ -340,10 +340,14 @@ static int find_choice(const struct sg_conf_directive *d, const struct sg_conf_a
     char list[200] = "";
     size_t used = 0;
 
-    for (int i = 0; d->choices && d->choices[i]; i++) {
-        if (strcasecmp(arg->text, d->choices[i]) == 0)
+    for (int i = 0; i < 1000; i++) {
+        const char *c = d->choices ? d->choices[i] : d->choice_at ? d->choice_at(i) : NULL;
+
+        if (!c)
+            break;
+        if (strcasecmp(arg->text, c) == 0)
             return i;
-        int n = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", d->choices[i]);
+        int n = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", c);
         if (n > 0)
             used += (size_t)n < sizeof(list) - used ? (size_t)n : sizeof(list) - used - 1;
     }

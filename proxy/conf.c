@@ -7,6 +7,7 @@
 #include "proxy/log.h"
 #include "filters/anon.h"
 #include "filters/sign.h"
+#include "protocols/codec.h"
 #include "protocols/error.h"
 
 #include <errno.h>
@@ -16,7 +17,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const sg_protocol_names[] = {"auto", "q3", "q2", "qw", "nq", NULL};
+const char *sg_protocol_choice(int i)
+{
+    if (i == 0)
+        return "auto";
+    for (int k = 0; sg_codecs[k]; k++)
+        if (k == i - 1)
+            return sg_codecs[k]->name;
+    return NULL;
+}
+
+const char *sg_protocol_name(int protocol)
+{
+    const char *s = protocol >= 0 ? sg_protocol_choice(protocol) : NULL;
+
+    return s ? s : "?";
+}
+
+const struct sg_codec *sg_protocol_codec(int protocol)
+{
+    for (int k = 0; protocol > 0 && sg_codecs[k]; k++)
+        if (k == protocol - 1)
+            return sg_codecs[k];
+    return NULL;
+}
 const char *const sg_reencode_names[] = {"changed", "always", NULL};
 const char *const sg_undecodable_names[] = {"relay", "drop", NULL};
 static const char *const anonymize_names[] = {"no", "yes", NULL};
@@ -152,8 +176,8 @@ static const struct sg_conf_directive route_directives[] = {
     {.name = "protocol",
      .type = SG_CONF_ENUM,
      .offset = offsetof(struct sg_route_conf, protocol),
-     .choices = sg_protocol_names,
-     .argname = "auto|q3|q2|qw|nq",
+     .choice_at = sg_protocol_choice,
+     .argname = "auto|GAME",
      .help = "game protocol to decode; auto relays without decoding until a codec claims it"},
     {.name = "idle_timeout",
      .type = SG_CONF_DURATION,

@@ -12,14 +12,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum sg_protocol {
-    SG_PROTO_AUTO,
-    SG_PROTO_Q3,
-    SG_PROTO_Q2,
-    SG_PROTO_QW,
-    SG_PROTO_NQ,
-};
-extern const char *const sg_protocol_names[];
+struct sg_codec;
+
+/*
+ * A route's `protocol`: SG_PROTO_AUTO, or 1 + the game's index in the codec
+ * registry (protocols/codec.c, the one list of games).
+ */
+enum { SG_PROTO_AUTO = 0 };
+/* "auto" or the game's name; `protocol` as above. */
+const char *sg_protocol_name(int protocol);
+/* The game a route's `protocol` names, or NULL for auto. */
+const struct sg_codec *sg_protocol_codec(int protocol);
+/* The i-th name `protocol` accepts ("auto", then the registry's games), NULL past the last. */
+const char *sg_protocol_choice(int i);
 
 #define SG_DEFAULT_LISTEN "0.0.0.0:27960"
 #define SG_CONF_MAX_WORKERS 64 /* `workers` at most */

@@ -1211,9 +1211,7 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
         goto err_handles;
     sg_route_send_first_update(r);
 
-    r->game = r->conf.protocol == SG_PROTO_AUTO
-                  ? NULL
-                  : sg_codec_find(sg_protocol_names[r->conf.protocol]);
+    r->game = sg_protocol_codec(r->conf.protocol);
     r->codec = sg_codec_decodes(r->game) ? r->game : NULL;
     r->handshake = r->conf.protocol == SG_PROTO_AUTO ? sg_codec_handshaker()
                    : r->game && r->game->handshake  ? r->game
@@ -1223,13 +1221,13 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
                "listening on %s, relaying to %s (%s%s)%s%s",
                sg_addr_format((struct sockaddr *)&r->listen_addr, la, sizeof(la)),
                sg_addr_format((struct sockaddr *)&r->server_addr, sa, sizeof(sa)),
-               sg_protocol_names[r->conf.protocol],
+               sg_protocol_name(r->conf.protocol),
                r->conf.reencode == SG_REENCODE_ALWAYS ? ", reencode always" : "",
                r->conf.record ? ", recording into " : "", r->conf.record ? r->conf.record : "");
     if (r->conf.protocol != SG_PROTO_AUTO && !r->codec && app->worker == 0)
         sg_log(&app->log, SG_LOG_WARN, r->conf.name, 0,
                "no %s codec in this build yet: relaying without decoding",
-               sg_protocol_names[r->conf.protocol]);
+               sg_protocol_name(r->conf.protocol));
     *out = r;
     return 0;
 
@@ -1270,7 +1268,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     if (rc->protocol != r->conf.protocol)
         sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
                "protocol changed to %s: applies to new sessions after a restart",
-               sg_protocol_names[rc->protocol]);
+               sg_protocol_name(rc->protocol));
     if ((rc->sign_key == NULL) != (r->conf.sign_key == NULL) ||
         (rc->sign_key && strcmp(rc->sign_key, r->conf.sign_key) != 0))
         sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,

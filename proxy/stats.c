@@ -170,7 +170,7 @@ static void json_route(FILE *f, const struct sg_route *const *g, int n, bool ret
             ", \"protocol\": \"%s\", \"retired\": %s, \"sessions_total\": %llu, "
             "\"sessions_active\": %zu, \"sessions_omitted\": %llu, \"sessions_evicted\": %llu,"
             " \"client_moves\": %llu,\n      \"counters\": ",
-            sg_protocol_names[r->conf.protocol], retired ? "true" : "false",
+            sg_protocol_name(r->conf.protocol), retired ? "true" : "false",
             (unsigned long long)total, active, (unsigned long long)omitted,
             (unsigned long long)evicted, (unsigned long long)moves);
     json_counters(f, &c);
@@ -240,7 +240,7 @@ static void json_route_summary(FILE *f, const struct sg_route_summary *r, bool s
     fprintf(f,
             ", \"protocol\": \"%s\", \"retired\": true, \"retired_ms\": %llu, "
             "\"retired_reason\": ",
-            sg_protocol_names[r->protocol], (unsigned long long)r->retired_ms);
+            sg_protocol_name(r->protocol), (unsigned long long)r->retired_ms);
     json_string(f, r->reason ? r->reason : "");
     fprintf(f,
             ", \"sessions_total\": %llu, \"sessions_active\": 0, \"sessions_omitted\": %llu,"

@@ -2,7 +2,9 @@
 """The documentation stays in step with the binary.
 
   doc_check.py options SLIPGATE    every option --help lists is in the man
-                                   page and in the README or doc/
+                                   page and in the README or doc/; the games
+                                   -p takes (from the codec registry) are the
+                                   man page's and the README's list
   doc_check.py example SLIPGATE    the example config passes --check-config,
                                    and each directive it uses is in the man page
 """
@@ -44,6 +46,23 @@ def check_options(slipgate):
         if o not in readme and not (short and re.search(r'(^|\s)%s\b' % short, readme, re.M)):
             problems.append('%s is in --help but not in README.md or doc/' % o)
     print('%d options checked: %s' % (len(opts), ' '.join(o for _, o in opts)))
+    # The games `-p` takes come from the codec registry: every list the docs
+    # give of them is that list, in its order.
+    m = re.search(r'--protocol PROTO\s+(auto(?:\|[a-z0-9]+)+)', out.stdout)
+    if not m:
+        problems.append('--help: no "-p, --protocol PROTO auto|..." list')
+    else:
+        games = m.group(1).split('|')
+        lists = [('doc/slipgate.1 (-p)', r'One of (auto(?:, [a-z0-9]+)+)', ', ', man),
+                 ('doc/slipgate.1 (protocol)', r'\\fBprotocol\\fR \\fI(auto(?:\|[a-z0-9]+)+)', '|',
+                  man),
+                 ('README.md', r'--protocol PROTO\s+(auto(?:\|[a-z0-9]+)+)', '|', read(README))]
+        for where, rx, sep, text in lists:
+            found = re.search(rx, text)
+            if not found or found.group(1).split(sep) != games:
+                problems.append('%s lists the games as %r, --help (the codec registry) as %r'
+                                % (where, found and found.group(1), '|'.join(games)))
+        print('the games of -p: %s, as in the man page and the README' % '|'.join(games))
     # `slipgate doctor --help`: each of its options is in the man page too.
     out = subprocess.run([slipgate, 'doctor', '--help'], capture_output=True, text=True,
                          timeout=10)

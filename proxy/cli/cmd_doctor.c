@@ -162,15 +162,14 @@ static void check_server(struct doctor *dr, uv_loop_t *loop, const struct sg_rou
     sg_addr_format((struct sockaddr *)&ss, a, sizeof(a));
 
     /* The route's game, or every game that has a status query. */
-    const struct sg_codec *only =
-        r->protocol != SG_PROTO_AUTO ? sg_codec_find(sg_protocol_names[r->protocol]) : NULL;
+    const struct sg_codec *only = sg_protocol_codec(r->protocol);
     for (int i = 0; sg_codecs[i] && ngames < 16; i++) {
         if (sg_codecs[i]->status && (!only || sg_codecs[i] == only))
             games[ngames++] = sg_codecs[i];
     }
     if (ngames == 0) {
         say(dr, WARN, "route %s: server %s resolves; no status query is known for protocol %s",
-            r->name, a, sg_protocol_names[r->protocol]);
+            r->name, a, sg_protocol_name(r->protocol));
         return;
     }
 

@@ -58,10 +58,10 @@ static const char usage_text[] =
     "  -c, --config FILE        read routes and settings from FILE\n"
     "  -l, --listen ADDR:PORT   where clients connect (default " SG_DEFAULT_LISTEN ";\n"
     "                           [::]:PORT listens on IPv6 and IPv4)\n"
-    "  -s, --server HOST:PORT   the real game server (IPv6 as [addr]:port)\n"
-    "  -p, --protocol PROTO     auto|q3|q2|qw|nq (default auto: Quake 3,\n"
-    "                           QuakeWorld, NetQuake and Quake 2 are detected and decoded,\n"
-    "                           anything else relayed as it is)\n"
+    "  -s, --server HOST:PORT   the real game server (IPv6 as [addr]:port)\n";
+
+/* After the -p line, which lists the games of the codec registry. */
+static const char usage_opts[] =
     "      --check-config       validate the configuration and exit (0 valid, 1 not):\n"
     "                           also resolves every host, binds every listen\n"
     "                           address (and http's) once, checks the stats file,\n"
@@ -109,6 +109,21 @@ static const char usage_more[] =
     "  slipgate -c /etc/slipgate.conf +set idle_timeout 2m\n"
     "  slipgate -p q3 -s 127.0.0.1:27961 --record demos +set reencode always\n"
     "  slipgate -p q3 -s 127.0.0.1:27961 +set http 127.0.0.1:8080\n";
+
+/* --help: the -p line names every game of the codec registry, "auto" first. */
+static void print_usage(void)
+{
+    fputs(usage_text, stdout);
+    fputs("  -p, --protocol PROTO     ", stdout);
+    for (int i = 0; sg_protocol_choice(i); i++)
+        printf("%s%s", i ? "|" : "", sg_protocol_choice(i));
+    fputs(" (default auto: each of\n"
+          "                           these games is detected and decoded, anything\n"
+          "                           else relayed as it is)\n",
+          stdout);
+    fputs(usage_opts, stdout);
+    fputs(usage_more, stdout);
+}
 
 /* ---- slipgate --version ---- */
 
@@ -321,7 +336,7 @@ static int check_config(const char *path, const struct sg_conf_overrides *ov, co
            conf->nroutes == 1 ? "" : "s");
     for (struct sg_route_conf *r = conf->routes; r; r = r->next)
         printf("  route %s: %s -> %s (%s)\n", r->name, r->listen, r->server,
-               sg_protocol_names[r->protocol]);
+               sg_protocol_name(r->protocol));
     sg_conf_destroy(conf);
     return 0;
 }
@@ -418,8 +433,7 @@ int main(int argc, char **argv)
             free(sets);
             return print_version();
         case 'h':
-            fputs(usage_text, stdout);
-            fputs(usage_more, stdout);
+            print_usage();
             free(sets);
             return 0;
         default:

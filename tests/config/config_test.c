@@ -35,6 +35,7 @@ struct t_route {
     char *listen, *server, *demo_dir, *motd;
     int64_t idle, max_sessions, buffer;
     int protocol;
+    int game; /* `game`: an ENUM whose choices come from choice_at() */
     bool record;
     struct t_filter filters[MAX_FILTERS];
     int nfilters;
@@ -53,6 +54,14 @@ struct t_conf {
 /* Sections and their callbacks. */
 
 static const char *const protocols[] = {"auto", "q3", "q2", "qw", "nq", NULL};
+
+/* A list kept elsewhere (as slipgate's codec registry): "any" then two games. */
+static const char *game_at(int i)
+{
+    static const char *const games[] = {"any", "alpha", "beta"};
+
+    return i >= 0 && i < 3 ? games[i] : NULL;
+}
 
 static void *open_route(void *obj, const struct sg_conf_directive *d,
                         const struct sg_conf_arg *args, int nargs, struct sg_conf_diag *diag,
@@ -147,6 +156,7 @@ static const struct sg_conf_directive route_dirs[] = {
      .min = 1,
      .max = 100000},
     {.name = "protocol", .type = SG_CONF_ENUM, .offset = RT(protocol), .choices = protocols},
+    {.name = "game", .type = SG_CONF_ENUM, .offset = RT(game), .choice_at = game_at},
     {.name = "record", .type = SG_CONF_BOOL, .offset = RT(record)},
     {.name = "demo_dir", .type = SG_CONF_PATH, .offset = RT(demo_dir)},
     {.name = "motd", .type = SG_CONF_STRING, .offset = RT(motd)},
@@ -557,6 +567,23 @@ static void case_bad_int(void)
     CHECK_INT(c.workers, INT64_MAX);
     CHECK_INT(parse("workers -\n", &c, &d), SG_E_CONFIG);
     CHECK_INT(parse("workers +1\n", &c, &d), SG_E_CONFIG);
+}
+
+/* An ENUM whose choices come from a function: each one by its index, any case; a wrong one
+ * names them all. */
+static void case_enum_choice_at(void)
+{
+    struct t_conf c;
+    struct sg_conf_diag d;
+
+    CHECK_INT(parse("route r {\n  game BETA\n}\n", &c, &d), 0);
+    CHECK_INT(c.routes[0].game, 2);
+    CHECK_INT(parse("route r {\n  game alpha\n}\n", &c, &d), 0);
+    CHECK_INT(c.routes[0].game, 1);
+    CHECK_INT(parse("route r {\n  game any\n}\n", &c, &d), 0);
+    CHECK_INT(c.routes[0].game, 0);
+    EXPECT_ERRORS("route r {\n  game gamma\n}\n",
+                  "t.conf:2:8: error: 'game' expects one of any, alpha, beta, got 'gamma'", NULL);
 }
 
 static void case_bad_enum(void)
@@ -1418,6 +1445,7 @@ static const struct unit_case cases[] = {
     C(suggest),
     C(bad_int),
     C(bad_enum),
+    C(enum_choice_at),
     C(bad_duration),
     C(bad_size),
     C(bad_bool),

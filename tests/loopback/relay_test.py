@@ -1773,6 +1773,30 @@ def case_cli_errors(h):
     check(not problems, 'command line:\n  ' + '\n  '.join(problems))
 
 
+def case_protocol_names(h):
+    """The games `-p` and `protocol` take are the codec registry's: each name
+    --help lists starts a route of that game, and a wrong one is refused
+    with the same list."""
+    r = h.run(['--help'])
+    m = re.search(r'--protocol PROTO\s+(auto(?:\|[a-z0-9]+)+)', r.stdout.decode())
+    check(m is not None, '--help has no "--protocol PROTO auto|..." list')
+    names = m.group(1).split('|')
+    check(len(names) >= 5, '--help lists %r' % names)
+    srv = h.echo(V4)
+    for name in names:
+        px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr, '-p', name.upper()])
+        check(px.wait_for_log(r'listening on 127\.0\.0\.1:%d, relaying to %s \(%s\)'
+                              % (px.ports[0], re.escape(srv.addr), name), 5.0) is not None,
+              '-p %s: no "listening ... (%s)" line' % (name.upper(), name))
+        stop_ok(px)
+    r = h.run(['-l', '127.0.0.1:1', '-s', srv.addr, '-p', 'q4', '--check-config'])
+    err = r.stderr.decode(errors='replace')
+    want = "'protocol' expects one of %s, got 'q4'" % ', '.join(names)
+    check(r.returncode != 0 and want in err, '-p q4: exit %d, expected %r in:\n%s'
+          % (r.returncode, want, err[:600]))
+    print('-p takes %s' % ', '.join(names))
+
+
 def case_quiet_flag(h):
     srv = h.echo(V4)
     px = h.proxy(args=['-q', '-l', '127.0.0.1:$P0', '-s', srv.addr])
