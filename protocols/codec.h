@@ -385,6 +385,15 @@ struct sg_codec {
      * (the status query a server browser sends).  May be NULL.
      */
     const struct sg_codec_status *status;
+
+    /*
+     * Something about the session that became known and that its user
+     * should read when it happens, not only at its end (Quake 3: a protocol
+     * relayed with its headers read only): a line the proxy logs once, or
+     * NULL.  Each line is returned once; the proxy asks after each decoded
+     * datagram.  May be NULL.
+     */
+    const char *(*take_notice)(void *state);
 };
 
 /*

@@ -522,6 +522,9 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
         err = s->codec->decode(s->cstate, dir, data, len, &f);
         if (err < 0 && s->decode_errors++ == 0)
             decode_error_warn(s, dir);
+        const char *notice = s->codec->take_notice ? s->codec->take_notice(s->cstate) : NULL;
+        if (notice)
+            sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id, "%s", notice);
         if (s->stage != SG_STAGE_ESTABLISHED)
             update_stage(s, dir);
         /* Fail closed where the route asks: what the filters cannot see

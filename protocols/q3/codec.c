@@ -43,6 +43,7 @@ struct q3c {
     char first_error[200];
     char describe[320];
     uint64_t headers_only; /* datagrams of a protocol not decoded, relayed with the header read */
+    bool noticed;          /* take_notice() has said that the protocol is relayed headers only */
 
     /* admission: the server treats the client as connected (a connectResponse,
      * or sequenced traffic, which a server sends only to connected clients);
@@ -1148,6 +1149,22 @@ static const char *q3_describe(void *state)
     return c->describe;
 }
 
+/* Once per session: the protocol is one slipgate relays with its headers read only. */
+static const char *q3_take_notice(void *state)
+{
+    struct q3c *c = state;
+    const char *game;
+
+    if (c->noticed || c->nc.wire != SG_Q3_WIRE_HEADERS)
+        return NULL;
+    c->noticed = true;
+    game = sg_q3_protocol_game(c->nc.protocol);
+    snprintf(c->describe, sizeof(c->describe),
+             "Quake 3 protocol %d%s%s%s: relayed, headers only (slipgate does not decode it)",
+             c->nc.protocol, game ? " (" : "", game ? game : "", game ? ")" : "");
+    return c->describe;
+}
+
 /* The fixed Huffman tables, built from the adaptive tree once per process. */
 static void q3_prepare(void)
 {
@@ -1184,4 +1201,5 @@ const struct sg_codec sg_q3_codec = {
     .describe = q3_describe,
     .established = q3_established,
     .status = &sg_q3_status,
+    .take_notice = q3_take_notice,
 };
