@@ -30,6 +30,13 @@ struct app_run {
     bool stats_timer_open;
 };
 
+/* What goes to standard error before the logger runs is an error: to
+ * journald, priority 3 (log.h). */
+static const char *err_prefix(void)
+{
+    return sg_log_is_journal(STDERR_FILENO) ? "<3>" : "";
+}
+
 static struct app_run *run_of(struct sg_app *app)
 {
     return (struct app_run *)(void *)((char *)app - offsetof(struct app_run, app));
@@ -246,8 +253,10 @@ static void stop(struct sg_app *app, const char *why)
     if (app->stopping)
         return;
     app->stopping = true;
-    if (app->worker == 0)
+    if (app->worker == 0) {
         sg_log(&app->log, SG_LOG_INFO, NULL, 0, "%s: shutting down", why);
+        sg_notify_send(&app->notify, "STOPPING=1\nSTATUS=%s: shutting down", why);
+    }
     for (struct sg_route *r = app->routes; r; r = r->next)
         sg_route_close(r, "shutdown");
     if (app->worker > 0) {
@@ -370,7 +379,9 @@ static void worker_apply(struct sg_app *app, struct sg_conf *conf)
 static void prebind(struct sg_app *app, const struct sg_conf *conf);
 static void prebound_clear(struct sg_app *app);
 
-static void reload(struct sg_app *app)
+/* 0, or -EINVAL when the file is refused (the old configuration stays;
+ * app->reload_error says why). */
+static int reload(struct sg_app *app)
 {
     struct sg_conf_diag diag;
     struct sg_conf *conf;
@@ -381,7 +392,9 @@ static void reload(struct sg_app *app)
         for (int i = 0; i < diag.count && i < SG_CONF_MAX_DIAGS; i++)
             sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "reload: %s", diag.msgs[i]);
         sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "reload failed; the old configuration stays");
-        return;
+        snprintf(app->reload_error, sizeof(app->reload_error), "%s",
+                 diag.count > 0 ? diag.msgs[0] : "out of memory");
+        return -EINVAL;
     }
     app->log.level = conf->log_level;
     if ((conf->stats_file == NULL) != (app->conf->stats_file == NULL) ||
@@ -418,6 +431,8 @@ static void reload(struct sg_app *app)
     fit_open_files(app);
     stats_timer_start(app);
     sg_log(&app->log, SG_LOG_INFO, NULL, 0, "configuration reloaded");
+    app->reload_error[0] = '\0';
+    return 0;
 }
 
 /* ---- signals ---- */
@@ -457,10 +472,45 @@ static void on_hup(uv_signal_t *h, int signum)
         return;
     if (!app->config_path) {
         sg_log(&app->log, SG_LOG_WARN, NULL, 0, "SIGHUP: no config file to reload");
+        sg_notify_reloading(&app->notify, "READY=1\nSTATUS=SIGHUP: no config file to reload");
         return;
     }
     sg_log(&app->log, SG_LOG_INFO, NULL, 0, "SIGHUP: reloading %s", app->config_path);
-    reload(app);
+    sg_notify_reloading(&app->notify, "STATUS=reloading %s", app->config_path);
+    if (reload(app) < 0) {
+        app->reload_ok = false;
+        app->reloads_refused++;
+        /* Ready again, on the old configuration; the status line and the
+         * errno say the reload was refused (systemctl status shows them). */
+        sg_notify_send(&app->notify, "READY=1\nSTATUS=reload refused, the old configuration "
+                                     "stays: %s\nERRNO=%d",
+                       app->reload_error, EINVAL);
+        app->notify.last_status[0] = '\0';
+    } else {
+        app->reload_ok = true;
+        app->reload_ok_ms = sg_now_wall_ms();
+        app->reloads_applied++;
+        sg_notify_send(&app->notify, "READY=1");
+        app->notify.last_status[0] = '\0';
+        sg_notify_status(&app->notify);
+    }
+}
+
+/* The service manager's status line: what serves, and a refused reload. */
+static void notify_status(void *ctx, char *buf, size_t len)
+{
+    struct sg_app *app = ctx;
+    long long sessions = 0;
+    int routes = 0, k;
+
+    for (struct sg_route *r = app->routes; r; r = r->next) {
+        routes++;
+        sessions += atomic_load_explicit(&r->share->nsessions, memory_order_relaxed);
+    }
+    k = snprintf(buf, len, "%d route%s, %lld session%s", routes, routes == 1 ? "" : "s", sessions,
+                 sessions == 1 ? "" : "s");
+    if (app->reload_error[0] && k > 0 && (size_t)k < len)
+        snprintf(buf + k, len - (size_t)k, "; last reload refused: %s", app->reload_error);
 }
 
 static int start_signals(struct sg_app *app)
@@ -649,8 +699,8 @@ static int workers_wanted(const struct sg_conf *conf, bool *chosen)
     }
     n = strtol(env, &end, 10);
     if (*end != '\0' || n < 1 || n > SG_CONF_MAX_WORKERS) {
-        fprintf(stderr, "slipgate: SLIPGATE_WORKERS: a number from 1 to %d, got '%s'\n",
-                SG_CONF_MAX_WORKERS, env);
+        fprintf(stderr, "%sslipgate: SLIPGATE_WORKERS: a number from 1 to %d, got '%s'\n",
+                err_prefix(), SG_CONF_MAX_WORKERS, env);
         return 0;
     }
     return (int)n;
@@ -843,11 +893,33 @@ static void start_said(void *ctx, enum sg_preflight_verdict v, const char *file,
     if (v != SG_PREFLIGHT_FAIL)
         return;
     if (line && col)
-        fprintf(stderr, "slipgate: %s:%d:%d: error: %s\n", file, line, col, text);
+        fprintf(stderr, "%sslipgate: %s:%d:%d: error: %s\n", err_prefix(), file, line, col, text);
     else if (line)
-        fprintf(stderr, "slipgate: %s:%d: error: %s\n", file, line, text);
+        fprintf(stderr, "%sslipgate: %s:%d: error: %s\n", err_prefix(), file, line, text);
     else
-        fprintf(stderr, "slipgate: %s: error: %s\n", file, text);
+        fprintf(stderr, "%sslipgate: %s: error: %s\n", err_prefix(), file, text);
+}
+
+/* READY=1 with the status line, then the watchdog and the status refresh. */
+static void notify_ready(struct sg_app *app)
+{
+    char line[sizeof(app->notify.last_status)];
+    int err;
+
+    if (!sg_notify_active(&app->notify))
+        return;
+    notify_status(app, line, sizeof(line));
+    if ((err = sg_notify_send(&app->notify, "READY=1\nSTATUS=%s\nMAINPID=%d", line,
+                              (int)getpid())) < 0)
+        sg_log(&app->log, SG_LOG_WARN, NULL, 0, "cannot tell the service manager (READY=1): %s",
+               strerror(-err));
+    else
+        memcpy(app->notify.last_status, line, sizeof(line));
+    if ((err = sg_notify_timer_start(&app->notify, &app->loop, notify_status, app)) < 0)
+        sg_log(&app->log, SG_LOG_WARN, NULL, 0, "no watchdog pings: %s", uv_strerror(err));
+    else if (app->notify.watchdog_usec)
+        sg_log(&app->log, SG_LOG_DEBUG, NULL, 0, "watchdog: WATCHDOG=1 every %llu ms",
+               (unsigned long long)(app->notify.watchdog_usec / 2000));
 }
 
 int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, const char *stats_path)
@@ -864,7 +936,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     sg_conf_diag_init(&diag);
     if (sg_conf_load(config_path, ov, &run.app.conf, &diag) < 0) {
         for (int i = 0; i < diag.count && i < SG_CONF_MAX_DIAGS; i++)
-            fprintf(stderr, "%s\n", diag.msgs[i]);
+            fprintf(stderr, "%s%s\n", err_prefix(), diag.msgs[i]);
         return 1;
     }
     sg_log_init(&run.app.log, STDERR_FILENO, run.app.conf->log_level);
@@ -880,7 +952,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         if (sg_stats_check_path(p, why, sizeof(why)) == 0 && !(run.app.stats_path = strdup(p)))
             snprintf(why, sizeof(why), "out of memory");
         if (!run.app.stats_path) {
-            fprintf(stderr, "slipgate: %s\n", why);
+            fprintf(stderr, "%sslipgate: %s\n", err_prefix(), why);
             sg_conf_destroy(run.app.conf);
             sg_log_finish(&run.app.log);
             return 1;
@@ -903,13 +975,22 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     /* The loop, the signals, the routes. */
     err = uv_loop_init(&run.app.loop);
     if (err < 0) {
-        fprintf(stderr, "slipgate: cannot start the event loop: %s\n", uv_strerror(err));
+        fprintf(stderr, "%sslipgate: cannot start the event loop: %s\n", err_prefix(),
+                uv_strerror(err));
         sg_conf_destroy(run.app.conf);
         sg_log_finish(&run.app.log);
         free(run.app.stats_path);
         return 1;
     }
     run.app.started_loop_ms = uv_now(&run.app.loop);
+    run.app.reload_ok = true; /* the start's load counts as the last one (/metrics) */
+    run.app.reload_ok_ms = run.app.started_wall_ms;
+    {
+        char why[200];
+        if (sg_notify_init(&run.app.notify, why, sizeof(why)) < 0)
+            sg_log(&run.app.log, SG_LOG_WARN, NULL, 0, "no service manager notifications: %s",
+                   why);
+    }
     sg_codecs_prepare(); /* once, before any loop turn (codec.h) */
     uv_loop_configure(&run.app.loop, UV_METRICS_IDLE_TIME);
     turns_start(&run.app);
@@ -948,6 +1029,8 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         sg_log(&run.app.log, SG_LOG_INFO, NULL, 0, "slipgate %s running (pid %d)", SG_VERSION,
                (int)getpid());
         stats_timer_start(&run.app);
+        /* Every route's listener is bound (each loop's): ready. */
+        notify_ready(&run.app);
     }
     prebound_clear(&run.app);
 
@@ -969,6 +1052,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         status = 1;
     sg_http_free(http); /* with worker loops, kept until no loop runs */
     sg_log(&run.app.log, SG_LOG_INFO, NULL, 0, "stopped");
+    sg_notify_finish(&run.app.notify);
     sg_log_finish(&run.app.log);
     free_routes(run.app.routes);
     free_routes(run.app.retired);

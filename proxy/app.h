@@ -8,6 +8,7 @@
 
 #include "proxy/conf.h"
 #include "proxy/log.h"
+#include "proxy/notify.h"
 #include "proxy/route.h"
 
 #include <stdatomic.h>
@@ -37,6 +38,17 @@ struct sg_app {
     uint64_t started_wall_ms;
     uint64_t started_loop_ms;
     struct sg_http *http; /* the `http` server (proxy/http.c), or NULL */
+
+    /* Worker 0's: the service manager (sd_notify: readiness, reloads, the
+     * status line, the watchdog; proxy/notify.h), inert without one. */
+    struct sg_notify notify;
+    /* Worker 0's: the last reload's outcome (/metrics): whether it was
+     * applied, when the configuration in force was loaded (the start counts),
+     * the reloads applied and refused, and the refusal's first error. */
+    bool reload_ok;
+    uint64_t reload_ok_ms;
+    uint64_t reloads_applied, reloads_refused;
+    char reload_error[320];
 
     /* Loop turns (--stats "loop"): the work of each turn, the time blocked in
      * the poll left out (uv_metrics_idle_time), measured at every uv_prepare. */

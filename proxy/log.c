@@ -11,12 +11,28 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 const char *const sg_log_level_names[] = {"error", "warn", "info", "debug", "trace", NULL};
 static const char level_tags[][6] = {"error", "warn", "info", "debug", "trace"};
+/* syslog(3)'s priorities: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG (trace too). */
+static const char level_prio[][4] = {"<3>", "<4>", "<6>", "<7>", "<7>"};
+
+int sg_log_is_journal(int fd)
+{
+    const char *env = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+    int end = 0;
+
+    if (!env || sscanf(env, "%llu:%llu%n", &dev, &ino, &end) != 2 || env[end] != '\0')
+        return 0;
+    return fstat(fd, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+           (unsigned long long)st.st_ino == ino;
+}
 
 void sg_log_init(struct sg_logger *lg, int fd, int level)
 {
@@ -26,6 +42,7 @@ void sg_log_init(struct sg_logger *lg, int fd, int level)
     lg->level = level;
     lg->dropped = 0;
     lg->restore_flags = -1;
+    lg->journal = sg_log_is_journal(fd);
     if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
         int flags = fcntl(fd, F_GETFL);
         if (flags >= 0 && !(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0)
@@ -68,8 +85,8 @@ void sg_log(struct sg_logger *lg, int level, const char *route, uint64_t sid, co
         char note[96];
         unsigned long long lost = lg->dropped;
         lg->dropped = 0;
-        k = snprintf(note, sizeof(note), "(%llu log lines dropped: log output was blocked)\n",
-                     lost);
+        k = snprintf(note, sizeof(note), "%s(%llu log lines dropped: log output was blocked)\n",
+                     lg->journal ? "<4>" : "", lost);
         put_line(lg, note, (size_t)k);
         if (lg->dropped) {
             lg->dropped = lost + 1; /* still blocked: this line is lost too */
@@ -77,13 +94,18 @@ void sg_log(struct sg_logger *lg, int level, const char *route, uint64_t sid, co
         }
     }
 
-    /* Timestamp in UTC with milliseconds, level, route, session. */
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-    k = snprintf(line + n, sizeof(line) - n, ".%03ldZ %-5s ", ts.tv_nsec / 1000000L,
-                 level_tags[level]);
-    n += (size_t)k;
+    /* Timestamp in UTC with milliseconds (journald: the priority), level,
+     * route, session. */
+    if (lg->journal) {
+        n = (size_t)snprintf(line, sizeof(line), "%s%-5s ", level_prio[level], level_tags[level]);
+    } else {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gmtime_r(&ts.tv_sec, &tm);
+        n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
+        k = snprintf(line + n, sizeof(line) - n, ".%03ldZ %-5s ", ts.tv_nsec / 1000000L,
+                     level_tags[level]);
+        n += (size_t)k;
+    }
     if (route && n < sizeof(line))
         n += (size_t)snprintf(line + n, sizeof(line) - n, "[%s] ", route);
     if (sid && n < sizeof(line))

@@ -4,6 +4,13 @@
  * one:  2026-11-22T03:50:07.123Z info  [default] [s12] session start ...
  * The logger is caller-owned (one per process, hung off the app); writing
  * never blocks the loop (log.c).
+ *
+ * When the stream is journald's (systemd sets JOURNAL_STREAM to the
+ * device:inode of the stream it connected, and the descriptor is that one),
+ * each line starts with its syslog priority instead of the timestamp, which
+ * the journal keeps itself:  <6>info  [default] [s12] session start ...
+ * (error <3>, warn <4>, info <6>, debug and trace <7>), so that
+ * `journalctl -p err` finds the errors.
  */
 #ifndef SG_PROXY_LOG_H
 #define SG_PROXY_LOG_H
@@ -24,7 +31,11 @@ struct sg_logger {
     int fd;                     /* borrowed; where lines go */
     int restore_flags;          /* fd flags to put back at finish, or -1 */
     unsigned long long dropped; /* lines lost to a blocked output, not yet reported */
+    int journal;                /* fd is journald's stream: <N> prefixes, no timestamps */
 };
+
+/* Whether `fd` is the stream JOURNAL_STREAM names (its "DEVICE:INODE"). */
+int sg_log_is_journal(int fd);
 
 /* Log to `fd` from now on; makes a pipe/socket/terminal non-blocking. */
 void sg_log_init(struct sg_logger *lg, int fd, int level);

@@ -232,6 +232,20 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
     fprintf(f, "slipgate_start_time_seconds %.3f\n", (double)app->started_wall_ms / 1000.0);
     family(f, "slipgate_process_resident_memory_bytes", "gauge", "resident memory of the process");
     fprintf(f, "slipgate_process_resident_memory_bytes %llu\n", (unsigned long long)rss_bytes());
+    family(f, "slipgate_config_last_reload_successful", "gauge",
+           "whether the last reload (SIGHUP) was applied: 1, or 0 when the file was refused "
+           "and the old configuration stayed (1 before any reload)");
+    fprintf(f, "slipgate_config_last_reload_successful %d\n", app->reload_ok ? 1 : 0);
+    family(f, "slipgate_config_last_reload_success_timestamp_seconds", "gauge",
+           "when the configuration in force was loaded (the start, or the last reload applied), "
+           "since the epoch");
+    fprintf(f, "slipgate_config_last_reload_success_timestamp_seconds %.3f\n",
+            (double)app->reload_ok_ms / 1000.0);
+    family(f, "slipgate_config_reloads_total", "counter", "reloads (SIGHUP), by result");
+    fprintf(f, "slipgate_config_reloads_total{result=\"applied\"} %llu\n",
+            (unsigned long long)app->reloads_applied);
+    fprintf(f, "slipgate_config_reloads_total{result=\"refused\"} %llu\n",
+            (unsigned long long)app->reloads_refused);
     family(f, "slipgate_loop_lag_seconds", "gauge",
            "how late the event loop ran a timer at the last 0.5 s tick");
     fprintf(f, "slipgate_loop_lag_seconds %.6f\n", st->loop_lag_s);
