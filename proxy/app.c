@@ -482,6 +482,7 @@ static void on_hup(uv_signal_t *h, int signum)
         app->reloads_refused++;
         /* Ready again, on the old configuration; the status line and the
          * errno say the reload was refused (systemctl status shows them). */
+        sg_notify_outcome(&app->notify, "refused", app->reload_error);
         sg_notify_send(&app->notify, "READY=1\nSTATUS=reload refused, the old configuration "
                                      "stays: %s\nERRNO=%d",
                        app->reload_error, EINVAL);
@@ -490,6 +491,7 @@ static void on_hup(uv_signal_t *h, int signum)
         app->reload_ok = true;
         app->reload_ok_ms = sg_now_wall_ms();
         app->reloads_applied++;
+        sg_notify_outcome(&app->notify, "applied", NULL);
         sg_notify_send(&app->notify, "READY=1");
         app->notify.last_status[0] = '\0';
         sg_notify_status(&app->notify);
@@ -906,6 +908,9 @@ static void notify_ready(struct sg_app *app)
     char line[sizeof(app->notify.last_status)];
     int err;
 
+    if ((err = sg_notify_outcome(&app->notify, "started", NULL)) < 0)
+        sg_log(&app->log, SG_LOG_WARN, NULL, 0, "cannot write %s: %s", app->notify.outcome_path,
+               strerror(-err));
     if (!sg_notify_active(&app->notify))
         return;
     notify_status(app, line, sizeof(line));

@@ -45,6 +45,14 @@ int sg_notify_init(struct sg_notify *n, char *why, size_t whylen)
     n->fd = -1;
     if (why && whylen)
         why[0] = '\0';
+
+    /* RuntimeDirectory=: the first of its directories. */
+    {
+        const char *rd = getenv("RUNTIME_DIRECTORY");
+        size_t dl = rd ? strcspn(rd, ":") : 0;
+        if (rd && rd[0] == '/' && dl + sizeof("/reload-status") <= sizeof(n->outcome_path))
+            snprintf(n->outcome_path, sizeof(n->outcome_path), "%.*s/reload-status", (int)dl, rd);
+    }
     if (!path || !*path)
         return 0;
 
@@ -186,4 +194,31 @@ int sg_notify_timer_start(struct sg_notify *n, uv_loop_t *loop,
         uv_unref((uv_handle_t *)&n->timer);
     }
     return uv_timer_start(&n->timer, on_tick, ms, ms);
+}
+
+int sg_notify_outcome(struct sg_notify *n, const char *what, const char *why)
+{
+    char tmp[sizeof(n->outcome_path) + 8], line[600];
+    int fd, len, err = 0;
+
+    if (!n->outcome_path[0])
+        return 0;
+    len = snprintf(line, sizeof(line), "%llu %s%s%s\n", (unsigned long long)n->generation++, what,
+                   why ? ": " : "", why ? why : "");
+    if (len < 0 || (size_t)len >= sizeof(line))
+        len = (int)sizeof(line) - 1, line[len - 1] = '\n';
+    /* Whole or not at all: a new file renamed over the old one. */
+    snprintf(tmp, sizeof(tmp), "%s.new", n->outcome_path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    if (write(fd, line, (size_t)len) != len)
+        err = errno ? -errno : -EIO;
+    if (close(fd) < 0 && err == 0)
+        err = -errno;
+    if (err == 0 && rename(tmp, n->outcome_path) < 0)
+        err = -errno;
+    if (err < 0)
+        unlink(tmp);
+    return err;
 }

@@ -31,6 +31,10 @@ struct sg_notify {
     void (*status)(void *ctx, char *buf, size_t len);
     void *status_ctx;
     char last_status[512]; /* the STATUS= sent last */
+    /* $RUNTIME_DIRECTORY/reload-status (systemd's RuntimeDirectory=), or "":
+     * what the units' ExecReload helper waits for (sg_notify_outcome). */
+    char outcome_path[512];
+    uint64_t generation; /* outcomes written */
 };
 
 /*
@@ -73,6 +77,17 @@ int sg_notify_reloading(struct sg_notify *n, const char *fmt, ...)
  */
 int sg_notify_timer_start(struct sg_notify *n, uv_loop_t *loop,
                           void (*status)(void *ctx, char *buf, size_t len), void *ctx);
+
+/*
+ * With $RUNTIME_DIRECTORY set (its first directory), replace
+ * DIR/reload-status with one line, "GENERATION started", "GENERATION
+ * applied" or "GENERATION refused: WHY" (GENERATION counts up from 0 at
+ * the start), so that a reload helper (dist/systemd/slipgate-reload) that
+ * sent SIGHUP learns the outcome and fails `systemctl reload` on a refusal:
+ * systemd 252 has no notification that fails a reload.  0, negative errno,
+ * or 0 without the directory.  `why` is borrowed for the call.
+ */
+int sg_notify_outcome(struct sg_notify *n, const char *what, const char *why);
 
 /* STATUS= from the `status` hook now (after a start or a reload). */
 void sg_notify_status(struct sg_notify *n);
