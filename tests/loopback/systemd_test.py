@@ -138,7 +138,10 @@ class Run:
         self.proc.wait(5)
         if self.sock:
             self.sock.close()
+        log = self.log()
         self.err.close()
+        check(not re.search(r'runtime error|AddressSanitizer|LeakSanitizer', log),
+              'sanitizer report:\n%s' % log[-4000:])
 
 
 def port_bound(port):
