@@ -472,7 +472,10 @@ static void on_hup(uv_signal_t *h, int signum)
         return;
     if (!app->config_path) {
         sg_log(&app->log, SG_LOG_WARN, NULL, 0, "SIGHUP: no config file to reload");
-        sg_notify_reloading(&app->notify, "READY=1\nSTATUS=SIGHUP: no config file to reload");
+        /* Two datagrams: the manager reads RELOADING=1 and READY=1 in one as either. */
+        sg_notify_reloading(&app->notify, "STATUS=SIGHUP: no config file to reload");
+        sg_notify_outcome(&app->notify, "refused", "no config file to reload");
+        sg_notify_send(&app->notify, "READY=1\nERRNO=%d", ENOENT);
         return;
     }
     sg_log(&app->log, SG_LOG_INFO, NULL, 0, "SIGHUP: reloading %s", app->config_path);

@@ -21,7 +21,7 @@ static const char level_tags[][6] = {"error", "warn", "info", "debug", "trace"};
 /* syslog(3)'s priorities: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG (trace too). */
 static const char level_prio[][4] = {"<3>", "<4>", "<6>", "<7>", "<7>"};
 
-int sg_log_is_journal(int fd)
+bool sg_log_is_journal(int fd)
 {
     const char *env = getenv("JOURNAL_STREAM");
     unsigned long long dev, ino;
@@ -29,7 +29,7 @@ int sg_log_is_journal(int fd)
     int end = 0;
 
     if (!env || sscanf(env, "%llu:%llu%n", &dev, &ino, &end) != 2 || env[end] != '\0')
-        return 0;
+        return false;
     return fstat(fd, &st) == 0 && (unsigned long long)st.st_dev == dev &&
            (unsigned long long)st.st_ino == ino;
 }

@@ -15,6 +15,7 @@
 #ifndef SG_PROXY_LOG_H
 #define SG_PROXY_LOG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -31,11 +32,11 @@ struct sg_logger {
     int fd;                     /* borrowed; where lines go */
     int restore_flags;          /* fd flags to put back at finish, or -1 */
     unsigned long long dropped; /* lines lost to a blocked output, not yet reported */
-    int journal;                /* fd is journald's stream: <N> prefixes, no timestamps */
+    bool journal;               /* fd is journald's stream: <N> prefixes, no timestamps */
 };
 
 /* Whether `fd` is the stream JOURNAL_STREAM names (its "DEVICE:INODE"). */
-int sg_log_is_journal(int fd);
+bool sg_log_is_journal(int fd);
 
 /* Log to `fd` from now on; makes a pipe/socket/terminal non-blocking. */
 void sg_log_init(struct sg_logger *lg, int fd, int level);

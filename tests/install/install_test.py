@@ -438,6 +438,8 @@ def check_installed(tmp, root, system_pkg_config):
     for p in (exe, conf, root + '/usr/share/man/man1/slipgate.1.gz',
               root + '/lib/systemd/system/slipgate.service',
               root + '/lib/systemd/system/slipgate@.service',
+              root + '/usr/libexec/slipgate/slipgate-reload',
+              root + '/usr/share/doc/slipgate/systemd/socket-buffer.conf',
               root + '/usr/include/slipgate/filters/filter.h',
               root + '/usr/share/pkgconfig/slipgate-filter.pc',
               root + '/usr/share/doc/slipgate-dev/examples/example_plugin.c'):
@@ -451,6 +453,10 @@ def check_installed(tmp, root, system_pkg_config):
     text = read(root + '/lib/systemd/system/slipgate.service')
     check('ExecStart=/usr/bin/slipgate -c /etc/slipgate/slipgate.conf' in text.splitlines(),
           'the packaged unit does not run /usr/bin/slipgate -c /etc/slipgate/slipgate.conf')
+    check('ExecReload=/usr/libexec/slipgate/slipgate-reload $MAINPID' in text.splitlines(),
+          'the packaged unit does not reload through /usr/libexec/slipgate/slipgate-reload')
+    check(os.access(root + '/usr/libexec/slipgate/slipgate-reload', os.X_OK),
+          'the packaged slipgate-reload is not executable')
     if system_pkg_config:
         r = ok(['pkg-config', '--cflags', 'slipgate-filter'], 'pkg-config --cflags slipgate-filter')
         cflags = r.stdout.strip()

@@ -231,9 +231,11 @@ def case_notify_watchdog(tmp):
                 times.append(time.monotonic())
         check(len(times) == 5, '%d WATCHDOG=1 pings in 5 s (WATCHDOG_USEC=200000)' % len(times))
         gaps = [b - a for a, b in zip(times, times[1:])]
-        # Half of 200 ms; the timer may run late on a loaded machine, never
-        # early, and must stay well inside the 200 ms.
-        check(all(0.08 <= g <= 0.19 for g in gaps), 'ping gaps %r (want ~0.1 s)' % gaps)
+        mean = (times[-1] - times[0]) / (len(times) - 1)
+        # Half of 200 ms on average (a timer runs late on a loaded machine,
+        # never early; one ping read late makes the next gap short): not
+        # the full interval, nor much faster than half of it.
+        check(0.09 <= mean <= 0.17, 'mean ping gap %.3f s, want ~0.1 s (gaps %r)' % (mean, gaps))
         print('WATCHDOG=1 gaps: %s' % ', '.join('%.3f' % g for g in gaps))
     finally:
         r.close()
