@@ -16,8 +16,10 @@ if [ "${1:-}" = "--test" ]; then
   # ss for the socket tests; fteqcc builds the
   # NetQuake and QuakeWorld peers' placeholder game code; the prometheus
   # client's text parser and headless Chromium for the `http` tests; the
-  # Debian packaging tools, systemd-analyze (systemd) and /bin/kill (procps,
-  # the units' ExecReload) for the `install` tests; the Quake 2 peers are built
+  # Debian packaging tools, systemd-analyze (systemd) and procps (kill, which
+  # the units' ExecReload helper's /bin/sh also has built in) for the
+  # `install` tests (slipgate speaks sd_notify itself: no libsystemd); the
+  # Quake 2 peers are built
   # from source (../shared/peers/q2: SDL2, X11, GL headers, xdotool)
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
         iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake qstat nexuiz nexuiz-server
