@@ -27,6 +27,11 @@ one slipgate process is ended by PID.
   journal_prefix      JOURNAL_STREAM = stderr's dev:inode: "<6>info ..." lines,
                       "<3>error" for a refused reload, no timestamps; another
                       inode: the usual timestamped lines
+  unit_commands       the built slipgate.service's own ExecStart (binary and
+                      config path moved to the build's and the case's) with
+                      its WatchdogSec as WATCHDOG_USEC and RuntimeDirectory:
+                      READY=1, pings, and its ExecReload command line with
+                      $MAINPID: exit 0 on a good file, 1 on a refused one
   reload_metric       /metrics: slipgate_config_last_reload_successful 1 -> 0
                       on a refused reload, the success timestamp kept, the
                       reloads_total counters
@@ -56,7 +61,8 @@ class Run:
     """One slipgate with a config of `nroutes` routes, a notify socket and a
     stderr file; ended by PID in close()."""
 
-    def __init__(self, tmp, nroutes=1, env=None, abstract=False, http=False, notify=True):
+    def __init__(self, tmp, nroutes=1, env=None, abstract=False, http=False, notify=True,
+                 argv=None):
         self.tmp = tmp
         self.conf = os.path.join(tmp, 'slipgate.conf')
         self.ports = [free_port() for _ in range(nroutes)]
@@ -83,7 +89,7 @@ class Run:
             env['JOURNAL_STREAM'] = self.stderr_id
         elif env.get('JOURNAL_STREAM') == 'OTHER':
             env['JOURNAL_STREAM'] = '%d:%d' % (st.st_dev, st.st_ino + 1)
-        self.proc = subprocess.Popen([SLIPGATE, '-c', self.conf], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(argv or [SLIPGATE, '-c', self.conf], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=self.err, env=env,
                                      start_new_session=True)
 
@@ -334,6 +340,63 @@ def case_journal_prefix(tmp):
         lines = r.log().splitlines()
         check(all(TS.match(l) for l in lines), 'another stream, yet: %r' % lines)
         print('JOURNAL_STREAM of another inode: timestamped lines')
+    finally:
+        r.close()
+
+
+def unit_lines(path):
+    """KEY -> value of a unit file's assignments (the last one of each)."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith(('#', '[')) and '=' in line:
+                k, v = line.split('=', 1)
+                out[k] = v
+    return out
+
+
+def case_unit_commands(tmp):
+    build = os.environ.get('SG_BUILD')
+    check(build, 'SG_BUILD (the meson build directory) is not set')
+    unit = unit_lines(os.path.join(build, 'dist', 'slipgate.service'))
+    check(unit.get('Type') == 'notify', 'Type=%r' % unit.get('Type'))
+    m = re.fullmatch(r'(\S+)/slipgate -c (\S+)', unit['ExecStart'])
+    check(m, 'ExecStart=%r' % unit['ExecStart'])
+    argv = unit['ExecStart'].split()
+    argv[0] = SLIPGATE
+    argv[argv.index(m.group(2))] = os.path.join(tmp, 'slipgate.conf')
+    wd = re.fullmatch(r'(\d+)s', unit.get('WatchdogSec', ''))
+    check(wd, 'WatchdogSec=%r' % unit.get('WatchdogSec'))
+    rundir = os.path.join(tmp, 'run', unit['RuntimeDirectory'])
+    os.makedirs(rundir)
+    # The manager's environment for this unit: its watchdog (a tenth of it,
+    # so that the case sees pings soon: the ratio is what is tested), its
+    # RuntimeDirectory.
+    usec = int(wd.group(1)) * 1000000 // 100
+    r = Run(tmp, env={'WATCHDOG_USEC': str(usec), 'RUNTIME_DIRECTORY': rundir}, argv=argv)
+    try:
+        msg, raw = r.recv_until('READY')
+        check(port_bound(r.ports[0]), 'READY=1 before the route listens')
+        t0 = time.monotonic()
+        msg, raw = r.recv_until('WATCHDOG', timeout=usec / 1e6)
+        check(time.monotonic() - t0 < usec / 1e6, 'no WATCHDOG=1 within WatchdogSec/100')
+        reload_cmd = unit['ExecReload'].replace('$MAINPID', str(r.proc.pid)).split()
+        check(reload_cmd[0].endswith('/slipgate/slipgate-reload'), 'ExecReload=%r'
+              % unit['ExecReload'])
+        reload_cmd[0] = HELPER
+        env = dict(os.environ, RUNTIME_DIRECTORY=rundir)
+        res = subprocess.run(['sh'] + reload_cmd, capture_output=True, text=True, timeout=40,
+                             env=env)
+        check(res.returncode == 0, 'ExecReload on a good file: exit %d %s'
+              % (res.returncode, res.stderr))
+        r.write_conf('bogus_directive 1\n')
+        res = subprocess.run(['sh'] + reload_cmd, capture_output=True, text=True, timeout=40,
+                             env=env)
+        check(res.returncode == 1 and 'refused' in res.stderr,
+              'ExecReload on a refused file: exit %d %s' % (res.returncode, res.stderr))
+        print('ExecStart %s: READY=1, WATCHDOG=1; ExecReload exit 0, then 1: %s'
+              % (' '.join(argv[1:]), res.stderr.strip()))
     finally:
         r.close()
 
