@@ -391,7 +391,8 @@ struct sg_codec {
      * should read when it happens, not only at its end (Quake 3: a protocol
      * relayed with its headers read only): a line the proxy logs once, or
      * NULL.  Each line is returned once; the proxy asks after each decoded
-     * datagram.  May be NULL.
+     * datagram of a session the server has answered (and with the session's
+     * start line), so that spoofed sources do not fill the log.  May be NULL.
      */
     const char *(*take_notice)(void *state);
 };

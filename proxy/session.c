@@ -397,10 +397,21 @@ static const uint8_t *handshake(struct sg_session *s, enum sg_dir dir, const uin
     return m.data;
 }
 
+/* What the codec has to say about the session (sg_codec.take_notice), at info. */
+static void say_notice(struct sg_session *s)
+{
+    const char *notice;
+
+    if (s->codec && s->cstate && s->codec->take_notice &&
+        (notice = s->codec->take_notice(s->cstate)) != NULL)
+        sg_log(&s->route->app->log, SG_LOG_INFO, s->route->conf.name, s->sum.id, "%s", notice);
+}
+
 /*
  * "session start": at debug when the session opens, at info (the same
  * fields) once the server first answers it, so that a flood of spoofed
- * sources the server never answers does not flood the log.
+ * sources the server never answers does not flood the log; the codec's
+ * notice waits for it too.
  */
 static void log_start(struct sg_session *s, enum sg_log_level level)
 {
@@ -410,6 +421,8 @@ static void log_start(struct sg_session *s, enum sg_log_level level)
     sg_log_at(&r->app->log, level, r->conf.name, s->sum.id,
               "session start client=%s upstream_port=%d server=%s", s->sum.client,
               s->sum.upstream_port, sg_addr_format((struct sockaddr *)&s->server, a, sizeof(a)));
+    if (level == SG_LOG_INFO)
+        say_notice(s);
 }
 
 /*
@@ -522,9 +535,8 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
         err = s->codec->decode(s->cstate, dir, data, len, &f);
         if (err < 0 && s->decode_errors++ == 0)
             decode_error_warn(s, dir);
-        const char *notice = s->codec->take_notice ? s->codec->take_notice(s->cstate) : NULL;
-        if (notice)
-            sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id, "%s", notice);
+        if (s->stage != SG_STAGE_UNANSWERED)
+            say_notice(s); /* else with the start line, once the server answers */
         if (s->stage != SG_STAGE_ESTABLISHED)
             update_stage(s, dir);
         /* Fail closed where the route asks: what the filters cannot see

@@ -12,8 +12,9 @@
 Each: every datagram comes back byte-identical (the echo server returns
 what it got, so both directions are checked); --stats names the session
 "Quake 3 protocol N (game): relayed, headers only" with 0 decode errors;
-the info log says so when the connect is seen ("... relayed, headers only
-(slipgate does not decode it)", once) and in the session's end line; the
+the info log says so once the server has answered ("... relayed, headers
+only (slipgate does not decode it)", once, after the session's start line)
+and in the session's end line; the
 inspector's lines show the
 header (seq) as headers-only and no message.  Only 127.0.0.1; bounded
 waits; processes ended by PID (harness.py).
@@ -84,6 +85,11 @@ def one(h, protocol):
     check(s['decode']['errors'] == 0, 'decode errors: %r' % s)
     check(want in s.get('decode_info', ''), '--stats decode_info %r lacks %r'
           % (s.get('decode_info'), want))
+    plog = px.log_lines()
+    starts = [i for i, l in enumerate(plog) if ' info ' in l and 'session start' in l]
+    said = [i for i, l in enumerate(plog) if notice in l]
+    check(starts and said and said[0] > starts[0],
+          'the notice is not logged after the session\'s start line (once the server answered)')
     lines = [l for l in px.log_lines() if want in l]
     check(len([l for l in lines if notice in l]) == 1 and len(lines) == 2
           and 'datagrams relayed undecoded' in lines[1],
