@@ -20,12 +20,13 @@ if [ "${1:-}" = "--test" ]; then
   # the units' ExecReload helper's /bin/sh also has built in) for the
   # `install` tests (slipgate speaks sd_notify itself: no libsystemd); the
   # Quake 2 peers are built
-  # from source (../shared/peers/q2: SDL2, X11, GL headers, xdotool)
+  # from source (../shared/peers/q2: SDL2, X11, GL headers, xdotool); valgrind
+  # (callgrind) counts the instructions per datagram in `bench@instructions`
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
         iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake qstat nexuiz nexuiz-server
         python3-prometheus-client chromium
         debhelper dpkg-dev lintian fakeroot systemd procps
-        pkgconf libsdl2-dev libx11-dev libxi-dev mesa-common-dev libgl-dev xdotool)
+        pkgconf libsdl2-dev libx11-dev libxi-dev mesa-common-dev libgl-dev xdotool valgrind)
 fi
 if [ "${1:-}" = "--play" ]; then
   # ioquake3's dedicated server and client with the free OpenArena data,
