@@ -100,6 +100,7 @@ void sg_q3_state_clear_gamestate(struct sg_q3_state *st)
         free(st->cs[i]);
         st->cs[i] = NULL;
     }
+    st->cs_changes++;
     /* Only the baselines a gamestate set are non-zero (baseline_used says
      * which): clearing just those keeps the pages of the others untouched,
      * so a session's RSS grows with the baselines its map uses, not with
@@ -138,6 +139,7 @@ int sg_q3_state_set_configstring(struct sg_q3_state *st, int index, const char *
     copy[len] = 0;
     free(st->cs[index]);
     st->cs[index] = copy;
+    st->cs_changes++;
     return 0;
 }
 

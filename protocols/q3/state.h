@@ -71,6 +71,7 @@ struct sg_q3_state {
     /* gamestate */
     bool have_gamestate;
     char *cs[SG_Q3_MAX_CONFIGSTRINGS];                  /* NULL = unset */
+    uint32_t cs_changes; /* counts every change of a configstring (readers cache by it) */
     struct sg_q3_entity baselines[SG_Q3_MAX_GENTITIES]; /* all-zero unless its used bit is set */
     uint8_t baseline_used[SG_Q3_MAX_GENTITIES / 8];     /* a writer of baselines[n] sets bit n */
     int32_t client_num;

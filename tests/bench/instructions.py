@@ -318,8 +318,8 @@ def main():
     if args.json:
         print(json.dumps({'rows': rows, 'head': HEAD}, indent=1))
     else:
-        print('\ninstructions per datagram (callgrind Ir, relay process, in-game datagrams '
-              'after the first %d)' % HEAD)
+        print('\ninstructions per datagram (callgrind Ir of the datagram path, in-game '
+              'datagrams after the first %d)' % HEAD)
         print('%-4s %-14s %-9s %12s %8s  %s' % ('game', 'capture', 'mode', 'instr/dgram',
                                                'x min', 'target'))
         for r in rows:
