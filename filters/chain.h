@@ -57,6 +57,17 @@ struct sg_filter_conf {
     alignas(max_align_t) unsigned char conf[]; /* impl->conf_size bytes */
 };
 
+/*
+ * The hooks a filter's table has past `flush` (figures, finish), or NULL
+ * when `fc` is a plugin's: a plugin built on an older filter.h of the same
+ * SG_FILTER_ABI has a table that ends at `flush`, so nothing past it is read
+ * of a plugin's table (built-in filters only, until the ABI is bumped).
+ */
+static inline const struct sg_filter_impl *sg_filter_conf_tail(const struct sg_filter_conf *fc)
+{
+    return fc->plugin ? NULL : fc->impl;
+}
+
 /* A route's filter blocks in order, shared by reference count. */
 struct sg_filter_list {
     int refs;

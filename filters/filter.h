@@ -134,6 +134,17 @@ struct sg_filter_call {
 /* Logging, with the filter's name and the session prefixed. */
 enum sg_filter_log_level { SG_FILTER_LOG_ERROR, SG_FILTER_LOG_WARN, SG_FILTER_LOG_INFO, SG_FILTER_LOG_DEBUG };
 
+/* What a filter's slot wrote for its session (files such as demos), for
+ * --stats, /metrics and the session's summary (the `figures` hook). */
+struct sg_filter_figures {
+    uint32_t files;        /* files written */
+    uint64_t bytes;        /* the bytes of those finished (closed) */
+    const char *last;      /* the last file's path, or NULL; valid until session_end */
+    const char *open_path; /* the file being written now, or NULL */
+    uint64_t open_bytes;   /* its size so far */
+    uint64_t opened_ms;    /* when it was opened (wall clock, ms) */
+};
+
 struct sg_filter_impl {
     const char *name;        /* "rewrite": what `filter NAME { }` names */
     const char *description; /* one line for `slipgate filters` */
@@ -165,6 +176,16 @@ struct sg_filter_impl {
     void (*session_end)(void *route_state, const struct sg_filter_session *session, void *slot);
     /* Flush buffered output (periodically, and before the process exits); may be NULL. */
     void (*flush)(void *route_state);
+
+    /* Added at the end, so that the layout above stays the plugins' (ABI 1):
+     * slipgate reads these two of built-in filters only, never of a
+     * plugin's table (one built on an older filter.h ends at `flush`). */
+    /* What the slot wrote so far (`out` zeroed by the caller); may be NULL. */
+    void (*figures)(const void *slot, struct sg_filter_figures *out);
+    /* The session is ending: finish what the slot is writing, as its
+     * session_end would, so that the figures taken next count it (then
+     * session_end runs as ever).  May be NULL. */
+    void (*finish)(void *slot, const struct sg_filter_session *session);
 };
 
 /* What a plugin's entry point returns. */

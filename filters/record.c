@@ -63,27 +63,6 @@ static const char *const at_max_names[] = {"next", "stop", NULL};
 
 extern const struct sg_filter_impl sg_builtin_record;
 
-/*
- * For the proxy's --stats (declared for it in proxy/route.h): the demos a
- * record filter's slot wrote and the last one's path (valid until the
- * slot's session_end).  False when `impl` is not this filter or the slot is
- * NULL.
- */
-bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
-                            const char **last);
-/* The bytes of the files the slot finished (the one being written counts
- * once it ends); false as sg_record_slot_summary. */
-bool sg_record_slot_bytes(const struct sg_filter_impl *impl, const void *slot, uint64_t *bytes);
-/* The session ends: finish the file the slot is writing now, as its
- * session_end would, so that a summary taken next counts its bytes.
- * Nothing when `impl` is not this filter or the slot is NULL. */
-void sg_record_slot_finish(const struct sg_filter_impl *impl, void *slot,
-                           const struct sg_filter_session *session);
-/* The file the slot is writing now, its size so far and when it was opened
- * (wall clock, ms); false when none is open. */
-bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
-                             uint64_t *bytes, uint64_t *opened_ms);
-
 struct record_conf {
     char *directory;
     char *name;
@@ -617,48 +596,29 @@ static void session_end(void *route_state, const struct sg_filter_session *sessi
     free(slot);
 }
 
-bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
-                            const char **last)
+/* What the slot wrote (the `figures` hook): the demos, the bytes of those
+ * finished, the last one's path, and the file being written now. */
+static void figures(const void *slot, struct sg_filter_figures *out)
 {
     const struct record_slot *rs = slot;
 
-    if (impl != &sg_builtin_record || !rs)
-        return false;
-    *demos = rs->demos;
-    *last = rs->demos ? rs->last : NULL;
-    return true;
+    out->files = rs->demos;
+    out->bytes = rs->demo_bytes;
+    out->last = rs->demos ? rs->last : NULL;
+    if (rs->fp) {
+        off_t at = ftello(rs->fp);
+
+        out->open_path = rs->path;
+        out->open_bytes = at > 0 ? (uint64_t)at : 0;
+        out->opened_ms = rs->opened_ms;
+    }
 }
 
-bool sg_record_slot_bytes(const struct sg_filter_impl *impl, const void *slot, uint64_t *bytes)
+/* The session ends: finish the file being written, as session_end would,
+ * so that the figures taken next count its bytes. */
+static void finish(void *slot, const struct sg_filter_session *session)
 {
-    const struct record_slot *rs = slot;
-
-    if (impl != &sg_builtin_record || !rs)
-        return false;
-    *bytes = rs->demo_bytes;
-    return true;
-}
-
-void sg_record_slot_finish(const struct sg_filter_impl *impl, void *slot,
-                           const struct sg_filter_session *session)
-{
-    if (impl == &sg_builtin_record && slot)
-        finish_file(slot, session, true, "");
-}
-
-bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
-                             uint64_t *bytes, uint64_t *opened_ms)
-{
-    const struct record_slot *rs = slot;
-    off_t at;
-
-    if (impl != &sg_builtin_record || !rs || !rs->fp)
-        return false;
-    at = ftello(rs->fp);
-    *path = rs->path;
-    *bytes = at > 0 ? (uint64_t)at : 0;
-    *opened_ms = rs->opened_ms;
-    return true;
+    finish_file(slot, session, true, "");
 }
 
 static const struct sg_conf_directive directives[] = {
@@ -711,4 +671,6 @@ const struct sg_filter_impl sg_builtin_record = {
     .create = create,
     .on_frame = on_frame,
     .session_end = session_end,
+    .figures = figures,
+    .finish = finish,
 };

@@ -303,6 +303,50 @@ static void retire(struct sg_app *app, struct sg_route *r, const char *why)
         sg_app__route_closed(app, r); /* nothing left to wait for */
 }
 
+/* The owner hooks of this loop's routes. */
+static void route_closed(void *data, struct sg_route *r)
+{
+    sg_app__route_closed(data, r);
+}
+
+static int route_take_listener(void *data, const char *name)
+{
+    return sg_app_take_listener(data, name);
+}
+
+static int route_create(struct sg_app *app, const struct sg_route_conf *rc, struct sg_route **out)
+{
+    const struct sg_route_owner owner = {.ctx = &app->ctx,
+                                         .data = app,
+                                         .take_listener = route_take_listener,
+                                         .closed = route_closed};
+
+    return sg_route_create(&owner, rc, out);
+}
+
+/* What the loop's routes and sessions see of `app`; `main` is worker 0's
+ * (`app` itself for worker 0).  After worker and nworkers are set. */
+static void app_ctx_init(struct sg_app *app, struct sg_app *main)
+{
+    app->ctx = (struct sg_ctx){.loop = &app->loop,
+                               .log = &app->log,
+                               .worker = app->worker,
+                               .nworkers = app->nworkers,
+                               .next_session_id = &app->next_session_id,
+                               .stopping = &app->stopping,
+                               .routes = &app->routes,
+                               .shares = &main->shares,
+                               .own = &main->own,
+                               .taps = &app->taps};
+}
+
+/* The live stream (proxy/http.c) sees this loop's frames while app->http is set. */
+static void http_tap_add(struct sg_app *app)
+{
+    app->http_tap = (struct sg_frame_tap){.frame = sg_http_tap, .data = &app->http};
+    sg_frame_tap_add(&app->taps, &app->http_tap);
+}
+
 void sg_app__route_closed(struct sg_app *app, struct sg_route *r)
 {
     struct sg_route **pp;
@@ -356,7 +400,7 @@ static void apply_routes(struct sg_app *app, struct sg_conf *conf)
             known = known || strcmp(r->conf.name, rc->name) == 0;
         if (known)
             continue;
-        if (sg_route_create(app, rc, &created) < 0) {
+        if (route_create(app, rc, &created) < 0) {
             if (created)
                 retire(app, created, "startup failed");
             continue;
@@ -781,7 +825,10 @@ static int workers_start(struct sg_app *app)
         w->nworkers = app->nworkers;
         w->main_app = app;
         w->http = app->http; /* its sessions' frames go to the stream (http.c) */
+        if (w->http)
+            http_tap_add(w);
         w->next_session_id = (uint64_t)i + 1 - (uint64_t)app->nworkers;
+        app_ctx_init(w, app);
         uv_loop_configure(&w->loop, UV_METRICS_IDLE_TIME);
         turns_start(w);
         if (uv_async_init(&w->loop, &w->wake, on_wake) < 0) {
@@ -878,7 +925,7 @@ static int start_routes(struct sg_app *app)
 
     sg_app_conf_lock(app);
     for (struct sg_route_conf *rc = app->conf->routes; rc; rc = rc->next) {
-        int err = sg_route_create(app, rc, &r);
+        int err = route_create(app, rc, &r);
         if (r && err < 0)
             retire(app, r, "startup failed");
         else if (r)
@@ -1012,10 +1059,13 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         status = 1;
     }
     run.app.next_session_id = (uint64_t)1 - (uint64_t)run.app.nworkers;
+    app_ctx_init(&run.app, &run.app);
     /* The http server first: the worker loops' sessions stream into it. */
     if (status == 0 && run.app.conf->http &&
         sg_http_start(&run.app, run.app.conf->http, run.app.conf->http_token, &run.app.http) < 0)
         status = 1;
+    if (run.app.http)
+        http_tap_add(&run.app);
     http = run.app.nworkers > 1 ? run.app.http : NULL; /* else it frees itself (http.c) */
     if (status == 0 && run.app.nworkers > 1) {
         prebind(&run.app, run.app.conf);
@@ -1064,7 +1114,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     sg_log_finish(&run.app.log);
     free_routes(run.app.routes);
     free_routes(run.app.retired);
-    sg_route__shares_free(&run.app);
+    sg_route__shares_free(&run.app.shares);
     free(run.app.own);
     free(run.app.retired_log);
     free(run.app.stats_path);

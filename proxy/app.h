@@ -7,6 +7,7 @@
 #define SG_PROXY_APP_H
 
 #include "proxy/conf.h"
+#include "proxy/ctx.h"
 #include "proxy/log.h"
 #include "proxy/notify.h"
 #include "proxy/route.h"
@@ -38,6 +39,9 @@ struct sg_app {
     uint64_t started_wall_ms;
     uint64_t started_loop_ms;
     struct sg_http *http; /* the `http` server (proxy/http.c), or NULL */
+    struct sg_ctx ctx;    /* what this loop's routes and sessions see of it (app_ctx_init) */
+    struct sg_frame_tap *taps;    /* this loop's frame taps (ctx.taps) */
+    struct sg_frame_tap http_tap; /* the live stream's: sg_http_tap on &http */
 
     /* Worker 0's: the service manager (sd_notify: readiness, reloads, the
      * status line, the watchdog; proxy/notify.h), inert without one. */

@@ -440,6 +440,11 @@ static void stream_free(void *cls)
     uv_mutex_unlock(&h->lock);
 }
 
+void sg_http_tap(void *data, struct sg_session *s, const struct sg_filter_call *call)
+{
+    sg_http_frame(*(struct sg_http **)data, s, call);
+}
+
 void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_filter_call *call)
 {
     const struct sg_frame *f = call->frame;
@@ -455,7 +460,7 @@ void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_fi
                  f->level);
     if (atomic_load_explicit(&h->nstreams_any, memory_order_relaxed) == 0)
         return;
-    mine = ses->route->app == h->app; /* worker 0's session: MHD may be called */
+    mine = ses->route->ctx == &h->app->ctx; /* worker 0's session: MHD may be called */
     uv_mutex_lock(&h->lock);
     if (h->stopping) {
         uv_mutex_unlock(&h->lock);

@@ -12,6 +12,7 @@
 #define SG_PROXY_HTTP_H
 
 #include "filters/filter.h"
+#include "proxy/ctx.h"
 
 struct sg_app;
 struct sg_session;
@@ -44,5 +45,8 @@ void sg_http_free(struct sg_http *h);
 /* A frame of session `s` went out or was dropped (`call` as the taps see it):
  * the live stream's clients get its JSON line.  Cheap when none listens. */
 void sg_http_frame(struct sg_http *h, struct sg_session *s, const struct sg_filter_call *call);
+/* The same as a frame tap (proxy/ctx.h): `data` is a `struct sg_http **`,
+ * read at each frame (NULL once the server stopped: nothing). */
+void sg_http_tap(void *data, struct sg_session *s, const struct sg_filter_call *call);
 
 #endif

@@ -56,18 +56,6 @@ struct codec_sum {
     struct sg_codec_stats c;
 };
 
-static void stats_add(struct sg_codec_stats *to, const struct sg_codec_stats *c)
-{
-    to->decoded += c->decoded;
-    to->messages += c->messages;
-    to->errors += c->errors;
-    to->oob += c->oob;
-    to->rejected += c->rejected;
-    to->reencoded += c->reencoded;
-    to->reencode_identical += c->reencode_identical;
-    to->reencode_errors += c->reencode_errors;
-}
-
 static void add_codec(struct codec_sum *sums, int *n, const char *name,
                       const struct sg_codec_stats *c)
 {
@@ -82,7 +70,7 @@ static void add_codec(struct codec_sum *sums, int *n, const char *name,
         sums[i].name = name;
         (*n)++;
     }
-    stats_add(&sums[i].c, c);
+    sg_codec_stats_add(&sums[i].c, c);
 }
 
 /* Per route: decode sums by codec, demos written, live recordings and their bytes. */
@@ -93,19 +81,18 @@ struct route_sums {
     uint64_t demo_bytes; /* of the finished demo files */
 };
 
-void sg_metrics_session_omitted(struct sg_route *r, const struct sg_session_summary *sum)
+/* The file filter `i` of `chain` is writing for `s` now (its figures hook). */
+static bool slot_progress(const struct sg_session *s, const struct sg_chain *chain, int i,
+                          const char **path, uint64_t *bytes, uint64_t *opened)
 {
-    r->omitted.demos += sum->demos;
-    r->omitted.demo_bytes += sum->demo_bytes;
-    if (!sum->codec)
-        return;
-    for (int i = 0; i < SG_ROUTE_OMITTED_CODECS; i++) {
-        if (!r->omitted.codec[i] || strcmp(r->omitted.codec[i], sum->codec) == 0) {
-            r->omitted.codec[i] = sum->codec; /* a static name (the codec table's) */
-            stats_add(&r->omitted.cstats[i], &sum->cstats);
-            return;
-        }
-    }
+    struct sg_filter_figures fig;
+
+    if (!sg_session_slot_figures(s, chain, i, &fig) || !fig.open_path)
+        return false;
+    *path = fig.open_path;
+    *bytes = fig.open_bytes;
+    *opened = fig.opened_ms;
+    return true;
 }
 
 static void route_sums(const struct sg_route *r, struct route_sums *out)
@@ -132,8 +119,7 @@ static void route_sums(const struct sg_route *r, struct route_sums *out)
         for (int i = 0; r->chain && s->slots && i < r->chain->n; i++) {
             const char *path;
             uint64_t bytes, opened;
-            if (sg_record_slot_progress(r->chain->f[i].fc->impl, s->slots[i], &path, &bytes,
-                                        &opened)) {
+            if (slot_progress(s, r->chain, i, &path, &bytes, &opened)) {
                 out->recording++;
                 out->recording_bytes += bytes;
             }
@@ -407,8 +393,7 @@ static void recordings_of(FILE *f, const struct sg_route *routes, uint64_t now, 
                 const char *path;
                 uint64_t bytes, opened;
 
-                if (!sg_record_slot_progress(r->chain->f[i].fc->impl, s->slots[i], &path, &bytes,
-                                             &opened))
+                if (!slot_progress(s, r->chain, i, &path, &bytes, &opened))
                     continue;
                 fprintf(f, "%s\n  {\"route\": ", first ? "" : ",");
                 json_str(f, r->conf.name);

@@ -6,7 +6,6 @@
 
 #include "filters/chain.h"
 #include "proxy/addr.h"
-#include "proxy/app.h"
 #include "proxy/stats.h"
 
 #include <dirent.h>

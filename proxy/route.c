@@ -5,7 +5,6 @@
 #include "proxy/route.h"
 
 #include "proxy/addr.h"
-#include "proxy/app.h"
 #include "filters/anon.h"
 #include "filters/sign.h"
 
@@ -227,11 +226,11 @@ static void refuse_move(struct sg_route *r, struct sg_session *s, const struct s
 
     r->counters.drops[SG_DROP_REBIND]++;
     sg_route__client_name(r, from, a, sizeof(a));
-    sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+    sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
               "client move from %s to %s (qport %d) refused: %s", s->sum.client, a, (int)s->qport,
               why);
     if ((n = sg_route__warn_count(&r->warn_rebind, now)))
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, s->sum.id,
                "%llu datagram(s) with a player's qport from another port of their host dropped "
                "(a forged or stale move); the last from %s for %s (qport %d): %s; repeated at "
                "most every %d s",
@@ -244,7 +243,7 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
 {
     char was[SG_ADDR_STRLEN], why[160];
     struct sg_session *s = r->hosts[host_bucket(r, from)], *no = NULL;
-    uint64_t now = uv_now(&r->app->loop);
+    uint64_t now = uv_now(r->ctx->loop);
     size_t i;
 
     *refused = false;
@@ -284,7 +283,7 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
         s->client_seen = now;
         s->moved_ms = now;
         r->client_moves++;
-        sg_log_at(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+        sg_log_at(r->ctx->log, SG_LOG_INFO, r->conf.name, s->sum.id,
                   "client moved from %s to %s (qport %d)", was, s->sum.client, (int)s->qport);
         return s;
     }
@@ -295,6 +294,35 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
     return NULL;
 }
 
+void sg_codec_stats_add(struct sg_codec_stats *to, const struct sg_codec_stats *c)
+{
+    to->decoded += c->decoded;
+    to->messages += c->messages;
+    to->errors += c->errors;
+    to->oob += c->oob;
+    to->rejected += c->rejected;
+    to->reencoded += c->reencoded;
+    to->reencode_identical += c->reencode_identical;
+    to->reencode_errors += c->reencode_errors;
+}
+
+/* An ended session's summary was not kept: add its decode and demo counts to
+ * r->omitted, so that /metrics counters never go back. */
+static void session_omitted(struct sg_route *r, const struct sg_session_summary *sum)
+{
+    r->omitted.demos += sum->demos;
+    r->omitted.demo_bytes += sum->demo_bytes;
+    if (!sum->codec)
+        return;
+    for (int i = 0; i < SG_ROUTE_OMITTED_CODECS; i++) {
+        if (!r->omitted.codec[i] || strcmp(r->omitted.codec[i], sum->codec) == 0) {
+            r->omitted.codec[i] = sum->codec; /* a static name (the codec table's) */
+            sg_codec_stats_add(&r->omitted.cstats[i], &sum->cstats);
+            return;
+        }
+    }
+}
+
 void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary *sum)
 {
     if (r->nended == r->ended_cap) {
@@ -302,7 +330,7 @@ void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary
         struct sg_session_summary *e;
         if (cap > ENDED_MAX || !(e = realloc(r->ended, cap * sizeof(*e)))) {
             r->ended_omitted++;
-            sg_metrics_session_omitted(r, sum);
+            session_omitted(r, sum);
             return;
         }
         r->ended = e;
@@ -313,29 +341,28 @@ void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary
 
 /* ---- max_sessions, shared by the worker loops ---- */
 
-struct sg_route_share *sg_route__share(struct sg_app *app, const char *name)
+struct sg_route_share *sg_route__share(struct sg_route_share **shares, const char *name)
 {
-    struct sg_app *m = app->main_app ? app->main_app : app;
     struct sg_route_share *sh;
 
-    for (sh = m->shares; sh; sh = sh->next)
+    for (sh = *shares; sh; sh = sh->next)
         if (strcmp(sh->name, name) == 0)
             return sh;
     if (!(sh = calloc(1, sizeof(*sh))))
         return NULL;
     snprintf(sh->name, sizeof(sh->name), "%s", name);
     atomic_init(&sh->nsessions, 0);
-    sh->next = m->shares;
-    m->shares = sh;
+    sh->next = *shares;
+    *shares = sh;
     return sh;
 }
 
-void sg_route__shares_free(struct sg_app *app)
+void sg_route__shares_free(struct sg_route_share **shares)
 {
-    while (app->shares) {
-        struct sg_route_share *next = app->shares->next;
-        free(app->shares);
-        app->shares = next;
+    while (*shares) {
+        struct sg_route_share *next = (*shares)->next;
+        free(*shares);
+        *shares = next;
     }
 }
 
@@ -376,7 +403,7 @@ static bool rate_allow(struct sg_route *r, const struct sockaddr *sa)
     unsigned char key[16];
     size_t keylen = sg_addr_host_key(sa, key);
     double rate = (double)r->conf.new_sessions_per_source;
-    uint64_t now = uv_now(&r->app->loop);
+    uint64_t now = uv_now(r->ctx->loop);
     unsigned char h[crypto_shorthash_BYTES];
     struct sg_rate_bucket *b = NULL, *victim = NULL;
     size_t start;
@@ -460,7 +487,7 @@ static const char *limit_source(const struct sg_route *r, char *buf, size_t cap)
 
 static void warn_session_limit(struct sg_route *r, uint64_t n, const char *last)
 {
-    sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+    sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
            "session limit (%lld) reached and every session is established: %llu datagram(s) "
            "from new clients dropped%s%s",
            (long long)table_limit(r), (unsigned long long)n, last ? "; the last from " : "",
@@ -469,7 +496,7 @@ static void warn_session_limit(struct sg_route *r, uint64_t n, const char *last)
 
 static void warn_rate_limit(struct sg_route *r, uint64_t n, const char *last)
 {
-    sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+    sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
            "new-session rate limit (%lld per second per source): %llu datagram(s) from new "
            "clients dropped%s%s",
            (long long)r->conf.new_sessions_per_source, (unsigned long long)n,
@@ -480,7 +507,7 @@ static void warn_evicted(struct sg_route *r, uint64_t n)
 {
     char why[128];
 
-    sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+    sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
            "session table full (%s): %llu session(s) not yet established were ended "
            "(reason=evicted) to admit new clients",
            limit_source(r, why, sizeof(why)), (unsigned long long)n);
@@ -555,14 +582,9 @@ static void load_locals(struct sg_route *r)
     freeifaddrs(ifa);
 }
 
-static struct sg_app *main_app(const struct sg_route *r)
-{
-    return r->app->main_app ? r->app->main_app : r->app;
-}
-
 void sg_route__own_port(struct sg_route *r, const struct sockaddr *local, bool add)
 {
-    struct sg_own_sockets *own = main_app(r)->own;
+    struct sg_own_sockets *own = *r->ctx->own;
     int port = sg_addr_port(local);
     uint64_t bit = (uint64_t)1 << (port % 64);
     _Atomic uint64_t *w;
@@ -593,7 +615,7 @@ void sg_route__own_port(struct sg_route *r, const struct sockaddr *local, bool a
 static bool own_upstream(const struct sg_route *r, const struct sockaddr *a, const unsigned char *k,
                          size_t n)
 {
-    const struct sg_own_sockets *own = main_app(r)->own;
+    const struct sg_own_sockets *own = *r->ctx->own;
     int port = sg_addr_port(a);
     uint64_t bit = (uint64_t)1 << (port % 64);
     uint32_t host;
@@ -636,7 +658,7 @@ bool sg_route__own_socket(const struct sg_route *r, const struct sockaddr *a)
         return true;
     if (listener_of(r, a, k, n))
         return true;
-    for (const struct sg_route *o = r->app->routes; o; o = o->next)
+    for (const struct sg_route *o = *r->ctx->routes; o; o = o->next)
         if (listener_of(o, a, k, n))
             return true;
     return false;
@@ -660,7 +682,7 @@ static bool own_upstream_source(const struct sg_route *r, const struct sockaddr 
  */
 static bool server_listens(const struct sg_route *r)
 {
-    for (const struct sg_route *o = r->app->routes; o; o = o->next) {
+    for (const struct sg_route *o = *r->ctx->routes; o; o = o->next) {
         const struct sockaddr *srv = (const struct sockaddr *)&o->server_addr;
         unsigned char k[16];
         size_t n = sg_addr_host_key(srv, k);
@@ -676,7 +698,7 @@ static bool server_listens(const struct sg_route *r)
  * session's socket towards its server). */
 static bool loop_source(const struct sg_route *r, const struct sockaddr *from, const char **what)
 {
-    for (const struct sg_route *o = r->app->routes; o; o = o->next) {
+    for (const struct sg_route *o = *r->ctx->routes; o; o = o->next) {
         if (same_endpoint(from, (const struct sockaddr *)&o->server_addr)) {
             *what = o == r ? "this route's server" : "the server of another route";
             return true;
@@ -739,7 +761,7 @@ bool sg_route__make_room(struct sg_route *r)
 
     if (!victim)
         return false;
-    evict(r, victim, uv_now(&r->app->loop));
+    evict(r, victim, uv_now(r->ctx->loop));
     return true;
 }
 
@@ -748,7 +770,7 @@ bool sg_route__make_room(struct sg_route *r)
 static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
 {
     char a[SG_ADDR_STRLEN];
-    uint64_t now = uv_now(&r->app->loop), n;
+    uint64_t now = uv_now(r->ctx->loop), n;
     struct sg_session *s, *victim = NULL;
     const char *what;
     bool reserved;
@@ -756,7 +778,7 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
     if (loop_source(r, from, &what)) {
         r->counters.drops[SG_DROP_LOOP]++;
         if (!r->loop_logged)
-            sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+            sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                    "datagram from %s, %s: no session is opened for it (it would relay to "
                    "itself); such datagrams are dropped and counted as drops.loop",
                    sg_route__client_name(r, from, a, sizeof(a)), what);
@@ -776,7 +798,7 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
             slot_give(r);
         r->counters.drops[SG_DROP_RATE_LIMIT]++;
         sg_route__client_name(r, from, a, sizeof(a));
-        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, 0,
+        sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, 0,
                   "drop from %s: new-session rate limit", a);
         if ((n = sg_route__warn_count(&r->warn_rate_limit, now)))
             warn_rate_limit(r, n, a);
@@ -809,7 +831,7 @@ static void from_client(struct sg_route *r, const uint8_t *data, size_t len, int
         r->counters.drops[SG_DROP_TRUNCATED]++;
         return;
     }
-    if (r->closing || r->app->stopping) {
+    if (r->closing || *r->ctx->stopping) {
         r->counters.drops[SG_DROP_SHUTDOWN]++;
         return;
     }
@@ -824,7 +846,7 @@ static void from_client(struct sg_route *r, const uint8_t *data, size_t len, int
     if (!s && !(s = admit(r, from)))
         return;
     if (sg_addr_equal((struct sockaddr *)&s->client, from))
-        s->client_seen = uv_now(&r->app->loop);
+        s->client_seen = uv_now(r->ctx->loop);
     sg_session_forward_to_server(s, data, len, at);
 }
 
@@ -835,7 +857,7 @@ static void on_client_readable(struct sg_udp *u)
     int n = sg_udp_recv(u, b);
 
     if (n < 0) {
-        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, 0, "receive error: %s",
+        sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, 0, "receive error: %s",
                   strerror(-n));
         return;
     }
@@ -895,7 +917,7 @@ static void check_kernel_drops(struct sg_route *r, uint64_t now)
     if (r->kernel_drops == r->kernel_drops_warned ||
         (r->kernel_drops_warned_ms && now - r->kernel_drops_warned_ms < 60000))
         return;
-    sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+    sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
            "the kernel dropped %llu datagrams at the listener (%llu in all): its receive buffer "
            "(%s) was full; raise socket_buffer",
            (unsigned long long)(r->kernel_drops - r->kernel_drops_warned),
@@ -907,7 +929,7 @@ static void check_kernel_drops(struct sg_route *r, uint64_t now)
 static void on_sweep(uv_timer_t *t)
 {
     struct sg_route *r = t->data;
-    uint64_t now = uv_now(&r->app->loop), n;
+    uint64_t now = uv_now(r->ctx->loop), n;
     struct sg_session *s, *next;
 
     check_kernel_drops(r, now);
@@ -932,16 +954,16 @@ static void on_sweep(uv_timer_t *t)
     if ((n = warn_flush(&r->warn_evicted, now)))
         warn_evicted(r, n);
     if ((n = warn_flush(&r->warn_no_socket, now)))
-        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0,
+        sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0,
                "cannot open sockets towards the server: %llu new client(s) refused since the "
                "last report (drops.no_socket)",
                (unsigned long long)n);
     if ((n = warn_flush(&r->warn_unanswered, now)))
-        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
+        sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0,
                "%llu more session(s) ended that the server never answered, since the last report",
                (unsigned long long)n);
     if ((n = warn_flush(&r->warn_rebind, now)))
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                "%llu more datagram(s) with a player's qport from another port of their host "
                "dropped since the last report (drops.rebind)",
                (unsigned long long)n);
@@ -997,16 +1019,16 @@ static void apply_socket_buffer(struct sg_route *r, int64_t bytes)
     format_size(rcv, rs, sizeof(rs));
     format_size(snd, ss, sizeof(ss));
     if (err < 0)
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                "socket_buffer %s: %s; the listener has receive %s, send %s", want, strerror(-err),
                rs, ss);
     else if (rcv < bytes || snd < bytes)
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                "socket_buffer %s: the kernel capped the listener at receive %s, send %s; raise "
                "net.core.rmem_max and net.core.wmem_max (sysctl) or run with CAP_NET_ADMIN",
                want, rs, ss);
-    else if (r->app->worker == 0) /* the other loops' listeners are alike */
-        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "listener buffers: receive %s, send %s",
+    else if (r->ctx->worker == 0) /* the other loops' listeners are alike */
+        sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0, "listener buffers: receive %s, send %s",
                rs, ss);
 }
 
@@ -1016,34 +1038,36 @@ static int open_listener(struct sg_route *r)
     int err, fd;
 
     /* Resolve both ends. */
-    err = sg_addr_resolve(&r->app->loop, r->conf.listen, true, &r->listen_addr, why, sizeof(why));
+    err = sg_addr_resolve(r->ctx->loop, r->conf.listen, true, &r->listen_addr, why, sizeof(why));
     if (err == 0)
-        err = sg_addr_resolve(&r->app->loop, r->conf.server, false, &r->server_addr, why,
+        err = sg_addr_resolve(r->ctx->loop, r->conf.server, false, &r->server_addr, why,
                               sizeof(why));
     if (err < 0) {
-        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
+        sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
         return err;
     }
 
     /* Bind; an IPv6 wildcard is dual-stack; worker loops share the address. */
-    fd = r->app->nworkers > 1 ? sg_app_take_listener(r->app, r->conf.name) : -1;
+    fd = r->ctx->nworkers > 1 && r->owner.take_listener
+             ? r->owner.take_listener(r->owner.data, r->conf.name)
+             : -1;
     if (fd >= 0)
-        err = sg_udp_adopt(&r->listener, &r->app->loop, fd, on_client_readable, r);
+        err = sg_udp_adopt(&r->listener, r->ctx->loop, fd, on_client_readable, r);
     else if (fd < -1) { /* the address is taken (app.c's plain bind said so) */
         r->listener.fd = -1;
         err = fd;
-    } else if (r->app->nworkers > 1)
-        err = sg_udp_open_shared(&r->listener, &r->app->loop, (struct sockaddr *)&r->listen_addr,
+    } else if (r->ctx->nworkers > 1)
+        err = sg_udp_open_shared(&r->listener, r->ctx->loop, (struct sockaddr *)&r->listen_addr,
                                  on_client_readable, r);
     else
-        err = sg_udp_open(&r->listener, &r->app->loop, (struct sockaddr *)&r->listen_addr, NULL,
+        err = sg_udp_open(&r->listener, r->ctx->loop, (struct sockaddr *)&r->listen_addr, NULL,
                           on_client_readable, r);
     if (r->listener.fd >= 0) {
         r->listener_open = true;
         r->open_handles++;
     }
     if (err < 0) {
-        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "cannot listen on %s: %s%s",
+        sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0, "cannot listen on %s: %s%s",
                sg_addr_format((struct sockaddr *)&r->listen_addr, a, sizeof(a)), strerror(-err),
                err == -EADDRINUSE ? " (another program, perhaps another slipgate, has it)" : "");
         return err;
@@ -1057,7 +1081,7 @@ void sg_route__handle_closed(struct sg_route *r)
 {
     r->open_handles--;
     if (r->closing && r->open_handles == 0)
-        sg_app__route_closed(r->app, r); /* may free r */
+        r->owner.closed(r->owner.data, r); /* may free r */
 }
 
 static void on_route_handle_closed(uv_handle_t *h)
@@ -1072,7 +1096,7 @@ static void chain_log(void *ctx, enum sg_filter_log_level level, const char *fil
     static const enum sg_log_level map[] = {SG_LOG_ERROR, SG_LOG_WARN, SG_LOG_INFO, SG_LOG_DEBUG};
     struct sg_route *r = ctx;
 
-    sg_log_at(&r->app->log, map[level <= SG_FILTER_LOG_DEBUG ? level : SG_FILTER_LOG_DEBUG],
+    sg_log_at(r->ctx->log, map[level <= SG_FILTER_LOG_DEBUG ? level : SG_FILTER_LOG_DEBUG],
               r->conf.name, session, "%s: %s", filter, text);
 }
 
@@ -1082,7 +1106,7 @@ static int make_chain(struct sg_route *r, struct sg_filter_list *list, struct sg
     int err = sg_chain_create(list, chain_log, r, out, why, sizeof(why));
 
     if (err < 0)
-        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
+        sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
     return err;
 }
 
@@ -1096,11 +1120,11 @@ static int load_sign_key(struct sg_route *r)
         return UV_ENOMEM;
     err = sg_sign_key_load(r->conf.sign_key, r->sign_key, why, sizeof(why));
     if (err < 0) {
-        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
+        sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
         return UV_EINVAL;
     }
-    if (r->app->worker == 0) /* said once, by worker 0 */
-        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
+    if (r->ctx->worker == 0) /* said once, by worker 0 */
+        sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0,
                "signing recordings with key %s (checkpoints every %lld ms)", r->sign_key->id,
                (long long)r->conf.sign_interval_ms);
     return 0;
@@ -1124,10 +1148,10 @@ static int load_anon_key(struct sg_route *r)
         return UV_ENOMEM;
     err = sg_anon_key_load(r->conf.anonymize_key, r->anon_key, &created, why, sizeof(why));
     if (err < 0) {
-        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
+        sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0, "%s", why);
         return UV_EINVAL;
     }
-    sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
+    sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0,
            "anonymize: clients are named by a keyed hash of their address (key %s%s)",
            r->conf.anonymize_key, created ? ", made now" : "");
     return 0;
@@ -1148,7 +1172,8 @@ char *sg_route__client_name(const struct sg_route *r, const struct sockaddr *sa,
     return sg_addr_format(sa, buf, cap);
 }
 
-int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct sg_route **out)
+int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_conf *rc,
+                    struct sg_route **out)
 {
     struct sg_route *r = calloc(1, sizeof(*r));
     char la[SG_ADDR_STRLEN], sa[SG_ADDR_STRLEN];
@@ -1157,7 +1182,8 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     *out = NULL;
     if (!r)
         return UV_ENOMEM;
-    r->app = app;
+    r->owner = *owner;
+    r->ctx = owner->ctx;
     load_locals(r);
     randombytes_buf(r->hash_key, sizeof(r->hash_key));
     r->nbuckets = 64;
@@ -1171,7 +1197,7 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
               : UV_ENOMEM;
     if (err == 0)
         err = copy_conf(&r->conf, rc);
-    if (err == 0 && !(r->share = sg_route__share(app, rc->name)))
+    if (err == 0 && !(r->share = sg_route__share(r->ctx->shares, rc->name)))
         err = UV_ENOMEM;
     if (err == 0 && r->conf.sign_key)
         err = load_sign_key(r);
@@ -1181,13 +1207,13 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
         goto err_route;
 
     /* Every datagram leaves through the outbox. */
-    err = sg_outbox_init(&r->outbox, &app->loop, sg_session_sent);
+    err = sg_outbox_init(&r->outbox, r->ctx->loop, sg_session_sent);
     if (err < 0)
         goto err_route;
     r->open_handles += 2;
 
     /* The idle sweep. */
-    err = uv_timer_init(&app->loop, &r->sweep);
+    err = uv_timer_init(r->ctx->loop, &r->sweep);
     if (err < 0)
         goto err_route;
     r->sweep.data = r;
@@ -1196,7 +1222,7 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));
 
     /* Held-back datagrams (network emulation). */
-    err = sg_delay_init(&r->delay, &app->loop, sg_session_send_delayed);
+    err = sg_delay_init(&r->delay, r->ctx->loop, sg_session_send_delayed);
     if (err < 0)
         goto err_handles;
     r->delay.timer.data = &r->delay;
@@ -1216,16 +1242,16 @@ int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct s
     r->handshake = r->conf.protocol == SG_PROTO_AUTO ? sg_codec_handshaker()
                    : r->game && r->game->handshake  ? r->game
                                                     : NULL;
-    if (app->worker == 0) /* said once every loop's socket is in place (app.c) */
-        sg_log(&app->log, SG_LOG_INFO, r->conf.name, 0,
+    if (r->ctx->worker == 0) /* said once every loop's socket is in place (app.c) */
+        sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0,
                "listening on %s, relaying to %s (%s%s)%s%s",
                sg_addr_format((struct sockaddr *)&r->listen_addr, la, sizeof(la)),
                sg_addr_format((struct sockaddr *)&r->server_addr, sa, sizeof(sa)),
                sg_protocol_name(r->conf.protocol),
                r->conf.reencode == SG_REENCODE_ALWAYS ? ", reencode always" : "",
                r->conf.record ? ", recording into " : "", r->conf.record ? r->conf.record : "");
-    if (r->conf.protocol != SG_PROTO_AUTO && !r->codec && app->worker == 0)
-        sg_log(&app->log, SG_LOG_WARN, r->conf.name, 0,
+    if (r->conf.protocol != SG_PROTO_AUTO && !r->codec && r->ctx->worker == 0)
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                "no %s codec in this build yet: relaying without decoding",
                sg_protocol_name(r->conf.protocol));
     *out = r;
@@ -1263,26 +1289,26 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
 
     /* What needs a restart is reported, not applied. */
     if (strcmp(rc->listen, r->conf.listen) != 0)
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                "listen changed to %s: restart slipgate to apply it", rc->listen);
     if (rc->protocol != r->conf.protocol)
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                "protocol changed to %s: applies to new sessions after a restart",
                sg_protocol_name(rc->protocol));
     if ((rc->sign_key == NULL) != (r->conf.sign_key == NULL) ||
         (rc->sign_key && strcmp(rc->sign_key, r->conf.sign_key) != 0))
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                "sign_key changed: applies after a restart");
     if ((rc->anonymize > 0) != (r->conf.anonymize > 0) ||
         (rc->anonymize > 0 && strcmp(rc->anonymize_key, r->conf.anonymize_key) != 0))
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                "anonymize or anonymize_key changed: applies after a restart");
 
     /* A new server applies to new sessions; live ones keep theirs. */
     if (strcmp(rc->server, r->conf.server) != 0) {
-        err = sg_addr_resolve(&r->app->loop, rc->server, false, &server, why, sizeof(why));
+        err = sg_addr_resolve(r->ctx->loop, rc->server, false, &server, why, sizeof(why));
         if (err < 0) {
-            sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0, "reload: %s; keeping %s", why,
+            sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0, "reload: %s; keeping %s", why,
                    r->conf.server);
             return err;
         }
@@ -1291,7 +1317,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         free(r->conf.server);
         r->conf.server = name;
         r->server_addr = server;
-        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "new sessions go to %s", name);
+        sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0, "new sessions go to %s", name);
     }
 
     /* Recording starts or stops for live sessions too (session.c checks). */
@@ -1302,7 +1328,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
             return UV_ENOMEM;
         free(r->conf.record);
         r->conf.record = dir;
-        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "recording %s%s", dir ? "into " : "off",
+        sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0, "recording %s%s", dir ? "into " : "off",
                dir ? dir : "");
     }
     r->conf.reencode = rc->reencode;
@@ -1314,7 +1340,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         struct sg_chain *chain, *old = r->chain;
         err = make_chain(r, rc->filters, &chain);
         if (err < 0) {
-            sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, 0,
+            sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0,
                    "reload: keeping the old filters");
         } else {
             for (struct sg_session *s = r->sessions; s; s = s->next)
@@ -1324,7 +1350,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
             sg_filter_list_ref(rc->filters);
             sg_filter_list_unref(r->conf.filters);
             r->conf.filters = rc->filters;
-            sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0, "filters reloaded (%d in the chain)",
+            sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0, "filters reloaded (%d in the chain)",
                    chain ? chain->n : 0);
         }
     }
@@ -1334,7 +1360,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         if (rc->socket_buffer > 0 && r->listener_open)
             apply_socket_buffer(r, rc->socket_buffer);
         else if (rc->socket_buffer == 0)
-            sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, 0,
+            sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                    "socket_buffer 0: the listener keeps its buffers until slipgate restarts");
         r->conf.socket_buffer = rc->socket_buffer;
     }
@@ -1361,7 +1387,7 @@ void sg_route_close(struct sg_route *r, const char *reason)
         sg_session_close(s, reason);
     }
     if (r->warn_unanswered.count)
-        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, 0,
+        sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0,
                "%llu more session(s) ended that the server never answered, since the last report",
                (unsigned long long)r->warn_unanswered.count);
     r->warn_unanswered.count = 0;

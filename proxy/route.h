@@ -16,6 +16,7 @@
 
 #include "proxy/conf.h"
 #include "proxy/counters.h"
+#include "proxy/ctx.h"
 #include "proxy/delay.h"
 #include "proxy/log.h"
 #include "proxy/session.h"
@@ -29,7 +30,6 @@
 #include <sys/socket.h>
 #include <uv.h>
 
-struct sg_app;
 struct sg_route;
 struct sg_anon_key; /* filters/anon.h */
 
@@ -98,8 +98,24 @@ struct sg_host_key {
     unsigned char key[16];
 };
 
+/*
+ * The route's owner (the app), given at creation: the loop's context, and
+ * the hooks through which the route reports up.  `take_listener` (may be
+ * NULL; only asked with several loops): the listening socket bound for
+ * route `name`, -1 (the route binds its own), or another negative errno.
+ * `closed`: the route is closing and the close callbacks of all its
+ * handles have run; it may free the route.
+ */
+struct sg_route_owner {
+    const struct sg_ctx *ctx;
+    void *data;
+    int (*take_listener)(void *data, const char *name);
+    void (*closed)(void *data, struct sg_route *r);
+};
+
 struct sg_route {
-    struct sg_app *app;
+    const struct sg_ctx *ctx;   /* = owner.ctx */
+    struct sg_route_owner owner;
     struct sg_route *next;
     struct sg_route_conf conf;    /* private copy (strings owned) */
     const struct sg_codec *game;  /* from `protocol`; NULL: probe each session (auto) */
@@ -117,7 +133,7 @@ struct sg_route {
     bool closing;
     int open_handles; /* handles (its own and its sessions' sockets) whose close
                          callback is pending or due */
-    bool retired;               /* on app->retired: freed once closed (sg_app__route_closed) */
+    bool retired;               /* retired by its owner: freed once closed (owner.closed) */
     const char *retired_reason; /* static string */
     uint64_t retired_ms;
 
@@ -149,7 +165,7 @@ struct sg_route {
     size_t nended, ended_cap;
     uint64_t ended_omitted;
     /* What the omitted ones decoded and recorded, so /metrics counters never
-     * go back (sg_metrics_session_omitted, proxy/metrics.c). */
+     * go back (route.c; proxy/metrics.c reads them). */
     struct {
         const char *codec[SG_ROUTE_OMITTED_CODECS];
         struct sg_codec_stats cstats[SG_ROUTE_OMITTED_CODECS];
@@ -204,13 +220,14 @@ struct sg_route {
  * Create a route from `rc` (copied) and start listening.  On failure
  * returns a negative libuv error with the reason logged.
  */
-int sg_route_create(struct sg_app *app, const struct sg_route_conf *rc, struct sg_route **out);
+int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_conf *rc,
+                    struct sg_route **out);
 /* Apply settings that can change while running (timeouts, caps, server for
  * new sessions).  Returns 0, or a negative error if `rc` cannot apply. */
 int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc);
 /* End every session with `reason` and close the route's handles; the route
  * stays allocated until sg_route_destroy (a serving one for --stats at exit;
- * a retired one is destroyed by sg_app__route_closed once its handles closed). */
+ * a retired one is destroyed by its owner's `closed` hook once its handles closed). */
 void sg_route_close(struct sg_route *r, const char *reason);
 
 /* Bring r->kernel_drops up to date from the listener (when it is open). */
@@ -235,10 +252,11 @@ void sg_route_clients_before(struct sg_route *r, uint64_t at);
 struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct sockaddr *from,
                                             const uint8_t *data, size_t len, bool *refused);
 
-/* The share of route `name` (created when missing; worker 0's conf_lock held). */
-struct sg_route_share *sg_route__share(struct sg_app *app, const char *name);
-/* Free every share (at exit, once no route is left). */
-void sg_route__shares_free(struct sg_app *app);
+/* The share of route `name` in the list `*shares` (created when missing;
+ * worker 0's conf_lock held). */
+struct sg_route_share *sg_route__share(struct sg_route_share **shares, const char *name);
+/* Free every share of the list (at exit, once no route is left). */
+void sg_route__shares_free(struct sg_route_share **shares);
 
 /*
  * slipgate's own sockets.  sg_route__own_port records (`add`) or forgets the
@@ -272,13 +290,12 @@ uint64_t sg_route__warn_count(struct sg_warn_limit *w, uint64_t now);
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s);
 void sg_route__session_remove(struct sg_route *r, struct sg_session *s);
 void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary *sum);
-/* An ended session's summary was not kept: add its decode and demo counts to
- * r->omitted (proxy/metrics.c). */
-void sg_metrics_session_omitted(struct sg_route *r, const struct sg_session_summary *sum);
+/* Add codec counters `c` to `to`. */
+void sg_codec_stats_add(struct sg_codec_stats *to, const struct sg_codec_stats *c);
 /*
  * The close callback of one of the route's handles (or of a session's
  * upstream socket, counted in open_handles from sg_udp_open) has run.  When
- * the route is closing and none is left, sg_app__route_closed may free `r`:
+ * the route is closing and none is left, the owner's `closed` hook may free `r`:
  * the caller must not touch it after this call.
  */
 void sg_route__handle_closed(struct sg_route *r);

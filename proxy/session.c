@@ -9,8 +9,6 @@
  * callback of its upstream socket, after it is out of the route's table.
  */
 #include "proxy/addr.h"
-#include "proxy/app.h"
-#include "proxy/http.h"
 #include "proxy/route.h"
 #include "proxy/session.h"
 #include "protocols/error.h"
@@ -34,7 +32,7 @@ static void count_send_error(struct sg_session *s, int err, const char *dir)
     if (why == SG_DROP_UNREACHABLE)
         return; /* logged by server_refused() */
     if (sg_counters_drops(&s->sum.counters) == 1)
-        sg_log_at(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id, "send %s failed: %s", dir,
+        sg_log_at(r->ctx->log, SG_LOG_WARN, r->conf.name, s->sum.id, "send %s failed: %s", dir,
                   strerror(-err));
 }
 
@@ -49,9 +47,9 @@ static void server_refused(struct sg_session *s)
     if (s->refused_logged)
         return;
     s->refused_logged = true;
-    if (!(n = sg_route__warn_count(&r->warn_unreachable, uv_now(&r->app->loop))))
+    if (!(n = sg_route__warn_count(&r->warn_unreachable, uv_now(r->ctx->loop))))
         return;
-    sg_log_at(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+    sg_log_at(r->ctx->log, SG_LOG_WARN, r->conf.name, s->sum.id,
               "server %s unreachable: nothing listens on that port (ICMP port unreachable); "
               "relaying goes on in case it starts (%llu session(s) met it since the last report; "
               "said at most every %d s)",
@@ -67,7 +65,7 @@ static void tap_datagram(struct sg_session *s, enum sg_leg leg, const uint8_t *d
     struct sg_filter_call call = {.session = &s->fsess,
                                   .data = data,
                                   .len = len,
-                                  .now_ms = uv_now(&r->app->loop)};
+                                  .now_ms = uv_now(r->ctx->loop)};
     const struct sockaddr *client = (struct sockaddr *)&s->client;
     const struct sockaddr *listen = (struct sockaddr *)&r->listen_addr;
     const struct sockaddr *up = (struct sockaddr *)&s->upstream_local;
@@ -151,7 +149,7 @@ static int emit(void *ctx, const uint8_t *data, size_t len)
     struct sg_route *r = e->s->route;
 
     for (int i = 0; i <= e->copies; i++) {
-        if (e->delay_ms == 0 || sg_delay_push(&r->delay, uv_now(&r->app->loop), e->delay_ms,
+        if (e->delay_ms == 0 || sg_delay_push(&r->delay, uv_now(r->ctx->loop), e->delay_ms,
                                               e->s, e->dir, data, len) < 0)
             send_dir(e->s, e->dir, data, len);
     }
@@ -181,13 +179,13 @@ static void set_game(struct sg_session *s, const struct sg_codec *game)
         return;
     err = game->create(&s->cstate);
     if (err < 0) {
-        sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
+        sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
                "cannot start the %s decoder: %s; relaying without decoding", game->name,
                sg_strerror(err));
         return;
     }
     s->codec = game;
-    sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "decoding as %s", game->name);
+    sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "decoding as %s", game->name);
 }
 
 /* The game of a new session: the route's, or (auto) whoever claims the first datagram. */
@@ -226,7 +224,7 @@ static void recheck_game(struct sg_session *s, const uint8_t *data, size_t len)
     if (!game)
         return;
     if (s->codec)
-        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+        sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
                   "a %s connect request: not %s; %s", game->name, s->codec->name,
                   sg_codec_decodes(game) ? "decoding again" : "relaying without decoding");
     set_game(s, game);
@@ -260,8 +258,12 @@ static void fill_filter_session(struct sg_session *s)
  * summary counts every file's bytes, then each filter's session_end. */
 static void slots_end(struct sg_session *s, struct sg_chain *chain)
 {
-    for (int i = 0; i < chain->n; i++)
-        sg_record_slot_finish(chain->f[i].fc->impl, s->slots[i], &s->fsess);
+    for (int i = 0; i < chain->n; i++) {
+        const struct sg_filter_impl *tail = sg_filter_conf_tail(chain->f[i].fc);
+
+        if (tail && tail->finish && s->slots[i])
+            tail->finish(s->slots[i], &s->fsess);
+    }
     sg_session_record_summary(s, chain, &s->sum);
     sg_chain_session_end(chain, s->slots, &s->fsess);
 }
@@ -279,21 +281,31 @@ int sg_session_chain_changed(struct sg_session *s, struct sg_chain *old, struct 
     return 0;
 }
 
-/* Demo recording: what the record filters of `chain` wrote for this session. */
+bool sg_session_slot_figures(const struct sg_session *s, const struct sg_chain *chain, int i,
+                             struct sg_filter_figures *out)
+{
+    const struct sg_filter_impl *impl = sg_filter_conf_tail(chain->f[i].fc);
+
+    memset(out, 0, sizeof(*out));
+    if (!impl || !impl->figures || !s->slots || !s->slots[i])
+        return false;
+    impl->figures(s->slots[i], out);
+    return true;
+}
+
+/* Demo recording: what the filters of `chain` wrote for this session. */
 void sg_session_record_summary(const struct sg_session *s, const struct sg_chain *chain,
                                struct sg_session_summary *sum)
 {
     for (int i = 0; chain && s->slots && i < chain->n; i++) {
-        const char *last;
-        uint32_t demos;
-        uint64_t bytes = 0;
+        struct sg_filter_figures fig;
 
-        if (!sg_record_slot_summary(chain->f[i].fc->impl, s->slots[i], &demos, &last))
+        if (!sg_session_slot_figures(s, chain, i, &fig))
             continue;
-        sg_record_slot_bytes(chain->f[i].fc->impl, s->slots[i], &bytes);
-        sum->demos += demos;
-        sum->demo_bytes += bytes;
-        if (last && snprintf(sum->demo, sizeof(sum->demo), "%s", last) >= (int)sizeof(sum->demo))
+        sum->demos += fig.files;
+        sum->demo_bytes += fig.bytes;
+        if (fig.last &&
+            snprintf(sum->demo, sizeof(sum->demo), "%s", fig.last) >= (int)sizeof(sum->demo))
             memcpy(sum->demo + sizeof(sum->demo) - 4, "...", 4);
     }
 }
@@ -369,7 +381,7 @@ static const uint8_t *handshake(struct sg_session *s, enum sg_dir dir, const uin
         return data;
     if (m.refused && !s->hs_refused_logged) {
         s->hs_refused_logged = true;
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, s->sum.id,
                "%s naming port %d refused: %s; relayed as it came, the session stays on %s",
                m.label, m.refused_port, m.refused, s->server_str);
     }
@@ -377,17 +389,17 @@ static const uint8_t *handshake(struct sg_session *s, enum sg_dir dir, const uin
     if (moves || m.awaiting == s->upstream.connected) {
         err = aim_upstream(s, moves ? m.server_port : ctx.server_port, !m.awaiting);
         if (err < 0 && moves) {
-            sg_log(&r->app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
+            sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
                    "%s: cannot move to the server's port %d: %s; relaying it as it came",
                    m.label, m.server_port, strerror(-err));
             return data;
         }
         if (err < 0)
-            sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+            sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
                       "upstream: cannot %s: %s", m.awaiting ? "dissolve its peer" : "connect",
                       strerror(-err));
         else if (moves && m.moved)
-            sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+            sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, s->sum.id,
                    "%s: the server moved this client to %s; the client stays on port %d",
                    m.label, s->server_str, ctx.listen_port);
     }
@@ -404,7 +416,7 @@ static void say_notice(struct sg_session *s)
 
     if (s->codec && s->cstate && s->codec->take_notice &&
         (notice = s->codec->take_notice(s->cstate)) != NULL)
-        sg_log(&s->route->app->log, SG_LOG_INFO, s->route->conf.name, s->sum.id, "%s", notice);
+        sg_log(s->route->ctx->log, SG_LOG_INFO, s->route->conf.name, s->sum.id, "%s", notice);
 }
 
 /*
@@ -418,7 +430,7 @@ static void log_start(struct sg_session *s, enum sg_log_level level)
     struct sg_route *r = s->route;
     char a[SG_ADDR_STRLEN];
 
-    sg_log_at(&r->app->log, level, r->conf.name, s->sum.id,
+    sg_log_at(r->ctx->log, level, r->conf.name, s->sum.id,
               "session start client=%s upstream_port=%d server=%s", s->sum.client,
               s->sum.upstream_port, sg_addr_format((struct sockaddr *)&s->server, a, sizeof(a)));
     if (level == SG_LOG_INFO)
@@ -454,7 +466,9 @@ static void stream_frame(struct sg_session *s, struct sg_filter_call *call,
                          const struct sg_frame *f, const uint8_t *data, size_t len,
                          const struct sg_chain_result *res)
 {
-    if (!s->route->app->http || !f)
+    const struct sg_frame_tap *t = *s->route->ctx->taps;
+
+    if (!t || !f)
         return;
     call->session = &s->fsess;
     call->frame = f;
@@ -462,7 +476,8 @@ static void stream_frame(struct sg_session *s, struct sg_filter_call *call,
     call->len = len;
     call->dropped = res->drop;
     call->drop_filter = res->drop_filter;
-    sg_http_frame(s->route->app->http, s, call);
+    for (; t; t = t->next)
+        t->frame(t->data, s, call);
 }
 
 /*
@@ -483,19 +498,19 @@ static void decode_error_warn(struct sg_session *s, enum sg_dir dir)
     uint64_t n;
 
     if (s->stage != SG_STAGE_UNANSWERED || dir == SG_DIR_S2C) {
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, s->sum.id,
                "first decode error (%s); the traffic is still relayed: %s", way,
                s->codec->describe(s->cstate));
         return;
     }
-    if ((n = sg_route__warn_count(&r->warn_undecoded, uv_now(&r->app->loop))))
-        sg_log(&r->app->log, SG_LOG_WARN, r->conf.name, s->sum.id,
+    if ((n = sg_route__warn_count(&r->warn_undecoded, uv_now(r->ctx->loop))))
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, s->sum.id,
                "%llu session(s) the server has not answered sent what does not decode (the "
                "last: client %s: %s); still relayed; repeated at most every %d s, each at debug",
                (unsigned long long)n, s->sum.client, s->codec->describe(s->cstate),
                SG_WARN_INTERVAL_MS / 1000);
     else
-        sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+        sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
                   "first decode error (%s) before the server answered; still relayed: %s", way,
                   s->codec->describe(s->cstate));
 }
@@ -591,7 +606,7 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
             sent = true;
             call.reencoded = true;
         } else {
-            sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
+            sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
                       "rebuild failed (%s): relaying the original", sg_strerror(err));
         }
     }
@@ -698,7 +713,7 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
     struct sg_route *r = s->route;
     struct sg_chain *chain = r->chain;
 
-    s->last_active = uv_now(&r->app->loop);
+    s->last_active = uv_now(r->ctx->loop);
     if (chain && chain->has_datagram_taps)
         tap_datagram(s, dir == SG_DIR_C2S ? SG_LEG_CLIENT_IN : SG_LEG_SERVER_IN, data, len);
     if (s->hs)
@@ -764,7 +779,7 @@ static void on_server_readable(struct sg_udp *u)
         if (n == -ECONNREFUSED)
             server_refused(s);
         else
-            sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "upstream: %s",
+            sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "upstream: %s",
                       strerror(-n));
         n = sg_udp_recv(u, b);
     }
@@ -816,7 +831,7 @@ static void server_first(struct sg_session *s, uint64_t before)
             continue;
         }
         if (n < 0) {
-            sg_log_at(&r->app->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "upstream: %s",
+            sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, s->sum.id, "upstream: %s",
                       strerror(-n));
             return;
         }
@@ -869,11 +884,11 @@ static int open_upstream(struct sg_session *s)
     any.ss_family = s->server.ss_family;
     if (s->hs && (port = pick_port((struct sockaddr *)&any)) > 0)
         sg_addr_set_port((struct sockaddr *)&any, port);
-    err = sg_udp_open(&s->upstream, &s->route->app->loop, (struct sockaddr *)&any,
+    err = sg_udp_open(&s->upstream, s->route->ctx->loop, (struct sockaddr *)&any,
                       (struct sockaddr *)&s->server, on_server_readable, s);
     if (err == -EADDRINUSE && port > 0) { /* taken in between: any port then */
         sg_addr_set_port((struct sockaddr *)&any, 0);
-        err = sg_udp_open(&s->upstream, &s->route->app->loop, (struct sockaddr *)&any,
+        err = sg_udp_open(&s->upstream, s->route->ctx->loop, (struct sockaddr *)&any,
                           (struct sockaddr *)&s->server, on_server_readable, s);
     }
     if (s->upstream.fd >= 0)
@@ -898,7 +913,7 @@ static void on_upstream_closed(uv_handle_t *h)
 
 int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct sg_session **out)
 {
-    struct sg_app *app = r->app;
+    const struct sg_ctx *ctx = r->ctx;
     struct sg_session *s = calloc(1, sizeof(*s));
     int err;
 
@@ -910,11 +925,11 @@ int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct 
     s->server = r->server_addr;
     s->qport = -1;
     s->hs = r->handshake;
-    s->client_seen = uv_now(&app->loop);
+    s->client_seen = uv_now(ctx->loop);
     /* Unique across worker loops: worker w of N numbers w+1, w+1+N, ... */
-    s->sum.id = app->next_session_id += (uint64_t)(app->nworkers > 1 ? app->nworkers : 1);
+    s->sum.id = *ctx->next_session_id += (uint64_t)(ctx->nworkers > 1 ? ctx->nworkers : 1);
     s->sum.started_ms = sg_now_wall_ms();
-    s->last_active = s->created = uv_now(&app->loop);
+    s->last_active = s->created = uv_now(ctx->loop);
     sg_route__client_name(r, client, s->sum.client, sizeof(s->sum.client));
     if (r->anon_key)
         sg_anon_addr(r->anon_key, client, &s->client_anon);
@@ -932,7 +947,7 @@ int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct 
     if (err < 0) {
         uint64_t n = sg_route__warn_count(&r->warn_no_socket, s->last_active);
         if (n)
-            sg_log(&app->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
+            sg_log(ctx->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
                    "cannot open a socket towards the server for %s: %s (%llu new client(s) "
                    "refused for this since the last report; repeated at most every %d s)%s",
                    s->sum.client, strerror(-err), (unsigned long long)n, SG_WARN_INTERVAL_MS / 1000,
@@ -986,7 +1001,7 @@ void sg_session_close(struct sg_session *s, const char *reason)
                  cs->errors ? s->codec->describe(s->cstate) : "");
         snprintf(s->sum.decode_info, sizeof(s->sum.decode_info), "%s",
                  s->codec->describe(s->cstate));
-        sg_log_at(&r->app->log, s->stage == SG_STAGE_UNANSWERED ? SG_LOG_DEBUG : SG_LOG_INFO,
+        sg_log_at(r->ctx->log, s->stage == SG_STAGE_UNANSWERED ? SG_LOG_DEBUG : SG_LOG_INFO,
                   r->conf.name, s->sum.id,
                   "%s: %llu datagrams decoded, %llu messages, %llu decode errors, %llu rebuilt "
                   "(%llu byte-identical)",
@@ -1000,13 +1015,13 @@ void sg_session_close(struct sg_session *s, const char *reason)
     /* Sessions the server never answered (their start line was at debug too):
      * a flood of spoofed sources makes many; one rate-limited line counts them. */
     quiet = s->stage == SG_STAGE_UNANSWERED;
-    if (quiet && (n = sg_route__warn_count(&r->warn_unanswered, uv_now(&r->app->loop))))
-        sg_log(&r->app->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+    if (quiet && (n = sg_route__warn_count(&r->warn_unanswered, uv_now(r->ctx->loop))))
+        sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, s->sum.id,
                "%llu session(s) ended that server %s never answered (the last: client %s, "
                "reason %s); repeated at most every %d s, each at debug",
                (unsigned long long)n, s->server_str, s->sum.client, reason,
                SG_WARN_INTERVAL_MS / 1000);
-    sg_log_at(&r->app->log, quiet ? SG_LOG_DEBUG : SG_LOG_INFO, r->conf.name, s->sum.id,
+    sg_log_at(r->ctx->log, quiet ? SG_LOG_DEBUG : SG_LOG_INFO, r->conf.name, s->sum.id,
               "session end reason=%s client=%s duration=%.1fs c2s=%llu/%lluB s2c=%llu/%lluB "
               "drops=%llu",
               reason, s->sum.client, (double)(s->sum.ended_ms - s->sum.started_ms) / 1000.0,

@@ -135,27 +135,15 @@ void sg_session_send_delayed(struct sg_session *s, enum sg_dir dir, const uint8_
                              size_t len);
 
 /*
- * Demo recording is the `record` filter (filters/record.c; the route
- * directive `record DIR` and --record append one to the chain).  What its
- * slot wrote, for the session summary: sg_record_slot_summary (defined in
- * filters/record.c) gives the demos and the last path of one slot, or false
- * when `impl` is not the record filter; sg_session_record_summary adds those
- * of every record filter of `chain` (the session's slots belong to it) to
- * `sum` (demos added, demo replaced by the last one).
+ * What filter `i` of `chain` (the session's slots belong to it) wrote for
+ * the session, through its `figures` hook (filters/filter.h): false when it
+ * has none or no slot.  sg_session_record_summary adds the figures of every
+ * filter of `chain` to `sum` (demos added, demo replaced by the last one);
+ * when the session's slots end, each filter's `finish` hook runs first, so
+ * that the summary counts the file being written.
  */
-bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
-                            const char **last);
-/* The bytes of the files a record slot finished, false as above; the file
- * being written counts once it ends: sg_record_slot_finish finishes it (as
- * the slot's session_end would) when the session's slots end, before the
- * summary (session.c).  sg_session_record_summary adds them to demo_bytes. */
-bool sg_record_slot_bytes(const struct sg_filter_impl *impl, const void *slot, uint64_t *bytes);
-void sg_record_slot_finish(const struct sg_filter_impl *impl, void *slot,
-                           const struct sg_filter_session *session);
-/* The file a record slot is writing now, its size so far and when it was
- * opened (wall clock, ms); false when none is open. */
-bool sg_record_slot_progress(const struct sg_filter_impl *impl, const void *slot, const char **path,
-                             uint64_t *bytes, uint64_t *opened_ms);
+bool sg_session_slot_figures(const struct sg_session *s, const struct sg_chain *chain, int i,
+                             struct sg_filter_figures *out);
 void sg_session_record_summary(const struct sg_session *s, const struct sg_chain *chain,
                                struct sg_session_summary *sum);
 

@@ -181,13 +181,13 @@ static void json_route(FILE *f, const struct sg_route *const *g, int n, bool ret
             "\"decoded_at_once\": %llu}",
             r->send_first ? "send-first" : "in-order", (unsigned long long)dq_max,
             (unsigned long long)dq_full);
-    if (n > 1 || r->app->nworkers > 1) {
+    if (n > 1 || r->ctx->nworkers > 1) {
         fputs(",\n      \"workers\": [", f);
         for (int k = 0; k < n; k++)
             fprintf(f,
                     "%s{\"worker\": %d, \"sessions_total\": %llu, \"sessions_active\": %zu, "
                     "\"c2s_packets\": %llu, \"s2c_packets\": %llu}",
-                    k ? ", " : "", g[k]->app->worker, (unsigned long long)g[k]->sessions_total,
+                    k ? ", " : "", g[k]->ctx->worker, (unsigned long long)g[k]->sessions_total,
                     g[k]->nsessions, (unsigned long long)g[k]->counters.c2s_packets,
                     (unsigned long long)g[k]->counters.s2c_packets);
         fputc(']', f);

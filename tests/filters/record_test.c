@@ -29,11 +29,37 @@
 #include <time.h>
 #include <unistd.h>
 
-bool sg_record_slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
-                            const char **last);
-bool sg_record_slot_bytes(const struct sg_filter_impl *impl, const void *slot, uint64_t *bytes);
-void sg_record_slot_finish(const struct sg_filter_impl *impl, void *slot,
-                           const struct sg_filter_session *session);
+/* What the record filter's slot wrote, through its hooks (filters/filter.h). */
+static bool slot_summary(const struct sg_filter_impl *impl, const void *slot, uint32_t *demos,
+                         const char **last)
+{
+    struct sg_filter_figures fig = {0};
+
+    if (!impl->figures || !slot)
+        return false;
+    impl->figures(slot, &fig);
+    *demos = fig.files;
+    *last = fig.last;
+    return true;
+}
+
+static bool slot_bytes(const struct sg_filter_impl *impl, const void *slot, uint64_t *bytes)
+{
+    struct sg_filter_figures fig = {0};
+
+    if (!impl->figures || !slot)
+        return false;
+    impl->figures(slot, &fig);
+    *bytes = fig.bytes;
+    return true;
+}
+
+static void slot_finish(const struct sg_filter_impl *impl, void *slot,
+                        const struct sg_filter_session *session)
+{
+    if (impl->finish && slot)
+        impl->finish(slot, session);
+}
 
 /* ---- the fake demo writer ---- */
 
@@ -255,12 +281,12 @@ static void test_default_name(void)
         uint32_t demos = 0;
         uint64_t bytes = 1;
         const char *last = NULL;
-        CHECK(sg_record_slot_summary(c.chain->f[0].fc->impl, c.slots[0], &demos, &last));
-        CHECK(sg_record_slot_bytes(c.chain->f[0].fc->impl, c.slots[0], &bytes));
+        CHECK(slot_summary(c.chain->f[0].fc->impl, c.slots[0], &demos, &last));
+        CHECK(slot_bytes(c.chain->f[0].fc->impl, c.slots[0], &bytes));
         CHECK(demos == 1 && last && strcmp(last, path) == 0);
         CHECK(bytes == 0); /* the file is not finished yet */
-        CHECK(!sg_record_slot_summary(c.chain->f[0].fc->impl, NULL, &demos, &last));
-        CHECK(!sg_record_slot_bytes(c.chain->f[0].fc->impl, NULL, &bytes));
+        CHECK(!slot_summary(c.chain->f[0].fc->impl, NULL, &demos, &last));
+        CHECK(!slot_bytes(c.chain->f[0].fc->impl, NULL, &bytes));
     }
     fake_chain_close(&c);
     read_file(path, body, sizeof(body));
@@ -825,8 +851,8 @@ static void test_client_disconnect(void)
     /* the client comes back on the same session: a new gamestate, a new file */
     message(&c, 1, "dm", NULL);
     message(&c, 2, NULL, "dm");
-    CHECK(sg_record_slot_summary(c.chain->f[0].fc->impl, c.slots[0], &demos, &last));
-    CHECK(sg_record_slot_bytes(c.chain->f[0].fc->impl, c.slots[0], &bytes));
+    CHECK(slot_summary(c.chain->f[0].fc->impl, c.slots[0], &demos, &last));
+    CHECK(slot_bytes(c.chain->f[0].fc->impl, c.slots[0], &bytes));
     CHECK(demos == 2 && last && strstr(last, "/dm-2.dm_test"));
     CHECK_EQ(bytes, strlen("G\nM1\nM2\nM3\nE\n")); /* the one the disconnect ended */
     fake_chain_close(&c);
@@ -1071,7 +1097,7 @@ static uint64_t dir_bytes(void)
 /*
  * The summary's bytes: every finished file counts, whatever ended it (two
  * max_size parts, a level change, the client's disconnect, the session's
- * end through sg_record_slot_finish), and the file being written does not
+ * end through the finish hook), and the file being written does not
  * until then.
  */
 static void test_demo_bytes(void)
@@ -1088,13 +1114,13 @@ static void test_demo_bytes(void)
     impl = c.chain->f[0].fc->impl;
     for (int i = 1; i <= 5; i++)
         message(&c, i, i == 1 ? "dm" : NULL, "dm");
-    CHECK(sg_record_slot_summary(impl, c.slots[0], &demos, &last));
-    CHECK(sg_record_slot_bytes(impl, c.slots[0], &bytes));
+    CHECK(slot_summary(impl, c.slots[0], &demos, &last));
+    CHECK(slot_bytes(impl, c.slots[0], &bytes));
     CHECK_EQ(demos, 2);
     CHECK_EQ(bytes, strlen("G\nM1\nM2\nM3\nE\n")); /* part 1; part 2 is being written */
     message(&c, 6, NULL, "dm");
-    CHECK(sg_record_slot_summary(impl, c.slots[0], &demos, &last));
-    CHECK(sg_record_slot_bytes(impl, c.slots[0], &bytes));
+    CHECK(slot_summary(impl, c.slots[0], &demos, &last));
+    CHECK(slot_bytes(impl, c.slots[0], &bytes));
     CHECK_EQ(bytes, strlen("G\nM1\nM2\nM3\nE\n") + strlen("G\nM4\nM5\nM6\nE\n"));
     CHECK_EQ(list_dir(dir, names, sizeof(names)), 2);
     CHECKF(strcmp(names, "dm-part2.dm_test dm.dm_test") == 0, "%s", names);
@@ -1105,22 +1131,22 @@ static void test_demo_bytes(void)
     message(&c, 8, "dm2", "dm2");
     message(&c, 9, NULL, "dm2");
     client_message(&c, 100, true, false);
-    CHECK(sg_record_slot_summary(impl, c.slots[0], &demos, &last));
-    CHECK(sg_record_slot_bytes(impl, c.slots[0], &bytes));
+    CHECK(slot_summary(impl, c.slots[0], &demos, &last));
+    CHECK(slot_bytes(impl, c.slots[0], &bytes));
     CHECK_EQ(demos, 4);
     CHECK_EQ(list_dir(dir, names, sizeof(names)), 4);
     CHECK_EQ(bytes, dir_bytes());
 
     /* a reconnect's file, finished as the session ends (before its summary) */
     message(&c, 1, "dm3", NULL);
-    CHECK(sg_record_slot_summary(impl, c.slots[0], &demos, &last));
-    CHECK(sg_record_slot_bytes(impl, c.slots[0], &bytes));
+    CHECK(slot_summary(impl, c.slots[0], &demos, &last));
+    CHECK(slot_bytes(impl, c.slots[0], &bytes));
     CHECK_EQ(demos, 5);
     CHECK(bytes < dir_bytes()); /* "G\nM1\n" written, not finished */
-    sg_record_slot_finish(impl, c.slots[0], &c.session);
-    sg_record_slot_finish(impl, NULL, &c.session); /* no slot: nothing */
-    CHECK(sg_record_slot_summary(impl, c.slots[0], &demos, &last));
-    CHECK(sg_record_slot_bytes(impl, c.slots[0], &bytes));
+    slot_finish(impl, c.slots[0], &c.session);
+    slot_finish(impl, NULL, &c.session); /* no slot: nothing */
+    CHECK(slot_summary(impl, c.slots[0], &demos, &last));
+    CHECK(slot_bytes(impl, c.slots[0], &bytes));
     CHECK_EQ(demos, 5);
     CHECK_EQ(bytes, dir_bytes());
     CHECK(file_is("dm3.dm_test", "G\nM1\nE\n"));
