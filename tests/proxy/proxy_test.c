@@ -102,6 +102,28 @@ static void send_to(struct peer *p, int port, const char *text)
     CHECK(uv_udp_send(req, &p->h, &b, 1, (const struct sockaddr *)&to, on_sent) == 0);
 }
 
+static void send_bytes(struct peer *p, int port, const uint8_t *data, size_t len)
+{
+    uv_udp_send_t *req = malloc(sizeof(*req) + len);
+    uint8_t *copy = (uint8_t *)(req + 1);
+    struct sockaddr_in to;
+    uv_buf_t b;
+
+    CHECK(req);
+    memcpy(copy, data, len);
+    b = uv_buf_init((char *)copy, (unsigned)len);
+    uv_ip4_addr("127.0.0.1", port, &to);
+    CHECK(uv_udp_send(req, &p->h, &b, 1, (const struct sockaddr *)&to, on_sent) == 0);
+}
+
+/* A QuakeWorld client's sequenced datagram: sequence, acknowledge, qport, a nop. */
+static void send_qw(struct peer *p, int port, uint32_t seq, uint16_t qport)
+{
+    uint8_t d[11] = {(uint8_t)seq, (uint8_t)(seq >> 8), (uint8_t)(seq >> 16), (uint8_t)(seq >> 24),
+                     0, 0, 0, 0, (uint8_t)qport, (uint8_t)(qport >> 8), 1 /* clc_nop */};
+    send_bytes(p, port, d, sizeof(d));
+}
+
 static void on_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const struct sockaddr *from,
                     unsigned flags)
 {
@@ -308,6 +330,91 @@ static void case_tap(void)
     fx_finish(&f, p, 2);
 }
 
+/* NAT rebinding: the player's qport from a new port of the same host moves
+ * its session there (same upstream socket; answers go to the new port); a
+ * second move within a second is refused and dropped; another qport is
+ * another player (the session table by host and qport). */
+static void case_rebind(void)
+{
+    struct fx f;
+    struct peer p[4]; /* server, the player's first port, its second, a third */
+    int upstream;
+
+    fx_init(&f);
+    peer_open(&f, &p[0], false);
+    for (int i = 1; i < 4; i++)
+        peer_open(&f, &p[i], false);
+    fx_conf(&f, p[0].port);
+    f.rc.protocol = protocol_named("qw");
+    fx_start(&f);
+
+    send_qw(&p[1], f.route_port, 1, 1234);
+    RUN_UNTIL(&f, p[0].got == 1);
+    upstream = ntohs(p[0].last_from.sin_port);
+    CHECK(f.r->nsessions == 1 && f.r->sessions->qport == 1234);
+    send_qw(&p[2], f.route_port, 2, 1234); /* the NAT gave the player a new port */
+    RUN_UNTIL(&f, p[0].got == 2);
+    CHECK(ntohs(p[0].last_from.sin_port) == upstream);
+    CHECK(f.r->nsessions == 1 && f.r->client_moves == 1);
+    send_to(&p[0], upstream, "hello"); /* the answer goes to where the player is now */
+    RUN_UNTIL(&f, p[2].got == 1);
+    CHECK(p[1].got == 0);
+
+    send_qw(&p[3], f.route_port, 3, 1234); /* moved less than a second ago: refused */
+    RUN_UNTIL(&f, f.r->counters.drops[SG_DROP_REBIND] == 1);
+    CHECK(f.r->nsessions == 1 && f.r->client_moves == 1 && p[0].got == 2);
+    send_qw(&p[3], f.route_port, 1, 999); /* another player behind the same address */
+    RUN_UNTIL(&f, p[0].got == 3);
+    CHECK(ntohs(p[0].last_from.sin_port) != upstream);
+    CHECK(f.r->nsessions == 2 && f.r->client_moves == 1);
+    fx_finish(&f, p, 4);
+}
+
+/* Send-first (reencode changed, no changing filter): the datagram leaves
+ * before it is decoded, its decoding waits in the route's queue and runs
+ * after the flush.  In order (reencode always): decoded, rebuilt, then
+ * sent; nothing waits.  Both decode every datagram and the tap sees it. */
+static void send_first_or_in_order(int reencode)
+{
+    struct fx f;
+    struct peer p[2];
+    const struct sg_codec_stats *st;
+
+    fx_init(&f);
+    peer_open(&f, &p[0], false);
+    peer_open(&f, &p[1], false);
+    fx_conf(&f, p[0].port);
+    f.rc.protocol = protocol_named("qw");
+    f.rc.reencode = reencode;
+    fx_start(&f);
+    CHECK(f.r->send_first == (reencode == SG_REENCODE_CHANGED));
+
+    send_qw(&p[1], f.route_port, 1, 77);
+    send_qw(&p[1], f.route_port, 2, 77);
+    RUN_UNTIL(&f, p[0].got == 2 && f.frames == 2);
+    CHECK(f.r->dq_n == 0 && f.r->sessions && f.r->sessions->codec);
+    st = f.r->sessions->codec->stats(f.r->sessions->cstate);
+    CHECK(st->decoded == 2 && st->errors == 0);
+    if (reencode == SG_REENCODE_CHANGED) {
+        CHECK(f.r->dq_max >= 1); /* decoding waited for the flush */
+        CHECK(st->reencoded == 0);
+    } else {
+        CHECK(f.r->dq_max == 0); /* nothing waited */
+        CHECK(st->reencoded == 2);
+    }
+    fx_finish(&f, p, 2);
+}
+
+static void case_send_first(void)
+{
+    send_first_or_in_order(SG_REENCODE_CHANGED);
+}
+
+static void case_in_order(void)
+{
+    send_first_or_in_order(SG_REENCODE_ALWAYS);
+}
+
 /* A full table (max_sessions 2) ends the oldest session the server never
  * answered for a newcomer; answered (established) ones are kept and the
  * newcomer is refused (admission and eviction). */
@@ -418,6 +525,9 @@ int main(int argc, char **argv)
     } cases[] = {
         {"table", case_table},
         {"tap", case_tap},
+        {"rebind", case_rebind},
+        {"send_first", case_send_first},
+        {"in_order", case_in_order},
         {"evict", case_evict},
         {"idle", case_idle},
         {"reload", case_reload},
