@@ -340,6 +340,60 @@ static void app_ctx_init(struct sg_app *app, struct sg_app *main)
                                .taps = &app->taps};
 }
 
+/* What stats, metrics and the HTTP API read of every loop (proxy/stats.h):
+ * read with the other loops paused or joined. */
+static void stats_view(struct sg_app *app, struct sg_stats_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->log = &app->log;
+    v->started_wall_ms = app->started_wall_ms;
+    v->nworkers = app->nworkers;
+    v->reload_ok = app->reload_ok;
+    v->reload_ok_ms = app->reload_ok_ms;
+    v->reloads_applied = app->reloads_applied;
+    v->reloads_refused = app->reloads_refused;
+    for (int k = 0; k < app->nworkers && k < SG_CONF_MAX_WORKERS; k++) {
+        const struct sg_app *w = k == 0 ? app : app->workers ? app->workers[k] : NULL;
+        struct sg_stats_loop *l = &v->loop[k];
+
+        if (!w)
+            continue;
+        l->present = true;
+        l->routes = w->routes;
+        l->retired = w->retired;
+        l->retired_log = w->retired_log;
+        l->nretired_log = w->nretired_log;
+        l->turns = w->turns;
+        l->turn_max_ns = w->turn_max_ns;
+        l->turns_over_1ms = w->turns_over_1ms;
+    }
+}
+
+/* The HTTP server's owner hooks. */
+static void http_view(void *data, struct sg_stats_view *out)
+{
+    stats_view(data, out);
+}
+
+static bool http_pause(void *data)
+{
+    return sg_app_workers_pause(data);
+}
+
+static void http_resume(void *data)
+{
+    sg_app_workers_resume(data);
+}
+
+/* The --stats file at exit (the other loops joined). */
+static int write_stats(struct sg_app *app, const char *path)
+{
+    struct sg_stats_view v;
+
+    stats_view(app, &v);
+    return sg_stats_write(&v, path);
+}
+
 /* The live stream (proxy/http.c) sees this loop's frames while app->http is set. */
 static void http_tap_add(struct sg_app *app)
 {
@@ -1061,9 +1115,17 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     run.app.next_session_id = (uint64_t)1 - (uint64_t)run.app.nworkers;
     app_ctx_init(&run.app, &run.app);
     /* The http server first: the worker loops' sessions stream into it. */
-    if (status == 0 && run.app.conf->http &&
-        sg_http_start(&run.app, run.app.conf->http, run.app.conf->http_token, &run.app.http) < 0)
-        status = 1;
+    if (status == 0 && run.app.conf->http) {
+        const struct sg_http_owner owner = {.ctx = &run.app.ctx,
+                                            .idle_timeout_ms = run.app.conf->http_idle_timeout_ms,
+                                            .data = &run.app,
+                                            .view = http_view,
+                                            .pause = http_pause,
+                                            .resume = http_resume};
+
+        if (sg_http_start(&owner, run.app.conf->http, run.app.conf->http_token, &run.app.http) < 0)
+            status = 1;
+    }
     if (run.app.http)
         http_tap_add(&run.app);
     http = run.app.nworkers > 1 ? run.app.http : NULL; /* else it frees itself (http.c) */
@@ -1100,7 +1162,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
     stop_signals_off();
     uv_walk(&run.app.loop, close_walk, NULL);
     uv_run(&run.app.loop, UV_RUN_DEFAULT);
-    if (run.app.stats_path && sg_stats_write(&run.app, run.app.stats_path) < 0)
+    if (run.app.stats_path && write_stats(&run.app, run.app.stats_path) < 0)
         status = 1;
     if (uv_loop_close(&run.app.loop) != 0) {
         sg_log(&run.app.log, SG_LOG_ERROR, NULL, 0, "internal error: handles left open at exit");

@@ -11,6 +11,7 @@
 #include "proxy/log.h"
 #include "proxy/notify.h"
 #include "proxy/route.h"
+#include "proxy/stats.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -19,7 +20,7 @@
 #include <uv.h>
 
 /* How many retired routes --stats lists (the older ones are only counted). */
-#define SG_APP_RETIRED_KEEP 64
+#define SG_APP_RETIRED_KEEP SG_STATS_RETIRED_KEEP
 
 struct sg_app {
     uv_loop_t loop;

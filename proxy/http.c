@@ -18,7 +18,7 @@
  * and the stream counters), and wake worker 0 (`wake`) to resume the
  * connections: libmicrohttpd is only ever called from worker 0.  The
  * documents (/metrics, /api/...) are written while the other loops are
- * paused (sg_app_workers_pause), from every loop's routes.  With worker
+ * paused (the owner's pause hook), from the view the owner gives (stats.h).  With worker
  * loops the server is freed by sg_http_free, once the threads are joined.
  */
 #include "proxy/http.h"
@@ -26,8 +26,8 @@
 #include "filters/inspect.h"
 #include "filters/text.h"
 #include "proxy/addr.h"
-#include "proxy/app.h"
 #include "proxy/metrics.h"
+#include "proxy/route.h"
 #include "proxy/stats.h"
 #include "proxy/web_assets.h"
 
@@ -76,7 +76,7 @@ struct conn {
 };
 
 struct sg_http {
-    struct sg_app *app;
+    struct sg_http_owner owner;
     struct MHD_Daemon *d;
     uv_poll_t poll;
     uv_poll_t listen_poll; /* the listening socket, while the connections are all taken */
@@ -229,7 +229,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             return;
         }
         k->fd = ci->connect_fd;
-        k->idle_since = uv_now(&h->app->loop);
+        k->idle_since = uv_now(h->owner.ctx->loop);
         k->next = h->conns;
         if (h->conns)
             h->conns->prev = k;
@@ -268,7 +268,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
 
     if (k) {
         k->busy = false;
-        k->idle_since = uv_now(&h->app->loop);
+        k->idle_since = uv_now(h->owner.ctx->loop);
     }
 }
 
@@ -314,8 +314,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
     vsnprintf(line, sizeof(line), fmt, ap);
     line[strcspn(line, "\n")] = '\0';
-    if (sg_route__warn_count(&h->warn_mhd, uv_now(&h->app->loop)))
-        sg_log(&h->app->log, SG_LOG_DEBUG, NULL, 0, "http: %s", line);
+    if (sg_route__warn_count(&h->warn_mhd, uv_now(h->owner.ctx->loop)))
+        sg_log(h->owner.ctx->log, SG_LOG_DEBUG, NULL, 0, "http: %s", line);
 }
 
 /* ---- the stream ---- */
@@ -460,7 +460,7 @@ void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_fi
                  f->level);
     if (atomic_load_explicit(&h->nstreams_any, memory_order_relaxed) == 0)
         return;
-    mine = ses->route->ctx == &h->app->ctx; /* worker 0's session: MHD may be called */
+    mine = ses->route->ctx == h->owner.ctx; /* worker 0's session: MHD may be called */
     uv_mutex_lock(&h->lock);
     if (h->stopping) {
         uv_mutex_unlock(&h->lock);
@@ -553,21 +553,31 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, cons
 
 /* A document written by `fn` into memory. */
 static enum MHD_Result send_doc(struct MHD_Connection *c, const char *type,
-                                void (*fn)(FILE *f, struct sg_http *h, struct MHD_Connection *c),
+                                void (*fn)(FILE *f, struct sg_http *h,
+                                           const struct sg_stats_view *v,
+                                           struct MHD_Connection *c),
                                 struct sg_http *h)
 {
+    struct sg_stats_view *v = malloc(sizeof(*v));
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
     bool paused;
 
-    if (!m)
+    if (!m || !v) {
+        if (m)
+            fclose(m);
+        free(buf);
+        free(v);
         return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    }
     /* Every loop's routes and sessions, read while the other loops wait. */
-    paused = sg_app_workers_pause(h->app);
-    fn(m, h, c);
+    paused = h->owner.pause(h->owner.data);
+    h->owner.view(h->owner.data, v);
+    fn(m, h, v, c);
     if (paused)
-        sg_app_workers_resume(h->app);
+        h->owner.resume(h->owner.data);
+    free(v);
     if (fclose(m) != 0 || !buf) {
         free(buf);
         return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
@@ -575,7 +585,8 @@ static enum MHD_Result send_doc(struct MHD_Connection *c, const char *type,
     return send_buf(c, MHD_HTTP_OK, type, buf, len, true);
 }
 
-static void doc_metrics(FILE *f, struct sg_http *h, struct MHD_Connection *c)
+static void doc_metrics(FILE *f, struct sg_http *h, const struct sg_stats_view *v,
+                        struct MHD_Connection *c)
 {
     struct sg_http_stats st;
 
@@ -583,24 +594,27 @@ static void doc_metrics(FILE *f, struct sg_http *h, struct MHD_Connection *c)
     h->st.stream_clients = (uint64_t)h->nstreams;
     st = h->st;
     uv_mutex_unlock(&h->lock);
-    sg_metrics_write(f, h->app, &st);
+    sg_metrics_write(f, v, &st);
 }
 
-static void doc_routes(FILE *f, struct sg_http *h, struct MHD_Connection *c)
+static void doc_routes(FILE *f, struct sg_http *h, const struct sg_stats_view *v,
+                       struct MHD_Connection *c)
 {
-    sg_stats_json(f, h->app, false);
+    sg_stats_json(f, v, false);
 }
 
-static void doc_sessions(FILE *f, struct sg_http *h, struct MHD_Connection *c)
+static void doc_sessions(FILE *f, struct sg_http *h, const struct sg_stats_view *v,
+                         struct MHD_Connection *c)
 {
     const char *all = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "ended");
 
-    sg_stats_json_sessions(f, h->app, all && strcmp(all, "1") == 0);
+    sg_stats_json_sessions(f, v, all && strcmp(all, "1") == 0);
 }
 
-static void doc_recordings(FILE *f, struct sg_http *h, struct MHD_Connection *c)
+static void doc_recordings(FILE *f, struct sg_http *h, const struct sg_stats_view *v,
+                           struct MHD_Connection *c)
 {
-    sg_metrics_recordings_json(f, h->app);
+    sg_metrics_recordings_json(f, v);
 }
 
 /* GET /api/stream?route=NAME&session=ID&kinds=chat,print */
@@ -850,22 +864,23 @@ static bool is_loopback(const struct sockaddr_storage *ss)
     return false;
 }
 
-int sg_http_start(struct sg_app *app, const char *addr, const char *token, struct sg_http **out)
+int sg_http_start(const struct sg_http_owner *owner, const char *addr, const char *token,
+                  struct sg_http **out)
 {
+    const struct sg_ctx *ctx = owner->ctx;
     struct sockaddr_storage ss;
     const union MHD_DaemonInfo *info;
     struct sg_http *h;
     char why[256];
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    unsigned idle_s = app->conf && app->conf->http_idle_timeout_ms > 0
-                          ? (unsigned)(app->conf->http_idle_timeout_ms / 1000)
-                          : SG_HTTP_IDLE_TIMEOUT_S;
+    unsigned idle_s = owner->idle_timeout_ms > 0 ? (unsigned)(owner->idle_timeout_ms / 1000)
+                                                 : SG_HTTP_IDLE_TIMEOUT_S;
     int err;
 
     *out = NULL;
-    err = sg_addr_resolve(&app->loop, addr, true, &ss, why, sizeof(why));
+    err = sg_addr_resolve(ctx->loop, addr, true, &ss, why, sizeof(why));
     if (err < 0) {
-        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "http %s: %s", addr, why);
+        sg_log(ctx->log, SG_LOG_ERROR, NULL, 0, "http %s: %s", addr, why);
         return err;
     }
     h = calloc(1, sizeof(*h));
@@ -875,8 +890,8 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
         free(h);
         return -ENOMEM;
     }
-    h->app = app;
-    h->keep = app->nworkers > 1;
+    h->owner = *owner;
+    h->keep = ctx->nworkers > 1;
     if (token) {
         h->has_token = true;
         crypto_generichash(h->token_hash, sizeof(h->token_hash), (const unsigned char *)token,
@@ -894,18 +909,18 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
     if (!h->d) {
         err = errno ? -errno : -EADDRINUSE;
-        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "http %s: cannot listen: %s", addr,
+        sg_log(ctx->log, SG_LOG_ERROR, NULL, 0, "http %s: cannot listen: %s", addr,
                strerror(-err));
         uv_mutex_destroy(&h->lock);
         free(h);
         return err;
     }
     info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
-    if (!info || uv_poll_init(&app->loop, &h->poll, info->epoll_fd) < 0) {
+    if (!info || uv_poll_init(ctx->loop, &h->poll, info->epoll_fd) < 0) {
         MHD_stop_daemon(h->d);
         uv_mutex_destroy(&h->lock);
         free(h);
-        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "http %s: cannot watch its descriptor", addr);
+        sg_log(ctx->log, SG_LOG_ERROR, NULL, 0, "http %s: cannot watch its descriptor", addr);
         return -EIO;
     }
     h->poll.data = h;
@@ -913,19 +928,19 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
     /* Without it (it cannot fail on a listening socket) idle clients are not evicted. */
     info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_LISTEN_FD);
     h->listen_fd = info ? info->listen_fd : -1;
-    if (h->listen_fd >= 0 && uv_poll_init_socket(&app->loop, &h->listen_poll, h->listen_fd) < 0)
+    if (h->listen_fd >= 0 && uv_poll_init_socket(ctx->loop, &h->listen_poll, h->listen_fd) < 0)
         h->listen_fd = -1;
     if (h->listen_fd >= 0) {
         h->listen_poll.data = h;
         h->open_handles++;
     }
-    uv_timer_init(&app->loop, &h->timer);
+    uv_timer_init(ctx->loop, &h->timer);
     h->timer.data = h;
     h->open_handles++;
-    uv_timer_init(&app->loop, &h->tick);
+    uv_timer_init(ctx->loop, &h->tick);
     h->tick.data = h;
     h->open_handles++;
-    uv_async_init(&app->loop, &h->wake, on_wake);
+    uv_async_init(ctx->loop, &h->wake, on_wake);
     h->wake.data = h;
     h->open_handles++;
     uv_poll_start(&h->poll, UV_READABLE, on_mhd_readable);
@@ -933,11 +948,11 @@ int sg_http_start(struct sg_app *app, const char *addr, const char *token, struc
     uv_timer_start(&h->tick, on_tick, TICK_MS, TICK_MS);
     run_mhd(h);
     if (!is_loopback(&ss) && !token)
-        sg_log(&app->log, SG_LOG_WARN, NULL, 0,
+        sg_log(ctx->log, SG_LOG_WARN, NULL, 0,
                "http %s is not a loopback address and no http_token is set: anyone who can "
                "reach it sees every session and message",
                addr);
-    sg_log(&app->log, SG_LOG_INFO, NULL, 0, "http: serving on http://%s/%s", addr,
+    sg_log(ctx->log, SG_LOG_INFO, NULL, 0, "http: serving on http://%s/%s", addr,
            token ? " (token required)" : "");
     *out = h;
     return 0;

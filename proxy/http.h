@@ -14,9 +14,24 @@
 #include "filters/filter.h"
 #include "proxy/ctx.h"
 
-struct sg_app;
 struct sg_session;
 struct sg_http;
+struct sg_stats_view;
+
+/*
+ * The server's owner (the app), given at start: worker 0's loop context,
+ * the `http_idle_timeout`, and hooks.  `view` fills the view of every loop that stats and metrics
+ * read; `pause` stops the other loops so that they may be read (false when
+ * they cannot be: read only worker 0's) and `resume` lets them go on.
+ */
+struct sg_http_owner {
+    const struct sg_ctx *ctx;
+    int64_t idle_timeout_ms; /* idle connections closed after this (<= 0: the default) */
+    void *data;
+    void (*view)(void *data, struct sg_stats_view *out);
+    bool (*pause)(void *data);
+    void (*resume)(void *data);
+};
 
 /* Limits (README, "Watching slipgate"). */
 #define SG_HTTP_MAX_CONNECTIONS 32           /* at once; then the idlest makes room */
@@ -26,11 +41,12 @@ struct sg_http;
 #define SG_HTTP_STREAM_BUF      (256 * 1024) /* events waiting per stream client */
 
 /*
- * Start serving on `addr` ("host:port") from app's loop; `token` (may be
- * NULL) is then required of every request.  Returns 0 and the server in
+ * Start serving on `addr` ("host:port") from the owner's loop; `token` (may
+ * be NULL) is then required of every request.  Returns 0 and the server in
  * `*out`, or a negative error after logging why.
  */
-int sg_http_start(struct sg_app *app, const char *addr, const char *token, struct sg_http **out);
+int sg_http_start(const struct sg_http_owner *owner, const char *addr, const char *token,
+                  struct sg_http **out);
 
 /* Close every connection and the server's handles; the server frees itself
  * once their close callbacks ran.  Accepts NULL. */

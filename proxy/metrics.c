@@ -8,7 +8,7 @@
 #include "proxy/metrics.h"
 
 #include "protocols/json.h"
-#include "proxy/app.h"
+#include "proxy/route.h"
 #include "proxy/stats.h"
 #include "sg_version.h"
 
@@ -152,10 +152,10 @@ struct route_agg {
     struct sg_filter_counters *filters;
 };
 
-static void route_agg(struct sg_app *app, struct sg_route *r, struct route_agg *out)
+static void route_agg(const struct sg_stats_view *v, struct sg_route *r, struct route_agg *out)
 {
     const struct sg_route *g[SG_CONF_MAX_WORKERS];
-    int n = sg_stats_route_group(app, r, g);
+    int n = sg_stats_route_group(v, r, g);
     struct route_sums one;
 
     memset(out, 0, sizeof(*out));
@@ -189,14 +189,14 @@ static void route_agg(struct sg_app *app, struct sg_route *r, struct route_agg *
     }
 }
 
-void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *st)
+void sg_metrics_write(FILE *f, const struct sg_stats_view *v, const struct sg_http_stats *st)
 {
     struct route_agg *agg;
     struct route_sums *sums;
     int nroutes = 0, i;
     const struct sg_route *r;
 
-    for (r = app->routes; r; r = r->next)
+    for (r = v->loop[0].routes; r; r = r->next)
         nroutes++;
     agg = calloc(nroutes ? (size_t)nroutes : 1, sizeof(*agg));
     sums = calloc(nroutes ? (size_t)nroutes : 1, sizeof(*sums));
@@ -206,8 +206,8 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
         return;
     }
     i = 0;
-    for (struct sg_route *rw = app->routes; rw; rw = rw->next, i++) {
-        route_agg(app, rw, &agg[i]);
+    for (struct sg_route *rw = v->loop[0].routes; rw; rw = rw->next, i++) {
+        route_agg(v, rw, &agg[i]);
         sums[i] = agg[i].sums;
     }
 
@@ -215,58 +215,58 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
     family(f, "slipgate_build_info", "gauge", "slipgate's version (always 1)");
     fprintf(f, "slipgate_build_info{version=\"%s\"} 1\n", SG_VERSION);
     family(f, "slipgate_start_time_seconds", "gauge", "when slipgate started, since the epoch");
-    fprintf(f, "slipgate_start_time_seconds %.3f\n", (double)app->started_wall_ms / 1000.0);
+    fprintf(f, "slipgate_start_time_seconds %.3f\n", (double)v->started_wall_ms / 1000.0);
     family(f, "slipgate_process_resident_memory_bytes", "gauge", "resident memory of the process");
     fprintf(f, "slipgate_process_resident_memory_bytes %llu\n", (unsigned long long)rss_bytes());
     family(f, "slipgate_config_last_reload_successful", "gauge",
            "whether the last reload (SIGHUP) was applied: 1, or 0 when the file was refused "
            "and the old configuration stayed (1 before any reload)");
-    fprintf(f, "slipgate_config_last_reload_successful %d\n", app->reload_ok ? 1 : 0);
+    fprintf(f, "slipgate_config_last_reload_successful %d\n", v->reload_ok ? 1 : 0);
     family(f, "slipgate_config_last_reload_success_timestamp_seconds", "gauge",
            "when the configuration in force was loaded (the start, or the last reload applied), "
            "since the epoch");
     fprintf(f, "slipgate_config_last_reload_success_timestamp_seconds %.3f\n",
-            (double)app->reload_ok_ms / 1000.0);
+            (double)v->reload_ok_ms / 1000.0);
     family(f, "slipgate_config_reloads_total", "counter", "reloads (SIGHUP), by result");
     fprintf(f, "slipgate_config_reloads_total{result=\"applied\"} %llu\n",
-            (unsigned long long)app->reloads_applied);
+            (unsigned long long)v->reloads_applied);
     fprintf(f, "slipgate_config_reloads_total{result=\"refused\"} %llu\n",
-            (unsigned long long)app->reloads_refused);
+            (unsigned long long)v->reloads_refused);
     family(f, "slipgate_loop_lag_seconds", "gauge",
            "how late the event loop ran a timer at the last 0.5 s tick");
     fprintf(f, "slipgate_loop_lag_seconds %.6f\n", st->loop_lag_s);
 
     /* Datagrams and bytes relayed, drops. */
     family(f, "slipgate_datagrams_total", "counter", "datagrams forwarded, by direction");
-    for (r = app->routes, i = 0; r; r = r->next, i++) {
+    for (r = v->loop[0].routes, i = 0; r; r = r->next, i++) {
         sample_route(f, "slipgate_datagrams_total", r, "direction", "c2s", agg[i].c.c2s_packets);
         sample_route(f, "slipgate_datagrams_total", r, "direction", "s2c", agg[i].c.s2c_packets);
     }
     family(f, "slipgate_bytes_total", "counter", "UDP payload bytes forwarded, by direction");
-    for (r = app->routes, i = 0; r; r = r->next, i++) {
+    for (r = v->loop[0].routes, i = 0; r; r = r->next, i++) {
         sample_route(f, "slipgate_bytes_total", r, "direction", "c2s", agg[i].c.c2s_bytes);
         sample_route(f, "slipgate_bytes_total", r, "direction", "s2c", agg[i].c.s2c_bytes);
     }
     family(f, "slipgate_drops_total", "counter", "datagrams not forwarded, by reason");
-    for (r = app->routes, i = 0; r; r = r->next, i++)
+    for (r = v->loop[0].routes, i = 0; r; r = r->next, i++)
         for (int d = 0; d < SG_DROP__COUNT; d++)
             sample_route(f, "slipgate_drops_total", r, "reason", sg_drop_names[d],
                          agg[i].c.drops[d]);
     family(f, "slipgate_listener_kernel_drops_total", "counter",
            "datagrams the kernel dropped at the listening socket (full receive buffer)");
-    for (r = app->routes, i = 0; r; r = r->next, i++)
+    for (r = v->loop[0].routes, i = 0; r; r = r->next, i++)
         sample_route(f, "slipgate_listener_kernel_drops_total", r, NULL, NULL, agg[i].kernel_drops);
 
     /* Sessions. */
     family(f, "slipgate_sessions_active", "gauge", "sessions (clients) now");
-    for (r = app->routes, i = 0; r; r = r->next, i++)
+    for (r = v->loop[0].routes, i = 0; r; r = r->next, i++)
         sample_route(f, "slipgate_sessions_active", r, NULL, NULL, agg[i].nsessions);
     family(f, "slipgate_sessions_total", "counter", "sessions started");
-    for (r = app->routes, i = 0; r; r = r->next, i++)
+    for (r = v->loop[0].routes, i = 0; r; r = r->next, i++)
         sample_route(f, "slipgate_sessions_total", r, NULL, NULL, agg[i].total);
     family(f, "slipgate_sessions_evicted_total", "counter",
            "sessions ended to make room when the table was full");
-    for (r = app->routes, i = 0; r; r = r->next, i++)
+    for (r = v->loop[0].routes, i = 0; r; r = r->next, i++)
         sample_route(f, "slipgate_sessions_evicted_total", r, NULL, NULL, agg[i].evicted);
 
     /* Decoding, by codec. */
@@ -296,11 +296,11 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
         for (size_t k = 0; k < sizeof(dec) / sizeof(dec[0]); k++) {
             family(f, dec[k].name, "counter", dec[k].help);
             i = 0;
-            for (r = app->routes; r; r = r->next, i++)
+            for (r = v->loop[0].routes; r; r = r->next, i++)
                 for (int c = 0; c < sums[i].ncodecs; c++) {
-                    uint64_t v;
-                    memcpy(&v, (const char *)&sums[i].codecs[c].c + dec[k].off, sizeof(v));
-                    sample_route(f, dec[k].name, r, "codec", sums[i].codecs[c].name, v);
+                    uint64_t n;
+                    memcpy(&n, (const char *)&sums[i].codecs[c].c + dec[k].off, sizeof(n));
+                    sample_route(f, dec[k].name, r, "codec", sums[i].codecs[c].name, n);
                 }
         }
     }
@@ -326,16 +326,16 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
         };
         for (size_t k = 0; k < sizeof(flt) / sizeof(flt[0]); k++) {
             family(f, flt[k].name, "counter", flt[k].help);
-            for (r = app->routes, i = 0; r; r = r->next, i++)
+            for (r = v->loop[0].routes, i = 0; r; r = r->next, i++)
                 for (int c = 0; r->chain && agg[i].filters && c < r->chain->n; c++) {
-                    uint64_t v;
-                    memcpy(&v, (const char *)&agg[i].filters[c] + flt[k].off, sizeof(v));
+                    uint64_t n;
+                    memcpy(&n, (const char *)&agg[i].filters[c] + flt[k].off, sizeof(n));
                     /* two filters may share a label: their position tells them apart */
                     fprintf(f, "%s{route=", flt[k].name);
                     label_value(f, r->conf.name);
                     fputs(",filter=", f);
                     label_value(f, r->chain->f[c].fc->label);
-                    fprintf(f, ",position=\"%d\"} %llu\n", c, (unsigned long long)v);
+                    fprintf(f, ",position=\"%d\"} %llu\n", c, (unsigned long long)n);
                 }
         }
     }
@@ -344,20 +344,20 @@ void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *s
     family(f, "slipgate_demos_written_total", "counter",
            "demo files written (that got at least one message)");
     i = 0;
-    for (r = app->routes; r; r = r->next, i++)
+    for (r = v->loop[0].routes; r; r = r->next, i++)
         sample_route(f, "slipgate_demos_written_total", r, NULL, NULL, sums[i].demos);
     family(f, "slipgate_demo_bytes_total", "counter",
            "bytes of the demo files finished (the ones being written count once they end)");
     i = 0;
-    for (r = app->routes; r; r = r->next, i++)
+    for (r = v->loop[0].routes; r; r = r->next, i++)
         sample_route(f, "slipgate_demo_bytes_total", r, NULL, NULL, sums[i].demo_bytes);
     family(f, "slipgate_recordings_active", "gauge", "demo files being written now");
     i = 0;
-    for (r = app->routes; r; r = r->next, i++)
+    for (r = v->loop[0].routes; r; r = r->next, i++)
         sample_route(f, "slipgate_recordings_active", r, NULL, NULL, sums[i].recording);
     family(f, "slipgate_recording_bytes", "gauge", "bytes in the demo files being written now");
     i = 0;
-    for (r = app->routes; r; r = r->next, i++)
+    for (r = v->loop[0].routes; r; r = r->next, i++)
         sample_route(f, "slipgate_recording_bytes", r, NULL, NULL, sums[i].recording_bytes);
 
     /* The HTTP server's live stream. */
@@ -414,16 +414,16 @@ static void recordings_of(FILE *f, const struct sg_route *routes, uint64_t now, 
     *pfirst = first;
 }
 
-void sg_metrics_recordings_json(FILE *f, struct sg_app *app)
+void sg_metrics_recordings_json(FILE *f, const struct sg_stats_view *v)
 {
     uint64_t now = sg_now_wall_ms();
     bool first = true;
 
     fputs("{\"recordings\": [", f);
-    recordings_of(f, app->routes, now, &first);
+    recordings_of(f, v->loop[0].routes, now, &first);
     /* the other loops' too (read while they are paused) */
-    for (int w = 1; app->workers && w < app->nworkers; w++)
-        if (app->workers[w])
-            recordings_of(f, app->workers[w]->routes, now, &first);
+    for (int w = 1; w < v->nworkers; w++)
+        if (v->loop[w].present)
+            recordings_of(f, v->loop[w].routes, now, &first);
     fputs(first ? "]}\n" : "\n]}\n", f);
 }

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct sg_app;
+struct sg_stats_view;
 
 /* What the HTTP server itself counts. */
 struct sg_http_stats {
@@ -20,9 +20,9 @@ struct sg_http_stats {
 };
 
 /* Every metric of every serving route, in text format 0.0.4, to `f`. */
-void sg_metrics_write(FILE *f, struct sg_app *app, const struct sg_http_stats *st);
+void sg_metrics_write(FILE *f, const struct sg_stats_view *v, const struct sg_http_stats *st);
 
 /* {"recordings": [...]}: the demo files being written now. */
-void sg_metrics_recordings_json(FILE *f, struct sg_app *app);
+void sg_metrics_recordings_json(FILE *f, const struct sg_stats_view *v);
 
 #endif

@@ -6,7 +6,7 @@
 #include "proxy/stats.h"
 #include "proxy/addr.h"
 #include "protocols/json.h"
-#include "proxy/app.h"
+#include "proxy/route.h"
 #include "sg_version.h"
 
 #include <errno.h>
@@ -210,16 +210,16 @@ static void json_route(FILE *f, const struct sg_route *const *g, int n, bool ret
     fputs("}", f);
 }
 
-int sg_stats_route_group(const struct sg_app *app, const struct sg_route *r,
+int sg_stats_route_group(const struct sg_stats_view *v, const struct sg_route *r,
                          const struct sg_route **g)
 {
     int n = 0;
 
     g[n++] = r;
-    for (int i = 1; app->workers && i < app->nworkers; i++) {
-        if (!app->workers[i])
+    for (int i = 1; i < v->nworkers; i++) {
+        if (!v->loop[i].present)
             continue;
-        for (const struct sg_route *o = app->workers[i]->routes; o; o = o->next)
+        for (const struct sg_route *o = v->loop[i].routes; o; o = o->next)
             if (strcmp(o->conf.name, r->conf.name) == 0 && n < SG_CONF_MAX_WORKERS)
                 g[n++] = o;
     }
@@ -287,15 +287,15 @@ int sg_stats_check_path(const char *path, char *why, size_t whycap)
  * same reloads in the same order, so their rings line up; a loop whose
  * count differs (a route failed on one loop only) is left out.
  */
-static void retired_merge(const struct sg_app *app, uint64_t i, struct sg_route_summary *sum)
+static void retired_merge(const struct sg_stats_view *v, uint64_t i, struct sg_route_summary *sum)
 {
-    for (int k = 1; app->workers && k < app->nworkers; k++) {
-        const struct sg_app *w = app->workers[k];
+    for (int k = 1; k < v->nworkers; k++) {
+        const struct sg_stats_loop *w = &v->loop[k];
         const struct sg_route_summary *o;
 
-        if (!w || !w->retired_log || w->nretired_log != app->nretired_log)
+        if (!w->present || !w->retired_log || w->nretired_log != v->loop[0].nretired_log)
             continue;
-        o = &w->retired_log[i % SG_APP_RETIRED_KEEP];
+        o = &w->retired_log[i % SG_STATS_RETIRED_KEEP];
         if (strcmp(o->name, sum->name) != 0)
             continue;
         sum->sessions_total += o->sessions_total;
@@ -310,26 +310,27 @@ static void retired_merge(const struct sg_app *app, uint64_t i, struct sg_route_
     }
 }
 
-void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
+void sg_stats_json(FILE *f, const struct sg_stats_view *v, bool sessions)
 {
+    const struct sg_stats_loop *app = &v->loop[0];
     bool first = true;
     uint64_t kept;
 
     kept = app->retired_log ? app->nretired_log : 0;
-    if (kept > SG_APP_RETIRED_KEEP)
-        kept = SG_APP_RETIRED_KEEP;
+    if (kept > SG_STATS_RETIRED_KEEP)
+        kept = SG_STATS_RETIRED_KEEP;
     fprintf(f,
             "{\"version\": \"%s\", \"started_ms\": %llu, \"uptime_ms\": %llu, "
             "\"retired_routes_omitted\": %llu,\n",
-            SG_VERSION, (unsigned long long)app->started_wall_ms,
-            (unsigned long long)(sg_now_wall_ms() - app->started_wall_ms),
+            SG_VERSION, (unsigned long long)v->started_wall_ms,
+            (unsigned long long)(sg_now_wall_ms() - v->started_wall_ms),
             (unsigned long long)(app->nretired_log - kept));
     {
         /* Every worker loop's turns together (the longest of them). */
         uint64_t turns = app->turns, max_ns = app->turn_max_ns, over = app->turns_over_1ms;
-        for (int k = 1; app->workers && k < app->nworkers; k++) {
-            const struct sg_app *w = app->workers[k];
-            if (!w)
+        for (int k = 1; k < v->nworkers; k++) {
+            const struct sg_stats_loop *w = &v->loop[k];
+            if (!w->present)
                 continue;
             turns += w->turns;
             over += w->turns_over_1ms;
@@ -343,16 +344,16 @@ void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
     fputs("  \"routes\": [\n", f);
     for (struct sg_route *r = app->routes; r; r = r->next, first = false) {
         const struct sg_route *g[SG_CONF_MAX_WORKERS];
-        int n = sg_stats_route_group(app, r, g);
+        int n = sg_stats_route_group(v, r, g);
         sg_route_poll_kernel_drops(r);
         fputs(first ? "" : ",\n", f);
         json_route(f, g, n, false, sessions);
     }
     /* Retired routes: the freed ones, oldest first, then those still closing. */
     for (uint64_t i = app->nretired_log - kept; i < app->nretired_log; i++, first = false) {
-        struct sg_route_summary sum = app->retired_log[i % SG_APP_RETIRED_KEEP];
+        struct sg_route_summary sum = app->retired_log[i % SG_STATS_RETIRED_KEEP];
         fputs(first ? "" : ",\n", f);
-        retired_merge(app, i, &sum);
+        retired_merge(v, i, &sum);
         json_route_summary(f, &sum, sessions);
     }
     for (const struct sg_route *r = app->retired; r; r = r->next, first = false) {
@@ -362,14 +363,14 @@ void sg_stats_json(FILE *f, struct sg_app *app, bool sessions)
     fputs("\n  ]\n}\n", f);
 }
 
-void sg_stats_json_sessions(FILE *f, struct sg_app *app, bool ended)
+void sg_stats_json_sessions(FILE *f, const struct sg_stats_view *v, bool ended)
 {
     bool first = true;
 
     fputs("{\"sessions\": [", f);
-    for (const struct sg_route *r0 = app->routes; r0; r0 = r0->next) {
+    for (const struct sg_route *r0 = v->loop[0].routes; r0; r0 = r0->next) {
         const struct sg_route *g[SG_CONF_MAX_WORKERS];
-        int n = sg_stats_route_group(app, r0, g); /* every loop's (workers paused) */
+        int n = sg_stats_route_group(v, r0, g); /* every loop's (workers paused) */
 
         for (int k = 0; k < n; k++) {
             const struct sg_route *r = g[k];
@@ -386,7 +387,7 @@ void sg_stats_json_sessions(FILE *f, struct sg_app *app, bool ended)
     fputs(first ? "]}\n" : "\n  ]}\n", f);
 }
 
-int sg_stats_write(struct sg_app *app, const char *path)
+int sg_stats_write(const struct sg_stats_view *v, const char *path)
 {
     char tmp[4096];
     FILE *f;
@@ -394,17 +395,17 @@ int sg_stats_write(struct sg_app *app, const char *path)
 
     /* Write beside the target, then rename over it. */
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
-        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "stats: path too long: %s", path);
+        sg_log(v->log, SG_LOG_ERROR, NULL, 0, "stats: path too long: %s", path);
         return -ENAMETOOLONG;
     }
     f = fopen(tmp, "w");
     if (!f) {
         err = -errno;
-        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "stats: cannot write %s: %s", tmp,
+        sg_log(v->log, SG_LOG_ERROR, NULL, 0, "stats: cannot write %s: %s", tmp,
                strerror(errno));
         return err;
     }
-    sg_stats_json(f, app, true);
+    sg_stats_json(f, v, true);
 
     /* A full disk shows up at flush or close: report it and keep the old file. */
     if (ferror(f) || fflush(f) != 0)
@@ -414,11 +415,11 @@ int sg_stats_write(struct sg_app *app, const char *path)
     if (err == 0 && rename(tmp, path) != 0)
         err = -errno;
     if (err < 0) {
-        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "stats: cannot write %s: %s", path,
+        sg_log(v->log, SG_LOG_ERROR, NULL, 0, "stats: cannot write %s: %s", path,
                strerror(-err));
         remove(tmp);
         return err;
     }
-    sg_log(&app->log, SG_LOG_INFO, NULL, 0, "stats written to %s", path);
+    sg_log(v->log, SG_LOG_INFO, NULL, 0, "stats written to %s", path);
     return 0;
 }

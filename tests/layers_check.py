@@ -32,9 +32,6 @@ LAYERS = [
 KNOWN = {
     ("session", "route"): "session.c still reaches into its route (table, outbox, delay line, "
                           "counters, warnings): admission and the table to split out of route.c",
-    ("stats", "app"): "stats.c walks app->routes and the worker apps: a read-only view to pass",
-    ("metrics", "app"): "metrics.c walks app->routes and the worker apps: a read-only view to pass",
-    ("http", "app"): "http.c pauses the workers and reads the app: callbacks given at start",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"proxy/([A-Za-z0-9_/]+)\.h"', re.M)
