@@ -31,8 +31,9 @@ LAYERS = [
 # (from module, to module): what is left before the edge can go.
 KNOWN = {
     ("session", "route"): "session.c still reaches into its route (table, outbox, delay line, "
-                          "counters, warnings, sg_route_clients_before for arrival order): "
-                          "admission and the table to split out of route.c",
+                          "counters, warnings; sg_route_clients_before for the arrival order "
+                          "of a decoding session's two sockets, sg_route__make_room for the "
+                          "EMFILE eviction): admission and the table to split out of route.c",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"proxy/([A-Za-z0-9_/]+)\.h"', re.M)
