@@ -778,6 +778,11 @@ int sg_q3_netchan_encode(struct sg_q3_netchan *nc, enum sg_q3_dir dir, int32_t s
         return SG_E_UNSUPPORTED; /* a protocol not decoded is never rebuilt */
     if (nc->wire == SG_Q3_WIRE_UNKNOWN || !nc->have_challenge)
         return SG_E_STATE; /* both the XOR and the checksum need the challenge */
+    /* A fragment's header is the sequence with the top bit set: for sequence
+     * 0x7fffffff that is 0xffffffff, which reads as an out-of-band packet.
+     * The message stays as it came (the caller relays the original). */
+    if (len >= SG_Q3_FRAGMENT_SIZE && (uint32_t)sequence == 0x7fffffffu)
+        return SG_E_UNSUPPORTED;
     memcpy(buf, msg, len);
 
     /* XOR with the receiver's view; the receiver now knows this message's commands. */
