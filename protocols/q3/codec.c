@@ -910,11 +910,9 @@ static int q3_encode(void *state, const struct sg_frame *f, sg_emit_fn emit, voi
 
 static const char *q3_demo_ext(void *state)
 {
-    static const char *const exts[] = {"dm_66", "dm_67", "dm_68", "dm_69", "dm_70", "dm_71"};
     struct q3c *c = state;
-    int p = c->nc.protocol;
 
-    return p >= 66 && p <= 71 ? exts[p - 66] : "dm_68";
+    return sg_q3_variant_demo_ext(c->nc.protocol); /* the variant's; 68's by default */
 }
 
 static int q3_record(void *state, const struct sg_frame *f, FILE *out)

@@ -77,28 +77,25 @@
 
 const char *sg_q3_wire_name(enum sg_q3_wire wire)
 {
-    switch (wire) {
-    case SG_Q3_WIRE_68:
-        return "protocol 68";
-    case SG_Q3_WIRE_IOQ3_71:
-        return "ioquake3 71";
-    case SG_Q3_WIRE_OA_71:
-        return "OpenArena 71";
-    case SG_Q3_WIRE_HEADERS:
-        return "headers only";
-    default:
-        return "unknown";
-    }
+    const struct sg_q3_variant *v = sg_q3_variant_of(wire);
+
+    if (v)
+        return v->name;
+    return wire == SG_Q3_WIRE_HEADERS ? "headers only" : "unknown";
 }
 
 bool sg_q3_wire_xor(enum sg_q3_wire wire)
 {
-    return wire == SG_Q3_WIRE_68 || wire == SG_Q3_WIRE_OA_71;
+    const struct sg_q3_variant *v = sg_q3_variant_of(wire);
+
+    return v && v->xor_payload;
 }
 
 bool sg_q3_wire_checksum(enum sg_q3_wire wire)
 {
-    return wire == SG_Q3_WIRE_IOQ3_71;
+    const struct sg_q3_variant *v = sg_q3_variant_of(wire);
+
+    return v && v->checksum;
 }
 
 const char *sg_q3_rx_name(enum sg_q3_rx rx)
@@ -449,10 +446,9 @@ static void learn_oob(struct sg_q3_netchan *nc, enum sg_q3_dir dir, const struct
         if (o->has_protocol) {
             nc->protocol = o->protocol;
             nc->evidence |= SG_Q3_EVIDENCE_HANDSHAKE;
-            if (!SG_Q3_PROTOCOL_DECODED(o->protocol))
-                nc->wire = SG_Q3_WIRE_HEADERS; /* named, relayed, not misread as 68 */
-            else if (o->protocol != SG_Q3_PROTOCOL_71)
-                nc->wire = SG_Q3_WIRE_68;
+            /* HEADERS where no variant has the number (named, relayed, not
+             * misread as 68); UNKNOWN where two share it (the datagrams decide) */
+            nc->wire = sg_q3_variant_wire_for_protocol(o->protocol);
         }
         if (o->has_challenge) {
             nc->challenge = o->challenge;
@@ -492,10 +488,13 @@ static void detect_wire(struct sg_q3_netchan *nc, const uint8_t *data, size_t le
     k = sg_le32(data + off);
     if (nc->have_challenge) {
         if (k == sg_q3_netchan_checksum(nc->challenge, seq)) {
-            nc->wire = SG_Q3_WIRE_IOQ3_71;
+            nc->wire = sg_q3_variant_by_checksum(0, true);
             nc->evidence |= SG_Q3_EVIDENCE_CHECKSUM;
         } else {
-            nc->wire = nc->protocol == SG_Q3_PROTOCOL_71 ? SG_Q3_WIRE_OA_71 : SG_Q3_WIRE_68;
+            /* the checksum-less variant of the handshake's number, else the first */
+            nc->wire = sg_q3_variant_by_checksum(nc->protocol, false);
+            if (nc->wire == SG_Q3_WIRE_UNKNOWN)
+                nc->wire = sg_q3_variant_by_checksum(0, false);
             nc->evidence |= SG_Q3_EVIDENCE_NO_CHECKSUM;
         }
         return;
@@ -503,10 +502,10 @@ static void detect_wire(struct sg_q3_netchan *nc, const uint8_t *data, size_t le
     if (nc->have_candidate && k == sg_q3_netchan_checksum(nc->candidate, seq)) {
         nc->challenge = nc->candidate;
         nc->have_challenge = true;
-        nc->wire = SG_Q3_WIRE_IOQ3_71;
+        nc->wire = sg_q3_variant_by_checksum(0, true);
         nc->evidence |= SG_Q3_EVIDENCE_CHECKSUM | SG_Q3_EVIDENCE_RECOVERED;
         if (!nc->protocol)
-            nc->protocol = SG_Q3_PROTOCOL_71;
+            nc->protocol = sg_q3_variant_of(nc->wire)->protocol;
         return;
     }
     if (sg_q3_netchan_solve_challenge(seq, k, &c)) {

@@ -34,6 +34,7 @@
 #include "protocols/q3/msg.h"
 #include "protocols/q3/oob.h"
 #include "protocols/q3/proto.h"
+#include "protocols/q3/variant.h"
 
 #define SG_Q3_MAX_PACKETLEN 1400                        /* MAX_PACKETLEN */
 #define SG_Q3_FRAGMENT_SIZE (SG_Q3_MAX_PACKETLEN - 100) /* 1300 */
@@ -50,17 +51,12 @@ enum sg_q3_side {
     SG_Q3_SIDE_SERVER,
 };
 
-/* The three wire formats in use. */
-enum sg_q3_wire {
-    SG_Q3_WIRE_UNKNOWN,
-    SG_Q3_WIRE_68,      /* protocols 66-68: XOR, no checksum */
-    SG_Q3_WIRE_IOQ3_71, /* ioquake3 71: 32-bit checksum after the header, no XOR */
-    SG_Q3_WIRE_OA_71,   /* OpenArena 71: the 68 wire format numbered 71 */
-    SG_Q3_WIRE_HEADERS, /* a protocol slipgate does not decode: the header only */
-};
+/* enum sg_q3_wire and the variant descriptors: variant.h. */
 
-/* "protocol 68", "ioquake3 71", "OpenArena 71", "unknown"; static. */
+/* The variant's name ("protocol 68", "ioquake3 71", "OpenArena 71"),
+ * "headers only" or "unknown"; static. */
 const char *sg_q3_wire_name(enum sg_q3_wire wire);
+/* The variant's netchan quirks; false for UNKNOWN and HEADERS. */
 bool sg_q3_wire_xor(enum sg_q3_wire wire);
 bool sg_q3_wire_checksum(enum sg_q3_wire wire);
 

@@ -21,6 +21,7 @@
 #include "protocols/codec.h"
 #include "protocols/error.h"
 #include "protocols/q3/demo.h"
+#include "protocols/q3/variant.h"
 #include "protocols/q3/dump.h"
 #include "protocols/q3/state.h"
 #include "protocols/q3/svmsg.h"
@@ -250,10 +251,9 @@ static int q3_demo_cut(FILE *f, const char *path, FILE *outf, int32_t from, int3
     return !cs.started || cs.decode_errors ? 1 : 0;
 }
 
-static const char *const q3_demo_exts[] = {"dm_66", "dm_67", "dm_68", "dm_71", NULL};
 
 const struct sg_demo_impl sg_q3_demo_impl = {
-    .extensions = q3_demo_exts,
+    .extensions = sg_q3_variant_read_exts,
     .probe = q3_demo_probe,
     .info = q3_demo_info,
     .dump = q3_demo_dump,
