@@ -7,9 +7,12 @@
  * playerState_t field tables, the limits (entity number bits,
  * configstrings, reliable commands, snapshot backup), the netchan quirks
  * (the payload XOR of 1.32 / 68, the 32-bit checksum that ioquake3 71 puts
- * after the header) and the demo file extension.  The netchan, the message
- * parser and writer, the demo reader and writer take a descriptor; none
- * compares protocol numbers.
+ * after the header) and the demo file extension.  Today the netchan (wire
+ * choice, XOR, checksum) and the demo reader's extensions take their answers
+ * from a descriptor; the message parser and writer still use the fixed
+ * tables and limits of fields.h and proto.h, which every descriptor here
+ * shares (they point at those same tables).  Moving the parser and writer
+ * onto the descriptor is the step that lets a variant differ there.
  *
  * Three descriptors exist:
  *   - "protocol 68": Quake 3 1.29-1.32 (66, 67, 68; 69 and 70 are taken as
