@@ -481,6 +481,39 @@ static void case_idle(void)
     fx_finish(&f, p, 2);
 }
 
+/* A session the server never answered ends "handshake timeout" after
+ * handshake_timeout; an answered (established) one on the same route stays. */
+static void case_handshake(void)
+{
+    struct fx f;
+    struct peer p[3]; /* server, client a (answered), client b (not) */
+    uint64_t t0;
+
+    fx_init(&f);
+    peer_open(&f, &p[0], true);
+    peer_open(&f, &p[1], false);
+    peer_open(&f, &p[2], false);
+    fx_conf(&f, p[0].port);
+    f.rc.idle_timeout_ms = 60000;
+    f.rc.handshake_timeout_ms = 100;
+    fx_start(&f);
+
+    send_to(&p[1], f.route_port, "a");
+    RUN_UNTIL(&f, p[1].got == 1);
+    CHECK(f.r->sessions && f.r->sessions->stage == SG_STAGE_ESTABLISHED);
+    p[0].echo = false; /* b is never answered */
+    send_to(&p[2], f.route_port, "b");
+    RUN_UNTIL(&f, p[0].got == 2);
+    t0 = uv_now(&f.loop);
+    CHECK(f.r->nsessions == 2);
+    RUN_UNTIL(&f, f.r->nended == 1);
+    CHECK(uv_now(&f.loop) - t0 >= 90);
+    CHECK(strcmp(f.r->ended[0].end_reason, "handshake timeout") == 0);
+    CHECK(f.r->ended[0].id == 2);
+    CHECK(f.r->nsessions == 1 && f.r->sessions->stage == SG_STAGE_ESTABLISHED);
+    fx_finish(&f, p, 3);
+}
+
 /* A reload (sg_route_update) moves the route to a new server: the live
  * session keeps its own, a new one goes to the new server. */
 static void case_reload(void)
@@ -530,6 +563,7 @@ int main(int argc, char **argv)
         {"in_order", case_in_order},
         {"evict", case_evict},
         {"idle", case_idle},
+        {"handshake", case_handshake},
         {"reload", case_reload},
     };
 
