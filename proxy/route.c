@@ -1187,6 +1187,7 @@ int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_co
     load_locals(r);
     randombytes_buf(r->hash_key, sizeof(r->hash_key));
     r->nbuckets = 64;
+    r->dq_limit = SG_DEFER_MAX;
     r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
     r->rates = calloc(RATE_SLOTS, sizeof(*r->rates));
     r->hosts = calloc(HOST_BUCKETS, sizeof(*r->hosts));

@@ -212,6 +212,7 @@ struct sg_route {
     bool send_first;
     struct sg_deferred *dq_head, *dq_tail;
     size_t dq_n, dq_bytes;
+    size_t dq_limit;       /* its bound in datagrams: SG_DEFER_MAX (in-process tests lower it) */
     uint64_t dq_max;       /* the longest the queue has been */
     uint64_t dq_overflows; /* datagrams decoded at once because the queue was full */
 };

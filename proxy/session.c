@@ -672,7 +672,7 @@ static void defer(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
     struct sg_deferred *d;
 
     /* A full queue decodes its oldest now: memory stays bounded, this turn is longer. */
-    while (r->dq_head && (r->dq_n >= SG_DEFER_MAX || r->dq_bytes + len > SG_DEFER_BYTES)) {
+    while (r->dq_head && (r->dq_n >= r->dq_limit || r->dq_bytes + len > SG_DEFER_BYTES)) {
         deferred_one(r);
         r->dq_overflows++;
     }

@@ -415,6 +415,36 @@ static void case_in_order(void)
     send_first_or_in_order(SG_REENCODE_ALWAYS);
 }
 
+/* Send-first's waiting decodes are bounded: with the queue's bound lowered
+ * to 3, a burst of 20 datagrams read in one turn keeps at most 3 waiting
+ * (the oldest decoded at once when full), and every one is still relayed
+ * and decoded, in order. */
+static void case_deferred(void)
+{
+    struct fx f;
+    struct peer p[2];
+    const struct sg_codec_stats *st;
+
+    fx_init(&f);
+    peer_open(&f, &p[0], false);
+    peer_open(&f, &p[1], false);
+    fx_conf(&f, p[0].port);
+    f.rc.protocol = protocol_named("qw");
+    f.rc.reencode = SG_REENCODE_CHANGED;
+    fx_start(&f);
+    CHECK(f.r->send_first);
+    f.r->dq_limit = 3;
+
+    for (uint32_t seq = 1; seq <= 20; seq++) /* in the route's socket before it reads */
+        send_qw(&p[1], f.route_port, seq, 77);
+    RUN_UNTIL(&f, p[0].got == 20 && f.frames == 20);
+    CHECK(f.r->dq_n == 0 && f.r->dq_max <= 3);
+    CHECK(f.r->dq_overflows >= 1);
+    st = f.r->sessions->codec->stats(f.r->sessions->cstate);
+    CHECK(st->decoded == 20 && st->errors == 0);
+    fx_finish(&f, p, 2);
+}
+
 /* A full table (max_sessions 2) ends the oldest session the server never
  * answered for a newcomer; answered (established) ones are kept and the
  * newcomer is refused (admission and eviction). */
@@ -561,6 +591,7 @@ int main(int argc, char **argv)
         {"rebind", case_rebind},
         {"send_first", case_send_first},
         {"in_order", case_in_order},
+        {"deferred", case_deferred},
         {"evict", case_evict},
         {"idle", case_idle},
         {"handshake", case_handshake},
