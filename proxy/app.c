@@ -152,8 +152,23 @@ static void on_turn_prepare(uv_prepare_t *h)
     app->turn_last_idle_ns = idle;
 }
 
+/* /live's heartbeat: the loop turned at least this lately. */
+static void on_beat(uv_timer_t *t)
+{
+    struct sg_app *app = t->data;
+
+    atomic_store_explicit(&app->beat_ns, uv_hrtime(), memory_order_relaxed);
+}
+
 static void turns_start(struct sg_app *app)
 {
+    atomic_store_explicit(&app->beat_ns, uv_hrtime(), memory_order_relaxed);
+    if (uv_timer_init(&app->loop, &app->beat) == 0) {
+        app->beat.data = app;
+        app->beat_open = true;
+        uv_timer_start(&app->beat, on_beat, SG_APP_BEAT_MS, SG_APP_BEAT_MS);
+        uv_unref((uv_handle_t *)&app->beat);
+    }
     if (uv_prepare_init(&app->loop, &app->turn_prep) < 0)
         return;
     app->turn_prep.data = app;
@@ -248,12 +263,20 @@ static void fit_open_files(struct sg_app *app)
 
 /* ---- shutdown ---- */
 
+static void stop_phase_set(int phase);
+static long long sessions_now(const struct sg_app *app);
+
 static void stop(struct sg_app *app, const char *why)
 {
     if (app->stopping)
         return;
     app->stopping = true;
+    app->ready = false;
+    if (app->drain_timer_open)
+        uv_close((uv_handle_t *)&app->drain_timer, NULL);
+    app->drain_timer_open = false;
     if (app->worker == 0) {
+        stop_phase_set(2); /* a stop signal from now on ends the process at once */
         sg_log(&app->log, SG_LOG_INFO, NULL, 0, "%s: shutting down", why);
         sg_notify_send(&app->notify, "STOPPING=1\nSTATUS=%s: shutting down", why);
     }
@@ -334,6 +357,7 @@ static void app_ctx_init(struct sg_app *app, struct sg_app *main)
                                .nworkers = app->nworkers,
                                .next_session_id = &app->next_session_id,
                                .stopping = &app->stopping,
+                               .draining = &main->draining,
                                .routes = &app->routes,
                                .shares = &main->shares,
                                .own = &main->own,
@@ -383,6 +407,45 @@ static bool http_pause(void *data)
 static void http_resume(void *data)
 {
     sg_app_workers_resume(data);
+}
+
+/* /live: every loop's heartbeat is recent.  /ready: serving, every route
+ * bound, not draining. */
+static unsigned http_health(void *data, bool ready, char *buf, size_t len)
+{
+    struct sg_app *app = data;
+    uint64_t now = uv_hrtime();
+
+    if (!ready) {
+        for (int k = 0; k < app->nworkers; k++) {
+            const struct sg_app *w =
+                k == 0 ? app : app->workers && k <= app->nstarted ? app->workers[k] : NULL;
+            uint64_t beat = w ? atomic_load_explicit(&w->beat_ns, memory_order_relaxed) : now;
+
+            if (now > beat && now - beat > (uint64_t)SG_APP_LIVE_STALE_MS * 1000000u) {
+                snprintf(buf, len, "not live: worker loop %d has not turned for %llu ms", k,
+                         (unsigned long long)((now - beat) / 1000000u));
+                return 503;
+            }
+        }
+        snprintf(buf, len, "live");
+        return 200;
+    }
+    if (app->stopping) {
+        snprintf(buf, len, "not ready: stopping");
+        return 503;
+    }
+    if (atomic_load(&app->draining)) {
+        long long n = sessions_now(app);
+        snprintf(buf, len, "not ready: draining, %lld session%s left", n, n == 1 ? "" : "s");
+        return 503;
+    }
+    if (!app->ready) {
+        snprintf(buf, len, "not ready: starting");
+        return 503;
+    }
+    snprintf(buf, len, "ready");
+    return 200;
 }
 
 /* The --stats file at exit (the other loops joined). */
@@ -537,29 +600,101 @@ static int reload(struct sg_app *app)
 
 /*
  * SIGINT and SIGTERM get a plain handler rather than a uv_signal_t: the
- * second one must end the process even when the loop is stuck (a blocked
+ * last one must end the process even when the loop is stuck (a blocked
  * log write, say), so it cannot wait for the loop.  The handler only
- * touches async-signal-safe things: a counter, uv_async_send and _exit.
+ * touches async-signal-safe things: the phase, uv_async_send and _exit.
  * This is the one piece of process-wide state, as signal dispositions are.
+ *
+ * The phases: 0 serving; 1 draining (SIGTERM with a drain_timeout: no new
+ * session, the others go on); 2 stopping (every session ends now, the
+ * recordings are closed).  SIGTERM moves 0 to 1 when `drain_on_term`, else
+ * to 2; SIGINT moves 0 to 2; any stop signal moves 1 to 2; in phase 2 a
+ * stop signal ends the process at once (exit status 128 + the signal).
  */
-static volatile sig_atomic_t stop_signals;
+static volatile sig_atomic_t stop_phase;
+static volatile sig_atomic_t drain_on_term; /* drain_timeout > 0 */
 static volatile sig_atomic_t last_stop_signal;
 static uv_async_t *volatile stop_async;
+
+static void stop_phase_set(int phase)
+{
+    if (stop_phase < phase)
+        stop_phase = phase;
+}
 
 static void on_stop_signal(int signum)
 {
     last_stop_signal = signum;
     /* No message: stderr may be the very thing that is blocked. */
-    if (++stop_signals > 1)
+    if (stop_phase >= 2)
         _exit(128 + signum);
+    stop_phase = stop_phase == 0 && signum == SIGTERM && drain_on_term ? 1 : 2;
     if (stop_async)
         uv_async_send(stop_async);
+}
+
+/* Every loop's sessions (the shares count them all). */
+static long long sessions_now(const struct sg_app *app)
+{
+    long long n = 0;
+
+    for (const struct sg_route_share *sh = app->shares; sh; sh = sh->next)
+        n += atomic_load_explicit(&sh->nsessions, memory_order_relaxed);
+    return n;
+}
+
+/* While draining: stop once no session is left, or at drain_timeout. */
+static void on_drain_timer(uv_timer_t *t)
+{
+    struct sg_app *app = t->data;
+    long long n = sessions_now(app);
+    char why[120];
+
+    if (n == 0) {
+        stop(app, "drained (no session left)");
+    } else if (uv_hrtime() >= app->drain_deadline_ns) {
+        snprintf(why, sizeof(why), "drain_timeout passed, %lld session%s left", n,
+                 n == 1 ? "" : "s");
+        stop(app, why);
+    }
+}
+
+/* SIGTERM with a drain_timeout: no new session, /ready says no, the
+ * sessions there go on until they end or the timeout passes. */
+static void drain_start(struct sg_app *app, const char *why)
+{
+    long long n = sessions_now(app);
+
+    atomic_store(&app->draining, true);
+    app->ready = false;
+    sg_log(&app->log, SG_LOG_INFO, NULL, 0,
+           "%s: draining: no new session; %lld session%s go%s on until %s or drain_timeout "
+           "(%lld ms) passes; SIGTERM or SIGINT again ends %s now",
+           why, n, n == 1 ? "" : "s", n == 1 ? "es" : "", n == 1 ? "it ends" : "they end",
+           (long long)app->conf->drain_timeout_ms, n == 1 ? "it" : "them");
+    sg_notify_send(&app->notify, "STOPPING=1\nSTATUS=%s: draining, %lld session%s left", why, n,
+                   n == 1 ? "" : "s");
+    app->drain_deadline_ns = uv_hrtime() + (uint64_t)app->conf->drain_timeout_ms * 1000000u;
+    if (uv_timer_init(&app->loop, &app->drain_timer) < 0) {
+        stop(app, why);
+        return;
+    }
+    app->drain_timer.data = app;
+    app->drain_timer_open = true;
+    uv_timer_start(&app->drain_timer, on_drain_timer, 0, SG_APP_DRAIN_CHECK_MS);
 }
 
 static void on_stop_async(uv_async_t *h)
 {
     struct sg_app *app = h->data;
-    stop(app, strsignal(last_stop_signal ? last_stop_signal : SIGTERM));
+    const char *why = strsignal(last_stop_signal ? last_stop_signal : SIGTERM);
+
+    if (app->stopping)
+        return;
+    if (stop_phase == 1 && !atomic_load(&app->draining))
+        drain_start(app, why);
+    else if (stop_phase >= 2)
+        stop(app, why);
 }
 
 static void on_hup(uv_signal_t *h, int signum)
@@ -568,6 +703,10 @@ static void on_hup(uv_signal_t *h, int signum)
 
     if (app->stopping)
         return;
+    if (atomic_load(&app->draining)) {
+        sg_log(&app->log, SG_LOG_WARN, NULL, 0, "SIGHUP while draining: nothing reloaded");
+        return;
+    }
     if (!app->config_path) {
         sg_log(&app->log, SG_LOG_WARN, NULL, 0, "SIGHUP: no config file to reload");
         /* Two datagrams: the manager reads RELOADING=1 and READY=1 in one as either. */
@@ -591,6 +730,7 @@ static void on_hup(uv_signal_t *h, int signum)
     } else {
         app->reload_ok = true;
         app->reload_ok_ms = sg_now_wall_ms();
+        drain_on_term = app->conf->drain_timeout_ms > 0;
         app->reloads_applied++;
         sg_notify_outcome(&app->notify, "applied", NULL);
         sg_notify_send(&app->notify, "READY=1");
@@ -636,6 +776,7 @@ static int start_signals(struct sg_app *app)
         return err;
     app->stop_async.data = app;
     stop_async = &app->stop_async;
+    drain_on_term = app->conf->drain_timeout_ms > 0;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
@@ -1121,7 +1262,8 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
                                             .data = &run.app,
                                             .view = http_view,
                                             .pause = http_pause,
-                                            .resume = http_resume};
+                                            .resume = http_resume,
+                                            .health = http_health};
 
         if (sg_http_start(&owner, run.app.conf->http, run.app.conf->http_token, &run.app.http) < 0)
             status = 1;
@@ -1151,6 +1293,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         stats_timer_start(&run.app);
         /* Every route's listener is bound (each loop's): ready. */
         notify_ready(&run.app);
+        run.app.ready = true;
     }
     prebound_clear(&run.app);
 

@@ -19,6 +19,13 @@
 #include <stdio.h>
 #include <uv.h>
 
+/* /live: every loop stamps its heartbeat this often, and is live while its
+ * last stamp is at most SG_APP_LIVE_STALE_MS old.  A drain checks for its
+ * end this often. */
+#define SG_APP_BEAT_MS        1000
+#define SG_APP_LIVE_STALE_MS  5000
+#define SG_APP_DRAIN_CHECK_MS 100
+
 /* How many retired routes --stats lists (the older ones are only counted). */
 #define SG_APP_RETIRED_KEEP SG_STATS_RETIRED_KEEP
 
@@ -54,6 +61,20 @@ struct sg_app {
     uint64_t reload_ok_ms;
     uint64_t reloads_applied, reloads_refused;
     char reload_error[320];
+
+    /* Health and draining (/live, /ready, SIGTERM; README "Draining").
+     * Every loop's `beat` timer stamps beat_ns (uv_hrtime) each second: /live
+     * asks that every loop stamped lately.  Worker 0's: `ready` once every
+     * route is bound; `draining` (read by every loop's routes: no new session)
+     * from SIGTERM until the stop, the drain timer checking for the end. */
+    uv_timer_t beat;
+    bool beat_open;
+    _Atomic uint64_t beat_ns;
+    bool ready;
+    atomic_bool draining;
+    uv_timer_t drain_timer;
+    bool drain_timer_open;
+    uint64_t drain_deadline_ns;
 
     /* Loop turns (--stats "loop"): the work of each turn, the time blocked in
      * the poll left out (uv_metrics_idle_time), measured at every uv_prepare. */

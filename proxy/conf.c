@@ -474,6 +474,15 @@ static const struct sg_conf_directive top_directives[] = {
      .help = "worker loops (threads), each with its own socket per route (SO_REUSEPORT) and "
              "its own sessions; one client address stays on one loop (default: "
              "SLIPGATE_WORKERS, else one per CPU up to 8; a reload keeps the number)"},
+    /* Health and draining */
+    {.name = "drain_timeout",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_conf, drain_timeout_ms),
+     .min = 0,
+     .max = 24LL * 3600 * 1000,
+     .argname = "DURATION",
+     .help = "on SIGTERM, take no new session and let the others go on until they end or "
+             "this long has passed, then stop (default 0: SIGTERM stops at once)"},
     {NULL},
 };
 

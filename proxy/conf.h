@@ -94,6 +94,8 @@ struct sg_conf {
     char *anonymize_key;       /* every route's, unless the route sets its own */
     int anonymize_key_line;
     int64_t workers; /* `workers N`: worker loops; 0 = not set (SLIPGATE_WORKERS, else 1) */
+    /* Health and draining: SIGTERM drains for at most this long (0: stops at once). */
+    int64_t drain_timeout_ms;
 };
 
 /* Command-line settings layered over the file (owned by the caller). */

@@ -757,6 +757,24 @@ static enum MHD_Result token_login(struct sg_http *h, struct MHD_Connection *c, 
 
 /* ---- the router ---- */
 
+/* /live and /ready: the owner's answer, as a short text line. */
+static enum MHD_Result health(struct sg_http *h, struct MHD_Connection *c, bool ready)
+{
+    char text[160] = "ok";
+    unsigned status = MHD_HTTP_OK;
+    char *copy;
+    size_t n;
+
+    if (h->owner.health)
+        status = h->owner.health(h->owner.data, ready, text, sizeof(text) - 1);
+    n = strnlen(text, sizeof(text) - 2);
+    text[n] = '\n';
+    text[n + 1] = '\0';
+    if (!(copy = strdup(text))) /* MHD frees it with the response */
+        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    return send_buf(c, status, "text/plain; charset=utf-8", copy, n + 1, true);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **ctx)
@@ -779,6 +797,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (h->stopping)
         return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down\n");
+
+    /* Health: no token, as a probe has none; they reveal only up or not. */
+    if (strcmp(url, "/live") == 0 || strcmp(url, "/ready") == 0)
+        return health(h, c, url[1] == 'r');
 
     token = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
     if (h->has_token && token && strcmp(url, "/") == 0)

@@ -1,5 +1,6 @@
 /*
- * The `http ADDR:PORT` server: Prometheus /metrics, the JSON API
+ * The `http ADDR:PORT` server: the orchestrator's /live and /ready (no
+ * token asked: they say nothing but up or not), Prometheus /metrics, the JSON API
  * (/api/routes, /api/sessions, /api/recordings), the live stream of
  * decoded messages (/api/stream, Server-Sent Events) and the web page (/),
  * for every worker loop's routes and sessions (it runs on worker 0's loop).
@@ -31,6 +32,9 @@ struct sg_http_owner {
     void (*view)(void *data, struct sg_stats_view *out);
     bool (*pause)(void *data);
     void (*resume)(void *data);
+    /* /live (`ready` false) and /ready (true): the HTTP status (200 or 503)
+     * and a one-line text in `buf`; NULL: both answer 200. */
+    unsigned (*health)(void *data, bool ready, char *buf, size_t len);
 };
 
 /* Limits (README, "Watching slipgate"). */

@@ -843,6 +843,12 @@ static void from_client(struct sg_route *r, const uint8_t *data, size_t len, int
         if (refused)
             return; /* counted and logged; the session stays */
     }
+    if (!s && r->ctx->draining &&
+        atomic_load_explicit(r->ctx->draining, memory_order_relaxed)) {
+        /* Draining (SIGTERM): the sessions there go on, a newcomer gets none. */
+        r->counters.drops[SG_DROP_SHUTDOWN]++;
+        return;
+    }
     if (!s && !(s = admit(r, from)))
         return;
     if (sg_addr_equal((struct sockaddr *)&s->client, from))

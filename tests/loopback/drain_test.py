@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Health and draining: /live and /ready on the `http` address, and what
+SIGTERM, SIGINT and `drain_timeout` do to the sessions there.  The real
+slipgate binary ($SLIPGATE) between an echo server and scripted clients on
+127.0.0.1.  Usage: drain_test.py CASE
+
+    health            /live and /ready answer 200 without the http_token
+                      that every other path needs (401), and the text says
+                      "live" / "ready"; other methods still get 405
+    drain_session     drain_timeout 20s, one live session: SIGTERM turns
+                      /ready to 503 at once (/live stays 200), the session's
+                      datagrams are still relayed both ways, a new client
+                      gets nothing (counted as drops.shutdown), and once the
+                      session ends (idle_timeout) slipgate exits 0 by itself
+    drain_timeout     drain_timeout 1s and a session that never stops:
+                      slipgate ends it after about a second and exits 0
+    second_sigterm    drain_timeout 60s, a live session: a second SIGTERM
+                      ends the drain at once (exit 0, the session ended)
+    sigint_at_once    drain_timeout 60s, a live session: SIGINT (Ctrl-C)
+                      does not drain, slipgate stops at once (exit 0)
+    no_drain_default  without drain_timeout, SIGTERM stops at once with a
+                      live session, as it always did
+"""
+
+import os
+import signal
+import socket
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import harness  # noqa: E402
+from harness import Fail, check  # noqa: E402
+
+V4 = '127.0.0.1'
+
+
+def request(port, path, method='GET', headers=None, timeout=3.0):
+    """(status, body) of one HTTP/1.1 request with Connection: close."""
+    s = socket.create_connection((V4, port), timeout=timeout)
+    try:
+        lines = ['%s %s HTTP/1.1' % (method, path), 'Host: 127.0.0.1', 'Connection: close']
+        lines += ['%s: %s' % kv for kv in (headers or {}).items()]
+        s.sendall(('\r\n'.join(lines) + '\r\n\r\n').encode())
+        data = b''
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                chunk = s.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    head, _, body = data.partition(b'\r\n\r\n')
+    try:
+        status = int(head.split(b' ', 2)[1])
+    except (IndexError, ValueError):
+        raise Fail('%s: no HTTP answer: %r' % (path, data[:200]))
+    return status, body.decode(errors='replace')
+
+
+def wait_status(port, path, want, timeout):
+    """Poll `path` until it answers `want`; returns (seconds taken, body)."""
+    t0 = time.monotonic()
+    status, body = None, ''
+    for _ in range(1000):
+        status, body = request(port, path)
+        if status == want or time.monotonic() - t0 > timeout:
+            break
+        time.sleep(0.02)
+    check(status == want, '%s: %s %r, expected %d within %.1f s' % (path, status, body, want,
+                                                                     timeout))
+    return time.monotonic() - t0, body
+
+
+def proxy(h, server_port, extra='', route_extra=''):
+    conf = ('http 127.0.0.1:$P0\n' + extra +
+            'route main {\n    listen 127.0.0.1:$P1\n    server 127.0.0.1:%d\n%s}\n'
+            % (server_port, route_extra))
+    px = h.proxy(conf)
+    px.http = px.ports[0]
+    px.listen = (V4, px.ports[1])
+    px.wait_for_log(r'http: serving on', 5)
+    return px
+
+
+def exchange(c, px, payload, timeout=2.0):
+    """Send one datagram through the proxy; the echo comes back."""
+    c.send(payload, px.listen)
+    got = c.recv_one(timeout)
+    check(got is not None and payload in got[0], 'no echo of %r through slipgate (got %r)'
+          % (payload, got))
+
+
+def case_health(h):
+    srv = h.echo(V4)
+    px = proxy(h, srv.port, extra='http_token s3cret-t0ken\n')
+    status, body = request(px.http, '/live')
+    check(status == 200 and body.strip() == 'live', '/live: %s %r' % (status, body))
+    status, body = request(px.http, '/ready')
+    check(status == 200 and body.strip() == 'ready', '/ready: %s %r' % (status, body))
+    status, _ = request(px.http, '/metrics')
+    check(status == 401, '/metrics without the token: %s (the token must still guard it)'
+          % status)
+    status, _ = request(px.http, '/ready', method='POST')
+    check(status == 405, 'POST /ready: %s' % status)
+    check(px.stop() == 0, 'exit status')
+
+
+def live_session(h, px):
+    c = h.client(V4)
+    exchange(c, px, b'hello 0')
+    return c
+
+
+def case_drain_session(h):
+    srv = h.echo(V4)
+    px = proxy(h, srv.port, extra='drain_timeout 20s\n', route_extra='    idle_timeout 1500ms\n')
+    c = live_session(h, px)
+    mark = px.log_mark()
+    t0 = time.monotonic()
+    px.send_signal(signal.SIGTERM)
+    took, body = wait_status(px.http, '/ready', 503, 1.0)
+    check('draining' in body, '/ready while draining: %r' % body)
+    status, body = request(px.http, '/live')
+    check(status == 200, '/live while draining: %s %r' % (status, body))
+    check(px.wait_for_log(r'draining: no new session; 1 session goes on', 2, mark),
+          'no "draining" line:\n' + '\n'.join(px.log_lines(mark)))
+    # The session goes on, both ways.
+    for i in range(1, 6):
+        exchange(c, px, b'hello %d' % i)
+        time.sleep(0.1)
+    # A newcomer gets nothing.
+    n = h.client(V4)
+    n.send(b'newcomer', px.listen)
+    check(n.recv_one(0.5) is None, 'a new client was relayed while draining')
+    check(px.alive(), 'slipgate exited while its session was live')
+    # The session times out (idle_timeout): the drain ends, exit 0.
+    rc = px.wait_exit(6)
+    check(rc == 0, 'exit status %s after the last session ended (expected 0)\n%s'
+          % (rc, px.log_text()[-2000:]))
+    elapsed = time.monotonic() - t0
+    check(px.count_log(r'drained \(no session left\): shutting down', mark) == 1,
+          'no "drained" line:\n' + '\n'.join(px.log_lines(mark)))
+    st = px.stats()
+    route = st['routes'][0]
+    check(route['sessions_total'] == 1, 'sessions_total %s, expected 1 (the newcomer got none)'
+          % route['sessions_total'])
+    drops = route.get('counters', {}).get('drops', {})
+    check(drops.get('shutdown', 0) >= 1, 'drops %r: the newcomer is not counted' % drops)
+    print('/ready 503 after %.0f ms; exit 0 %.1f s after SIGTERM' % (took * 1000, elapsed))
+
+
+def keep_alive(c, px, seconds):
+    """Traffic every 50 ms for up to `seconds` or until slipgate exits."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and px.alive():
+        c.send(b'tick', px.listen)
+        c.recv_one(0.05)
+
+
+def case_drain_timeout(h):
+    srv = h.echo(V4)
+    px = proxy(h, srv.port, extra='drain_timeout 1s\n')
+    c = live_session(h, px)
+    mark = px.log_mark()
+    t0 = time.monotonic()
+    px.send_signal(signal.SIGTERM)
+    keep_alive(c, px, 5)
+    rc = px.wait_exit(3)
+    took = time.monotonic() - t0
+    check(rc == 0, 'exit status %s (expected 0)\n%s' % (rc, px.log_text()[-2000:]))
+    check(0.9 <= took <= 3.0, 'stopped %.2f s after SIGTERM, expected about 1 s' % took)
+    check(px.count_log(r'drain_timeout passed, 1 session left: shutting down', mark) == 1,
+          'no "drain_timeout passed" line:\n' + '\n'.join(px.log_lines(mark)))
+    print('stopped %.2f s after SIGTERM' % took)
+
+
+def stop_with(h, sig_first, sig_then, extra):
+    srv = h.echo(V4)
+    px = proxy(h, srv.port, extra=extra)
+    c = live_session(h, px)
+    mark = px.log_mark()
+    px.send_signal(sig_first)
+    if sig_then is not None:
+        wait_status(px.http, '/ready', 503, 1.0)
+        exchange(c, px, b'still here')
+        px.send_signal(sig_then)
+    t0 = time.monotonic()
+    rc = px.wait_exit(3)
+    took = time.monotonic() - t0
+    check(rc == 0, 'exit status %s (expected 0)\n%s' % (rc, px.log_text()[-2000:]))
+    ends = px.session_ends(mark)
+    check(len(ends) == 1, 'session ends logged: %d, expected 1\n%s'
+          % (len(ends), '\n'.join(px.log_lines(mark))))
+    return px, mark, took
+
+
+def case_second_sigterm(h):
+    px, mark, took = stop_with(h, signal.SIGTERM, signal.SIGTERM, 'drain_timeout 60s\n')
+    check(px.count_log(r'draining', mark) >= 1, 'the first SIGTERM did not drain')
+    print('the second SIGTERM stopped slipgate in %.0f ms' % (took * 1000))
+
+
+def case_sigint_at_once(h):
+    px, mark, took = stop_with(h, signal.SIGINT, None, 'drain_timeout 60s\n')
+    check(px.count_log(r'draining', mark) == 0, 'SIGINT drained:\n' + px.log_text()[-2000:])
+    print('SIGINT stopped slipgate in %.0f ms' % (took * 1000))
+
+
+def case_no_drain_default(h):
+    px, mark, took = stop_with(h, signal.SIGTERM, None, '')
+    check(px.count_log(r'draining', mark) == 0, 'SIGTERM drained without drain_timeout')
+    print('SIGTERM (no drain_timeout) stopped slipgate in %.0f ms' % (took * 1000))
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
+
+if __name__ == '__main__':
+    sys.exit(harness.main(CASES, sys.argv))
