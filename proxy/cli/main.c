@@ -33,6 +33,8 @@
 #include <uv.h>
 #include <zlib.h>
 
+extern char **environ;
+
 static const char usage_text[] =
     "Usage: slipgate [OPTIONS] [+set NAME VALUE]...\n"
     "       slipgate demo COMMAND ...      demo tools, per game (slipgate demo --help)\n"
@@ -87,8 +89,12 @@ static const char usage_more[] =
     "                           a top-level one (+set log_level debug), a route\n"
     "                           directive for every route (+set idle_timeout 30s),\n"
     "                           or one route's (+set lan.server 10.0.0.2:27960)\n"
+    "  SLIPGATE_SET_NAME=VALUE  in the environment: as +set name VALUE (NAME in\n"
+    "                           lower case; ROUTE__NAME for ROUTE.name), before\n"
+    "                           the command line's +set\n"
     "\n"
-    "Signals: SIGINT/SIGTERM stop cleanly (a second one exits at once);\n"
+    "Signals: SIGINT/SIGTERM stop cleanly (a second one exits at once); with\n"
+    "'drain_timeout', SIGTERM drains first (no new session, /ready 503).\n"
     "SIGHUP re-reads the config file without dropping live sessions.\n"
     "\n"
     "Filters run in each route's chain, from 'filter NAME [LABEL] { ... }' blocks\n"
@@ -341,6 +347,83 @@ static int check_config(const char *path, const struct sg_conf_overrides *ov, co
     return 0;
 }
 
+/* One SLIPGATE_SET_ variable, for qsort: by name. */
+static int env_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * SLIPGATE_SET_<NAME>=VALUE in the environment, as `+set name VALUE` before
+ * the command line's (which come later and win): NAME in lower case, and a
+ * double underscore for the dot of ROUTE.NAME (ROUTE kept as written), e.g.
+ * SLIPGATE_SET_DRAIN_TIMEOUT=30s, SLIPGATE_SET_main__SERVER=10.0.0.2:27960.
+ * Taken in the order of their names.  `*sets` (2 * `*nsets` strings) is
+ * replaced by a new array; `*names` holds the rewritten names (free both).
+ */
+static int env_sets(const char ***sets, int *nsets, char **names)
+{
+    static const char prefix[] = "SLIPGATE_SET_";
+    const size_t plen = sizeof(prefix) - 1;
+    const char **vars = NULL, **all;
+    size_t n = 0, room = 0, k = 0;
+    char *p;
+
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, prefix, plen) == 0 && eq && eq > *e + plen) {
+            n++;
+            room += (size_t)(eq - *e) - plen + 1;
+        }
+    }
+    *names = NULL;
+    if (n == 0)
+        return 0;
+    vars = calloc(n, sizeof(*vars));
+    all = calloc(2 * (n + (size_t)*nsets) + 1, sizeof(*all));
+    *names = p = malloc(room);
+    if (!vars || !all || !p) {
+        free(vars);
+        free(all);
+        free(p);
+        *names = NULL;
+        return -1;
+    }
+    for (char **e = environ; e && *e && k < n; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, prefix, plen) == 0 && eq && eq > *e + plen)
+            vars[k++] = *e;
+    }
+    qsort(vars, k, sizeof(*vars), env_cmp);
+    for (size_t i = 0; i < k; i++) {
+        const char *s = vars[i] + plen, *eq = strchr(s, '='), *sep = strstr(s, "__");
+        const char *name = p;
+
+        if (sep && sep >= eq)
+            sep = NULL;
+        for (const char *c = s; c < eq; c++) {
+            if (c == sep) {
+                *p++ = '.';
+                c++; /* the second underscore */
+            } else {
+                /* the route's name as written, the directive's in lower case */
+                *p++ = sep && c < sep ? *c
+                                      : (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+            }
+        }
+        *p++ = '\0';
+        all[2 * i] = name;
+        all[2 * i + 1] = eq + 1;
+    }
+    for (int i = 0; i < 2 * *nsets; i++)
+        all[2 * k + (size_t)i] = (*sets)[i];
+    free(vars);
+    free(*sets);
+    *sets = all;
+    *nsets += (int)k;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -361,6 +444,7 @@ int main(int argc, char **argv)
     struct sg_conf_overrides ov = {0};
     const char *config = NULL, *stats = NULL;
     const char **sets = NULL;
+    char *env_names = NULL;
     bool check = false;
     int opt, status;
 
@@ -386,6 +470,12 @@ int main(int argc, char **argv)
     if (sg_conf_extract_sets("slipgate", &argc, argv, &sets, &ov.nsets) < 0) {
         usage_hint();
         return 2;
+    }
+    if (env_sets(&sets, &ov.nsets, &env_names) < 0) {
+        fprintf(stderr, "slipgate: out of memory\n");
+        free(sets);
+        free(env_names);
+        return 1;
     }
     ov.sets = sets;
     while ((opt = getopt_long(argc, argv, "c:l:s:p:w:vqh", longopts, NULL)) != -1) {
@@ -424,6 +514,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "slipgate: -w: a number from 1 to %d, got '%s'\n",
                         SG_CONF_MAX_WORKERS, optarg);
                 free(sets);
+        free(env_names);
                 return 2;
             }
             ov.workers = (int)n;
@@ -431,14 +522,17 @@ int main(int argc, char **argv)
         }
         case OPT_VERSION:
             free(sets);
+        free(env_names);
             return print_version();
         case 'h':
             print_usage();
             free(sets);
+        free(env_names);
             return 0;
         default:
             usage_hint();
             free(sets);
+        free(env_names);
             return 2;
         }
     }
@@ -446,11 +540,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "slipgate: unexpected argument '%s'\n", argv[optind]);
         usage_hint();
         free(sets);
+        free(env_names);
         return 2;
     }
 
     /* Validate only, or run. */
     status = check ? check_config(config, &ov, stats) : sg_app_run(config, &ov, stats);
     free(sets);
+    free(env_names);
     return status;
 }

@@ -20,6 +20,9 @@ slipgate binary ($SLIPGATE) between an echo server and scripted clients on
                       does not drain, slipgate stops at once (exit 0)
     no_drain_default  without drain_timeout, SIGTERM stops at once with a
                       live session, as it always did
+    env_set           SLIPGATE_SET_DRAIN_TIMEOUT and SLIPGATE_SET_main__IDLE_TIMEOUT
+                      in the environment act as +set drain_timeout and +set
+                      main.idle_timeout; the command line's +set wins
 """
 
 import os
@@ -78,11 +81,11 @@ def wait_status(port, path, want, timeout):
     return time.monotonic() - t0, body
 
 
-def proxy(h, server_port, extra='', route_extra=''):
+def proxy(h, server_port, extra='', route_extra='', args=()):
     conf = ('http 127.0.0.1:$P0\n' + extra +
             'route main {\n    listen 127.0.0.1:$P1\n    server 127.0.0.1:%d\n%s}\n'
             % (server_port, route_extra))
-    px = h.proxy(conf)
+    px = h.proxy(conf, args=args)
     px.http = px.ports[0]
     px.listen = (V4, px.ports[1])
     px.wait_for_log(r'http: serving on', 5)
@@ -217,6 +220,26 @@ def case_no_drain_default(h):
     px, mark, took = stop_with(h, signal.SIGTERM, None, '')
     check(px.count_log(r'draining', mark) == 0, 'SIGTERM drained without drain_timeout')
     print('SIGTERM (no drain_timeout) stopped slipgate in %.0f ms' % (took * 1000))
+
+
+def case_env_set(h):
+    srv = h.echo(V4)
+    os.environ['SLIPGATE_SET_DRAIN_TIMEOUT'] = '60s'
+    os.environ['SLIPGATE_SET_main__IDLE_TIMEOUT'] = '800ms'
+    px = proxy(h, srv.port, args=('+set', 'drain_timeout', '20s'))
+    c = live_session(h, px)
+    mark = px.log_mark()
+    t0 = time.monotonic()
+    px.send_signal(signal.SIGTERM)
+    check(px.wait_for_log(r'drain_timeout \(20000 ms\)', 2, mark),
+          'no drain with the command line\'s 20 s:\n' + '\n'.join(px.log_lines(mark)))
+    rc = px.wait_exit(4)
+    took = time.monotonic() - t0
+    check(rc == 0, 'exit status %s (expected 0)' % rc)
+    ends = px.session_ends(mark)
+    check(len(ends) == 1 and 'reason=idle' in ends[0].string and took < 3,
+          'the session did not end idle after 800 ms (%.1f s): %r' % (took, [m.string for m in ends]))
+    print('idle end and exit %.1f s after SIGTERM' % took)
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
