@@ -13,7 +13,8 @@
 # suite's loopback@workers_* cases and http@workers_merged keep the worker
 # pool under the sanitizers, and on a 2-CPU machine every route runs two
 # loops by default anyway), `browser` (Chromium reading the page the http
-# suite already checks) and `install` (file layout, no C).
+# suite already checks), `install` (file layout, no C) and `container` (an
+# image holds the plain build's slipgate: the sanitizers' runtime is not in it).
 #
 # A test that exits 77 (skip) counts as a failure unless it is listed, with
 # its reason, in tests/expected-skips (empty in CI: every test runs there).
@@ -72,7 +73,7 @@ for entry in "${builds[@]}"; do
     sel=(--suite unit --suite loopback --suite docs)
   elif [ $# -eq 0 ] && [ "$dir" = build-asan ]; then
     sel=(--no-suite peers --no-suite bench --no-suite workers --no-suite browser
-         --no-suite install)
+         --no-suite install --no-suite container)
   fi
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C "$dir" --print-errorlogs --num-processes 2 "${sel[@]}" "$@" || status=1
