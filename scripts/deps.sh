@@ -23,13 +23,14 @@ if [ "${1:-}" = "--test" ]; then
   # from source (../shared/peers/q2: SDL2, X11, GL headers, xdotool); valgrind
   # (callgrind) counts the instructions per datagram in `bench@instructions`
   # podman, mmdebstrap, runc, uidmap and slirp4netns build and run the
-  # container image (scripts/image.sh) in the `container` suite
+  # container image (scripts/image.sh) in the `container` suite; nodejs and
+  # npm validate the Kubernetes manifests (npm packages, `kubernetes` suite)
   pkgs+=(clang libclang-rt-dev llvm xvfb xauth libgl1-mesa-dri ioquake3 ioquake3-server openarena openarena-server tshark
         iproute2 quakespasm darkplaces fteqcc mvdsv ktx ezquake qstat nexuiz nexuiz-server
         python3-prometheus-client chromium
         debhelper dpkg-dev lintian fakeroot systemd procps
         pkgconf libsdl2-dev libx11-dev libxi-dev mesa-common-dev libgl-dev xdotool valgrind
-        podman mmdebstrap runc uidmap slirp4netns)
+        podman mmdebstrap runc uidmap slirp4netns nodejs npm)
 fi
 if [ "${1:-}" = "--play" ]; then
   # ioquake3's dedicated server and client with the free OpenArena data,
