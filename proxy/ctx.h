@@ -40,7 +40,7 @@ struct sg_ctx {
     int worker, nworkers;             /* this loop's index, and how many loops (>= 1) */
     uint64_t *next_session_id;        /* worker w of N numbers w+1, w+1+N, ... */
     const bool *stopping;             /* the loop is stopping: no new session */
-    const atomic_bool *draining;      /* every loop's (SIGTERM's drain): no new session; NULL: never */
+    const atomic_bool *draining;      /* SIGTERM's drain (every loop's): no new session; may be NULL */
     struct sg_route *const *routes;   /* this loop's serving routes (a list) */
     struct sg_route_share **shares;   /* every loop's: one per route name (worker 0's lock) */
     struct sg_own_sockets *const *own; /* every loop's upstream sockets, or NULL */
