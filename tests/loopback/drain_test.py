@@ -7,6 +7,10 @@ slipgate binary ($SLIPGATE) between an echo server and scripted clients on
     health            /live and /ready answer 200 without the http_token
                       that every other path needs (401), and the text says
                       "live" / "ready"; other methods still get 405
+    live_stuck_loop   two worker loops; the process's other threads held
+                      still (ptrace, PTRACE_INTERRUPT): /live turns 503 and
+                      names worker loop 1 once it has not turned for 5 s,
+                      and 200 again once they run
     drain_session     drain_timeout 20s, one live session: SIGTERM turns
                       /ready to 503 at once (/live stays 200), the session's
                       datagrams are still relayed both ways, a new client
@@ -113,6 +117,43 @@ def case_health(h):
     status, _ = request(px.http, '/ready', method='POST')
     check(status == 405, 'POST /ready: %s' % status)
     check(px.stop() == 0, 'exit status')
+
+
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+WALL = 0x40000000
+
+
+def case_live_stuck_loop(h):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    srv = h.echo(V4)
+    px = proxy(h, srv.port, extra='workers 2\n')
+    status, body = request(px.http, '/live')
+    check(status == 200, '/live: %s %r' % (status, body))
+    pid = px.proc.pid
+    tids = [int(t) for t in os.listdir('/proc/%d/task' % pid) if int(t) != pid]
+    check(tids, 'no thread besides the main one (workers 2)')
+    held = []
+    try:
+        for t in tids:
+            if libc.ptrace(PTRACE_SEIZE, t, None, None) != 0:
+                raise Fail('ptrace(PTRACE_SEIZE, %d): %s (this case needs ptrace: root, or '
+                           'kernel.yama.ptrace_scope 0)' % (t, os.strerror(ctypes.get_errno())))
+            held.append(t)
+            check(libc.ptrace(PTRACE_INTERRUPT, t, None, None) == 0, 'PTRACE_INTERRUPT')
+            os.waitpid(t, WALL)
+        t0 = time.monotonic()
+        took, body = wait_status(px.http, '/live', 503, 8)
+        check('worker loop 1 has not turned' in body, '/live: %r' % body)
+        check(time.monotonic() - t0 >= 3.5, '/live failed after %.1f s, before 5 s'
+              % (time.monotonic() - t0))
+    finally:
+        for t in held:
+            libc.ptrace(PTRACE_DETACH, t, None, None)
+    wait_status(px.http, '/live', 200, 3)
+    check(px.stop() == 0, 'exit status')
+    print('/live 503 after %.1f s with the worker loop held, 200 once it ran' % took)
 
 
 def live_session(h, px):
