@@ -376,6 +376,7 @@ static void stats_view(struct sg_app *app, struct sg_stats_view *v)
     v->reload_ok_ms = app->reload_ok_ms;
     v->reloads_applied = app->reloads_applied;
     v->reloads_refused = app->reloads_refused;
+    v->draining = atomic_load(&app->draining);
     for (int k = 0; k < app->nworkers && k < SG_CONF_MAX_WORKERS; k++) {
         const struct sg_app *w = k == 0 ? app : app->workers ? app->workers[k] : NULL;
         struct sg_stats_loop *l = &v->loop[k];

@@ -232,9 +232,24 @@ void sg_metrics_write(FILE *f, const struct sg_stats_view *v, const struct sg_ht
             (unsigned long long)v->reloads_applied);
     fprintf(f, "slipgate_config_reloads_total{result=\"refused\"} %llu\n",
             (unsigned long long)v->reloads_refused);
+    family(f, "slipgate_draining", "gauge",
+           "1 from SIGTERM until the stop while drain_timeout lets the sessions end, else 0");
+    fprintf(f, "slipgate_draining %d\n", v->draining ? 1 : 0);
     family(f, "slipgate_loop_lag_seconds", "gauge",
            "how late the event loop ran a timer at the last 0.5 s tick");
     fprintf(f, "slipgate_loop_lag_seconds %.6f\n", st->loop_lag_s);
+
+    /* Each route's addresses: join on `route` to name the server. */
+    family(f, "slipgate_route_info", "gauge", "a route's listen and server addresses (always 1)");
+    for (r = v->loop[0].routes; r; r = r->next) {
+        fprintf(f, "slipgate_route_info{route=");
+        label_value(f, r->conf.name);
+        fprintf(f, ",listen=");
+        label_value(f, r->conf.listen ? r->conf.listen : "");
+        fprintf(f, ",server=");
+        label_value(f, r->conf.server ? r->conf.server : "");
+        fprintf(f, "} 1\n");
+    }
 
     /* Datagrams and bytes relayed, drops. */
     family(f, "slipgate_datagrams_total", "counter", "datagrams forwarded, by direction");

@@ -41,6 +41,7 @@ struct sg_stats_view {
     bool reload_ok;                     /* the last reload (SIGHUP) was applied */
     uint64_t reload_ok_ms;              /* when the configuration in force was loaded */
     uint64_t reloads_applied, reloads_refused;
+    bool draining;                      /* SIGTERM's drain is on (/metrics) */
     struct sg_stats_loop loop[SG_CONF_MAX_WORKERS]; /* [0]: worker 0 */
 };
 

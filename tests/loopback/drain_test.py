@@ -14,7 +14,8 @@ slipgate binary ($SLIPGATE) between an echo server and scripted clients on
     drain_session     drain_timeout 20s, one live session: SIGTERM turns
                       /ready to 503 at once (/live stays 200), the session's
                       datagrams are still relayed both ways, a new client
-                      gets nothing (counted as drops.shutdown), and once the
+                      gets nothing (counted as drops.shutdown), /metrics'
+                      slipgate_draining goes from 0 to 1, and once the
                       session ends (idle_timeout) slipgate exits 0 by itself
     drain_timeout     drain_timeout 1s and a session that never stops:
                       slipgate ends it after about a second and exits 0
@@ -30,6 +31,7 @@ slipgate binary ($SLIPGATE) between an echo server and scripted clients on
 """
 
 import os
+import re
 import signal
 import socket
 import sys
@@ -162,15 +164,25 @@ def live_session(h, px):
     return c
 
 
+def draining_metric(px):
+    status, body = request(px.http, '/metrics')
+    check(status == 200, '/metrics: %s' % status)
+    m = re.search(r'^slipgate_draining (\d+)$', body, re.M)
+    check(m, 'no slipgate_draining in /metrics')
+    return int(m.group(1))
+
+
 def case_drain_session(h):
     srv = h.echo(V4)
     px = proxy(h, srv.port, extra='drain_timeout 20s\n', route_extra='    idle_timeout 1500ms\n')
     c = live_session(h, px)
+    check(draining_metric(px) == 0, 'slipgate_draining is not 0 before SIGTERM')
     mark = px.log_mark()
     t0 = time.monotonic()
     px.send_signal(signal.SIGTERM)
     took, body = wait_status(px.http, '/ready', 503, 1.0)
     check('draining' in body, '/ready while draining: %r' % body)
+    check(draining_metric(px) == 1, 'slipgate_draining is not 1 while draining')
     status, body = request(px.http, '/live')
     check(status == 200, '/live while draining: %s %r' % (status, body))
     check(px.wait_for_log(r'draining: no new session; 1 session goes on', 2, mark),
