@@ -197,7 +197,16 @@ def case_image_drain(h):
     keep = {}
     try:
         t0 = time.monotonic()
-        wait_http(http_port, '/ready', 200, 20)
+        for _ in range(400):
+            if http_get(http_port, '/ready')[0] == 200:
+                break
+            if proc.poll() is not None:
+                reader.join(5)
+                raise Fail('podman run exited %s before slipgate was ready: podman cannot run '
+                           'the image here\n%s' % (proc.returncode, '\n'.join(lines)[-3000:]))
+            check(time.monotonic() - t0 < 20, 'slipgate in the container not ready after 20 s\n'
+                  + '\n'.join(lines)[-3000:])
+            time.sleep(0.05)
         started = time.monotonic() - t0
         check(http_get(http_port, '/live')[0] == 200, '/live is not 200')
         cap = q3cap.Capture('ioq71')
