@@ -290,6 +290,20 @@ struct sg_codec {
                      const uint8_t *data, size_t len, struct sg_relay_move *out);
 
     /*
+     * The door (bans and admin controls; each may be NULL).
+     *
+     * banned_reply(): the answer this game's servers give a banned
+     * address's datagram `data` (a connectionless print or reject), written
+     * into `out` of `cap` bytes; returns its length, or 0 for silence (the
+     * game answers nothing to this datagram, or no answer fits in `cap`).
+     *
+     * is_admin(): is `data` an out-of-band remote administration command
+     * (rcon and the like)?
+     */
+    size_t (*banned_reply)(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
+    bool (*is_admin)(const uint8_t *data, size_t len);
+
+    /*
      * Build what the codec builds once per process (Quake 3's fixed Huffman
      * tables: about 35 ms), so that no session pays for it inside a loop
      * turn while other sessions' datagrams wait.  NULL when there is none;

@@ -159,6 +159,88 @@ static void top_anon_key_stored(void *obj, const struct sg_conf_directive *d,
     "how often a signed recording gets a checkpoint, the point up to which a cut recording "      \
     "still verifies (default 10s)"
 
+/* ---- bans and admin controls ---- */
+
+/* `ban ADDR[/BITS] [until WHEN] [REASON...]` and `admin_from ADDR[/BITS]...`. */
+static int ban_set(void *obj, const struct sg_conf_directive *d, const struct sg_conf_arg *args,
+                   int nargs, struct sg_conf_diag *diag, const char *file)
+{
+    struct sg_route_conf *rc = obj;
+    bool admin = strcmp(d->name, "admin_from") == 0;
+    struct sg_ban_list **list = admin ? &rc->admin_from : &rc->bans;
+    struct sg_ban_rule rule;
+    char text[512], why[200];
+    size_t n = 0;
+
+    if (nargs < 1) {
+        sg_conf_diag_error(diag, file, args[-1].line, args[-1].col, "'%s' needs %s", d->name,
+                           admin ? "ADDR[/BITS] ..." : "ADDR[/BITS] [until WHEN] [REASON]");
+        return SG_E_CONFIG;
+    }
+    if (!*list && !(*list = sg_ban_list_create()))
+        return -ENOMEM;
+    /* admin_from: each argument one entry; ban: the arguments are one rule. */
+    for (int i = 0; i < nargs; i++) {
+        if (admin || i == 0)
+            n = 0;
+        n += (size_t)snprintf(text + n, n < sizeof(text) ? sizeof(text) - n : 0, "%s%s",
+                              n ? " " : "", args[i].text);
+        if (n >= sizeof(text)) {
+            sg_conf_diag_error(diag, file, args[i].line, args[i].col, "'%s': line too long",
+                               d->name);
+            return SG_E_CONFIG;
+        }
+        if (!admin && i + 1 < nargs)
+            continue;
+        if (sg_ban_rule_parse(text, !admin, &rule, why, sizeof(why)) < 0) {
+            const struct sg_conf_arg *at = admin ? &args[i] : &args[0];
+            sg_conf_diag_error(diag, file, at->line, at->col, "'%s': %s", d->name, why);
+            return SG_E_CONFIG;
+        }
+        rule.line = args[0].line;
+        if (sg_ban_list_add(*list, &rule) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* The `ban_file`s, read now: a bad line stops the load (or the reload) with FILE:LINE. */
+static int load_ban_files(struct sg_route_conf *r, struct sg_conf_diag *diag)
+{
+    int rc = 0, err;
+
+    if (r->ban_files.count && !r->bans && !(r->bans = sg_ban_list_create()))
+        return -ENOMEM;
+    for (int i = 0; i < r->ban_files.count; i++) {
+        err = sg_ban_file_load(r->bans, r->ban_files.items[i].argv[0], diag);
+        if (err == -ENOMEM)
+            return err;
+        if (err < 0)
+            rc = SG_E_CONFIG;
+    }
+    return rc;
+}
+
+#define BAN_DIRECTIVES                                                                             \
+    {.name = "ban",                                                                                \
+     .type = SG_CONF_CUSTOM,                                                                       \
+     .set = ban_set,                                                                               \
+     .argname = "ADDR[/BITS] [until WHEN] [REASON]",                                               \
+     .help = "refuse a client address or CIDR range (IPv4 or IPv6) at the door, until WHEN (UTC, " \
+             "2026-12-31T18:00Z) or for good; repeatable (doc/security.md)"},                      \
+        {.name = "ban_file",                                                                       \
+         .type = SG_CONF_LIST,                                                                     \
+         .offset = offsetof(struct sg_route_conf, ban_files),                                      \
+         .argname = "FILE",                                                                        \
+         .help = "read bans from FILE, one `ADDR[/BITS] [until WHEN] [REASON]` a line, # "         \
+                 "comments; read again on reload (SIGHUP); repeatable"},                           \
+        {.name = "admin_from",                                                                     \
+         .type = SG_CONF_CUSTOM,                                                                   \
+         .set = ban_set,                                                                           \
+         .argname = "ADDR[/BITS] ...",                                                             \
+         .help = "only these addresses may send the game's out-of-band remote administration "     \
+                 "(rcon) through this route; others' are dropped (default: anyone); repeatable"}
+
 static const struct sg_conf_directive route_directives[] = {
     {.name = "listen",
      .type = SG_CONF_ADDR,
@@ -273,6 +355,8 @@ static const struct sg_conf_directive route_directives[] = {
      .child_section = sg_filter_conf_section,
      .argname = "NAME [LABEL]",
      .help = "a block: one filter of the chain, in order (`slipgate filters` lists them)"},
+    /* bans and admin controls */
+    BAN_DIRECTIVES,
     {NULL},
 };
 
@@ -511,6 +595,8 @@ void sg_conf_destroy(struct sg_conf *conf)
         next = rc->next;
         sg_conf_free_strings(&sg_conf_route_section, rc);
         sg_filter_list_unref(rc->filters);
+        sg_ban_list_unref(rc->bans);
+        sg_ban_list_unref(rc->admin_from);
         free(rc->name);
         free(rc);
     }
@@ -731,7 +817,7 @@ static int check_anonymize(struct sg_conf *conf, struct sg_route_conf *r, const 
 static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
 {
     const char *file = conf->file ? conf->file : "command line";
-    int rc = 0;
+    int rc = 0, err;
 
     if (conf->nroutes == 0) {
         sg_conf_diag_error(diag, file, 0, 0,
@@ -778,6 +864,11 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
             rc = SG_E_CONFIG;
         }
         if (sg_filter_list_check(r->filters, diag) < 0)
+            rc = SG_E_CONFIG;
+        /* bans and admin controls */
+        if ((err = load_ban_files(r, diag)) == -ENOMEM)
+            return err;
+        if (err < 0)
             rc = SG_E_CONFIG;
         for (struct sg_route_conf *o = conf->routes; o != r; o = o->next) {
             if (strcmp(o->listen, r->listen) == 0) {

@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "filters/chain.h"
+#include "proxy/ban.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -66,6 +67,10 @@ struct sg_route_conf {
     char *anonymize_key;             /* the pseudonyms' key file (or the top level's, or the default) */
     int anonymize_key_line;          /* where anonymize_key was given (0: top level or command line) */
     struct sg_filter_list *filters;  /* `filter` blocks in order (a reference), or NULL */
+    /* bans and admin controls (proxy/ban.h) */
+    struct sg_ban_list *bans;        /* `ban` lines, then the `ban_file`s' (a reference), or NULL */
+    struct sg_conf_list ban_files;   /* `ban_file FILE` lines, read at validation */
+    struct sg_ban_list *admin_from;  /* where remote administration may come from; NULL: anywhere */
     struct sg_conf *top;             /* the configuration it belongs to */
     int line;                        /* where the block opens (0: command line) */
     int listen_line, listen_col;     /* where `listen` was given (0: default or command line) */

@@ -21,7 +21,9 @@
     XX(REBIND, "rebind", "a player's qport from a new port, not continuing their stream (NAT)")    \
     XX(FOREIGN, "foreign",                                                                         \
        "at a session's upstream socket from another address than its server's")                    \
-    XX(UNDECODABLE, "undecodable", "not decoded whole, on a route with `undecodable drop`")
+    XX(UNDECODABLE, "undecodable", "not decoded whole, on a route with `undecodable drop`")       \
+    XX(BANNED, "banned", "from a banned address (`ban`, `ban_file`, a kick)")                      \
+    XX(ADMIN, "admin", "remote administration (rcon) from an address `admin_from` does not list")
 
 enum sg_drop {
 #define SG__DROP_ENUM(id, name, desc) SG_DROP_##id,

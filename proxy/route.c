@@ -835,6 +835,8 @@ static void from_client(struct sg_route *r, const uint8_t *data, size_t len, int
         r->counters.drops[SG_DROP_SHUTDOWN]++;
         return;
     }
+    if (sg_route__door_refuses(r, data, len, from))
+        return; /* bans and admin controls: counted (and logged) there */
     s = session_find(r, from);
     /* A new port of a known player (never one of slipgate's own addresses or
      * a server's: admit() drops those). */
@@ -997,6 +999,9 @@ static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
     dst->anonymize_key = src->anonymize_key ? strdup(src->anonymize_key) : NULL;
     dst->top = NULL; /* the configuration may be replaced by a reload */
     sg_filter_list_ref(dst->filters);
+    sg_ban_list_ref(dst->bans);
+    sg_ban_list_ref(dst->admin_from);
+    memset(&dst->ban_files, 0, sizeof(dst->ban_files)); /* read already: the file's */
     if (!dst->name || !dst->listen || !dst->server || (src->record && !dst->record) ||
         (src->sign_key && !dst->sign_key) || (src->anonymize_key && !dst->anonymize_key))
         return UV_ENOMEM;
@@ -1012,6 +1017,8 @@ static void free_conf(struct sg_route_conf *c)
     free(c->sign_key);
     free(c->anonymize_key);
     sg_filter_list_unref(c->filters);
+    sg_ban_list_unref(c->bans);
+    sg_ban_list_unref(c->admin_from);
     memset(c, 0, sizeof(*c));
 }
 
@@ -1272,6 +1279,7 @@ err_handles:
 err_route:
     free_sign_key(r);
     free_anon_key(r);
+    sg_route__door_finish(r);
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
     free(r->drain_buf);
@@ -1360,6 +1368,20 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
             sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0, "filters reloaded (%d in the chain)",
                    chain ? chain->n : 0);
         }
+    }
+
+    /* bans and admin controls: at once, for live sessions too. */
+    if (!sg_ban_list_equal(rc->bans, r->conf.bans) ||
+        !sg_ban_list_equal(rc->admin_from, r->conf.admin_from)) {
+        struct sg_ban_list *bans = r->conf.bans, *admin = r->conf.admin_from;
+        r->conf.bans = sg_ban_list_ref(rc->bans);
+        r->conf.admin_from = sg_ban_list_ref(rc->admin_from);
+        sg_ban_list_unref(bans);
+        sg_ban_list_unref(admin);
+        sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0,
+               "bans reloaded: %d ban rules, admin_from %s", rc->bans ? rc->bans->count : 0,
+               rc->admin_from ? "set" : "unset (anyone)");
+        sg_route__door_enforce(r);
     }
 
     /* The listener's buffers change at once; the system's default needs a new socket. */

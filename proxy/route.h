@@ -215,7 +215,40 @@ struct sg_route {
     size_t dq_limit;       /* its bound in datagrams: SG_DEFER_MAX (in-process tests lower it) */
     uint64_t dq_max;       /* the longest the queue has been */
     uint64_t dq_overflows; /* datagrams decoded at once because the queue was full */
+
+    /* The door (proxy/door.c): this loop's kicks (temporary bans from the
+     * HTTP API; owned, or NULL), per address when it was last answered and
+     * logged (a small table, NULL until a ban first matches), and the
+     * banned replies sent in the current second. */
+    struct sg_ban_list *kicks;
+    struct sg_door_seen *door_seen;
+    uint64_t door_second, door_replies;
+    struct sg_warn_limit warn_admin;
 };
+
+/*
+ * The door (proxy/door.c): may the client datagram `data` from `from`
+ * pass?  A banned address's datagram is dropped (counted, logged at most
+ * once a minute per address) and may get the game's own "banned" answer
+ * (never longer than `data`, at most one a second per address); remote
+ * administration from an address `admin_from` does not list is dropped
+ * (counted).  Returns true when the datagram is refused.
+ */
+bool sg_route__door_refuses(struct sg_route *r, const uint8_t *data, size_t len,
+                            const struct sockaddr *from);
+/* Bans or admin_from changed (a reload, a kick): end the sessions now banned. */
+void sg_route__door_enforce(struct sg_route *r);
+/*
+ * Kick: refuse `from`'s host for `minutes` (this loop's kicks), with
+ * `reason` (may be NULL).  0 or -ENOMEM.
+ */
+int sg_route_kick_ban(struct sg_route *r, const struct sockaddr *from, int64_t minutes,
+                      const char *reason);
+/* Lift this loop's kicks inside `rule`'s range (configured bans change by
+ * editing the config and reloading).  Returns how many went. */
+int sg_route_unban(struct sg_route *r, const struct sg_ban_rule *rule);
+/* Free the door's state (route destruction). */
+void sg_route__door_finish(struct sg_route *r);
 
 /*
  * Create a route from `rc` (copied) and start listening.  On failure

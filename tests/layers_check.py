@@ -18,9 +18,9 @@ import sys
 
 # Lowest first.  A module may include its own layer or a lower one.
 LAYERS = [
-    ("base", {"addr", "log", "udp", "delay", "conf", "ctx", "counters", "notify"}),
+    ("base", {"addr", "log", "udp", "delay", "conf", "ctx", "counters", "notify", "ban"}),
     ("session", {"session"}),
-    ("route", {"route"}),
+    ("route", {"route", "door"}),
     ("stats", {"stats", "metrics"}),
     ("http", {"http", "web_assets"}),
     ("app", {"app", "preflight"}),

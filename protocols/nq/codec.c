@@ -1274,6 +1274,8 @@ const struct sg_codec sg_nq_codec = {
                    "filtered; DarkPlaces protocols relayed",
     .probe = sg_nq_is_connect_request,
     .is_connect = sg_nq_is_connect_request,
+    .banned_reply = sg_nq_banned_reply,
+    .is_admin = sg_nq_is_admin,
     .handshake = sg_nq_relay_handshake,
     .create = nq_create,
     .destroy = nq_destroy,

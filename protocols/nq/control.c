@@ -1,6 +1,7 @@
 #include "protocols/nq/control.h"
 
 #include "protocols/byteorder.h"
+#include "protocols/door.h"
 
 #include <string.h>
 
@@ -37,4 +38,30 @@ int sg_nq_accept_port(const uint8_t *d, size_t n)
 void sg_nq_set_accept_port(uint8_t *d, int port)
 {
     sg_put_le32(d + 5, (uint32_t)port);
+}
+
+/* ---- the door ---- */
+
+size_t sg_nq_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
+{
+    static const char *const texts[] = {"You have been banned.\n", "Banned.\n", "Banned", NULL};
+
+    if (!sg_nq_is_connect_request(data, len))
+        return 0;
+    for (int i = 0; texts[i]; i++) {
+        size_t t = strlen(texts[i]), n = 4 + 1 + t + 1;
+        if (n > cap)
+            continue;
+        sg_put_be32(out, SG_NQ_NETFLAG_CTL | (uint32_t)n);
+        out[4] = SG_NQ_CCREP_REJECT;
+        memcpy(out + 5, texts[i], t + 1);
+        return n;
+    }
+    return 0;
+}
+
+bool sg_nq_is_admin(const uint8_t *data, size_t len)
+{
+    return (is_control(data, len, 5) && data[4] == SG_NQ_CCREQ_RCON) ||
+           sg_door_oob_is(data, len, "rcon", false) || sg_door_oob_is(data, len, "srcon", false);
 }

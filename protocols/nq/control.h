@@ -20,7 +20,9 @@
 
 #define SG_NQ_NETFLAG_CTL    0x80000000u
 #define SG_NQ_CCREQ_CONNECT  0x01
+#define SG_NQ_CCREQ_RCON     0x05 /* ProQuake's, kept by DarkPlaces (netconn.h) */
 #define SG_NQ_CCREP_ACCEPT   0x81
+#define SG_NQ_CCREP_REJECT   0x82
 #define SG_NQ_ACCEPT_LEN     9 /* header, command, port */
 
 /* A client's CCREQ_CONNECT for the game "QUAKE" (length word matching). */
@@ -28,6 +30,17 @@ bool sg_nq_is_connect_request(const uint8_t *d, size_t n);
 
 /* A server's CCREP_ACCEPT: the port it moves the client to (1..65535), or -1. */
 int sg_nq_accept_port(const uint8_t *d, size_t n);
+
+/*
+ * The door (codec.h): a server built with BAN_TEST (quakespasm, WinQuake)
+ * answers a banned address's CCREQ_CONNECT with CCREP_REJECT "You have been
+ * banned.\n" (net_dgrm.c); here shortened to "Banned.\n" or "Banned" when
+ * the request is shorter than the answer.  Remote administration is
+ * CCREQ_RCON (ProQuake, DarkPlaces) and DarkPlaces' out-of-band `rcon` and
+ * `srcon` (netconn.c).
+ */
+size_t sg_nq_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
+bool sg_nq_is_admin(const uint8_t *data, size_t len);
 
 /* Write `port` into an accept (d holds SG_NQ_ACCEPT_LEN bytes). */
 void sg_nq_set_accept_port(uint8_t *d, int port);

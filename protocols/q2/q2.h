@@ -191,6 +191,14 @@ int sg_q2_deflate(const uint8_t *in, size_t inlen, uint8_t *out, size_t cap, siz
 /* ---- relay hooks (relay.c) ---- */
 
 bool sg_q2_is_connect(const uint8_t *d, size_t n);
+/*
+ * The door (codec.h): Q2PRO answers a banned address's `connect` with the
+ * print "Your IP address is banned from this server.\nConnection
+ * refused.\n" (server/main.c, SVC_DirectConnect); remote administration
+ * is `rcon` (SV_ConnectionlessPacket, exact case).
+ */
+size_t sg_q2_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
+bool sg_q2_is_admin(const uint8_t *data, size_t len);
 int sg_q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, bool learn);
 bool sg_q2_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
                           size_t n, char *why, size_t whylen);

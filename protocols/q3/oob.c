@@ -8,6 +8,7 @@
  */
 #include "protocols/q3/oob.h"
 
+#include "protocols/door.h"
 #include "protocols/error.h"
 #include "protocols/q3/huffman.h"
 #include "protocols/q3/msg.h"
@@ -273,4 +274,20 @@ int sg_q3_oob_build(const char *text, size_t len, bool from_client, uint8_t *out
 int sg_q3_oob_write(const struct sg_q3_oob *oob, bool from_client, uint8_t *out, size_t cap)
 {
     return sg_q3_oob_build(oob->text, oob->text_len, from_client && !oob->plain_connect, out, cap);
+}
+
+/* ---- the door ---- */
+
+size_t sg_q3_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
+{
+    static const char *const texts[] = {"You are banned from this server.\n", NULL};
+
+    if (!sg_door_oob_is(data, len, "connect", true))
+        return 0;
+    return sg_door_oob_print(out, cap, "print\n", texts, false);
+}
+
+bool sg_q3_is_admin(const uint8_t *data, size_t len)
+{
+    return sg_door_oob_is(data, len, "rcon", true);
 }

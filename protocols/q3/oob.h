@@ -119,4 +119,13 @@ int sg_q3_oob_write(const struct sg_q3_oob *oob, bool from_client, uint8_t *out,
 /* The canonical name of a kind ("getchallenge", "challengeResponse"...), static. */
 const char *sg_q3_oob_kind_name(enum sg_q3_oob_kind kind);
 
+/*
+ * The door (codec.h): ioquake3 answers a banned address's `connect` with
+ * the print "You are banned from this server." (sv_client.c,
+ * SV_DirectConnect) and nothing else; its remote administration is
+ * `rcon` (sv_main.c, any case).
+ */
+size_t sg_q3_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
+bool sg_q3_is_admin(const uint8_t *data, size_t len);
+
 #endif

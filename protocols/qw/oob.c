@@ -18,6 +18,7 @@
 #include "protocols/qw/qw.h"
 
 #include "protocols/byteorder.h"
+#include "protocols/door.h"
 #include "protocols/error.h"
 #include "protocols/info.h"
 
@@ -190,4 +191,20 @@ int sg_qw_oob_parse(enum sg_dir dir, const uint8_t *data, size_t len, struct sg_
         break;
     }
     return 0;
+}
+
+/* ---- the door ---- */
+
+size_t sg_qw_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
+{
+    static const char *const texts[] = {"\nbanned.\n", NULL};
+
+    (void)data;
+    (void)len;
+    return sg_door_oob_print(out, cap, "n", texts, false);
+}
+
+bool sg_qw_is_admin(const uint8_t *data, size_t len)
+{
+    return sg_door_oob_is(data, len, "rcon", false);
 }

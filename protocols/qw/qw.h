@@ -167,6 +167,14 @@ bool sg_qw_chan_accept(struct sg_qw_chan *c, const struct sg_qw_header *h);
 
 /* ---- connectionless (oob.c) ---- */
 
+/*
+ * The door (codec.h): mvdsv answers every datagram of a banned address
+ * with A2C_PRINT 'n' "\nbanned.\n" (sv_main.c, SV_SendBan); its remote
+ * administration is `rcon` (SV_ConnectionlessPacket, exact case).
+ */
+size_t sg_qw_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
+bool sg_qw_is_admin(const uint8_t *data, size_t len);
+
 enum sg_qw_oob_kind {
     SG_QW_OOB_OTHER,
     SG_QW_OOB_GETCHALLENGE,

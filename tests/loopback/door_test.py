@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Loopback tests of the door: bans (inline, ban files, reload, expiry,
+IPv4 and IPv6), the games' "banned" answers, and admin_from for rcon.
+
+Run one case:  SLIPGATE=build/proxy/slipgate tests/loopback/door_test.py CASE
+"""
+import datetime
+import os
+import signal
+import sys
+import time
+import urllib.request
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import V4, V6, Fail, check, fmt_addr, main, require_ipv6  # noqa: E402
+from relay_test import (TAG, describe, expect_silence, roundtrip, route_block,  # noqa: E402
+                        stats_route, stop_ok)
+
+OOB = b'\xff\xff\xff\xff'
+# A Quake 3 connect long enough for the answer (its userinfo is Huffman-coded;
+# the door only reads the word).
+Q3_CONNECT = OOB + b'connect ' + b'\x01\x02' + b'u' * 80
+Q3_BANNED = OOB + b'print\nYou are banned from this server.\n'
+
+
+def drops_of(st, route):
+    return stats_route(st, route).get('counters', {}).get('drops', {})
+
+
+def server_saw(srv, port_or_host):
+    """Datagrams the echo server got from slipgate for payloads holding `port_or_host`."""
+    return [d for _, _, d in srv.snapshot() if port_or_host in d]
+
+
+def banned_silence(c, dest, payload, what):
+    c.send(payload, dest)
+    expect_silence(c, 0.4, what)
+
+
+def reload_ok(px, mark_re=r'configuration reloaded'):
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(mark_re, 3.0, start=mark) is not None,
+          'no "%s" line after SIGHUP' % mark_re)
+    return mark
+
+
+def case_ban_v4(h):
+    """An inline `ban` of an address and of a range: their datagrams never
+    reach the server (drops.banned); another address passes.  A banned
+    Quake 3 connect gets ioquake3's print "You are banned from this
+    server.", at most once a second per address, and never more bytes than
+    the client sent; one log line per address."""
+    srv = h.echo(V4)
+    until = (datetime.datetime.now(datetime.timezone.utc)
+             + datetime.timedelta(days=30)).strftime('%Y-%m-%dT%H:%MZ')
+    conf = route_block('door', '127.0.0.1:$P0', srv.addr, protocol='q3',
+                       ban='127.0.0.2') + ''
+    conf = conf.replace('    protocol q3\n', '    protocol q3\n'
+                        '    ban 127.0.3.0/24 until %s "cheating in cup"\n' % until)
+    px = h.proxy(config=conf)
+    dest = (V4, px.ports[0])
+    ok = h.client('127.0.0.1')
+    roundtrip(ok, dest, b'not banned')
+    for host in ('127.0.0.2', '127.0.3.77'):
+        c = h.client(host)
+        banned_silence(c, dest, b'banned ' + host.encode(), 'banned %s' % host)
+        check(not server_saw(srv, host.encode()), 'the server got datagrams of banned %s'
+              % host)
+    # The game's answer to a banned connect, then nothing for a second.
+    c = h.client('127.0.0.2')
+    c.send(Q3_CONNECT, dest)
+    r = c.recv_one(1.0)
+    # The first banned datagram of this address (above) got no answer (not a
+    # connect), so this one is answered.
+    check(r is not None and r[0] == Q3_BANNED and r[1] == dest,
+          'banned connect: expected %s from %s, got %r' % (describe(Q3_BANNED), dest, r))
+    for _ in range(3):
+        c.send(Q3_CONNECT, dest)
+    expect_silence(c, 0.3, 'a second banned connect within a second')
+    time.sleep(1.05)  # the per-address answer interval (a rate, not a wait on a condition)
+    short = OOB + b'connect x'
+    c.send(short, dest)
+    expect_silence(c, 0.3, 'a banned connect shorter than the answer (no amplification)')
+    n_logs = px.count_log(r'refused 127\.0\.0\.2:\d+: banned 127\.0\.0\.2')
+    check(n_logs == 1, '%d log lines for banned 127.0.0.2, expected 1 (once a minute)' % n_logs)
+    check(px.count_log(r'banned 127\.0\.3\.0/24 until \S+: cheating in cup') == 1,
+          'no log line naming the range, its expiry and reason')
+    st = stop_ok(px)
+    d = drops_of(st, 'door')
+    check(d.get('banned') == 2 + 1 + 3 + 1, 'drops.banned %r, expected 7' % d.get('banned'))
+    print('banned addresses and range refused, answered once, counted')
+
+
+def case_ban_v6(h):
+    """On a dual-stack listener an IPv4 rule matches the IPv4-mapped
+    client address, and an IPv6 rule matches ::1; 127.0.0.1 passes."""
+    require_ipv6()
+    srv = h.echo(V4)
+    conf = route_block('door6', '[::]:$P0', srv.addr, ban='::1/128')
+    conf = conf.replace('    ban ::1/128\n', '    ban ::1/128\n    ban 127.0.0.2/32\n')
+    px = h.proxy(config=conf)
+    p = px.ports[0]
+    roundtrip(h.client('127.0.0.1'), (V4, p), b'v4 passes')
+    banned_silence(h.client(V6), (V6, p), b'from ::1', 'banned ::1')
+    banned_silence(h.client('127.0.0.2'), (V4, p), b'from 127.0.0.2', 'banned 127.0.0.2 '
+                   '(as ::ffff:127.0.0.2)')
+    check(not server_saw(srv, b'from '), 'the server got a banned datagram')
+    st = stop_ok(px)
+    check(drops_of(st, 'door6').get('banned') == 2, 'drops.banned %r, expected 2'
+          % drops_of(st, 'door6').get('banned'))
+    print('IPv6 rule and IPv4 rule on a dual-stack listener')
+
+
+def case_ban_reload(h):
+    """SIGHUP adds a ban from a ban file (the live session of that address
+    ends, reason banned, and its datagrams stop), then removes it (the
+    address plays again)."""
+    srv = h.echo(V4)
+    banfile = h.path('bans.txt')
+    with open(banfile, 'w') as f:
+        f.write('# nobody yet\n')
+    px = h.proxy(config=route_block('door', '127.0.0.1:$P0', srv.addr,
+                                    ban_file='"%s"' % banfile))
+    dest = (V4, px.ports[0])
+    c = h.client('127.0.0.2')
+    roundtrip(c, dest, b'before the ban')
+    with open(banfile, 'w') as f:
+        f.write('# reloaded\n127.0.0.2   # the test client\n')
+    mark = reload_ok(px)
+    check(px.wait_for_log(r'session .*ended.*banned|banned', 2.0, start=mark) is not None,
+          'no line about the session ended by the ban')
+    banned_silence(c, dest, b'during the ban', 'after the reload that banned it')
+    with open(banfile, 'w') as f:
+        f.write('\n')
+    reload_ok(px)
+    roundtrip(c, dest, b'after the unban', what='after the reload that lifted the ban: ')
+    st = stop_ok(px)
+    r = stats_route(st, 'door')
+    reasons = [s.get('end_reason') for s in r.get('sessions', [])]
+    check('banned' in reasons, 'no session ended with reason banned: %r' % reasons)
+    check(drops_of(st, 'door').get('banned') == 1, 'drops.banned %r, expected 1'
+          % drops_of(st, 'door').get('banned'))
+    print('reload added and removed a ban; sessions %r' % reasons)
+
+
+def case_ban_file_bad(h):
+    """A bad line in a ban file is refused with FILE:LINE and what is
+    wrong: at start (--check-config fails) and at reload (refused, the old
+    configuration and its bans stay)."""
+    srv = h.echo(V4)
+    banfile = h.path('bans.txt')
+    with open(banfile, 'w') as f:
+        f.write('127.0.0.2\n')
+    conf = route_block('door', '127.0.0.1:$P0', srv.addr, ban_file='"%s"' % banfile)
+    px = h.proxy(config=conf)
+    dest = (V4, px.ports[0])
+    bad_lines = [
+        ('127.0.0.300', r"'127\.0\.0\.300' is not an IPv4 or IPv6 address"),
+        ('10.0.0.0/33', r'an IPv4 prefix is 0 to 32 bits'),
+        ('10.0.0.1 until tomorrow', r'the time is UTC in ISO 8601'),
+        ('2001:db8::/129 x', r'an IPv6 prefix is 0 to 128 bits'),
+    ]
+    for text, why in bad_lines:
+        with open(banfile, 'w') as f:
+            f.write('# header\n\n%s\n' % text)
+        r = h.run(['--check-config', '-c', px.config_path])
+        err = r.stderr.decode(errors='replace')
+        check(r.returncode != 0, '--check-config accepted ban line %r' % text)
+        check(('%s:3:' % banfile) in err, 'no "%s:3:" for %r in:\n%s' % (banfile, text, err))
+        check(__import__('re').search(why, err), 'no %r for %r in:\n%s' % (why, text, err))
+    # The last bad file at reload: refused; 127.0.0.2 stays banned, .1 passes.
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(r'reload failed; the old configuration stays', 3.0, start=mark),
+          'the bad ban file did not refuse the reload')
+    check(px.count_log(r'bans\.txt:3:', start=mark) >= 1, 'the refusal does not name line 3')
+    roundtrip(h.client('127.0.0.1'), dest, b'still passes')
+    banned_silence(h.client('127.0.0.2'), dest, b'still banned', 'after a refused reload')
+    stop_ok(px)
+    print('bad lines named by file and line; reload refused, old bans kept')
+
+
+def case_ban_expiry(h):
+    """A ban `until` a time a few seconds ahead stops matching then, with no
+    reload."""
+    srv = h.echo(V4)
+    end = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=3)
+    end = end.replace(microsecond=0) + datetime.timedelta(seconds=1)
+    conf = route_block('door', '127.0.0.1:$P0', srv.addr,
+                       ban='127.0.0.2 until %s' % end.strftime('%Y-%m-%dT%H:%M:%SZ'))
+    px = h.proxy(config=conf)
+    dest = (V4, px.ports[0])
+    c = h.client('127.0.0.2')
+    banned_silence(c, dest, b'early', 'before the expiry')
+    deadline = time.monotonic() + 8
+    got = None
+    for _ in range(80):
+        if time.monotonic() > deadline:
+            break
+        c.send(b'probe', dest)
+        got = c.recv_one(0.1)
+        if got:
+            break
+    check(got is not None and got[0] == TAG + b'probe', 'the ban did not expire (got %r)'
+          % (got,))
+    late = datetime.datetime.now(datetime.timezone.utc)
+    check(late >= end - datetime.timedelta(milliseconds=50),
+          'the ban ended at %s, before its expiry %s' % (late, end))
+    stop_ok(px)
+    print('expired at %s without a reload' % late.strftime('%H:%M:%S.%f'))
+
+
+def case_admin_from(h):
+    """`admin_from`: rcon from a listed address reaches the server; from
+    another address it is dropped and counted (drops.admin, /metrics);
+    game traffic of that address still passes."""
+    srv = h.echo(V4)
+    conf = 'http 127.0.0.1:$P1\n' + route_block('door', '127.0.0.1:$P0', srv.addr,
+                                                  protocol='q3', admin_from='127.0.0.2/32')
+    px = h.proxy(config=conf)
+    dest = (V4, px.ports[0])
+    admin, other = h.client('127.0.0.2'), h.client('127.0.0.1')
+    rcon = OOB + b'rcon secret status'
+    roundtrip(admin, dest, rcon, what='rcon from admin_from: ')
+    other.send(OOB + b'RCON secret map q3dm17', dest)  # any case, as ioquake3 reads it
+    other.send(rcon, dest)
+    expect_silence(other, 0.4, 'rcon from an unlisted address')
+    check(len(server_saw(srv, b'secret')) == 1, 'the server saw %d rcon datagrams, expected 1'
+          % len(server_saw(srv, b'secret')))
+    roundtrip(other, dest, OOB + b'getstatus', what='getstatus from the unlisted address: ')
+    body = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % px.ports[1],
+                                  timeout=5).read().decode()
+    check('slipgate_drops_total{route="door",reason="admin"} 2' in body,
+          '/metrics lacks drops_total reason admin 2:\n%s'
+          % '\n'.join(line for line in body.splitlines() if 'drops_total' in line))
+    check(px.count_log(r'remote administration from 127\.0\.0\.1:\d+ refused') == 1,
+          'expected one warning line about the refused rcon')
+    st = stop_ok(px)
+    check(drops_of(st, 'door').get('admin') == 2, 'drops.admin %r, expected 2'
+          % drops_of(st, 'door').get('admin'))
+    print('rcon: listed passes, unlisted dropped and counted')
+
+
+CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
+
+if __name__ == '__main__':
+    sys.exit(main(CASES, sys.argv))

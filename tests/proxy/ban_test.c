@@ -1,0 +1,290 @@
+/*
+ * proxy/ban.c: the rule parser, the ban file reader and the CIDR matcher.
+ */
+#include "proxy/ban.h"
+
+#include "protocols/codec.h"
+#include "protocols/error.h"
+#include "tests/unit.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+static struct sockaddr_storage v4(const char *a)
+{
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+
+    s->sin_family = AF_INET;
+    s->sin_port = htons(27960);
+    CHECK(inet_pton(AF_INET, a, &s->sin_addr) == 1);
+    return ss;
+}
+
+static struct sockaddr_storage v6(const char *a)
+{
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
+
+    s->sin6_family = AF_INET6;
+    s->sin6_port = htons(27960);
+    CHECK(inet_pton(AF_INET6, a, &s->sin6_addr) == 1);
+    return ss;
+}
+
+static struct sg_ban_list *list_of(const char *const *rules)
+{
+    struct sg_ban_list *l = sg_ban_list_create();
+    struct sg_ban_rule r;
+    char why[200];
+
+    for (int i = 0; rules[i]; i++) {
+        CHECKF(sg_ban_rule_parse(rules[i], true, &r, why, sizeof(why)) == 0, "%s: %s", rules[i],
+               why);
+        CHECK(sg_ban_list_add(l, &r) == 0);
+    }
+    return l;
+}
+
+#define MATCHES(l, ss, now) (sg_ban_list_match((l), (const struct sockaddr *)&(ss), (now)) != NULL)
+
+/* Addresses and ranges of both families; IPv4-mapped clients match IPv4 rules. */
+static void case_cidr(void)
+{
+    static const char *const rules[] = {"203.0.113.0/24", "198.51.100.7", "2001:db8::/32",
+                                        "10.1.2.3/8", NULL};
+    struct sg_ban_list *l = list_of(rules);
+    struct sockaddr_storage a;
+    char buf[80];
+
+    a = v4("203.0.113.200");
+    CHECK(MATCHES(l, a, 0));
+    a = v4("203.0.114.1");
+    CHECK(!MATCHES(l, a, 0));
+    a = v4("198.51.100.7");
+    CHECK(MATCHES(l, a, 0));
+    a = v4("198.51.100.8");
+    CHECK(!MATCHES(l, a, 0));
+    a = v4("10.200.0.1"); /* 10.1.2.3/8 is 10.0.0.0/8 */
+    CHECK(MATCHES(l, a, 0));
+    a = v6("::ffff:203.0.113.9");
+    CHECK(MATCHES(l, a, 0));
+    a = v6("::ffff:203.0.112.9");
+    CHECK(!MATCHES(l, a, 0));
+    a = v6("2001:db8:ffff::1");
+    CHECK(MATCHES(l, a, 0));
+    a = v6("2001:db9::1");
+    CHECK(!MATCHES(l, a, 0));
+    a = v6("::1");
+    CHECK(!MATCHES(l, a, 0));
+    sg_ban_rule_format(&l->rules[0], buf, sizeof(buf));
+    CHECK(strcmp(buf, "203.0.113.0/24") == 0);
+    sg_ban_rule_format(&l->rules[1], buf, sizeof(buf));
+    CHECK(strcmp(buf, "198.51.100.7") == 0);
+    sg_ban_rule_format(&l->rules[2], buf, sizeof(buf));
+    CHECK(strcmp(buf, "2001:db8::/32") == 0);
+    sg_ban_rule_format(&l->rules[3], buf, sizeof(buf));
+    CHECK(strcmp(buf, "10.0.0.0/8") == 0);
+    sg_ban_list_unref(l);
+
+    /* Prefix boundaries: /0 covers all, odd prefix lengths. */
+    static const char *const edge[] = {"192.168.0.0/17", NULL};
+    l = list_of(edge);
+    a = v4("192.168.127.255");
+    CHECK(MATCHES(l, a, 0));
+    a = v4("192.168.128.0");
+    CHECK(!MATCHES(l, a, 0));
+    sg_ban_list_unref(l);
+    static const char *const all[] = {"::/0", NULL};
+    l = list_of(all);
+    a = v4("1.2.3.4");
+    CHECK(MATCHES(l, a, 0));
+    sg_ban_list_unref(l);
+}
+
+/* `until` and the reason; expiry is read at match time. */
+static void case_until(void)
+{
+    struct sg_ban_rule r;
+    struct sockaddr_storage a = v4("203.0.113.5");
+    struct sg_ban_list *l = sg_ban_list_create();
+    char why[200];
+
+    CHECK(sg_ban_rule_parse("203.0.113.0/24 until 2026-12-31T00:00Z cheating  ", true, &r, why,
+                            sizeof(why)) == 0);
+    CHECK_EQ(r.until_ms, 1798675200000LL);
+    CHECK(strcmp(r.reason, "cheating") == 0);
+    CHECK(sg_ban_rule_parse("203.0.113.0/24 until 2026-12-31", true, &r, why, sizeof(why)) == 0);
+    CHECK_EQ(r.until_ms, 1798675200000LL);
+    CHECK(sg_ban_rule_parse("203.0.113.0/24 until 2026-12-31T00:00:30Z aim bot", true, &r, why,
+                            sizeof(why)) == 0);
+    CHECK_EQ(r.until_ms, 1798675230000LL);
+    CHECK(strcmp(r.reason, "aim bot") == 0);
+    CHECK(sg_ban_list_add(l, &r) == 0);
+    CHECK(MATCHES(l, a, 1798675229999LL));
+    CHECK(!MATCHES(l, a, 1798675230000LL));
+    sg_ban_list_unref(l);
+    CHECK(sg_ban_rule_parse("203.0.113.1 reason only", true, &r, why, sizeof(why)) == 0);
+    CHECK(r.until_ms == 0 && strcmp(r.reason, "reason only") == 0);
+}
+
+/* What is refused, and why. */
+static void case_bad(void)
+{
+    static const struct {
+        const char *text, *why;
+        bool extra;
+    } bad[] = {
+        {"", "no address", true},
+        {"203.0.113.300", "is not an IPv4 or IPv6 address", true},
+        {"203.0.113.0/33", "an IPv4 prefix is 0 to 32 bits", true},
+        {"2001:db8::/129", "an IPv6 prefix is 0 to 128 bits", true},
+        {"203.0.113.0/", "prefix length after '/' is not a number", true},
+        {"203.0.113.0/-1", "prefix length after '/' is not a number", true},
+        {"203.0.113.0/2x", "prefix length after '/' is not a number", true},
+        {"host.example", "is not an IPv4 or IPv6 address", true},
+        {"1.2.3.4 until", "ISO 8601", true},
+        {"1.2.3.4 until 2026-13-01", "ISO 8601", true},
+        {"1.2.3.4 until 2026-02-30", "ISO 8601", true},
+        {"1.2.3.4 until 2026-12-31T25:00Z", "ISO 8601", true},
+        {"1.2.3.4 until 2026-12-31T10:00", "ISO 8601", true},
+        {"1.2.3.4 until 2026-12-31T10:00+01", "ISO 8601", true},
+        {"1.2.3.4 until 1969-12-31", "ISO 8601", true},
+        {"1.2.3.4 \x01 bell", "printable ASCII only", true},
+        {"1.2.3.4 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+         "at most 63", true},
+        {"1.2.3.4 reason", "one ADDR[/BITS] per entry", false},
+    };
+    struct sg_ban_rule r;
+    char why[200];
+
+    for (size_t i = 0; i < UNIT_COUNT(bad); i++) {
+        why[0] = '\0';
+        CHECKF(sg_ban_rule_parse(bad[i].text, bad[i].extra, &r, why, sizeof(why)) == -EINVAL,
+               "accepted '%s'", bad[i].text);
+        CHECKF(strstr(why, bad[i].why) != NULL, "'%s': why '%s', expected '%s'", bad[i].text,
+               why, bad[i].why);
+    }
+}
+
+/* A ban file: comments, blanks, a trailing comment; every bad line named by line. */
+static void case_file(void)
+{
+    char path[] = "/tmp/slipgate-ban-test-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    struct sg_ban_list *l = sg_ban_list_create();
+    struct sg_conf_diag diag;
+    struct sockaddr_storage a;
+
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs("# bans\n"
+          "\n"
+          "203.0.113.0/24 until 2099-01-01 cheating # since the cup\n"
+          "   2001:db8::1\t# one host\n"
+          "198.51.100.0/40\n"
+          "198.51.100.1 until soon\n"
+          "192.0.2.1#no comment without a blank\n",
+          f);
+    fclose(f);
+    sg_conf_diag_init(&diag);
+    CHECK(sg_ban_file_load(l, path, &diag) == SG_E_CONFIG);
+    CHECK_EQ(diag.count, 3);
+    CHECKF(strstr(diag.msgs[0], ":5:1: error: '198.51.100.0/40': an IPv4 prefix") != NULL, "%s",
+           diag.msgs[0]);
+    CHECKF(strstr(diag.msgs[1], ":6:1: error: 'until soon'") != NULL, "%s", diag.msgs[1]);
+    CHECKF(strstr(diag.msgs[2], ":7:1: error: '192.0.2.1#no'") != NULL, "%s", diag.msgs[2]);
+    CHECK(strncmp(diag.msgs[0], path, strlen(path)) == 0);
+    CHECK_EQ(l->count, 2);
+    CHECK(l->count == 2 && strcmp(l->rules[0].reason, "cheating") == 0);
+    CHECK(l->count == 2 && l->rules[0].line == 3 && l->rules[1].line == 4);
+    CHECK(l->count == 2 && strcmp(l->rules[1].file, path) == 0);
+    a = v6("2001:db8::1");
+    CHECK(MATCHES(l, a, 0));
+    a = v4("203.0.113.1");
+    CHECK(MATCHES(l, a, 0));
+    unlink(path);
+
+    /* A missing file is one diagnostic with the path. */
+    sg_conf_diag_init(&diag);
+    CHECK(sg_ban_file_load(l, path, &diag) == -ENOENT);
+    CHECK(diag.count == 1 && strstr(diag.msgs[0], "cannot open ban file") != NULL);
+    sg_ban_list_unref(l);
+}
+
+/* Lists compare by rules; references. */
+static void case_list(void)
+{
+    static const char *const a[] = {"1.2.3.4", "::1 until 2099-01-01 x", NULL};
+    static const char *const b[] = {"1.2.3.4", "::1 until 2099-01-01 y", NULL};
+    struct sg_ban_list *la = list_of(a), *lb = list_of(b), *la2 = list_of(a);
+
+    CHECK(sg_ban_list_equal(la, la2));
+    CHECK(!sg_ban_list_equal(la, lb));
+    CHECK(!sg_ban_list_equal(la, NULL));
+    struct sg_ban_list *empty = sg_ban_list_create();
+    CHECK(sg_ban_list_equal(NULL, empty));
+    sg_ban_list_unref(empty);
+    CHECK(sg_ban_list_ref(la) == la);
+    sg_ban_list_unref(la);
+    sg_ban_list_unref(la);
+    sg_ban_list_unref(lb);
+    sg_ban_list_unref(la2);
+    sg_ban_list_unref(NULL);
+}
+
+/* The games' answers to a banned client, never longer than the request, and their rcon words. */
+static void case_games(void)
+{
+    static const uint8_t q3c[] = "\xff\xff\xff\xff"
+                                 "connect \x01\x02xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+    static const uint8_t q2c[] = "\xff\xff\xff\xff"
+                                 "connect 34 12345 678 \"\\name\\player\\rate\\25000\\msg\\1\\hand\\2\\skin\\male/grunt\\fov\\90\"\n";
+    static const uint8_t qwp[] = "\xff\xff\xff\xffgetchallenge\n";
+    /* NetQuake CCREQ_CONNECT: 12 bytes, "QUAKE", version 3. */
+    static const uint8_t nqc[] = {0x80, 0x00, 0x00, 0x0c, 0x01, 'Q', 'U', 'A', 'K', 'E', 0, 3};
+    static const uint8_t nqr[] = {0x80, 0x00, 0x00, 0x06, 0x05, 0};
+    const struct sg_codec *q3 = sg_codec_find("q3"), *qw = sg_codec_find("qw"),
+                          *q2 = sg_codec_find("q2"), *nq = sg_codec_find("nq");
+    uint8_t out[128];
+    size_t n;
+
+    CHECK(q3 && qw && q2 && nq);
+    if (!q3 || !qw || !q2 || !nq)
+        return;
+    n = q3->banned_reply(q3c, sizeof(q3c) - 1, out, sizeof(q3c) - 1);
+    CHECK(n == 43 && memcmp(out, "\xff\xff\xff\xffprint\nYou are banned from this server.\n", n) == 0);
+    CHECK(q3->banned_reply(q3c, sizeof(q3c) - 1, out, 42) == 0); /* never longer than the request */
+    CHECK(q3->banned_reply(qwp, sizeof(qwp) - 1, out, sizeof(out)) == 0); /* not a connect */
+    n = qw->banned_reply(qwp, sizeof(qwp) - 1, out, sizeof(qwp) - 1);
+    CHECK(n == 14 && memcmp(out, "\xff\xff\xff\xffn\nbanned.\n", n) == 0);
+    n = q2->banned_reply(q2c, sizeof(q2c) - 1, out, sizeof(q2c) - 1);
+    CHECK(n > 10 && memcmp(out + 4, "print\nYour IP address is banned", 31) == 0);
+    n = nq->banned_reply(nqc, sizeof(nqc), out, sizeof(nqc));
+    CHECK(n == 12 && out[0] == 0x80 && out[3] == 12 && out[4] == 0x82 &&
+          memcmp(out + 5, "Banned", 7) == 0);
+    n = nq->banned_reply(nqc, sizeof(nqc), out, sizeof(out));
+    CHECK(n == 28 && out[3] == 28 && memcmp(out + 5, "You have been banned.\n", 23) == 0);
+
+    CHECK(q3->is_admin((const uint8_t *)"\xff\xff\xff\xffRCON pw status", 18));
+    CHECK(!q3->is_admin((const uint8_t *)"\xff\xff\xff\xffrconx", 9));
+    CHECK(qw->is_admin((const uint8_t *)"\xff\xff\xff\xffrcon pw status\n", 19));
+    CHECK(!qw->is_admin((const uint8_t *)"\xff\xff\xff\xffstatus\n", 11));
+    CHECK(q2->is_admin((const uint8_t *)"\xff\xff\xff\xffrcon pw status", 18));
+    CHECK(nq->is_admin(nqr, sizeof(nqr)));
+    CHECK(nq->is_admin((const uint8_t *)"\xff\xff\xff\xffsrcon HMAC-MD4 TIME x", 29));
+    CHECK(!nq->is_admin(nqc, sizeof(nqc)));
+}
+
+int main(int argc, char **argv)
+{
+    static const struct unit_case cases[] = {
+        {"cidr", case_cidr}, {"until", case_until}, {"bad", case_bad},
+        {"file", case_file}, {"list", case_list},   {"games", case_games},
+    };
+    return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
+}
