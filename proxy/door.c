@@ -219,7 +219,7 @@ int sg_route_kick_ban(struct sg_route *r, const struct sockaddr *from, int64_t m
         goto err;
     sg_ban_list_unref(r->kicks);
     r->kicks = l;
-    sg_route__door_enforce(r);
+    r->door_dirty = true; /* the route's own sweep ends the session (its loop's thread) */
     return 0;
 err:
     sg_ban_list_unref(l);

@@ -26,6 +26,7 @@
 #include "filters/inspect.h"
 #include "filters/text.h"
 #include "proxy/addr.h"
+#include "proxy/admin.h"
 #include "proxy/metrics.h"
 #include "proxy/route.h"
 #include "proxy/stats.h"
@@ -537,7 +538,7 @@ static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, const
                                 "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
                                 "form-action 'none'; frame-ancestors 'none'");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, "Allow", "GET");
+        MHD_add_response_header(r, "Allow", strcmp(buf, "only POST\n") == 0 ? "POST" : "GET");
     if (status == MHD_HTTP_UNAUTHORIZED)
         MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"slipgate\"");
     ret = MHD_queue_response(c, status, r);
@@ -755,6 +756,24 @@ static enum MHD_Result token_login(struct sg_http *h, struct MHD_Connection *c, 
     return ret;
 }
 
+/* ---- live actions (proxy/admin.h) ---- */
+
+static enum MHD_Result admin_request(struct sg_http *h, struct MHD_Connection *c, const char *url)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    struct sg_admin_reply rep;
+    char peer[SG_ADDR_STRLEN] = "?";
+
+    if (ci && ci->client_addr)
+        sg_addr_format(ci->client_addr, peer, sizeof(peer));
+    sg_admin_handle(&h->owner, h->has_token, c, url, peer, &rep);
+    if (!rep.body)
+        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    return send_buf(c, rep.status, rep.json ? "application/json" : "text/plain; charset=utf-8",
+                    rep.body, rep.len, true);
+}
+
 /* ---- the router ---- */
 
 /* /live and /ready: the owner's answer, as a short text line. */
@@ -789,8 +808,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *ctx = &first_call;
         if (k)
             k->busy = true;
-        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
-            return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET\n");
+        if (sg_admin_is_action(url) ? strcmp(method, MHD_HTTP_METHOD_POST) != 0
+                                    : strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+            return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+                             sg_admin_is_action(url) ? "only POST\n" : "only GET\n");
     } else {
         *upload_data_size = 0; /* a GET with a body: ignore it */
         return MHD_YES;
@@ -824,6 +845,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return send_doc(c, "application/json", doc_recordings, h);
     if (strcmp(url, "/api/stream") == 0)
         return start_stream(h, c);
+    if (sg_admin_is_action(url) || sg_admin_is_list(url))
+        return admin_request(h, c, url);
     return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 

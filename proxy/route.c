@@ -941,6 +941,10 @@ static void on_sweep(uv_timer_t *t)
     struct sg_session *s, *next;
 
     check_kernel_drops(r, now);
+    if (r->door_dirty) { /* a kick from the HTTP API */
+        r->door_dirty = false;
+        sg_route__door_enforce(r);
+    }
 
     for (s = r->sessions; s; s = next) {
         next = s->next;

@@ -221,6 +221,7 @@ struct sg_route {
      * logged (a small table, NULL until a ban first matches), and the
      * banned replies sent in the current second. */
     struct sg_ban_list *kicks;
+    bool door_dirty; /* kicks changed from another thread: the sweep ends the sessions */
     struct sg_door_seen *door_seen;
     uint64_t door_second, door_replies;
     struct sg_warn_limit warn_admin;
@@ -240,7 +241,9 @@ bool sg_route__door_refuses(struct sg_route *r, const uint8_t *data, size_t len,
 void sg_route__door_enforce(struct sg_route *r);
 /*
  * Kick: refuse `from`'s host for `minutes` (this loop's kicks), with
- * `reason` (may be NULL).  0 or -ENOMEM.
+ * `reason` (may be NULL); the route's next sweep (its own loop, within a
+ * second) ends its sessions.  Call it from the route's loop, or with that
+ * loop paused.  0 or -ENOMEM.
  */
 int sg_route_kick_ban(struct sg_route *r, const struct sockaddr *from, int64_t minutes,
                       const char *reason);

@@ -540,7 +540,7 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
     struct sg_filter_call call = {0};
     struct sg_filter_proxy proxy = {0};
     struct sg_chain_result res = {.drop_filter = -1};
-    bool identical, rebuild;
+    bool identical, rebuild, muted = false;
     int err;
 
     /* Decode; an error is counted and logged once per session.  In a session
@@ -577,6 +577,18 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
         f = &s->raw_frame;
     }
 
+    /* Muted (HTTP API): the client's chat never reaches the server. */
+    if (s->muted && dir == SG_DIR_C2S && !sent && s->codec && s->codec->drop_msg &&
+        f->kind == SG_FRAME_MESSAGE) {
+        for (unsigned i = 0; i < f->nmsgs; i++) {
+            if (f->msgs[i].kind == SG_MSG_CHAT && !f->msgs[i].dropped &&
+                s->codec->drop_msg(s->cstate, i) >= 0) {
+                muted = true;
+                s->muted_msgs++;
+            }
+        }
+    }
+
     /* The filters. */
     if (chain) {
         fill_call(s, &call, &proxy, f, data, len, now_ms);
@@ -596,7 +608,7 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
 
     /* Rebuild what changed, what the codec must, or everything when asked. */
     rebuild = !sent && s->codec &&
-              (res.changed || r->conf.reencode == SG_REENCODE_ALWAYS ||
+              (res.changed || muted || r->conf.reencode == SG_REENCODE_ALWAYS ||
                (s->codec->must_encode && s->codec->must_encode(s->cstate, f)));
     if (rebuild && f->kind == SG_FRAME_PARTIAL)
         return; /* pieces wait for their whole message */
@@ -735,6 +747,11 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
             update_stage(s, dir);
         send_dir(s, dir, data, len);
         return;
+    }
+    if (s->muted && !s->sync_only) {
+        /* Muted: its chat is removed before the send, in arrival order. */
+        sg_route_deferred_drain(r);
+        s->sync_only = true;
     }
     if (r->send_first && !s->sync_only) {
         send_dir(s, dir, data, len);

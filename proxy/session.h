@@ -97,6 +97,10 @@ struct sg_session {
     struct sg_session_summary sum;
     char map[64]; /* the level the server last announced, "" until then (proxy/http.c) */
     bool sync_only; /* a changing filter saw its frames: never send-first again (codec numbering) */
+    /* Muted from the HTTP API: the client's chat is removed before it reaches
+     * the server (set with the loops paused; read by the session's loop). */
+    bool muted;
+    uint64_t muted_msgs; /* chat messages removed */
 };
 
 /* A datagram sent before it was decoded, waiting for its decoding (session.c). */

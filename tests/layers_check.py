@@ -22,7 +22,7 @@ LAYERS = [
     ("session", {"session"}),
     ("route", {"route", "door"}),
     ("stats", {"stats", "metrics"}),
-    ("http", {"http", "web_assets"}),
+    ("http", {"http", "web_assets", "admin"}),
     ("app", {"app", "preflight"}),
     ("cli", {"cli/main", "cli/commands", "cli/cmd_demo", "cli/cmd_doctor", "cli/cmd_pcap",
              "cli/cmd_play", "cli/cmd_sign"}),

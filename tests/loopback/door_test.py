@@ -5,10 +5,12 @@ IPv4 and IPv6), the games' "banned" answers, and admin_from for rcon.
 Run one case:  SLIPGATE=build/proxy/slipgate tests/loopback/door_test.py CASE
 """
 import datetime
+import json
 import os
 import signal
 import sys
 import time
+import urllib.error
 import urllib.request
 
 sys.dont_write_bytecode = True
@@ -242,6 +244,126 @@ def case_admin_from(h):
     check(drops_of(st, 'door').get('admin') == 2, 'drops.admin %r, expected 2'
           % drops_of(st, 'door').get('admin'))
     print('rcon: listed passes, unlisted dropped and counted')
+
+
+TOKEN = 'door-t0ken-123'
+
+
+def api(port, path, method='POST', token=TOKEN, host=V4):
+    """(status, body) of one HTTP request to slipgate's `http`."""
+    req = urllib.request.Request('http://%s:%d%s' % (fmt_addr(host, port).rsplit(':', 1)[0], port,
+                                                     path), method=method,
+                                 data=b'' if method == 'POST' else None)
+    if token:
+        req.add_header('Authorization', 'Bearer ' + token)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def players(port):
+    status, body = api(port, '/api/players', method='GET')
+    check(status == 200, '/api/players: %s %s' % (status, body))
+    return json.loads(body)['players']
+
+
+def http_actions(h, host):
+    srv = h.echo(V4)
+    conf = ('http 127.0.0.1:$P1\nhttp_token %s\n' % TOKEN
+            + route_block('door', '%s:$P0' % ('[::]' if host == V6 else '127.0.0.1'), srv.addr))
+    px = h.proxy(config=conf)
+    dest, web = (host, px.ports[0]), px.ports[1]
+    c, other = h.client('127.0.0.2' if host == V4 else V6), h.client(V4)
+    roundtrip(c, dest, b'playing')
+    roundtrip(other, (V4, px.ports[0]), b'also playing')
+    pl = [p for p in players(web) if p['client'].endswith(':%d' % c.port)]
+    check(len(pl) == 1 and pl[0]['route'] == 'door', '/api/players: %r' % players(web))
+    sid = pl[0]['session']
+    # Refused, and nothing changes: no token, a wrong one, bad or unknown ids.
+    mark = px.log_mark()
+    for path, token, want in [
+            ('/api/kick?session=%d' % sid, None, 401),
+            ('/api/kick?session=%d' % sid, 'wrong-token-xyz', 401),
+            ('/api/players', None, 401),
+            ('/api/kick?session=999999', TOKEN, 404),
+            ('/api/kick?session=abc', TOKEN, 400),
+            ('/api/kick?session=-1', TOKEN, 400),
+            ('/api/kick', TOKEN, 400),
+            ('/api/kick?session=%d&minutes=0' % sid, TOKEN, 400),
+            ('/api/kick?session=%d&minutes=99999999' % sid, TOKEN, 400),
+            ('/api/kick?session=%d&reason=%%01' % sid, TOKEN, 400),
+            ('/api/mute?session=999999', TOKEN, 404),
+            ('/api/mute?session=%d&on=2' % sid, TOKEN, 400),
+            ('/api/unban?addr=300.1.1.1', TOKEN, 400),
+            ('/api/unban', TOKEN, 400),
+            ('/api/unban?addr=192.0.2.1', TOKEN, 404),
+            ('/api/unban?addr=192.0.2.1&route=nope', TOKEN, 404)]:
+        status, body = api(web, path, method='GET' if path == '/api/players' else 'POST',
+                           token=token)
+        check(status == want, '%s (token %r): %s %r, expected %d' % (path, token, status, body,
+                                                                      want))
+    status, body = api(web, '/api/kick?session=%d' % sid, method='GET')
+    check(status == 405, 'GET /api/kick: %s, expected 405' % status)
+    check(px.count_log(r'kicked by|unbanned by|muted by', start=mark) == 0,
+          'a refused request acted')
+    roundtrip(c, dest, b'still playing', what='after refused requests: ')
+    # Kick: the session ends, the address is refused, logged with who asked.
+    status, body = api(web, '/api/kick?session=%d&minutes=5&reason=spam' % sid)
+    check(status == 200 and json.loads(body)['minutes'] == 5, 'kick: %s %s' % (status, body))
+    check(px.wait_for_log(r'kicked by 127\.0\.0\.1:\d+ over HTTP: .* refused for 5 minutes: '
+                          r'spam', 2.0, start=mark), 'no log line of the kick naming who asked')
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and any(p['session'] == sid for p in players(web)):
+        time.sleep(0.05)
+    check(not any(p['session'] == sid for p in players(web)), 'the kicked session still lives')
+    banned_silence(c, dest, b'kicked', 'kicked client')
+    roundtrip(other, (V4, px.ports[0]), b'others play on', what='another client: ')
+    # Unban: it plays again; a second unban finds nothing.
+    addr = c.addr[0]
+    status, body = api(web, '/api/unban?addr=%s&route=door' % addr)
+    check(status == 200 and json.loads(body)['lifted'] == 1, 'unban: %s %s' % (status, body))
+    check(px.count_log(r'unbanned by 127\.0\.0\.1:\d+ over HTTP', start=mark) == 1,
+          'no log line of the unban')
+    roundtrip(c, dest, b'back', what='after the unban: ')
+    status, body = api(web, '/api/unban?addr=%s' % addr)
+    check(status == 404, 'a second unban: %s %s' % (status, body))
+    st = stop_ok(px)
+    reasons = [s.get('end_reason') for s in stats_route(st, 'door').get('sessions', [])]
+    check('banned' in reasons, 'no session ended with reason banned: %r' % reasons)
+    print('kick and unban over HTTP (%s); refusals changed nothing' % host)
+
+
+def case_http_actions_v4(h):
+    """The HTTP API's live actions: /api/players lists the sessions; a
+    kick without a token, with a wrong one, with a bad or unknown session
+    number is an HTTP error and changes nothing; a kick ends the session
+    and refuses the address (logged with the HTTP peer), and an unban lets
+    it back."""
+    http_actions(h, V4)
+
+
+def case_http_actions_v6(h):
+    """The same for an IPv6 client on a dual-stack listener."""
+    require_ipv6()
+    http_actions(h, V6)
+
+
+def case_http_no_token(h):
+    """Without http_token the live actions are refused (403) and the list
+    still answers."""
+    srv = h.echo(V4)
+    px = h.proxy(config='http 127.0.0.1:$P1\n' + route_block('door', '127.0.0.1:$P0', srv.addr))
+    c = h.client(V4)
+    roundtrip(c, (V4, px.ports[0]), b'playing')
+    sid = players(px.ports[1])[0]['session']
+    for path in ('/api/kick?session=%d' % sid, '/api/mute?session=%d' % sid,
+                 '/api/unban?addr=127.0.0.1'):
+        status, body = api(px.ports[1], path, token=None)
+        check(status == 403 and 'http_token' in body, '%s: %s %r' % (path, status, body))
+    roundtrip(c, (V4, px.ports[0]), b'still playing')
+    stop_ok(px)
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
