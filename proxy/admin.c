@@ -126,7 +126,7 @@ static void players(const struct sg_stats_view *v, FILE *f)
     fputs(first ? "]}\n" : "\n]}\n", f);
 }
 
-static void kick(const struct sg_http_owner *owner, const struct sg_stats_view *v,
+static void kick(const struct sg_admin_access *owner, const struct sg_stats_view *v,
                  struct MHD_Connection *c, const char *peer, struct sg_admin_reply *out, FILE *f)
 {
     const char *reason = arg(c, "reason"), *min = arg(c, "minutes");
@@ -164,7 +164,7 @@ static void kick(const struct sg_http_owner *owner, const struct sg_stats_view *
     if (err < 0)
         FAIL(MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
     sg_route__client_name(r, (const struct sockaddr *)&client, a, sizeof(a));
-    sg_log(owner->ctx->log, SG_LOG_WARN, r->conf.name, id,
+    sg_log(owner->log, SG_LOG_WARN, r->conf.name, id,
            "kicked by %s over HTTP: %s refused for %llu minute%s%s%s", peer, a, minutes,
            minutes == 1 ? "" : "s", reason ? ": " : "", reason ? reason : "");
     fprintf(f, "{\"action\": \"kick\", \"session\": %llu, \"route\": ", id);
@@ -174,7 +174,7 @@ static void kick(const struct sg_http_owner *owner, const struct sg_stats_view *
     fprintf(f, ", \"minutes\": %llu}\n", minutes);
 }
 
-static void unban(const struct sg_http_owner *owner, const struct sg_stats_view *v,
+static void unban(const struct sg_admin_access *owner, const struct sg_stats_view *v,
                   struct MHD_Connection *c, const char *peer, struct sg_admin_reply *out, FILE *f)
 {
     const char *addr = arg(c, "addr"), *route = arg(c, "route");
@@ -210,14 +210,14 @@ static void unban(const struct sg_http_owner *owner, const struct sg_stats_view 
                           conf->file ? ", " : "", conf->file ? conf->file : "");
     if (gone == 0)
         FAIL(MHD_HTTP_NOT_FOUND, "no kick of %s to lift\n", cidr);
-    sg_log(owner->ctx->log, SG_LOG_WARN, route, 0, "unbanned by %s over HTTP: %s (%d kick%s lifted)",
+    sg_log(owner->log, SG_LOG_WARN, route, 0, "unbanned by %s over HTTP: %s (%d kick%s lifted)",
            peer, cidr, gone, gone == 1 ? "" : "s");
     fputs("{\"action\": \"unban\", \"addr\": ", f);
     sg_json_cstr(f, cidr);
     fprintf(f, ", \"lifted\": %d}\n", gone);
 }
 
-static void mute(const struct sg_http_owner *owner, const struct sg_stats_view *v,
+static void mute(const struct sg_admin_access *owner, const struct sg_stats_view *v,
                  struct MHD_Connection *c, const char *peer, struct sg_admin_reply *out, FILE *f)
 {
     const char *on = arg(c, "on");
@@ -242,13 +242,13 @@ static void mute(const struct sg_http_owner *owner, const struct sg_stats_view *
                           id);
     s->muted = muted;
     sg_route__client_name(r, (const struct sockaddr *)&s->client, a, sizeof(a));
-    sg_log(owner->ctx->log, SG_LOG_WARN, r->conf.name, id, "%s by %s over HTTP (%s)",
+    sg_log(owner->log, SG_LOG_WARN, r->conf.name, id, "%s by %s over HTTP (%s)",
            muted ? "muted" : "unmuted", peer, a);
     fprintf(f, "{\"action\": \"mute\", \"session\": %llu, \"muted\": %s}\n", id,
             muted ? "true" : "false");
 }
 
-void sg_admin_handle(const struct sg_http_owner *owner, bool has_token, struct MHD_Connection *c,
+void sg_admin_handle(const struct sg_admin_access *owner, bool has_token, struct MHD_Connection *c,
                      const char *url, const char *peer, struct sg_admin_reply *out)
 {
     struct sg_stats_view *v;

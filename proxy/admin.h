@@ -14,7 +14,7 @@
 #ifndef SG_PROXY_ADMIN_H
 #define SG_PROXY_ADMIN_H
 
-#include "proxy/http.h"
+#include "proxy/log.h"
 
 #include <microhttpd.h>
 #include <stdbool.h>
@@ -31,6 +31,21 @@ struct sg_admin_reply {
     size_t len;
 };
 
+struct sg_stats_view;
+
+/*
+ * How the actions reach every loop (the HTTP server's owner hooks, see
+ * proxy/http.h): the log, `view` of every loop, and `pause`/`resume` of the
+ * other loops (pause false: only worker 0's may be read).
+ */
+struct sg_admin_access {
+    struct sg_logger *log;
+    void *data;
+    void (*view)(void *data, struct sg_stats_view *out);
+    bool (*pause)(void *data);
+    void (*resume)(void *data);
+};
+
 /* Is `url` one of the actions (POST) or the players' list (GET)? */
 bool sg_admin_is_action(const char *url);
 bool sg_admin_is_list(const char *url);
@@ -41,7 +56,7 @@ bool sg_admin_is_list(const char *url);
  * is set.  Reads and changes every loop's routes with the other loops
  * paused (owner->pause).  Always fills `out` (body NULL: out of memory).
  */
-void sg_admin_handle(const struct sg_http_owner *owner, bool has_token, struct MHD_Connection *c,
+void sg_admin_handle(const struct sg_admin_access *owner, bool has_token, struct MHD_Connection *c,
                      const char *url, const char *peer, struct sg_admin_reply *out);
 
 #endif

@@ -764,10 +764,15 @@ static enum MHD_Result admin_request(struct sg_http *h, struct MHD_Connection *c
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     struct sg_admin_reply rep;
     char peer[SG_ADDR_STRLEN] = "?";
+    struct sg_admin_access access = {.log = h->owner.ctx->log,
+                                     .data = h->owner.data,
+                                     .view = h->owner.view,
+                                     .pause = h->owner.pause,
+                                     .resume = h->owner.resume};
 
     if (ci && ci->client_addr)
         sg_addr_format(ci->client_addr, peer, sizeof(peer));
-    sg_admin_handle(&h->owner, h->has_token, c, url, peer, &rep);
+    sg_admin_handle(&access, h->has_token, c, url, peer, &rep);
     if (!rep.body)
         return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
     return send_buf(c, rep.status, rep.json ? "application/json" : "text/plain; charset=utf-8",
