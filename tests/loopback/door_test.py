@@ -8,6 +8,7 @@ import datetime
 import json
 import os
 import signal
+import struct
 import sys
 import time
 import urllib.error
@@ -364,6 +365,47 @@ def case_http_no_token(h):
         check(status == 403 and 'http_token' in body, '%s: %s %r' % (path, status, body))
     roundtrip(c, (V4, px.ports[0]), b'still playing')
     stop_ok(px)
+
+
+def case_http_mute(h):
+    """POST /api/mute: the muted player's chat (a QuakeWorld `say`) is taken
+    out of its datagrams before they reach the server, which still get
+    there; other commands pass; on=0 lifts it."""
+    srv = h.udp_socket(V4)
+    srv.settimeout(2.0)
+    srv_addr = '127.0.0.1:%d' % srv.getsockname()[1]
+    px = h.proxy(config='http 127.0.0.1:$P1\nhttp_token %s\n' % TOKEN
+                 + route_block('door', '127.0.0.1:$P0', srv_addr, protocol='qw'))
+    dest, web = (V4, px.ports[0]), px.ports[1]
+    c = h.client(V4)
+    c.send(OOB + b'connect 28 1234 5678 "\\name\\player"\n', dest)
+    data, upstream = srv.recvfrom(65536)
+    check(data.startswith(OOB + b'connect'), 'the server got %r' % data[:40])
+    srv.sendto(OOB + b'j', upstream)
+    check(c.recv_one(2.0) is not None, 'no accept through slipgate')
+    seq = [0]
+
+    def say(cmd):
+        """One in-game datagram with a clc_stringcmd; what the server got."""
+        seq[0] += 1
+        c.send(struct.pack('<IIH', 0x80000000 | seq[0], 0, 1234) + b'\x04' + cmd + b'\x00', dest)
+        got, _ = srv.recvfrom(65536)
+        return got
+
+    check(b'say "before"' in say(b'say "before"'), 'chat did not pass before the mute')
+    sid = players(web)[0]['session']
+    status, body = api(web, '/api/mute?session=%d' % sid)
+    check(status == 200 and json.loads(body)['muted'] is True, 'mute: %s %s' % (status, body))
+    check(players(web)[0]['muted'] is True, '/api/players does not show the mute')
+    got = say(b'say "muted words"')
+    check(b'muted words' not in got, 'muted chat reached the server: %r' % got)
+    check(b'setinfo' in say(b'setinfo rate 25000'), 'a muted player\'s other commands are dropped')
+    check(px.count_log(r'muted by 127\.0\.0\.1:\d+ over HTTP') == 1, 'no log line of the mute')
+    status, body = api(web, '/api/mute?session=%d&on=0' % sid)
+    check(status == 200, 'unmute: %s %s' % (status, body))
+    check(b'say "back"' in say(b'say "back"'), 'chat did not pass after the unmute')
+    stop_ok(px)
+    print('muted chat removed, other commands passed, unmute restored')
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
