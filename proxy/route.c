@@ -1479,6 +1479,7 @@ void sg_route_destroy(struct sg_route *r)
     r->chain = NULL;
     free_sign_key(r);
     free_anon_key(r);
+    sg_route__door_finish(r);
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
     free(r->drain_buf);
