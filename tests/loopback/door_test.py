@@ -175,6 +175,16 @@ def case_ban_file_bad(h):
         check(r.returncode != 0, '--check-config accepted ban line %r' % text)
         check(('%s:3:' % banfile) in err, 'no "%s:3:" for %r in:\n%s' % (banfile, text, err))
         check(__import__('re').search(why, err), 'no %r for %r in:\n%s' % (why, text, err))
+    # An inline `ban` and an `admin_from` entry: the config file's line and column.
+    inline = h.path('inline.conf')
+    with open(inline, 'w') as f:
+        f.write(route_block('x', '127.0.0.1:1', '127.0.0.1:2', ban='10.0.0.0/33 cheat',
+                            admin_from='127.0.0.1 bogus'))
+    r = h.run(['--check-config', '-c', inline])
+    err = r.stderr.decode(errors='replace')
+    check(r.returncode != 0 and '%s:4:9: error:' % inline in err and 'IPv4 prefix' in err
+          and '%s:5:26: error:' % inline in err and "'bogus'" in err,
+          'inline bad ban / admin_from not named by line and column:\n%s' % err)
     # The last bad file at reload: refused; 127.0.0.2 stays banned, .1 passes.
     mark = px.log_mark()
     px.send_signal(signal.SIGHUP)
