@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "protocols/byteorder.h"
+#include "protocols/codec.h"
 #include "protocols/q3/proto.h"
 
 _Noreturn void fuzz_fail(const char *file, int line, const char *what)
@@ -170,4 +171,25 @@ bool fuzz_same_svmsg(const struct sg_q3_svmsg *a, const struct sg_q3_svmsg *b, b
         if (!same_op(a, &a->ops[i], b, &b->ops[i], state_fields))
             return false;
     return true;
+}
+
+void fuzz_door(const uint8_t *d, size_t n)
+{
+    uint8_t out[128];
+
+    if (!d)
+        return;
+    for (int i = 0; sg_codecs[i]; i++) {
+        const struct sg_codec *c = sg_codecs[i];
+        for (size_t cap = n < sizeof(out) ? n : sizeof(out), k = 0; k < 2; k++, cap /= 2) {
+            size_t got = c->banned_reply ? c->banned_reply(d, n, out, cap) : 0;
+            FUZZ_CHECK(got <= cap && got <= n);
+            FUZZ_CHECK(got == 0 || got >= 5);
+            FUZZ_CHECK(got == 0 || (out[0] == 0xff && out[1] == 0xff && out[2] == 0xff &&
+                                    out[3] == 0xff) ||
+                       (out[0] == 0x80 && sg_be32(out) == (0x80000000u | (uint32_t)got)));
+        }
+        if (c->is_admin)
+            (void)c->is_admin(d, n);
+    }
 }

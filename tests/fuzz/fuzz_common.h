@@ -40,6 +40,13 @@ uint32_t fuzz_le32(struct fuzz_in *in);
 /* Up to `n` bytes (fewer at the end of the input); `*got` says how many. */
 const uint8_t *fuzz_bytes(struct fuzz_in *in, size_t n, size_t *got);
 
+/*
+ * The door's codec hooks (banned_reply, is_admin) of every game on one
+ * client datagram: an answer is never longer than the room given nor than
+ * the datagram, and starts as a connectionless packet does.
+ */
+void fuzz_door(const uint8_t *d, size_t n);
+
 /* A stream that discards what is written (for the dump code); NULL on failure. */
 FILE *fuzz_null_file(void);
 

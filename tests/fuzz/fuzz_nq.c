@@ -201,6 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         unsigned what = (flags >> 1) & 7;
         bool touched = false;
         int err;
+        fuzz_door(p, got);
 
         FUZZ_CHECK(copy != NULL);
         memcpy(copy, p, got);
