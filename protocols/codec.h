@@ -246,6 +246,72 @@ struct sg_capture_impl {
     void (*destroy)(void *flow); /* accepts NULL */
 };
 
+/*
+ * Client-directed routing (`route_by prx`): a game whose clients name their
+ * route in the connect request (QuakeWorld's proxy chains, the qwfwd
+ * convention: `prx "hop2:port@server:port"` in the userinfo).  The proxy
+ * answers the client's challenge request itself (the destination is not
+ * known before the connect), reads the chain from the connect, asks the next
+ * hop for its own challenge and sends it the connect with the chain's rest.
+ * No state, no I/O: every hook works on the bytes it is given.
+ */
+#define SG_ROUTE_BY_HOP_MAX      128  /* one hop "host:port", NUL included */
+#define SG_ROUTE_BY_USERINFO_MAX 1024 /* the rewritten userinfo, NUL included */
+#define SG_ROUTE_BY_TAIL_MAX     512  /* what follows the userinfo (extension lines) */
+
+enum sg_route_by_kind {
+    SG_ROUTE_BY_OTHER = 0,     /* anything else (relayed as on a fixed route) */
+    SG_ROUTE_BY_GETCHALLENGE,  /* the client asks for a challenge */
+    SG_ROUTE_BY_CONNECT,       /* the client's connect request */
+    SG_ROUTE_BY_PINGSTATUS,    /* a route probe: the proxy's pings to servers */
+};
+
+/* A client's connect request as the hooks read it. */
+struct sg_route_by_req {
+    int protocol, qport;
+    int32_t challenge;               /* the one the proxy gave */
+    char next[SG_ROUTE_BY_HOP_MAX];  /* the chain's first hop, "" without a chain */
+    unsigned hops;                   /* hops the chain names (0: no chain) */
+    char userinfo[SG_ROUTE_BY_USERINFO_MAX];
+    size_t userinfo_len;
+    uint8_t tail[SG_ROUTE_BY_TAIL_MAX];
+    size_t tail_len;
+};
+
+/* One server the proxy measured (pingstatus): IPv4 only, as the convention carries. */
+struct sg_route_by_ping {
+    uint8_t ip4[4];
+    uint16_t port;
+    int ms; /* < 0: no answer */
+};
+
+struct sg_codec_route_by {
+    const char *key; /* "prx" */
+    int (*classify)(const uint8_t *data, size_t len); /* enum sg_route_by_kind */
+    /* The answer to a challenge request; its length or -ENOSPC. */
+    int (*challenge_reply)(int32_t challenge, uint8_t *out, size_t cap);
+    /* Read a connect request: 0, SG_E_MALFORMED, or SG_E_TOOBIG (a field over its room). */
+    int (*connect_parse)(const uint8_t *data, size_t len, struct sg_route_by_req *req);
+    /* Give the next hop the chain's rest (or drop the key at its end) and set
+     * the stamp `stamp_key` = `stamp` servers tell proxied clients by: 0 or an error. */
+    int (*connect_rewrite)(struct sg_route_by_req *req, const char *stamp_key, const char *stamp);
+    /* The proxy's own challenge request to the next hop. */
+    int (*getchallenge)(uint8_t *out, size_t cap);
+    /* Is this the next hop's challenge reply?  1 and *challenge, else 0. */
+    int (*challenge_parse)(const uint8_t *data, size_t len, int32_t *challenge);
+    /* The connect request for the next hop with its challenge: length or -ENOSPC. */
+    int (*connect_build)(const struct sg_route_by_req *req, int32_t challenge, uint8_t *out,
+                         size_t cap);
+    /* A line printed on the client's console (a refusal): length or -ENOSPC. */
+    int (*print)(const char *text, uint8_t *out, size_t cap);
+    /* The pingstatus answer: length or -ENOSPC. */
+    int (*pingstatus_reply)(const struct sg_route_by_ping *pings, size_t n, uint8_t *out,
+                            size_t cap);
+    /* The proxy's ping to a server, and whether a datagram answers it. */
+    int (*ping_query)(uint8_t *out, size_t cap);
+    bool (*is_ping_reply)(const uint8_t *data, size_t len);
+};
+
 struct sg_codec {
     const char *name;        /* "q3" */
     const char *description; /* one line */
@@ -399,6 +465,9 @@ struct sg_codec {
      * (the status query a server browser sends).  May be NULL.
      */
     const struct sg_codec_status *status;
+
+    /* Client-directed routing (`route_by prx`), or NULL. */
+    const struct sg_codec_route_by *route_by;
 
     /*
      * Something about the session that became known and that its user

@@ -149,3 +149,149 @@ int sg_addr_try_bind(const struct sockaddr *sa)
     }
     return fd;
 }
+
+/* Split "ADDR[...]" into the address text and what follows it. */
+static int split_host(const char *text, char *host, size_t cap, const char **rest)
+{
+    const char *end;
+    size_t n;
+
+    if (text[0] == '[') {
+        if (!(end = strchr(text, ']')))
+            return -EINVAL;
+        n = (size_t)(end - text - 1);
+        *rest = end + 1;
+        text++;
+    } else {
+        end = text + strcspn(text, "/:");
+        n = (size_t)(end - text);
+        *rest = end;
+    }
+    if (n == 0 || n >= cap)
+        return -EINVAL;
+    memcpy(host, text, n);
+    host[n] = 0;
+    return 0;
+}
+
+static int host_key(const char *host, unsigned char key[16], size_t *keylen)
+{
+    struct in6_addr a6;
+
+    if (inet_pton(AF_INET, host, key) == 1) {
+        *keylen = 4;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &a6) == 1) {
+        if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+            memcpy(key, (unsigned char *)&a6 + 12, 4);
+            *keylen = 4;
+        } else {
+            memcpy(key, &a6, 16);
+            *keylen = 16;
+        }
+        return 0;
+    }
+    return -EINVAL;
+}
+
+static int parse_port(const char *s, const char **end)
+{
+    long v = 0;
+    const char *p = s;
+
+    while (*p >= '0' && *p <= '9' && v <= 65535)
+        v = v * 10 + (*p++ - '0');
+    *end = p;
+    return p == s || v < 1 || v > 65535 ? -1 : (int)v;
+}
+
+int sg_addr_rule_parse(const char *text, struct sg_addr_rule *out, char *why, size_t whycap)
+{
+    char host[64];
+    const char *rest, *e;
+
+    memset(out, 0, sizeof(*out));
+    if (split_host(text, host, sizeof(host), &rest) < 0 ||
+        host_key(host, out->key, &out->keylen) < 0) {
+        snprintf(why, whycap, "\"%s\": not a numeric address (ADDR[/BITS][:PORT[-PORT]])", text);
+        return -EINVAL;
+    }
+    out->bits = (int)out->keylen * 8;
+    out->port_low = 1;
+    out->port_high = 65535;
+    if (*rest == '/') {
+        long b = 0;
+        const char *p = ++rest;
+        while (*p >= '0' && *p <= '9' && b <= 128)
+            b = b * 10 + (*p++ - '0');
+        if (p == rest || b > out->bits) {
+            snprintf(why, whycap, "\"%s\": prefix length 0-%d expected after '/'", text,
+                     out->bits);
+            return -EINVAL;
+        }
+        out->bits = (int)b;
+        rest = p;
+    }
+    if (*rest == ':') {
+        if ((out->port_low = parse_port(rest + 1, &e)) < 0) {
+            snprintf(why, whycap, "\"%s\": port 1-65535 expected after ':'", text);
+            return -EINVAL;
+        }
+        out->port_high = out->port_low;
+        if (*e == '-' && ((out->port_high = parse_port(e + 1, &e)) < out->port_low)) {
+            snprintf(why, whycap, "\"%s\": port range LOW-HIGH expected", text);
+            return -EINVAL;
+        }
+        rest = e;
+    }
+    if (*rest) {
+        snprintf(why, whycap, "\"%s\": unexpected \"%s\" (ADDR[/BITS][:PORT[-PORT]])", text, rest);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+bool sg_addr_rule_match(const struct sg_addr_rule *rule, const struct sockaddr *sa)
+{
+    unsigned char key[16];
+    size_t n = sg_addr_host_key(sa, key);
+    int port = sg_addr_port(sa), full = rule->bits / 8, part = rule->bits % 8;
+
+    if (n != rule->keylen || port < rule->port_low || port > rule->port_high)
+        return false;
+    if (memcmp(key, rule->key, (size_t)full) != 0)
+        return false;
+    if (part) {
+        unsigned char mask = (unsigned char)(0xff << (8 - part));
+        if ((key[full] & mask) != (rule->key[full] & mask))
+            return false;
+    }
+    return true;
+}
+
+int sg_addr_parse_numeric(const char *text, int default_port, struct sockaddr_storage *out)
+{
+    char host[64];
+    const char *rest, *e;
+    int port = default_port;
+
+    memset(out, 0, sizeof(*out));
+    if (split_host(text, host, sizeof(host), &rest) < 0 || *rest == '/')
+        return -EINVAL;
+    if (*rest == ':') {
+        if ((port = parse_port(rest + 1, &e)) < 0 || *e)
+            return -EINVAL;
+    } else if (*rest) {
+        return -EINVAL;
+    }
+    if (inet_pton(AF_INET, host, &((struct sockaddr_in *)out)->sin_addr) == 1) {
+        out->ss_family = AF_INET;
+    } else if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)out)->sin6_addr) == 1) {
+        out->ss_family = AF_INET6;
+    } else {
+        return -EINVAL;
+    }
+    sg_addr_set_port((struct sockaddr *)out, port);
+    return 0;
+}

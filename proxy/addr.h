@@ -42,4 +42,24 @@ size_t sg_addr_host_key(const struct sockaddr *sa, unsigned char key[16]);
 int sg_addr_resolve(uv_loop_t *loop, const char *spec, bool passive, struct sockaddr_storage *out,
                     char *why, size_t whycap);
 
+/*
+ * An address rule (the `route_by prx` allow-list): "ADDR[/BITS][:PORT[-PORT]]",
+ * IPv6 in brackets ("[2001:db8::]/32:27500-27600"); no port: any.  Numeric
+ * addresses only.  IPv4-mapped IPv6 addresses match as IPv4.
+ */
+struct sg_addr_rule {
+    unsigned char key[16]; /* as sg_addr_host_key */
+    size_t keylen;         /* 4 or 16 */
+    int bits;              /* prefix length */
+    int port_low, port_high;
+};
+/* 0, or -EINVAL with the reason in `why`. */
+int sg_addr_rule_parse(const char *text, struct sg_addr_rule *out, char *why, size_t whycap);
+bool sg_addr_rule_match(const struct sg_addr_rule *rule, const struct sockaddr *sa);
+/*
+ * A numeric "ADDR[:PORT]" ("1.2.3.4:27500", "[::1]:27500"; no port:
+ * `default_port`) into `out`: 0, or -EINVAL (a name, a bad port).
+ */
+int sg_addr_parse_numeric(const char *text, int default_port, struct sockaddr_storage *out);
+
 #endif

@@ -3,6 +3,7 @@
  * defaults -> config file -> -l/-s/-p -> +set NAME VALUE -> validation.
  */
 #include "proxy/conf.h"
+#include "proxy/addr.h"
 
 #include "proxy/log.h"
 #include "filters/anon.h"
@@ -360,7 +361,60 @@ static const struct sg_conf_directive route_directives[] = {
     {NULL},
 };
 
-static const struct sg_conf_directive *const route_tables[] = {route_directives, NULL};
+/* route_by prx: client-directed routing (QuakeWorld proxy chains). */
+const char *const sg_route_by_names[] = {"fixed", "prx", NULL};
+
+static const struct sg_conf_directive route_by_directives[] = {
+    {.name = "route_by",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct sg_route_conf, route_by),
+     .choices = sg_route_by_names,
+     .argname = "fixed|prx",
+     .help = "where sessions go: `server` (fixed, default), or the next hop of the proxy chain "
+             "the client names in its connect (prx: QuakeWorld, the qwfwd convention; `server` "
+             "then takes clients that name no chain)"},
+    {.name = "prx_allow",
+     .type = SG_CONF_LIST,
+     .offset = offsetof(struct sg_route_conf, prx_allow),
+     .min = 1,
+     .max = 64,
+     .argname = "ADDR[/BITS][:PORT[-PORT]]...",
+     .help = "route_by prx: destinations a chain may name (numeric addresses, CIDR ranges, "
+             "ports; repeatable); nothing else is reached"},
+    {.name = "prx_allow_file",
+     .type = SG_CONF_PATH,
+     .offset = offsetof(struct sg_route_conf, prx_allow_file),
+     .argname = "FILE",
+     .help = "route_by prx: more allow-list entries, one a line (# comments), read again on "
+             "SIGHUP"},
+    {.name = "prx_max_hops",
+     .type = SG_CONF_INT,
+     .offset = offsetof(struct sg_route_conf, prx_max_hops),
+     .min = 1,
+     .max = 16,
+     .argname = "N",
+     .help = "route_by prx: refuse chains naming more hops than this, the server included "
+             "(default 3)"},
+    {.name = "prx_chains_per_source",
+     .type = SG_CONF_INT,
+     .offset = offsetof(struct sg_route_conf, prx_chains_per_minute),
+     .min = 1,
+     .max = 100000,
+     .argname = "N",
+     .help = "route_by prx: new chains one source IP may start a minute (default 30)"},
+    {.name = "prx_ping_interval",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_route_conf, prx_ping_interval_ms),
+     .min = 0,
+     .max = 3600LL * 1000,
+     .argname = "DURATION",
+     .help = "route_by prx: ping each allowed server (single IPv4 address and port) this often "
+             "for pingstatus; 0: never (default 30s)"},
+    {NULL},
+};
+
+static const struct sg_conf_directive *const route_tables[] = {route_directives,
+                                                               route_by_directives, NULL};
 
 const struct sg_conf_section sg_conf_route_section = {
     .name = "route",
@@ -377,6 +431,9 @@ static void route_defaults(struct sg_route_conf *rc)
     rc->nq_accept_low = 1024;
     rc->nq_accept_high = 65535;
     rc->anonymize = -1; /* the top level's */
+    rc->prx_max_hops = 3;
+    rc->prx_chains_per_minute = 30;
+    rc->prx_ping_interval_ms = 30000;
 }
 
 static struct sg_route_conf *route_append(struct sg_conf *conf, const char *name, int line)
@@ -814,6 +871,50 @@ static int check_anonymize(struct sg_conf *conf, struct sg_route_conf *r, const 
     return 0;
 }
 
+/* route_by prx: a game that has proxy chains, and allow-list entries that parse. */
+static int check_route_by(struct sg_route_conf *r, const char *file, struct sg_conf_diag *diag)
+{
+    const struct sg_codec *game = sg_protocol_codec(r->protocol);
+    const char *f = r->line ? file : "command line";
+    int rc = 0;
+
+    if (r->route_by != SG_ROUTE_BY_PRX) {
+        if (r->prx_allow.count || r->prx_allow_file) {
+            sg_conf_diag_error(diag, f, r->line, r->line ? 1 : 0,
+                               "route '%s' has a prx allow-list but not 'route_by prx'", r->name);
+            rc = SG_E_CONFIG;
+        }
+        return rc;
+    }
+    if (!game || !game->route_by) {
+        sg_conf_diag_error(diag, f, r->line, r->line ? 1 : 0,
+                           "route '%s': 'route_by prx' needs a 'protocol' whose clients name "
+                           "proxy chains (qw)",
+                           r->name);
+        rc = SG_E_CONFIG;
+    }
+    if (!r->prx_allow.count && !r->prx_allow_file) {
+        sg_conf_diag_error(diag, f, r->line, r->line ? 1 : 0,
+                           "route '%s': 'route_by prx' needs 'prx_allow' or 'prx_allow_file' "
+                           "(the destinations chains may name; never an open relay)",
+                           r->name);
+        rc = SG_E_CONFIG;
+    }
+    for (int i = 0; i < r->prx_allow.count; i++) {
+        const struct sg_conf_list_item *it = &r->prx_allow.items[i];
+        for (int j = 0; j < it->argc; j++) {
+            struct sg_addr_rule rule;
+            char why[160];
+            if (sg_addr_rule_parse(it->argv[j], &rule, why, sizeof(why)) < 0) {
+                sg_conf_diag_error(diag, it->line ? file : "command line", it->line, 0,
+                                   "prx_allow: %s", why);
+                rc = SG_E_CONFIG;
+            }
+        }
+    }
+    return rc;
+}
+
 static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
 {
     const char *file = conf->file ? conf->file : "command line";
@@ -869,6 +970,8 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
         if ((err = load_ban_files(r, diag)) == -ENOMEM)
             return err;
         if (err < 0)
+            rc = SG_E_CONFIG;
+        if (check_route_by(r, file, diag) < 0)
             rc = SG_E_CONFIG;
         for (struct sg_route_conf *o = conf->routes; o != r; o = o->next) {
             if (strcmp(o->listen, r->listen) == 0) {

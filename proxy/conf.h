@@ -37,6 +37,13 @@ enum sg_reencode {
 };
 extern const char *const sg_reencode_names[];
 
+/* Where a route's sessions go: its `server`, or where the client's chain says. */
+enum sg_route_by {
+    SG_ROUTE_BY_FIXED,
+    SG_ROUTE_BY_PRX,
+};
+extern const char *const sg_route_by_names[];
+
 /* What a route does with a datagram its codec cannot decode whole. */
 enum sg_undecodable {
     SG_UNDECODABLE_RELAY, /* relay it as it came (rule 1, the default) */
@@ -75,6 +82,13 @@ struct sg_route_conf {
     int line;                        /* where the block opens (0: command line) */
     int listen_line, listen_col;     /* where `listen` was given (0: default or command line) */
     int server_line, server_col;     /* where `server` was given (0: command line) */
+    /* route_by prx (client-directed routing, QuakeWorld proxy chains) */
+    int route_by;                  /* enum sg_route_by */
+    struct sg_conf_list prx_allow; /* allow-list entries given inline */
+    char *prx_allow_file;          /* allow-list file (one entry a line), or NULL */
+    int64_t prx_max_hops;          /* chains naming more hops are refused */
+    int64_t prx_chains_per_minute; /* new chains one source IP may start a minute */
+    int64_t prx_ping_interval_ms;  /* each allowed server pinged this often (0: never) */
     struct sg_route_conf *next;
 };
 

@@ -23,7 +23,14 @@
        "at a session's upstream socket from another address than its server's")                    \
     XX(UNDECODABLE, "undecodable", "not decoded whole, on a route with `undecodable drop`")       \
     XX(BANNED, "banned", "from a banned address (`ban`, `ban_file`, a kick)")                      \
-    XX(ADMIN, "admin", "remote administration (rcon) from an address `admin_from` does not list")
+    XX(ADMIN, "admin", "remote administration (rcon) from an address `admin_from` does not list") \
+    XX(PRX_NOT_ALLOWED, "prx_not_allowed",                                                         \
+       "route_by prx: a chain whose next hop is not in the allow-list")                            \
+    XX(PRX_HOPS, "prx_hops", "route_by prx: a chain longer than prx_max_hops")                     \
+    XX(PRX_SELF, "prx_self", "route_by prx: a chain naming slipgate's own address")                \
+    XX(PRX_RATE, "prx_rate", "route_by prx: a source starting new chains too fast")                \
+    XX(PRX_INVALID, "prx_invalid",                                                                 \
+       "route_by prx: a malformed connect or chain, or a challenge slipgate did not give")
 
 enum sg_drop {
 #define SG__DROP_ENUM(id, name, desc) SG_DROP_##id,

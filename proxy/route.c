@@ -14,6 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <stdarg.h>
+
+/* The outbox tag of the route's own datagrams (route_by prx answers, pings). */
+#define SG_RB_TAG 0xff
+static void outbox_sent(void *ctx, uint8_t tag, const uint8_t *data, size_t len, int err);
+static int rb_start(struct sg_route *r, const struct sg_route_conf *rc);
+static void rb_free(struct sg_route *r);
+static int rb_load(struct sg_route *r, const struct sg_route_conf *rc, struct sg_addr_rule **out,
+                   size_t *nout);
+static void rb_pings_set(struct sg_route *r);
+static void rb_ping_tick(struct sg_route *r, uint64_t now);
 
 #define RATE_SLOTS 4096   /* per-source buckets per route; a power of two */
 #define RATE_PROBE 16     /* slots probed before the table counts as full */
@@ -767,7 +778,8 @@ bool sg_route__make_room(struct sg_route *r)
 
 /* A datagram from a client that has no session yet: admit it or drop it
  * (a full table follows the eviction rule above). */
-static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
+static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from,
+                                const struct sockaddr *server)
 {
     char a[SG_ADDR_STRLEN];
     uint64_t now = uv_now(r->ctx->loop), n;
@@ -811,12 +823,437 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from)
             return NULL;
         }
     }
-    if (sg_session_create(r, from, &s) < 0) {
+    if (sg_session_create_to(r, from, server, &s) < 0) {
         slot_give(r);
         r->counters.drops[SG_DROP_NO_SOCKET]++;
         return NULL;
     }
     return s;
+}
+
+/* ---- route_by prx: client-directed routing ---- */
+
+static void outbox_sent(void *ctx, uint8_t tag, const uint8_t *data, size_t len, int err)
+{
+    if (tag == SG_RB_TAG) /* the route's own answer or ping: no session counts it */
+        return;
+    sg_session_sent(ctx, tag, data, len, err);
+}
+
+static void rb_send(struct sg_route *r, const struct sockaddr *to, const uint8_t *data, size_t len)
+{
+    struct sockaddr_storage *slot = &r->rb->reply_to[r->rb->reply_next++ % SG_OUTBOX_ENTRIES];
+
+    memcpy(slot, to, sg_addr_len(to));
+    sg_outbox_push(&r->outbox, &r->listener, (struct sockaddr *)slot, data, len, r, SG_RB_TAG);
+}
+
+/* One allow-list entry from `text` ("" and "# ..." lines are none): 1, 0, or -EINVAL. */
+static int rb_rule_add(struct sg_addr_rule **rules, size_t *n, size_t *cap, const char *text,
+                       char *why, size_t whycap)
+{
+    struct sg_addr_rule rule;
+
+    if (sg_addr_rule_parse(text, &rule, why, whycap) < 0)
+        return -EINVAL;
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        struct sg_addr_rule *g = realloc(*rules, nc * sizeof(*g));
+        if (!g)
+            return -ENOMEM;
+        *rules = g;
+        *cap = nc;
+    }
+    (*rules)[(*n)++] = rule;
+    return 1;
+}
+
+/* The allow-list: `prx_allow` lines, then the file's; every bad line is named. */
+static int rb_load(struct sg_route *r, const struct sg_route_conf *rc, struct sg_addr_rule **out,
+                   size_t *nout)
+{
+    struct sg_addr_rule *rules = NULL;
+    size_t n = 0, cap = 0;
+    char why[192], line[512];
+    int bad = 0, err = 0, lineno = 0;
+    FILE *f;
+
+    for (int i = 0; i < rc->prx_allow.count && err >= 0; i++)
+        for (int j = 0; j < rc->prx_allow.items[i].argc && err >= 0; j++)
+            if ((err = rb_rule_add(&rules, &n, &cap, rc->prx_allow.items[i].argv[j], why,
+                                   sizeof(why))) == -EINVAL) {
+                sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0, "prx_allow (line %d): %s",
+                       rc->prx_allow.items[i].line, why);
+                bad++;
+                err = 0;
+            }
+    if (err >= 0 && rc->prx_allow_file) {
+        if (!(f = fopen(rc->prx_allow_file, "r"))) {
+            sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0, "prx_allow_file %s: %s",
+                   rc->prx_allow_file, strerror(errno));
+            bad++;
+        } else {
+            while (err >= 0 && fgets(line, sizeof(line), f)) {
+                char *p = line, *e;
+                lineno++;
+                line[strcspn(line, "#\r\n")] = 0;
+                while (*p == ' ' || *p == '\t')
+                    p++;
+                for (e = p + strlen(p); e > p && (e[-1] == ' ' || e[-1] == '\t'); e--)
+                    ;
+                *e = 0;
+                if (!*p)
+                    continue;
+                if ((err = rb_rule_add(&rules, &n, &cap, p, why, sizeof(why))) == -EINVAL) {
+                    sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0, "%s:%d: %s",
+                           rc->prx_allow_file, lineno, why);
+                    bad++;
+                    err = 0;
+                }
+            }
+            fclose(f);
+        }
+    }
+    if (err < 0 || bad) {
+        free(rules);
+        return err < 0 ? UV_ENOMEM : UV_EINVAL;
+    }
+    *out = rules;
+    *nout = n;
+    return 0;
+}
+
+/* The servers pingstatus reports: the entries naming one IPv4 address and one port. */
+static void rb_pings_set(struct sg_route *r)
+{
+    struct sg_route_by_state *rb = r->rb;
+
+    rb->npings = rb->ping_next = 0;
+    for (size_t i = 0; i < rb->nrules && rb->npings < SG_RB_PINGS; i++) {
+        const struct sg_addr_rule *u = &rb->rules[i];
+        struct sockaddr_in *a = (struct sockaddr_in *)&rb->pings[rb->npings].addr;
+        if (u->keylen != 4 || u->bits != 32 || u->port_low != u->port_high)
+            continue;
+        memset(&rb->pings[rb->npings], 0, sizeof(rb->pings[0]));
+        a->sin_family = AF_INET;
+        memcpy(&a->sin_addr, u->key, 4);
+        a->sin_port = htons((uint16_t)u->port_low);
+        rb->pings[rb->npings].ms = -1;
+        rb->npings++;
+    }
+}
+
+static int rb_start(struct sg_route *r, const struct sg_route_conf *rc)
+{
+    const struct sg_codec *game = sg_protocol_codec(rc->protocol);
+    int err;
+
+    if (!game || !game->route_by)
+        return UV_EINVAL; /* the configuration check says why */
+    if (!(r->rb = calloc(1, sizeof(*r->rb))))
+        return UV_ENOMEM;
+    r->rb_hooks = game->route_by;
+    randombytes_buf(r->rb->key, sizeof(r->rb->key));
+    if ((err = rb_load(r, rc, &r->rb->rules, &r->rb->nrules)) < 0)
+        return err;
+    rb_pings_set(r);
+    return 0;
+}
+
+static void rb_free(struct sg_route *r)
+{
+    if (r->rb)
+        free(r->rb->rules);
+    free(r->rb);
+    r->rb = NULL;
+}
+
+/* The challenge the route gives `from`: a keyed hash of its address and port. */
+static int32_t rb_challenge(const struct sg_route *r, const struct sockaddr *from)
+{
+    unsigned char k[18], h[crypto_shorthash_BYTES];
+    size_t n = sg_addr_host_key(from, k);
+    int port = sg_addr_port(from);
+    uint32_t v;
+
+    k[n] = (unsigned char)(port >> 8);
+    k[n + 1] = (unsigned char)port;
+    crypto_shorthash(h, k, n + 2, r->rb->key);
+    memcpy(&v, h, sizeof(v));
+    return (int32_t)(v & 0x7fffffff);
+}
+
+/* The source's entry (made, the oldest giving way, when it has none). */
+static struct sg_rb_source *rb_source(struct sg_route *r, const struct sockaddr *from,
+                                      uint64_t now)
+{
+    unsigned char key[16], h[crypto_shorthash_BYTES];
+    size_t keylen = sg_addr_host_key(from, key), start;
+    struct sg_rb_source *victim = NULL;
+
+    crypto_shorthash(h, key, keylen, r->hash_key);
+    memcpy(&start, h, sizeof(start));
+    for (size_t i = 0; i < 8; i++) {
+        struct sg_rb_source *c = &r->rb->sources[(start + i) % SG_RB_SOURCES];
+        if (c->keylen == keylen && memcmp(c->key, key, keylen) == 0)
+            return c;
+        if (!victim || c->keylen == 0 ||
+            (victim->keylen && c->window + 60000 <= now && c->window < victim->window))
+            victim = c;
+    }
+    memset(victim, 0, sizeof(*victim));
+    memcpy(victim->key, key, keylen);
+    victim->keylen = (uint8_t)keylen;
+    victim->window = now;
+    return victim;
+}
+
+/* Refuse a chain: count it, tell the client why, log once per source a minute. */
+static void rb_refuse(struct sg_route *r, const struct sockaddr *from, enum sg_drop why,
+                      const char *fmt, ...)
+{
+    uint64_t now = uv_now(r->ctx->loop);
+    struct sg_rb_source *src = rb_source(r, from, now);
+    char text[256], a[SG_ADDR_STRLEN];
+    uint8_t out[320];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    r->counters.drops[why]++;
+    if ((n = r->rb_hooks->print(text, out, sizeof(out))) > 0)
+        rb_send(r, from, out, (size_t)n);
+    if (!src->logged || now - src->logged >= 60000) {
+        src->logged = now;
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
+               "chain from %s refused (%s): %s; this source's refusals are logged at most once "
+               "a minute (counted as drops.%s)",
+               sg_route__client_name(r, from, a, sizeof(a)), sg_drop_names[why], text,
+               sg_drop_names[why]);
+    }
+}
+
+static bool rb_allowed(const struct sg_route *r, const struct sockaddr *to)
+{
+    for (size_t i = 0; i < r->rb->nrules; i++)
+        if (sg_addr_rule_match(&r->rb->rules[i], to))
+            return true;
+    return false;
+}
+
+/* A connect from a source with no session: check the chain, then begin it. */
+static void rb_connect(struct sg_route *r, const uint8_t *data, size_t len,
+                       const struct sockaddr *from)
+{
+    const struct sg_codec_route_by *rb = r->rb_hooks;
+    struct sg_route_by_req *req = malloc(sizeof(*req));
+    struct sockaddr_storage to;
+    const struct sockaddr *dest = NULL;
+    struct sg_rb_source *src;
+    struct sg_session *s;
+    uint64_t now = uv_now(r->ctx->loop);
+    int err;
+
+    if (!req)
+        return;
+    err = rb->connect_parse(data, len, req);
+    if (err < 0) {
+        rb_refuse(r, from, SG_DROP_PRX_INVALID, "slipgate: malformed connect or %s chain",
+                  rb->key);
+        goto out;
+    }
+    if (req->challenge != rb_challenge(r, from)) {
+        rb_refuse(r, from, SG_DROP_PRX_INVALID, "slipgate: bad challenge (ask for one first)");
+        goto out;
+    }
+    if (req->hops) {
+        if (req->hops > (unsigned)r->conf.prx_max_hops) {
+            rb_refuse(r, from, SG_DROP_PRX_HOPS,
+                      "slipgate: the %s chain names %u hops, at most %lld are allowed here",
+                      rb->key, req->hops, (long long)r->conf.prx_max_hops);
+            goto out;
+        }
+        if (sg_addr_parse_numeric(req->next, 27500, &to) < 0) {
+            rb_refuse(r, from, SG_DROP_PRX_INVALID,
+                      "slipgate: next hop \"%s\" is not a numeric address[:port]", req->next);
+            goto out;
+        }
+        dest = (const struct sockaddr *)&to;
+        if (sg_route__own_socket(r, dest)) {
+            rb_refuse(r, from, SG_DROP_PRX_SELF,
+                      "slipgate: the %s chain names this proxy itself (%s)", rb->key, req->next);
+            goto out;
+        }
+        if (!rb_allowed(r, dest)) {
+            rb_refuse(r, from, SG_DROP_PRX_NOT_ALLOWED,
+                      "slipgate: %s is not a destination this proxy relays to", req->next);
+            goto out;
+        }
+    }
+    src = rb_source(r, from, now);
+    if (now - src->window >= 60000) {
+        src->window = now;
+        src->chains = 0;
+    }
+    if (src->chains >= (uint64_t)r->conf.prx_chains_per_minute) {
+        rb_refuse(r, from, SG_DROP_PRX_RATE,
+                  "slipgate: too many new connections from your address, wait a minute");
+        goto out;
+    }
+    src->chains++;
+    if ((err = rb->connect_rewrite(req, "*qwfwd", "slipgate")) < 0) {
+        rb_refuse(r, from, SG_DROP_PRX_INVALID, "slipgate: userinfo too long to forward");
+        goto out;
+    }
+    if (r->ctx->draining && atomic_load_explicit(r->ctx->draining, memory_order_relaxed)) {
+        r->counters.drops[SG_DROP_SHUTDOWN]++; /* draining: no new session */
+        goto out;
+    }
+    if (!(s = admit(r, from, dest)))
+        goto out;
+    {
+        char a[SG_ADDR_STRLEN];
+        sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, s->sum.id,
+               "%s chain: %s -> %s (%u hop%s named)", rb->key, s->sum.client,
+               sg_addr_format((struct sockaddr *)&s->server, a, sizeof(a)), req->hops,
+               req->hops == 1 ? "" : "s");
+    }
+    sg_session_route_by_start(s, req);
+    return;
+out:
+    free(req);
+}
+
+/* pingstatus: the pings measured so far (IPv4 servers only, as the convention carries). */
+static void rb_pingstatus(struct sg_route *r, const struct sockaddr *from)
+{
+    struct sg_route_by_state *rb = r->rb;
+    struct sg_route_by_ping p[SG_RB_PINGS];
+    uint8_t out[5 + 8 * SG_RB_PINGS];
+    size_t n = 0;
+    int len;
+
+    for (size_t i = 0; i < rb->npings; i++) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&rb->pings[i].addr;
+        memcpy(p[n].ip4, &a->sin_addr, 4);
+        p[n].port = ntohs(a->sin_port);
+        p[n].ms = rb->pings[i].ms;
+        n++;
+    }
+    if ((len = r->rb_hooks->pingstatus_reply(p, n, out, sizeof(out))) > 0)
+        rb_send(r, from, out, (size_t)len);
+}
+
+/* A ping answer from a server the route pinged: true when taken. */
+static bool rb_ping_reply(struct sg_route *r, const uint8_t *data, size_t len,
+                          const struct sockaddr *from)
+{
+    struct sg_route_by_state *rb = r->rb;
+
+    if (!r->rb_hooks->is_ping_reply(data, len))
+        return false;
+    for (size_t i = 0; i < rb->npings; i++) {
+        if (rb->pings[i].sent && sg_addr_equal(from, (struct sockaddr *)&rb->pings[i].addr)) {
+            uint64_t ms = uv_now(r->ctx->loop) - rb->pings[i].sent;
+            rb->pings[i].ms = ms > 0x7ffe ? -1 : (int)ms;
+            rb->pings[i].sent = 0;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void on_ping_readable(struct sg_udp *u)
+{
+    struct sg_route *r = u->data;
+    struct sg_udp_batch *b = &r->batch;
+    int n = sg_udp_recv(u, b);
+
+    if (n < 0) /* an ICMP error first: the datagrams come with the next call */
+        n = sg_udp_recv(u, b);
+    for (int i = 0; i < n; i++)
+        if (!(b->msg[i].msg_hdr.msg_flags & MSG_TRUNC))
+            rb_ping_reply(r, b->iov[i].iov_base, b->msg[i].msg_len,
+                          (struct sockaddr *)&b->from[i]);
+}
+
+/* On the sweep: at most one ping a tick, each server once per prx_ping_interval. */
+static void rb_ping_tick(struct sg_route *r, uint64_t now)
+{
+    struct sg_route_by_state *rb = r->rb;
+    uint64_t every = (uint64_t)r->conf.prx_ping_interval_ms;
+    uint8_t q[16];
+    int n;
+
+    if (!every || !rb->npings || !r->listener_open || rb->ping_failed)
+        return;
+    if (!rb->ping_open) { /* IPv4 only, as pingstatus carries */
+        struct sockaddr_in any = {.sin_family = AF_INET};
+        int err = sg_udp_open(&rb->ping, r->ctx->loop, (struct sockaddr *)&any, NULL,
+                              on_ping_readable, r);
+        if (rb->ping.fd >= 0)
+            r->open_handles++; /* until on_route_handle_closed */
+        rb->ping_open = rb->ping.fd >= 0;
+        if (err < 0) {
+            sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0,
+                   "cannot open the socket for pingstatus pings: %s", strerror(-err));
+            rb->ping_failed = true;
+            return;
+        }
+    }
+    for (size_t i = 0; i < rb->npings; i++) /* unanswered for 5 s: no answer */
+        if (rb->pings[i].sent && now - rb->pings[i].sent >= 5000) {
+            rb->pings[i].sent = 0;
+            rb->pings[i].ms = -1;
+        }
+    if (rb->ping_last && now - rb->ping_last < every / rb->npings)
+        return;
+    if (rb->ping_next >= rb->npings)
+        rb->ping_next = 0;
+    if ((n = r->rb_hooks->ping_query(q, sizeof(q))) <= 0)
+        return;
+    rb->pings[rb->ping_next].sent = now ? now : 1;
+    sg_udp_send(&rb->ping, q, (size_t)n, (struct sockaddr *)&rb->pings[rb->ping_next].addr);
+    rb->ping_next++;
+    rb->ping_last = now ? now : 1;
+}
+
+/*
+ * A client datagram on a `route_by prx` route, before the usual path: the
+ * route answers challenge requests and pingstatus itself and begins a
+ * session at a chain's connect; a challenge request from a client that has
+ * a session ends it (a reconnect names its chain again).  True when taken.
+ */
+static bool rb_from_client(struct sg_route *r, const uint8_t *data, size_t len,
+                           const struct sockaddr *from, struct sg_session **sp)
+{
+    const struct sg_codec_route_by *rb = r->rb_hooks;
+    uint8_t out[64];
+    int kind, n;
+
+    kind = rb->classify(data, len);
+    if (*sp) {
+        if (kind != SG_ROUTE_BY_GETCHALLENGE || (*sp)->rb_req)
+            return false;
+        sg_session_close(*sp, "reconnect");
+        *sp = NULL;
+    }
+    switch (kind) {
+    case SG_ROUTE_BY_GETCHALLENGE:
+        if ((n = rb->challenge_reply(rb_challenge(r, from), out, sizeof(out))) > 0)
+            rb_send(r, from, out, (size_t)n);
+        return true;
+    case SG_ROUTE_BY_PINGSTATUS:
+        rb_pingstatus(r, from);
+        return true;
+    case SG_ROUTE_BY_CONNECT:
+        rb_connect(r, data, len, from);
+        return true;
+    default:
+        return false;
+    }
 }
 
 /* One datagram from a client: find or make its session, then relay. */
@@ -838,6 +1275,8 @@ static void from_client(struct sg_route *r, const uint8_t *data, size_t len, int
     if (sg_route__door_refuses(r, data, len, from))
         return; /* bans and admin controls: counted (and logged) there */
     s = session_find(r, from);
+    if (r->rb && rb_from_client(r, data, len, from, &s))
+        return; /* answered here (challenge, pingstatus, a refusal), or a chain begun */
     /* A new port of a known player (never one of slipgate's own addresses or
      * a server's: admit() drops those). */
     if (!s && !loop_source(r, from, &what)) {
@@ -851,7 +1290,7 @@ static void from_client(struct sg_route *r, const uint8_t *data, size_t len, int
         r->counters.drops[SG_DROP_SHUTDOWN]++;
         return;
     }
-    if (!s && !(s = admit(r, from)))
+    if (!s && !(s = admit(r, from, NULL)))
         return;
     if (sg_addr_equal((struct sockaddr *)&s->client, from))
         s->client_seen = uv_now(r->ctx->loop);
@@ -945,6 +1384,8 @@ static void on_sweep(uv_timer_t *t)
         r->door_dirty = false;
         sg_route__door_enforce(r);
     }
+    if (r->rb)
+        rb_ping_tick(r, now);
 
     for (s = r->sessions; s; s = next) {
         next = s->next;
@@ -1001,13 +1442,16 @@ static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
     dst->record = src->record ? strdup(src->record) : NULL;
     dst->sign_key = src->sign_key ? strdup(src->sign_key) : NULL;
     dst->anonymize_key = src->anonymize_key ? strdup(src->anonymize_key) : NULL;
+    dst->prx_allow_file = src->prx_allow_file ? strdup(src->prx_allow_file) : NULL;
+    memset(&dst->prx_allow, 0, sizeof(dst->prx_allow)); /* read into r->rb at start and reload */
     dst->top = NULL; /* the configuration may be replaced by a reload */
     sg_filter_list_ref(dst->filters);
     sg_ban_list_ref(dst->bans);
     sg_ban_list_ref(dst->admin_from);
     memset(&dst->ban_files, 0, sizeof(dst->ban_files)); /* read already: the file's */
     if (!dst->name || !dst->listen || !dst->server || (src->record && !dst->record) ||
-        (src->sign_key && !dst->sign_key) || (src->anonymize_key && !dst->anonymize_key))
+        (src->sign_key && !dst->sign_key) || (src->anonymize_key && !dst->anonymize_key) ||
+        (src->prx_allow_file && !dst->prx_allow_file))
         return UV_ENOMEM;
     return 0;
 }
@@ -1020,6 +1464,7 @@ static void free_conf(struct sg_route_conf *c)
     free(c->record);
     free(c->sign_key);
     free(c->anonymize_key);
+    free(c->prx_allow_file);
     sg_filter_list_unref(c->filters);
     sg_ban_list_unref(c->bans);
     sg_ban_list_unref(c->admin_from);
@@ -1221,11 +1666,13 @@ int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_co
         err = load_sign_key(r);
     if (err == 0 && r->conf.anonymize > 0)
         err = load_anon_key(r);
+    if (err == 0 && rc->route_by == SG_ROUTE_BY_PRX)
+        err = rb_start(r, rc);
     if (err < 0)
         goto err_route;
 
     /* Every datagram leaves through the outbox. */
-    err = sg_outbox_init(&r->outbox, r->ctx->loop, sg_session_sent);
+    err = sg_outbox_init(&r->outbox, r->ctx->loop, outbox_sent);
     if (err < 0)
         goto err_route;
     r->open_handles += 2;
@@ -1281,6 +1728,7 @@ err_handles:
     *out = r;
     return err;
 err_route:
+    rb_free(r);
     free_sign_key(r);
     free_anon_key(r);
     sg_route__door_finish(r);
@@ -1398,6 +1846,35 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         r->conf.socket_buffer = rc->socket_buffer;
     }
 
+    /* route_by prx: the allow-list (file included) is read again; limits apply at once. */
+    if (r->rb && rc->route_by == SG_ROUTE_BY_PRX) {
+        struct sg_addr_rule *rules;
+        size_t nrules;
+        char *file = rc->prx_allow_file ? strdup(rc->prx_allow_file) : NULL;
+        if (rc->prx_allow_file && !file)
+            return UV_ENOMEM;
+        if (rb_load(r, rc, &rules, &nrules) < 0) {
+            free(file);
+            sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0,
+                   "reload: keeping the old prx allow-list (%zu entries)", r->rb->nrules);
+        } else {
+            free(r->rb->rules);
+            r->rb->rules = rules;
+            r->rb->nrules = nrules;
+            free(r->conf.prx_allow_file);
+            r->conf.prx_allow_file = file;
+            rb_pings_set(r);
+            sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0,
+                   "prx allow-list reloaded (%zu entries)", nrules);
+        }
+        r->conf.prx_max_hops = rc->prx_max_hops;
+        r->conf.prx_chains_per_minute = rc->prx_chains_per_minute;
+        r->conf.prx_ping_interval_ms = rc->prx_ping_interval_ms;
+    } else if ((r->rb != NULL) != (rc->route_by == SG_ROUTE_BY_PRX)) {
+        sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
+               "route_by changed: applies after a restart");
+    }
+
     /* Limits and timeouts apply at once, to live sessions too. */
     r->conf.idle_timeout_ms = rc->idle_timeout_ms;
     r->conf.handshake_timeout_ms = rc->handshake_timeout_ms;
@@ -1433,6 +1910,10 @@ void sg_route_close(struct sg_route *r, const char *reason)
     sg_route_poll_kernel_drops(r);
     if (r->listener_open && sg_udp_close(&r->listener, on_route_handle_closed))
         r->listener.poll.data = r;
+    if (r->rb && r->rb->ping_open && sg_udp_close(&r->rb->ping, on_route_handle_closed))
+        r->rb->ping.poll.data = r;
+    if (r->rb)
+        r->rb->ping_open = false;
     r->sweep_open = r->listener_open = false;
     sg_chain_flush(r->chain);
     if (r->delay.open) {
@@ -1477,6 +1958,7 @@ void sg_route_destroy(struct sg_route *r)
     }
     sg_chain_destroy(r->chain);
     r->chain = NULL;
+    rb_free(r);
     free_sign_key(r);
     free_anon_key(r);
     sg_route__door_finish(r);

@@ -14,6 +14,7 @@
 #ifndef SG_PROXY_ROUTE_H
 #define SG_PROXY_ROUTE_H
 
+#include "proxy/addr.h"
 #include "proxy/conf.h"
 #include "proxy/counters.h"
 #include "proxy/ctx.h"
@@ -90,6 +91,37 @@ struct sg_route_share {
 struct sg_own_sockets {
     _Atomic uint64_t v4[65536 / 64], v6[65536 / 64], v6_any[65536 / 64];
     _Atomic uint32_t v4_host[65536];
+};
+
+/* route_by prx: what one source did lately (new chains, the last refusal logged). */
+struct sg_rb_source {
+    unsigned char key[16];
+    uint8_t keylen;
+    uint64_t window; /* uv_now() when its minute began */
+    uint32_t chains; /* new chains in it */
+    uint64_t logged; /* uv_now() of the last refusal logged (0: none) */
+};
+#define SG_RB_SOURCES 256 /* sources remembered (open addressing; the oldest gives way) */
+#define SG_RB_PINGS   64  /* servers pinged at most (pingstatus) */
+
+struct sg_route_by_state {
+    struct sg_addr_rule *rules; /* the allow-list: inline, then the file's */
+    size_t nrules;
+    unsigned char key[16]; /* the challenges the route gives: a keyed hash of the source */
+    struct sg_rb_source sources[SG_RB_SOURCES];
+    struct {
+        struct sockaddr_storage addr;
+        int ms;           /* the last measured ping, -1: none yet or no answer */
+        uint64_t sent;    /* uv_now() of the ping in flight (0: none) */
+    } pings[SG_RB_PINGS];
+    size_t npings, ping_next;
+    uint64_t ping_last; /* uv_now() of the last ping sent */
+    struct sg_udp ping;     /* the pings' own socket (answers come back to this loop) */
+    bool ping_open, ping_failed;
+    /* Where the route's own answers go, until the outbox sent them (it
+     * borrows the address; it holds at most SG_OUTBOX_ENTRIES). */
+    struct sockaddr_storage reply_to[SG_OUTBOX_ENTRIES];
+    size_t reply_next;
 };
 
 /* A host address as sg_addr_host_key gives it (4 or 16 bytes). */
@@ -225,6 +257,11 @@ struct sg_route {
     struct sg_door_seen *door_seen;
     uint64_t door_second, door_replies;
     struct sg_warn_limit warn_admin;
+
+    /* route_by prx (client-directed routing): the game's hooks (NULL on a
+     * fixed route) and what the route keeps for it (route.c). */
+    const struct sg_codec_route_by *rb_hooks;
+    struct sg_route_by_state *rb;
 };
 
 /*

@@ -763,6 +763,47 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
         sg_outbox_flush(&r->outbox);
 }
 
+/* ---- route_by prx: the next hop's challenge ---- */
+
+static void route_by_ask(struct sg_session *s)
+{
+    const struct sg_codec_route_by *rb = s->route->rb_hooks;
+    uint8_t buf[64];
+    int n = rb->getchallenge(buf, sizeof(buf));
+
+    s->rb_asked = uv_now(s->route->ctx->loop);
+    if (n > 0)
+        send_dir(s, SG_DIR_C2S, buf, (size_t)n);
+}
+
+void sg_session_route_by_start(struct sg_session *s, struct sg_route_by_req *req)
+{
+    free(s->rb_req);
+    s->rb_req = req;
+    route_by_ask(s);
+}
+
+/* A datagram from the next hop while the connect waits: its challenge
+ * sends the connect (through the codec, as the client's); true when taken. */
+static bool route_by_answer(struct sg_session *s, const uint8_t *data, size_t len)
+{
+    const struct sg_codec_route_by *rb = s->route->rb_hooks;
+    uint8_t buf[SG_ROUTE_BY_USERINFO_MAX + SG_ROUTE_BY_TAIL_MAX + 128];
+    struct sg_route_by_req *req = s->rb_req;
+    int32_t challenge;
+    int n;
+
+    if (!rb->challenge_parse(data, len, &challenge))
+        return false;
+    s->last_active = uv_now(s->route->ctx->loop);
+    n = rb->connect_build(req, challenge, buf, sizeof(buf));
+    s->rb_req = NULL;
+    free(req);
+    if (n > 0)
+        relay(s, SG_DIR_C2S, buf, (size_t)n);
+    return true;
+}
+
 /* ---- server -> client ---- */
 
 /* One datagram that reached the upstream socket: only the server's are relayed. */
@@ -781,6 +822,8 @@ static void from_server(struct sg_session *s, const uint8_t *data, size_t len, i
         r->counters.drops[SG_DROP_FOREIGN]++;
         return;
     }
+    if (s->rb_req && route_by_answer(s, data, len))
+        return;
     relay(s, SG_DIR_S2C, data, len);
 }
 
@@ -861,6 +904,15 @@ static void server_first(struct sg_session *s, uint64_t before)
 void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len,
                                   uint64_t at)
 {
+    if (s->rb_req) {
+        /* The connect waits for the next hop's challenge: a repeated one
+         * asks again (at most once a second); nothing else goes yet. */
+        uint64_t now = uv_now(s->route->ctx->loop);
+        if (s->route->rb_hooks->classify(data, len) == SG_ROUTE_BY_CONNECT &&
+            now - s->rb_asked >= 1000)
+            route_by_ask(s);
+        return;
+    }
     if (s->codec && s->upstream.open) {
         server_first(s, at);
         if (s->closing)
@@ -923,12 +975,19 @@ static void on_upstream_closed(uv_handle_t *h)
     struct sg_route *r = s->route;
 
     sg_route__session_ended(r, &s->sum);
+    free(s->rb_req);
     free(s->slots);
     free(s);
     sg_route__handle_closed(r); /* last: a retired route may be freed */
 }
 
 int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct sg_session **out)
+{
+    return sg_session_create_to(r, client, NULL, out);
+}
+
+int sg_session_create_to(struct sg_route *r, const struct sockaddr *client,
+                         const struct sockaddr *server, struct sg_session **out)
 {
     const struct sg_ctx *ctx = r->ctx;
     struct sg_session *s = calloc(1, sizeof(*s));
@@ -939,7 +998,10 @@ int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct 
         return UV_ENOMEM;
     s->route = r;
     memcpy(&s->client, client, sg_addr_len(client));
-    s->server = r->server_addr;
+    if (server)
+        memcpy(&s->server, server, sg_addr_len(server));
+    else
+        s->server = r->server_addr;
     s->qport = -1;
     s->hs = r->handshake;
     s->client_seen = uv_now(ctx->loop);

@@ -101,6 +101,10 @@ struct sg_session {
      * the server (set with the loops paused; read by the session's loop). */
     bool muted;
     uint64_t muted_msgs; /* chat messages removed */
+    /* route_by prx: the client's connect, held until the next hop's challenge
+     * comes (then sent with it and freed), or NULL. */
+    struct sg_route_by_req *rb_req;
+    uint64_t rb_asked; /* uv_now() of the last challenge request to the next hop */
 };
 
 /* A datagram sent before it was decoded, waiting for its decoding (session.c). */
@@ -126,6 +130,11 @@ void sg_route_deferred_drain(struct sg_route *r);
 /* A new session for `client` (0, *out set), or a negative errno: no socket
  * towards the server could be opened (counted and logged here). */
 int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct sg_session **out);
+/* The same towards `server` (NULL: the route's). */
+int sg_session_create_to(struct sg_route *r, const struct sockaddr *client,
+                         const struct sockaddr *server, struct sg_session **out);
+/* route_by prx: hold `req` (taken, heap) and ask the next hop for its challenge. */
+void sg_session_route_by_start(struct sg_session *s, struct sg_route_by_req *req);
 /* A client's datagram for its session; `at`: its receive time (struct sg_udp_batch), 0 unknown. */
 void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len,
                                   uint64_t at);

@@ -31,7 +31,7 @@ import tempfile
 
 TARGETS = ['fuzz_huffman', 'fuzz_q3_message', 'fuzz_q3_client', 'fuzz_q3_netchan',
            'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config', 'fuzz_bmsg',
-           'fuzz_qw', 'fuzz_sign', 'fuzz_nq', 'fuzz_q2', 'fuzz_json']
+           'fuzz_qw', 'fuzz_sign', 'fuzz_nq', 'fuzz_q2', 'fuzz_json', 'fuzz_qw_prx']
 
 SERVER_PORT = 27960  # the server port of every Q3 session capture (MANIFEST.md)
 SESSIONS = {'ioq68': 1, 'ioq71': 2, 'oa71': 3}  # capture -> fuzz_q3_netchan wire mode
@@ -576,6 +576,24 @@ def seeds_json(testdata, source):
     return seeds
 
 
+def seeds_qw_prx(testdata, source):
+    """fuzz_qw_prx: connects as ezQuake sends them through qwfwd nodes (a
+    chain of one, two and three hops, none, a long one, extension lines)."""
+    def connect(ui, tail=b'\n'):
+        return b'\xff\xff\xff\xffconnect 28 4321 1234 "' + ui + b'"' + tail
+    return {
+        'none': connect(b'\\name\\p\\team\\red'),
+        'one': connect(b'\\name\\p\\prx\\10.0.0.1:27500'),
+        'two': connect(b'\\prx\\10.0.0.2:30000@10.0.0.1\\name\\p'),
+        'three': connect(b'\\name\\p\\prx\\[::1]:1@10.0.0.2:2@10.0.0.1:27500'),
+        'long': connect(b'\\name\\p\\prx\\' + b'@'.join(b'10.0.0.%d:27500' % i
+                                                              for i in range(1, 12))),
+        'ext': connect(b'\\prx\\1.2.3.4', b'\n0x58455446 0x2\n0x3144564d 0x1\n'),
+        'empty': connect(b'\\name\\p\\prx\\@1.2.3.4'),
+        'challenge': b'\xff\xff\xff\xffc-123\x00',
+    }
+
+
 GENERATORS = {
     'fuzz_huffman': seeds_huffman,
     'fuzz_q3_message': seeds_message,
@@ -590,6 +608,7 @@ GENERATORS = {
     'fuzz_nq': seeds_nq,
     'fuzz_q2': seeds_q2,
     'fuzz_json': seeds_json,
+    'fuzz_qw_prx': seeds_qw_prx,
 }
 
 
