@@ -95,19 +95,23 @@ static int split_chain(const char *v, size_t vl, struct sg_route_by_req *req)
 {
     const char *at = memchr(v, '@', vl);
     size_t first = at ? (size_t)(at - v) : vl;
-    size_t i;
+    size_t i, hop = 0;
 
     req->hops = 1;
-    for (i = 0; i < vl; i++)
-        if (v[i] == '@')
-            req->hops++;
-    if (first == 0 || first >= sizeof(req->next))
-        return first == 0 ? SG_E_MALFORMED : SG_E_TOOBIG;
-    for (i = 0; i < vl; i++)
+    for (i = 0; i < vl; i++) {
         if ((unsigned char)v[i] < 0x21 || (unsigned char)v[i] > 0x7e)
             return SG_E_MALFORMED;
-    if (at && at + 1 == v + vl)
-        return SG_E_MALFORMED; /* "host@": an empty hop */
+        if (v[i] == '@') {
+            req->hops++;
+            hop = 0;
+            if (i + 1 == vl || v[i + 1] == '@')
+                return SG_E_MALFORMED; /* "a@", "a@@b": an empty hop */
+        } else if (++hop >= sizeof(req->next)) {
+            return SG_E_TOOBIG; /* every hop must fit the next node's room too */
+        }
+    }
+    if (first == 0 || first >= sizeof(req->next))
+        return first == 0 ? SG_E_MALFORMED : SG_E_TOOBIG;
     memcpy(req->next, v, first);
     req->next[first] = 0;
     return 0;

@@ -46,6 +46,10 @@ static void case_parse(void)
     /* Malformed: empty hops, no quotes, no numbers, control bytes. */
     CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\@1.2.3.4\"", &req), SG_E_MALFORMED);
     CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\1.2.3.4@\"", &req), SG_E_MALFORMED);
+    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\1.2.3.4@5.6.7.8@\"", &req),
+             SG_E_MALFORMED);
+    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\1.2.3.4@@5.6.7.8\"", &req),
+             SG_E_MALFORMED);
     CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \\name\\p", &req), SG_E_MALFORMED);
     CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 x 2 \"\"", &req), SG_E_MALFORMED);
     CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\1.2\x01.3.4\"", &req),
