@@ -60,6 +60,9 @@ static void case_parse(void)
         char big[400];
         snprintf(big, sizeof(big), "\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\%0200d\"", 1);
         CHECK_EQ(parse(big, &req), SG_E_TOOBIG);
+        /* A later hop too: the next node could not read it. */
+        snprintf(big, sizeof(big), "\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\1.2.3.4@%0200d\"", 1);
+        CHECK_EQ(parse(big, &req), SG_E_TOOBIG);
     }
 }
 
