@@ -28,7 +28,8 @@
        "route_by prx: a chain whose next hop is not in the allow-list")                            \
     XX(PRX_HOPS, "prx_hops", "route_by prx: a chain longer than prx_max_hops")                     \
     XX(PRX_SELF, "prx_self", "route_by prx: a chain naming slipgate's own address")                \
-    XX(PRX_RATE, "prx_rate", "route_by prx: a source starting new chains too fast")                \
+    XX(PRX_RATE, "prx_rate",                                                                       \
+       "route_by prx: a source starting chains (or asking pingstatus) too fast")                   \
     XX(PRX_INVALID, "prx_invalid",                                                                 \
        "route_by prx: a malformed connect or chain, or a challenge slipgate did not give")
 

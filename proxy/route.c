@@ -1095,7 +1095,7 @@ static void rb_connect(struct sg_route *r, const uint8_t *data, size_t len,
     src = rb_source(r, from, now);
     if (now - src->window >= 60000) {
         src->window = now;
-        src->chains = 0;
+        src->chains = src->queries = 0;
     }
     if (src->chains >= (uint64_t)r->conf.prx_chains_per_minute) {
         rb_refuse(r, from, SG_DROP_PRX_RATE,
@@ -1134,7 +1134,19 @@ static void rb_pingstatus(struct sg_route *r, const struct sockaddr *from)
     uint8_t out[5 + 8 * SG_RB_PINGS];
     size_t n = 0;
     int len;
+    uint64_t now = uv_now(r->ctx->loop);
+    struct sg_rb_source *src = rb_source(r, from, now);
 
+    /* The answer is larger than the question: a spoofed source gets few. */
+    if (now - src->window >= 60000) {
+        src->window = now;
+        src->chains = src->queries = 0;
+    }
+    if (src->queries >= SG_RB_QUERIES) {
+        r->counters.drops[SG_DROP_PRX_RATE]++;
+        return;
+    }
+    src->queries++;
     for (size_t i = 0; i < rb->npings; i++) {
         const struct sockaddr_in *a = (const struct sockaddr_in *)&rb->pings[i].addr;
         memcpy(p[n].ip4, &a->sin_addr, 4);

@@ -100,7 +100,9 @@ struct sg_rb_source {
     uint64_t window; /* uv_now() when its minute began */
     uint32_t chains; /* new chains in it */
     uint64_t logged; /* uv_now() of the last refusal logged (0: none) */
+    uint32_t queries; /* pingstatus answers in its minute (SG_RB_QUERIES at most) */
 };
+#define SG_RB_QUERIES 60 /* pingstatus answers a minute per source IP (no reflection flood) */
 #define SG_RB_SOURCES 256 /* sources remembered (open addressing; the oldest gives way) */
 #define SG_RB_PINGS   64  /* servers pinged at most (pingstatus) */
 

@@ -29,7 +29,8 @@ extern const struct sg_codec_route_by sg_qw_route_by;
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const struct sg_codec_route_by *rb = &sg_qw_route_by;
-    static const char head[] = "\xff\xff\xff\xff" "connect ";
+    static const char head[] = "\xff\xff\xff\xff"
+                               "connect ";
     struct sg_route_by_req req, back;
     uint8_t *buf, out[SG_ROUTE_BY_USERINFO_MAX + SG_ROUTE_BY_TAIL_MAX + 128];
     size_t len = size;

@@ -285,7 +285,7 @@ def case_prx_pingstatus(h):
         a = (V4, px.ports[0])
         c = QwClient()
         entry = None
-        for _ in range(40):
+        for asked in range(1, 41):
             c.send(OOB + b'pingstatus', a)
             data, src = c.recv()
             check(data is not None and data.startswith(OOB + b'n'), 'no pingstatus answer')
@@ -300,6 +300,16 @@ def case_prx_pingstatus(h):
                 break
             time.sleep(0.05)
         check(entry is not None and entry < 1000, 'no ping measured: %r' % entry)
+        answered = asked
+        # A source gets 60 answers a minute (the answer outweighs the question).
+        for _ in range(80):
+            c.send(OOB + b'pingstatus', a)
+        while True:
+            data, src = c.recv(0.5)
+            if data is None:
+                break
+            answered += 1
+        check(answered == 60, '%d pingstatus answers in a minute, expected 60' % answered)
         pings = [d for _, d in srv.got() if d == OOB + b'k\n']
         check(1 <= len(pings) <= 20, '%d pings reached the server in ~2 s' % len(pings))
         c.close()

@@ -23,7 +23,8 @@ static void case_parse(void)
     struct sg_route_by_req req;
 
     /* ezQuake's two-proxy chain: the first entry is the next hop. */
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 4321 -77 \"\\name\\p\\prx\\10.0.0.2:30000@"
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 4321 -77 \"\\name\\p\\prx\\10.0.0.2:30000@"
                    "10.0.0.1:27500\\team\\red\"\n",
                    &req),
              0);
@@ -34,34 +35,70 @@ static void case_parse(void)
     CHECK(strcmp(req.next, "10.0.0.2:30000") == 0);
     CHECK_EQ(req.tail_len, 1);
     /* One hop, no port; IPv6 in brackets; no chain at all. */
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\10.0.0.1\"", &req), 0);
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 1 2 \"\\prx\\10.0.0.1\"",
+                   &req),
+             0);
     CHECK_EQ(req.hops, 1);
     CHECK(strcmp(req.next, "10.0.0.1") == 0);
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\[::1]:5@1.2.3.4\"", &req), 0);
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 1 2 \"\\prx\\[::1]:5@1.2.3.4\"",
+                   &req),
+             0);
     CHECK(strcmp(req.next, "[::1]:5") == 0);
     CHECK_EQ(req.hops, 2);
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\name\\p\"", &req), 0);
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 1 2 \"\\name\\p\"",
+                   &req),
+             0);
     CHECK_EQ(req.hops, 0);
     CHECK(req.next[0] == 0);
     /* Malformed: empty hops, no quotes, no numbers, control bytes. */
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\@1.2.3.4\"", &req), SG_E_MALFORMED);
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\1.2.3.4@\"", &req), SG_E_MALFORMED);
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\1.2.3.4@5.6.7.8@\"", &req),
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 1 2 \"\\prx\\@1.2.3.4\"",
+                   &req),
              SG_E_MALFORMED);
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\1.2.3.4@@5.6.7.8\"", &req),
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 1 2 \"\\prx\\1.2.3.4@\"",
+                   &req),
              SG_E_MALFORMED);
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \\name\\p", &req), SG_E_MALFORMED);
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 x 2 \"\"", &req), SG_E_MALFORMED);
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\1.2\x01.3.4\"", &req),
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 1 2 \"\\prx\\1.2.3.4@5.6.7.8@\"",
+                   &req),
              SG_E_MALFORMED);
-    CHECK_EQ(parse("\xff\xff\xff\xff" "getchallenge\n", &req), SG_E_MALFORMED);
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 1 2 \"\\prx\\1.2.3.4@@5.6.7.8\"",
+                   &req),
+             SG_E_MALFORMED);
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 1 2 \\name\\p",
+                   &req),
+             SG_E_MALFORMED);
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 x 2 \"\"",
+                   &req),
+             SG_E_MALFORMED);
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 1 2 \"\\prx\\1.2\x01.3.4\"",
+                   &req),
+             SG_E_MALFORMED);
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "getchallenge\n",
+                   &req),
+             SG_E_MALFORMED);
     {
         /* A hop longer than its room. */
         char big[400];
-        snprintf(big, sizeof(big), "\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\%0200d\"", 1);
+        snprintf(big, sizeof(big),
+                 "\xff\xff\xff\xff"
+                 "connect 28 1 2 \"\\prx\\%0200d\"",
+                 1);
         CHECK_EQ(parse(big, &req), SG_E_TOOBIG);
         /* A later hop too: the next node could not read it. */
-        snprintf(big, sizeof(big), "\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\1.2.3.4@%0200d\"", 1);
+        snprintf(big, sizeof(big),
+                 "\xff\xff\xff\xff"
+                 "connect 28 1 2 \"\\prx\\1.2.3.4@%0200d\"",
+                 1);
         CHECK_EQ(parse(big, &req), SG_E_TOOBIG);
     }
 }
@@ -72,22 +109,27 @@ static void case_rewrite(void)
     uint8_t out[2048];
     int n;
 
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 4321 9 \"\\name\\p\\prx\\10.0.0.2:30000@"
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 4321 9 \"\\name\\p\\prx\\10.0.0.2:30000@"
                    "10.0.0.1:27500\\team\\red\"\n0x58455446 0x2\n",
                    &req),
              0);
     CHECK_EQ(RB->connect_rewrite(&req, "*qwfwd", "slipgate"), 0);
-    CHECKF(strcmp(req.userinfo, "\\name\\p\\team\\red\\*qwfwd\\slipgate\\prx\\10.0.0.1:27500") ==
-               0,
+    CHECKF(strcmp(req.userinfo, "\\name\\p\\team\\red\\*qwfwd\\slipgate\\prx\\10.0.0.1:27500") == 0,
            "%s", req.userinfo);
     n = RB->connect_build(&req, 555, out, sizeof(out));
     CHECK(n > 0);
-    CHECKF(n > 0 && memcmp(out, "\xff\xff\xff\xff" "connect 28 4321 555 \"\\name\\p\\team\\red\\"
-                                "*qwfwd\\slipgate\\prx\\10.0.0.1:27500\"\n0x58455446 0x2\n",
+    CHECKF(n > 0 && memcmp(out,
+                           "\xff\xff\xff\xff"
+                           "connect 28 4321 555 \"\\name\\p\\team\\red\\"
+                           "*qwfwd\\slipgate\\prx\\10.0.0.1:27500\"\n0x58455446 0x2\n",
                            (size_t)n) == 0,
            "%.*s", n, (const char *)out);
     /* The chain's end: the key goes. */
-    CHECK_EQ(parse("\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\10.0.0.1:27500\\name\\p\"", &req), 0);
+    CHECK_EQ(parse("\xff\xff\xff\xff"
+                   "connect 28 1 2 \"\\prx\\10.0.0.1:27500\\name\\p\"",
+                   &req),
+             0);
     CHECK_EQ(RB->connect_rewrite(&req, "*qwfwd", "slipgate"), 0);
     CHECKF(strcmp(req.userinfo, "\\name\\p\\*qwfwd\\slipgate") == 0, "%s", req.userinfo);
     /* A chain's rest longer than an ordinary value (64) is passed on whole. */
@@ -96,7 +138,9 @@ static void case_rewrite(void)
         for (int i = 2; i < 12; i++)
             snprintf(rest + strlen(rest), sizeof(rest) - strlen(rest), "%s10.0.0.%d:27500",
                      i > 2 ? "@" : "", i);
-        snprintf(text, sizeof(text), "\xff\xff\xff\xff" "connect 28 1 2 \"\\prx\\10.0.0.1@%s\"",
+        snprintf(text, sizeof(text),
+                 "\xff\xff\xff\xff"
+                 "connect 28 1 2 \"\\prx\\10.0.0.1@%s\"",
                  rest);
         CHECK_EQ(parse(text, &req), 0);
         CHECK_EQ(req.hops, 11);
@@ -113,14 +157,26 @@ static void case_small(void)
     struct sg_route_by_ping p[2] = {{{127, 0, 0, 1}, 27500, 12}, {{10, 1, 2, 3}, 28000, -1}};
 
     n = RB->challenge_reply(-5, out, sizeof(out));
-    CHECK(n == 8 && memcmp(out, "\xff\xff\xff\xff" "c-5\0", 8) == 0);
+    CHECK(n == 8 && memcmp(out,
+                           "\xff\xff\xff\xff"
+                           "c-5\0",
+                           8) == 0);
     CHECK_EQ(RB->challenge_parse(out, (size_t)n, &ch), 1);
     CHECK_EQ(ch, -5);
-    CHECK_EQ(RB->challenge_parse((const uint8_t *)"\xff\xff\xff\xff" "c12x", 8, &ch), 0);
-    CHECK_EQ(RB->challenge_parse((const uint8_t *)"\xff\xff\xff\xff" "c", 5, &ch), 0);
+    CHECK_EQ(RB->challenge_parse((const uint8_t *)"\xff\xff\xff\xff"
+                                                  "c12x",
+                                 8, &ch),
+             0);
+    CHECK_EQ(RB->challenge_parse((const uint8_t *)"\xff\xff\xff\xff"
+                                                  "c",
+                                 5, &ch),
+             0);
     CHECK_EQ(RB->challenge_reply(1, out, 6), -ENOSPC);
     n = RB->print("no way", out, sizeof(out));
-    CHECK(n == 13 && memcmp(out, "\xff\xff\xff\xff" "nno way\n\0", 13) == 0);
+    CHECK(n == 13 && memcmp(out,
+                            "\xff\xff\xff\xff"
+                            "nno way\n\0",
+                            13) == 0);
     n = RB->pingstatus_reply(p, 2, out, sizeof(out));
     CHECK_EQ(n, 21);
     CHECK(memcmp(out, "\xff\xff\xff\xffn\x7f\0\0\x01\x6c\x6b\x0c\0\x0a\x01\x02\x03\x60\x6d\xff\xff",
@@ -130,7 +186,8 @@ static void case_small(void)
     CHECK(n == 6 && memcmp(out, "\xff\xff\xff\xffk\n", 6) == 0);
     CHECK(RB->is_ping_reply((const uint8_t *)"l", 1));
     CHECK(!RB->is_ping_reply((const uint8_t *)"k", 1));
-    CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffpingstatus", 14), SG_ROUTE_BY_PINGSTATUS);
+    CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffpingstatus", 14),
+             SG_ROUTE_BY_PINGSTATUS);
     CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffgetchallenge\n", 17),
              SG_ROUTE_BY_GETCHALLENGE);
     CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffstatus 23\n", 14), SG_ROUTE_BY_OTHER);
