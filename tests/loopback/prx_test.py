@@ -330,8 +330,8 @@ def case_prx_allow_file(h):
                       name='bad')
         rc = bad.wait_exit(5)
         check(rc not in (None, 0), 'slipgate started with a bad allow-list line (%r)' % rc)
-        check(re.search(re.escape(path) + r':3: .*not-an-address', bad.log_text()),
-                        'the bad line is not named by file:line')
+        check(bad.wait_for_log(re.escape(path) + r':3: .*not-an-address', 5),
+              'the bad line is not named by file:line')
         with open(path, 'w') as f:
             f.write('%s\n' % srv.addr)
         px = h.proxy(config=proxy_conf('a', srv.addr, prx_allow_file=path))
