@@ -147,6 +147,7 @@ static void on_turn_prepare(uv_prepare_t *h)
             app->turn_max_ns = busy;
         if (busy > 1000000)
             app->turns_over_1ms++;
+        sg_hist_add(&app->turn_hist, busy);
     }
     app->turn_last_ns = now;
     app->turn_last_idle_ns = idle;
@@ -391,6 +392,7 @@ static void stats_view(struct sg_app *app, struct sg_stats_view *v)
         l->turns = w->turns;
         l->turn_max_ns = w->turn_max_ns;
         l->turns_over_1ms = w->turns_over_1ms;
+        l->turn_hist = &w->turn_hist;
     }
 }
 

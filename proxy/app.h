@@ -82,6 +82,7 @@ struct sg_app {
     bool turn_prep_open;
     uint64_t turn_last_ns, turn_last_idle_ns;
     uint64_t turns, turn_max_ns, turns_over_1ms;
+    struct sg_hist turn_hist; /* each turn's work (on_turn_prepare) */
 
     /*
      * Worker loops (`workers N`; README "Worker loops").  Worker 0 is the

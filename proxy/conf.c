@@ -45,6 +45,11 @@ const struct sg_codec *sg_protocol_codec(int protocol)
 const char *const sg_reencode_names[] = {"changed", "always", NULL};
 const char *const sg_undecodable_names[] = {"relay", "drop", NULL};
 static const char *const anonymize_names[] = {"no", "yes", NULL};
+/* residence times */
+static const char *const residence_names[] = {"on", "off", NULL};
+#define RESIDENCE_HELP                                                                             \
+    "measure each relayed datagram's residence time (receive to send) into the "                   \
+    "slipgate_datagram_residence_seconds histogram (default on)"
 
 /* ---- route blocks ---- */
 
@@ -350,6 +355,13 @@ static const struct sg_conf_directive route_directives[] = {
      .offset = offsetof(struct sg_route_conf, anonymize_key),
      .argname = "FILE",
      .help = ANONYMIZE_KEY_HELP},
+    /* residence times */
+    {.name = "residence",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct sg_route_conf, residence_off),
+     .choices = residence_names,
+     .argname = "on|off",
+     .help = RESIDENCE_HELP},
     {.name = "filter",
      .type = SG_CONF_BLOCK,
      .open = filter_open,
@@ -434,6 +446,7 @@ static void route_defaults(struct sg_route_conf *rc)
     rc->prx_max_hops = 3;
     rc->prx_chains_per_minute = 30;
     rc->prx_ping_interval_ms = 30000;
+    rc->residence_off = -1; /* the top level's (residence times) */
 }
 
 static struct sg_route_conf *route_append(struct sg_conf *conf, const char *name, int line)
@@ -600,6 +613,13 @@ static const struct sg_conf_directive top_directives[] = {
      .offset = offsetof(struct sg_conf, anonymize_key),
      .argname = "FILE",
      .help = ANONYMIZE_KEY_HELP " (every route that sets none)"},
+    /* residence times */
+    {.name = "residence",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct sg_conf, residence_off),
+     .choices = residence_names,
+     .argname = "on|off",
+     .help = RESIDENCE_HELP " (every route that sets none)"},
     {.name = "route",
      .type = SG_CONF_BLOCK,
      .open = route_open,
@@ -956,6 +976,8 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
             rc = SG_E_CONFIG;
         if (check_anonymize(conf, r, file, diag) < 0)
             rc = SG_E_CONFIG;
+        if (r->residence_off < 0) /* residence times */
+            r->residence_off = conf->residence_off;
         if (record_filters(r) > 1) {
             sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,
                                "route '%s' has %d recorders ('record DIR', --record and 'filter "

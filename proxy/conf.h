@@ -73,6 +73,8 @@ struct sg_route_conf {
     int anonymize;                   /* 1: client pseudonyms (filters/anon.h); -1 until validated: the top level's */
     char *anonymize_key;             /* the pseudonyms' key file (or the top level's, or the default) */
     int anonymize_key_line;          /* where anonymize_key was given (0: top level or command line) */
+    /* residence times */
+    int residence_off;               /* `residence off`: 1; -1 until validated: the top level's */
     struct sg_filter_list *filters;  /* `filter` blocks in order (a reference), or NULL */
     /* bans and admin controls (proxy/ban.h) */
     struct sg_ban_list *bans;        /* `ban` lines, then the `ban_file`s' (a reference), or NULL */
@@ -112,6 +114,8 @@ struct sg_conf {
     int anonymize;             /* every route's, unless the route sets its own (0: no) */
     char *anonymize_key;       /* every route's, unless the route sets its own */
     int anonymize_key_line;
+    /* residence times */
+    int residence_off; /* `residence off` (every route that sets none): 1 */
     int64_t workers; /* `workers N`: worker loops; 0 = not set (SLIPGATE_WORKERS, else 1) */
     /* Health and draining: SIGTERM drains for at most this long (0: stops at once). */
     int64_t drain_timeout_ms;

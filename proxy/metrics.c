@@ -38,6 +38,45 @@ static void label_value(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* One histogram's series (hist.h): `labels` already written as `k="v",` pairs
+ * (or empty); the `le` bounds are the edges at 1, 2 and 5 of each decade. */
+static void histogram(FILE *f, const char *name, const char *labels, const struct sg_hist *h)
+{
+    for (unsigned k = 0; k < SG_HIST_PROM; k++)
+        fprintf(f, "%s_bucket{%sle=\"%g\"} %llu\n", name, labels,
+                (double)sg_hist_edges[sg_hist_prom[k]] / 1e9,
+                (unsigned long long)sg_hist_below(h, sg_hist_prom[k]));
+    fprintf(f, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, labels, (unsigned long long)h->count);
+    /* the labels without their trailing comma, in braces (none without labels) */
+    if (labels[0]) {
+        int n = (int)strlen(labels) - 1;
+
+        fprintf(f, "%s_sum{%.*s} %.9f\n", name, n, labels, (double)h->sum_ns / 1e9);
+        fprintf(f, "%s_count{%.*s} %llu\n", name, n, labels, (unsigned long long)h->count);
+    } else {
+        fprintf(f, "%s_sum %.9f\n", name, (double)h->sum_ns / 1e9);
+        fprintf(f, "%s_count %llu\n", name, (unsigned long long)h->count);
+    }
+}
+
+/* A route's histogram by direction. */
+static void histogram_route(FILE *f, const char *name, const struct sg_route *r, const char *dir,
+                            const struct sg_hist *h)
+{
+    char *labels = NULL;
+    size_t size = 0;
+    FILE *m = open_memstream(&labels, &size);
+
+    if (!m)
+        return;
+    fputs("route=", m);
+    label_value(m, r->conf.name);
+    fprintf(m, ",direction=\"%s\",", dir);
+    if (fclose(m) == 0)
+        histogram(f, name, labels, h);
+    free(labels);
+}
+
 static void sample_route(FILE *f, const char *name, const struct sg_route *r, const char *k2,
                          const char *v2, uint64_t value)
 {
@@ -147,6 +186,8 @@ static uint64_t rss_bytes(void)
  */
 struct route_agg {
     struct sg_counters c;
+    struct sg_hist resid[2]; /* [SG_DIR_C2S], [SG_DIR_S2C] */
+    uint64_t resid_untimed;
     uint64_t nsessions, total, evicted, kernel_drops;
     struct route_sums sums;
     struct sg_filter_counters *filters;
@@ -169,6 +210,9 @@ static void route_agg(const struct sg_stats_view *v, struct sg_route *r, struct 
         out->c.c2s_bytes += m->counters.c2s_bytes;
         out->c.s2c_packets += m->counters.s2c_packets;
         out->c.s2c_bytes += m->counters.s2c_bytes;
+        sg_hist_merge(&out->resid[SG_DIR_C2S], &m->resid[SG_DIR_C2S]);
+        sg_hist_merge(&out->resid[SG_DIR_S2C], &m->resid[SG_DIR_S2C]);
+        out->resid_untimed += m->resid_untimed;
         for (int d = 0; d < SG_DROP__COUNT; d++)
             out->c.drops[d] += m->counters.drops[d];
         out->nsessions += m->nsessions;
@@ -238,6 +282,17 @@ void sg_metrics_write(FILE *f, const struct sg_stats_view *v, const struct sg_ht
     family(f, "slipgate_loop_lag_seconds", "gauge",
            "how late the event loop ran a timer at the last 0.5 s tick");
     fprintf(f, "slipgate_loop_lag_seconds %.6f\n", st->loop_lag_s);
+    {
+        struct sg_hist th = {{0}};
+
+        for (int w = 0; w < v->nworkers; w++)
+            if (v->loop[w].present && v->loop[w].turn_hist)
+                sg_hist_merge(&th, v->loop[w].turn_hist);
+        family(f, "slipgate_loop_turn_seconds", "histogram",
+               "the work of each event-loop turn (every worker loop's), the wait for "
+               "datagrams left out: what a turn's work delays the next datagram by");
+        histogram(f, "slipgate_loop_turn_seconds", "", &th);
+    }
 
     /* Each route's addresses: join on `route` to name the server. */
     family(f, "slipgate_route_info", "gauge", "a route's listen and server addresses (always 1)");
@@ -257,6 +312,21 @@ void sg_metrics_write(FILE *f, const struct sg_stats_view *v, const struct sg_ht
         sample_route(f, "slipgate_datagrams_total", r, "direction", "c2s", agg[i].c.c2s_packets);
         sample_route(f, "slipgate_datagrams_total", r, "direction", "s2c", agg[i].c.s2c_packets);
     }
+    family(f, "slipgate_datagram_residence_seconds", "histogram",
+           "each relayed datagram's time in slipgate: from the kernel's receive timestamp "
+           "to just before the sendmmsg that hands its bytes to the kernel, by direction");
+    for (r = v->loop[0].routes, i = 0; r; r = r->next, i++) {
+        histogram_route(f, "slipgate_datagram_residence_seconds", r, "c2s",
+                        &agg[i].resid[SG_DIR_C2S]);
+        histogram_route(f, "slipgate_datagram_residence_seconds", r, "s2c",
+                        &agg[i].resid[SG_DIR_S2C]);
+    }
+    family(f, "slipgate_datagram_residence_untimed_total", "counter",
+           "relayed datagrams the kernel gave no receive timestamp: their residence starts at "
+           "a clock read when slipgate picked them up");
+    for (r = v->loop[0].routes, i = 0; r; r = r->next, i++)
+        sample_route(f, "slipgate_datagram_residence_untimed_total", r, NULL, NULL,
+                     agg[i].resid_untimed);
     family(f, "slipgate_bytes_total", "counter", "UDP payload bytes forwarded, by direction");
     for (r = v->loop[0].routes, i = 0; r; r = r->next, i++) {
         sample_route(f, "slipgate_bytes_total", r, "direction", "c2s", agg[i].c.c2s_bytes);

@@ -19,6 +19,7 @@
 #include "proxy/counters.h"
 #include "proxy/ctx.h"
 #include "proxy/delay.h"
+#include "proxy/hist.h"
 #include "proxy/log.h"
 #include "proxy/session.h"
 #include "proxy/udp.h"
@@ -229,6 +230,15 @@ struct sg_route {
     uint64_t kernel_drops;
     uint32_t kernel_drops_raw;
     uint64_t kernel_drops_warned, kernel_drops_warned_ms;
+
+    /* Residence times (session.c, sg_session_sent): from each relayed
+     * datagram's receive time to the clock read just before the sendmmsg
+     * that hands it to the kernel, by direction ([SG_DIR_C2S], [SG_DIR_S2C]);
+     * this loop's own, summed by the readers.  `untimed`: datagrams the
+     * kernel gave no receive time (a clock read when the relay picked them
+     * up stands in).  Off with `residence off`. */
+    struct sg_hist resid[2];
+    uint64_t resid_untimed;
 
     /* Shared by the route's sockets: one receive batch, and the outbox
      * every datagram leaves through. */

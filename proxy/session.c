@@ -101,10 +101,14 @@ static void send_dir(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
                        (uint8_t)dir);
 }
 
-void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len, int err)
+void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len, int err,
+                     int64_t resid_ns)
 {
     struct sg_session *s = session;
     struct sg_route *r = s->route;
+
+    if (resid_ns >= 0)
+        sg_hist_add(&r->resid[dir == SG_DIR_C2S ? SG_DIR_C2S : SG_DIR_S2C], (uint64_t)resid_ns);
 
     if (err < 0) {
         if (err == -ECONNREFUSED)
@@ -720,7 +724,7 @@ static void defer(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
  * the outbox is flushed early when the turn's work has held a datagram in
  * it for SG_DEFER_BUDGET_NS.
  */
-static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
+static void relay_now(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
 {
     struct sg_route *r = s->route;
     struct sg_chain *chain = r->chain;
@@ -763,6 +767,29 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
         sg_outbox_flush(&r->outbox);
 }
 
+/*
+ * relay_now with the datagram's receive time `at` (0: the kernel gave none)
+ * on the route's outbox, so that what it sends carries it (the residence
+ * time, sg_session_sent); the time it replaces is restored after (a
+ * relayed datagram may relay others first: server_first).
+ */
+static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len,
+                  uint64_t at)
+{
+    struct sg_route *r = s->route;
+    uint64_t saved = r->outbox.at;
+
+    if (r->conf.residence_off != 1) {
+        if (!at) {
+            at = sg_udp_clock_ns();
+            r->resid_untimed++;
+        }
+        r->outbox.at = at;
+    }
+    relay_now(s, dir, data, len);
+    r->outbox.at = saved;
+}
+
 /* ---- route_by prx: the next hop's challenge ---- */
 
 static void route_by_ask(struct sg_session *s)
@@ -784,8 +811,10 @@ void sg_session_route_by_start(struct sg_session *s, struct sg_route_by_req *req
 }
 
 /* A datagram from the next hop while the connect waits: its challenge
- * sends the connect (through the codec, as the client's); true when taken. */
-static bool route_by_answer(struct sg_session *s, const uint8_t *data, size_t len)
+ * sends the connect (through the codec, as the client's; its residence counts
+ * from the challenge's receive time `at`); true when taken. */
+static bool route_by_answer(struct sg_session *s, const uint8_t *data, size_t len,
+                            uint64_t at)
 {
     const struct sg_codec_route_by *rb = s->route->rb_hooks;
     uint8_t buf[SG_ROUTE_BY_USERINFO_MAX + SG_ROUTE_BY_TAIL_MAX + 128];
@@ -800,7 +829,7 @@ static bool route_by_answer(struct sg_session *s, const uint8_t *data, size_t le
     s->rb_req = NULL;
     free(req);
     if (n > 0)
-        relay(s, SG_DIR_C2S, buf, (size_t)n);
+        relay(s, SG_DIR_C2S, buf, (size_t)n, at);
     return true;
 }
 
@@ -808,7 +837,7 @@ static bool route_by_answer(struct sg_session *s, const uint8_t *data, size_t le
 
 /* One datagram that reached the upstream socket: only the server's are relayed. */
 static void from_server(struct sg_session *s, const uint8_t *data, size_t len, int flags,
-                        const struct sockaddr *from)
+                        const struct sockaddr *from, uint64_t at)
 {
     struct sg_route *r = s->route;
 
@@ -822,9 +851,9 @@ static void from_server(struct sg_session *s, const uint8_t *data, size_t len, i
         r->counters.drops[SG_DROP_FOREIGN]++;
         return;
     }
-    if (s->rb_req && route_by_answer(s, data, len))
+    if (s->rb_req && route_by_answer(s, data, len, at))
         return;
-    relay(s, SG_DIR_S2C, data, len);
+    relay(s, SG_DIR_S2C, data, len, at);
 }
 
 static void on_server_readable(struct sg_udp *u)
@@ -854,7 +883,7 @@ static void on_server_readable(struct sg_udp *u)
                 break;
         }
         from_server(s, b->iov[i].iov_base, b->msg[i].msg_len, b->msg[i].msg_hdr.msg_flags,
-                    (struct sockaddr *)&b->from[i]);
+                    (struct sockaddr *)&b->from[i], b->at[i]);
     }
 }
 
@@ -895,7 +924,7 @@ static void server_first(struct sg_session *s, uint64_t before)
                       strerror(-n));
             return;
         }
-        from_server(s, r->drain_buf, (size_t)n, flags, (struct sockaddr *)&from);
+        from_server(s, r->drain_buf, (size_t)n, flags, (struct sockaddr *)&from, at);
     }
 }
 
@@ -918,7 +947,7 @@ void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, siz
         if (s->closing)
             return;
     }
-    relay(s, SG_DIR_C2S, data, len);
+    relay(s, SG_DIR_C2S, data, len, at);
 }
 
 /* ---- life cycle ---- */

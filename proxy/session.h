@@ -139,7 +139,8 @@ void sg_session_route_by_start(struct sg_session *s, struct sg_route_by_req *req
 void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, size_t len,
                                   uint64_t at);
 /* What became of a datagram the route's outbox sent for a session (sg_outbox_done_cb). */
-void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len, int err);
+void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len, int err,
+                     int64_t resid_ns);
 void sg_session_close(struct sg_session *s, const char *reason);
 /* The route's chain is being replaced: end the session's filter state for `old`. */
 int sg_session_chain_changed(struct sg_session *s, struct sg_chain *old, struct sg_chain *now);

@@ -132,6 +132,31 @@ void sg_stats_live_summary(const struct sg_session *s, struct sg_session_summary
  * summed and their sessions listed together, and "workers" with each
  * loop's share.
  */
+/* A duration histogram: count, sum, p50/p99/p99.9/max (us) and its non-empty
+ * buckets as [upper edge in us (null: above the last), count]. */
+static void json_hist(FILE *f, const struct sg_hist *h)
+{
+    bool first = true;
+
+    fprintf(f,
+            "{\"count\": %llu, \"sum_us\": %.3f, \"p50_us\": %.3f, \"p99_us\": %.3f, "
+            "\"p999_us\": %.3f, \"max_us\": %.3f, \"buckets\": [",
+            (unsigned long long)h->count, (double)h->sum_ns / 1e3,
+            (double)sg_hist_quantile(h, 0.5) / 1e3, (double)sg_hist_quantile(h, 0.99) / 1e3,
+            (double)sg_hist_quantile(h, 0.999) / 1e3, (double)h->max_ns / 1e3);
+    for (unsigned i = 0; i < SG_HIST_BUCKETS; i++) {
+        if (!h->b[i])
+            continue;
+        if (i < SG_HIST_EDGES)
+            fprintf(f, "%s[%.2f, %llu]", first ? "" : ", ", (double)sg_hist_edges[i] / 1e3,
+                    (unsigned long long)h->b[i]);
+        else
+            fprintf(f, "%s[null, %llu]", first ? "" : ", ", (unsigned long long)h->b[i]);
+        first = false;
+    }
+    fputs("]}", f);
+}
+
 static void json_route(FILE *f, const struct sg_route *const *g, int n, bool retired, bool sessions)
 {
     const struct sg_route *r = g[0];
@@ -140,6 +165,8 @@ static void json_route(FILE *f, const struct sg_route *const *g, int n, bool ret
     struct sg_counters c = {0};
     uint64_t total = 0, omitted = 0, evicted = 0, moves = 0, kdrops = 0, dq_max = 0, dq_full = 0;
     size_t active = 0;
+    struct sg_hist resid[2] = {{{0}}};
+    uint64_t untimed = 0;
 
     for (int k = 0; k < n; k++) {
         const struct sg_route *x = g[k];
@@ -157,6 +184,9 @@ static void json_route(FILE *f, const struct sg_route *const *g, int n, bool ret
         kdrops += x->kernel_drops;
         dq_max = x->dq_max > dq_max ? x->dq_max : dq_max;
         dq_full += x->dq_overflows;
+        sg_hist_merge(&resid[SG_DIR_C2S], &x->resid[SG_DIR_C2S]);
+        sg_hist_merge(&resid[SG_DIR_S2C], &x->resid[SG_DIR_S2C]);
+        untimed += x->resid_untimed;
     }
     fputs("    {\"name\": ", f);
     json_string(f, r->conf.name);
@@ -181,6 +211,12 @@ static void json_route(FILE *f, const struct sg_route *const *g, int n, bool ret
             "\"decoded_at_once\": %llu}",
             r->send_first ? "send-first" : "in-order", (unsigned long long)dq_max,
             (unsigned long long)dq_full);
+    fprintf(f, ",\n      \"residence\": {\"on\": %s, \"untimed\": %llu, \"c2s\": ",
+            r->conf.residence_off == 1 ? "false" : "true", (unsigned long long)untimed);
+    json_hist(f, &resid[SG_DIR_C2S]);
+    fputs(", \"s2c\": ", f);
+    json_hist(f, &resid[SG_DIR_S2C]);
+    fputc('}', f);
     if (n > 1 || r->ctx->nworkers > 1) {
         fputs(",\n      \"workers\": [", f);
         for (int k = 0; k < n; k++)
@@ -328,18 +364,26 @@ void sg_stats_json(FILE *f, const struct sg_stats_view *v, bool sessions)
     {
         /* Every worker loop's turns together (the longest of them). */
         uint64_t turns = app->turns, max_ns = app->turn_max_ns, over = app->turns_over_1ms;
+        struct sg_hist th = {{0}};
+
+        if (app->turn_hist)
+            sg_hist_merge(&th, app->turn_hist);
         for (int k = 1; k < v->nworkers; k++) {
             const struct sg_stats_loop *w = &v->loop[k];
             if (!w->present)
                 continue;
+            if (w->turn_hist)
+                sg_hist_merge(&th, w->turn_hist);
             turns += w->turns;
             over += w->turns_over_1ms;
             max_ns = w->turn_max_ns > max_ns ? w->turn_max_ns : max_ns;
         }
         fprintf(f,
                 "  \"loop\": {\"turns\": %llu, \"longest_turn_us\": %.1f, "
-                "\"turns_over_1ms\": %llu},\n",
+                "\"turns_over_1ms\": %llu, \"turn\": ",
                 (unsigned long long)turns, (double)max_ns / 1000.0, (unsigned long long)over);
+        json_hist(f, &th);
+        fputs("},\n", f);
     }
     fputs("  \"routes\": [\n", f);
     for (struct sg_route *r = app->routes; r; r = r->next, first = false) {

@@ -7,6 +7,7 @@
 #define SG_PROXY_STATS_H
 
 #include "proxy/conf.h"
+#include "proxy/hist.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,6 +31,7 @@ struct sg_stats_loop {
     const struct sg_route_summary *retired_log; /* ring of SG_STATS_RETIRED_KEEP, or NULL */
     uint64_t nretired_log;                     /* routes ever summarised into it */
     uint64_t turns, turn_max_ns, turns_over_1ms;
+    const struct sg_hist *turn_hist; /* the loop's turns (hist.h), or NULL */
 };
 
 /* Every loop, as their owner (the app) gives them to stats, metrics and the

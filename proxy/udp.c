@@ -90,6 +90,23 @@ static void watch(struct sg_udp *u)
 }
 
 /* Copies waiting for the kernel: send what it takes now. */
+uint64_t sg_udp_clock_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The residence of a datagram received at `at`, handed over at `now` (-1: not measured). */
+static int64_t residence(uint64_t at, uint64_t now)
+{
+    if (!at)
+        return -1;
+    /* the clock may have been stepped back since */
+    return now > at ? (int64_t)(now - at) : 0;
+}
+
 static void drain(struct sg_udp *u)
 {
     while (u->qhead) {
@@ -620,6 +637,14 @@ static void send_group(struct sg_outbox *ob, struct sg_udp *u, const int32_t *id
     struct mmsghdr mm[SEND_CHUNK];
     struct iovec iov[SEND_CHUNK];
     unsigned sent = 0;
+    uint64_t now = 0;
+    bool timed = false;
+
+    /* One clock read for the group, just before it is handed over. */
+    for (unsigned j = 0; j < k && !timed; j++)
+        timed = ob->e[idx[j]].at != 0;
+    if (timed)
+        now = sg_udp_clock_ns();
 
     /* A closed socket, or one with copies waiting: no direct send. */
     if (!u->open || u->queued) {
@@ -627,7 +652,7 @@ static void send_group(struct sg_outbox *ob, struct sg_udp *u, const int32_t *id
             const struct sg_outbox_entry *e = &ob->e[idx[j]];
             int err = u->open ? enqueue(u, ob->arena + e->off, e->len, e->to) : -EBADF;
 
-            ob->done(e->ctx, e->tag, ob->arena + e->off, e->len, err);
+            ob->done(e->ctx, e->tag, ob->arena + e->off, e->len, err, residence(e->at, now));
         }
         return;
     }
@@ -652,7 +677,7 @@ static void send_group(struct sg_outbox *ob, struct sg_udp *u, const int32_t *id
         if (r > 0) {
             for (unsigned j = sent; j < sent + (unsigned)r; j++) {
                 const struct sg_outbox_entry *e = &ob->e[idx[j]];
-                ob->done(e->ctx, e->tag, ob->arena + e->off, e->len, 0);
+                ob->done(e->ctx, e->tag, ob->arena + e->off, e->len, 0, residence(e->at, now));
             }
             sent += (unsigned)r;
             continue;
@@ -664,14 +689,14 @@ static void send_group(struct sg_outbox *ob, struct sg_udp *u, const int32_t *id
             for (; sent < k; sent++) {
                 const struct sg_outbox_entry *e = &ob->e[idx[sent]];
                 ob->done(e->ctx, e->tag, ob->arena + e->off, e->len,
-                         enqueue(u, ob->arena + e->off, e->len, e->to));
+                         enqueue(u, ob->arena + e->off, e->len, e->to), residence(e->at, now));
             }
             return;
         }
         /* This one was refused (e.g. ECONNREFUSED after an ICMP error): skip it. */
         {
             const struct sg_outbox_entry *e = &ob->e[idx[sent]];
-            ob->done(e->ctx, e->tag, ob->arena + e->off, e->len, -err);
+            ob->done(e->ctx, e->tag, ob->arena + e->off, e->len, -err, residence(e->at, now));
             sent++;
         }
     }
@@ -717,7 +742,9 @@ void sg_outbox_push(struct sg_outbox *ob, struct sg_udp *u, const struct sockadd
 
     /* Closed, or pushed from a done callback: straight to the socket. */
     if (!ob->open || ob->flushing) {
-        ob->done(ctx, tag, data, len, sg_udp_send(u, data, len, to));
+        uint64_t now = ob->at ? sg_udp_clock_ns() : 0;
+
+        ob->done(ctx, tag, data, len, sg_udp_send(u, data, len, to), residence(ob->at, now));
         return;
     }
     if (ob->n == SG_OUTBOX_ENTRIES || len > SG_OUTBOX_BYTES - ob->used)
@@ -733,6 +760,7 @@ void sg_outbox_push(struct sg_outbox *ob, struct sg_udp *u, const struct sockadd
     e->len = (uint32_t)len;
     e->next = -1;
     e->tag = tag;
+    e->at = ob->at;
     memcpy(ob->arena + ob->used, data, len);
     ob->used += (len + 15) & ~(size_t)15;
     if (ob->used > SG_OUTBOX_BYTES)

@@ -183,8 +183,14 @@ bool sg_udp_close(struct sg_udp *u, uv_close_cb cb);
 
 /* ---- the outbox ---- */
 
-/* What became of one pushed datagram: 0 sent (or queued), or a negative errno. */
-typedef void (*sg_outbox_done_cb)(void *ctx, uint8_t tag, const uint8_t *data, size_t len, int err);
+/*
+ * What became of one pushed datagram: 0 sent (or queued), or a negative
+ * errno; `resid_ns` is its residence time, from the receive time it was
+ * pushed with (sg_outbox.at) to the clock read just before the sendmmsg (or
+ * send) that handed it to the kernel, or -1 when it was pushed without one.
+ */
+typedef void (*sg_outbox_done_cb)(void *ctx, uint8_t tag, const uint8_t *data, size_t len, int err,
+                                  int64_t resid_ns);
 
 struct sg_outbox_entry {
     struct sg_udp *u;
@@ -193,6 +199,7 @@ struct sg_outbox_entry {
     uint32_t off, len;
     int32_t next; /* the socket's next entry, or -1 */
     uint8_t tag;
+    uint64_t at; /* sg_outbox.at when it was pushed */
 };
 
 struct sg_outbox {
@@ -210,7 +217,15 @@ struct sg_outbox {
     bool (*after)(void *ctx);
     void *after_ctx;
     bool after_more; /* the last `after` left work: the poll must not block */
+    /* The receive time (ns, CLOCK_REALTIME, as struct sg_udp_batch's) of
+     * the datagram being relayed, set by the owner around its relaying: the
+     * datagrams pushed meanwhile carry it, and their residence is reported
+     * to `done`.  0: none (they are not measured). */
+    uint64_t at;
 };
+
+/* The clock the receive times are read with (CLOCK_REALTIME), in ns. */
+uint64_t sg_udp_clock_ns(void);
 
 /* Initialise and start the outbox on `loop`; 0 or a negative errno. */
 int sg_outbox_init(struct sg_outbox *ob, uv_loop_t *loop, sg_outbox_done_cb done);

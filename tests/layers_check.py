@@ -18,7 +18,7 @@ import sys
 
 # Lowest first.  A module may include its own layer or a lower one.
 LAYERS = [
-    ("base", {"addr", "log", "udp", "delay", "conf", "ctx", "counters", "notify", "ban"}),
+    ("base", {"addr", "log", "udp", "delay", "conf", "ctx", "counters", "notify", "ban", "hist"}),
     ("session", {"session"}),
     ("route", {"route", "door"}),
     ("stats", {"stats", "metrics"}),
