@@ -25,6 +25,19 @@ function bytes(n) {
   return (i ? n.toFixed(1) : n) + " " + u[i];
 }
 
+// a duration in microseconds, as the histograms give it
+function us(v) {
+  v = Number(v || 0);
+  if (v >= 1000) return (v / 1000).toFixed(v >= 10000 ? 0 : 1) + " ms";
+  return (v >= 100 ? v.toFixed(0) : v.toFixed(1)) + " \u00b5s";
+}
+
+function histRow(route, what, h) {
+  const bad = h.p999_us >= 1000 ? "bad" : "";
+  return row([{t: route}, {t: what}, {t: num(h.count), n: 1}, {t: us(h.p50_us), n: 1},
+    {t: us(h.p99_us), n: 1}, {t: us(h.p999_us), n: 1, c: bad}, {t: us(h.max_us), n: 1}]);
+}
+
 function dur(ms) {
   let s = Math.max(0, Math.floor(ms / 1000));
   const h = Math.floor(s / 3600); s -= h * 3600;
@@ -88,6 +101,14 @@ async function refresh() {
         {t: bytes(c.c2s_bytes + c.s2c_bytes), n: 1}, {t: num(drops), n: 1, c: drops ? "bad" : ""},
         {t: num(r.listener.kernel_drops), n: 1, c: r.listener.kernel_drops ? "bad" : ""}]);
     }));
+    const res = [];
+    for (const r of routes.routes.filter(r => !r.retired && r.residence && r.residence.on)) {
+      res.push(histRow(r.name, "client \u2192 server", r.residence.c2s));
+      res.push(histRow(r.name, "server \u2192 client", r.residence.s2c));
+    }
+    if (routes.loop && routes.loop.turn) res.push(histRow("(every route)", "loop turns",
+      routes.loop.turn));
+    fill("residence", res);
     const now = Date.now();
     fill("sessions", sessions.sessions.map(s => {
       const c = s.counters, d = s.decode;

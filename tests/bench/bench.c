@@ -107,6 +107,17 @@ const struct sg_bench_mode sg_bench_modes[] = {
      "slipgate recording signed demos (record DIR, sign_key KEY: hashing and checkpoints)",
      false,
      true},
+    /* What the residence times cost: slipgate-decode without them (named only). */
+    {"slipgate-untimed",
+     SG_BENCH_RELAY_SLIPGATE,
+     {"-p", "q3", "+set", "residence", "off", NULL},
+     true,
+     false,
+     NULL,
+     "slipgate decoding with `residence off` (what measuring the residence times costs)",
+     false,
+     false,
+     true},
 /* Worker loops (`-w N`): decoding, as slipgate-decode; picked by --workers. */
 #define SG_BENCH_WORKERS_MODE(n)                                                                   \
     {                                                                                              \

@@ -248,6 +248,13 @@ int sg_bench_free_udp_port(void);
 enum sg_bench_relay { SG_BENCH_RELAY_NONE, SG_BENCH_RELAY_MINRELAY, SG_BENCH_RELAY_SLIPGATE };
 
 /* One way to relay, as listed by --modes (the table is in bench.c). */
+/* Figures of one of slipgate's duration histograms over part of a run (us). */
+struct sg_bench_resid {
+    bool have;
+    unsigned long long count;
+    double p50, p99, p999, max;
+};
+
 struct sg_bench_mode {
     const char *name;
     enum sg_bench_relay relay;
@@ -258,7 +265,8 @@ struct sg_bench_mode {
     const char *what;        /* one line for --help */
     bool http;               /* add `+set http 127.0.0.1:PORT`, scraped every 100 ms */
     bool sign;               /* with record: `+set sign_key KEY` (made by `slipgate keygen`) */
-    bool by_workers;         /* a worker-count mode: only with --workers (or named), not `all` */
+    bool by_workers;         /* a worker-count mode or a comparison: only with --workers (or
+                                named), not `all` */
 };
 
 extern const struct sg_bench_mode sg_bench_modes[];
@@ -325,6 +333,12 @@ struct sg_bench_result {
      * turns that worked over 1 ms (-1: not reported) */
     double loop_max_us;
     long long loop_over_1ms;
+    /* slipgate's own residence times (receive timestamp to sendmmsg, both
+     * directions) and loop turns, from its /api/routes before the latency
+     * run, after its first round and at its end (run.c): `start` is the
+     * first round (the sessions' synchronized start), `steady` the others,
+     * `turn` the loop's turns over the whole latency run. */
+    struct sg_bench_resid res_start, res_steady, turn;
     const char *unavailable; /* why this mode did not run (n/a), or NULL */
 
     /* CPU used by processes other than the bench and the relay while this
@@ -384,6 +398,9 @@ struct sg_bench_scraper {
 /* A TCP port on 127.0.0.1 that was free a moment ago, or a negative errno. */
 int sg_bench_free_tcp_port(void);
 /* Fetch http://127.0.0.1:PORT/metrics every 100 ms on a thread until stopped. */
+/* GET `path` from 127.0.0.1:`port` into `buf` (NUL-terminated): the body's
+ * start, or NULL when no 200 answer came. */
+const char *sg_bench_http_get(uint16_t port, const char *path, char *buf, size_t cap);
 int sg_bench_scraper_start(struct sg_bench_scraper *s, uint16_t port);
 void sg_bench_scraper_stop(struct sg_bench_scraper *s); /* accepts a zeroed struct */
 

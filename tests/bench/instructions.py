@@ -4,7 +4,7 @@ figure for what slipgate's live path costs, beside the minimal relay's.
 
     instructions.py [--slipgate PATH] [--bench PATH] [--games q3,qw,q2]
                     [--modes minrelay,decode,reencode,record] [--limit N]
-                    [--json] [--check]
+                    [--set NAME=VALUE]... [--json] [--check]
 
 Each game's real session captures (Quake 3 68 and 71, QuakeWorld, Quake 2
 34/35/36; found with scripts/testdata.py) are replayed in lock-step through
@@ -163,6 +163,9 @@ def replay(args, mode, game, dgrams, count, work):
         cmd = vg + ['--collect-atstart=no'] + ['--toggle-collect=' + f for f in SLIPGATE_PATH]
         cmd += [args.slipgate, '-w', '1', '-l', '127.0.0.1:%d' % lport,
                     '-s', '127.0.0.1:%d' % sport, '-p', game]
+        for kv in args.set:
+            name, _, value = kv.partition('=')
+            cmd += ['+set', name, value]
         if mode == 'reencode':
             cmd += ['+set', 'reencode', 'always']
         elif mode == 'record':
@@ -275,6 +278,9 @@ def main():
     ap.add_argument('--captures', default='', help='capture names (default: all of each game)')
     ap.add_argument('--modes', default=','.join(MODES))
     ap.add_argument('--limit', type=int, default=0, help='datagrams of each capture (0: all)')
+    ap.add_argument('--set', action='append', default=[], metavar='NAME=VALUE',
+                    help='a directive for every slipgate run (+set NAME VALUE), e.g. '
+                         'residence=off to measure what the residence times cost')
     ap.add_argument('--json', action='store_true')
     ap.add_argument('--check', action='store_true',
                     help='fail unless every datagram came through and every count is above 0')

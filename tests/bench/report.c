@@ -296,6 +296,41 @@ void sg_bench_report_table(const struct sg_bench *b, FILE *f)
         }
     }
 
+    /* slipgate's own residence times and loop turns over the latency run. */
+    {
+        bool any = false;
+
+        for (size_t i = 0; i < b->nres; i++)
+            any = any || (b->res[i].status == SG_BENCH_OK && b->res[i].res_start.have);
+        if (any) {
+            fprintf(f, "\nresidence: slipgate's own histogram (kernel receive timestamp to sendmmsg, "
+                       "both directions), us;\nstart = the first latency round (synchronized "
+                       "start), steady = the others; loop turns over the latency run\n");
+            fprintf(f, "%-18s %9s %7s %7s %7s %7s | %9s %7s %7s %7s %7s | %7s %7s %7s %7s\n",
+                    "mode", "start n", "p50", "p99", "p99.9", "max", "steady n", "p50", "p99",
+                    "p99.9", "max", "turn50", "turn99", "t99.9", "turnmax");
+            for (size_t i = 0; i < b->nres; i++) {
+                const struct sg_bench_result *m = &b->res[i];
+                const struct sg_bench_resid *x[3] = {&m->res_start, &m->res_steady, &m->turn};
+
+                if (m->status != SG_BENCH_OK || m->mode->relay != SG_BENCH_RELAY_SLIPGATE)
+                    continue;
+                fprintf(f, "%-18s", m->mode->name);
+                for (int k = 0; k < 3; k++) {
+                    if (k < 2)
+                        fprintf(f, " %9llu", x[k]->have ? x[k]->count : 0ull);
+                    cell(f, 7, x[k]->have ? x[k]->p50 : NAN, 1);
+                    cell(f, 7, x[k]->have ? x[k]->p99 : NAN, 1);
+                    cell(f, 7, x[k]->have ? x[k]->p999 : NAN, 1);
+                    cell(f, 7, x[k]->have ? x[k]->max : NAN, 0);
+                    if (k < 2)
+                        fputs(" |", f);
+                }
+                fputc('\n', f);
+            }
+        }
+    }
+
     print_targets(b, f);
 
     /* Say so when the machine was not ours. */
@@ -519,6 +554,31 @@ static void print_json(const struct sg_bench *b, FILE *f)
             fprintf(f, "%lld}", m->loop_over_1ms);
         else
             fputs("null}", f);
+        fprintf(f, ",\n   \"residence\": ");
+        if (!m->res_start.have) {
+            fputs("null", f);
+        } else {
+            const struct sg_bench_resid *x[3] = {&m->res_start, &m->res_steady, &m->turn};
+            static const char *const names[3] = {"start", "steady", "loop_turn"};
+
+            for (int k = 0; k < 3; k++) {
+                if (!x[k]->have) { /* steady: a run of one round has none */
+                    fprintf(f, "%s\"%s\": null", k ? ", " : "{", names[k]);
+                    continue;
+                }
+                fprintf(f, "%s\"%s\": {\"count\": %llu, \"p50_us\": ", k ? ", " : "{", names[k],
+                        x[k]->count);
+                jnum(f, x[k]->p50, 2);
+                fputs(", \"p99_us\": ", f);
+                jnum(f, x[k]->p99, 2);
+                fputs(", \"p999_us\": ", f);
+                jnum(f, x[k]->p999, 2);
+                fputs(", \"max_us\": ", f);
+                jnum(f, x[k]->max, 2);
+                fputc('}', f);
+            }
+            fputc('}', f);
+        }
         fprintf(f, ",\n   \"decode\": ");
         if (m->dec_datagrams < 0)
             fputs("null", f);

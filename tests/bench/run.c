@@ -21,6 +21,8 @@
  */
 #include "tests/bench/bench.h"
 
+#include "proxy/hist.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -40,6 +42,7 @@
 struct relay_proc {
     pid_t pid;
     uint16_t port;
+    uint16_t http_port; /* slipgate's `http` (every slipgate mode): its /api/routes, or 0 */
     char log[PATH_MAX], stats[PATH_MAX];
     struct sg_bench_scraper scraper; /* slipgate-http: polls /metrics while it runs */
 };
@@ -60,6 +63,11 @@ struct mode_run {
 
     /* Other processes' CPU while this mode was measured. */
     double others_ns, others_wall_ns;
+
+    /* slipgate's residence (both directions) and loop-turn histograms, read
+     * before the latency run [0], after its first round [1], at its end [2]. */
+    struct sg_hist res[3], turn[3];
+    bool snap[3];
 };
 
 /* What one step cost, besides its figures. */
@@ -353,7 +361,10 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
                 argv[argc++] = "record";
                 argv[argc++] = record;
             }
-            if (def->http) {
+            /* every slipgate has `http` on: the bench reads its residence
+             * times from /api/routes (three requests a run; slipgate-http
+             * is scraped every 100 ms besides) */
+            {
                 http_port = sg_bench_free_tcp_port();
                 if (http_port < 0) {
                     set_error(m, "no free TCP port: %s", strerror(-http_port));
@@ -382,7 +393,8 @@ static int relay_start(struct sg_bench *b, const struct sg_bench_mode *def, uint
             return err;
         }
         err = sg_bench_child_wait_udp(rp->pid, rp->port, START_TIMEOUT, &status);
-        if (err == 0 && http_port > 0 &&
+        rp->http_port = (uint16_t)(http_port > 0 ? http_port : 0);
+        if (err == 0 && http_port > 0 && def->http &&
             (err = sg_bench_scraper_start(&rp->scraper, (uint16_t)http_port)) < 0)
             set_error(m, "cannot start the /metrics scraper: %s", strerror(-err));
         if (err == 0) {
@@ -532,6 +544,104 @@ static void mode_fail(struct mode_run *r)
     r->searching = false;
 }
 
+/* ---- slipgate's residence times ---- */
+
+#define API_BUF (4 << 20)
+
+/* One histogram object of /api/routes at `p` ({"count": .., "max_us": ..,
+ * "buckets": [[le_us, n], ...]}) into `h`; false if it cannot be read. */
+static bool parse_hist(const char *p, struct sg_hist *h)
+{
+    const char *q;
+
+    memset(h, 0, sizeof(*h));
+    if (!p || !(q = strstr(p, "\"count\": ")))
+        return false;
+    h->count = strtoull(q + 9, NULL, 10);
+    if (!(q = strstr(p, "\"sum_us\": ")))
+        return false;
+    h->sum_ns = (uint64_t)(strtod(q + 10, NULL) * 1e3);
+    if (!(q = strstr(p, "\"max_us\": ")))
+        return false;
+    h->max_ns = (uint64_t)(strtod(q + 10, NULL) * 1e3 + 0.5);
+    if (!(q = strstr(p, "\"buckets\": [")))
+        return false;
+    q += 12;
+    for (int k = 0; k < SG_HIST_BUCKETS + 1; k++) {
+        char *end;
+        double le_us;
+        unsigned idx = SG_HIST_EDGES;
+
+        while (*q == ' ' || *q == ',')
+            q++;
+        if (*q != '[')
+            break;
+        q++;
+        if (strncmp(q, "null", 4) == 0) {
+            q += 4;
+        } else {
+            le_us = strtod(q, &end);
+            q = end;
+            idx = sg_hist_bucket((uint64_t)(le_us * 1e3 + 0.5));
+        }
+        while (*q == ' ' || *q == ',')
+            q++;
+        h->b[idx] += strtoull(q, &end, 10);
+        q = end;
+        if (*q != ']')
+            return false;
+        q++;
+    }
+    return true;
+}
+
+/* Read slipgate's histograms into snapshot `k`. */
+static void resid_snap(struct mode_run *r, int k)
+{
+    char *buf;
+    const char *body, *p;
+    struct sg_hist c2s, s2c;
+
+    r->snap[k] = false;
+    if (!r->rp.http_port || !(buf = malloc(API_BUF)))
+        return;
+    body = sg_bench_http_get(r->rp.http_port, "/api/routes", buf, API_BUF);
+    p = body ? strstr(body, "\"residence\": {") : NULL;
+    if (p && parse_hist(strstr(p, "\"c2s\": "), &c2s) && parse_hist(strstr(p, "\"s2c\": "), &s2c) &&
+        parse_hist(strstr(body, "\"turn\": "), &r->turn[k])) {
+        r->res[k] = c2s;
+        sg_hist_merge(&r->res[k], &s2c);
+        r->snap[k] = true;
+    }
+    free(buf);
+}
+
+/* The figures of what `to` counted after `from`.  Its max is the upper edge
+ * of the highest bucket that grew (the exact max of the whole when that
+ * bucket holds it). */
+static void resid_delta(const struct sg_hist *from, const struct sg_hist *to,
+                        struct sg_bench_resid *out)
+{
+    struct sg_hist d = {{0}};
+    int top = -1;
+
+    for (unsigned i = 0; i < SG_HIST_BUCKETS; i++) {
+        d.b[i] = to->b[i] >= from->b[i] ? to->b[i] - from->b[i] : 0;
+        d.count += d.b[i];
+        if (d.b[i])
+            top = (int)i;
+    }
+    d.max_ns = top < 0 ? 0 : top < SG_HIST_EDGES && sg_hist_edges[top] < to->max_ns
+                                 ? sg_hist_edges[top]
+                                 : to->max_ns;
+    out->have = d.count > 0; /* none: a run of one round has no steady state */
+    out->count = d.count;
+    out->p50 = (double)sg_hist_quantile(&d, 0.5) / 1e3;
+    out->p99 = (double)sg_hist_quantile(&d, 0.99) / 1e3;
+    out->p999 = (double)sg_hist_quantile(&d, 0.999) / 1e3;
+    out->max = (double)d.max_ns / 1e3;
+}
+
 static void set_up(struct sg_bench *b, struct mode_run *r)
 {
     struct sg_bench_result *m = r->m;
@@ -573,6 +683,7 @@ static void set_up(struct sg_bench *b, struct mode_run *r)
     if (r->rp.pid > 0)
         m->rss_open = sg_bench_child_rss_kib(r->rp.pid);
     r->active = true;
+    resid_snap(r, 0);
 }
 
 static void latency_chunk(struct sg_bench *b, struct mode_run *r, double seconds,
@@ -595,6 +706,8 @@ static void latency_chunk(struct sg_bench *b, struct mode_run *r, double seconds
         r->m->round_faults[r->m->nrounds] = f0 >= 0 && f1 >= f0 ? f1 - f0 : -1;
         r->m->round_p99[r->m->nrounds++] = sg_bench_hist_quantile_us(&chunk->hist, 0.99);
     }
+    if (r->m->nrounds == 1)
+        resid_snap(r, 1); /* the start burst is over */
     r->lat_wall_ns += u.wall_ns;
     r->lat_relay_ns += isnan(u.relay_ns) ? 0 : u.relay_ns;
 }
@@ -608,6 +721,12 @@ static void latency_done(struct sg_bench *b, struct mode_run *r)
     m->p99 = sg_bench_hist_quantile_us(&m->lat.hist, 0.99);
     m->p999 = sg_bench_hist_quantile_us(&m->lat.hist, 0.999);
     m->pmax = sg_bench_hist_quantile_us(&m->lat.hist, 1.0);
+    resid_snap(r, 2);
+    if (r->snap[0] && r->snap[1] && r->snap[2]) {
+        resid_delta(&r->res[0], &r->res[1], &m->res_start);
+        resid_delta(&r->res[1], &r->res[2], &m->res_steady);
+        resid_delta(&r->turn[0], &r->turn[2], &m->turn);
+    }
     if (r->rp.pid > 0 && r->lat_wall_ns > 0) {
         m->lat_cpu = r->lat_relay_ns / r->lat_wall_ns;
         if (relayed)

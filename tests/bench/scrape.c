@@ -39,6 +39,40 @@ int sg_bench_free_tcp_port(void)
     return port;
 }
 
+const char *sg_bench_http_get(uint16_t port, const char *path, char *buf, size_t cap)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+    struct timeval tv = {.tv_sec = 2};
+    char req[256];
+    size_t got = 0;
+    int fd, n = snprintf(req, sizeof(req),
+                         "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+    const char *body = NULL;
+
+    if (n < 0 || (size_t)n >= sizeof(req) || cap < 2)
+        return NULL;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return NULL;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+        send(fd, req, (size_t)n, MSG_NOSIGNAL) == (ssize_t)n) {
+        for (int i = 0; i < 10000 && got < cap - 1; i++) {
+            ssize_t r = recv(fd, buf + got, cap - 1 - got, 0);
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
+        buf[got] = '\0';
+        if (strncmp(buf, "HTTP/1.1 200", 12) == 0 && (body = strstr(buf, "\r\n\r\n")))
+            body += 4;
+    }
+    close(fd);
+    return body;
+}
+
 /* One GET /metrics; true when it answered 200 with the counter in it. */
 static bool scrape_once(uint16_t port, char *buf)
 {

@@ -14,6 +14,38 @@ import subprocess
 import sys
 
 
+def residence_check(name, m):
+    """slipgate's own residence times (start burst, steady state) and loop
+    turns: present, counting datagrams, percentiles in order, and the steady
+    residence's median under the end-to-end one's (a datagram's time inside
+    slipgate is part of its trip; the histogram's bucket edge can overstate
+    it by 28 %%, hence the margin)."""
+    res, lat = m.get('residence'), m.get('latency') or {}
+    if not isinstance(res, dict):
+        return [f'{name}: no residence figures']
+    out = []
+    rounds = len(lat.get('round_p99_us') or [])
+    for part in ('start', 'steady', 'loop_turn'):
+        if part == 'steady' and rounds < 2 and res.get(part) is None:
+            continue  # one latency round: all of it is the start
+        x = res.get(part) or {}
+        q = [x.get(k) for k in ('p50_us', 'p99_us', 'p999_us', 'max_us')]
+        if not x.get('count') or any(not isinstance(v, (int, float)) for v in q):
+            out.append(f'{name}: residence.{part} {x!r}')
+        elif not 0 < q[0] <= q[1] <= q[2] <= q[3]:
+            out.append(f'{name}: residence.{part} p50/p99/p99.9/max not in order: {q}')
+    steady = res.get('steady') or res.get('start') or {}
+    if lat.get('p50_us') and steady.get('p50_us') and steady['p50_us'] > lat['p50_us'] * 1.3:
+        out.append(f'{name}: residence p50 {steady["p50_us"]} us above the end-to-end p50 '
+                   f'{lat["p50_us"]} us')
+    if not out:
+        print(f'  residence start p99 {res["start"]["p99_us"]} us, steady (or start) p50 '
+              f'{steady["p50_us"]} p99 {steady["p99_us"]} p99.9 {steady["p999_us"]} max '
+              f'{steady["max_us"]} us ({res["start"]["count"]} + {steady["count"]} datagrams); '
+              f'loop turn p99 {res["loop_turn"]["p99_us"]} us')
+    return out
+
+
 def main(argv):
     cmd = [argv[1], '--quick', '--json'] + argv[2:]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -57,6 +89,8 @@ def main(argv):
             if name in ('slipgate-record', 'slipgate-signed') and dec['demos'] <= 0:
                 bad.append(f'{name}: wrote no demo')
         print(line)
+        if name.startswith('slipgate'):
+            bad += residence_check(name, m)
     if bad:
         print('FAIL:\n  ' + '\n  '.join(bad))
         return 1

@@ -228,6 +228,14 @@ route arena {
         rows = browser.eval(cells('#sessions tbody tr'))
         later = int(rows[0][5].replace(',', ''))
         check(later > first, 'the c>s counter did not rise: %d then %d' % (first, later))
+        # the residence table: both directions of the route, with a count, and the loop turns
+        res = browser.wait("(%s).filter(r => r[0] === 'arena' && r[2] !== '0')" %
+                           cells('#residence tbody tr'), 10, 'the residence rows')
+        check(len(res) == 2 and all(r[3].endswith(('\u00b5s', 'ms')) for r in res),
+              'residence rows: %r' % (res,))
+        turns = browser.eval("(%s).filter(r => r[1] === 'loop turns')" %
+                             cells('#residence tbody tr'))
+        check(len(turns) == 1, 'no loop turns row: %r' % (turns,))
         # The recording while the game goes on (it ends at the client's disconnect,
         # the replay's last datagram).
         recs = browser.wait(cells('#recordings tbody tr') + '.filter(r => r[2] !== "-")', 10,
