@@ -24,6 +24,15 @@ static void case_edges(void)
         CHECKF(sg_hist_bucket(sg_hist_edges[i]) == i, "edge %u", i);
         CHECKF(sg_hist_bucket(sg_hist_edges[i] + 1ull) == i + 1, "above edge %u", i);
     }
+    /* the first edge at or above the value, as a plain search finds it */
+    for (uint64_t v = 0; v < 300000000; v = v * 1.003 + 1) {
+        unsigned want = 0;
+
+        while (want < SG_HIST_EDGES && v > sg_hist_edges[want])
+            want++;
+        CHECKF(sg_hist_bucket(v) == want, "%llu: bucket %u, expected %u", (unsigned long long)v,
+               sg_hist_bucket(v), want);
+    }
     /* monotonic: a larger value never goes to a lower bucket */
     for (uint64_t v = 0, last = 0; v < 200000000; v = v * 1.01 + 1) {
         unsigned b = sg_hist_bucket(v);
