@@ -107,15 +107,15 @@ void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len
     struct sg_session *s = session;
     struct sg_route *r = s->route;
 
-    if (resid_ns >= 0)
-        sg_hist_add(&r->resid[dir == SG_DIR_C2S ? SG_DIR_C2S : SG_DIR_S2C], (uint64_t)resid_ns);
-
     if (err < 0) {
         if (err == -ECONNREFUSED)
             server_refused(s);
         count_send_error(s, err, dir == SG_DIR_C2S ? "to server" : "to client");
         return;
     }
+    /* relayed (sent, or queued while the kernel would block): its residence */
+    if (resid_ns >= 0)
+        sg_hist_add(&r->resid[dir == SG_DIR_C2S ? SG_DIR_C2S : SG_DIR_S2C], (uint64_t)resid_ns);
     if (dir == SG_DIR_C2S) {
         s->sum.counters.c2s_packets++;
         s->sum.counters.c2s_bytes += len;

@@ -13,7 +13,10 @@
  *             datagrams that many upstream sockets received for their
  *             clients leave the listener together; when the kernel would
  *             block, the rest waits in the socket's own queue (copies, at
- *             most SG_MAX_QUEUED_SENDS) and leaves when it is writable.
+ *             most SG_MAX_QUEUED_SENDS) and leaves when it is writable;
+ *   residence each entry keeps the receive time it was pushed with
+ *             (sg_outbox.at), and one clock read just before a socket's
+ *             sendmmsg gives `done` each datagram's time inside the relay.
  *
  * An upstream socket is connected to its server: the kernel then keeps the
  * route, takes datagrams only from that address, and reports an ICMP
