@@ -18,7 +18,8 @@
 
 /* The outbox tag of the route's own datagrams (route_by prx answers, pings). */
 #define SG_RB_TAG 0xff
-static void outbox_sent(void *ctx, uint8_t tag, const uint8_t *data, size_t len, int err);
+static void outbox_sent(void *ctx, uint8_t tag, const uint8_t *data, size_t len, int err,
+                        int64_t resid_ns);
 static int rb_start(struct sg_route *r, const struct sg_route_conf *rc);
 static void rb_free(struct sg_route *r);
 static int rb_load(struct sg_route *r, const struct sg_route_conf *rc, struct sg_addr_rule **out,
@@ -833,11 +834,12 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from,
 
 /* ---- route_by prx: client-directed routing ---- */
 
-static void outbox_sent(void *ctx, uint8_t tag, const uint8_t *data, size_t len, int err)
+static void outbox_sent(void *ctx, uint8_t tag, const uint8_t *data, size_t len, int err,
+                        int64_t resid_ns)
 {
     if (tag == SG_RB_TAG) /* the route's own answer or ping: no session counts it */
         return;
-    sg_session_sent(ctx, tag, data, len, err);
+    sg_session_sent(ctx, tag, data, len, err, resid_ns);
 }
 
 static void rb_send(struct sg_route *r, const struct sockaddr *to, const uint8_t *data, size_t len)
