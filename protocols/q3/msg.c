@@ -61,7 +61,7 @@ void sg_q3_msg_init_write(struct sg_q3_msg *m, uint8_t *buf, size_t cap)
  * written.  Zeroes a little further each time, so a message costs about
  * its own length in zeroing, not the buffer's.
  */
-static void zero_ahead(struct sg_q3_msg *m, size_t end)
+void sg_q3__msg_zero_ahead(struct sg_q3_msg *m, size_t end)
 {
     size_t need = ((end + 7) >> 3) + 1, to;
 
@@ -182,7 +182,7 @@ int32_t sg_q3__msg_read_bits(struct sg_q3_msg *m, int bits)
     return (int32_t)v;
 }
 
-void sg_q3_msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits)
+void sg_q3__msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits)
 {
     unsigned n = bits < 0 ? 0u - (unsigned)bits : (unsigned)bits;
     uint32_t v = (uint32_t)value;
@@ -231,14 +231,14 @@ void sg_q3_msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits)
             acc |= (uint64_t)m->codes[v & 0xff] << len;
             len += m->code_len[v & 0xff];
         }
-        zero_ahead(m, m->bit + len);
+        sg_q3__msg_zero_ahead(m, m->bit + len);
         mask = (len < 64 ? ((uint64_t)1 << len) - 1 : ~(uint64_t)0) << shift;
         sg_put_le64(p, (sg_le64(p) & ~mask) | (acc << shift));
         m->bit += len;
         m->size = (m->bit >> 3) + 1;
         return;
     }
-    zero_ahead(m, m->bit + raw + 11 * (n >> 3));
+    sg_q3__msg_zero_ahead(m, m->bit + raw + 11 * (n >> 3));
     if (raw) {
         if (m->bit > m->cap * 8 || raw > m->cap * 8 - m->bit)
             goto overflow;
@@ -295,21 +295,6 @@ int sg_q3_msg_peek_byte(struct sg_q3_msg *m)
     m->readcount = readcount;
     m->overflowed = overflowed;
     return c;
-}
-
-void sg_q3_msg_write_byte(struct sg_q3_msg *m, int c)
-{
-    sg_q3_msg_write_bits(m, c, 8);
-}
-
-void sg_q3_msg_write_short(struct sg_q3_msg *m, int c)
-{
-    sg_q3_msg_write_bits(m, c, 16);
-}
-
-void sg_q3_msg_write_long(struct sg_q3_msg *m, int32_t c)
-{
-    sg_q3_msg_write_bits(m, c, 32);
 }
 
 void sg_q3_msg_write_float(struct sg_q3_msg *m, float f)
@@ -390,8 +375,7 @@ size_t sg_q3_msg_read_string_line(struct sg_q3_msg *m, char *out, size_t cap, ch
 
 void sg_q3_msg_write_string(struct sg_q3_msg *m, const char *s, size_t len)
 {
-    for (size_t i = 0; i < len; i++)
-        sg_q3_msg_write_bits(m, (uint8_t)s[i], 8);
+    sg_q3_msg_write_data(m, (const uint8_t *)s, len);
     sg_q3_msg_write_bits(m, 0, 8);
 }
 
@@ -403,6 +387,33 @@ void sg_q3_msg_read_data(struct sg_q3_msg *m, uint8_t *out, size_t len)
 
 void sg_q3_msg_write_data(struct sg_q3_msg *m, const uint8_t *in, size_t len)
 {
-    for (size_t i = 0; i < len; i++)
+    size_t i = 0;
+
+    /*
+     * Well inside the buffer, as many codes as fit in one register (each at
+     * most 11 bits, after a shift of at most 7) go with one 8-byte
+     * read-modify-write: what byte-by-byte writes would leave, in fewer
+     * steps.  The rest, near the end, byte by byte.
+     */
+    while (len - i >= 5 && !m->oob && !m->overflowed && m->codes &&
+           (m->bit >> 3) + 8 <= m->cap) {
+        unsigned shift = m->bit & 7, n = 0;
+        uint64_t acc = 0, mask;
+        uint8_t *p = m->data + (m->bit >> 3);
+        size_t end;
+
+        for (unsigned k = 0; k < 5; k++, i++) {
+            acc |= (uint64_t)m->codes[in[i]] << n;
+            n += m->code_len[in[i]];
+        }
+        end = m->bit + n;
+        if (((end + 7) >> 3) + 1 > m->zeroed)
+            sg_q3__msg_zero_ahead(m, end);
+        mask = (((uint64_t)1 << n) - 1) << shift;
+        sg_put_le64(p, (sg_le64(p) & ~mask) | (acc << shift));
+        m->bit = end;
+        m->size = (end >> 3) + 1;
+    }
+    for (; i < len; i++)
         sg_q3_msg_write_bits(m, in[i], 8);
 }

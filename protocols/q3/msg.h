@@ -97,10 +97,14 @@ void sg_q3_msg_oob(struct sg_q3_msg *m, bool oob);
 /* Core bit I/O.  |bits| in 1..32; negative = signed (see above).  A write
  * of -32 bits is written like 32 (the game's writer rejects it). */
 static inline int32_t sg_q3_msg_read_bits(struct sg_q3_msg *m, int bits);
-void sg_q3_msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits);
+static inline void sg_q3_msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits);
 
 /* The reader for every case; sg_q3_msg_read_bits inlines the commonest. */
 int32_t sg_q3__msg_read_bits(struct sg_q3_msg *m, int bits);
+/* The writer for every case; sg_q3_msg_write_bits inlines the commonest. */
+void sg_q3__msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits);
+/* The writer's zeroing before bits up to `end` are written (msg.c). */
+void sg_q3__msg_zero_ahead(struct sg_q3_msg *m, size_t end);
 
 /* Conveniences with the game's widths and signedness. */
 static inline int sg_q3_msg_read_byte(struct sg_q3_msg *m);     /* 0..255, or -1 past the end (game behaviour) */
@@ -108,9 +112,9 @@ int sg_q3_msg_read_char(struct sg_q3_msg *m);                   /* -128..127, or
 static inline int sg_q3_msg_read_short(struct sg_q3_msg *m);    /* signed 16, or -1 past the end */
 static inline int32_t sg_q3_msg_read_long(struct sg_q3_msg *m); /* 32, or -1 past the end */
 float sg_q3_msg_read_float(struct sg_q3_msg *m);  /* the 32 bits as a float, or -1.0f */
-void sg_q3_msg_write_byte(struct sg_q3_msg *m, int c);
-void sg_q3_msg_write_short(struct sg_q3_msg *m, int c);
-void sg_q3_msg_write_long(struct sg_q3_msg *m, int32_t c);
+static inline void sg_q3_msg_write_byte(struct sg_q3_msg *m, int c);
+static inline void sg_q3_msg_write_short(struct sg_q3_msg *m, int c);
+static inline void sg_q3_msg_write_long(struct sg_q3_msg *m, int32_t c);
 void sg_q3_msg_write_float(struct sg_q3_msg *m, float f);
 
 /* MSG_LookaheadByte: the next byte as read_byte would give it, without
@@ -196,6 +200,58 @@ static inline int32_t sg_q3_msg_read_bits(struct sg_q3_msg *m, int bits)
         }
     }
     return sg_q3__msg_read_bits(m, bits);
+}
+
+/*
+ * Inline, the common case of a write: Huffman mode with the encode tables,
+ * well inside the buffer.  The raw bits and the codes (at most 7 + 4 * 11
+ * bits, shifted by at most 7) are gathered in one register and merged into
+ * the buffer with one 8-byte read-modify-write; the last byte touched and
+ * the one the game counts after it lie inside the 8 bytes, so inside `cap`.
+ * Anything else (OOB, near the end, overflowed, a bad width) goes to
+ * sg_q3__msg_write_bits.
+ */
+static inline void sg_q3_msg_write_bits(struct sg_q3_msg *m, int32_t value, int bits)
+{
+    unsigned n = bits < 0 ? 0u - (unsigned)bits : (unsigned)bits;
+
+    if (n - 1 < 32 && !m->oob && !m->overflowed && m->codes && (m->bit >> 3) + 8 <= m->cap) {
+        uint32_t v = (uint32_t)value & (0xffffffffu >> (32 - n));
+        unsigned raw = n & 7, len = raw, shift = m->bit & 7;
+        uint64_t acc = v & ((1u << raw) - 1), mask;
+        uint8_t *p = m->data + (m->bit >> 3);
+        size_t end;
+
+        v >>= raw;
+        for (unsigned i = raw; i < n; i += 8, v >>= 8) {
+            acc |= (uint64_t)m->codes[v & 0xff] << len;
+            len += m->code_len[v & 0xff];
+        }
+        end = m->bit + len;
+        if (((end + 7) >> 3) + 1 > m->zeroed)
+            sg_q3__msg_zero_ahead(m, end);
+        mask = (((uint64_t)1 << len) - 1) << shift;
+        sg_put_le64(p, (sg_le64(p) & ~mask) | (acc << shift));
+        m->bit = end;
+        m->size = (end >> 3) + 1;
+        return;
+    }
+    sg_q3__msg_write_bits(m, value, bits);
+}
+
+static inline void sg_q3_msg_write_byte(struct sg_q3_msg *m, int c)
+{
+    sg_q3_msg_write_bits(m, c, 8);
+}
+
+static inline void sg_q3_msg_write_short(struct sg_q3_msg *m, int c)
+{
+    sg_q3_msg_write_bits(m, c, 16);
+}
+
+static inline void sg_q3_msg_write_long(struct sg_q3_msg *m, int32_t c)
+{
+    sg_q3_msg_write_bits(m, c, 32);
 }
 
 static inline int sg_q3_msg_read_byte(struct sg_q3_msg *m)
