@@ -235,6 +235,7 @@ int sg_q3_clmsg_decode(const uint8_t *data, size_t len, int32_t checksum_feed,
                        const struct sg_q3_reliable_ring *server_cmds, struct sg_q3_clmsg *out)
 {
     char game[SG_Q3_MAX_STRING_CHARS]; /* the game's view of a command; we keep the raw bytes */
+    uint8_t padded[SG_Q3_MAX_MSGLEN + 8]; /* the message and 8 zeros: every read takes one load */
     struct sg_q3_msg m;
     size_t mark;
     int op, err;
@@ -249,7 +250,10 @@ int sg_q3_clmsg_decode(const uint8_t *data, size_t len, int32_t checksum_feed,
     out->tail_bits = 0;
     if (len > SG_Q3_MAX_MSGLEN)
         return SG_E_TOOBIG; /* more than the game's buffer, and than `tail` holds */
-    sg_q3_msg_init_read(&m, data, len);
+    if (len)
+        memcpy(padded, data, len);
+    memset(padded + len, 0, 8);
+    sg_q3_msg_init_read_padded(&m, padded, len);
 
     /* The three longs every client message starts with. */
     out->server_id = sg_q3_msg_read_long(&m);

@@ -169,20 +169,34 @@ size_t sg_q3_msg_bytes(const struct sg_q3_msg *m);
  * load (raw bits and at most four 11-bit codes fit in its 57 bits), taken
  * when every bit it used lies before the end, where the full reader
  * succeeds with readcount = (bit >> 3) + 1 <= size.  The load stays inside
- * the buffer: at least 8 bytes before the end, or anywhere before it when
- * the buffer is padded.  Anything else (signed, OOB, past the end, a code
+ * the buffer: one 8-byte load at least 8 bytes before the end, or anywhere
+ * before it when the buffer is padded; else the bytes left, one by one,
+ * with zero bits after them (a code the reader decodes from them ends
+ * before the end only if it used none of those zeros: the codes are a
+ * prefix code).  Anything else (signed, OOB, past the end, a code
  * longer than the table) goes to sg_q3__msg_read_bits, which starts over.
  */
 static inline int32_t sg_q3_msg_read_bits(struct sg_q3_msg *m, int bits)
 {
     size_t end = m->size * 8;
 
-    if (bits > 0 && bits <= 32 && !m->oob && m->lut && m->readcount <= m->size &&
-        (m->bit + 64 <= end || (m->padded && m->bit < end))) {
-        uint64_t w = sg_le64(m->data + (m->bit >> 3)) >> (m->bit & 7);
+    if (bits > 0 && bits <= 32 && !m->oob && m->lut && m->readcount <= m->size && m->bit < end) {
+        const uint8_t *p = m->data + (m->bit >> 3);
+        uint64_t w;
         unsigned raw = (unsigned)bits & 7, used = raw;
-        uint32_t v = (uint32_t)w & ((1u << raw) - 1);
+        uint32_t v;
 
+        if (m->bit + 64 <= end || m->padded) {
+            w = sg_le64(p);
+        } else {
+            /* The last (at most 8) bytes, zeros after them: a code that
+             * would use one of those bits fails the check below. */
+            w = 0;
+            for (size_t k = m->size - (m->bit >> 3); k-- > 0;)
+                w = (w << 8) | p[k];
+        }
+        w >>= m->bit & 7;
+        v = (uint32_t)w & ((1u << raw) - 1);
         w >>= raw;
         for (unsigned i = 0; i < (unsigned)bits >> 3; i++) {
             uint32_t e = m->lut[w & m->lut_mask];

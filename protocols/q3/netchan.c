@@ -143,22 +143,68 @@ bool sg_q3_netchan_solve_challenge(int32_t sequence, uint32_t checksum, int32_t 
 
 /* ---- protocol 68 XOR ---- */
 
+#define BYTES8(b) ((uint64_t)(b) * 0x0101010101010101u)
+
+/*
+ * Eight key bytes at once, for msg[i..i+8) while cmd[index..index+8) are
+ * all inside the command: the characters as the game sees them ('%' and
+ * bytes > 127 become '.'), each shifted left by one at an odd message
+ * position, then XORed in turn into the running key (a prefix XOR).  Every
+ * character is at most 127 once replaced, so the shift stays in its byte.
+ * Returns the key after the eighth byte.
+ */
+static uint8_t xor_word(uint8_t *msg, size_t i, const char *cmd, size_t index, uint8_t key)
+{
+    uint64_t w, t, bad, odd, d;
+
+    memcpy(&w, cmd + index, 8);
+    w = sg_le64((const uint8_t *)&w);
+    t = w ^ BYTES8('%');
+    /* 0x80 in each byte that is > 127 or '%' (t's zero bytes, exactly) */
+    bad = (w | ~(((t & BYTES8(0x7f)) + BYTES8(0x7f)) | t | BYTES8(0x7f))) & BYTES8(0x80);
+    bad = (bad >> 7) * 0xff;
+    w = (w & ~bad) | (BYTES8('.') & bad);
+    odd = i & 1 ? BYTES8(0xff) & ~(uint64_t)0xff00ff00ff00ff00u : 0xff00ff00ff00ff00u;
+    d = (w & ~odd) | ((w & odd) << 1);
+    d ^= d << 8;
+    d ^= d << 16;
+    d ^= d << 32;
+    d ^= BYTES8(key);
+    sg_put_le64(msg + i, sg_le64(msg + i) ^ d);
+    return (uint8_t)(d >> 56);
+}
+
 static void xor_bytes(uint8_t *msg, size_t len, size_t start, uint8_t key, const char *cmd)
 {
-    size_t cmd_len = strlen(cmd), index = 0;
+    size_t cmd_len = strlen(cmd), index = 0, i = start;
 
-    for (size_t i = start; i < len; i++) {
+    if (cmd_len == 0) {
+        /* the zeroed slot: the key never changes */
+        for (; i + 8 <= len; i += 8)
+            sg_put_le64(msg + i, sg_le64(msg + i) ^ BYTES8(key));
+        for (; i < len; i++)
+            msg[i] ^= key;
+        return;
+    }
+    while (i < len) {
         unsigned c;
 
-        /* the game restarts at a NUL; past an empty command it reads the zeroed slot */
+        /* the game restarts at a NUL */
         if (index >= cmd_len)
             index = 0;
-        c = cmd_len ? (unsigned char)cmd[index] : 0;
+        if (len - i >= 8 && cmd_len - index >= 8) {
+            key = xor_word(msg, i, cmd, index, key);
+            i += 8;
+            index += 8;
+            continue;
+        }
+        c = (unsigned char)cmd[index];
         if (c > 127 || c == '%')
             c = '.';
         key ^= (uint8_t)(c << (i & 1));
         index++;
         msg[i] ^= key;
+        i++;
     }
 }
 

@@ -295,6 +295,59 @@ static int case_xor_roundtrip(void)
     return 0;
 }
 
+/* The game's XOR loop (SV_Netchan_Encode / CL_Netchan_Encode), byte by byte. */
+static void xor_reference(uint8_t *msg, size_t len, size_t start, uint8_t key, const char *cmd)
+{
+    size_t index = 0;
+
+    for (size_t i = start; i < len; i++) {
+        unsigned c;
+
+        if (!cmd[index])
+            index = 0;
+        c = (unsigned char)cmd[index];
+        if (c > 127 || c == '%')
+            c = '.';
+        key ^= (uint8_t)(c << (i & 1));
+        index++;
+        msg[i] ^= key;
+    }
+}
+
+/* Commands of every length up to 40 (runs of 8 key bytes at once and the
+ * ends between), with '%' and bytes > 127 at any place, any message length. */
+static int case_xor_reference(void)
+{
+    static const char alphabet[] = "%.a Z\\\"\x7f\x80\xff\xe9";
+    uint8_t plain[300], got[300], want[300];
+    char cmd[41];
+
+    for (int t = 0; t < 3000; t++) {
+        size_t len = rnd() % sizeof(plain), clen = (size_t)t % 41;
+        int32_t ch = (int32_t)rnd(), seq = (int32_t)rnd(), ack = (int32_t)rnd();
+
+        memset(cmd, 0, sizeof(cmd)); /* the game's slot: zeros after the command */
+        for (size_t i = 0; i < clen; i++)
+            cmd[i] = rnd() % 3 ? (char)(1 + rnd() % 255) : alphabet[rnd() % (sizeof(alphabet) - 1)];
+        cmd[clen] = '\0';
+        for (size_t i = 0; i < len; i++)
+            plain[i] = (uint8_t)rnd();
+
+        memcpy(got, plain, len);
+        memcpy(want, plain, len);
+        sg_q3_xor_server_message(got, len, ch, seq, cmd);
+        xor_reference(want, len, 4, (uint8_t)(ch ^ seq), cmd);
+        CHECK(memcmp(got, want, len) == 0);
+
+        memcpy(got, plain, len);
+        memcpy(want, plain, len);
+        sg_q3_xor_client_message(got, len, ch, seq, ack, cmd);
+        xor_reference(want, len, 12, (uint8_t)(ch ^ seq ^ ack), cmd);
+        CHECK(memcmp(got, want, len) == 0);
+    }
+    return 0;
+}
+
 /* Encode uses the receiver's view; decode the sender's (DESIGN rule 3). */
 static int case_xor_views(void)
 {
@@ -943,6 +996,7 @@ int main(int argc, char **argv)
         {"frag_oversize", case_frag_oversize},
         {"sequence_order", case_sequence_order},
         {"xor_roundtrip", case_xor_roundtrip},
+        {"xor_reference", case_xor_reference},
         {"xor_views", case_xor_views},
         {"views_rekey", case_views_rekey},
         {"checksum71", case_checksum71},
