@@ -163,17 +163,19 @@ void sg_q2_trans_destroy(struct sg_q2_trans *t)
 
 /* ---- reading the parser's fields ---- */
 
-static bool is(const struct sg_q2_field *f, const char *name)
+/* (The first letters compared inline: most names differ there, and the
+ * chains below ask about many names per field.) */
+static inline bool is(const struct sg_q2_field *f, const char *name)
 {
-    return strcmp(f->name, name) == 0;
+    return f->name[0] == name[0] && strcmp(f->name, name) == 0;
 }
 
 /* "x0".."x2" -> 0..2 when `f` is named prefix + digit, else -1. */
-static int idx3(const struct sg_q2_field *f, const char *prefix)
+static inline int idx3(const struct sg_q2_field *f, const char *prefix)
 {
     size_t n = strlen(prefix);
 
-    if (strncmp(f->name, prefix, n) != 0 || f->name[n] < '0' || f->name[n] > '2' || f->name[n + 1])
+    if (f->name[0] != prefix[0] || strncmp(f->name, prefix, n) != 0 || f->name[n] < '0' || f->name[n] > '2' || f->name[n + 1])
         return -1;
     return f->name[n] - '0';
 }
@@ -331,13 +333,13 @@ static uint32_t ps_apply(const struct sg_q2_field *f, uint32_t k, uint32_t n, st
             p->gunoffset[i] = (int8_t)x->raw;
         else if ((i = idx3(x, "gunangle")) >= 0)
             p->gunangles[i] = (int8_t)x->raw;
-        else if (strncmp(x->name, "blend", 5) == 0 && x->name[5] >= '0' && x->name[5] <= '3')
+        else if (x->name[0] == 'b' && strncmp(x->name, "blend", 5) == 0 && x->name[5] >= '0' && x->name[5] <= '3')
             p->blend[x->name[5] - '0'] = (uint8_t)x->raw;
         else if (is(x, "fov"))
             p->fov = (uint8_t)x->raw;
         else if (is(x, "rdflags"))
             p->rdflags = (uint8_t)x->raw;
-        else if (strncmp(x->name, "stat", 4) == 0 && x->name[4] >= '0' && x->name[4] <= '9') {
+        else if (x->name[0] == 's' && strncmp(x->name, "stat", 4) == 0 && x->name[4] >= '0' && x->name[4] <= '9') {
             int s = atoi(x->name + 4);
             if (s >= 0 && s < 32)
                 p->stats[s] = (int16_t)x->raw;
