@@ -286,10 +286,10 @@ static int parse_ctl(struct nqc *c, const uint8_t *d, size_t n, int *cmd_out, co
 
 static void add_msg(struct nqc *c, int pi)
 {
-    const struct sg_nq_msg *pm = &c->parsed.msgs[pi];
+    const struct sg_fmsg *pm = &c->parsed.msgs[pi];
     struct sg_msg *m = &c->msgs[c->frame.nmsgs];
     bool s2c = c->frame.dir == SG_DIR_S2C;
-    const struct sg_nq_field *tf =
+    const struct sg_field *tf =
         pm->text >= 0 && (uint32_t)pm->text < pm->count ? &c->parsed.fields[pm->first + (uint32_t)pm->text]
                                                         : NULL;
 
@@ -305,7 +305,7 @@ static void add_msg(struct nqc *c, int pi)
         m->text = m->command = "";
         return;
     }
-    if (!tf || tf->type != SG_NQ_F_STRING)
+    if (!tf || tf->type != SG_FIELD_STRING)
         return;
     m->command = keep(c, tf->ptr, tf->len);
     if (!m->command)
@@ -497,7 +497,7 @@ static void track(struct nqc *c, const uint8_t *d, size_t len)
     if (!lv && !(lv = c->lv = calloc(1, sizeof(*lv))))
         return;
     for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
-        const struct sg_nq_msg *pm = &c->parsed.msgs[i];
+        const struct sg_fmsg *pm = &c->parsed.msgs[i];
         size_t at = pm->at, end = i + 1 < c->parsed.nmsgs ? c->parsed.msgs[i + 1].at : len;
         const uint8_t *b = d + at;
         size_t n = end - at;
@@ -583,11 +583,11 @@ static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size
         add_msg(c, (int)i);
     if (dir == SG_DIR_C2S)
         for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
-            const struct sg_nq_msg *pm = &c->parsed.msgs[i];
+            const struct sg_fmsg *pm = &c->parsed.msgs[i];
             if (pm->op != 3 || pm->count < 4 || pm->unparsed)
                 continue;
             for (int k = 0; k < 3; k++) {
-                const struct sg_nq_field *f = &c->parsed.fields[pm->first + 1 + (uint32_t)k];
+                const struct sg_field *f = &c->parsed.fields[pm->first + 1 + (uint32_t)k];
                 float v = sg_bmsg_num_value(f->num, f->raw);
                 memcpy(&c->view[k], &v, sizeof(v));
             }
@@ -759,8 +759,8 @@ static int nq_set_text(void *state, unsigned i, const char *text, size_t len)
 {
     struct nqc *c = state;
     struct sg_msg *m;
-    const struct sg_nq_msg *pm;
-    struct sg_nq_field *f;
+    const struct sg_fmsg *pm;
+    struct sg_field *f;
     char cmd[2048];
     const char *kept;
     size_t n;
@@ -980,7 +980,7 @@ static int nq_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
 
 /* The parsed message behind the frame's message `i` (none for an injected
  * one, or when the frame is not the one decoded last). */
-static const struct sg_nq_msg *parsed_msg(const struct nqc *c, const struct sg_frame *frame,
+static const struct sg_fmsg *parsed_msg(const struct nqc *c, const struct sg_frame *frame,
                                           unsigned i)
 {
     int pi;
@@ -996,7 +996,7 @@ static int nq_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
 {
     static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
     struct nqc *c = state;
-    const struct sg_nq_msg *pm;
+    const struct sg_fmsg *pm;
     long start = ftell(out);
 
     if (json) {

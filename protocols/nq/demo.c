@@ -265,12 +265,12 @@ static int nq_demo_info(FILE *in, const char *name, FILE *out)
         if (d.parsed.unsupported_op >= 0 && unsupported < 0)
             unsupported = d.parsed.unsupported_op;
         for (uint32_t i = 0; i < d.parsed.nmsgs; i++) {
-            const struct sg_nq_msg *m = &d.parsed.msgs[i];
-            const struct sg_nq_field *f;
+            const struct sg_fmsg *m = &d.parsed.msgs[i];
+            const struct sg_field *f;
             if (m->count == 0)
                 continue;
             f = &d.parsed.fields[m->first];
-            if (m->op == 7 && f->type == SG_NQ_F_NUM) {
+            if (m->op == 7 && f->type == SG_FIELD_NUM) {
                 float t = sg_bmsg_num_value(SG_BMSG_FLOAT, f->raw);
                 if (!have_time)
                     t_first = t;
@@ -278,9 +278,9 @@ static int nq_demo_info(FILE *in, const char *name, FILE *out)
                 have_time = true;
             } else if (m->op == 11 && !m->unparsed && m->count > 3) {
                 /* protocol, [flags], maxclients, gametype, levelname */
-                const struct sg_nq_field *ln = &f[d.proto.protocol == SG_NQ_PROTOCOL_RMQ ? 4 : 3];
+                const struct sg_field *ln = &f[d.proto.protocol == SG_NQ_PROTOCOL_RMQ ? 4 : 3];
                 size_t n = ln->len < sizeof(levelname) - 1 ? ln->len : sizeof(levelname) - 1;
-                if (ln->type == SG_NQ_F_STRING) {
+                if (ln->type == SG_FIELD_STRING) {
                     memcpy(levelname, ln->ptr, n);
                     levelname[n] = 0;
                 }
@@ -331,7 +331,7 @@ static int nq_demo_info(FILE *in, const char *name, FILE *out)
 
 /* ---- dump ---- */
 
-static void put_num(FILE *out, const struct sg_nq_field *f, bool json)
+static void put_num(FILE *out, const struct sg_field *f, bool json)
 {
     switch (f->num) {
     case SG_BMSG_FLOAT:
@@ -360,17 +360,17 @@ static void put_num(FILE *out, const struct sg_nq_field *f, bool json)
     }
 }
 
-void sg_nq_put_field(FILE *out, const struct sg_nq_field *f, bool json)
+void sg_nq_put_field(FILE *out, const struct sg_field *f, bool json)
 {
     if (json)
         fprintf(out, "[\"%s\",", f->name);
     else
         fprintf(out, " %s=", f->name);
     switch (f->type) {
-    case SG_NQ_F_NUM:
+    case SG_FIELD_NUM:
         put_num(out, f, json);
         break;
-    case SG_NQ_F_STRING:
+    case SG_FIELD_STRING:
         fputc('"', out);
         sg_put_escaped(out, f->ptr, f->len, json);
         fputc('"', out);
@@ -417,7 +417,7 @@ static int nq_demo_dump(FILE *in, const char *name, bool json, FILE *out)
                     err < 0 ? sg_strerror(err) : "");
         }
         for (uint32_t i = 0; i < d.parsed.nmsgs; i++) {
-            const struct sg_nq_msg *m = &d.parsed.msgs[i];
+            const struct sg_fmsg *m = &d.parsed.msgs[i];
             if (json)
                 fprintf(out, "%s{\"op\":%d,\"name\":\"%s\",\"fields\":[", i ? "," : "", m->op,
                         sg_nq_svc_name(m->op));
@@ -544,7 +544,7 @@ static bool block_time(const struct sg_nq_parsed *p, int64_t *ms)
     bool found = false;
 
     for (uint32_t i = 0; i < p->nmsgs; i++) {
-        const struct sg_nq_msg *m = &p->msgs[i];
+        const struct sg_fmsg *m = &p->msgs[i];
         float f;
 
         if (m->op != 7 || m->count < 1 || m->unparsed ||

@@ -21,6 +21,7 @@
 
 #include "protocols/bmsg.h"
 #include "protocols/codec.h"
+#include "protocols/msglist.h"
 
 #define SG_NQ_PROTOCOL_NETQUAKE 15
 #define SG_NQ_PROTOCOL_FITZQUAKE 666
@@ -45,36 +46,14 @@ void sg_nq_proto_set(struct sg_nq_proto *p, int32_t protocol, uint32_t flags);
 /* Is `protocol` one the decoder reads (15, 666, 999)? */
 bool sg_nq_protocol_known(int32_t protocol);
 
-enum {
-    SG_NQ_F_NUM,    /* `num` says which enum sg_bmsg_num */
-    SG_NQ_F_STRING, /* bytes at ptr, `end` says how it ended */
-    SG_NQ_F_DATA,   /* raw bytes at ptr */
-};
-
-struct sg_nq_field {
-    const char *name; /* static */
-    uint8_t type;     /* SG_NQ_F_* */
-    uint8_t num;      /* enum sg_bmsg_num (NUM) */
-    uint8_t end;      /* enum sg_bmsg_str_end (STRING) */
-    uint32_t raw;     /* NUM: the wire value */
-    const uint8_t *ptr; /* STRING / DATA: the bytes, into the parsed stream */
-    uint32_t len;
-};
-
-struct sg_nq_msg {
-    int op;         /* svc_ / clc_ opcode; >= 128 for a fast entity update */
-    uint32_t first; /* index of its first field */
-    uint32_t count; /* fields */
-    int text;       /* index (relative) of its text field, or -1 */
-    bool unparsed;  /* the rest of the stream as one DATA field */
-    uint32_t at;    /* where its opcode byte is in the stream */
-};
+/* Fields and messages: protocols/msglist.h (each message's `at` is set;
+ * fields point into the stream). */
 
 /* A parsed message stream; the arrays grow as needed (sg_nq_parsed_free). */
 struct sg_nq_parsed {
-    struct sg_nq_field *fields;
+    struct sg_field *fields;
     uint32_t nfields, fields_cap;
-    struct sg_nq_msg *msgs;
+    struct sg_fmsg *msgs;
     uint32_t nmsgs, msgs_cap;
     /* What the parser learnt (S2C). */
     bool serverinfo;   /* a serverinfo was in it: a new level */
@@ -101,7 +80,7 @@ int sg_nq_parse(enum sg_dir dir, struct sg_nq_proto *proto, const uint8_t *data,
 int sg_nq_write(const struct sg_nq_parsed *p, const bool *dropped, struct sg_bmsg_writer *w);
 
 /* One field as the dumps show it: ` name=value` (text), `["name",value]` (json). */
-void sg_nq_put_field(FILE *out, const struct sg_nq_field *f, bool json);
+void sg_nq_put_field(FILE *out, const struct sg_field *f, bool json);
 
 /* Opcode names: "svc_print", "clc_move", "svc_update" (>= 128); "svc_unknown" out of range. */
 const char *sg_nq_svc_name(int op);

@@ -69,10 +69,10 @@ void sg_nq_parsed_free(struct sg_nq_parsed *p)
 
 /* ---- fields ---- */
 
-static struct sg_nq_field *push(struct ctx *c, const char *name, uint8_t type)
+static struct sg_field *push(struct ctx *c, const char *name, uint8_t type)
 {
     struct sg_nq_parsed *o = c->out;
-    struct sg_nq_field *f;
+    struct sg_field *f;
 
     if (o->nfields >= o->fields_cap) {
         uint32_t cap = o->fields_cap ? o->fields_cap * 2 : 256;
@@ -109,7 +109,7 @@ static uint8_t resolve(const struct ctx *c, uint8_t kind)
 
 static uint32_t num(struct ctx *c, const char *name, uint8_t kind)
 {
-    struct sg_nq_field *f;
+    struct sg_field *f;
     uint32_t raw;
 
     if (c->r.overflowed)
@@ -117,7 +117,7 @@ static uint32_t num(struct ctx *c, const char *name, uint8_t kind)
     kind = resolve(c, kind);
     if (sg_bmsg_read_num(&c->r, kind, &raw) < 0)
         return 0;
-    f = push(c, name, SG_NQ_F_NUM);
+    f = push(c, name, SG_FIELD_NUM);
     if (!f)
         return 0;
     f->num = kind;
@@ -127,19 +127,19 @@ static uint32_t num(struct ctx *c, const char *name, uint8_t kind)
 
 /* A string as QuakeSpasm reads it (bytes up to NUL, 0xff kept, 2047 at most).
  * Returns its field, or NULL. */
-static struct sg_nq_field *str(struct ctx *c, const char *name)
+static struct sg_field *str(struct ctx *c, const char *name)
 {
     char buf[2048];
     enum sg_bmsg_str_end end;
     size_t at = c->r.pos, n;
-    struct sg_nq_field *f;
+    struct sg_field *f;
 
     if (c->r.overflowed)
         return NULL;
     n = sg_bmsg_read_string(&c->r, buf, sizeof(buf), 0, &end);
     if (end == SG_BMSG_STR_END)
         return NULL; /* the message ended inside it */
-    f = push(c, name, SG_NQ_F_STRING);
+    f = push(c, name, SG_FIELD_STRING);
     if (!f)
         return NULL;
     f->end = (uint8_t)end;
@@ -151,11 +151,11 @@ static struct sg_nq_field *str(struct ctx *c, const char *name)
 static void data(struct ctx *c, const char *name, size_t n)
 {
     size_t at = c->r.pos;
-    struct sg_nq_field *f;
+    struct sg_field *f;
 
     if (c->r.overflowed || sg_bmsg_skip(&c->r, n) < 0)
         return;
-    f = push(c, name, SG_NQ_F_DATA);
+    f = push(c, name, SG_FIELD_DATA);
     if (!f)
         return;
     f->ptr = c->r.data + at;
@@ -431,7 +431,7 @@ static void baseline(struct ctx *c, bool version2)
 
 /* ---- temp entities ---- */
 
-static void svc_temp_entity(struct ctx *c, struct sg_nq_msg *m)
+static void svc_temp_entity(struct ctx *c, struct sg_fmsg *m)
 {
     uint32_t type = num(c, "type", SG_BMSG_U8);
 
@@ -466,7 +466,7 @@ static void svc_temp_entity(struct ctx *c, struct sg_nq_msg *m)
 static void name_list(struct ctx *c, const char *name, bool first_is_level)
 {
     for (uint32_t i = 0; !c->r.overflowed; i++) {
-        struct sg_nq_field *f = str(c, name);
+        struct sg_field *f = str(c, name);
         if (!f || (f->len == 0 && f->end == SG_BMSG_STR_NUL))
             break;
         if (i == 0 && first_is_level) {
@@ -487,7 +487,7 @@ static void name_list(struct ctx *c, const char *name, bool first_is_level)
     }
 }
 
-static void svc_serverinfo(struct ctx *c, struct sg_nq_msg *m)
+static void svc_serverinfo(struct ctx *c, struct sg_fmsg *m)
 {
     int32_t protocol = (int32_t)num(c, "protocol", SG_BMSG_S32);
     uint32_t flags = 0;
@@ -516,13 +516,13 @@ static void svc_serverinfo(struct ctx *c, struct sg_nq_msg *m)
 
 /* ---- one stream ---- */
 
-static void rest(struct ctx *c, struct sg_nq_msg *m)
+static void rest(struct ctx *c, struct sg_fmsg *m)
 {
     m->unparsed = true;
     data(c, "unparsed", sg_bmsg_remaining(&c->r));
 }
 
-static void parse_svc(struct ctx *c, struct sg_nq_msg *m)
+static void parse_svc(struct ctx *c, struct sg_fmsg *m)
 {
     int op = m->op;
 
@@ -576,7 +576,7 @@ static void parse_svc(struct ctx *c, struct sg_nq_msg *m)
     c->err = SG_E_MALFORMED;
 }
 
-static void parse_clc(struct ctx *c, struct sg_nq_msg *m)
+static void parse_clc(struct ctx *c, struct sg_fmsg *m)
 {
     switch (m->op) {
     case 1: /* nop */
@@ -620,7 +620,7 @@ int sg_nq_parse(enum sg_dir dir, struct sg_nq_proto *proto, const uint8_t *d, si
     out->disconnect = false;
     out->unsupported_op = -1;
     while (sg_bmsg_remaining(&c.r) > 0 && !c.r.overflowed) {
-        struct sg_nq_msg *m;
+        struct sg_fmsg *m;
         if (out->nmsgs >= out->msgs_cap) {
             uint32_t cap = out->msgs_cap ? out->msgs_cap * 2 : 64;
             void *n;
@@ -672,24 +672,11 @@ int sg_nq_parse(enum sg_dir dir, struct sg_nq_proto *proto, const uint8_t *d, si
 int sg_nq_write(const struct sg_nq_parsed *p, const bool *dropped, struct sg_bmsg_writer *w)
 {
     for (uint32_t i = 0; i < p->nmsgs; i++) {
-        const struct sg_nq_msg *m = &p->msgs[i];
+        const struct sg_fmsg *m = &p->msgs[i];
         if (dropped && dropped[i])
             continue;
         sg_bmsg_write_u8(w, (unsigned)m->op);
-        for (uint32_t k = 0; k < m->count; k++) {
-            const struct sg_nq_field *f = &p->fields[m->first + k];
-            switch (f->type) {
-            case SG_NQ_F_NUM:
-                sg_bmsg_write_num(w, f->num, f->raw);
-                break;
-            case SG_NQ_F_STRING:
-                sg_bmsg_write_string(w, f->ptr, f->len, f->end);
-                break;
-            default:
-                sg_bmsg_write_data(w, f->ptr, f->len);
-                break;
-            }
-        }
+        sg_fields_write(p->fields, m->first, m->count, w);
     }
     return w->overflowed ? SG_E_OVERFLOW : 0;
 }

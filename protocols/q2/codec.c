@@ -139,7 +139,7 @@ static void level_clear(struct level *l)
     memset(l, 0, sizeof(*l));
 }
 
-static void copy_field(char *out, size_t cap, const struct sg_q2_field *f)
+static void copy_field(char *out, size_t cap, const struct sg_field *f)
 {
     size_t n = f->len < cap - 1 ? f->len : cap - 1;
 
@@ -154,8 +154,8 @@ static void level_track(struct level *l, const struct sg_q2_parsed *p, const boo
     uint8_t tmp[512];
 
     for (uint32_t i = 0; i < p->nmsgs; i++) {
-        const struct sg_q2_msg *m = &p->msgs[i];
-        const struct sg_q2_field *f = m->count ? &p->fields[m->first] : NULL;
+        const struct sg_fmsg *m = &p->msgs[i];
+        const struct sg_field *f = m->count ? &p->fields[m->first] : NULL;
         if (m->unparsed || (dropped && dropped[i]))
             continue;
         if (m->op == SG_Q2_SVC_SERVERDATA && m->count >= 6) {
@@ -179,7 +179,7 @@ static void level_track(struct level *l, const struct sg_q2_parsed *p, const boo
         } else if (l->have && m->op == SG_Q2_SVC_SPAWNBASELINE) {
             /* the message as written, and its entity number */
             struct sg_q2_parsed one = *p;
-            struct sg_q2_msg mm = *m;
+            struct sg_fmsg mm = *m;
             struct sg_bmsg_writer w;
             uint32_t num = 0;
             mm.parent = -1;
@@ -496,10 +496,10 @@ static void write_header(const struct q2c *c, const struct hdr *h, bool fragment
 
 static void add_msg(struct q2c *c, int pi)
 {
-    const struct sg_q2_msg *pm = &c->parsed.msgs[pi];
+    const struct sg_fmsg *pm = &c->parsed.msgs[pi];
     struct sg_msg *m = &c->msgs[c->frame.nmsgs];
     bool s2c = c->frame.dir == SG_DIR_S2C;
-    const struct sg_q2_field *tf =
+    const struct sg_field *tf =
         pm->text >= 0 && (uint32_t)pm->text < pm->count ? &c->parsed.fields[pm->first + (uint32_t)pm->text]
                                                         : NULL;
 
@@ -517,7 +517,7 @@ static void add_msg(struct q2c *c, int pi)
         return;
     }
     if (s2c && pm->op == SG_Q2_SVC_CONFIGSTRING && pm->count >= 2) {
-        const struct sg_q2_field *sf = &c->parsed.fields[pm->first + 1];
+        const struct sg_field *sf = &c->parsed.fields[pm->first + 1];
         m->kind = SG_MSG_CONFIGSTRING;
         m->number = (int32_t)c->parsed.fields[pm->first].raw;
         m->text = m->command = keep(c, sf->ptr, sf->len);
@@ -526,7 +526,7 @@ static void add_msg(struct q2c *c, int pi)
             m->kind = SG_MSG_GAME;
         return;
     }
-    if (!tf || tf->type != SG_Q2_F_STRING)
+    if (!tf || tf->type != SG_FIELD_STRING)
         return;
     m->command = keep(c, tf->ptr, tf->len);
     if (!m->command)
@@ -728,8 +728,8 @@ static int q2_set_text(void *state, unsigned i, const char *text, size_t len)
 {
     struct q2c *c = state;
     struct sg_msg *m;
-    struct sg_q2_msg *pm;
-    struct sg_q2_field *f;
+    struct sg_fmsg *pm;
+    struct sg_field *f;
     char cmd[2048];
     const char *kept;
     size_t n;
@@ -874,7 +874,7 @@ static int q2_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
      * checksum is recomputed by the writer when it matched). */
     if (frame->dir == SG_DIR_C2S && c->want_nodelta && c->cv.protocol == 34)
         for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
-            struct sg_q2_msg *m = &c->parsed.msgs[i];
+            struct sg_fmsg *m = &c->parsed.msgs[i];
             if (m->op == SG_Q2_CLC_MOVE && !m->unparsed && m->count >= 2) {
                 c->parsed.fields[m->first + 1].raw = 0xffffffffu;
                 m->changed = true;
@@ -996,7 +996,7 @@ static int q2_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                 if (level >= SG_DUMP_FIELDS) {
                     sg_q2_dump_msg(out, &c->parsed, i, frame->dir, false, false);
                 } else {
-                    const struct sg_q2_msg *pm = &c->parsed.msgs[i];
+                    const struct sg_fmsg *pm = &c->parsed.msgs[i];
                     fprintf(out, "%s (%u fields)\n",
                             frame->dir == SG_DIR_S2C ? sg_q2_svc_name(pm->op)
                                                      : sg_q2_clc_name(pm->op),
@@ -1141,22 +1141,22 @@ static int record_msgs(struct q2c *c, struct sg_bmsg_writer *w)
     bool plain = true;
 
     for (uint32_t i = 0; i < p->nmsgs && plain; i++) {
-        const struct sg_q2_msg *m = &p->msgs[i];
+        const struct sg_fmsg *m = &p->msgs[i];
         plain = c->rec_dropped[i] || m->unparsed || m->parent >= 0 ||
                 (m->op != SG_Q2_SVC_SERVERDATA && m->op != SG_Q2_SVC_STUFFTEXT);
     }
     if (plain)
         return sg_q2_write(p, c->rec_dropped, w);
     for (uint32_t i = 0; i < p->nmsgs; i++) {
-        const struct sg_q2_msg *m = &p->msgs[i];
-        const struct sg_q2_field *f = &p->fields[m->first];
+        const struct sg_fmsg *m = &p->msgs[i];
+        const struct sg_field *f = &p->fields[m->first];
         struct sg_q2_parsed one = *p;
-        struct sg_q2_msg alone = *m;
+        struct sg_fmsg alone = *m;
         size_t at = w->len;
         if (c->rec_dropped[i] || m->parent >= 0)
             continue; /* (34 has no zpackets: nothing inside another message) */
         if (m->op == SG_Q2_SVC_STUFFTEXT && !m->unparsed && m->count == 1 &&
-            f->type == SG_Q2_F_STRING) {
+            f->type == SG_FIELD_STRING) {
             enum sg_q2_demo_stuff how = sg_q2_demo_stufftext(f->ptr, f->len);
             if (how == SG_Q2_STUFF_LEAVE)
                 continue;

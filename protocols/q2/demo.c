@@ -119,7 +119,7 @@ static int walk_block(struct walk *w, size_t len)
     w->errors += err < 0;
     w->unsupported += err == SG_E_UNSUPPORTED;
     for (uint32_t i = 0; i < w->p.nmsgs; i++) {
-        const struct sg_q2_msg *m = &w->p.msgs[i];
+        const struct sg_fmsg *m = &w->p.msgs[i];
         w->messages++;
         if (!w->p.kex && (m->op & 0x1f) == SG_Q2_SVC_ZPACKET)
             w->zpackets++;
@@ -130,7 +130,7 @@ static int walk_block(struct walk *w, size_t len)
             if (w->p.kex && m->count > 4 && w->p.fields[m->first + 3].raw > 0)
                 w->fps = (int)w->p.fields[m->first + 3].raw;
             if (m->count > 3 + (w->p.kex ? 1u : 0u)) {
-                const struct sg_q2_field *g = &w->p.fields[m->first + 3 + (w->p.kex ? 1 : 0)];
+                const struct sg_field *g = &w->p.fields[m->first + 3 + (w->p.kex ? 1 : 0)];
                 size_t n = g->len < sizeof(w->gamedir) - 1 ? g->len : sizeof(w->gamedir) - 1;
                 memcpy(w->gamedir, g->ptr, n);
                 w->gamedir[n] = 0;
@@ -202,7 +202,7 @@ static int q2_demo_info(FILE *f, const char *path, FILE *out)
 void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg_dir dir,
                     bool json, bool removed)
 {
-    const struct sg_q2_msg *m = &p->msgs[i];
+    const struct sg_fmsg *m = &p->msgs[i];
     const char *(*svc_name)(int) = p->kex ? sg_q2_svc_name_kex : sg_q2_svc_name;
     const char *name = dir == SG_DIR_S2C ? svc_name(m->op) : sg_q2_clc_name(m->op);
 
@@ -215,13 +215,13 @@ void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg
     else
         fprintf(out, "%s%s%s", m->parent >= 0 ? "  " : "", name, m->unparsed ? " (unparsed)" : "");
     for (uint32_t k = 0; k < m->count; k++) {
-        const struct sg_q2_field *f = &p->fields[m->first + k];
+        const struct sg_field *f = &p->fields[m->first + k];
         if (json)
             fprintf(out, "%s[\"%s\",", k ? "," : "", f->name);
         else
             fprintf(out, " %s=", f->name);
         switch (f->type) {
-        case SG_Q2_F_NUM:
+        case SG_FIELD_NUM:
             if (f->num == SG_BMSG_FLOAT) {
                 union {
                     uint32_t u;
@@ -239,10 +239,10 @@ void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg
             else
                 fprintf(out, "%u", (unsigned)f->raw);
             break;
-        case SG_Q2_F_VALUE:
+        case SG_FIELD_VALUE:
             fprintf(out, "%d", (int)(int32_t)f->raw);
             break;
-        case SG_Q2_F_STRING:
+        case SG_FIELD_STRING:
             fputc('"', out);
             sg_put_escaped(out, f->ptr, f->len, json);
             fputc('"', out);

@@ -172,9 +172,9 @@ static int msg_room(struct sg_q2_parsed *o)
     return err;
 }
 
-static struct sg_q2_field *push(struct ctx *c, const char *name, uint8_t type)
+static struct sg_field *push(struct ctx *c, const char *name, uint8_t type)
 {
-    struct sg_q2_field *f;
+    struct sg_field *f;
     int err = field_room(c);
 
     if (err < 0) {
@@ -182,7 +182,7 @@ static struct sg_q2_field *push(struct ctx *c, const char *name, uint8_t type)
         return NULL;
     }
     f = &c->out->fields[c->out->nfields++];
-    *f = (struct sg_q2_field){.name = name, .type = type};
+    *f = (struct sg_field){.name = name, .type = type};
     return f;
 }
 
@@ -219,7 +219,7 @@ static inline uint32_t num(struct ctx *c, const char *name, uint8_t kind)
         break;
     }
     c->out->fields[c->out->nfields++] =
-        (struct sg_q2_field){.name = name, .type = SG_Q2_F_NUM, .num = kind, .raw = raw};
+        (struct sg_field){.name = name, .type = SG_FIELD_NUM, .num = kind, .raw = raw};
     return raw;
 }
 
@@ -240,11 +240,11 @@ static int32_t snum(struct ctx *c, const char *name, uint8_t kind)
 }
 
 /* A string as Q2PRO reads it: bytes up to a 0 (consumed), or up to the end
- * of the message (then `num` is 1: written back without the 0). */
+ * of the message (then `end` is SG_BMSG_STR_END: written back without the 0). */
 static const uint8_t *str(struct ctx *c, const char *name, uint32_t *len)
 {
     const uint8_t *p, *z;
-    struct sg_q2_field *f;
+    struct sg_field *f;
 
     if (len)
         *len = 0;
@@ -256,7 +256,7 @@ static const uint8_t *str(struct ctx *c, const char *name, uint32_t *len)
         fail(c, SG_E_OVERFLOW);
         return NULL;
     }
-    f = push(c, name, SG_Q2_F_STRING);
+    f = push(c, name, SG_FIELD_STRING);
     if (!f)
         return NULL;
     f->ptr = p;
@@ -267,7 +267,7 @@ static const uint8_t *str(struct ctx *c, const char *name, uint32_t *len)
         /* The message ends first: the receivers take the bytes read (id's
          * client sends "disconnect" so, without its 0). */
         f->len = (uint32_t)(c->r.end - c->r.pos);
-        f->num = 1;
+        f->end = SG_BMSG_STR_END;
         c->r.pos = c->r.end;
     }
     if (len)
@@ -278,7 +278,7 @@ static const uint8_t *str(struct ctx *c, const char *name, uint32_t *len)
 static const uint8_t *data(struct ctx *c, const char *name, size_t n)
 {
     size_t at = c->r.pos;
-    struct sg_q2_field *f;
+    struct sg_field *f;
 
     if (c->r.overflowed)
         return NULL;
@@ -286,7 +286,7 @@ static const uint8_t *data(struct ctx *c, const char *name, size_t n)
         fail(c, SG_E_OVERFLOW);
         return NULL;
     }
-    f = push(c, name, SG_Q2_F_DATA);
+    f = push(c, name, SG_FIELD_DATA);
     if (!f)
         return NULL;
     f->ptr = c->r.data + at;
@@ -296,7 +296,7 @@ static const uint8_t *data(struct ctx *c, const char *name, size_t n)
 
 static void value(struct ctx *c, const char *name, int32_t v)
 {
-    struct sg_q2_field *f = push(c, name, SG_Q2_F_VALUE);
+    struct sg_field *f = push(c, name, SG_FIELD_VALUE);
 
     if (f)
         f->raw = (uint32_t)v;
@@ -1326,7 +1326,7 @@ static void kex_blast(struct ctx *c, int op, int self)
     sub.dir = c->dir;
     sub.parent = self;
     while (sub.r.pos < sub.r.end && !sub.r.overflowed) {
-        struct sg_q2_msg *m;
+        struct sg_fmsg *m;
         uint32_t k;
         int err = msg_room(o);
         if (err < 0) {
@@ -1715,7 +1715,7 @@ static void batched_move(struct ctx *c, int op)
         return;
     at = c->r.pos;
     first = c->out->nfields;
-    push(c, "cmds", SG_Q2_F_DATA);
+    push(c, "cmds", SG_FIELD_DATA);
     c->bits_buf = 0;
     c->bits_left = 0;
     for (int i = 0; i <= dups && !c->r.overflowed; i++) {
@@ -1818,7 +1818,7 @@ static int parse_stream(struct ctx *c)
         size_t at = c->r.pos;
         int op = c->r.data[c->r.pos++];
         uint32_t self;
-        struct sg_q2_msg *m;
+        struct sg_fmsg *m;
         int err = msg_room(o);
 
         if (err < 0) {
@@ -1842,7 +1842,7 @@ static int parse_stream(struct ctx *c)
         m = &o->msgs[self]; /* a zpacket's contents may have moved the list */
         if (c->r.overflowed) {
             /* Undo what it read: the rest of the stream is one DATA field. */
-            struct sg_q2_field *f;
+            struct sg_field *f;
             /* A zpacket's messages after it are dropped too. */
             o->nmsgs = self + 1;
             o->nfields = m->first;
@@ -1854,7 +1854,7 @@ static int parse_stream(struct ctx *c)
                 f = &o->fields[o->nfields++];
                 memset(f, 0, sizeof(*f));
                 f->name = "unparsed";
-                f->type = SG_Q2_F_DATA;
+                f->type = SG_FIELD_DATA;
                 f->ptr = c->r.data + at + 1;
                 f->len = (uint32_t)(c->r.end - at - 1);
             }
@@ -1922,37 +1922,14 @@ int sg_q2_deflate(const uint8_t *in, size_t inlen, uint8_t *out, size_t cap, siz
     return ret == Z_STREAM_END ? 0 : SG_E_OVERFLOW;
 }
 
-static void write_fields(const struct sg_q2_parsed *p, const struct sg_q2_msg *m,
-                         struct sg_bmsg_writer *w)
-{
-    for (uint32_t k = 0; k < m->count; k++) {
-        const struct sg_q2_field *f = &p->fields[m->first + k];
-        switch (f->type) {
-        case SG_Q2_F_NUM:
-            sg_bmsg_write_num(w, f->num, f->raw);
-            break;
-        case SG_Q2_F_STRING:
-            sg_bmsg_write_data(w, f->ptr, f->len);
-            if (f->num == 0)
-                sg_bmsg_write_u8(w, 0);
-            break;
-        case SG_Q2_F_DATA:
-            sg_bmsg_write_data(w, f->ptr, f->len);
-            break;
-        default:
-            break; /* values: their bytes are in a DATA field */
-        }
-    }
-}
-
 static void write_msg(const struct sg_q2_parsed *p, uint32_t i, struct sg_bmsg_writer *w)
 {
-    const struct sg_q2_msg *m = &p->msgs[i];
+    const struct sg_fmsg *m = &p->msgs[i];
     size_t at;
 
     sg_bmsg_write_u8(w, (unsigned)m->op);
     at = w->len;
-    write_fields(p, m, w);
+    sg_fields_write(p->fields, m->first, m->count, w);
     if (m->op == SG_Q2_CLC_MOVE && m->sum_ok && (m->changed || p->sequence != p->sum_sequence) &&
         !w->overflowed && w->len > at)
         w->data[at] = sg_q2_move_checksum(w->data + at + 1, w->len - at - 1, p->sequence);
@@ -1991,7 +1968,7 @@ out:
 int sg_q2_write(const struct sg_q2_parsed *p, const bool *dropped, struct sg_bmsg_writer *w)
 {
     for (uint32_t i = 0; i < p->nmsgs; i++) {
-        const struct sg_q2_msg *m = &p->msgs[i];
+        const struct sg_fmsg *m = &p->msgs[i];
         if (m->parent >= 0)
             continue; /* written with (or inside) its zpacket */
         if (dropped && dropped[i])

@@ -32,6 +32,7 @@
 
 #include "protocols/bmsg.h"
 #include "protocols/codec.h"
+#include "protocols/msglist.h"
 
 #define SG_Q2_MAX_MSGLEN  0x8000 /* q2pro MAX_MSGLEN: a message, a zpacket's contents, a demo block */
 #define SG_Q2_ZPOOL       (4 * SG_Q2_MAX_MSGLEN) /* inflated zpacket contents per stream */
@@ -100,37 +101,15 @@ struct sg_q2_variant {
 /* The variant of protocol `protocol` with `minor`, before any Q2PRO flags. */
 void sg_q2_variant_init(struct sg_q2_variant *v, int protocol, int minor);
 
-enum {
-    SG_Q2_F_NUM,    /* `num` says which enum sg_bmsg_num */
-    SG_Q2_F_STRING, /* bytes at ptr, then a 0 byte (none when `num` is 1: the message ended) */
-    SG_Q2_F_DATA,   /* raw bytes at ptr */
-    SG_Q2_F_VALUE,  /* a decoded value only (bit-packed moves): not written on its own */
-};
-
-struct sg_q2_field {
-    const char *name;   /* static */
-    uint8_t type;       /* SG_Q2_F_* */
-    uint8_t num;        /* enum sg_bmsg_num (NUM) */
-    uint32_t raw;       /* NUM / VALUE: the wire value */
-    const uint8_t *ptr; /* STRING / DATA */
-    uint32_t len;
-};
-
-struct sg_q2_msg {
-    int op;            /* the opcode byte as it came (svc_frame's extra bits included) */
-    uint32_t first;    /* index of its first field */
-    uint32_t count;    /* fields */
-    int text;          /* index (relative) of its text field, or -1 */
-    int parent;        /* the zpacket message it came inside, or -1 */
-    bool unparsed;     /* slipgate cannot decode it: the rest is one DATA field */
-    bool sum_ok;       /* 34 clc_move: its checksum byte matched (sum_sequence says when it is recomputed) */
-    bool changed;      /* set by the codec: a field was changed (a zpacket is deflated again) */
-};
+/* Fields and messages: protocols/msglist.h.  Quake 2's own: VALUE fields
+ * (bit-packed moves), a string the message ended (`end` SG_BMSG_STR_END,
+ * written back without its 0), each message's `parent` and `changed`, and
+ * `sum_ok` for a 34 clc_move (sum_sequence says when it is recomputed). */
 
 struct sg_q2_parsed {
-    struct sg_q2_field *fields; /* fields_cap, grown up to SG_Q2_MAX_FIELDS */
+    struct sg_field *fields; /* fields_cap, grown up to SG_Q2_MAX_FIELDS */
     uint32_t nfields, fields_cap;
-    struct sg_q2_msg *msgs; /* msgs_cap, grown up to SG_Q2_MAX_MSGS */
+    struct sg_fmsg *msgs; /* msgs_cap, grown up to SG_Q2_MAX_MSGS */
     uint32_t nmsgs, msgs_cap;
     uint8_t *zpool; /* SG_Q2_ZPOOL: inflated zpacket contents */
     size_t zpool_len;

@@ -165,13 +165,13 @@ void sg_q2_trans_destroy(struct sg_q2_trans *t)
 
 /* (The first letters compared inline: most names differ there, and the
  * chains below ask about many names per field.) */
-static inline bool is(const struct sg_q2_field *f, const char *name)
+static inline bool is(const struct sg_field *f, const char *name)
 {
     return f->name[0] == name[0] && strcmp(f->name, name) == 0;
 }
 
 /* "x0".."x2" -> 0..2 when `f` is named prefix + digit, else -1. */
-static inline int idx3(const struct sg_q2_field *f, const char *prefix)
+static inline int idx3(const struct sg_field *f, const char *prefix)
 {
     size_t n = strlen(prefix);
 
@@ -181,7 +181,7 @@ static inline int idx3(const struct sg_q2_field *f, const char *prefix)
 }
 
 /* An entity's header: bits (bits1..bits4) and number; the next field. */
-static uint32_t ent_header(const struct sg_q2_field *f, uint32_t k, uint32_t n, uint64_t *bits,
+static uint32_t ent_header(const struct sg_field *f, uint32_t k, uint32_t n, uint64_t *bits,
                            int *num)
 {
     *bits = 0;
@@ -202,20 +202,20 @@ static uint32_t ent_header(const struct sg_q2_field *f, uint32_t k, uint32_t n, 
     return k;
 }
 
-static int32_t coord_of(const struct sg_q2_field *f)
+static int32_t coord_of(const struct sg_field *f)
 {
     return f->num == SG_BMSG_COORD16 ? (int16_t)f->raw : (int32_t)f->raw;
 }
 
 /* MSG_ParseDeltaEntity over the fields from k up to the next entity; the next field. */
-static uint32_t ent_apply(const struct sg_q2_field *f, uint32_t k, uint32_t n, uint64_t bits,
+static uint32_t ent_apply(const struct sg_field *f, uint32_t k, uint32_t n, uint64_t bits,
                           struct es *e)
 {
     int i;
 
     e->event = 0;
     for (; k < n && !is(&f[k], "bits"); k++) {
-        const struct sg_q2_field *x = &f[k];
+        const struct sg_field *x = &f[k];
         if (is(x, "model"))
             e->model[0] = (uint16_t)x->raw;
         else if (is(x, "model2"))
@@ -251,7 +251,7 @@ static uint32_t ent_apply(const struct sg_q2_field *f, uint32_t k, uint32_t n, u
 }
 
 /* CL_ParseDeltaEntity: a state from `old` and a delta. */
-static uint32_t ent_delta(const struct sg_q2_field *f, uint32_t k, uint32_t n, uint64_t bits,
+static uint32_t ent_delta(const struct sg_field *f, uint32_t k, uint32_t n, uint64_t bits,
                           int num, const struct es *old, struct es *e)
 {
     *e = *old;
@@ -266,7 +266,7 @@ static uint32_t ent_delta(const struct sg_q2_field *f, uint32_t k, uint32_t n, u
 }
 
 /* A baseline list (spawnbaseline, gamestate, baselinestream) from field k. */
-static void baselines(struct sg_q2_trans *t, const struct sg_q2_field *f, uint32_t k, uint32_t n)
+static void baselines(struct sg_q2_trans *t, const struct sg_field *f, uint32_t k, uint32_t n)
 {
     static const struct es null_es;
 
@@ -283,11 +283,11 @@ static void baselines(struct sg_q2_trans *t, const struct sg_q2_field *f, uint32
     }
 }
 
-static void set_cs(struct sg_q2_trans *t, uint32_t idx, const struct sg_q2_field *s)
+static void set_cs(struct sg_q2_trans *t, uint32_t idx, const struct sg_field *s)
 {
     char *c;
 
-    if (idx >= CS_COUNT || s->type != SG_Q2_F_STRING)
+    if (idx >= CS_COUNT || s->type != SG_FIELD_STRING)
         return;
     c = malloc(s->len + 1);
     if (!c)
@@ -299,12 +299,12 @@ static void set_cs(struct sg_q2_trans *t, uint32_t idx, const struct sg_q2_field
 }
 
 /* MSG_ParseDeltaPlayerstate_Enhanced over the fields from k; the next field. */
-static uint32_t ps_apply(const struct sg_q2_field *f, uint32_t k, uint32_t n, struct ps *p)
+static uint32_t ps_apply(const struct sg_field *f, uint32_t k, uint32_t n, struct ps *p)
 {
     int i;
 
     for (; k < n && !is(&f[k], "bits") && !is(&f[k], "clientnum"); k++) {
-        const struct sg_q2_field *x = &f[k];
+        const struct sg_field *x = &f[k];
         if (is(x, "pm_type"))
             p->pm_type = (uint8_t)x->raw;
         else if ((i = idx3(x, "origin")) >= 0)
@@ -351,8 +351,8 @@ static uint32_t ps_apply(const struct sg_q2_field *f, uint32_t k, uint32_t n, st
 /* CL_ParseFrame + CL_ParsePacketEntities (35/36). */
 static void parse_frame(struct sg_q2_trans *t, const struct sg_q2_parsed *p, uint32_t mi)
 {
-    const struct sg_q2_msg *m = &p->msgs[mi];
-    const struct sg_q2_field *f = &p->fields[m->first];
+    const struct sg_fmsg *m = &p->msgs[mi];
+    const struct sg_field *f = &p->fields[m->first];
     uint32_t n = m->count, k = 0;
     struct frame fr;
     const struct frame *old = NULL;
@@ -480,8 +480,8 @@ bad:
 static void serverdata(struct sg_q2_trans *t, const struct sg_q2_parsed *p, uint32_t mi,
                        const struct sg_q2_variant *v)
 {
-    const struct sg_q2_msg *m = &p->msgs[mi];
-    const struct sg_q2_field *f = &p->fields[m->first];
+    const struct sg_fmsg *m = &p->msgs[mi];
+    const struct sg_field *f = &p->fields[m->first];
     int32_t proto;
 
     level_reset(t);
@@ -513,8 +513,8 @@ void sg_q2_trans_track(struct sg_q2_trans *t, const struct sg_q2_parsed *p,
         return;
     }
     for (uint32_t i = 0; i < p->nmsgs; i++) {
-        const struct sg_q2_msg *m = &p->msgs[i];
-        const struct sg_q2_field *f = &p->fields[m->first];
+        const struct sg_fmsg *m = &p->msgs[i];
+        const struct sg_field *f = &p->fields[m->first];
         int op = m->op & 0x1f;
         if (m->unparsed)
             break;
@@ -988,7 +988,7 @@ static const struct frame *frame_of(const struct sg_q2_trans *t, uint32_t mi)
 static void copy_msg(const struct sg_q2_parsed *p, uint32_t i, struct sg_bmsg_writer *w)
 {
     struct sg_q2_parsed one = *p;
-    struct sg_q2_msg m = p->msgs[i];
+    struct sg_fmsg m = p->msgs[i];
 
     m.parent = -1;
     one.msgs = &m;
@@ -1024,7 +1024,7 @@ int sg_q2_trans_record(struct sg_q2_trans *t, const struct sg_q2_parsed *p, cons
     }
     sg_bmsg_writer_init(&w, t->block, sizeof(t->block));
     for (uint32_t i = 0; i < p->nmsgs; i++) {
-        const struct sg_q2_msg *m = &p->msgs[i];
+        const struct sg_fmsg *m = &p->msgs[i];
         const struct frame *fr = NULL;
         struct sg_bmsg_writer mw;
         int op = m->op & 0x1f;
@@ -1061,8 +1061,8 @@ int sg_q2_trans_record(struct sg_q2_trans *t, const struct sg_q2_parsed *p, cons
         case SG_Q2_SVC_RECONNECT:
             break;
         case SG_Q2_SVC_STUFFTEXT: {
-            const struct sg_q2_field *x = &p->fields[m->first];
-            enum sg_q2_demo_stuff how = m->count == 1 && x->type == SG_Q2_F_STRING
+            const struct sg_field *x = &p->fields[m->first];
+            enum sg_q2_demo_stuff how = m->count == 1 && x->type == SG_FIELD_STRING
                                             ? sg_q2_demo_stufftext(x->ptr, x->len)
                                             : SG_Q2_STUFF_KEEP;
             if (how == SG_Q2_STUFF_PRECACHE) {

@@ -46,8 +46,8 @@ struct qwc {
     /* The parsed lists (parsed.fields, parsed.msgs): they start at a
      * datagram's usual worth, double as one needs (up to SG_QW_MAX_*) and
      * keep their size.  Per parsed message, msgs_cap long: */
-    struct sg_qw_field *fields; /* fields_cap */
-    struct sg_qw_msg *pmsgs;    /* pmsgs_cap */
+    struct sg_field *fields; /* fields_cap */
+    struct sg_fmsg *pmsgs;    /* pmsgs_cap */
     uint32_t fields_cap, pmsgs_cap;
     struct sg_msg *msgs; /* with room for the injections after them */
     int *msg_index;      /* parsed message of each sg_msg */
@@ -270,10 +270,10 @@ static void settle_variant(struct qwc *c)
 /* The say argument without its quotes (ezQuake sends say "text"). */
 static void add_msg(struct qwc *c, int pi)
 {
-    const struct sg_qw_msg *pm = &c->pmsgs[pi];
+    const struct sg_fmsg *pm = &c->pmsgs[pi];
     struct sg_msg *m = &c->msgs[c->frame.nmsgs];
     bool s2c = c->frame.dir == SG_DIR_S2C;
-    const struct sg_qw_field *tf = pm->text >= 0 ? &c->fields[pm->first + (uint32_t)pm->text] : NULL;
+    const struct sg_field *tf = pm->text >= 0 ? &c->fields[pm->first + (uint32_t)pm->text] : NULL;
 
     memset(m, 0, sizeof(*m));
     m->kind = SG_MSG_GAME;
@@ -473,8 +473,8 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
 /* The string field of message `i` now holds `s` (pool-owned, no NUL inside). */
 static int set_field_text(struct qwc *c, unsigned i, const char *s, size_t n)
 {
-    const struct sg_qw_msg *pm = &c->pmsgs[c->msg_index[i]];
-    struct sg_qw_field *f;
+    const struct sg_fmsg *pm = &c->pmsgs[c->msg_index[i]];
+    struct sg_field *f;
 
     if (pm->text < 0)
         return SG_E_UNSUPPORTED;
@@ -675,7 +675,7 @@ static int qw_record_end(void *state, FILE *out)
 
 /* ---- dump ---- */
 
-static void dump_field(FILE *out, const struct sg_qw_field *f, bool json)
+static void dump_field(FILE *out, const struct sg_field *f, bool json)
 {
     /* JSON: ["name", value] (names repeat within a message: entities). */
     if (json)
@@ -683,7 +683,7 @@ static void dump_field(FILE *out, const struct sg_qw_field *f, bool json)
     else
         fprintf(out, "%s=", f->name);
     switch (f->type) {
-    case SG_QW_F_NUM:
+    case SG_FIELD_NUM:
         if (f->num == SG_BMSG_FLOAT || f->num == SG_BMSG_COORD_FLOAT || f->num == SG_BMSG_COORD16 ||
             f->num == SG_BMSG_ANGLE8 || f->num == SG_BMSG_ANGLE16) {
             float v = sg_bmsg_num_value(f->num, f->raw);
@@ -697,7 +697,7 @@ static void dump_field(FILE *out, const struct sg_qw_field *f, bool json)
             fprintf(out, "%u", (unsigned)f->raw);
         }
         break;
-    case SG_QW_F_STRING:
+    case SG_FIELD_STRING:
         fputc('"', out);
         sg_put_escaped(out, f->ptr, f->len, json);
         fputc('"', out);
@@ -755,7 +755,7 @@ static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
         if (level >= SG_DUMP_FIELDS && frame->kind == SG_FRAME_MESSAGE) {
             fputs(",\"ops\":[", out);
             for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
-                const struct sg_qw_msg *pm = &c->pmsgs[i];
+                const struct sg_fmsg *pm = &c->pmsgs[i];
                 fprintf(out, "%s{\"op\":\"%s\"", i ? "," : "",
                         frame->dir == SG_DIR_S2C ? sg_qw_svc_name(pm->op) : sg_qw_clc_name(pm->op));
                 if (c->dropped[i])
@@ -792,7 +792,7 @@ static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                     fputc('"', out);
                 }
                 if (!m->injected) {
-                    const struct sg_qw_msg *pm = &c->pmsgs[c->msg_index[i]];
+                    const struct sg_fmsg *pm = &c->pmsgs[c->msg_index[i]];
                     if (level >= SG_DUMP_FIELDS) {
                         for (uint32_t k = 0; k < pm->count; k++) {
                             fputc(' ', out);

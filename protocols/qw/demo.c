@@ -403,14 +403,14 @@ static void put_float(FILE *out, float v, uint32_t raw, bool json)
         fprintf(out, "%.9g", v);
 }
 
-static void put_field(FILE *out, const struct sg_qw_field *f, bool json)
+static void put_field(FILE *out, const struct sg_field *f, bool json)
 {
     if (json)
         fprintf(out, "[\"%s\",", f->name);
     else
         fprintf(out, " %s=", f->name);
     switch (f->type) {
-    case SG_QW_F_NUM:
+    case SG_FIELD_NUM:
         if (f->num == SG_BMSG_FLOAT || f->num == SG_BMSG_COORD_FLOAT || f->num == SG_BMSG_COORD16 ||
             f->num == SG_BMSG_ANGLE8 || f->num == SG_BMSG_ANGLE16)
             put_float(out, sg_bmsg_num_value(f->num, f->raw), f->raw, json);
@@ -419,7 +419,7 @@ static void put_field(FILE *out, const struct sg_qw_field *f, bool json)
         else
             fprintf(out, "%u", (unsigned)f->raw);
         break;
-    case SG_QW_F_STRING:
+    case SG_FIELD_STRING:
         fputc('"', out);
         sg_put_escaped(out, f->ptr, f->len, json);
         fputc('"', out);
@@ -529,7 +529,7 @@ static void put_messages(FILE *out, const struct block *b, const struct dec *d, 
     if (json)
         fputs(",\"messages\":[", out);
     for (uint32_t i = 0; i < d->p.nmsgs; i++) {
-        const struct sg_qw_msg *m = &d->p.msgs[i];
+        const struct sg_fmsg *m = &d->p.msgs[i];
         if (json)
             fprintf(out, "%s{\"op\":\"%s\",\"fields\":[", i ? "," : "", sg_qw_svc_name(m->op));
         else
@@ -623,7 +623,7 @@ static void info_key(const uint8_t *s, size_t n, const char *key, char *dst, siz
         copy_str(dst, cap, (const uint8_t *)v, vl);
 }
 
-static const struct sg_qw_field *field(const struct dec *d, const struct sg_qw_msg *m, uint32_t k)
+static const struct sg_field *field(const struct dec *d, const struct sg_fmsg *m, uint32_t k)
 {
     return k < m->count ? &d->p.fields[m->first + k] : NULL;
 }
@@ -631,8 +631,8 @@ static const struct sg_qw_field *field(const struct dec *d, const struct sg_qw_m
 static void learn(struct facts *fa, const struct dec *d)
 {
     for (uint32_t i = 0; i < d->p.nmsgs; i++) {
-        const struct sg_qw_msg *m = &d->p.msgs[i];
-        const struct sg_qw_field *a, *b, *c;
+        const struct sg_fmsg *m = &d->p.msgs[i];
+        const struct sg_field *a, *b, *c;
 
         if (m->unparsed)
             fa->undecoded++;
@@ -640,7 +640,7 @@ static void learn(struct facts *fa, const struct dec *d)
         case 11: /* serverdata: protocol(s), servercount, gamedir, player/time, levelname */
             fa->serverdata++;
             for (uint32_t k = 0; k < m->count; k++) {
-                const struct sg_qw_field *x = field(d, m, k);
+                const struct sg_field *x = field(d, m, k);
                 if (strcmp(x->name, "gamedir") == 0)
                     copy_str(fa->gamedir, sizeof(fa->gamedir), x->ptr, x->len);
                 else if (strcmp(x->name, "levelname") == 0)
@@ -650,7 +650,7 @@ static void learn(struct facts *fa, const struct dec *d)
         case 45: /* modellist: the first model of the first chunk is the map */
             a = field(d, m, 0);
             b = field(d, m, 1);
-            if (a && b && a->raw == 0 && b->type == SG_QW_F_STRING && b->len > 9 &&
+            if (a && b && a->raw == 0 && b->type == SG_FIELD_STRING && b->len > 9 &&
                 memcmp(b->ptr, "maps/", 5) == 0 && memcmp(b->ptr + b->len - 4, ".bsp", 4) == 0)
                 copy_str(fa->map, sizeof(fa->map), b->ptr + 5, b->len - 9);
             break;

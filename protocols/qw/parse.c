@@ -57,9 +57,9 @@ void sg_qw_variant_of(const struct sg_qw_ext *ext, struct sg_qw_variant *v)
 
 /* ---- fields ---- */
 
-static struct sg_qw_field *push(struct ctx *c, const char *name, uint8_t type)
+static struct sg_field *push(struct ctx *c, const char *name, uint8_t type)
 {
-    struct sg_qw_field *f;
+    struct sg_field *f;
 
     if (c->out->nfields >= c->max_fields) {
         sg_bmsg_reader_fail(&c->r);
@@ -90,7 +90,7 @@ static uint8_t resolve(const struct ctx *c, uint8_t kind)
 /* A number: its raw value (0 when the read failed). */
 static uint32_t num(struct ctx *c, const char *name, uint8_t kind)
 {
-    struct sg_qw_field *f;
+    struct sg_field *f;
     uint32_t raw;
 
     if (c->r.overflowed)
@@ -98,7 +98,7 @@ static uint32_t num(struct ctx *c, const char *name, uint8_t kind)
     kind = resolve(c, kind);
     if (sg_bmsg_read_num(&c->r, kind, &raw) < 0)
         return 0;
-    f = push(c, name, SG_QW_F_NUM);
+    f = push(c, name, SG_FIELD_NUM);
     if (!f)
         return 0;
     f->num = kind;
@@ -112,14 +112,14 @@ static size_t str(struct ctx *c, const char *name)
     char buf[2048];
     enum sg_bmsg_str_end end;
     size_t at = c->r.pos, n;
-    struct sg_qw_field *f;
+    struct sg_field *f;
 
     if (c->r.overflowed)
         return 0;
     n = sg_bmsg_read_string(&c->r, buf, sizeof(buf), 0, &end);
     if (end == SG_BMSG_STR_END)
         return 0; /* the message ended inside it: a read past the end */
-    f = push(c, name, SG_QW_F_STRING);
+    f = push(c, name, SG_FIELD_STRING);
     if (!f)
         return 0;
     f->end = (uint8_t)end;
@@ -131,11 +131,11 @@ static size_t str(struct ctx *c, const char *name)
 static void data(struct ctx *c, const char *name, size_t n)
 {
     size_t at = c->r.pos;
-    struct sg_qw_field *f;
+    struct sg_field *f;
 
     if (c->r.overflowed || sg_bmsg_skip(&c->r, n) < 0)
         return;
-    f = push(c, name, SG_QW_F_DATA);
+    f = push(c, name, SG_FIELD_DATA);
     if (!f)
         return;
     f->ptr = c->r.data + at;
@@ -499,7 +499,7 @@ static void rest(struct ctx *c, const char *name)
     data(c, name, sg_bmsg_remaining(&c->r));
 }
 
-static void parse_svc(struct ctx *c, struct sg_qw_msg *m)
+static void parse_svc(struct ctx *c, struct sg_fmsg *m)
 {
     int op = m->op;
 
@@ -595,7 +595,7 @@ static void clc_mvd_weapon(struct ctx *c)
     }
 }
 
-static void parse_clc(struct ctx *c, struct sg_qw_msg *m)
+static void parse_clc(struct ctx *c, struct sg_fmsg *m)
 {
     switch (m->op) {
     case 1: /* nop */
@@ -670,7 +670,7 @@ int sg_qw_parse_n(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t 
     out->unsupported_op = -1;
     out->moves = out->moves_bad = 0;
     while (sg_bmsg_remaining(&c.r) > 0 && !c.r.overflowed) {
-        struct sg_qw_msg *m;
+        struct sg_fmsg *m;
         if (out->nmsgs >= max_msgs)
             return SG_E_TOOBIG;
         m = &out->msgs[out->nmsgs++];
@@ -701,25 +701,12 @@ int sg_qw_parse_n(enum sg_dir dir, const struct sg_qw_variant *v, const uint8_t 
 
 void sg_qw_write_msg(const struct sg_qw_parsed *p, uint32_t i, struct sg_bmsg_writer *w)
 {
-    const struct sg_qw_msg *m = &p->msgs[i];
+    const struct sg_fmsg *m = &p->msgs[i];
     size_t at;
 
     sg_bmsg_write_u8(w, (unsigned)m->op);
     at = w->len;
-    for (uint32_t k = 0; k < m->count; k++) {
-        const struct sg_qw_field *f = &p->fields[m->first + k];
-        switch (f->type) {
-        case SG_QW_F_NUM:
-            sg_bmsg_write_num(w, f->num, f->raw);
-            break;
-        case SG_QW_F_STRING:
-            sg_bmsg_write_string(w, f->ptr, f->len, f->end);
-            break;
-        default:
-            sg_bmsg_write_data(w, f->ptr, f->len);
-            break;
-        }
-    }
+    sg_fields_write(p->fields, m->first, m->count, w);
     if (m->op == 3 && m->sum_ok && !w->overflowed && w->len > at)
         w->data[at] = sg_qw_move_checksum(w->data + at + 1, w->len - at - 1, p->sequence);
 }

@@ -20,6 +20,7 @@
 
 #include "protocols/bmsg.h"
 #include "protocols/codec.h"
+#include "protocols/msglist.h"
 
 #include <stdio.h>
 
@@ -75,38 +76,14 @@ struct sg_qw_variant {
 
 void sg_qw_variant_of(const struct sg_qw_ext *ext, struct sg_qw_variant *v);
 
-/* Field kinds beyond the bmsg numbers. */
-enum {
-    SG_QW_F_NUM,    /* `num` says which enum sg_bmsg_num */
-    SG_QW_F_STRING, /* bytes at ptr, `end` says how it ended */
-    SG_QW_F_DATA,   /* raw bytes at ptr */
-};
-
-struct sg_qw_field {
-    const char *name; /* static */
-    uint8_t type;     /* SG_QW_F_* */
-    uint8_t num;      /* enum sg_bmsg_num (NUM) */
-    uint8_t end;      /* enum sg_bmsg_str_end (STRING) */
-    uint32_t raw;     /* NUM: the wire value */
-    const uint8_t *ptr; /* STRING / DATA: the bytes (frame copy or text pool) */
-    uint32_t len;
-};
-
-/* One message: its opcode and its fields. */
-struct sg_qw_msg {
-    int op;          /* svc_ / clc_ opcode */
-    uint32_t first;  /* index of its first field */
-    uint32_t count;  /* fields */
-    int text;        /* index (relative) of its text field, or -1 */
-    bool unparsed;   /* an extension slipgate cannot decode: the rest is one DATA field */
-    bool sum_ok;     /* clc_move: its checksum byte matched (then the writer recomputes it) */
-};
+/* Fields and messages: protocols/msglist.h (a move whose checksum byte
+ * matched, sum_ok, gets it recomputed by the writer). */
 
 /* A parsed message stream (one datagram's payload after the header). */
 struct sg_qw_parsed {
-    struct sg_qw_field *fields; /* SG_QW_MAX_FIELDS */
+    struct sg_field *fields; /* SG_QW_MAX_FIELDS */
     uint32_t nfields;
-    struct sg_qw_msg *msgs; /* SG_QW_MAX_MSGS */
+    struct sg_fmsg *msgs; /* SG_QW_MAX_MSGS */
     uint32_t nmsgs;
     /* What the parser learnt (S2C serverdata). */
     bool serverdata;

@@ -47,7 +47,7 @@
 /* ---- the client's clock and commands ---- */
 
 /* Apply one delta usercmd's fields (from `*at`) onto `cmd` (MSG_ReadDeltaUsercmd). */
-static void apply_cmd(const struct sg_qw_field *f, uint32_t n, uint32_t *at,
+static void apply_cmd(const struct sg_field *f, uint32_t n, uint32_t *at,
                       struct sg_qw_usercmd *cmd)
 {
     uint32_t i = *at;
@@ -91,7 +91,7 @@ static void apply_cmd(const struct sg_qw_field *f, uint32_t n, uint32_t *at,
 /* The three commands of the datagram's last clc_move (oldest first); false when it has none. */
 static bool move_cmds(const struct sg_qw_parsed *p, struct sg_qw_usercmd cmds[3])
 {
-    const struct sg_qw_msg *move = NULL;
+    const struct sg_fmsg *move = NULL;
     struct sg_qw_usercmd cur;
     uint32_t at, k = 0;
 
@@ -272,7 +272,7 @@ static bool decodable(const struct sg_qw_recorder *r, uint32_t seq, const struct
             *pe = (int)i;
     if (*pe < 0 || p->msgs[*pe].op == 47)
         return true;
-    const struct sg_qw_msg *m = &p->msgs[*pe];
+    const struct sg_fmsg *m = &p->msgs[*pe];
     uint32_t from = m->count ? p->fields[m->first].raw : 0;
     const struct sg_qw_rec_frame *c = &r->cmds[seq % 64];
     return c->valid && c->seq == seq && c->has_delta && ((c->delta ^ from) & 63) == 0 &&

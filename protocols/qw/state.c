@@ -166,7 +166,7 @@ static void keep_msg(struct sg_qw_track *t, uint32_t key, const struct sg_qw_par
 
 /* Which key a lasting state message has (see the header), or -1: not kept. */
 static int64_t state_key(const struct sg_qw_track *t, const struct sg_qw_parsed *p,
-                         const struct sg_qw_msg *m)
+                         const struct sg_fmsg *m)
 {
     uint32_t first = m->count ? p->fields[m->first].raw : 0;
     uint32_t op = (uint32_t)m->op;
@@ -210,7 +210,7 @@ static int64_t state_key(const struct sg_qw_track *t, const struct sg_qw_parsed 
 /* ---- entities ---- */
 
 /* Apply a delta's fields [*at, n) (after its word / number) onto `e`; false when untracked. */
-static bool apply_delta(const struct sg_qw_field *f, uint32_t n, uint32_t *at, struct qent *e)
+static bool apply_delta(const struct sg_field *f, uint32_t n, uint32_t *at, struct qent *e)
 {
     uint32_t i = *at;
 
@@ -266,7 +266,7 @@ static bool apply_delta(const struct sg_qw_field *f, uint32_t n, uint32_t *at, s
     return true;
 }
 
-static void baseline(struct sg_qw_track *t, const struct sg_qw_parsed *p, const struct sg_qw_msg *m)
+static void baseline(struct sg_qw_track *t, const struct sg_qw_parsed *p, const struct sg_fmsg *m)
 {
     uint32_t num, at = 1;
     struct qent e;
@@ -312,9 +312,9 @@ static struct qent *ent_at(struct sg_qw_track *t, uint32_t i)
 
 /* CL_ParsePacketEntities into the frame of `seq`. */
 static void packet_entities(struct sg_qw_track *t, const struct sg_qw_parsed *p,
-                            const struct sg_qw_msg *m, uint32_t seq)
+                            const struct sg_fmsg *m, uint32_t seq)
 {
-    const struct sg_qw_field *f = p->fields + m->first;
+    const struct sg_field *f = p->fields + m->first;
     struct qframe *fr = &t->frames[seq % FRAMES];
     const struct qframe *old = NULL;
     uint32_t at = 0, oi = 0, on = 0, count = 0, first = t->ents_next;
@@ -382,7 +382,7 @@ void sg_qw_track_server(struct sg_qw_track *t, const struct sg_qw_variant *v,
                         const struct sg_qw_parsed *p, uint32_t seq)
 {
     for (uint32_t i = 0; i < p->nmsgs; i++) {
-        const struct sg_qw_msg *m = &p->msgs[i];
+        const struct sg_fmsg *m = &p->msgs[i];
         int64_t key;
 
         if (m->unparsed)

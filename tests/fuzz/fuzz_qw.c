@@ -67,8 +67,8 @@ static bool valid_err(int err)
 /* The stream property above; `mode` picks the extensions as the connect does. */
 static void listed_property(enum sg_dir dir, uint8_t mode, const uint8_t *d, size_t n)
 {
-    static struct sg_qw_field fields[SG_QW_MAX_FIELDS];
-    static struct sg_qw_msg msgs[SG_QW_MAX_MSGS];
+    static struct sg_field fields[SG_QW_MAX_FIELDS];
+    static struct sg_fmsg msgs[SG_QW_MAX_MSGS];
     static bool dropped[SG_QW_MAX_MSGS];
     static uint8_t buf[SG_QW_MAX_DGRAM];
     struct sg_qw_parsed p = {.fields = fields, .msgs = msgs};

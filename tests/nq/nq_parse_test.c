@@ -39,9 +39,9 @@ static int roundtrip(enum sg_dir dir, struct sg_nq_proto *p, const uint8_t *d, s
     return err;
 }
 
-static const struct sg_nq_field *field(uint32_t msg, const char *name)
+static const struct sg_field *field(uint32_t msg, const char *name)
 {
-    const struct sg_nq_msg *m = &parsed.msgs[msg];
+    const struct sg_fmsg *m = &parsed.msgs[msg];
 
     for (uint32_t k = 0; k < m->count; k++)
         if (strcmp(parsed.fields[m->first + k].name, name) == 0)

@@ -483,7 +483,7 @@ static void case_zpacket(void)
     CHECK_EQ(q.msgs[1].parent, 0);
     CHECK_EQ(q.msgs[2].op, SG_Q2_SVC_NOP);
     /* a text changed: deflated again with the new text */
-    struct sg_q2_field *tf = &p.fields[p.msgs[1].first + 1];
+    struct sg_field *tf = &p.fields[p.msgs[1].first + 1];
     tf->ptr = (const uint8_t *)"changed\n";
     tf->len = 8;
     p.msgs[1].changed = true;
@@ -591,7 +591,7 @@ static size_t make_zdownload(uint8_t *out, int protocol, const uint8_t *d, size_
 static int64_t field_value(const struct sg_q2_parsed *p, uint32_t i, const char *name)
 {
     for (uint32_t k = 0; k < p->msgs[i].count; k++) {
-        const struct sg_q2_field *f = &p->fields[p->msgs[i].first + k];
+        const struct sg_field *f = &p->fields[p->msgs[i].first + k];
         if (strcmp(f->name, name) == 0)
             return (int64_t)(int32_t)f->raw;
     }
@@ -1318,7 +1318,7 @@ static void case_record_playable(void)
             big += b->n[i] > 1390;
             CHECK(sg_q2_parse(SG_DIR_S2C, &v, b->p[i], b->n[i], &p) == 0);
             for (uint32_t m = 0; m < p.nmsgs; m++) {
-                const struct sg_q2_field *f = &p.fields[p.msgs[m].first];
+                const struct sg_field *f = &p.fields[p.msgs[m].first];
                 if (p.msgs[m].op == SG_Q2_SVC_SERVERDATA) {
                     serverdata++;
                     loop1 += f[2].raw == 1;
@@ -1736,7 +1736,7 @@ static size_t kex_file(uint8_t *out, int protocol)
     return n + 4;
 }
 
-static const struct sg_q2_field *kfield(const struct sg_q2_parsed *p, uint32_t i,
+static const struct sg_field *kfield(const struct sg_q2_parsed *p, uint32_t i,
                                         const char *name)
 {
     for (uint32_t k = 0; k < p->msgs[i].count; k++)
@@ -1745,7 +1745,7 @@ static const struct sg_q2_field *kfield(const struct sg_q2_parsed *p, uint32_t i
     return NULL;
 }
 
-static float kfloat(const struct sg_q2_field *f)
+static float kfloat(const struct sg_field *f)
 {
     float v = -12345.0f;
 
@@ -1759,7 +1759,7 @@ static void kex_check(int protocol)
     struct sg_q2_parsed p;
     struct sg_q2_variant v;
     struct kb b0 = {.n = 0}, b1 = {.n = 0}, b2 = {.n = 0};
-    const struct sg_q2_field *f;
+    const struct sg_field *f;
 
     CHECK(sg_q2_parsed_init(&p) == 0);
     sg_q2_variant_init(&v, 34, 0);

@@ -134,8 +134,8 @@ static int mvd_load(const char *path, struct mvd *m)
 /* Parse (and with `rebuild` write back) every message block, `passes` times. */
 static int mvd_bench(const struct mvd *m, int passes, bool rebuild)
 {
-    static struct sg_qw_field fields[SG_QW_MAX_FIELDS];
-    static struct sg_qw_msg msgs[SG_QW_MAX_MSGS];
+    static struct sg_field fields[SG_QW_MAX_FIELDS];
+    static struct sg_fmsg msgs[SG_QW_MAX_MSGS];
     static uint8_t wbuf[SG_QW_MAX_DGRAM + 4096];
     struct sg_qw_parsed p = {.fields = fields, .msgs = msgs};
     size_t bytes = 0, nmsgs = 0, errors = 0, differ = 0;

@@ -362,8 +362,8 @@ static void case_oob(void)
 /* Extensions change field sizes: FTE float coords make coords 4 bytes, angles 2. */
 static void case_extension_sizes(void)
 {
-    struct sg_qw_field fields[64];
-    struct sg_qw_msg msgs[8];
+    struct sg_field fields[64];
+    struct sg_fmsg msgs[8];
     struct sg_qw_parsed p = {.fields = fields, .msgs = msgs};
     struct sg_qw_ext plain = {0}, fte = {.fte = SG_QW_FTE_FLOATCOORDS};
     struct sg_qw_variant v;
@@ -389,8 +389,8 @@ static void case_extension_sizes(void)
  * messages after it are seen too. */
 static void case_mvd_weapon(void)
 {
-    struct sg_qw_field fields[64];
-    struct sg_qw_msg msgs[8];
+    struct sg_field fields[64];
+    struct sg_fmsg msgs[8];
     struct sg_qw_parsed p = {.fields = fields, .msgs = msgs};
     struct sg_qw_ext none = {0};
     struct sg_qw_variant v;
@@ -537,9 +537,9 @@ static void case_move_checksum(void)
     CHECK_EQ(p->moves, 1);
     /* Change the first command's msec, as a filter editing a move would. */
     for (uint32_t i = 0; i < p->nmsgs && !changed; i++) {
-        struct sg_qw_msg *m = &p->msgs[i];
+        struct sg_fmsg *m = &p->msgs[i];
         for (uint32_t k = 0; m->op == 3 && k < m->count; k++) {
-            struct sg_qw_field *fl = &p->fields[m->first + k];
+            struct sg_field *fl = &p->fields[m->first + k];
             if (strcmp(fl->name, "msec") == 0) {
                 fl->raw = (fl->raw + 1) & 0xff;
                 changed = true;

@@ -1,0 +1,58 @@
+/*
+ * The decoded form of an idTech 1/2 message stream (QuakeWorld, NetQuake,
+ * Quake 2), shared by their parsers, writers and codecs: a list of fields
+ * in wire order, each with its name, its kind (a number of a bmsg kind, a
+ * string with the way it ended, raw bytes, or a decoded value) and its raw
+ * value, and a list of messages that each name their first field and
+ * count.  Writing every field back from its raw form gives the bytes that
+ * came (STYLE.md "Keep the wire's own choices").
+ * What each game keeps for itself: its opcode tables, its message layouts
+ * and its netchan rules.
+ */
+#ifndef SG_PROTOCOLS_MSGLIST_H
+#define SG_PROTOCOLS_MSGLIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocols/bmsg.h"
+#include "protocols/codec.h"
+
+/* Field kinds. */
+enum {
+    SG_FIELD_NUM,    /* `num` says which enum sg_bmsg_num */
+    SG_FIELD_STRING, /* bytes at ptr, then the terminator `end` names (none: SG_BMSG_STR_END/CUT) */
+    SG_FIELD_DATA,   /* raw bytes at ptr */
+    SG_FIELD_VALUE,  /* a decoded value only (Quake 2's bit-packed moves): not written */
+};
+
+struct sg_field {
+    const char *name;   /* static */
+    uint8_t type;       /* SG_FIELD_* */
+    uint8_t num;        /* enum sg_bmsg_num (NUM) */
+    uint8_t end;        /* enum sg_bmsg_str_end (STRING) */
+    uint32_t raw;       /* NUM / VALUE: the wire value */
+    const uint8_t *ptr; /* STRING / DATA: the bytes (the stream, a game's pool, or the text pool) */
+    uint32_t len;
+};
+
+/* One message: its opcode and its fields; the flags a game does not use stay unread. */
+struct sg_fmsg {
+    int op;         /* the opcode byte as it came (NetQuake: >= 128 for a fast entity update) */
+    uint32_t first; /* index of its first field */
+    uint32_t count; /* fields */
+    int text;       /* index (relative) of its text field, or -1 */
+    bool unparsed;  /* slipgate cannot decode it: the rest is one DATA field */
+    bool sum_ok;    /* QuakeWorld, Quake 2 34: clc_move's checksum byte matched */
+    bool changed;   /* Quake 2: a field was changed (a zpacket is deflated again) */
+    int parent;     /* Quake 2: the zpacket message it came inside, or -1 */
+    uint32_t at;    /* NetQuake: where its opcode byte is in the stream */
+};
+
+/* Write fields `fields[first..first + n)` back as they came (VALUE fields
+ * write nothing; `fields` may be NULL when n is 0). */
+void sg_fields_write(const struct sg_field *fields, uint32_t first, uint32_t n,
+                     struct sg_bmsg_writer *w);
+
+#endif
