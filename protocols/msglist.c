@@ -1,5 +1,12 @@
-/* The idTech 1/2 field and message lists: the field writer. */
+/* The idTech 1/2 field and message lists: the field writer, the text pool, the text view. */
 #include "protocols/msglist.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "protocols/error.h"
+#include "protocols/text.h"
 
 void sg_fields_write(const struct sg_field *fields, uint32_t first, uint32_t n,
                      struct sg_bmsg_writer *w)
@@ -20,4 +27,91 @@ void sg_fields_write(const struct sg_field *fields, uint32_t first, uint32_t n,
             break; /* values: their bytes are in a DATA field */
         }
     }
+}
+
+const char *sg_textpool_keep(struct sg_textpool *p, const void *s, size_t n)
+{
+    char *q;
+
+    if (p->cap - p->used < n + 1)
+        return NULL;
+    q = p->buf + p->used;
+    memcpy(q, s, n);
+    q[n] = 0;
+    p->used += n + 1;
+    return q;
+}
+
+int sg_fmsg_set_text(struct sg_textpool *pool, struct sg_frame *fr, unsigned i,
+                     struct sg_field *fields, const struct sg_fmsg *pmsgs, const int *msg_index,
+                     bool keep_end, const char *text, size_t len)
+{
+    const struct sg_fmsg *pm;
+    struct sg_msg *m;
+    struct sg_field *f;
+    bool say = fr->dir == SG_DIR_C2S;
+    char cmd[2048];
+    const char *kept;
+    size_t n;
+
+    if (fr->kind != SG_FRAME_MESSAGE || i >= fr->nmsgs)
+        return SG_E_UNSUPPORTED;
+    m = &fr->msgs[i];
+    if (m->injected || m->dropped || !m->text || m->kind == SG_MSG_DISCONNECT ||
+        m->kind == SG_MSG_GAME)
+        return SG_E_UNSUPPORTED;
+    pm = &pmsgs[msg_index[i]];
+    if (pm->text < 0)
+        return SG_E_UNSUPPORTED;
+    f = &fields[pm->first + (uint32_t)pm->text];
+    say = say && m->kind == SG_MSG_CHAT;
+    if (memchr(text, 0, len) || len > 1024)
+        return -EINVAL;
+    if (say) {
+        char verb[32];
+        sg_text_verb(m->command, strlen(m->command), verb, sizeof(verb));
+        n = (size_t)snprintf(cmd, sizeof(cmd), "%s \"%.*s\"", verb, (int)len, text);
+        for (size_t k = strlen(verb) + 2; k + 1 < n; k++)
+            if (cmd[k] == '"')
+                cmd[k] = '\'';
+    } else {
+        n = (size_t)snprintf(cmd, sizeof(cmd), "%.*s", (int)len, text);
+    }
+    kept = sg_textpool_keep(pool, cmd, n);
+    if (!kept)
+        return SG_E_TOOBIG;
+    f->ptr = (const uint8_t *)kept;
+    f->len = (uint32_t)n;
+    if (!keep_end)
+        f->end = SG_BMSG_STR_NUL;
+    m->command = kept;
+    m->text = say ? sg_textpool_keep(pool, text, len) : kept;
+    if (!m->text)
+        m->text = kept;
+    m->text_len = strlen(m->text);
+    m->changed = true;
+    return 0;
+}
+
+int sg_fmsg_drop(struct sg_frame *fr, bool *dropped, const int *msg_index, unsigned i)
+{
+    if (fr->kind != SG_FRAME_MESSAGE || i >= fr->nmsgs || fr->msgs[i].injected)
+        return SG_E_UNSUPPORTED;
+    fr->msgs[i].dropped = true;
+    dropped[msg_index[i]] = true;
+    return 0;
+}
+
+void sg_fmsg_injected(struct sg_textpool *pool, struct sg_msg *m, struct sg_bmsg_writer *w,
+                      enum sg_msg_kind kind, const char *name, int32_t number, const char *text,
+                      size_t len)
+{
+    sg_bmsg_write_string(w, text, len, SG_BMSG_STR_NUL);
+    memset(m, 0, sizeof(*m));
+    m->kind = kind;
+    m->name = name;
+    m->number = number;
+    m->injected = true;
+    m->text = m->command = sg_textpool_keep(pool, text, len);
+    m->text_len = m->text ? len : 0;
 }

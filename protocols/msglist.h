@@ -6,8 +6,11 @@
  * value, and a list of messages that each name their first field and
  * count.  Writing every field back from its raw form gives the bytes that
  * came (STYLE.md "Keep the wire's own choices").
- * What each game keeps for itself: its opcode tables, its message layouts
- * and its netchan rules.
+ *
+ * Beside it, the pieces of the cross-game text view (struct sg_msg) the
+ * three codecs share: the frame's text pool, a text message's change, and
+ * an injected text's view.  What each game keeps for itself: its opcode
+ * tables, its message layouts and its netchan rules.
  */
 #ifndef SG_PROTOCOLS_MSGLIST_H
 #define SG_PROTOCOLS_MSGLIST_H
@@ -54,5 +57,40 @@ struct sg_fmsg {
  * write nothing; `fields` may be NULL when n is 0). */
 void sg_fields_write(const struct sg_field *fields, uint32_t first, uint32_t n,
                      struct sg_bmsg_writer *w);
+
+/* A frame's text pool: NUL-terminated copies that live until it is emptied. */
+struct sg_textpool {
+    char *buf; /* borrowed */
+    size_t cap, used;
+};
+
+/* A NUL-terminated copy of `n` bytes of `s` in the pool, or NULL when it is full. */
+const char *sg_textpool_keep(struct sg_textpool *p, const void *s, size_t n);
+
+/*
+ * A filter's change of the text of message `i` of the view `fr` (whose
+ * parsed message is pmsgs[msg_index[i]]) to `text`: its text field now
+ * holds the command (a client's chat keeps its verb, `say "text"`, with
+ * the text's own quotes made single) in the pool, ending in a 0 unless
+ * `keep_end` (Quake 2 writes a string the message ended unterminated
+ * again).  0, SG_E_UNSUPPORTED (not a text message a filter may change),
+ * -EINVAL or SG_E_TOOBIG (the pool is full).
+ */
+int sg_fmsg_set_text(struct sg_textpool *pool, struct sg_frame *fr, unsigned i,
+                     struct sg_field *fields, const struct sg_fmsg *pmsgs, const int *msg_index,
+                     bool keep_end, const char *text, size_t len);
+
+/* A filter's drop of message `i` of the view `fr`: dropped[msg_index[i]] is set.
+ * 0 or SG_E_UNSUPPORTED (not a message of the datagram, or an injection). */
+int sg_fmsg_drop(struct sg_frame *fr, bool *dropped, const int *msg_index, unsigned i);
+
+/*
+ * The view of an injected text (`kind`, opcode name `name`, view number
+ * `number`) whose opcode bytes the game wrote to `w`: its string goes
+ * after them, 0-terminated, and `m` is filled.
+ */
+void sg_fmsg_injected(struct sg_textpool *pool, struct sg_msg *m, struct sg_bmsg_writer *w,
+                      enum sg_msg_kind kind, const char *name, int32_t number, const char *text,
+                      size_t len);
 
 #endif

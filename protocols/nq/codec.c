@@ -109,8 +109,7 @@ struct nqc {
     bool *dropped;
     uint8_t copy[MAX_DGRAM];
     size_t copy_len;
-    char *pool;
-    size_t pool_cap, pool_used;
+    struct sg_textpool text; /* the frame's texts (grown with the message) */
 
     struct inject inj[MAX_INJECT];
     unsigned ninj;
@@ -161,21 +160,8 @@ static void nq_destroy(void *state)
     free(c->msgs);
     free(c->msg_index);
     free(c->dropped);
-    free(c->pool);
+    free(c->text.buf);
     free(c);
-}
-
-static const char *keep(struct nqc *c, const void *s, size_t n)
-{
-    char *p;
-
-    if (c->pool_cap - c->pool_used < n + 1)
-        return NULL;
-    p = c->pool + c->pool_used;
-    memcpy(p, s, n);
-    p[n] = 0;
-    c->pool_used += n + 1;
-    return p;
 }
 
 static void note_error(struct nqc *c, int err, const char *what)
@@ -307,7 +293,7 @@ static void add_msg(struct nqc *c, int pi)
     }
     if (!tf || tf->type != SG_FIELD_STRING)
         return;
-    m->command = keep(c, tf->ptr, tf->len);
+    m->command = sg_textpool_keep(&c->text, tf->ptr, tf->len);
     if (!m->command)
         return;
     m->text = m->command;
@@ -324,7 +310,7 @@ static void add_msg(struct nqc *c, int pi)
     m->kind = SG_MSG_CLIENT_COMMAND;
     if (sg_text_say(m->command, tf->len, &t, &n)) {
         m->kind = SG_MSG_CHAT;
-        m->text = keep(c, t, n);
+        m->text = sg_textpool_keep(&c->text, t, n);
         m->text_len = m->text ? n : 0;
         if (!m->text) {
             m->text = m->command;
@@ -343,7 +329,7 @@ static void reset_frame(struct nqc *c, enum sg_dir dir)
     c->frame.sequence = c->frame.ack = c->frame.reliable_ack = -1;
     c->frame.msgs = c->msgs;
     c->frame.game = &c->parsed;
-    c->pool_used = 0;
+    c->text.used = 0;
     c->why = NULL;
     c->is_reliable = c->is_resend = false;
     c->out_sent = false;
@@ -353,12 +339,12 @@ static int grow(struct nqc *c, size_t msg_len)
 {
     size_t pool = msg_len * 2 + TEXT_RESERVE;
 
-    if (pool > c->pool_cap) {
-        char *p = realloc(c->pool, pool);
+    if (pool > c->text.cap) {
+        char *p = realloc(c->text.buf, pool);
         if (!p)
             return -ENOMEM;
-        c->pool = p;
-        c->pool_cap = pool;
+        c->text.buf = p;
+        c->text.cap = pool;
     }
     if (c->parsed.msgs_cap + MAX_INJECT > c->msgs_cap) {
         unsigned cap = c->parsed.msgs_cap + MAX_INJECT;
@@ -424,7 +410,7 @@ static int decode_ctl(struct nqc *c, enum sg_dir dir)
     c->ctl_name = m->name;
     if (cmd == 0x82 && text) {
         m->kind = SG_MSG_DISCONNECT;
-        m->text = m->command = keep(c, text, text_len);
+        m->text = m->command = sg_textpool_keep(&c->text, text, text_len);
         m->text_len = m->text ? text_len : 0;
     }
     if (dir == SG_DIR_C2S && cmd == 0x01) {
@@ -758,46 +744,11 @@ static bool changeable(const struct nqc *c, unsigned i)
 static int nq_set_text(void *state, unsigned i, const char *text, size_t len)
 {
     struct nqc *c = state;
-    struct sg_msg *m;
-    const struct sg_fmsg *pm;
-    struct sg_field *f;
-    char cmd[2048];
-    const char *kept;
-    size_t n;
 
     if (!changeable(c, i))
         return SG_E_UNSUPPORTED;
-    m = &c->msgs[i];
-    pm = &c->parsed.msgs[c->msg_index[i]];
-    if (m->dropped || !m->text || m->kind == SG_MSG_DISCONNECT || m->kind == SG_MSG_GAME ||
-        pm->text < 0)
-        return SG_E_UNSUPPORTED;
-    if (memchr(text, 0, len) || len > 1024)
-        return -EINVAL;
-    if (m->kind == SG_MSG_CHAT && c->frame.dir == SG_DIR_C2S) {
-        char verb[32];
-        sg_text_verb(m->command, strlen(m->command), verb, sizeof(verb));
-        n = (size_t)snprintf(cmd, sizeof(cmd), "%s \"%.*s\"", verb, (int)len, text);
-        for (size_t k = strlen(verb) + 2; k + 1 < n; k++)
-            if (cmd[k] == '"')
-                cmd[k] = '\'';
-    } else {
-        n = (size_t)snprintf(cmd, sizeof(cmd), "%.*s", (int)len, text);
-    }
-    kept = keep(c, cmd, n);
-    if (!kept)
-        return SG_E_TOOBIG;
-    f = &c->parsed.fields[pm->first + (uint32_t)pm->text];
-    f->ptr = (const uint8_t *)kept;
-    f->len = (uint32_t)n;
-    f->end = SG_BMSG_STR_NUL;
-    m->command = kept;
-    m->text = (m->kind == SG_MSG_CHAT && c->frame.dir == SG_DIR_C2S) ? keep(c, text, len) : kept;
-    if (!m->text)
-        m->text = kept;
-    m->text_len = strlen(m->text);
-    m->changed = true;
-    return 0;
+    return sg_fmsg_set_text(&c->text, &c->frame, i, c->parsed.fields, c->parsed.msgs, c->msg_index,
+                            false, text, len);
 }
 
 static int nq_drop_msg(void *state, unsigned i)
@@ -806,9 +757,7 @@ static int nq_drop_msg(void *state, unsigned i)
 
     if (!changeable(c, i))
         return SG_E_UNSUPPORTED;
-    c->msgs[i].dropped = true;
-    c->dropped[c->msg_index[i]] = true;
-    return 0;
+    return sg_fmsg_drop(&c->frame, c->dropped, c->msg_index, i);
 }
 
 static int nq_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
@@ -864,27 +813,21 @@ static void write_injections(struct nqc *c, struct sg_bmsg_writer *w, size_t lim
         return;
     for (unsigned i = 0; i < c->ninj; i++) {
         struct inject *j = &c->inj[i];
-        struct sg_msg *m;
+        const char *name;
         if (j->dir != c->frame.dir || j->attached || w->len + j->len + 2 > limit ||
             c->frame.nmsgs >= c->msgs_cap || (!c->is_reliable && j->waited < INJECT_PATIENCE))
             continue;
         j->attached = any = true;
-        m = &c->msgs[c->frame.nmsgs++];
-        memset(m, 0, sizeof(*m));
-        m->kind = j->kind;
-        m->number = (int32_t)c->seq;
-        m->injected = true;
         if (j->dir == SG_DIR_S2C) {
             int op = j->kind == SG_MSG_CENTERPRINT ? 26 : j->kind == SG_MSG_STUFFTEXT ? 9 : 8;
             sg_bmsg_write_u8(w, (unsigned)op);
-            m->name = sg_nq_svc_name(op);
+            name = sg_nq_svc_name(op);
         } else {
             sg_bmsg_write_u8(w, 4);
-            m->name = "clc_stringcmd";
+            name = "clc_stringcmd";
         }
-        sg_bmsg_write_string(w, j->text, j->len, SG_BMSG_STR_NUL);
-        m->text = m->command = keep(c, j->text, j->len);
-        m->text_len = m->text ? j->len : 0;
+        sg_fmsg_injected(&c->text, &c->msgs[c->frame.nmsgs++], w, j->kind, name, (int32_t)c->seq,
+                         j->text, j->len);
     }
     if (any && c->is_reliable) {
         rl->in_flight = true;

@@ -102,7 +102,7 @@ struct q2c {
     size_t payload_len;
     size_t header_len;
     char pool[TEXT_POOL];
-    size_t pool_used;
+    struct sg_textpool text; /* over pool */
     uint8_t out[MAX_DGRAM + 2048];
     uint8_t body[SG_Q2_MAX_MSGLEN + 2048];
     char describe[256];
@@ -262,6 +262,7 @@ static int q2_create(void **state)
         return -ENOMEM;
     c->qport = -1;
     c->unsupported_op = -1;
+    c->text = (struct sg_textpool){.buf = c->pool, .cap = TEXT_POOL};
     sg_q2_variant_init(&c->sv, 34, 0);
     sg_q2_variant_init(&c->cv, 34, 0);
     c->sv.known = c->cv.known = false;
@@ -276,19 +277,6 @@ static int q2_create(void **state)
     }
     *state = c;
     return 0;
-}
-
-static const char *keep(struct q2c *c, const void *s, size_t n)
-{
-    char *p;
-
-    if (TEXT_POOL - c->pool_used < n + 1)
-        return NULL;
-    p = c->pool + c->pool_used;
-    memcpy(p, s, n);
-    p[n] = 0;
-    c->pool_used += n + 1;
-    return p;
 }
 
 static void note_error(struct q2c *c, int err, const char *what)
@@ -520,7 +508,7 @@ static void add_msg(struct q2c *c, int pi)
         const struct sg_field *sf = &c->parsed.fields[pm->first + 1];
         m->kind = SG_MSG_CONFIGSTRING;
         m->number = (int32_t)c->parsed.fields[pm->first].raw;
-        m->text = m->command = keep(c, sf->ptr, sf->len);
+        m->text = m->command = sg_textpool_keep(&c->text, sf->ptr, sf->len);
         m->text_len = m->text ? sf->len : 0;
         if (!m->text)
             m->kind = SG_MSG_GAME;
@@ -528,7 +516,7 @@ static void add_msg(struct q2c *c, int pi)
     }
     if (!tf || tf->type != SG_FIELD_STRING)
         return;
-    m->command = keep(c, tf->ptr, tf->len);
+    m->command = sg_textpool_keep(&c->text, tf->ptr, tf->len);
     if (!m->command)
         return;
     m->text = m->command;
@@ -558,7 +546,7 @@ static void add_msg(struct q2c *c, int pi)
     m->kind = SG_MSG_CLIENT_COMMAND;
     if (sg_text_say(m->command, tf->len, &t, &n)) {
         m->kind = SG_MSG_CHAT;
-        m->text = keep(c, t, n);
+        m->text = sg_textpool_keep(&c->text, t, n);
         m->text_len = m->text ? n : 0;
         if (!m->text) {
             m->text = m->command;
@@ -584,7 +572,7 @@ static void reset_frame(struct q2c *c, enum sg_dir dir)
     c->frame.sequence = c->frame.ack = c->frame.reliable_ack = -1;
     c->frame.msgs = c->msgs;
     c->frame.game = &c->parsed;
-    c->pool_used = 0;
+    c->text.used = 0;
     c->why = NULL;
     c->oob_name = NULL;
     c->parsed.nmsgs = 0;
@@ -727,57 +715,23 @@ static int q2_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
 static int q2_set_text(void *state, unsigned i, const char *text, size_t len)
 {
     struct q2c *c = state;
-    struct sg_msg *m;
-    struct sg_fmsg *pm;
-    struct sg_field *f;
-    char cmd[2048];
-    const char *kept;
-    size_t n;
+    int err;
 
-    if (c->frame.kind != SG_FRAME_MESSAGE || i >= c->frame.nmsgs)
+    if (c->frame.kind == SG_FRAME_MESSAGE && i < c->frame.nmsgs &&
+        c->msgs[i].kind == SG_MSG_CONFIGSTRING)
         return SG_E_UNSUPPORTED;
-    m = &c->msgs[i];
-    pm = &c->parsed.msgs[c->msg_index[i]];
-    if (m->injected || m->dropped || !m->text || m->kind == SG_MSG_DISCONNECT ||
-        m->kind == SG_MSG_GAME || m->kind == SG_MSG_CONFIGSTRING || pm->text < 0)
-        return SG_E_UNSUPPORTED;
-    if (memchr(text, 0, len) || len > 1024)
-        return -EINVAL;
-    if (m->kind == SG_MSG_CHAT && c->frame.dir == SG_DIR_C2S) {
-        char verb[32];
-        sg_text_verb(m->command, strlen(m->command), verb, sizeof(verb));
-        n = (size_t)snprintf(cmd, sizeof(cmd), "%s \"%.*s\"", verb, (int)len, text);
-        for (size_t k = strlen(verb) + 2; k + 1 < n; k++)
-            if (cmd[k] == '"')
-                cmd[k] = '\'';
-    } else {
-        n = (size_t)snprintf(cmd, sizeof(cmd), "%.*s", (int)len, text);
-    }
-    kept = keep(c, cmd, n);
-    if (!kept)
-        return SG_E_TOOBIG;
-    f = &c->parsed.fields[pm->first + (uint32_t)pm->text];
-    f->ptr = (const uint8_t *)kept;
-    f->len = (uint32_t)n;
-    pm->changed = true;
-    m->command = kept;
-    m->text = (m->kind == SG_MSG_CHAT && c->frame.dir == SG_DIR_C2S) ? keep(c, text, len) : kept;
-    if (!m->text)
-        m->text = kept;
-    m->text_len = strlen(m->text);
-    m->changed = true;
-    return 0;
+    err = sg_fmsg_set_text(&c->text, &c->frame, i, c->parsed.fields, c->parsed.msgs, c->msg_index,
+                           true, text, len);
+    if (err == 0)
+        c->parsed.msgs[c->msg_index[i]].changed = true;
+    return err;
 }
 
 static int q2_drop_msg(void *state, unsigned i)
 {
     struct q2c *c = state;
 
-    if (c->frame.kind != SG_FRAME_MESSAGE || i >= c->frame.nmsgs || c->msgs[i].injected)
-        return SG_E_UNSUPPORTED;
-    c->msgs[i].dropped = true;
-    c->dropped[c->msg_index[i]] = true;
-    return 0;
+    return sg_fmsg_drop(&c->frame, c->dropped, c->msg_index, i);
 }
 
 /*
@@ -818,6 +772,7 @@ static bool q2_must_encode(void *state, const struct sg_frame *frame)
 /* Attach the injections waiting for this direction that fit the datagram. */
 static void write_injections(struct q2c *c, struct sg_bmsg_writer *w)
 {
+    const char *name;
     bool any = false;
 
     if (!can_carry(c, c->frame.dir))
@@ -828,29 +783,22 @@ static void write_injections(struct q2c *c, struct sg_bmsg_writer *w)
         if (j->dir != c->frame.dir || w->len + need > INJECT_LIMIT || c->frame.nmsgs >= c->msgs_cap)
             continue;
         j->attached = any = true;
-        struct sg_msg *m = &c->msgs[c->frame.nmsgs++];
-        memset(m, 0, sizeof(*m));
-        m->kind = j->kind;
-        m->number = -1;
-        m->injected = true;
         if (j->dir == SG_DIR_S2C) {
             if (j->kind == SG_MSG_PRINT || j->kind == SG_MSG_CHAT) {
                 sg_bmsg_write_u8(w, SG_Q2_SVC_PRINT);
                 sg_bmsg_write_u8(w, j->kind == SG_MSG_CHAT ? SG_Q2_PRINT_CHAT : 2);
-                m->name = "svc_print";
+                name = "svc_print";
             } else {
                 sg_bmsg_write_u8(w, j->kind == SG_MSG_CENTERPRINT ? SG_Q2_SVC_CENTERPRINT
                                                                   : SG_Q2_SVC_STUFFTEXT);
-                m->name = j->kind == SG_MSG_CENTERPRINT ? "svc_centerprint" : "svc_stufftext";
+                name = j->kind == SG_MSG_CENTERPRINT ? "svc_centerprint" : "svc_stufftext";
             }
         } else {
             sg_bmsg_write_u8(w, SG_Q2_CLC_STRINGCMD);
-            m->name = "clc_stringcmd";
+            name = "clc_stringcmd";
         }
-        sg_bmsg_write_data(w, j->text, j->len);
-        sg_bmsg_write_u8(w, 0);
-        m->text = m->command = keep(c, j->text, j->len);
-        m->text_len = m->text ? j->len : 0;
+        sg_fmsg_injected(&c->text, &c->msgs[c->frame.nmsgs++], w, j->kind, name, -1, j->text,
+                         j->len);
     }
     if (any)
         sg_relinj_carried(&c->inj, c->frame.dir, c->hdr.seq);

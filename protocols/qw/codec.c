@@ -57,7 +57,7 @@ struct qwc {
     size_t copy_len;
     size_t payload_at; /* header bytes */
     char pool[TEXT_POOL];
-    size_t pool_used;
+    struct sg_textpool text; /* over pool */
 
     struct sg_relinj inj; /* injected texts riding on reliable datagrams */
 
@@ -205,6 +205,7 @@ static int qw_create(void **state)
     }
     c->qport = -1;
     c->unsupported_op = -1;
+    c->text = (struct sg_textpool){.buf = c->pool, .cap = TEXT_POOL};
     if (lists_room(c, QW_FIELDS_START, QW_MSGS_START) < 0) {
         qw_destroy(c);
         return -ENOMEM;
@@ -233,20 +234,6 @@ static int parse(struct qwc *c, enum sg_dir dir, const uint8_t *d, size_t len)
         if ((err = lists_room(c, 2 * c->fields_cap, 2 * c->pmsgs_cap)) < 0)
             return err;
     }
-}
-
-/* A NUL-terminated copy in the frame's pool, or NULL when it is full. */
-static const char *keep(struct qwc *c, const void *s, size_t n)
-{
-    char *p;
-
-    if (TEXT_POOL - c->pool_used < n + 1)
-        return NULL;
-    p = c->pool + c->pool_used;
-    memcpy(p, s, n);
-    p[n] = 0;
-    c->pool_used += n + 1;
-    return p;
 }
 
 static void note_error(struct qwc *c, int err, const char *what)
@@ -295,7 +282,7 @@ static void add_msg(struct qwc *c, int pi)
         if (strcmp(v, "drop") == 0)
             c->frame.disconnect = true;
     }
-    m->command = keep(c, tf->ptr, tf->len);
+    m->command = sg_textpool_keep(&c->text, tf->ptr, tf->len);
     if (!m->command)
         return;
     m->text = m->command;
@@ -316,7 +303,7 @@ static void add_msg(struct qwc *c, int pi)
     m->kind = SG_MSG_CLIENT_COMMAND;
     if (sg_text_say(m->command, tf->len, &t, &n)) {
         m->kind = SG_MSG_CHAT;
-        m->text = keep(c, t, n);
+        m->text = sg_textpool_keep(&c->text, t, n);
         m->text_len = m->text ? n : 0;
         if (!m->text) {
             m->text = m->command;
@@ -337,7 +324,7 @@ static void reset_frame(struct qwc *c, enum sg_dir dir)
     c->frame.sequence = c->frame.ack = c->frame.reliable_ack = -1;
     c->frame.msgs = c->msgs;
     c->frame.game = &c->parsed;
-    c->pool_used = 0;
+    c->text.used = 0;
     c->out_sent = false;
     c->why = NULL;
     c->parsed.nmsgs = 0;
@@ -470,70 +457,19 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
 
 /* ---- filters ---- */
 
-/* The string field of message `i` now holds `s` (pool-owned, no NUL inside). */
-static int set_field_text(struct qwc *c, unsigned i, const char *s, size_t n)
-{
-    const struct sg_fmsg *pm = &c->pmsgs[c->msg_index[i]];
-    struct sg_field *f;
-
-    if (pm->text < 0)
-        return SG_E_UNSUPPORTED;
-    f = &c->fields[pm->first + (uint32_t)pm->text];
-    f->ptr = (const uint8_t *)s;
-    f->len = (uint32_t)n;
-    f->end = SG_BMSG_STR_NUL;
-    return 0;
-}
-
 static int qw_set_text(void *state, unsigned i, const char *text, size_t len)
 {
     struct qwc *c = state;
-    struct sg_msg *m;
-    char cmd[2048];
-    const char *kept;
-    size_t n;
 
-    if (c->frame.kind != SG_FRAME_MESSAGE || i >= c->frame.nmsgs)
-        return SG_E_UNSUPPORTED;
-    m = &c->msgs[i];
-    if (m->injected || m->dropped || !m->text || m->kind == SG_MSG_DISCONNECT ||
-        m->kind == SG_MSG_GAME)
-        return SG_E_UNSUPPORTED;
-    if (memchr(text, 0, len) || len > 1024)
-        return -EINVAL;
-    if (m->kind == SG_MSG_CHAT && c->frame.dir == SG_DIR_C2S) {
-        char verb[32];
-        sg_text_verb(m->command, strlen(m->command), verb, sizeof(verb));
-        n = (size_t)snprintf(cmd, sizeof(cmd), "%s \"%.*s\"", verb, (int)len, text);
-        for (size_t k = strlen(verb) + 2; k + 1 < n; k++)
-            if (cmd[k] == '"')
-                cmd[k] = '\'';
-    } else {
-        n = (size_t)snprintf(cmd, sizeof(cmd), "%.*s", (int)len, text);
-    }
-    kept = keep(c, cmd, n);
-    if (!kept)
-        return SG_E_TOOBIG;
-    if (set_field_text(c, i, kept, n) < 0)
-        return SG_E_UNSUPPORTED;
-    m->command = kept;
-    m->text = (m->kind == SG_MSG_CHAT && c->frame.dir == SG_DIR_C2S) ? keep(c, text, len) : kept;
-    if (!m->text)
-        m->text = kept;
-    m->text_len = strlen(m->text);
-    m->changed = true;
-    return 0;
+    return sg_fmsg_set_text(&c->text, &c->frame, i, c->fields, c->pmsgs, c->msg_index, false, text,
+                            len);
 }
 
 static int qw_drop_msg(void *state, unsigned i)
 {
     struct qwc *c = state;
 
-    if (c->frame.kind != SG_FRAME_MESSAGE || i >= c->frame.nmsgs || c->msgs[i].injected)
-        return SG_E_UNSUPPORTED;
-    c->msgs[i].dropped = true;
-    c->dropped[c->msg_index[i]] = true;
-    return 0;
+    return sg_fmsg_drop(&c->frame, c->dropped, c->msg_index, i);
 }
 
 /*
@@ -567,6 +503,7 @@ static bool qw_must_encode(void *state, const struct sg_frame *frame)
 /* Attach the injections waiting for this direction that fit a reliable datagram. */
 static void write_injections(struct qwc *c, struct sg_bmsg_writer *w)
 {
+    const char *name;
     bool any = false;
 
     if (!c->hdr.reliable || !sg_relinj_can_carry(&c->inj, c->frame.dir))
@@ -578,27 +515,21 @@ static void write_injections(struct qwc *c, struct sg_bmsg_writer *w)
             c->frame.nmsgs >= c->msgs_cap)
             continue;
         j->attached = any = true;
-        struct sg_msg *m = &c->msgs[c->frame.nmsgs++];
-        memset(m, 0, sizeof(*m));
-        m->kind = j->kind;
-        m->number = -1;
-        m->injected = true;
         if (j->dir == SG_DIR_S2C) {
             if (j->kind == SG_MSG_PRINT || j->kind == SG_MSG_CHAT) {
                 sg_bmsg_write_u8(w, 8);
                 sg_bmsg_write_u8(w, j->kind == SG_MSG_CHAT ? 3 : 2);
-                m->name = "svc_print";
+                name = "svc_print";
             } else {
                 sg_bmsg_write_u8(w, j->kind == SG_MSG_CENTERPRINT ? 26 : 9);
-                m->name = j->kind == SG_MSG_CENTERPRINT ? "svc_centerprint" : "svc_stufftext";
+                name = j->kind == SG_MSG_CENTERPRINT ? "svc_centerprint" : "svc_stufftext";
             }
         } else {
             sg_bmsg_write_u8(w, 4);
-            m->name = "clc_stringcmd";
+            name = "clc_stringcmd";
         }
-        sg_bmsg_write_string(w, j->text, j->len, SG_BMSG_STR_NUL);
-        m->text = m->command = keep(c, j->text, j->len);
-        m->text_len = m->text ? j->len : 0;
+        sg_fmsg_injected(&c->text, &c->msgs[c->frame.nmsgs++], w, j->kind, name, -1, j->text,
+                         j->len);
     }
     if (any)
         sg_relinj_carried(&c->inj, c->frame.dir, c->hdr.seq);
