@@ -29,6 +29,64 @@ void sg_fields_write(const struct sg_field *fields, uint32_t first, uint32_t n,
     }
 }
 
+void sg_field_put_num(FILE *out, const struct sg_field *f, bool json)
+{
+    switch (f->num) {
+    case SG_BMSG_FLOAT:
+    case SG_BMSG_COORD_FLOAT:
+    case SG_BMSG_ANGLE_FLOAT:
+    case SG_BMSG_COORD16:
+    case SG_BMSG_COORD24:
+    case SG_BMSG_COORD32:
+    case SG_BMSG_ANGLE8:
+    case SG_BMSG_ANGLE16: {
+        float v = sg_bmsg_num_value(f->num, f->raw);
+        if (v != v || v - v != 0) /* NaN or infinity: not JSON numbers */
+            fprintf(out, json ? "\"0x%08x\"" : "0x%08x", (unsigned)f->raw);
+        else
+            fprintf(out, "%.9g", (double)v);
+        break;
+    }
+    case SG_BMSG_S8:
+    case SG_BMSG_S16:
+    case SG_BMSG_S32:
+        fprintf(out, "%d", (int)sg_bmsg_num_value(f->num, f->raw));
+        break;
+    default:
+        fprintf(out, "%u", (unsigned)f->raw);
+        break;
+    }
+}
+
+void sg_field_put(FILE *out, const struct sg_field *f, bool json, const struct sg_field_style *st)
+{
+    if (json)
+        fprintf(out, "[\"%s\",", f->name);
+    else
+        fprintf(out, "%s%s=", st->lead, f->name);
+    switch (f->type) {
+    case SG_FIELD_NUM:
+        (st->put_num ? st->put_num : sg_field_put_num)(out, f, json);
+        break;
+    case SG_FIELD_VALUE:
+        fprintf(out, "%d", (int)(int32_t)f->raw);
+        break;
+    case SG_FIELD_STRING:
+        fputc('"', out);
+        sg_put_escaped(out, f->ptr, f->len, json);
+        fputc('"', out);
+        break;
+    default:
+        if (!json)
+            fprintf(out, "<%u bytes>", (unsigned)f->len);
+        else
+            fprintf(out, st->data_text ? "\"%u bytes\"" : "%u", (unsigned)f->len);
+        break;
+    }
+    if (json)
+        fputc(']', out);
+}
+
 const char *sg_textpool_keep(struct sg_textpool *p, const void *s, size_t n)
 {
     char *q;

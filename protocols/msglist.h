@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "protocols/bmsg.h"
 #include "protocols/codec.h"
@@ -57,6 +58,21 @@ struct sg_fmsg {
  * write nothing; `fields` may be NULL when n is 0). */
 void sg_fields_write(const struct sg_field *fields, uint32_t first, uint32_t n,
                      struct sg_bmsg_writer *w);
+
+/* How a game's dumps show a field: ` name=value` (text), `["name",value]` (JSON). */
+struct sg_field_style {
+    const char *lead; /* text: before the name */
+    bool data_text;   /* JSON: a DATA field as "N bytes" (else the count N) */
+    /* A NUM field's value; NULL: sg_field_put_num (Quake 2 has its own). */
+    void (*put_num)(FILE *out, const struct sg_field *f, bool json);
+};
+
+/* One field as `st` shows it (a VALUE field as a signed number). */
+void sg_field_put(FILE *out, const struct sg_field *f, bool json, const struct sg_field_style *st);
+/* A NUM field's value as QuakeWorld and NetQuake dumps show it: the float
+ * kinds as %.9g (the raw bits in hex when not finite), the signed ones
+ * signed, the rest unsigned. */
+void sg_field_put_num(FILE *out, const struct sg_field *f, bool json);
 
 /* A frame's text pool: NUL-terminated copies that live until it is emptied. */
 struct sg_textpool {

@@ -959,7 +959,7 @@ static int nq_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                 for (uint32_t k = 0; k < pm->count; k++) {
                     if (k)
                         fputc(',', out);
-                    sg_nq_put_field(out, &c->parsed.fields[pm->first + k], true);
+                    sg_field_put(out, &c->parsed.fields[pm->first + k], true, &sg_nq_field_style);
                 }
                 fputc(']', out);
             }
@@ -985,7 +985,7 @@ static int nq_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
             }
             if (level >= SG_DUMP_FIELDS && (pm = parsed_msg(c, frame, i)))
                 for (uint32_t k = 0; k < pm->count; k++)
-                    sg_nq_put_field(out, &c->parsed.fields[pm->first + k], false);
+                    sg_field_put(out, &c->parsed.fields[pm->first + k], false, &sg_nq_field_style);
             if (level >= SG_DUMP_FIELDS && frame->kind == SG_FRAME_OOB && c->ctl_name &&
                 strcmp(c->ctl_name, "CCREP_ACCEPT") == 0)
                 fprintf(out, " port=%d", c->accept_port);

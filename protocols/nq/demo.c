@@ -331,57 +331,7 @@ static int nq_demo_info(FILE *in, const char *name, FILE *out)
 
 /* ---- dump ---- */
 
-static void put_num(FILE *out, const struct sg_field *f, bool json)
-{
-    switch (f->num) {
-    case SG_BMSG_FLOAT:
-    case SG_BMSG_COORD_FLOAT:
-    case SG_BMSG_ANGLE_FLOAT:
-    case SG_BMSG_COORD16:
-    case SG_BMSG_COORD24:
-    case SG_BMSG_COORD32:
-    case SG_BMSG_ANGLE8:
-    case SG_BMSG_ANGLE16: {
-        float v = sg_bmsg_num_value(f->num, f->raw);
-        if (v != v || v - v != 0)
-            fprintf(out, json ? "\"0x%08x\"" : "0x%08x", (unsigned)f->raw);
-        else
-            fprintf(out, "%.9g", (double)v);
-        break;
-    }
-    case SG_BMSG_S8:
-    case SG_BMSG_S16:
-    case SG_BMSG_S32:
-        fprintf(out, "%d", (int)sg_bmsg_num_value(f->num, f->raw));
-        break;
-    default:
-        fprintf(out, "%u", (unsigned)f->raw);
-        break;
-    }
-}
-
-void sg_nq_put_field(FILE *out, const struct sg_field *f, bool json)
-{
-    if (json)
-        fprintf(out, "[\"%s\",", f->name);
-    else
-        fprintf(out, " %s=", f->name);
-    switch (f->type) {
-    case SG_FIELD_NUM:
-        put_num(out, f, json);
-        break;
-    case SG_FIELD_STRING:
-        fputc('"', out);
-        sg_put_escaped(out, f->ptr, f->len, json);
-        fputc('"', out);
-        break;
-    default:
-        fprintf(out, json ? "\"%u bytes\"" : "<%u bytes>", (unsigned)f->len);
-        break;
-    }
-    if (json)
-        fputc(']', out);
-}
+const struct sg_field_style sg_nq_field_style = {.lead = " ", .data_text = true};
 
 static int nq_demo_dump(FILE *in, const char *name, bool json, FILE *out)
 {
@@ -426,7 +376,7 @@ static int nq_demo_dump(FILE *in, const char *name, bool json, FILE *out)
             for (uint32_t k = 0; k < m->count; k++) {
                 if (json && k)
                     fputc(',', out);
-                sg_nq_put_field(out, &d.parsed.fields[m->first + k], json);
+                sg_field_put(out, &d.parsed.fields[m->first + k], json, &sg_nq_field_style);
             }
             fputs(json ? "]}" : "\n", out);
         }

@@ -79,8 +79,8 @@ int sg_nq_parse(enum sg_dir dir, struct sg_nq_proto *proto, const uint8_t *data,
 /* Write the messages back (each not dropped, in order). */
 int sg_nq_write(const struct sg_nq_parsed *p, const bool *dropped, struct sg_bmsg_writer *w);
 
-/* One field as the dumps show it: ` name=value` (text), `["name",value]` (json). */
-void sg_nq_put_field(FILE *out, const struct sg_field *f, bool json);
+/* How the dumps show a field (sg_field_put): ` name=value`, a DATA field "N bytes" in JSON. */
+extern const struct sg_field_style sg_nq_field_style;
 
 /* Opcode names: "svc_print", "clc_move", "svc_update" (>= 128); "svc_unknown" out of range. */
 const char *sg_nq_svc_name(int op);

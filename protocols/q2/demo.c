@@ -199,6 +199,31 @@ static int q2_demo_info(FILE *f, const char *path, FILE *out)
 
 /* ---- dump ---- */
 
+/* A NUM field's value as Quake 2's dumps show it: a float as %g, the
+ * 16-bit coordinates and angles as their signed raw value. */
+static void put_num(FILE *out, const struct sg_field *f, bool json)
+{
+    if (f->num == SG_BMSG_FLOAT) {
+        union {
+            uint32_t u;
+            float f;
+        } fv = {.u = f->raw};
+        if (isfinite(fv.f))
+            fprintf(out, "%g", (double)fv.f);
+        else /* JSON has no NaN: the raw bits, as the other games' dumps write them */
+            fprintf(out, json ? "\"0x%08x\"" : "0x%08x", (unsigned)f->raw);
+    } else if (f->num == SG_BMSG_S8 || f->num == SG_BMSG_S16 || f->num == SG_BMSG_S32 ||
+               f->num == SG_BMSG_COORD16 || f->num == SG_BMSG_ANGLE16)
+        fprintf(out, "%d", (int)(f->num == SG_BMSG_S8    ? (int8_t)f->raw
+                                 : f->num == SG_BMSG_S32 ? (int32_t)f->raw
+                                                         : (int16_t)f->raw));
+    else
+        fprintf(out, "%u", (unsigned)f->raw);
+}
+
+static const struct sg_field_style field_style = {
+    .lead = " ", .data_text = true, .put_num = put_num};
+
 void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg_dir dir,
                     bool json, bool removed)
 {
@@ -216,46 +241,9 @@ void sg_q2_dump_msg(FILE *out, const struct sg_q2_parsed *p, uint32_t i, enum sg
         fprintf(out, "%s%s%s", m->parent >= 0 ? "  " : "", name, m->unparsed ? " (unparsed)" : "");
     for (uint32_t k = 0; k < m->count; k++) {
         const struct sg_field *f = &p->fields[m->first + k];
-        if (json)
-            fprintf(out, "%s[\"%s\",", k ? "," : "", f->name);
-        else
-            fprintf(out, " %s=", f->name);
-        switch (f->type) {
-        case SG_FIELD_NUM:
-            if (f->num == SG_BMSG_FLOAT) {
-                union {
-                    uint32_t u;
-                    float f;
-                } fv = {.u = f->raw};
-                if (isfinite(fv.f))
-                    fprintf(out, "%g", (double)fv.f);
-                else /* JSON has no NaN: the raw bits, as the other games' dumps write them */
-                    fprintf(out, json ? "\"0x%08x\"" : "0x%08x", (unsigned)f->raw);
-            } else if (f->num == SG_BMSG_S8 || f->num == SG_BMSG_S16 || f->num == SG_BMSG_S32 ||
-                f->num == SG_BMSG_COORD16 || f->num == SG_BMSG_ANGLE16)
-                fprintf(out, "%d", (int)(f->num == SG_BMSG_S8    ? (int8_t)f->raw
-                                         : f->num == SG_BMSG_S32 ? (int32_t)f->raw
-                                                                 : (int16_t)f->raw));
-            else
-                fprintf(out, "%u", (unsigned)f->raw);
-            break;
-        case SG_FIELD_VALUE:
-            fprintf(out, "%d", (int)(int32_t)f->raw);
-            break;
-        case SG_FIELD_STRING:
-            fputc('"', out);
-            sg_put_escaped(out, f->ptr, f->len, json);
-            fputc('"', out);
-            break;
-        default:
-            if (json)
-                fprintf(out, "\"%u bytes\"", (unsigned)f->len);
-            else
-                fprintf(out, "<%u bytes>", (unsigned)f->len);
-            break;
-        }
-        if (json)
-            fputc(']', out);
+        if (json && k)
+            fputc(',', out);
+        sg_field_put(out, f, json, &field_style);
     }
     fputs(json ? "]}" : "\n", out);
 }

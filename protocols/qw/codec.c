@@ -606,40 +606,8 @@ static int qw_record_end(void *state, FILE *out)
 
 /* ---- dump ---- */
 
-static void dump_field(FILE *out, const struct sg_field *f, bool json)
-{
-    /* JSON: ["name", value] (names repeat within a message: entities). */
-    if (json)
-        fprintf(out, "[\"%s\",", f->name);
-    else
-        fprintf(out, "%s=", f->name);
-    switch (f->type) {
-    case SG_FIELD_NUM:
-        if (f->num == SG_BMSG_FLOAT || f->num == SG_BMSG_COORD_FLOAT || f->num == SG_BMSG_COORD16 ||
-            f->num == SG_BMSG_ANGLE8 || f->num == SG_BMSG_ANGLE16) {
-            float v = sg_bmsg_num_value(f->num, f->raw);
-            if (v != v || v - v != 0) /* NaN or infinity: not JSON numbers */
-                fprintf(out, json ? "\"0x%08x\"" : "0x%08x", (unsigned)f->raw);
-            else
-                fprintf(out, "%.9g", v);
-        } else if (f->num == SG_BMSG_S16 || f->num == SG_BMSG_S32 || f->num == SG_BMSG_S8) {
-            fprintf(out, "%d", (int)sg_bmsg_num_value(f->num, f->raw));
-        } else {
-            fprintf(out, "%u", (unsigned)f->raw);
-        }
-        break;
-    case SG_FIELD_STRING:
-        fputc('"', out);
-        sg_put_escaped(out, f->ptr, f->len, json);
-        fputc('"', out);
-        break;
-    default:
-        fprintf(out, json ? "%u" : "<%u bytes>", (unsigned)f->len);
-        break;
-    }
-    if (json)
-        fputc(']', out);
-}
+/* The live dumps' fields: `name=value` (the caller leads with the space). */
+static const struct sg_field_style dump_style = {.lead = "", .data_text = false};
 
 static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level level, bool json,
                    FILE *out)
@@ -695,7 +663,7 @@ static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                 for (uint32_t k = 0; k < pm->count; k++) {
                     if (k)
                         fputc(',', out);
-                    dump_field(out, &c->fields[pm->first + k], true);
+                    sg_field_put(out, &c->fields[pm->first + k], true, &dump_style);
                 }
                 fputs("]}", out);
             }
@@ -727,7 +695,7 @@ static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
                     if (level >= SG_DUMP_FIELDS) {
                         for (uint32_t k = 0; k < pm->count; k++) {
                             fputc(' ', out);
-                            dump_field(out, &c->fields[pm->first + k], false);
+                            sg_field_put(out, &c->fields[pm->first + k], false, &dump_style);
                         }
                     } else {
                         fprintf(out, " (%u fields)", (unsigned)pm->count);

@@ -403,34 +403,7 @@ static void put_float(FILE *out, float v, uint32_t raw, bool json)
         fprintf(out, "%.9g", v);
 }
 
-static void put_field(FILE *out, const struct sg_field *f, bool json)
-{
-    if (json)
-        fprintf(out, "[\"%s\",", f->name);
-    else
-        fprintf(out, " %s=", f->name);
-    switch (f->type) {
-    case SG_FIELD_NUM:
-        if (f->num == SG_BMSG_FLOAT || f->num == SG_BMSG_COORD_FLOAT || f->num == SG_BMSG_COORD16 ||
-            f->num == SG_BMSG_ANGLE8 || f->num == SG_BMSG_ANGLE16)
-            put_float(out, sg_bmsg_num_value(f->num, f->raw), f->raw, json);
-        else if (f->num == SG_BMSG_S16 || f->num == SG_BMSG_S32 || f->num == SG_BMSG_S8)
-            fprintf(out, "%d", (int)sg_bmsg_num_value(f->num, f->raw));
-        else
-            fprintf(out, "%u", (unsigned)f->raw);
-        break;
-    case SG_FIELD_STRING:
-        fputc('"', out);
-        sg_put_escaped(out, f->ptr, f->len, json);
-        fputc('"', out);
-        break;
-    default:
-        fprintf(out, json ? "%u" : "<%u bytes>", (unsigned)f->len);
-        break;
-    }
-    if (json)
-        fputc(']', out);
-}
+static const struct sg_field_style field_style = {.lead = " ", .data_text = false};
 
 static float le_float(const uint8_t *p)
 {
@@ -537,7 +510,7 @@ static void put_messages(FILE *out, const struct block *b, const struct dec *d, 
         for (uint32_t k = 0; k < m->count; k++) {
             if (json && k)
                 fputc(',', out);
-            put_field(out, &d->p.fields[m->first + k], json);
+            sg_field_put(out, &d->p.fields[m->first + k], json, &field_style);
         }
         fputs(json ? "]}" : "\n", out);
     }
