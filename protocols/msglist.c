@@ -100,6 +100,58 @@ const char *sg_textpool_keep(struct sg_textpool *p, const void *s, size_t n)
     return q;
 }
 
+void sg_fview_reset(struct sg_frame *fr, enum sg_dir dir, struct sg_msg *msgs, void *game,
+                    struct sg_textpool *pool)
+{
+    memset(fr, 0, sizeof(*fr));
+    fr->dir = dir;
+    fr->kind = SG_FRAME_RAW;
+    fr->sequence = fr->ack = fr->reliable_ack = -1;
+    fr->msgs = msgs;
+    fr->game = game;
+    pool->used = 0;
+}
+
+struct sg_msg *sg_fview_add(struct sg_frame *fr, int *msg_index, int pi, const char *name,
+                            int32_t number)
+{
+    struct sg_msg *m = &fr->msgs[fr->nmsgs];
+
+    memset(m, 0, sizeof(*m));
+    m->kind = SG_MSG_GAME;
+    m->name = name;
+    m->number = number;
+    msg_index[fr->nmsgs++] = pi;
+    return m;
+}
+
+bool sg_fview_text(struct sg_textpool *pool, struct sg_msg *m, const struct sg_field *tf)
+{
+    m->command = sg_textpool_keep(pool, tf->ptr, tf->len);
+    if (!m->command)
+        return false;
+    m->text = m->command;
+    m->text_len = tf->len;
+    return true;
+}
+
+void sg_fview_client_command(struct sg_textpool *pool, struct sg_msg *m, size_t len)
+{
+    const char *t;
+    size_t n;
+
+    m->kind = SG_MSG_CLIENT_COMMAND;
+    if (!sg_text_say(m->command, len, &t, &n))
+        return;
+    m->kind = SG_MSG_CHAT;
+    m->text = sg_textpool_keep(pool, t, n);
+    m->text_len = m->text ? n : 0;
+    if (!m->text) {
+        m->text = m->command;
+        m->text_len = len;
+    }
+}
+
 int sg_fmsg_set_text(struct sg_textpool *pool, struct sg_frame *fr, unsigned i,
                      struct sg_field *fields, const struct sg_fmsg *pmsgs, const int *msg_index,
                      bool keep_end, const char *text, size_t len)

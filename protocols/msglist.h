@@ -83,6 +83,24 @@ struct sg_textpool {
 /* A NUL-terminated copy of `n` bytes of `s` in the pool, or NULL when it is full. */
 const char *sg_textpool_keep(struct sg_textpool *p, const void *s, size_t n);
 
+/* A new frame's view: empty, RAW, no sequences, messages in `msgs`, the
+ * parsed stream `game`; the pool emptied. */
+void sg_fview_reset(struct sg_frame *fr, enum sg_dir dir, struct sg_msg *msgs, void *game,
+                    struct sg_textpool *pool);
+
+/* Parsed message `pi` as the view's next message (msg_index names it): a
+ * GAME message called `name`, with `number`. */
+struct sg_msg *sg_fview_add(struct sg_frame *fr, int *msg_index, int pi, const char *name,
+                            int32_t number);
+
+/* The string field `tf` as the view message's command and text (kept in
+ * the pool): false when the pool is full (then the message stays GAME). */
+bool sg_fview_text(struct sg_textpool *pool, struct sg_msg *m, const struct sg_field *tf);
+
+/* A client's command (its text set by sg_fview_text, `len` bytes):
+ * CLIENT_COMMAND, or CHAT for a say with its text unquoted in the pool. */
+void sg_fview_client_command(struct sg_textpool *pool, struct sg_msg *m, size_t len);
+
 /*
  * A filter's change of the text of message `i` of the view `fr` (whose
  * parsed message is pmsgs[msg_index[i]]) to `text`: its text field now

@@ -273,19 +273,15 @@ static int parse_ctl(struct nqc *c, const uint8_t *d, size_t n, int *cmd_out, co
 static void add_msg(struct nqc *c, int pi)
 {
     const struct sg_fmsg *pm = &c->parsed.msgs[pi];
-    struct sg_msg *m = &c->msgs[c->frame.nmsgs];
     bool s2c = c->frame.dir == SG_DIR_S2C;
     const struct sg_field *tf =
         pm->text >= 0 && (uint32_t)pm->text < pm->count ? &c->parsed.fields[pm->first + (uint32_t)pm->text]
                                                         : NULL;
+    struct sg_msg *m = sg_fview_add(&c->frame, c->msg_index, pi,
+                                    s2c ? sg_nq_svc_name(pm->op) : sg_nq_clc_name(pm->op),
+                                    c->is_reliable ? (int32_t)c->seq : -1);
 
-    memset(m, 0, sizeof(*m));
-    m->kind = SG_MSG_GAME;
-    m->name = s2c ? sg_nq_svc_name(pm->op) : sg_nq_clc_name(pm->op);
-    m->number = c->is_reliable ? (int32_t)c->seq : -1;
     m->repeat = c->is_resend;
-    c->msg_index[c->frame.nmsgs] = pi;
-    c->frame.nmsgs++;
     if (s2c && pm->op == 2) {
         m->kind = SG_MSG_DISCONNECT;
         m->text = m->command = "";
@@ -293,11 +289,8 @@ static void add_msg(struct nqc *c, int pi)
     }
     if (!tf || tf->type != SG_FIELD_STRING)
         return;
-    m->command = sg_textpool_keep(&c->text, tf->ptr, tf->len);
-    if (!m->command)
+    if (!sg_fview_text(&c->text, m, tf))
         return;
-    m->text = m->command;
-    m->text_len = tf->len;
     if (s2c) {
         if (pm->op == 8) /* a chat line starts with byte 1 (SV_ClientPrintf of say) */
             m->kind = tf->len > 0 && tf->ptr[0] == 1 ? SG_MSG_CHAT : SG_MSG_PRINT;
@@ -305,31 +298,14 @@ static void add_msg(struct nqc *c, int pi)
             m->kind = pm->op == 26 ? SG_MSG_CENTERPRINT : SG_MSG_STUFFTEXT;
         return;
     }
-    const char *t;
-    size_t n;
-    m->kind = SG_MSG_CLIENT_COMMAND;
-    if (sg_text_say(m->command, tf->len, &t, &n)) {
-        m->kind = SG_MSG_CHAT;
-        m->text = sg_textpool_keep(&c->text, t, n);
-        m->text_len = m->text ? n : 0;
-        if (!m->text) {
-            m->text = m->command;
-            m->text_len = tf->len;
-        }
-    }
+    sg_fview_client_command(&c->text, m, tf->len);
 }
 
 /* ---- decode ---- */
 
 static void reset_frame(struct nqc *c, enum sg_dir dir)
 {
-    memset(&c->frame, 0, sizeof(c->frame));
-    c->frame.dir = dir;
-    c->frame.kind = SG_FRAME_RAW;
-    c->frame.sequence = c->frame.ack = c->frame.reliable_ack = -1;
-    c->frame.msgs = c->msgs;
-    c->frame.game = &c->parsed;
-    c->text.used = 0;
+    sg_fview_reset(&c->frame, dir, c->msgs, &c->parsed, &c->text);
     c->why = NULL;
     c->is_reliable = c->is_resend = false;
     c->out_sent = false;

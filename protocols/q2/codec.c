@@ -485,20 +485,16 @@ static void write_header(const struct q2c *c, const struct hdr *h, bool fragment
 static void add_msg(struct q2c *c, int pi)
 {
     const struct sg_fmsg *pm = &c->parsed.msgs[pi];
-    struct sg_msg *m = &c->msgs[c->frame.nmsgs];
     bool s2c = c->frame.dir == SG_DIR_S2C;
     const struct sg_field *tf =
         pm->text >= 0 && (uint32_t)pm->text < pm->count ? &c->parsed.fields[pm->first + (uint32_t)pm->text]
                                                         : NULL;
+    struct sg_msg *m = sg_fview_add(&c->frame, c->msg_index, pi,
+                                    !s2c             ? sg_q2_clc_name(pm->op)
+                                    : c->parsed.kex ? sg_q2_svc_name_kex(pm->op)
+                                                    : sg_q2_svc_name(pm->op),
+                                    -1);
 
-    memset(m, 0, sizeof(*m));
-    m->kind = SG_MSG_GAME;
-    m->name = !s2c             ? sg_q2_clc_name(pm->op)
-              : c->parsed.kex ? sg_q2_svc_name_kex(pm->op)
-                              : sg_q2_svc_name(pm->op);
-    m->number = -1;
-    c->msg_index[c->frame.nmsgs] = pi;
-    c->frame.nmsgs++;
     if (s2c && pm->op == SG_Q2_SVC_DISCONNECT) {
         m->kind = SG_MSG_DISCONNECT;
         m->text = m->command = "";
@@ -516,11 +512,8 @@ static void add_msg(struct q2c *c, int pi)
     }
     if (!tf || tf->type != SG_FIELD_STRING)
         return;
-    m->command = sg_textpool_keep(&c->text, tf->ptr, tf->len);
-    if (!m->command)
+    if (!sg_fview_text(&c->text, m, tf))
         return;
-    m->text = m->command;
-    m->text_len = tf->len;
     if (s2c) {
         switch (pm->op) {
         case SG_Q2_SVC_PRINT: {
@@ -541,18 +534,8 @@ static void add_msg(struct q2c *c, int pi)
         }
         return;
     }
-    const char *t;
-    size_t n;
-    m->kind = SG_MSG_CLIENT_COMMAND;
-    if (sg_text_say(m->command, tf->len, &t, &n)) {
-        m->kind = SG_MSG_CHAT;
-        m->text = sg_textpool_keep(&c->text, t, n);
-        m->text_len = m->text ? n : 0;
-        if (!m->text) {
-            m->text = m->command;
-            m->text_len = tf->len;
-        }
-    } else {
+    sg_fview_client_command(&c->text, m, tf->len);
+    if (m->kind != SG_MSG_CHAT) {
         char verb[32];
         sg_text_verb(m->command, tf->len, verb, sizeof(verb));
         if (strcmp(verb, "disconnect") == 0)
@@ -566,13 +549,7 @@ static void add_msg(struct q2c *c, int pi)
 
 static void reset_frame(struct q2c *c, enum sg_dir dir)
 {
-    memset(&c->frame, 0, sizeof(c->frame));
-    c->frame.dir = dir;
-    c->frame.kind = SG_FRAME_RAW;
-    c->frame.sequence = c->frame.ack = c->frame.reliable_ack = -1;
-    c->frame.msgs = c->msgs;
-    c->frame.game = &c->parsed;
-    c->text.used = 0;
+    sg_fview_reset(&c->frame, dir, c->msgs, &c->parsed, &c->text);
     c->why = NULL;
     c->oob_name = NULL;
     c->parsed.nmsgs = 0;

@@ -258,16 +258,11 @@ static void settle_variant(struct qwc *c)
 static void add_msg(struct qwc *c, int pi)
 {
     const struct sg_fmsg *pm = &c->pmsgs[pi];
-    struct sg_msg *m = &c->msgs[c->frame.nmsgs];
     bool s2c = c->frame.dir == SG_DIR_S2C;
     const struct sg_field *tf = pm->text >= 0 ? &c->fields[pm->first + (uint32_t)pm->text] : NULL;
+    struct sg_msg *m = sg_fview_add(&c->frame, c->msg_index, pi,
+                                    s2c ? sg_qw_svc_name(pm->op) : sg_qw_clc_name(pm->op), -1);
 
-    memset(m, 0, sizeof(*m));
-    m->kind = SG_MSG_GAME;
-    m->name = s2c ? sg_qw_svc_name(pm->op) : sg_qw_clc_name(pm->op);
-    m->number = -1;
-    c->msg_index[c->frame.nmsgs] = pi;
-    c->frame.nmsgs++;
     if (s2c && pm->op == 2) {
         m->kind = SG_MSG_DISCONNECT;
         m->text = m->command = "";
@@ -282,11 +277,8 @@ static void add_msg(struct qwc *c, int pi)
         if (strcmp(v, "drop") == 0)
             c->frame.disconnect = true;
     }
-    m->command = sg_textpool_keep(&c->text, tf->ptr, tf->len);
-    if (!m->command)
+    if (!sg_fview_text(&c->text, m, tf))
         return;
-    m->text = m->command;
-    m->text_len = tf->len;
     if (s2c) {
         if (pm->op == 8) {
             uint32_t level = c->fields[pm->first].raw;
@@ -297,19 +289,7 @@ static void add_msg(struct qwc *c, int pi)
         }
         return;
     }
-    /* clc_stringcmd */
-    const char *t;
-    size_t n;
-    m->kind = SG_MSG_CLIENT_COMMAND;
-    if (sg_text_say(m->command, tf->len, &t, &n)) {
-        m->kind = SG_MSG_CHAT;
-        m->text = sg_textpool_keep(&c->text, t, n);
-        m->text_len = m->text ? n : 0;
-        if (!m->text) {
-            m->text = m->command;
-            m->text_len = tf->len;
-        }
-    }
+    sg_fview_client_command(&c->text, m, tf->len); /* clc_stringcmd */
 }
 
 /* ---- reliable injections ---- */
@@ -318,13 +298,7 @@ static void add_msg(struct qwc *c, int pi)
 
 static void reset_frame(struct qwc *c, enum sg_dir dir)
 {
-    memset(&c->frame, 0, sizeof(c->frame));
-    c->frame.dir = dir;
-    c->frame.kind = SG_FRAME_RAW;
-    c->frame.sequence = c->frame.ack = c->frame.reliable_ack = -1;
-    c->frame.msgs = c->msgs;
-    c->frame.game = &c->parsed;
-    c->text.used = 0;
+    sg_fview_reset(&c->frame, dir, c->msgs, &c->parsed, &c->text);
     c->out_sent = false;
     c->why = NULL;
     c->parsed.nmsgs = 0;
