@@ -225,3 +225,43 @@ void sg_fmsg_injected(struct sg_textpool *pool, struct sg_msg *m, struct sg_bmsg
     m->text = m->command = sg_textpool_keep(pool, text, len);
     m->text_len = m->text ? len : 0;
 }
+
+const char *sg_text_op_write(struct sg_bmsg_writer *w, const struct sg_text_ops *ops,
+                             enum sg_dir dir, enum sg_msg_kind kind)
+{
+    if (dir == SG_DIR_C2S) {
+        sg_bmsg_write_u8(w, ops->stringcmd);
+        return "clc_stringcmd";
+    }
+    switch (kind) {
+    case SG_MSG_CENTERPRINT:
+        sg_bmsg_write_u8(w, ops->centerprint);
+        return "svc_centerprint";
+    case SG_MSG_STUFFTEXT:
+        sg_bmsg_write_u8(w, ops->stufftext);
+        return "svc_stufftext";
+    default:
+        sg_bmsg_write_u8(w, ops->print);
+        if (ops->print_level)
+            sg_bmsg_write_u8(w, kind == SG_MSG_CHAT ? 3 : 2);
+        return "svc_print";
+    }
+}
+
+bool sg_relinj_attach(struct sg_relinj *inj, struct sg_frame *fr, unsigned msgs_cap,
+                      struct sg_bmsg_writer *w, size_t limit, const struct sg_text_ops *ops,
+                      struct sg_textpool *pool)
+{
+    bool any = false;
+
+    for (unsigned i = 0; i < inj->n; i++) {
+        struct sg_relinj_item *j = &inj->item[i];
+        const char *name;
+        if (j->dir != fr->dir || w->len + j->len + 3 > limit || fr->nmsgs >= msgs_cap)
+            continue;
+        j->attached = any = true;
+        name = sg_text_op_write(w, ops, j->dir, j->kind);
+        sg_fmsg_injected(pool, &fr->msgs[fr->nmsgs++], w, j->kind, name, -1, j->text, j->len);
+    }
+    return any;
+}

@@ -22,6 +22,7 @@
 
 #include "protocols/bmsg.h"
 #include "protocols/codec.h"
+#include "protocols/relinject.h"
 
 /* Field kinds. */
 enum {
@@ -117,6 +118,29 @@ int sg_fmsg_set_text(struct sg_textpool *pool, struct sg_frame *fr, unsigned i,
 /* A filter's drop of message `i` of the view `fr`: dropped[msg_index[i]] is set.
  * 0 or SG_E_UNSUPPORTED (not a message of the datagram, or an injection). */
 int sg_fmsg_drop(struct sg_frame *fr, bool *dropped, const int *msg_index, unsigned i);
+
+/* A game's text opcodes: what an injected text is written as. */
+struct sg_text_ops {
+    uint8_t print, centerprint, stufftext; /* svc_ */
+    uint8_t stringcmd;                     /* clc_ */
+    bool print_level; /* svc_print has a level byte, chat 3 else 2 (not NetQuake) */
+};
+
+/* Write the opcode (and print level) an injected text of `kind` towards
+ * `dir` starts with (a kind sg_relinj_check accepts); returns its name. */
+const char *sg_text_op_write(struct sg_bmsg_writer *w, const struct sg_text_ops *ops,
+                             enum sg_dir dir, enum sg_msg_kind kind);
+
+/*
+ * Attach the reliable injections of `inj` waiting for the view `fr`'s
+ * direction that fit: the datagram stays within `limit` bytes and the view
+ * within `msgs_cap` messages.  Each is written (sg_text_op_write, the text)
+ * and added to the view.  True when any was (the caller then says
+ * sg_relinj_carried).
+ */
+bool sg_relinj_attach(struct sg_relinj *inj, struct sg_frame *fr, unsigned msgs_cap,
+                      struct sg_bmsg_writer *w, size_t limit, const struct sg_text_ops *ops,
+                      struct sg_textpool *pool);
 
 /*
  * The view of an injected text (`kind`, opcode name `name`, view number

@@ -782,6 +782,8 @@ static bool nq_must_encode(void *state, const struct sg_frame *frame)
 
 static void write_injections(struct nqc *c, struct sg_bmsg_writer *w, size_t limit)
 {
+    static const struct sg_text_ops ops = {
+        .print = 8, .centerprint = 26, .stufftext = 9, .stringcmd = 4, .print_level = false};
     struct rel *rl = &c->rel[c->frame.dir];
     bool any = false;
 
@@ -794,14 +796,7 @@ static void write_injections(struct nqc *c, struct sg_bmsg_writer *w, size_t lim
             c->frame.nmsgs >= c->msgs_cap || (!c->is_reliable && j->waited < INJECT_PATIENCE))
             continue;
         j->attached = any = true;
-        if (j->dir == SG_DIR_S2C) {
-            int op = j->kind == SG_MSG_CENTERPRINT ? 26 : j->kind == SG_MSG_STUFFTEXT ? 9 : 8;
-            sg_bmsg_write_u8(w, (unsigned)op);
-            name = sg_nq_svc_name(op);
-        } else {
-            sg_bmsg_write_u8(w, 4);
-            name = "clc_stringcmd";
-        }
+        name = sg_text_op_write(w, &ops, j->dir, j->kind);
         sg_fmsg_injected(&c->text, &c->msgs[c->frame.nmsgs++], w, j->kind, name, (int32_t)c->seq,
                          j->text, j->len);
     }

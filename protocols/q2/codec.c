@@ -749,35 +749,15 @@ static bool q2_must_encode(void *state, const struct sg_frame *frame)
 /* Attach the injections waiting for this direction that fit the datagram. */
 static void write_injections(struct q2c *c, struct sg_bmsg_writer *w)
 {
-    const char *name;
-    bool any = false;
+    static const struct sg_text_ops ops = {.print = SG_Q2_SVC_PRINT,
+                                           .centerprint = SG_Q2_SVC_CENTERPRINT,
+                                           .stufftext = SG_Q2_SVC_STUFFTEXT,
+                                           .stringcmd = SG_Q2_CLC_STRINGCMD,
+                                           .print_level = true};
 
     if (!can_carry(c, c->frame.dir))
         return;
-    for (unsigned i = 0; i < c->inj.n; i++) {
-        struct sg_relinj_item *j = &c->inj.item[i];
-        size_t need = j->len + 3;
-        if (j->dir != c->frame.dir || w->len + need > INJECT_LIMIT || c->frame.nmsgs >= c->msgs_cap)
-            continue;
-        j->attached = any = true;
-        if (j->dir == SG_DIR_S2C) {
-            if (j->kind == SG_MSG_PRINT || j->kind == SG_MSG_CHAT) {
-                sg_bmsg_write_u8(w, SG_Q2_SVC_PRINT);
-                sg_bmsg_write_u8(w, j->kind == SG_MSG_CHAT ? SG_Q2_PRINT_CHAT : 2);
-                name = "svc_print";
-            } else {
-                sg_bmsg_write_u8(w, j->kind == SG_MSG_CENTERPRINT ? SG_Q2_SVC_CENTERPRINT
-                                                                  : SG_Q2_SVC_STUFFTEXT);
-                name = j->kind == SG_MSG_CENTERPRINT ? "svc_centerprint" : "svc_stufftext";
-            }
-        } else {
-            sg_bmsg_write_u8(w, SG_Q2_CLC_STRINGCMD);
-            name = "clc_stringcmd";
-        }
-        sg_fmsg_injected(&c->text, &c->msgs[c->frame.nmsgs++], w, j->kind, name, -1, j->text,
-                         j->len);
-    }
-    if (any)
+    if (sg_relinj_attach(&c->inj, &c->frame, c->msgs_cap, w, INJECT_LIMIT, &ops, &c->text))
         sg_relinj_carried(&c->inj, c->frame.dir, c->hdr.seq);
 }
 

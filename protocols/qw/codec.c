@@ -477,35 +477,12 @@ static bool qw_must_encode(void *state, const struct sg_frame *frame)
 /* Attach the injections waiting for this direction that fit a reliable datagram. */
 static void write_injections(struct qwc *c, struct sg_bmsg_writer *w)
 {
-    const char *name;
-    bool any = false;
+    static const struct sg_text_ops ops = {
+        .print = 8, .centerprint = 26, .stufftext = 9, .stringcmd = 4, .print_level = true};
 
     if (!c->hdr.reliable || !sg_relinj_can_carry(&c->inj, c->frame.dir))
         return;
-    for (unsigned i = 0; i < c->inj.n; i++) {
-        struct sg_relinj_item *j = &c->inj.item[i];
-        size_t need = j->len + 3;
-        if (j->dir != c->frame.dir || w->len + need > SG_QW_MAX_MSGLEN ||
-            c->frame.nmsgs >= c->msgs_cap)
-            continue;
-        j->attached = any = true;
-        if (j->dir == SG_DIR_S2C) {
-            if (j->kind == SG_MSG_PRINT || j->kind == SG_MSG_CHAT) {
-                sg_bmsg_write_u8(w, 8);
-                sg_bmsg_write_u8(w, j->kind == SG_MSG_CHAT ? 3 : 2);
-                name = "svc_print";
-            } else {
-                sg_bmsg_write_u8(w, j->kind == SG_MSG_CENTERPRINT ? 26 : 9);
-                name = j->kind == SG_MSG_CENTERPRINT ? "svc_centerprint" : "svc_stufftext";
-            }
-        } else {
-            sg_bmsg_write_u8(w, 4);
-            name = "clc_stringcmd";
-        }
-        sg_fmsg_injected(&c->text, &c->msgs[c->frame.nmsgs++], w, j->kind, name, -1, j->text,
-                         j->len);
-    }
-    if (any)
+    if (sg_relinj_attach(&c->inj, &c->frame, c->msgs_cap, w, SG_QW_MAX_MSGLEN, &ops, &c->text))
         sg_relinj_carried(&c->inj, c->frame.dir, c->hdr.seq);
 }
 
