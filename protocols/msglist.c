@@ -87,54 +87,6 @@ void sg_field_put(FILE *out, const struct sg_field *f, bool json, const struct s
         fputc(']', out);
 }
 
-const char *sg_textpool_keep(struct sg_textpool *p, const void *s, size_t n)
-{
-    char *q;
-
-    if (p->cap - p->used < n + 1)
-        return NULL;
-    q = p->buf + p->used;
-    memcpy(q, s, n);
-    q[n] = 0;
-    p->used += n + 1;
-    return q;
-}
-
-void sg_fview_reset(struct sg_frame *fr, enum sg_dir dir, struct sg_msg *msgs, void *game,
-                    struct sg_textpool *pool)
-{
-    memset(fr, 0, sizeof(*fr));
-    fr->dir = dir;
-    fr->kind = SG_FRAME_RAW;
-    fr->sequence = fr->ack = fr->reliable_ack = -1;
-    fr->msgs = msgs;
-    fr->game = game;
-    pool->used = 0;
-}
-
-struct sg_msg *sg_fview_add(struct sg_frame *fr, int *msg_index, int pi, const char *name,
-                            int32_t number)
-{
-    struct sg_msg *m = &fr->msgs[fr->nmsgs];
-
-    memset(m, 0, sizeof(*m));
-    m->kind = SG_MSG_GAME;
-    m->name = name;
-    m->number = number;
-    msg_index[fr->nmsgs++] = pi;
-    return m;
-}
-
-bool sg_fview_text(struct sg_textpool *pool, struct sg_msg *m, const struct sg_field *tf)
-{
-    m->command = sg_textpool_keep(pool, tf->ptr, tf->len);
-    if (!m->command)
-        return false;
-    m->text = m->command;
-    m->text_len = tf->len;
-    return true;
-}
-
 void sg_fview_client_command(struct sg_textpool *pool, struct sg_msg *m, size_t len)
 {
     const char *t;

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "protocols/bmsg.h"
 #include "protocols/codec.h"
@@ -82,21 +83,60 @@ struct sg_textpool {
 };
 
 /* A NUL-terminated copy of `n` bytes of `s` in the pool, or NULL when it is full. */
-const char *sg_textpool_keep(struct sg_textpool *p, const void *s, size_t n);
+static inline const char *sg_textpool_keep(struct sg_textpool *p, const void *s, size_t n)
+{
+    char *q;
+
+    if (p->cap - p->used < n + 1)
+        return NULL;
+    q = p->buf + p->used;
+    memcpy(q, s, n);
+    q[n] = 0;
+    p->used += n + 1;
+    return q;
+}
 
 /* A new frame's view: empty, RAW, no sequences, messages in `msgs`, the
  * parsed stream `game`; the pool emptied. */
-void sg_fview_reset(struct sg_frame *fr, enum sg_dir dir, struct sg_msg *msgs, void *game,
-                    struct sg_textpool *pool);
+static inline void sg_fview_reset(struct sg_frame *fr, enum sg_dir dir, struct sg_msg *msgs,
+                                  void *game, struct sg_textpool *pool)
+{
+    memset(fr, 0, sizeof(*fr));
+    fr->dir = dir;
+    fr->kind = SG_FRAME_RAW;
+    fr->sequence = fr->ack = fr->reliable_ack = -1;
+    fr->msgs = msgs;
+    fr->game = game;
+    pool->used = 0;
+}
 
 /* Parsed message `pi` as the view's next message (msg_index names it): a
  * GAME message called `name`, with `number`. */
-struct sg_msg *sg_fview_add(struct sg_frame *fr, int *msg_index, int pi, const char *name,
-                            int32_t number);
+static inline struct sg_msg *sg_fview_add(struct sg_frame *fr, int *msg_index, int pi,
+                                          const char *name, int32_t number)
+{
+    struct sg_msg *m = &fr->msgs[fr->nmsgs];
+
+    memset(m, 0, sizeof(*m));
+    m->kind = SG_MSG_GAME;
+    m->name = name;
+    m->number = number;
+    msg_index[fr->nmsgs++] = pi;
+    return m;
+}
 
 /* The string field `tf` as the view message's command and text (kept in
  * the pool): false when the pool is full (then the message stays GAME). */
-bool sg_fview_text(struct sg_textpool *pool, struct sg_msg *m, const struct sg_field *tf);
+static inline bool sg_fview_text(struct sg_textpool *pool, struct sg_msg *m,
+                                 const struct sg_field *tf)
+{
+    m->command = sg_textpool_keep(pool, tf->ptr, tf->len);
+    if (!m->command)
+        return false;
+    m->text = m->command;
+    m->text_len = tf->len;
+    return true;
+}
 
 /* A client's command (its text set by sg_fview_text, `len` bytes):
  * CLIENT_COMMAND, or CHAT for a say with its text unquoted in the pool. */
