@@ -312,6 +312,30 @@ struct sg_codec_route_by {
     bool (*is_ping_reply)(const uint8_t *data, size_t len);
 };
 
+/*
+ * Master servers: a game's heartbeat, for a route with `master` (no state,
+ * no I/O).  The proxy sends the heartbeat from the route's listening socket
+ * every `interval_ms` (the game's own period), once at start and when the
+ * level changes; the master's queries then reach the server through
+ * slipgate like any client's.  A game whose heartbeat carries the server's
+ * status (`needs_status`) gets the server's answer to the codec's status
+ * query (struct sg_codec_status) in `status`; the others get NULL.
+ */
+struct sg_codec_master {
+    const char *what;    /* "heartbeat QuakeArena-1": for messages */
+    int64_t interval_ms; /* the game server's own heartbeat period */
+    bool needs_status;
+    /*
+     * Write the heartbeat into `out` (`cap` bytes): `sequence` counts the
+     * heartbeats sent before it (1 for the first).  Returns its length,
+     * -ENOSPC, or SG_E_MALFORMED when `status` is not a status answer.
+     */
+    int (*heartbeat)(uint8_t *out, size_t cap, const uint8_t *status, size_t status_len,
+                     uint32_t sequence);
+    /* The game's "going down" message to its masters; NULL: none. */
+    int (*shutdown)(uint8_t *out, size_t cap);
+};
+
 struct sg_codec {
     const char *name;        /* "q3" */
     const char *description; /* one line */
@@ -478,6 +502,13 @@ struct sg_codec {
      * start line), so that spoofed sources do not fill the log.  May be NULL.
      */
     const char *(*take_notice)(void *state);
+
+    /*
+     * How a server of this game registers with its master servers (a
+     * route's `master`), or NULL for a game without a master protocol.
+     * Appended last.
+     */
+    const struct sg_codec_master *master;
 };
 
 /*

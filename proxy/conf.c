@@ -104,6 +104,68 @@ static int nq_ports_set(void *obj, const struct sg_conf_directive *d,
     return 0;
 }
 
+/* ---- master servers ---- */
+
+/* `master HOST:PORT ...`: every value is a master; the directive may repeat. */
+static int master_set(void *obj, const struct sg_conf_directive *d, const struct sg_conf_arg *args,
+                      int nargs, struct sg_conf_diag *diag, const char *file)
+{
+    struct sg_route_conf *rc = obj;
+    struct sg_master_conf *m;
+
+    if (nargs < 1) {
+        sg_conf_diag_error(diag, file, args[-1].line, args[-1].col,
+                           "'%s' takes one or more HOST:PORT", d->name);
+        return SG_E_CONFIG;
+    }
+    for (int i = 0; i < nargs; i++) {
+        const char *colon = strrchr(args[i].text, ':');
+        char *end;
+        long port = colon ? strtol(colon + 1, &end, 10) : 0;
+
+        if (!colon || colon == args[i].text || !colon[1] || *end || port < 1 || port > 65535) {
+            sg_conf_diag_error(diag, file, args[i].line, args[i].col,
+                               "'%s' wants HOST:PORT (IPv6 as [ADDR]:PORT), not '%.63s'", d->name,
+                               args[i].text);
+            return SG_E_CONFIG;
+        }
+    }
+    m = realloc(rc->masters, (size_t)(rc->nmasters + nargs) * sizeof(*m));
+    if (!m)
+        return -ENOMEM;
+    rc->masters = m;
+    for (int i = 0; i < nargs; i++) {
+        struct sg_master_conf *e = &m[rc->nmasters];
+        if (!(e->addr = strdup(args[i].text)))
+            return -ENOMEM;
+        e->line = args[i].line;
+        e->col = args[i].col;
+        rc->nmasters++;
+    }
+    return 0;
+}
+
+struct sg_master_conf *sg_master_conf_copy(const struct sg_master_conf *m, int n)
+{
+    struct sg_master_conf *c = n > 0 ? calloc((size_t)n, sizeof(*c)) : NULL;
+
+    for (int i = 0; c && i < n; i++) {
+        c[i] = m[i];
+        if (!(c[i].addr = strdup(m[i].addr))) {
+            sg_master_conf_free(c, i);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+void sg_master_conf_free(struct sg_master_conf *m, int n)
+{
+    for (int i = 0; m && i < n; i++)
+        free(m[i].addr);
+    free(m);
+}
+
 /* Where `record`, `stats_file` and `http` were given, for the system checks' file:line. */
 static void record_stored(void *obj, const struct sg_conf_directive *d,
                           const struct sg_conf_arg *arg)
@@ -362,6 +424,22 @@ static const struct sg_conf_directive route_directives[] = {
      .choices = residence_names,
      .argname = "on|off",
      .help = RESIDENCE_HELP},
+    /* Master servers */
+    {.name = "master",
+     .type = SG_CONF_CUSTOM,
+     .set = master_set,
+     .argname = "HOST:PORT ...",
+     .help = "register the route with these master servers: slipgate sends the game's heartbeat "
+             "from the listening socket, so server browsers list slipgate's address (needs a "
+             "protocol; names resolve at start and reload; doc/public-server.md)"},
+    {.name = "master_interval",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_route_conf, master_interval_ms),
+     .min = 1000,
+     .max = 3600LL * 1000,
+     .argname = "DURATION",
+     .help = "send the master heartbeat this often (default: the game server's own period, 5 "
+             "minutes; DarkPlaces 2)"},
     {.name = "filter",
      .type = SG_CONF_BLOCK,
      .open = filter_open,
@@ -671,6 +749,7 @@ void sg_conf_destroy(struct sg_conf *conf)
     for (rc = conf->routes; rc; rc = next) {
         next = rc->next;
         sg_conf_free_strings(&sg_conf_route_section, rc);
+        sg_master_conf_free(rc->masters, rc->nmasters);
         sg_filter_list_unref(rc->filters);
         sg_ban_list_unref(rc->bans);
         sg_ban_list_unref(rc->admin_from);
@@ -978,6 +1057,14 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
             rc = SG_E_CONFIG;
         if (r->residence_off < 0) /* residence times */
             r->residence_off = conf->residence_off;
+        if (r->nmasters > 0 && r->protocol == SG_PROTO_AUTO) {
+            sg_conf_diag_error(diag, r->masters[0].line ? file : "command line",
+                               r->masters[0].line, r->masters[0].col,
+                               "route '%s': 'master' needs the route's game: set 'protocol' "
+                               "(the heartbeat is the game's own)",
+                               r->name);
+            rc = SG_E_CONFIG;
+        }
         if (record_filters(r) > 1) {
             sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,
                                "route '%s' has %d recorders ('record DIR', --record and 'filter "

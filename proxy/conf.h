@@ -51,6 +51,12 @@ enum sg_undecodable {
 };
 extern const char *const sg_undecodable_names[];
 
+/* Master servers: one `master` address, where the config gave it. */
+struct sg_master_conf {
+    char *addr; /* HOST:PORT */
+    int line, col;
+};
+
 /* One `route NAME { ... }` block: listen -> server. */
 struct sg_route_conf {
     char *name;
@@ -91,6 +97,10 @@ struct sg_route_conf {
     int64_t prx_max_hops;          /* chains naming more hops are refused */
     int64_t prx_chains_per_minute; /* new chains one source IP may start a minute */
     int64_t prx_ping_interval_ms;  /* each allowed server pinged this often (0: never) */
+    /* Master servers */
+    struct sg_master_conf *masters;  /* `master HOST:PORT ...`, in order */
+    int nmasters;
+    int64_t master_interval_ms;      /* heartbeats this often; 0: the game's own period */
     struct sg_route_conf *next;
 };
 
@@ -153,6 +163,10 @@ extern const struct sg_conf_section sg_conf_route_section;
 int sg_conf_load(const char *path, const struct sg_conf_overrides *ov, struct sg_conf **out,
                  struct sg_conf_diag *diag);
 void sg_conf_destroy(struct sg_conf *conf);
+
+/* Copy `n` master entries (strings too) into a new array; NULL with n > 0: no memory. */
+struct sg_master_conf *sg_master_conf_copy(const struct sg_master_conf *m, int n);
+void sg_master_conf_free(struct sg_master_conf *m, int n);
 
 /* The route named `name`, or NULL. */
 struct sg_route_conf *sg_conf_route(struct sg_conf *conf, const char *name);

@@ -6,6 +6,7 @@
 
 #include "filters/chain.h"
 #include "proxy/addr.h"
+#include "proxy/master.h"
 #include "proxy/stats.h"
 
 #include <dirent.h>
@@ -237,6 +238,19 @@ static void check_net(struct pf *pf)
             tell(pf, SG_PREFLIGHT_FAIL, in_file(pf, ll), ll, lc, "route '%s': listen: %s", r->name,
                  why);
             continue;
+        }
+        /* Master servers: each resolves, in a family the listener can send to. */
+        for (int i = 0; i < r->nmasters; i++) {
+            const struct sg_master_conf *mc = &r->masters[i];
+            struct sockaddr_storage ms;
+            char ma[SG_ADDR_STRLEN];
+            if (sg_master_resolve(mc->addr, ss.ss_family, &ms, why, sizeof(why)) < 0)
+                tell(pf, SG_PREFLIGHT_FAIL, in_file(pf, mc->line), mc->line, mc->col,
+                     "route '%s': %s", r->name, why);
+            else
+                tell(pf, SG_PREFLIGHT_OK, in_file(pf, mc->line), mc->line, mc->col,
+                     "route '%s': master %s resolves to %s", r->name, mc->addr,
+                     sg_addr_format((struct sockaddr *)&ms, ma, sizeof(ma)));
         }
         sg_addr_format((struct sockaddr *)&ss, a, sizeof(a));
         /* Held until every route is bound: two routes must not need one port. */

@@ -1459,13 +1459,17 @@ static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
     dst->prx_allow_file = src->prx_allow_file ? strdup(src->prx_allow_file) : NULL;
     memset(&dst->prx_allow, 0, sizeof(dst->prx_allow)); /* read into r->rb at start and reload */
     dst->top = NULL; /* the configuration may be replaced by a reload */
+    dst->masters = sg_master_conf_copy(src->masters, src->nmasters);
+    if (src->nmasters > 0 && !dst->masters)
+        dst->nmasters = 0;
     sg_filter_list_ref(dst->filters);
     sg_ban_list_ref(dst->bans);
     sg_ban_list_ref(dst->admin_from);
     memset(&dst->ban_files, 0, sizeof(dst->ban_files)); /* read already: the file's */
     if (!dst->name || !dst->listen || !dst->server || (src->record && !dst->record) ||
         (src->sign_key && !dst->sign_key) || (src->anonymize_key && !dst->anonymize_key) ||
-        (src->prx_allow_file && !dst->prx_allow_file))
+        (src->prx_allow_file && !dst->prx_allow_file) ||
+        (src->nmasters > 0 && !dst->masters))
         return UV_ENOMEM;
     return 0;
 }
@@ -1479,6 +1483,7 @@ static void free_conf(struct sg_route_conf *c)
     free(c->sign_key);
     free(c->anonymize_key);
     free(c->prx_allow_file);
+    sg_master_conf_free(c->masters, c->nmasters);
     sg_filter_list_unref(c->filters);
     sg_ban_list_unref(c->bans);
     sg_ban_list_unref(c->admin_from);
@@ -1648,6 +1653,22 @@ char *sg_route__client_name(const struct sg_route *r, const struct sockaddr *sa,
     return sg_addr_format(sa, buf, cap);
 }
 
+/* The heartbeat engine's handles count among the route's. */
+static void master_opened(void *data)
+{
+    ((struct sg_route *)data)->open_handles++;
+}
+
+static void master_closed(void *data)
+{
+    sg_route__handle_closed(data);
+}
+
+static const char *conf_file(const struct sg_route_conf *rc)
+{
+    return rc->top && rc->top->file ? rc->top->file : NULL;
+}
+
 int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_conf *rc,
                     struct sg_route **out)
 {
@@ -1721,6 +1742,18 @@ int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_co
     r->handshake = r->conf.protocol == SG_PROTO_AUTO ? sg_codec_handshaker()
                    : r->game && r->game->handshake  ? r->game
                                                     : NULL;
+    if (r->game && r->game->master) {
+        const struct sg_master_owner mo = {.ctx = r->ctx,
+                                           .name = r->conf.name,
+                                           .data = r,
+                                           .opened = master_opened,
+                                           .closed = master_closed};
+        err = sg_master_create(&mo, r->game, rc, conf_file(rc), r->listener.fd,
+                               (struct sockaddr *)&r->listen_addr,
+                               (struct sockaddr *)&r->server_addr, &r->master);
+        if (err < 0)
+            goto err_handles;
+    }
     if (r->ctx->worker == 0) /* said once every loop's socket is in place (app.c) */
         sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0,
                "listening on %s, relaying to %s (%s%s)%s%s",
@@ -1812,6 +1845,9 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0, "recording %s%s", dir ? "into " : "off",
                dir ? dir : "");
     }
+    /* Master servers: resolved again; a name that does not resolve keeps the old list. */
+    if (r->master)
+        (void)sg_master_update(r->master, rc, conf_file(rc), (struct sockaddr *)&r->server_addr);
     r->conf.reencode = rc->reencode;
     r->conf.nq_accept_low = rc->nq_accept_low;
     r->conf.nq_accept_high = rc->nq_accept_high;
@@ -1917,6 +1953,8 @@ void sg_route_close(struct sg_route *r, const char *reason)
     r->warn_unanswered.count = 0;
     if (r->sweep_open)
         uv_close((uv_handle_t *)&r->sweep, on_route_handle_closed);
+    /* The masters hear that the route goes (from the listener, still open). */
+    sg_master_close(r->master, strcmp(reason, "startup failed") != 0);
     /* The sessions' datagrams are out (each close flushed); then the
      * outbox and the listener.  Their close callbacks find the route. */
     if (sg_outbox_close(&r->outbox, on_route_handle_closed))
@@ -1976,6 +2014,8 @@ void sg_route_destroy(struct sg_route *r)
     free_sign_key(r);
     free_anon_key(r);
     sg_route__door_finish(r);
+    sg_master_destroy(r->master);
+    r->master = NULL;
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
     free(r->drain_buf);

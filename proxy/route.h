@@ -21,6 +21,7 @@
 #include "proxy/delay.h"
 #include "proxy/hist.h"
 #include "proxy/log.h"
+#include "proxy/master.h"
 #include "proxy/session.h"
 #include "proxy/udp.h"
 #include "protocols/codec.h"
@@ -165,6 +166,7 @@ struct sg_route {
     struct sg_sign_key *sign_key;   /* signs recordings (`sign_key`), or NULL; the route's life */
     struct sg_anon_key *anon_key;   /* client pseudonyms (`anonymize yes`), or NULL; the route's life */
     struct sg_delay_queue delay;    /* datagrams filters hold back */
+    struct sg_master *master;       /* heartbeats (`master`), or NULL: a game without them */
     bool closing;
     int open_handles; /* handles (its own and its sessions' sockets) whose close
                          callback is pending or due */

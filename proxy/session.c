@@ -472,6 +472,9 @@ static void stream_frame(struct sg_session *s, struct sg_filter_call *call,
 {
     const struct sg_frame_tap *t = *s->route->ctx->taps;
 
+    /* A new level: the masters hear of it (proxy/master.h). */
+    if (f && f->new_level && f->dir == SG_DIR_S2C)
+        sg_master_level(s->route->master, f->level);
     if (!t || !f)
         return;
     call->session = &s->fsess;

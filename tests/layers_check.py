@@ -19,7 +19,7 @@ import sys
 # Lowest first.  A module may include its own layer or a lower one.
 LAYERS = [
     ("base", {"addr", "log", "udp", "delay", "conf", "ctx", "counters", "notify", "ban", "hist"}),
-    ("session", {"session"}),
+    ("session", {"session", "master"}),
     ("route", {"route", "door"}),
     ("stats", {"stats", "metrics"}),
     ("http", {"http", "web_assets", "admin"}),

@@ -1181,6 +1181,7 @@ static bool nq_established(void *state)
 }
 
 extern const struct sg_codec_status sg_nq_status; /* status.c */
+extern const struct sg_codec_master sg_nq_master;  /* status.c */
 
 const struct sg_codec sg_nq_codec = {
     .name = "nq",
@@ -1209,4 +1210,5 @@ const struct sg_codec sg_nq_codec = {
     .describe = nq_describe,
     .established = nq_established,
     .status = &sg_nq_status,
+    .master = &sg_nq_master,
 };

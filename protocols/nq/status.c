@@ -41,3 +41,33 @@ const struct sg_codec_status sg_nq_status = {
     .query = nq_status_query,
     .is_reply = nq_status_is_reply,
 };
+
+/*
+ * Master servers: id's NetQuake has none.  DarkPlaces (the NetQuake-family
+ * server that has one) speaks the dpmaster protocol: "heartbeat
+ * DarkPlaces\n" every sv_heartbeatperiod (120 s by default; DarkPlaces
+ * netconn.c), answered by the master's "getinfo CHALLENGE", which
+ * DarkPlaces answers as a Quake 3 server does.  No shutdown message: the
+ * master drops a server that stops answering.
+ */
+static const char dp_heartbeat[] = "\xff\xff\xff\xffheartbeat DarkPlaces\n";
+
+static int dp_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, size_t status_len,
+                               uint32_t sequence)
+{
+    size_t n = sizeof(dp_heartbeat) - 1;
+
+    (void)status;
+    (void)status_len;
+    (void)sequence;
+    if (cap < n)
+        return -ENOSPC;
+    memcpy(out, dp_heartbeat, n);
+    return (int)n;
+}
+
+const struct sg_codec_master sg_nq_master = {
+    .what = "heartbeat DarkPlaces",
+    .interval_ms = 120 * 1000,
+    .heartbeat = dp_master_heartbeat,
+};

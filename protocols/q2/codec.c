@@ -1360,6 +1360,7 @@ static const struct sg_capture_impl q2_capture_impl = {
 };
 
 extern const struct sg_codec_status sg_q2_status; /* status.c */
+extern const struct sg_codec_master sg_q2_master;  /* status.c */
 
 const struct sg_codec sg_q2_codec = {
     .name = "q2",
@@ -1388,4 +1389,5 @@ const struct sg_codec sg_q2_codec = {
     .describe = q2_describe,
     .established = q2_established,
     .status = &sg_q2_status,
+    .master = &sg_q2_master,
 };

@@ -5,6 +5,7 @@
  * SVC_Status).
  */
 #include "protocols/codec.h"
+#include "protocols/error.h"
 
 #include <errno.h>
 #include <string.h>
@@ -33,4 +34,47 @@ const struct sg_codec_status sg_q2_status = {
     .what = "status",
     .query = q2_status_query,
     .is_reply = q2_status_is_reply,
+};
+
+/*
+ * Master servers: "heartbeat\n" followed by the same status text the
+ * server gives a "status" query (serverinfo, then one line per player),
+ * every 5 minutes; "shutdown" when the server goes down (Quake 2
+ * server/sv_main.c, Master_Heartbeat, Master_Shutdown; q2pro likewise).
+ * The status text is the server's own answer, "print\n" taken off.
+ */
+static const char q2_heartbeat[] = "\xff\xff\xff\xffheartbeat\n";
+static const char q2_shutdown[] = "\xff\xff\xff\xffshutdown";
+
+static int q2_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, size_t status_len,
+                               uint32_t sequence)
+{
+    size_t head = sizeof(q2_heartbeat) - 1, skip = sizeof(q2_reply) - 1;
+
+    (void)sequence;
+    if (!status || !q2_status_is_reply(status, status_len))
+        return SG_E_MALFORMED;
+    if (cap < head + status_len - skip)
+        return -ENOSPC;
+    memcpy(out, q2_heartbeat, head);
+    memcpy(out + head, status + skip, status_len - skip);
+    return (int)(head + status_len - skip);
+}
+
+static int q2_master_shutdown(uint8_t *out, size_t cap)
+{
+    size_t n = sizeof(q2_shutdown) - 1;
+
+    if (cap < n)
+        return -ENOSPC;
+    memcpy(out, q2_shutdown, n);
+    return (int)n;
+}
+
+const struct sg_codec_master sg_q2_master = {
+    .what = "heartbeat",
+    .interval_ms = 300 * 1000,
+    .needs_status = true,
+    .heartbeat = q2_master_heartbeat,
+    .shutdown = q2_master_shutdown,
 };

@@ -1185,6 +1185,7 @@ extern const struct sg_demo_impl sg_q3_demo_impl;       /* offline.c */
 extern const struct sg_capture_impl sg_q3_capture_impl; /* capture.c */
 
 extern const struct sg_codec_status sg_q3_status; /* status.c */
+extern const struct sg_codec_master sg_q3_master;  /* status.c */
 
 const struct sg_codec sg_q3_codec = {
     .name = "q3",
@@ -1213,5 +1214,6 @@ const struct sg_codec sg_q3_codec = {
     .describe = q3_describe,
     .established = q3_established,
     .status = &sg_q3_status,
+    .master = &sg_q3_master,
     .take_notice = q3_take_notice,
 };

@@ -34,3 +34,41 @@ const struct sg_codec_status sg_q3_status = {
     .query = q3_status_query,
     .is_reply = q3_status_is_reply,
 };
+
+/*
+ * Master servers (the dpmaster protocol): "heartbeat QuakeArena-1\n" every
+ * 5 minutes (ioquake3 server/sv_main.c, HEARTBEAT_MSEC and
+ * HEARTBEAT_FOR_MASTER); the master answers with "getinfo CHALLENGE".  At
+ * shutdown ioquake3 sends the same heartbeat again, so that the master's
+ * getinfo goes unanswered and the master drops the server.
+ */
+static const char q3_heartbeat[] = "\xff\xff\xff\xffheartbeat QuakeArena-1\n";
+
+static int put(uint8_t *out, size_t cap, const char *text, size_t n)
+{
+    if (cap < n)
+        return -ENOSPC;
+    memcpy(out, text, n);
+    return (int)n;
+}
+
+static int q3_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, size_t status_len,
+                               uint32_t sequence)
+{
+    (void)status;
+    (void)status_len;
+    (void)sequence;
+    return put(out, cap, q3_heartbeat, sizeof(q3_heartbeat) - 1);
+}
+
+static int q3_master_shutdown(uint8_t *out, size_t cap)
+{
+    return put(out, cap, q3_heartbeat, sizeof(q3_heartbeat) - 1);
+}
+
+const struct sg_codec_master sg_q3_master = {
+    .what = "heartbeat QuakeArena-1",
+    .interval_ms = 300 * 1000,
+    .heartbeat = q3_master_heartbeat,
+    .shutdown = q3_master_shutdown,
+};

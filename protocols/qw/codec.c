@@ -692,6 +692,7 @@ static bool qw_established(void *state)
 
 extern const struct sg_demo_impl sg_qw_demo_impl; /* demo.c */
 extern const struct sg_codec_status sg_qw_status; /* status.c */
+extern const struct sg_codec_master sg_qw_master;  /* status.c */
 extern const struct sg_capture_impl sg_qw_capture_impl; /* capture.c */
 extern const struct sg_codec_route_by sg_qw_route_by; /* prx.c */
 
@@ -723,4 +724,5 @@ const struct sg_codec sg_qw_codec = {
     .demo_reader = &sg_qw_demo_impl,
     .status = &sg_qw_status,
     .route_by = &sg_qw_route_by,
+    .master = &sg_qw_master,
 };
