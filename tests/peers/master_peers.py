@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Real-peer test of `master`: dpmaster (built from source), ioq3ded behind
+slipgate with its own heartbeats off, qstat, and the real ioquake3 client.
+
+    master_peers.py q3 [--seconds N]
+
+What a pass means: dpmaster, told of the server by slipgate's heartbeat
+alone (the server's sv_master1..3 are empty, and it runs `dedicated 1`,
+which sends none), lists slipgate's listening address and port:
+`quakestat -q3m` against dpmaster shows 127.0.0.1:PORT-of-slipgate with the
+server's map, and not the server's own port; then the real client
+connects to that listed address, is in the game N seconds later (the
+server lists it with a live ping) and quits normally (the server logs its
+disconnect); slipgate exits 0 on SIGTERM.
+
+dpmaster is built once into SG_DPMASTER_DIR (the build directory) from
+../shared/peers/master with its build script (SG_DPMASTER_BUILD); it runs
+with --allow-loopback on 127.0.0.1.  Everything runs on 127.0.0.1 with free
+ports, under time limits, and is ended by PID.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from q3_peers import (IOQ3_DIR, MOVE_CFG, OA_CLIENT_BASE, OA_SERVER_BASE, QUIT_CFG,  # noqa: E402
+                      VARIANTS, Fail, Procs, cvars, free_udp_port, getstatus, quit_client, read,
+                      run_main, slipgate_binary, wait_for)
+
+
+def dpmaster_binary():
+    out = os.environ.get("SG_DPMASTER_DIR")
+    script = os.environ.get("SG_DPMASTER_BUILD")
+    if not out or not script:
+        raise Fail("SG_DPMASTER_DIR and SG_DPMASTER_BUILD are not set (run through meson test)")
+    exe = os.path.join(out, "dpmaster")
+    if not os.access(exe, os.X_OK):
+        r = subprocess.run(["bash", script, out], capture_output=True, text=True, timeout=120)
+        if r.returncode != 0 or not os.access(exe, os.X_OK):
+            raise Fail(f"cannot build dpmaster with {script}:\n{r.stdout}{r.stderr}")
+    return exe
+
+
+def listed(master_port):
+    """The servers quakestat -q3m reads from dpmaster: (address, map) pairs."""
+    r = subprocess.run(["quakestat", "-q3m", f"127.0.0.1:{master_port}", "-raw", ","],
+                       capture_output=True, text=True, timeout=20)
+    out = []
+    for line in r.stdout.splitlines():
+        f = line.split(",")
+        if len(f) >= 3 and f[0] == "Q3S":
+            out.append((f[1], f[3] if len(f) > 3 else "", line))
+    return out, r.stdout + r.stderr
+
+
+def run_case(game, seconds):
+    if game != "q3":
+        raise Fail(f"unknown case {game} (only q3)")
+    for exe in (os.path.join(IOQ3_DIR, "ioq3ded"), os.path.join(IOQ3_DIR, "ioquake3")):
+        if not os.access(exe, os.X_OK):
+            raise Fail(f"{exe} is not installed (apt-get install ioquake3 ioquake3-server "
+                       "openarena openarena-server)")
+    for tool in ("xvfb-run", "quakestat"):
+        if not shutil.which(tool):
+            raise Fail(f"{tool} is not installed (scripts/deps.sh --test)")
+    dpmaster = dpmaster_binary()
+    srv_cvars, cli_cvars = VARIANTS["ioq68"]
+    work = tempfile.mkdtemp(prefix="sg-peers-master-")
+    procs = Procs()
+    keep = False
+    try:
+        home_srv = os.path.join(work, "srv")
+        home_cli = os.path.join(work, "cli")
+        jail = os.path.join(work, "jail")  # dpmaster's chroot when run as root
+        for d in (os.path.join(home_cli, "baseoa"), home_srv, jail):
+            os.makedirs(d)
+        with open(os.path.join(home_cli, "baseoa", "peersmove.cfg"), "w") as f:
+            f.write(MOVE_CFG)
+        with open(os.path.join(home_cli, "baseoa", QUIT_CFG), "w") as f:
+            f.write("\n")
+        srv_port, px_port, cli_port, m_port = (free_udp_port() for _ in range(4))
+        limit = seconds + 45
+
+        # The master.
+        m_log = os.path.join(work, "dpmaster.log")
+        procs.start("dpmaster", [dpmaster, "--allow-loopback", "-l", "127.0.0.1", "-p",
+                                 str(m_port), "-j", jail, "-v"], m_log, limit)
+
+        # The real server, its own heartbeats off.
+        srv_log = os.path.join(work, "server.log")
+        procs.start("server", [
+            os.path.join(IOQ3_DIR, "ioq3ded"), "+set", "com_basegame", "baseoa",
+            "+set", "fs_basepath", OA_SERVER_BASE, "+set", "fs_homepath", home_srv]
+            + cvars(srv_cvars) + [
+            "+set", "dedicated", "1", "+set", "net_enabled", "1", "+set", "net_ip", "127.0.0.1",
+            "+set", "net_port", str(srv_port), "+set", "sv_master1", "", "+set", "sv_master2", "",
+            "+set", "sv_master3", "", "+set", "bot_enable", "1", "+set", "bot_minplayers", "2",
+            "+set", "g_gametype", "0", "+set", "timelimit", "0", "+set", "fraglimit", "0",
+            "+map", "oa_dm1"], srv_log, limit)
+        if not wait_for(lambda: "sv_hostname" in getstatus(srv_port, 0.3), 20):
+            raise Fail(f"the server did not answer getstatus:\n{read(srv_log)[-2000:]}")
+
+        # slipgate in front of it, registering with the master.
+        conf = os.path.join(work, "slipgate.conf")
+        with open(conf, "w") as f:
+            f.write(f"route q3 {{\n    listen 127.0.0.1:{px_port}\n"
+                    f"    server 127.0.0.1:{srv_port}\n    protocol q3\n"
+                    f"    master 127.0.0.1:{m_port}\n}}\n")
+        px_log = os.path.join(work, "slipgate.log")
+        px = procs.start("slipgate", [slipgate_binary(), "-c", conf, "-v"], px_log, limit)
+        if not wait_for(lambda: "listening on" in read(px_log), 10):
+            raise Fail(f"slipgate did not start:\n{read(px_log)}")
+
+        # qstat lists slipgate's address, with the server's map.
+        ours = f"127.0.0.1:{px_port}"
+        servers, qout = [], ""
+
+        def is_listed():
+            nonlocal servers, qout
+            servers, qout = listed(m_port)
+            return any(a == ours for a, _, _ in servers)
+        if not wait_for(is_listed, 15, step=0.5):
+            raise Fail(f"quakestat -q3m does not list {ours}:\n{qout}\n--- dpmaster\n"
+                       f"{read(m_log)[-1500:]}\n--- slipgate\n{read(px_log)[-1500:]}")
+        line = next(l for a, _, l in servers if a == ours)
+        if any(a.endswith(f":{srv_port}") for a, _, _ in servers) or "oa_dm1" not in line:
+            raise Fail(f"the listing is not slipgate's with the server's map: {servers}")
+
+        # The real client connects to the listed address and plays.
+        cli_log = os.path.join(work, "client.log")
+        env = dict(os.environ, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
+        cli = procs.start("client", [
+            "xvfb-run", "-a", "-s", "-screen 0 640x480x24",
+            os.path.join(IOQ3_DIR, "ioquake3"), "+set", "com_basegame", "baseoa",
+            "+set", "fs_basepath", OA_CLIENT_BASE, "+set", "fs_homepath", home_cli]
+            + cvars(cli_cvars) + [
+            "+set", "cl_motd", "0", "+set", "net_enabled", "1", "+set", "net_port", str(cli_port),
+            "+set", "cl_renderer", "opengl1", "+set", "r_mode", "-1",
+            "+set", "r_customwidth", "320", "+set", "r_customheight", "240",
+            "+set", "r_fullscreen", "0", "+set", "s_initsound", "0", "+set", "com_maxfps", "60",
+            "+set", "name", "peers", "+set", "com_introplayed", "1", "+exec", "peersmove.cfg",
+            "+connect", ours, "+wait", "400", "+vstr", "mv1"], cli_log, limit, env=env)
+        if not wait_for(lambda: "peers^7 entered the game" in read(srv_log), 30):
+            raise Fail("the client never entered the game\n--- server\n"
+                       f"{read(srv_log)[-1500:]}\n--- client\n{read(cli_log)[-1500:]}\n"
+                       f"--- slipgate\n{read(px_log)[-1500:]}")
+        entered = time.monotonic()
+        while time.monotonic() - entered < seconds:
+            if cli.poll() is not None:
+                raise Fail(f"the client exited early:\n{read(cli_log)[-2000:]}")
+            if px.poll() is not None:
+                raise Fail(f"slipgate exited early:\n{read(px_log)[-2000:]}")
+            time.sleep(0.5)
+        status = getstatus(srv_port)
+        players = [l for l in status.split("\n")[2:] if '"peers' in l]
+        if not players or players[0].split()[1] == "999":
+            raise Fail(f"after {seconds}s the server does not list a live 'peers':\n{status}")
+        quit_client(cli, home_cli, srv_log, procs)
+        rc = procs.stop(px)
+        if rc != 0:
+            raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
+        hb = len(re.findall(r"heartbeat QuakeArena-1 sent to master", read(px_log)))
+        print(f"PASS master q3: quakestat -q3m lists {ours} (the server is on {srv_port}): "
+              f"{line}; the client played {seconds}s through it and quit; {hb} heartbeat(s) "
+              f"logged")
+    except Fail:
+        keep = True
+        print(f"(work files kept in {work})")
+        raise
+    finally:
+        procs.stop_all()
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    return run_main(__doc__, 1, 8, run_case, lambda game: f"master {game}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
