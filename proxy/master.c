@@ -104,9 +104,10 @@ static void free_list(struct sockaddr_storage *addrs, char **specs, int n)
     free(addrs);
 }
 
-/* Resolve `rc`'s masters into new arrays; on failure logs file:line and returns the error. */
+/* Resolve `rc`'s masters into new arrays; on failure returns the error, told with file:line
+ * when `say`. */
 static int resolve_all(struct sg_master *m, const struct sg_route_conf *rc, const char *file,
-                       struct sockaddr_storage **addrs, char ***specs)
+                       bool say, struct sockaddr_storage **addrs, char ***specs)
 {
     char why[512];
     int err;
@@ -126,12 +127,14 @@ static int resolve_all(struct sg_master *m, const struct sg_route_conf *rc, cons
         err = sg_master_resolve(mc->addr, m->listen_family, &(*addrs)[i], why, sizeof(why));
         if (err == 0 && !((*specs)[i] = strdup(mc->addr)))
             err = -ENOMEM;
-        if (err < 0) {
+        if (err < 0 && say) {
             if (mc->line)
                 sg_log(m->owner.ctx->log, SG_LOG_ERROR, m->name, 0, "%s:%d:%d: %s",
                        file ? file : "config", mc->line, mc->col, why);
             else
                 sg_log(m->owner.ctx->log, SG_LOG_ERROR, m->name, 0, "command line: %s", why);
+        }
+        if (err < 0) {
             free_list(*addrs, *specs, rc->nmasters);
             *addrs = NULL;
             *specs = NULL;
@@ -305,7 +308,7 @@ int sg_master_create(const struct sg_master_owner *owner, const struct sg_codec 
     m->listen_family = listen_addr->sa_family;
     memcpy(&m->server, server, sg_addr_len(server));
     m->interval_ms = rc->master_interval_ms ? rc->master_interval_ms : m->hb->interval_ms;
-    err = resolve_all(m, rc, file, &m->addrs, &m->specs);
+    err = resolve_all(m, rc, file, true, &m->addrs, &m->specs);
     if (err < 0) {
         free(m);
         return err;
@@ -330,10 +333,12 @@ int sg_master_update(struct sg_master *m, const struct sg_route_conf *rc, const 
     char **specs;
     int64_t iv = rc->master_interval_ms ? rc->master_interval_ms : m->hb->interval_ms;
     bool added;
-    int err = resolve_all(m, rc, file, &addrs, &specs);
+    /* Every loop resolves the same list on a reload: worker 0 alone says why. */
+    int err = resolve_all(m, rc, file, m->owner.ctx->worker == 0, &addrs, &specs);
 
     if (err < 0) {
-        sg_log(m->owner.ctx->log, SG_LOG_ERROR, m->name, 0, "reload: keeping the old masters");
+        if (m->owner.ctx->worker == 0)
+            sg_log(m->owner.ctx->log, SG_LOG_ERROR, m->name, 0, "reload: keeping the old masters");
         return err;
     }
     added = rc->nmasters > 0 && m->n == 0;

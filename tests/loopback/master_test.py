@@ -21,6 +21,7 @@ is what the master lists).  Datagrams go only to 127.0.0.1 / ::1; loops are
 bounded in count and time.
 """
 import os
+import signal
 import socket
 import struct
 import sys
@@ -286,6 +287,39 @@ def case_master_q2_silent(h):
 
 
 # ---- configuration ---------------------------------------------------
+
+def case_master_reload(h):
+    """A reload adds a master (a heartbeat goes at once), and one that does
+    not resolve is refused with its file and line: the old list stays."""
+    server = Peer('127.0.0.1', q3_server)
+    master = Peer('127.0.0.1')
+    try:
+        text = ('route m {\n  listen 127.0.0.1:%s\n  server 127.0.0.1:%d\n  protocol q3\n'
+                '  master_interval 1s\n%s}\n')
+        p = h.proxy(text % ('$P0', server.port, ''))
+        port = p.ports[0]
+        time.sleep(0.3)
+        check(not master.got, 'a heartbeat went to no master')
+        p.write_config(text % (port, server.port, '  master 127.0.0.1:%d\n' % master.port))
+        p.send_signal(signal.SIGHUP)
+        hb = master.wait(lambda d: d == Q3_HB, timeout=3.0)
+        check(hb and from_listener(hb, port), 'no heartbeat after the reload added the master')
+        mark = p.log_mark()
+        p.write_config(text % (port, server.port, '  master nosuchhost.invalid:27950\n'))
+        p.send_signal(signal.SIGHUP)
+        check(p.wait_for_log(r'\.conf:6:10: cannot resolve master .nosuchhost\.invalid', 5.0,
+                             start=mark), 'the reload did not name the master\'s file and line')
+        check(p.wait_for_log(r'keeping the old masters', 1.0, start=mark), 'no "keeping"')
+        check(p.count_log(r'cannot resolve master', mark) == 1,
+              'the error is not told once: %d times' % p.count_log(r'cannot resolve master', mark))
+        n = len(master.got)
+        more = master.wait(lambda d: d == Q3_HB, n=n + 2, timeout=4.0)
+        check(len(more) >= n + 2, 'the old master got no more heartbeats after the bad reload')
+        check(p.alive(), 'slipgate exited on the bad reload')
+    finally:
+        server.close()
+        master.close()
+
 
 def case_master_config_errors(h):
     """A master that does not resolve stops the start with FILE:LINE:COL; an
