@@ -31,10 +31,10 @@ struct sg_master {
     char **specs;                   /* as configured, for the log */
     int n;
     int64_t interval_ms;
-    uint32_t sequence;  /* heartbeats sent */
-    char level[64];     /* the level last announced, "" until then */
-    bool waiting;       /* a status query is out */
-    bool unanswered;    /* the last one went unanswered (told once) */
+    uint32_t sequence; /* heartbeats sent */
+    char level[64];    /* the level last announced, "" until then */
+    bool waiting;      /* a status query is out */
+    bool unanswered;   /* the last one went unanswered (told once) */
     bool closing;
     uv_timer_t tick, wait;
     uv_udp_t status;
@@ -154,8 +154,8 @@ static void send_all(struct sg_master *m, const uint8_t *data, size_t len, const
         const struct sockaddr *to = (const struct sockaddr *)&m->addrs[i];
         ssize_t n = sendto(m->listen_fd, data, len, 0, to, sg_addr_len(to));
         if (n < 0)
-            sg_log(m->owner.ctx->log, SG_LOG_WARN, m->name, 0, "cannot send the %s to master %s: %s",
-                   what, m->specs[i], strerror(errno));
+            sg_log(m->owner.ctx->log, SG_LOG_WARN, m->name, 0,
+                   "cannot send the %s to master %s: %s", what, m->specs[i], strerror(errno));
         else
             sg_log(m->owner.ctx->log, SG_LOG_DEBUG, m->name, 0, "%s sent to master %s (%s)", what,
                    m->specs[i], sg_addr_format(to, a, sizeof(a)));
@@ -236,7 +236,7 @@ static int open_status(struct sg_master *m)
 
 static void on_wait(uv_timer_t *t);
 
-/* Send the heartbeat now, or for a game whose heartbeat carries the status, ask the server first. */
+/* Send the heartbeat now; for a game whose heartbeat carries the status, ask the server first. */
 static void beat(struct sg_master *m)
 {
     uint8_t q[64];
