@@ -11,7 +11,9 @@ which sends none), lists slipgate's listening address and port:
 server's map, and not the server's own port; then the real client
 connects to that listed address, is in the game N seconds later (the
 server lists it with a live ping) and quits normally (the server logs its
-disconnect); slipgate exits 0 on SIGTERM.
+disconnect); before it quits, an rcon `map oa_dm2` on the server makes
+slipgate heartbeat at once (it sees the new level in the player's traffic)
+and the listing shows the new map; slipgate exits 0 on SIGTERM.
 
 dpmaster is built once into SG_DPMASTER_DIR (the build directory) from
 ../shared/peers/master with its build script (SG_DPMASTER_BUILD); it runs
@@ -28,8 +30,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from q3_peers import (IOQ3_DIR, MOVE_CFG, OA_CLIENT_BASE, OA_SERVER_BASE, QUIT_CFG,  # noqa: E402
-                      VARIANTS, Fail, Procs, cvars, free_udp_port, getstatus, quit_client, read,
-                      run_main, slipgate_binary, wait_for)
+                      RCON_PASSWORD, VARIANTS, Fail, Procs, cvars, free_udp_port, getstatus,
+                      quit_client, rcon, read, run_main, slipgate_binary, wait_for)
 
 
 def dpmaster_binary():
@@ -100,7 +102,7 @@ def run_case(game, seconds):
             "+set", "net_port", str(srv_port), "+set", "sv_master1", "", "+set", "sv_master2", "",
             "+set", "sv_master3", "", "+set", "bot_enable", "1", "+set", "bot_minplayers", "2",
             "+set", "g_gametype", "0", "+set", "timelimit", "0", "+set", "fraglimit", "0",
-            "+map", "oa_dm1"], srv_log, limit)
+            "+set", "rconpassword", RCON_PASSWORD, "+map", "oa_dm1"], srv_log, limit)
         if not wait_for(lambda: "sv_hostname" in getstatus(srv_port, 0.3), 20):
             raise Fail(f"the server did not answer getstatus:\n{read(srv_log)[-2000:]}")
 
@@ -155,6 +157,20 @@ def run_case(game, seconds):
             if px.poll() is not None:
                 raise Fail(f"slipgate exited early:\n{read(px_log)[-2000:]}")
             time.sleep(0.5)
+        # A map change: slipgate sees the new level in the player's traffic
+        # and heartbeats at once; the master asks again and lists the new map.
+        beats = read(m_log).count("heartbeat QuakeArena-1")
+        rcon(srv_port, "map oa_dm2")
+        if not wait_for(lambda: "changed level to oa_dm2: master heartbeat" in read(px_log), 20):
+            raise Fail(f"no heartbeat at the map change:\n{read(px_log)[-2000:]}")
+        if not wait_for(lambda: read(m_log).count("heartbeat QuakeArena-1") > beats, 5):
+            raise Fail(f"dpmaster did not get the map change's heartbeat:\n{read(m_log)[-1500:]}")
+        if not wait_for(lambda: any(a == ours and m == "oa_dm2" for a, m, _ in listed(m_port)[0]),
+                        10, step=0.5):
+            raise Fail(f"quakestat does not list {ours} on oa_dm2: {listed(m_port)}")
+        if not wait_for(lambda: read(srv_log).count("peers^7 entered the game") >= 2, 30):
+            raise Fail(f"the client did not come back after the map change:\n"
+                       f"{read(srv_log)[-2000:]}")
         status = getstatus(srv_port)
         players = [l for l in status.split("\n")[2:] if '"peers' in l]
         if not players or players[0].split()[1] == "999":
@@ -165,8 +181,8 @@ def run_case(game, seconds):
             raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
         hb = len(re.findall(r"heartbeat QuakeArena-1 sent to master", read(px_log)))
         print(f"PASS master q3: quakestat -q3m lists {ours} (the server is on {srv_port}): "
-              f"{line}; the client played {seconds}s through it and quit; {hb} heartbeat(s) "
-              f"logged")
+              f"{line}; the client played {seconds}s through it, followed a map change (a "
+              f"heartbeat at once, listed on oa_dm2) and quit; {hb} heartbeat(s) logged")
     except Fail:
         keep = True
         print(f"(work files kept in {work})")
