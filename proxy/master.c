@@ -36,6 +36,7 @@ struct sg_master {
     bool waiting;      /* a status query is out */
     bool unanswered;   /* the last one went unanswered (told once) */
     bool closing;
+    bool drained; /* the shutdown message went: no more heartbeats */
     uv_timer_t tick, wait;
     uv_udp_t status;
     bool status_open;
@@ -243,7 +244,7 @@ static void beat(struct sg_master *m)
     uv_buf_t b;
     int n, err;
 
-    if (m->n == 0 || m->closing)
+    if (m->n == 0 || m->closing || m->drained)
         return;
     if (!m->hb->needs_status || !m->game->status) {
         heartbeat(m, NULL, 0);
@@ -368,16 +369,31 @@ void sg_master_level(struct sg_master *m, const char *level)
     }
 }
 
-void sg_master_close(struct sg_master *m, bool shutdown)
+static void say_shutdown(struct sg_master *m)
 {
     uint8_t out[64];
     int n;
 
-    if (!m || m->closing)
-        return;
-    if (shutdown && m->owner.ctx->worker == 0 && m->n > 0 && m->hb->shutdown &&
+    if (m->owner.ctx->worker == 0 && m->n > 0 && m->hb->shutdown &&
         (n = m->hb->shutdown(out, sizeof(out))) > 0)
         send_all(m, out, (size_t)n, "shutdown message");
+}
+
+void sg_master_drain(struct sg_master *m)
+{
+    if (!m || m->closing || m->drained)
+        return;
+    m->drained = true;
+    uv_timer_stop(&m->tick);
+    say_shutdown(m);
+}
+
+void sg_master_close(struct sg_master *m, bool shutdown)
+{
+    if (!m || m->closing)
+        return;
+    if (shutdown && !m->drained)
+        say_shutdown(m);
     m->closing = true;
     uv_close((uv_handle_t *)&m->tick, on_handle_closed);
     uv_close((uv_handle_t *)&m->wait, on_handle_closed);

@@ -70,7 +70,10 @@ int sg_master_update(struct sg_master *m, const struct sg_route_conf *rc, const 
                      const struct sockaddr *server);
 /* The server announced level `level` to a session: a new one sends a heartbeat now. */
 void sg_master_level(struct sg_master *m, const char *level);
-/* Send the game's shutdown message (when `shutdown`) and close the handles. */
+/* slipgate drains (SIGTERM with drain_timeout): the masters hear at once that the route
+ * goes (the game's shutdown message), and no heartbeat follows. */
+void sg_master_drain(struct sg_master *m);
+/* Send the game's shutdown message (when `shutdown`, unless drained) and close the handles. */
 void sg_master_close(struct sg_master *m, bool shutdown);
 /* Free it once closed and its handles' callbacks have run (accepts NULL). */
 void sg_master_destroy(struct sg_master *m);

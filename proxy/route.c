@@ -1400,6 +1400,9 @@ static void on_sweep(uv_timer_t *t)
     }
     if (r->rb)
         rb_ping_tick(r, now);
+    /* Draining: the masters stop listing the route now, not when it closes. */
+    if (r->ctx->draining && atomic_load_explicit(r->ctx->draining, memory_order_relaxed))
+        sg_master_drain(r->master);
 
     for (s = r->sessions; s; s = next) {
         next = s->next;

@@ -286,6 +286,41 @@ def case_master_q2_silent(h):
         master.close()
 
 
+def case_master_drain(h):
+    """SIGTERM with drain_timeout: the master gets the shutdown message at
+    once, while a player's session goes on, and nothing after it (no second
+    one when the route closes)."""
+    server = Peer('127.0.0.1', lambda d, s: [OOB + b'print\n' + Q2_BODY]
+                  if d == OOB + b'status\n' else [d])
+    master = Peer('127.0.0.1')
+    player = Peer('127.0.0.1')
+    try:
+        conf = ('drain_timeout 20s\nroute m {\n  listen 127.0.0.1:$P0\n  server 127.0.0.1:%d\n'
+                '  protocol q2\n  master 127.0.0.1:%d\n  handshake_timeout 30s\n'
+                '  idle_timeout 2s\n}\n' % (server.port, master.port))
+        p = h.proxy(conf)
+        port = p.ports[0]
+        check(master.wait(lambda d: d.startswith(OOB + b'heartbeat')), 'no heartbeat at start')
+        player.send(b'\x01\x00\x00\x00\x00\x00\x00\x00hello', ('127.0.0.1', port))
+        check(player.wait(lambda d: d.endswith(b'hello')), 'the player was not relayed')
+        t = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        bye = master.wait(lambda d: d == OOB + b'shutdown', timeout=3.0)
+        check(bye and p.alive(), 'no shutdown message while draining (alive: %s)' % p.alive())
+        check(bye[0][0] - t < 2.0, 'the shutdown message came %.1f s after SIGTERM'
+              % (bye[0][0] - t))
+        rc = p.wait_exit(10)
+        check(rc == 0, 'exit status %s after the drain' % rc)
+        check(len(master.wait(lambda d: d == OOB + b'shutdown', n=2, timeout=0.0)) == 1,
+              'more than one shutdown message: %r' % master.got)
+        check(not [g for g in master.got if g[0] > bye[0][0] and g[1] != OOB + b'shutdown'
+                   and g[1].startswith(OOB + b'heartbeat')], 'a heartbeat after the shutdown')
+    finally:
+        server.close()
+        master.close()
+        player.close()
+
+
 # ---- configuration ---------------------------------------------------
 
 def case_master_reload(h):
