@@ -50,7 +50,7 @@
 enum sg_conf_type {
     SG_CONF_STRING,   /* char * (heap, owned by the object; NULL when unset) */
     SG_CONF_PATH,     /* char *, as STRING */
-    SG_CONF_ADDR,     /* char *, syntax-checked host:port, port 1-65535 */
+    SG_CONF_ADDR,     /* char *, syntax-checked host:port, port 1-65535 (0 with .port0) */
     SG_CONF_INT,      /* int64_t */
     SG_CONF_SIZE,     /* int64_t bytes, k/M/G suffixes (powers of 1024) */
     SG_CONF_DURATION, /* int64_t milliseconds */
@@ -95,6 +95,7 @@ struct sg_conf_directive {
     /* ENUM without `choices`: the i-th choice from 0, NULL past the last (a list kept elsewhere) */
     const char *(*choice_at)(int i);
     int64_t min, max;            /* INT/SIZE/DURATION bounds, inclusive; both 0 = none */
+    bool port0;                  /* ADDR: port 0 allowed (a listener the kernel gives a port) */
     const char *argname;         /* for help: "ADDR:PORT", "SECONDS", ... */
     const char *help;            /* one line */
     /*

@@ -363,8 +363,8 @@ static int check_addr(const struct sg_conf_directive *d, const struct sg_conf_ar
     const char *last = strrchr(s, ':');
     int rc = sg_conf_split_addr(s, host, sizeof(host), port, sizeof(port));
 
-    /* Port 0 would be whatever port the kernel picks: nobody could reach it or send to it. */
-    if (rc == 0 && strspn(port, "0") == strlen(port))
+    /* Port 0 is whatever port the kernel picks: only a listener can say which (ports_file). */
+    if (rc == 0 && !d->port0 && strspn(port, "0") == strlen(port))
         return BAD("expects a port between 1 and 65535, got '%s' (port 0)", got);
     if (rc == 0)
         return 0;

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -543,6 +544,40 @@ static void worker_apply(struct sg_app *app, struct sg_conf *conf)
 static void prebind(struct sg_app *app, const struct sg_conf *conf);
 static void prebound_clear(struct sg_app *app);
 
+/*
+ * `ports_file`: one line per open route, "NAME ADDR:PORT", then "http
+ * ADDR:PORT" when the web page is on, with the ports the kernel gave for
+ * port 0.  Written to a temporary file and renamed over the old one, so a
+ * reader sees the old list or the new one, whole.
+ */
+static void write_ports_file(struct sg_app *app)
+{
+    const char *path = app->conf->ports_file;
+    char tmp[4096], a[SG_ADDR_STRLEN];
+    FILE *f;
+    int bad;
+
+    if (!path)
+        return;
+    snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+    if (!(f = fopen(tmp, "w"))) {
+        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "ports_file %s: %s", tmp, strerror(errno));
+        return;
+    }
+    for (const struct sg_route *r = app->routes; r; r = r->next)
+        if (!r->closing)
+            fprintf(f, "%s %s\n", r->conf.name,
+                    sg_addr_format((const struct sockaddr *)&r->listen_addr, a, sizeof(a)));
+    if (app->http)
+        fprintf(f, "http %s\n", sg_addr_format(sg_http_address(app->http), a, sizeof(a)));
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
+        sg_log(&app->log, SG_LOG_ERROR, NULL, 0, "ports_file %s: %s", path,
+               strerror(errno ? errno : EIO));
+        unlink(tmp);
+    }
+}
+
 /* 0, or -EINVAL when the file is refused (the old configuration stays;
  * app->reload_error says why). */
 static int reload(struct sg_app *app)
@@ -594,6 +629,7 @@ static int reload(struct sg_app *app)
     sg_app_conf_unlock(app);
     fit_open_files(app);
     stats_timer_start(app);
+    write_ports_file(app);
     sg_log(&app->log, SG_LOG_INFO, NULL, 0, "configuration reloaded");
     app->reload_error[0] = '\0';
     return 0;
@@ -870,8 +906,19 @@ static void prebind(struct sg_app *app, const struct sg_conf *conf)
                 p->fd[w] = busy; /* the route fails with it (sg_app_take_listener) */
             continue;
         }
-        for (int w = 0; w < app->nworkers; w++)
-            p->fd[w] = sg_udp_bind_shared((struct sockaddr *)&addr);
+        /* Port 0: the first socket gets a port from the kernel, the others
+         * join it there. */
+        p->fd[0] = sg_udp_bind_shared((struct sockaddr *)&addr);
+        if (p->fd[0] >= 0 && sg_addr_port((struct sockaddr *)&addr) == 0) {
+            socklen_t len = sizeof(addr);
+            if (getsockname(p->fd[0], (struct sockaddr *)&addr, &len) < 0) {
+                int err = -errno;
+                close(p->fd[0]);
+                p->fd[0] = err;
+            }
+        }
+        for (int w = 1; w < app->nworkers; w++)
+            p->fd[w] = p->fd[0] >= 0 ? sg_udp_bind_shared((struct sockaddr *)&addr) : p->fd[0];
         steer(app, rc->name,
               p->fd[0] >= 0 ? sg_udp_steer_by_source(p->fd[0], (unsigned)app->nworkers) : p->fd[0]);
     }
@@ -1291,6 +1338,7 @@ int sg_app_run(const char *config_path, const struct sg_conf_overrides *ov, cons
         stop(&run.app, "startup failed");
     } else {
         fit_open_files(&run.app);
+        write_ports_file(&run.app);
         sg_log(&run.app.log, SG_LOG_INFO, NULL, 0, "slipgate %s running (pid %d)", SG_VERSION,
                (int)getpid());
         stats_timer_start(&run.app);

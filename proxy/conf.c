@@ -314,6 +314,7 @@ static const struct sg_conf_directive route_directives[] = {
      .type = SG_CONF_ADDR,
      .stored = addr_stored,
      .offset = offsetof(struct sg_route_conf, listen),
+     .port0 = true,
      .argname = "ADDR:PORT",
      .help =
          "address to receive clients on; [::]:PORT is dual-stack (default " SG_DEFAULT_LISTEN ")"},
@@ -632,6 +633,12 @@ static const struct sg_conf_directive top_directives[] = {
      .offset = offsetof(struct sg_conf, stats_file),
      .argname = "FILE",
      .help = "write a JSON summary of every session here at exit"},
+    {.name = "ports_file",
+     .type = SG_CONF_PATH,
+     .offset = offsetof(struct sg_conf, ports_file),
+     .argname = "FILE",
+     .help = "once every listener is bound (and after each reload), write one line per route, "
+             "NAME ADDR:PORT, and `http ADDR:PORT`, with the ports the kernel gave (port 0)"},
     {.name = "stats_interval",
      .type = SG_CONF_DURATION,
      .offset = offsetof(struct sg_conf, stats_interval_ms),
@@ -644,6 +651,7 @@ static const struct sg_conf_directive top_directives[] = {
      .type = SG_CONF_ADDR,
      .stored = top_place_stored,
      .offset = offsetof(struct sg_conf, http),
+     .port0 = true,
      .argname = "ADDR:PORT",
      .help = "serve /metrics (Prometheus), a JSON API and a live web page here, e.g. "
              "127.0.0.1:8080 (default: off; doc/monitoring.md)"},

@@ -108,6 +108,7 @@ struct sg_route_conf {
 struct sg_conf {
     int log_level; /* enum sg_log_level */
     char *stats_file;
+    char *ports_file; /* `ports_file FILE`: every listener's real address, or NULL */
     int stats_file_line; /* where `stats_file` was given (0: command line) */
     int64_t stats_interval_ms; /* a `stats` log line per route this often; 0 = never */
     char *http;                /* `http ADDR:PORT`: the web page and /metrics, or NULL (off) */

@@ -77,6 +77,7 @@ struct conn {
 };
 
 struct sg_http {
+    struct sockaddr_storage bound; /* where it listens, the port the kernel gave included */
     struct sg_http_owner owner;
     struct MHD_Daemon *d;
     uv_poll_t poll;
@@ -919,6 +920,7 @@ int sg_http_start(const struct sg_http_owner *owner, const char *addr, const cha
 {
     const struct sg_ctx *ctx = owner->ctx;
     struct sockaddr_storage ss;
+    char bound[SG_ADDR_STRLEN];
     const union MHD_DaemonInfo *info;
     struct sg_http *h;
     char why[256];
@@ -1002,10 +1004,20 @@ int sg_http_start(const struct sg_http_owner *owner, const char *addr, const cha
                "http %s is not a loopback address and no http_token is set: anyone who can "
                "reach it sees every session and message",
                addr);
-    sg_log(ctx->log, SG_LOG_INFO, NULL, 0, "http: serving on http://%s/%s", addr,
+    h->bound = ss;
+    info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    if (info && info->port)
+        sg_addr_set_port((struct sockaddr *)&h->bound, info->port);
+    sg_log(ctx->log, SG_LOG_INFO, NULL, 0, "http: serving on http://%s/%s",
+           sg_addr_format((struct sockaddr *)&h->bound, bound, sizeof(bound)),
            token ? " (token required)" : "");
     *out = h;
     return 0;
+}
+
+const struct sockaddr *sg_http_address(const struct sg_http *h)
+{
+    return (const struct sockaddr *)&h->bound;
 }
 
 void sg_http_stop(struct sg_http *h)

@@ -56,6 +56,9 @@ int sg_http_start(const struct sg_http_owner *owner, const char *addr, const cha
  * once their close callbacks ran.  Accepts NULL. */
 void sg_http_stop(struct sg_http *h);
 
+/* Where the server listens, with the port the kernel gave for port 0. */
+const struct sockaddr *sg_http_address(const struct sg_http *h);
+
 /* With worker loops, the server outlives its handles (other loops' sessions
  * may still call sg_http_frame): free it once the threads are joined and
  * its handles closed.  Accepts NULL; only for a server started with worker

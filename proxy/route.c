@@ -1556,6 +1556,12 @@ static int open_listener(struct sg_route *r)
                err == -EADDRINUSE ? " (another program, perhaps another slipgate, has it)" : "");
         return err;
     }
+    /* Port 0: the port the kernel gave (every loop's socket has it, app.c). */
+    if (sg_addr_port((struct sockaddr *)&r->listen_addr) == 0) {
+        socklen_t len = sizeof(r->listen_addr);
+        if (getsockname(r->listener.fd, (struct sockaddr *)&r->listen_addr, &len) < 0)
+            return -errno;
+    }
     if (r->conf.socket_buffer > 0)
         apply_socket_buffer(r, r->conf.socket_buffer);
     return 0;

@@ -59,7 +59,8 @@ static const char usage_text[] =
     "Options:\n"
     "  -c, --config FILE        read routes and settings from FILE\n"
     "  -l, --listen ADDR:PORT   where clients connect (default " SG_DEFAULT_LISTEN ";\n"
-    "                           [::]:PORT listens on IPv6 and IPv4)\n"
+    "                           [::]:PORT listens on IPv6 and IPv4; port 0: one\n"
+    "                           from the kernel, listed by +set ports_file FILE)\n"
     "  -s, --server HOST:PORT   the real game server (IPv6 as [addr]:port)\n";
 
 /* After the -p line, which lists the games of the codec registry. */
