@@ -123,6 +123,50 @@ def free_port():
         s.close()
 
 
+def port0_slots(config, args):
+    """{k: route name or 'http'} for each $Pk that names only one listener.
+
+    A `listen` line inside `route NAME {` (outside any block: the route
+    `default`), `-l`/`--listen` in args (`default`), an `http` line or
+    `+set http`.  Such a port can be 0: slipgate's ports_file says which
+    port the kernel gave.
+    """
+    uses = {}
+
+    def use(k, what):
+        uses.setdefault(int(k), []).append(what)
+
+    route, depth = 'default', 0
+    for line in (config or '').splitlines():
+        words = line.split('//')[0].split()
+        m = re.match(r'\s*route\s+(\S+)\s*\{', line)
+        if m and depth == 0:
+            route = m.group(1)
+        for k in re.findall(r'\$P(\d+)', line):
+            if words and words[0] == 'listen':
+                use(k, route)
+            elif words and words[0] == 'http':
+                use(k, 'http')
+            else:
+                use(k, None)
+        depth += line.count('{') - line.count('}')
+        if depth <= 0:
+            route, depth = 'default', 0
+    args = list(args)
+    for i, a in enumerate(args):
+        for k in re.findall(r'\$P(\d+)', a):
+            prev = args[i - 1] if i else ''
+            if prev in ('-l', '--listen'):
+                use(k, 'default')
+            elif prev == 'http' and i >= 2 and args[i - 2] == '+set':
+                use(k, 'http')
+            else:
+                use(k, None)
+    names = [w[0] for w in uses.values() if len(w) == 1 and w[0]]
+    return {k: w[0] for k, w in uses.items()
+            if len(w) == 1 and w[0] and names.count(w[0]) == 1}
+
+
 def ephemeral_range():
     """The kernel's ephemeral port range (where bind(0) and connect pick)."""
     try:
@@ -432,6 +476,7 @@ class Proxy:
         self.config_path = os.path.join(workdir, name + '.conf')
         self.stats_path = os.path.join(workdir, name + '.stats.json')
         self.stdout_path = os.path.join(workdir, name + '.stdout')
+        self.ports_path = os.path.join(workdir, name + '.ports')
         self.ports = []
         self.argv = []
         self.warnings = []
@@ -452,8 +497,13 @@ class Proxy:
         runs in the child before exec (resource limits)."""
         text = (config or '') + ' ' + ' '.join(args)
         nports = len(set(re.findall(r'\$P(\d+)', text)))
+        # $Pk that only name a listener (a route's listen, http) become port
+        # 0: slipgate takes the port from the kernel and says which in its
+        # ports_file.  Any other $Pk (a server's port, a port named twice)
+        # still needs a free port chosen here.
+        kernel = port0_slots(config, args) if ready else {}
         for attempt in range(attempts):
-            self.ports = [free_port() for _ in range(nports)]
+            self.ports = [0 if k in kernel else free_port() for k in range(nports)]
             subst = {'P%d' % k: str(p) for k, p in enumerate(self.ports)}
             argv = [self.exe]
             if config is not None:
@@ -462,10 +512,18 @@ class Proxy:
             argv += [string.Template(a).safe_substitute(subst) for a in args]
             if stats:
                 argv += ['--stats', self.stats_path]
+            if kernel:
+                try:
+                    os.unlink(self.ports_path)
+                except FileNotFoundError:
+                    pass
+                argv += ['+set', 'ports_file', self.ports_path]
             self._spawn(argv, lifetime, preexec_fn)
             if not ready:
                 return self
             status = self._wait_ready(routes, ready_timeout)
+            if status == 'ready' and kernel:
+                status = self._read_ports(kernel, ready_timeout)
             if status == 'ready':
                 self.ready_at = time.monotonic()
                 return self
@@ -478,6 +536,32 @@ class Proxy:
             raise Fail('slipgate did not become ready (%s); argv=%s\n--- stderr ---\n%s'
                        % (status, argv, log[-4000:]))
         raise Fail('slipgate could not bind a listen port in %d attempts' % attempts)
+
+    def listed_ports(self):
+        """slipgate's ports_file as {route name or 'http': (host, port)}."""
+        out = {}
+        with open(self.ports_path) as f:
+            for line in f:
+                name, addr = line.split()
+                host, port = addr.rsplit(':', 1)
+                out[name] = (host.strip('[]'), int(port))
+        return out
+
+    def _read_ports(self, kernel, timeout):
+        """Wait (bounded) for the ports file, then fill self.ports."""
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self.ports_path):
+            if self.proc.poll() is not None:
+                return 'exited'
+            if time.monotonic() > deadline:
+                return 'timeout (no ports_file %s)' % self.ports_path
+            time.sleep(0.01)
+        listed = self.listed_ports()
+        for k, name in kernel.items():
+            if name not in listed:
+                return 'no %r in the ports_file: %r' % (name, listed)
+            self.ports[k] = listed[name][1]
+        return 'ready'
 
     def write_config(self, text):
         tmp = self.config_path + '.tmp'
@@ -545,7 +629,8 @@ class Proxy:
             if self.proc.poll() is not None:
                 time.sleep(0.05)  # let the reader collect the last lines
                 return 'exited'
-            if self.ports and set(self.ports) <= udp_ports_bound():
+            known = [p for p in self.ports if p]
+            if known and len(known) == len(self.ports) and set(known) <= udp_ports_bound():
                 if bound_since is None:
                     bound_since = time.monotonic()
                 elif time.monotonic() - bound_since > 1.0:

@@ -2948,6 +2948,152 @@ def case_workers_default(h):
     print('%d CPU(s): %s loops by default, with http too' % (cpus, len(w) or 1))
 
 
+# ---- port 0: listeners take their ports from the kernel --------------------
+
+def udp_sockets_on(port):
+    """How many UDP sockets on this host are bound to local `port`."""
+    n = 0
+    for name in ('/proc/net/udp', '/proc/net/udp6'):
+        try:
+            with open(name) as f:
+                next(f, None)
+                for line in f:
+                    fields = line.split()
+                    if len(fields) > 1 and int(fields[1].rsplit(':', 1)[1], 16) == port:
+                        n += 1
+        except OSError:
+            pass
+    return n
+
+
+def port0_start(h, host, workers=1, extra=''):
+    """slipgate with `listen HOST:0` (no $P: the test picks no port) and a
+    ports_file; returns the proxy and the file's {name: (host, port)}."""
+    srv = h.echo(V6 if ':' in host else V4)
+    px = h.proxy(config='workers %d\n' % workers + extra
+                 + route_block('zero', fmt_addr(host, 0), srv.addr),
+                 args=['+set', 'ports_file', os.path.join(h.dir, 'ports')])
+    path = os.path.join(h.dir, 'ports')
+    deadline = time.monotonic() + 5.0
+    while not os.path.exists(path):
+        check(time.monotonic() < deadline, 'no ports_file within 5 s of the listening line')
+        check(px.alive(), 'slipgate exited: %s' % px.log_text()[-2000:])
+        time.sleep(0.01)
+    with open(path) as f:
+        text = f.read()
+    listed = {}
+    for line in text.splitlines():
+        name, addr = line.split()
+        listed[name] = parse_hostport(addr)
+    return srv, px, listed, text
+
+
+def port0_check(h, host, workers):
+    srv, px, listed, text = port0_start(h, host, workers)
+    check(list(listed) == ['zero'], 'ports_file %r, expected one line for route zero' % text)
+    lhost, port = listed['zero']
+    check(lhost == host and 0 < port < 65536, 'ports_file says %r for %s:0' % (text, host))
+    check(px.count_log(r'listening on %s, ' % re.escape(fmt_addr(host, port))) == 1,
+          'the listening line does not name the port of the ports_file (%d): %s'
+          % (port, px.log_text()[-2000:]))
+    n = udp_sockets_on(port)
+    check(n == workers, '%d sockets on port %d, expected %d (one per worker loop, all on '
+          'the port the kernel gave the first)' % (n, port, workers))
+    clients = [h.client(V6 if ':' in host else V4) for _ in range(8)]
+    for k, c in enumerate(clients):
+        roundtrip(c, (host, port), b'zero-%d' % k)
+    st = stop_ok(px)
+    r = stats_route(st, 'zero')
+    check(r.get('sessions_total') == len(clients), 'stats: sessions_total %r, expected %d'
+          % (r.get('sessions_total'), len(clients)))
+    print('port 0 -> %s:%d, %d socket(s)' % (host, port, n))
+
+
+def case_port0_v4(h):
+    port0_check(h, V4, 1)
+
+
+def case_port0_v6(h):
+    require_ipv6()
+    port0_check(h, V6, 1)
+
+
+def case_port0_workers(h):
+    port0_check(h, V4, 2)
+
+
+def case_port0_http(h):
+    """`http 127.0.0.1:0`: the ports_file's http line is where the page answers."""
+    srv, px, listed, text = port0_start(h, V4, 1, extra='http 127.0.0.1:0\n')
+    check(sorted(listed) == ['http', 'zero'], 'ports_file %r: expected zero and http' % text)
+    hhost, hport = listed['http']
+    check(px.count_log(r'serving on http://127\.0\.0\.1:%d/' % hport) == 1,
+          'the http line does not name port %d: %s' % (hport, px.log_text()[-2000:]))
+    with socket.create_connection((hhost, hport), timeout=2.0) as s:
+        s.sendall(b'GET /api/routes HTTP/1.0\r\nHost: x\r\n\r\n')
+        body = b''
+        while len(body) < 1 << 20:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+    check(body.startswith(b'HTTP/1.') and b'zero' in body,
+          'GET /api/routes on the listed http port: %r' % body[:200])
+    stop_ok(px)
+
+
+def case_port0_reload(h):
+    """A reload that adds a port-0 route rewrites the ports_file (whole) with it,
+    and keeps the first route's port."""
+    srv, px, listed, text = port0_start(h, V4, 2)
+    first = listed['zero'][1]
+    path = os.path.join(h.dir, 'ports')
+    px.write_config('workers 2\n' + route_block('zero', '127.0.0.1:0', srv.addr)
+                    + route_block('more', '[::1]:0' if ipv6_unavailable_reason() is None
+                                  else '127.0.0.1:0', srv.addr))
+    before = os.stat(path).st_ino
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(r'configuration reloaded', 5.0, start=mark) is not None,
+          'no "configuration reloaded" within 5 s: %s' % px.log_text()[-2000:])
+    check(os.stat(path).st_ino != before, 'the ports_file was not replaced on reload')
+    with open(path) as f:
+        lines = f.read().splitlines()
+    got = dict((ln.split()[0], parse_hostport(ln.split()[1])) for ln in lines)
+    check(sorted(got) == ['more', 'zero'], 'ports_file after reload: %r' % lines)
+    check(got['zero'][1] == first, 'route zero moved from port %d to %d on reload'
+          % (first, got['zero'][1]))
+    mport = got['more'][1]
+    check(mport != 0 and udp_sockets_on(mport) == 2,
+          'route more: port %d, %d sockets (expected 2, one per loop)'
+          % (mport, udp_sockets_on(mport)))
+    roundtrip(h.client(V6 if ':' in got['more'][0] else V4), got['more'], b'more')
+    stop_ok(px)
+
+
+def case_no_bind_close_ports(h):
+    """No test hands slipgate a listen port picked by bind-and-close: every
+    `$Pk` in a listen line, `-l` or `http` of the tests becomes port 0
+    (harness.port0_slots), and no test file calls free_port() for a
+    running proxy's listener."""
+    import harness
+    check(harness.port0_slots('route a {\n  listen 127.0.0.1:$P0\n  filter x {\n  }\n'
+                              '  listen_x 1\n}\nhttp 127.0.0.1:$P1\n', ['-l', '[::]:$P2'])
+          == {0: 'a', 1: 'http', 2: 'default'}, 'port0_slots: %r' % harness.port0_slots(
+              'route a {\n  listen 127.0.0.1:$P0\n}\nhttp 127.0.0.1:$P1\n', []))
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bad = []
+    for root, _, files in os.walk(tests):
+        for name in files:
+            if not name.endswith('.py') or name == 'harness.py':
+                continue
+            with open(os.path.join(root, name)) as f:
+                for n, line in enumerate(f, 1):
+                    if 'free_port()' in line and 'proxy(' in line and "'free_port" not in line:
+                        bad.append('%s:%d' % (os.path.relpath(os.path.join(root, name), tests), n))
+    check(not bad, 'a proxy started on a bind-and-close port: %s' % bad)
+
+
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
 
 if __name__ == '__main__':
