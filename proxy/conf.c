@@ -1090,7 +1090,10 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
             rc = SG_E_CONFIG;
         if (check_route_by(r, file, diag) < 0)
             rc = SG_E_CONFIG;
-        for (struct sg_route_conf *o = conf->routes; o != r; o = o->next) {
+        /* Two port-0 listeners get two ports from the kernel. */
+        const char *lport = strrchr(r->listen, ':') + 1; /* checked HOST:PORT */
+        bool kernel_port = strspn(lport, "0") == strlen(lport);
+        for (struct sg_route_conf *o = conf->routes; o != r && !kernel_port; o = o->next) {
             if (strcmp(o->listen, r->listen) == 0) {
                 sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,
                                    "routes '%s' and '%s' both listen on %s", o->name, r->name,

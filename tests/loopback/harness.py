@@ -477,6 +477,7 @@ class Proxy:
         self.stats_path = os.path.join(workdir, name + '.stats.json')
         self.stdout_path = os.path.join(workdir, name + '.stdout')
         self.ports_path = os.path.join(workdir, name + '.ports')
+        self._kernel = {}
         self.ports = []
         self.argv = []
         self.warnings = []
@@ -501,7 +502,7 @@ class Proxy:
         # 0: slipgate takes the port from the kernel and says which in its
         # ports_file.  Any other $Pk (a server's port, a port named twice)
         # still needs a free port chosen here.
-        kernel = port0_slots(config, args) if ready else {}
+        kernel = self._kernel = port0_slots(config, args) if ready else {}
         for attempt in range(attempts):
             self.ports = [0 if k in kernel else free_port() for k in range(nports)]
             subst = {'P%d' % k: str(p) for k, p in enumerate(self.ports)}
@@ -626,6 +627,8 @@ class Proxy:
         for _ in range(int(timeout / 0.02) + 10):
             if self.count_log(r'listening') >= routes:
                 return 'ready'
+            if self._kernel and os.path.exists(self.ports_path):
+                return 'ready'  # written once every listener is bound (-q hides the lines)
             if self.proc.poll() is not None:
                 time.sleep(0.05)  # let the reader collect the last lines
                 return 'exited'
