@@ -887,9 +887,9 @@ static void prebind(struct sg_app *app, const struct sg_conf *conf)
         return;
     for (const struct sg_route_conf *rc = conf->routes; rc; rc = rc->next) {
         struct sg_app_prebound *p = &app->prebound[app->nprebound];
-        struct sockaddr_storage addr;
+        struct sockaddr_storage addr, want;
         char why[256];
-        bool known = false;
+        bool known = false, kernel;
         int busy;
 
         for (const struct sg_route *r = app->routes; r; r = r->next)
@@ -900,22 +900,24 @@ static void prebind(struct sg_app *app, const struct sg_conf *conf)
         app->nprebound++;
         /* SO_REUSEPORT would let the loops join another process's sockets on
          * the address (another slipgate with worker loops): a plain bind
-         * first says whether anyone has it, as with one loop. */
-        if ((busy = sg_udp_bind_probe((struct sockaddr *)&addr)) < 0) {
+         * first says whether anyone has it, as with one loop.  Port 0: that
+         * plain bind is where the kernel gives the port (sg_udp_pick_port),
+         * and the loops' sockets are bound on it; one taken by someone in
+         * between is asked for again, a few times. */
+        kernel = sg_addr_port((struct sockaddr *)&addr) == 0;
+        want = addr;
+        busy = kernel ? sg_udp_pick_port((struct sockaddr *)&addr)
+                      : sg_udp_bind_probe((struct sockaddr *)&addr);
+        if (busy < 0) {
             for (int w = 0; w < app->nworkers; w++)
                 p->fd[w] = busy; /* the route fails with it (sg_app_take_listener) */
             continue;
         }
-        /* Port 0: the first socket gets a port from the kernel, the others
-         * join it there. */
         p->fd[0] = sg_udp_bind_shared((struct sockaddr *)&addr);
-        if (p->fd[0] >= 0 && sg_addr_port((struct sockaddr *)&addr) == 0) {
-            socklen_t len = sizeof(addr);
-            if (getsockname(p->fd[0], (struct sockaddr *)&addr, &len) < 0) {
-                int err = -errno;
-                close(p->fd[0]);
-                p->fd[0] = err;
-            }
+        for (int tries = 1; kernel && p->fd[0] == -EADDRINUSE && tries < 8; tries++) {
+            addr = want;
+            busy = sg_udp_pick_port((struct sockaddr *)&addr);
+            p->fd[0] = busy < 0 ? busy : sg_udp_bind_shared((struct sockaddr *)&addr);
         }
         for (int w = 1; w < app->nworkers; w++)
             p->fd[w] = p->fd[0] >= 0 ? sg_udp_bind_shared((struct sockaddr *)&addr) : p->fd[0];

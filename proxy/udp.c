@@ -294,6 +294,26 @@ int sg_udp_bind_probe(const struct sockaddr *local)
     return err;
 }
 
+int sg_udp_pick_port(struct sockaddr *local)
+{
+    int fd = socket(local->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+    struct sockaddr_storage got;
+    socklen_t len = sizeof(got);
+    int off = 0;
+
+    if (fd < 0)
+        return -errno;
+    if (local->sa_family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    if (bind(fd, local, sg_addr_len(local)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&got, &len) < 0)
+        err = -errno;
+    else
+        sg_addr_set_port(local, sg_addr_port((struct sockaddr *)&got));
+    close(fd);
+    return err;
+}
+
 int sg_udp_adopt(struct sg_udp *u, uv_loop_t *loop, int fd, sg_udp_read_cb on_read, void *data)
 {
     int err;

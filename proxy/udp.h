@@ -105,6 +105,12 @@ int sg_udp_bind_shared(const struct sockaddr *local);
 /* Can `local` be bound without SO_REUSEPORT (is no one on it)?  Binds a
  * socket and closes it: 0, or a negative errno (-EADDRINUSE). */
 int sg_udp_bind_probe(const struct sockaddr *local);
+/* A port nobody holds on `local`'s address (its port 0): a socket without
+ * SO_REUSEPORT is bound there, the port the kernel gave written into
+ * `local`, and closed.  (A bind(0) with SO_REUSEPORT may be given a port
+ * where another process of this user has SO_REUSEPORT sockets, and join
+ * them.)  0, or a negative errno. */
+int sg_udp_pick_port(struct sockaddr *local);
 
 /* Steer each datagram to the reuseport group's socket chosen from its source
  * address alone (not its port): a cBPF program attached to `fd`'s group of

@@ -3072,6 +3072,71 @@ def case_port0_reload(h):
     stop_ok(px)
 
 
+# Run in a network namespace of its own (unshare -rn) whose ephemeral range is
+# two ports: 40000 held by an SO_REUSEPORT socket of this user, 40001 free.
+# A bind(0) with SO_REUSEPORT may be given either (the kernel lets it join a
+# group of the same user), so slipgate with two loops is started 20 times
+# (by chance alone, port 40001 all 20 times: one in a million).
+PORT0_NOT_SHARED = r"""
+import os, socket, subprocess, sys, time
+exe, d = sys.argv[1], sys.argv[2]
+with open('/proc/sys/net/ipv4/ip_local_port_range', 'w') as f:
+    f.write('40000 40001')
+shared = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+shared.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+shared.bind(('127.0.0.1', 40000))
+ports, conf = os.path.join(d, 'ports'), os.path.join(d, 'ns.conf')
+with open(conf, 'w') as f:
+    f.write('workers 2\nports_file %s\nroute zero {\n    listen 127.0.0.1:0\n'
+            '    server 127.0.0.1:27960\n}\n' % ports)
+for run in range(20):
+    if os.path.exists(ports):
+        os.unlink(ports)
+    with open(os.path.join(d, 'ns%d.log' % run), 'w') as log:
+        p = subprocess.Popen([exe, '-c', conf], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    deadline = time.monotonic() + 10
+    while p.poll() is None and not os.path.exists(ports) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    listed = 'none'
+    if os.path.exists(ports):
+        with open(ports) as f:
+            listed = f.read().split()[1]
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    print('run %d: %s, exit %d' % (run, listed, p.returncode))
+"""
+
+
+def case_port0_not_shared(h):
+    """With worker loops, a port-0 route's sockets are bound with SO_REUSEPORT
+    on a port nobody holds: never one where another process of this user has
+    SO_REUSEPORT sockets (a bind(0) with SO_REUSEPORT may be given such a
+    port and join their group, which then shares the route's clients).  In a
+    network namespace whose ephemeral range is one such port and one free
+    one, every start takes the free one."""
+    unshare = shutil.which('unshare')
+    check(unshare is not None, 'needs unshare (util-linux) for a network namespace of its own')
+    r = subprocess.run([unshare, '-rn', sys.executable, '-c', PORT0_NOT_SHARED,
+                        os.environ['SLIPGATE'], h.dir], capture_output=True, timeout=60)
+    out = r.stdout.decode(errors='replace')
+    check(r.returncode == 0, 'unshare -rn (a user and network namespace): exit %d, %s'
+          % (r.returncode, r.stderr.decode(errors='replace')[-1000:]))
+    runs = re.findall(r'run (\d+): (\S+), exit (-?\d+)', out)
+    check(len(runs) == 20, 'expected 20 starts, got:\n%s' % out)
+    shared = [n for n, addr, _ in runs if addr.endswith(':40000')]
+    check(not shared, 'starts %s took port 40000, where this user\'s SO_REUSEPORT socket is '
+          '(the loops joined its group):\n%s' % (shared, out))
+    bad = [(n, addr, rc) for n, addr, rc in runs if addr != '127.0.0.1:40001' or rc != '0']
+    check(not bad, 'every start should listen on the free port 40001 and exit 0: %s\n%s'
+          % (bad, out))
+    print('20 starts in a namespace with one free port: all on it, none joined the shared one')
+
+
 def case_no_bind_close_ports(h):
     """No test hands slipgate a listen port picked by bind-and-close: every
     `$Pk` in a listen line, `-l` or `http` of the tests becomes port 0
