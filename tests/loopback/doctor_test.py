@@ -29,17 +29,15 @@ def check(cond, msg):
         print('FAIL: ' + msg)
 
 
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import dead_port  # noqa: E402
 
 
 def closed_port():
-    """A port nothing listens on (bound and released: the kernel answers ICMP unreachable)."""
-    return free_port()
+    """A port nothing listens on (the kernel answers ICMP unreachable), outside
+    the ephemeral range: no socket of a test running beside this one is
+    given it by bind(0) or connect()."""
+    return dead_port()
 
 
 class FakeServer:
@@ -127,8 +125,10 @@ def line(out, pattern):
 
 
 def route(name, server_port, extra=''):
-    return ('route %s {\n  listen 127.0.0.1:%d\n  server 127.0.0.1:%d\n%s}\n'
-            % (name, free_port(), server_port, extra))
+    # Port 0: the kernel's port when the doctor binds it (a port picked here
+    # and closed again could be taken by a test running beside this one).
+    return ('route %s {\n  listen 127.0.0.1:0\n  server 127.0.0.1:%d\n%s}\n'
+            % (name, server_port, extra))
 
 
 # ---- cases ----

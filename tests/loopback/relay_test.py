@@ -27,7 +27,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import (V4, V6, Fail, check, fmt_addr, parse_hostport, pump,  # noqa: E402
-                     require_ipv6, ipv6_unavailable_reason, loopback_mtu, free_port, main,
+                     require_ipv6, ipv6_unavailable_reason, loopback_mtu, main,
                      dead_port as find_dead_port,
                      END_RE)
 
@@ -1252,8 +1252,10 @@ def case_reload_churn(h):
     pa = px.ports[0]
     a_only = route_block('a', '127.0.0.1:%d' % pa, srv.addr)
     with_b = a_only + route_block('b', '127.0.0.1:%d' % busy_port, srv.addr)
-    c_port = free_port()
-    with_c = a_only + route_block('c', '127.0.0.1:%d' % c_port, srv.addr, idle_timeout='30s')
+    # Route c on port 0: each add gets a port from the kernel (the ports_file
+    # says which), none that a test running beside this one could take
+    # between two reloads.
+    with_c = a_only + route_block('c', '127.0.0.1:0', srv.addr, idle_timeout='30s')
     pid = px.proc.pid
     deadline = time.monotonic() + 40
 
@@ -1282,7 +1284,8 @@ def case_reload_churn(h):
         if i % 2 == 0:
             reload(with_c, 'adding route c (%d)' % i)
             if i % 20 == 0:
-                roundtrip(c, (V4, c_port), b'churn %d' % i, what='route c: ')
+                roundtrip(c, (V4, px.listed_ports()['c'][1]), b'churn %d' % i,
+                          what='route c: ')
                 sessions_c += 1
         else:
             reload(a_only, 'removing route c (%d)' % i)
@@ -1459,13 +1462,14 @@ BAD_CONFIGS = [
 def case_check_config(h):
     good = h.path('good.conf')
     with open(good, 'w') as f:
-        # Free ports: --check-config binds each listen address to see it is free.
+        # Port 0: --check-config binds each listen address to see it is free
+        # (the kernel's port: none that a test running beside this one holds).
         v6 = ipv6_unavailable_reason() is None
         if not v6:
             print('note: no IPv6 loopback (%s): the IPv6 routes listen on IPv4'
                   % ipv6_unavailable_reason())
-        f.write(GOOD_CONFIG % {'dir': h.dir, 'p1': free_port(), 'p2': free_port(),
-                               'p3': free_port(), 'any6': '[::]' if v6 else '0.0.0.0',
+        f.write(GOOD_CONFIG % {'dir': h.dir, 'p1': 0, 'p2': 0,
+                               'p3': 0, 'any6': '[::]' if v6 else '0.0.0.0',
                                'lo6': '[::1]' if v6 else '127.0.0.1'})
     t0 = time.monotonic()
     r = h.run(['--check-config', '-c', good])
@@ -1510,7 +1514,9 @@ def case_check_config_system(h):
     busy = h.udp_socket(V4)
     busy_port = busy.getsockname()[1]
     free = 0  # a listener's port from the kernel
-    pair = free_port()  # one port the check binds twice (--check-config only, no proxy)
+    # One port the check binds twice (--check-config only, no proxy), outside the
+    # ephemeral range: no bind(0) of a test running beside this one takes it.
+    pair = find_dead_port()
     cases = [
         # (name, file text, line, column, required regex)
         ('server_port_0', 'route a {\n    listen 127.0.0.1:%d\n    server 127.0.0.1:0\n}\n'
@@ -1567,7 +1573,7 @@ def case_stats_path_checked(h):
     for what, args in (('--stats in a missing directory',
                         ['--stats', h.path('missing/stats.json')]),
                        ('--stats naming a directory', ['--stats', h.dir])):
-        r = h.run(['-l', '127.0.0.1:%d' % free_port(), '-s', srv.addr] + args, timeout=5.0)
+        r = h.run(['-l', '127.0.0.1:0', '-s', srv.addr] + args, timeout=5.0)
         err = r.stderr.decode(errors='replace')
         check(r.returncode == 1, '%s: exit %d, expected 1 at once; stderr %r'
               % (what, r.returncode, err[-500:]))
@@ -1576,7 +1582,7 @@ def case_stats_path_checked(h):
     cfg_path = h.path('stats_missing.conf')
     with open(cfg_path, 'w') as f:
         f.write('stats_file %s\n' % h.path('gone/s.json') + route_block(
-            'a', '127.0.0.1:%d' % free_port(), srv.addr))
+            'a', '127.0.0.1:0', srv.addr))
     r = h.run(['-c', cfg_path], timeout=5.0)
     err = r.stderr.decode(errors='replace')
     check(r.returncode == 1 and 'cannot write the stats file' in err,
@@ -1643,8 +1649,8 @@ def case_check_config_paths(h):
     for name, body, line, must in cases:
         path = h.path(name + '.conf')
         with open(path, 'w') as f:
-            f.write('route a {\n    listen 127.0.0.1:%d\n    server 127.0.0.1:27960\n%s}\n'
-                    % (free_port(), body))
+            f.write('route a {\n    listen 127.0.0.1:0\n    server 127.0.0.1:27960\n%s}\n'
+                    % body)
         where = r'%s:%d: error: ' % (re.escape(path), line)
         r = h.run(['--check-config', '-c', path])
         err = r.stderr.decode(errors='replace')
@@ -1659,9 +1665,9 @@ def case_check_config_paths(h):
     # One level missing under a writable directory: the recorder makes it.
     path = h.path('record_one_level.conf')
     with open(path, 'w') as f:
-        f.write('route a {\n    listen 127.0.0.1:%d\n    server 127.0.0.1:27960\n'
+        f.write('route a {\n    listen 127.0.0.1:0\n    server 127.0.0.1:27960\n'
                 '    record %s/demos\n    filter textlog { file %s/chat.log }\n}\n'
-                % (free_port(), h.dir, h.dir))
+                % (h.dir, h.dir))
     r = h.run(['--check-config', '-c', path])
     if r.returncode != 0:
         failures.append('a record directory one level deep and a new textlog file: exit %d, %r'
@@ -1684,14 +1690,14 @@ def case_check_config_http(h):
     busy.bind((V4, 0))
     busy.listen(1)
     busy_port = busy.getsockname()[1]
-    route = route_block('a', '127.0.0.1:%d' % free_port(), '127.0.0.1:27960')
+    route = route_block('a', '127.0.0.1:0', '127.0.0.1:27960')
     cases = [
         ('in_use', 'http 127.0.0.1:%d\n' % busy_port, 1,
          r"error: http: cannot listen on 127\.0\.0\.1:%d: .*in use" % busy_port),
         ('unresolvable', 'http nonexistent.invalid:8080\n', 1,
          r"error: http: cannot resolve 'nonexistent\.invalid:8080'"),
-        ('workers', 'workers 2\nhttp 127.0.0.1:%d\n' % free_port(), 0, r'configuration OK'),
-        ('free', 'http 127.0.0.1:%d\n' % free_port(), 0, r'configuration OK'),
+        ('workers', 'workers 2\nhttp 127.0.0.1:0\n', 0, r'configuration OK'),
+        ('free', 'http 127.0.0.1:0\n', 0, r'configuration OK'),
     ]
     failures = []
     for name, top, rc, must in cases:
