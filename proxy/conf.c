@@ -633,12 +633,6 @@ static const struct sg_conf_directive top_directives[] = {
      .offset = offsetof(struct sg_conf, stats_file),
      .argname = "FILE",
      .help = "write a JSON summary of every session here at exit"},
-    {.name = "ports_file",
-     .type = SG_CONF_PATH,
-     .offset = offsetof(struct sg_conf, ports_file),
-     .argname = "FILE",
-     .help = "once every listener is bound (and after each reload), write one line per route, "
-             "NAME ADDR:PORT, and `http ADDR:PORT`, with the ports the kernel gave (port 0)"},
     {.name = "stats_interval",
      .type = SG_CONF_DURATION,
      .offset = offsetof(struct sg_conf, stats_interval_ms),
@@ -706,6 +700,13 @@ static const struct sg_conf_directive top_directives[] = {
      .choices = residence_names,
      .argname = "on|off",
      .help = RESIDENCE_HELP " (every route that sets none)"},
+    /* Ports from the kernel: `listen`/`http` port 0, where they ended up. */
+    {.name = "ports_file",
+     .type = SG_CONF_PATH,
+     .offset = offsetof(struct sg_conf, ports_file),
+     .argname = "FILE",
+     .help = "once every listener is bound (and after each reload), write one line per route, "
+             "NAME ADDR:PORT, and `http ADDR:PORT`, with the ports the kernel gave (port 0)"},
     {.name = "route",
      .type = SG_CONF_BLOCK,
      .open = route_open,

@@ -108,7 +108,6 @@ struct sg_route_conf {
 struct sg_conf {
     int log_level; /* enum sg_log_level */
     char *stats_file;
-    char *ports_file; /* `ports_file FILE`: every listener's real address, or NULL */
     int stats_file_line; /* where `stats_file` was given (0: command line) */
     int64_t stats_interval_ms; /* a `stats` log line per route this often; 0 = never */
     char *http;                /* `http ADDR:PORT`: the web page and /metrics, or NULL (off) */
@@ -130,6 +129,8 @@ struct sg_conf {
     int64_t workers; /* `workers N`: worker loops; 0 = not set (SLIPGATE_WORKERS, else 1) */
     /* Health and draining: SIGTERM drains for at most this long (0: stops at once). */
     int64_t drain_timeout_ms;
+    /* Ports from the kernel (`listen`/`http` port 0). */
+    char *ports_file; /* `ports_file FILE`: every listener's real address, or NULL */
 };
 
 /* Command-line settings layered over the file (owned by the caller). */
