@@ -12,7 +12,8 @@ SG_FRAME_RAW, nobody decodes them):
                   trip is at least 100 ms, and the median is 100 ms (+ a
                   little) more than through a route without netem
     jitter        delay_to_client 50ms, jitter_to_client 20ms: round trips
-                  within 30..70 ms (+ slack) and actually spread
+                  from 30 ms, 36 of 40 within 70 ms (+ slack; a loaded host
+                  runs a timer late now and then), and actually spread
     duplicate     duplicate_to_client 100: every reply arrives twice, and
                   --stats counts the copies
 
@@ -202,9 +203,15 @@ def jitter(h):
                   '        jitter_to_client 20ms\n        seed 5\n    }'}))
     cl = h.client(V4)
     v = rtts(cl, (V4, px.ports[0]), 40, 'jitter')
-    print('round trips %.2f .. %.2f ms' % (min(v), max(v)))
-    check(min(v) >= 28.0 and max(v) <= 90.0,
-          'round trips %.2f .. %.2f ms, outside 30..70 ms (+ slack)' % (min(v), max(v)))
+    # A timer never fires early, so no round trip is below 30 ms; a loaded
+    # host may run one late (the scheduler, not the filter), so the upper
+    # bound holds for 36 of the 40 (a jitter twice as wide would put about
+    # 10 of them past 75 ms).
+    late = sorted(v)[35]
+    print('round trips %.2f .. %.2f ms, 36 of 40 within %.2f ms' % (min(v), max(v), late))
+    check(min(v) >= 28.0, 'a round trip of %.2f ms, below the 30 ms of delay - jitter' % min(v))
+    check(late <= 75.0, 'round trips %.2f .. %.2f ms: only %d of 40 within 70 ms (+ slack)'
+          % (min(v), max(v), sum(1 for x in v if x <= 75.0)))
     check(max(v) - min(v) >= 15.0, 'round trips hardly vary: %.2f .. %.2f ms' % (min(v), max(v)))
     px.stop()
 
