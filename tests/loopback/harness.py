@@ -630,7 +630,8 @@ class Proxy:
             if self._kernel and os.path.exists(self.ports_path):
                 return 'ready'  # written once every listener is bound (-q hides the lines)
             if self.proc.poll() is not None:
-                time.sleep(0.05)  # let the reader collect the last lines
+                for t in self._readers:  # every line read to the end of the pipe
+                    t.join(2)
                 return 'exited'
             known = [p for p in self.ports if p]
             if known and len(known) == len(self.ports) and set(known) <= udp_ports_bound():
@@ -714,10 +715,15 @@ class Proxy:
             pass
 
     def wait_exit(self, timeout):
+        """The exit status once slipgate has exited and its stderr is read to
+        the end (log_text() then has every line), or None after `timeout`."""
         try:
-            return self.proc.wait(timeout)
+            rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
+        for t in self._readers:
+            t.join(2)
+        return rc
 
     def stop(self, sig=signal.SIGTERM, timeout=5.0):
         """Send `sig`, wait for the exit; returns the exit status."""
