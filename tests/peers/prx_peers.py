@@ -7,16 +7,27 @@ slipgates (`route_by prx`) to mvdsv + KTX.
 ezQuake is started with `cl_proxyaddr "127.0.0.1:A@127.0.0.1:B"` and
 `connect 127.0.0.1:SERVER`, as a player using two qwfwd nodes: it sends its
 challenge request and its connect to A with `prx "127.0.0.1:B@SERVER"`.
-Both hops decode with `reencode always` and record.  Passes when the player
-enters the game, plays N seconds with traffic both ways every second on both
-hops, quits normally (the server sees it leave, each hop ends its demo at the
-client's drop), each hop decoded its session with 0 errors and rebuilt every
-message byte-identical, and the server's view of the player's userinfo
-carries the `*qwfwd` stamp and no `prx` key.
+Both hops decode with `reencode always` and record (`name %server%-...`;
+a's route names the server as its `server`, its sessions go to b).  Before
+it connects, ezQuake asks each hop `pingstatus` (`sb_proxygetpings`: the
+query and the reply parser of `connectbr`'s best-route search), once the
+test saw each hop measure its destination.  Passes when ezQuake prints
+each hop's answer listing that hop's next hop (a: b, b: the server) with a
+ping, the player enters the game, plays N seconds with traffic both ways
+every second on both hops, quits normally (the server sees it leave, each
+hop ends its demo at the client's drop), each hop decoded its session with
+0 errors and rebuilt every message byte-identical, and the server's view of
+the player's userinfo carries the `*qwfwd` stamp and no `prx` key; each
+hop's recording is one .qwd named after the session's real destination (b
+for a, the server for b), of the shape ezQuake writes, read by `slipgate
+demo info` with 0 errors, and played to its end by ezQuake.
 """
 import os
 import re
 import signal
+import socket
+import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,8 +36,9 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from q3_peers import Fail, Procs, free_udp_port, read, run_main, wait_for  # noqa: E402
-from relay_peers import (GAMES, check_qw_decoding, check_traffic, copy_game_dirs,  # noqa: E402
-                         game_data, qw_rcon, start_qw_server, stats_session)
+from relay_peers import (GAMES, check_qw_decoding, check_qwd_shape, check_traffic,  # noqa: E402
+                         copy_game_dirs, game_data, play_qwd, qw_rcon, start_qw_server,
+                         stats_session)
 
 HOP_CONF = """route {name} {{
     listen 127.0.0.1:{port}
@@ -35,9 +47,32 @@ HOP_CONF = """route {name} {{
     reencode always
     route_by prx
     prx_allow 127.0.0.1:{allow}
-    record {demos}
+    prx_ping_interval 5s
+    filter record {{
+        directory {demos}
+        name %server%-%map%-%client%
+    }}
 }}
 """
+
+
+def pingstatus(port, dest):
+    """The ping hop `port` reports for `dest` in its `pingstatus` answer
+    (None: no answer, not listed, or not measured yet)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as c:
+        c.settimeout(0.5)
+        c.sendto(b"\xff\xff\xff\xffpingstatus", ("127.0.0.1", port))
+        try:
+            data = c.recv(2048)
+        except OSError:
+            return None
+    if not data.startswith(b"\xff\xff\xff\xffn"):
+        return None
+    for i in range(5, len(data) - 7, 8):
+        p, ms = struct.unpack_from("<HH", data, i + 4)
+        if data[i:i + 4] == bytes([127, 0, 0, 1]) and p == dest and ms != 0xffff:
+            return ms
+    return None
 
 
 def start_client(work, first, second, srv_port, limit, procs):
@@ -58,9 +93,37 @@ def start_client(work, first, second, srv_port, limit, procs):
                                   "+set", "vid_fullscreen", "0", "+set", "vid_width", "320",
                                   "+set", "vid_height", "240", "+set", "name", "peers",
                                   "+exec", "sgquit.cfg",
+                                  # the best-route search's query of each node, printed
+                                  "+sb_proxygetpings", f"127.0.0.1:{first}",
+                                  "+sb_proxygetpings", f"127.0.0.1:{second}",
                                   "+set", "cl_proxyaddr",
                                   f"127.0.0.1:{first}@127.0.0.1:{second}",
                                   "+connect", f"127.0.0.1:{srv_port}"], log, limit, env=env), log
+
+
+def check_demo(work, data, slipgate, procs, name, demos, dest):
+    """Hop `name`'s recording: one .qwd, named (`%server%`) after the
+    session's real destination 127.0.0.1:`dest`, of the shape ezQuake
+    writes, read by `slipgate demo info` with 0 errors and the player in it,
+    played by ezQuake to its end."""
+    qwd = sorted(f for f in os.listdir(demos) if f.endswith(".qwd")) if os.path.isdir(demos) else []
+    if len(qwd) != 1:
+        raise Fail(f"hop {name} recorded {len(qwd)} .qwd, want 1: {qwd}")
+    if not qwd[0].startswith(f"127.0.0.1_{dest}-"):
+        raise Fail(f"hop {name}'s recording {qwd[0]} does not name its destination "
+                   f"127.0.0.1:{dest}")
+    path = os.path.join(demos, qwd[0])
+    reads, cmds, secs = check_qwd_shape(path, False)
+    info = subprocess.run([slipgate, "demo", "info", path], capture_output=True, text=True,
+                          timeout=60)
+    if info.returncode != 0 or not re.search(r"^errors:\s+0$", info.stdout, re.M) or \
+            "peers" not in info.stdout:
+        raise Fail(f"slipgate demo info {qwd[0]} (hop {name}): {info.returncode}\n"
+                   f"{info.stdout}{info.stderr}")
+    text = play_qwd(work, data, path, procs, name)
+    frames = re.search(r"(\d+) frames\s+[\d.]+ seconds", text).group(1)
+    return (f"{qwd[0]}: {reads} server messages, {cmds} commands, {secs:.1f} s, 0 errors in "
+            f"demo info, played to its end ({frames} frames)")
 
 
 def run(case, seconds):
@@ -98,15 +161,34 @@ def chain(work, data, slipgate, seconds, procs):
         if not wait_for(lambda: "listening on" in read(log), 10):
             raise Fail(f"slipgate {name} did not start:\n{read(log)}")
         hops[name] = (p, log, stats, demos)
+    # Each hop pings its allowed destination (a the hop b, b the server) as
+    # soon as it starts: ezQuake asks once both are measured.
+    for name, port, dest in (("b", pb, srv), ("a", pa, pb)):
+        if not wait_for(lambda: pingstatus(port, dest) is not None, 15, 0.3):
+            raise Fail(f"hop {name} reports no ping to 127.0.0.1:{dest} in its pingstatus:\n"
+                       f"{read(hops[name][1])[-1500:]}")
     cli, cli_log = start_client(work, pa, pb, srv, limit, procs)
     if not wait_for(lambda: "peers entered the game" in read(srv_log), 45):
         raise Fail(f"the client did not enter the game through the chain\n--- server ---\n"
                    f"{read(srv_log)[-1500:]}\n--- a ---\n{read(hops['a'][1])[-2000:]}\n"
                    f"--- b ---\n{read(hops['b'][1])[-2000:]}\n--- client ---\n"
                    f"{read(cli_log)[-1500:]}")
+    dests = {"a": pb, "b": srv}
     for name, dest in (("a", f"127.0.0.1:{pb}"), ("b", f"127.0.0.1:{srv}")):
         if not re.search(r"prx chain: .* -> " + re.escape(dest), read(hops[name][1])):
             raise Fail(f"hop {name} does not name its next hop {dest}:\n{read(hops[name][1])}")
+    # ezQuake printed each node's pingstatus answer (its own parser's view).
+    con = read(os.path.join(work, "console.log"))
+    lists = re.findall(r"List:\n(.*?)End of list\.", con, re.S)
+    probes = []
+    for (name, dest), text in zip((("a", pb), ("b", srv)), lists):
+        m = re.search(r"127\.\s*0\.\s*0\.\s*1:\s*(\d+)\s+(\d+)", text)
+        if not m or int(m.group(1)) != dest:
+            raise Fail(f"ezQuake's sb_proxygetpings of hop {name} does not list 127.0.0.1:{dest}: "
+                       f"{text!r}")
+        probes.append(f"{name} -> {dest}: {m.group(2)} ms")
+    if len(probes) != 2:
+        raise Fail(f"ezQuake printed {len(lists)} pingstatus lists, want 2:\n{con[-2000:]}")
     marks = {n: len(read(h[1]).splitlines()) for n, h in hops.items()}
     # The server's view of the player's userinfo (mvdsv's `user` command).
     info = ""
@@ -141,11 +223,9 @@ def chain(work, data, slipgate, seconds, procs):
         if any(drops.values()) or refused != (1 if name == "b" else 0):
             raise Fail(f"hop {name} drops: {route['counters']['drops']}")
         got = check_qw_decoding(s, sessions, "full")
-        qwd = [f for f in os.listdir(demos) if f.endswith(".qwd")] if os.path.isdir(demos) else []
-        if not qwd or not all(os.path.getsize(os.path.join(demos, f)) > 1000 for f in qwd):
-            raise Fail(f"hop {name} recorded no (whole) .qwd: {qwd}")
         out.append(f"hop {name}: {s['counters']['c2s_packets']} up, "
-                   f"{s['counters']['s2c_packets']} down{got}, {len(qwd)} demo(s)")
+                   f"{s['counters']['s2c_packets']} down{got}, "
+                   + check_demo(work, data, slipgate, procs, name, demos, dests[name]))
     if "qwfwd" not in info or "prx" in info:
         raise Fail(f"the server's view of the player's userinfo has no *qwfwd stamp "
                    f"(or still a prx key): {info!r}")
@@ -153,7 +233,7 @@ def chain(work, data, slipgate, seconds, procs):
           f"({len(counts['a'])} stats lines on a, {len(counts['b'])} on b); "
           + "; ".join(out) + "; the server saw "
           + repr(re.search(r"\*qwfwd\W+\S+", info).group(0)) + "; the quit's reconnect to an unlisted "
-          "port refused by b")
+          "port refused by b; ezQuake's pingstatus queries: " + ", ".join(probes))
 
 
 if __name__ == "__main__":
