@@ -260,10 +260,12 @@ struct sg_capture_impl {
 #define SG_ROUTE_BY_TAIL_MAX     512  /* what follows the userinfo (extension lines) */
 
 enum sg_route_by_kind {
-    SG_ROUTE_BY_OTHER = 0,     /* anything else (relayed as on a fixed route) */
-    SG_ROUTE_BY_GETCHALLENGE,  /* the client asks for a challenge */
-    SG_ROUTE_BY_CONNECT,       /* the client's connect request */
-    SG_ROUTE_BY_PINGSTATUS,    /* a route probe: the proxy's pings to servers */
+    SG_ROUTE_BY_OTHER = 0,    /* anything else (relayed as on a fixed route) */
+    SG_ROUTE_BY_GETCHALLENGE, /* the client asks for a challenge */
+    SG_ROUTE_BY_CONNECT,      /* the client's connect request */
+    SG_ROUTE_BY_PINGSTATUS,   /* a route probe: the proxy's pings to servers */
+    SG_ROUTE_BY_STATUS,       /* a browser's status query: the proxy answers as a node */
+    SG_ROUTE_BY_PING,         /* a ping to the proxy itself */
 };
 
 /* A client's connect request as the hooks read it. */
@@ -310,6 +312,10 @@ struct sg_codec_route_by {
     /* The proxy's ping to a server, and whether a datagram answers it. */
     int (*ping_query)(uint8_t *out, size_t cap);
     bool (*is_ping_reply)(const uint8_t *data, size_t len);
+    /* The node's own status answer (its serverinfo names it a proxy node,
+     * `name` its hostname) and its answer to a ping: length or -ENOSPC. */
+    int (*status_reply)(const char *name, uint8_t *out, size_t cap);
+    int (*ping_reply)(uint8_t *out, size_t cap);
 };
 
 /*

@@ -1129,6 +1129,25 @@ out:
 }
 
 /* pingstatus: the pings measured so far (IPv4 servers only, as the convention carries). */
+/* A query whose answer is larger than the question (pingstatus, status): a
+ * source gets SG_RB_QUERIES answers a minute, so a spoofed one gets few. */
+static bool rb_query_allowed(struct sg_route *r, const struct sockaddr *from)
+{
+    uint64_t now = uv_now(r->ctx->loop);
+    struct sg_rb_source *src = rb_source(r, from, now);
+
+    if (now - src->window >= 60000) {
+        src->window = now;
+        src->chains = src->queries = 0;
+    }
+    if (src->queries >= SG_RB_QUERIES) {
+        r->counters.drops[SG_DROP_PRX_RATE]++;
+        return false;
+    }
+    src->queries++;
+    return true;
+}
+
 static void rb_pingstatus(struct sg_route *r, const struct sockaddr *from)
 {
     struct sg_route_by_state *rb = r->rb;
@@ -1136,19 +1155,9 @@ static void rb_pingstatus(struct sg_route *r, const struct sockaddr *from)
     uint8_t out[5 + 8 * SG_RB_PINGS];
     size_t n = 0;
     int len;
-    uint64_t now = uv_now(r->ctx->loop);
-    struct sg_rb_source *src = rb_source(r, from, now);
 
-    /* The answer is larger than the question: a spoofed source gets few. */
-    if (now - src->window >= 60000) {
-        src->window = now;
-        src->chains = src->queries = 0;
-    }
-    if (src->queries >= SG_RB_QUERIES) {
-        r->counters.drops[SG_DROP_PRX_RATE]++;
+    if (!rb_query_allowed(r, from))
         return;
-    }
-    src->queries++;
     for (size_t i = 0; i < rb->npings; i++) {
         const struct sockaddr_in *a = (const struct sockaddr_in *)&rb->pings[i].addr;
         memcpy(p[n].ip4, &a->sin_addr, 4);
@@ -1236,7 +1245,8 @@ static void rb_ping_tick(struct sg_route *r, uint64_t now)
 
 /*
  * A client datagram on a `route_by prx` route, before the usual path: the
- * route answers challenge requests and pingstatus itself and begins a
+ * route answers challenge requests, pingstatus, and (from a source with no
+ * session) status and pings itself, as a node does, and begins a
  * session at a chain's connect; a challenge request from a client that has
  * a session ends it (a reconnect names its chain again).  True when taken.
  */
@@ -1244,7 +1254,7 @@ static bool rb_from_client(struct sg_route *r, const uint8_t *data, size_t len,
                            const struct sockaddr *from, struct sg_session **sp)
 {
     const struct sg_codec_route_by *rb = r->rb_hooks;
-    uint8_t out[64];
+    uint8_t out[160];
     int kind, n;
 
     kind = rb->classify(data, len);
@@ -1261,6 +1271,14 @@ static bool rb_from_client(struct sg_route *r, const uint8_t *data, size_t len,
         return true;
     case SG_ROUTE_BY_PINGSTATUS:
         rb_pingstatus(r, from);
+        return true;
+    case SG_ROUTE_BY_STATUS: /* the node's own: a browser tells a proxy node by it */
+        if (rb_query_allowed(r, from) && (n = rb->status_reply(r->conf.name, out, sizeof(out))) > 0)
+            rb_send(r, from, out, (size_t)n);
+        return true;
+    case SG_ROUTE_BY_PING: /* no larger than the question */
+        if ((n = rb->ping_reply(out, sizeof(out))) > 0)
+            rb_send(r, from, out, (size_t)n);
         return true;
     case SG_ROUTE_BY_CONNECT:
         rb_connect(r, data, len, from);

@@ -17,6 +17,12 @@
  *     answered with 'n' and 8 bytes a server: its IPv4 address as on the
  *     wire, its port and its ping in ms as little-endian shorts (0xffff: no
  *     answer, which ezQuake skips).
+ *   - A node answers "status" itself, with its own serverinfo: ezQuake's
+ *     server browser takes an entry whose `*version` begins with "qwfwd"
+ *     for a node (EX_browser_net.c SB_IsServerQWfwd), and only such
+ *     entries are asked "pingstatus"; it answers a ping ('k', "ping") to
+ *     itself with 'l' (the first hop's ping, the direct edge of the
+ *     best-route search).
  *
  * Refusals are told with 'n' (A2C_PRINT), which ezQuake prints.
  */
@@ -38,6 +44,16 @@ static bool has_prefix(const uint8_t *p, size_t n, const char *s)
     return n >= l && memcmp(p, s, l) == 0;
 }
 
+/* `s` as the whole first word: the datagram ends there, or a space, a line
+ * end or a NUL follows (as qwfwd's tokenizer reads the command). */
+static bool word(const uint8_t *p, size_t n, const char *s)
+{
+    size_t l = strlen(s);
+
+    return has_prefix(p, n, s) &&
+           (n == l || p[l] == ' ' || p[l] == '\n' || p[l] == '\0' || p[l] == '\t');
+}
+
 static int prx_classify(const uint8_t *data, size_t len)
 {
     const uint8_t *p = data + 4;
@@ -52,6 +68,10 @@ static int prx_classify(const uint8_t *data, size_t len)
         return SG_ROUTE_BY_CONNECT;
     if (has_prefix(p, n, "pingstatus"))
         return SG_ROUTE_BY_PINGSTATUS;
+    if (word(p, n, "status"))
+        return SG_ROUTE_BY_STATUS;
+    if (word(p, n, "k") || word(p, n, "ping"))
+        return SG_ROUTE_BY_PING;
     return SG_ROUTE_BY_OTHER;
 }
 
@@ -295,6 +315,34 @@ static bool prx_is_ping_reply(const uint8_t *data, size_t len)
            (len >= 5 && sg_le32(data) == 0xffffffffu && data[4] == 'l');
 }
 
+/* 'n' (A2C_PRINT) with the node's serverinfo and no players, as qwfwd's SVC_Status. */
+static int prx_status_reply(const char *name, uint8_t *out, size_t cap)
+{
+    char host[64];
+    size_t i;
+    int n;
+
+    /* The route's name as the hostname, without the separators infostrings forbid. */
+    for (i = 0; name[i] && i < sizeof(host) - 1; i++)
+        host[i] = name[i] == '\\' || name[i] == '"' || name[i] == '\n' ? '_' : name[i];
+    host[i] = '\0';
+    if (cap < 5)
+        return -ENOSPC;
+    memcpy(out, "\xff\xff\xff\xff", 4);
+    n = snprintf((char *)out + 4, cap - 4, "n\\*version\\qwfwd slipgate\\hostname\\%s\n", host);
+    if (n < 0 || (size_t)n + 1 > cap - 4)
+        return -ENOSPC;
+    return 4 + n + 1; /* a NUL ends the string, as servers send it */
+}
+
+static int prx_ping_reply(uint8_t *out, size_t cap)
+{
+    if (cap < 1)
+        return -ENOSPC;
+    out[0] = 'l'; /* A2A_ACK, as qwfwd's SVC_Ping */
+    return 1;
+}
+
 const struct sg_codec_route_by sg_qw_route_by = {
     .key = "prx",
     .classify = prx_classify,
@@ -308,4 +356,6 @@ const struct sg_codec_route_by sg_qw_route_by = {
     .pingstatus_reply = prx_pingstatus_reply,
     .ping_query = prx_ping_query,
     .is_ping_reply = prx_is_ping_reply,
+    .status_reply = prx_status_reply,
+    .ping_reply = prx_ping_reply,
 };

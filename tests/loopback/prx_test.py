@@ -318,6 +318,35 @@ def case_prx_pingstatus(h):
         srv.close()
 
 
+def case_prx_status(h):
+    """A browser's status and a ping, from a source with no session: the
+    node answers them itself (status: its own serverinfo, *version
+    "qwfwd ...", as ezQuake's browser tells a proxy node by; a ping: 'l'),
+    and nothing reaches the route's server or the allowed one."""
+    srv, fixed = QwServer(), QwServer()
+    try:
+        conf = proxy_conf('node', srv.addr, prx_ping_interval='0').replace('127.0.0.1:9',
+                                                                          fixed.addr)
+        px = h.proxy(config=conf)
+        a = (V4, px.ports[0])
+        c = QwClient()
+        c.send(OOB + b'status 23\n', a)
+        data, src = c.recv()
+        check(data == OOB + b'n\\*version\\qwfwd slipgate\\hostname\\node\n\x00',
+              'status answer: %r' % (data,))
+        for ping in (b'k\n', b'k', b'ping'):
+            c.send(OOB + ping, a)
+            data, src = c.recv()
+            check(data == b'l', 'answer to %r: %r' % (ping, data))
+        c.close()
+        stop_stats(px)
+        check(srv.got() == [] and fixed.got() == [],
+              'the node relayed a query: %r %r' % (srv.got(), fixed.got()))
+    finally:
+        srv.close()
+        fixed.close()
+
+
 def case_prx_allow_file(h):
     """prx_allow_file: a bad line is named by file and line; SIGHUP reads
     the file again, and a destination added there becomes reachable."""

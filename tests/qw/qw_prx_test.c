@@ -190,7 +190,21 @@ static void case_small(void)
              SG_ROUTE_BY_PINGSTATUS);
     CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffgetchallenge\n", 17),
              SG_ROUTE_BY_GETCHALLENGE);
-    CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffstatus 23\n", 14), SG_ROUTE_BY_OTHER);
+    /* A browser's status and a ping are the node's own to answer. */
+    CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffstatus 23\n", 14), SG_ROUTE_BY_STATUS);
+    CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffstatus", 10), SG_ROUTE_BY_STATUS);
+    CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffstatusx", 11), SG_ROUTE_BY_OTHER);
+    CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffk\n", 6), SG_ROUTE_BY_PING);
+    CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffping", 8), SG_ROUTE_BY_PING);
+    CHECK_EQ(RB->classify((const uint8_t *)"\xff\xff\xff\xffkick", 8), SG_ROUTE_BY_OTHER);
+    n = RB->status_reply("node\\1", out, sizeof(out));
+    CHECK(n == 47 && memcmp(out,
+                            "\xff\xff\xff\xff"
+                            "n\\*version\\qwfwd slipgate\\hostname\\node_1\n\0",
+                            47) == 0);
+    CHECK_EQ(RB->status_reply("node", out, 20), -ENOSPC);
+    n = RB->ping_reply(out, sizeof(out));
+    CHECK(n == 1 && out[0] == 'l');
     CHECK_EQ(RB->classify((const uint8_t *)"\x01\0\0\0connect ", 12), SG_ROUTE_BY_OTHER);
 }
 
