@@ -91,6 +91,7 @@ struct nqc {
     struct rel rel[2];     /* by direction */
     struct unrel unrel[2];
     bool connect_seen, accepted, established;
+    bool running; /* the server's netchan has sent since the accept (no disconnect since) */
     int accept_port;
     int unsupported_op;
     char first_error[160];
@@ -182,6 +183,7 @@ static void reset_netchan(struct nqc *c)
     }
     for (unsigned i = 0; i < c->ninj; i++)
         c->inj[i].attached = false;
+    c->running = false;
     sg_nq_proto_set(&c->proto, SG_NQ_PROTOCOL_NETQUAKE, 0);
 }
 
@@ -364,7 +366,10 @@ static int decode_ctl(struct nqc *c, enum sg_dir dir)
         /* DarkPlaces' connectionless packets (getchallenge first, to any
          * server).  A DarkPlaces server (Nexuiz) answers its client's
          * "connect" with "accept" there, not with CCREP_ACCEPT: the
-         * connection starts over at that accept (netconn.c). */
+         * connection starts over at that accept (netconn.c).  A duplicate
+         * (the client sent both connects; it answers the second with
+         * "accept" once the netchan runs) changes nothing: the server keeps
+         * its netchan and the connected client ignores it. */
         static const char accept[] = "accept";
         m->name = "connectionless";
         if (dir == SG_DIR_C2S && c->copy_len >= 11 && memcmp(c->copy + 4, "connect", 7) == 0) {
@@ -372,7 +377,8 @@ static int decode_ctl(struct nqc *c, enum sg_dir dir)
         } else if (dir == SG_DIR_S2C && c->copy_len >= 4 + sizeof(accept) - 1 &&
                    memcmp(c->copy + 4, accept, sizeof(accept) - 1) == 0) {
             c->accepted = true;
-            reset_netchan(c);
+            if (!c->running)
+                reset_netchan(c);
         }
         return 0;
     }
@@ -482,7 +488,7 @@ static void track(struct nqc *c, const uint8_t *d, size_t len)
             if (lv_append(&lv->info, &lv->info_len, &lv->info_cap, b, n) < 0)
                 lv->valid = false;
             break;
-        case 20: case 22: case 29: case 42: case 43: case 44:
+        case 20: case 22: case 29: case 42: case 43: case 44: case 55: case 56: case 59:
             if (lv_append(&lv->signon, &lv->signon_len, &lv->signon_cap, b, n) < 0)
                 lv->valid = false;
             break;
@@ -561,6 +567,8 @@ static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size
     c->frame.kind = SG_FRAME_MESSAGE;
     c->frame.undecoded = c->parsed.unsupported_op >= 0; /* a part relayed as raw bytes */
     c->frame.disconnect = dir == SG_DIR_C2S && c->parsed.disconnect;
+    if (c->parsed.disconnect)
+        c->running = false; /* the next accept starts a new connection */
     c->stats.messages++;
     return 0;
 }
@@ -594,6 +602,8 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
 
     if (dir == SG_DIR_C2S && c->accepted)
         c->established = true;
+    if (dir == SG_DIR_S2C && c->accepted && len >= 8)
+        c->running = true;
     if (len < 8 || (sg_be32(data) & NETFLAG_LENGTH_MASK) != len) {
         c->frame.kind = SG_FRAME_REJECTED; /* "wrong length": the receiver drops it */
         c->why = len < 8 ? "runt (shorter than the header)" : "its length word is not its length";

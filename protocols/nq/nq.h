@@ -39,9 +39,11 @@ struct sg_nq_proto {
     uint8_t angle;      /* enum sg_bmsg_num: MSG_ReadAngle */
     uint8_t move_angle; /* clc_move's angles (angle8 in 15, angle16 or float after) */
     bool fitz;          /* 666 / 999: the extended bits and messages */
+    bool dp;            /* a DarkPlaces server (its stufftext said so): on 15, the
+                         * messages only a CSQC program reads are relayed, not errors */
 };
 
-/* Select `protocol` (and `flags`, used by 999 only). */
+/* Select `protocol` (and `flags`, used by 999 only); `dp` is cleared. */
 void sg_nq_proto_set(struct sg_nq_proto *p, int32_t protocol, uint32_t flags);
 /* Is `protocol` one the decoder reads (15, 666, 999)? */
 bool sg_nq_protocol_known(int32_t protocol);

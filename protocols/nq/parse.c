@@ -4,7 +4,10 @@
  * depends on a value (sound, client data, fast entity updates, baselines,
  * temp entities, serverinfo).  Layouts: the DEM seed §6, PROTOCOLS.md; the
  * read order and the extensions of 666 / 999 as QuakeSpasm's client and
- * server read them (the receiver's view).
+ * server read them (the receiver's view).  On 15, DarkPlaces' own messages
+ * (the opcodes id's protocol leaves unused: 35, 36, 50-62 and the client's
+ * 50, 51; its temp entity types past id's; its sound speed bit) as
+ * DarkPlaces' client reads them with the Quake protocol's sizes.
  */
 #include "protocols/nq/nq.h"
 
@@ -51,6 +54,7 @@ void sg_nq_proto_set(struct sg_nq_proto *p, int32_t protocol, uint32_t flags)
     p->coord = s.coord;
     p->angle = s.angle;
     p->fitz = protocol == SG_NQ_PROTOCOL_FITZQUAKE || protocol == SG_NQ_PROTOCOL_RMQ;
+    p->dp = false;
     /* clc_move: MSG_ReadAngle in 15, MSG_ReadAngle16 (float with PRFL_FLOATANGLE) after. */
     if (!p->fitz)
         p->move_angle = s.angle;
@@ -215,6 +219,51 @@ static const struct fdesc f_fog[] = {
     {"density", SG_BMSG_U8}, {"red", SG_BMSG_U8}, {"green", SG_BMSG_U8}, {"blue", SG_BMSG_U8},
     {"time", SG_BMSG_S16}, {NULL, K_END}};
 
+/* DarkPlaces' messages on 15 (cl_parse.c, the Quake protocol's sizes). */
+static const struct fdesc f_showlmp[] = {
+    {"slot", K_STRING}, {"picture", K_STRING}, {"x", SG_BMSG_S16}, {"y", SG_BMSG_S16},
+    {NULL, K_END}};
+static const struct fdesc f_statubyte[] = {{"stat", SG_BMSG_U8}, {"value", SG_BMSG_U8}, {NULL, K_END}};
+static const struct fdesc f_effect[] = {
+    {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD}, {"model", SG_BMSG_U8},
+    {"startframe", SG_BMSG_U8}, {"framecount", SG_BMSG_U8}, {"framerate", SG_BMSG_U8},
+    {NULL, K_END}};
+static const struct fdesc f_effect2[] = {
+    {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD}, {"model", SG_BMSG_U16},
+    {"startframe", SG_BMSG_U16}, {"framecount", SG_BMSG_U8}, {"framerate", SG_BMSG_U8},
+    {NULL, K_END}};
+static const struct fdesc f_precache[] = {{"index", SG_BMSG_U16}, {"name", K_STRING}, {NULL, K_END}};
+static const struct fdesc f_static_large[] = {
+    {"model", SG_BMSG_U16}, {"frame", SG_BMSG_U16}, {"colormap", SG_BMSG_U8},
+    {"skin", SG_BMSG_U8},   {"origin0", K_COORD},   {"angle0", K_ANGLE},
+    {"origin1", K_COORD},   {"angle1", K_ANGLE},    {"origin2", K_COORD},
+    {"angle2", K_ANGLE},    {NULL, K_END}};
+static const struct fdesc f_baseline_large[] = {
+    {"entity", SG_BMSG_U16}, {"model", SG_BMSG_U16}, {"frame", SG_BMSG_U16},
+    {"colormap", SG_BMSG_U8}, {"skin", SG_BMSG_U8},  {"origin0", K_COORD},
+    {"angle0", K_ANGLE},     {"origin1", K_COORD},   {"angle1", K_ANGLE},
+    {"origin2", K_COORD},    {"angle2", K_ANGLE},    {NULL, K_END}};
+static const struct fdesc f_trailparticles[] = {
+    {"entity", SG_BMSG_S16}, {"effect", SG_BMSG_S16}, {"start0", K_COORD}, {"start1", K_COORD},
+    {"start2", K_COORD},     {"end0", K_COORD},       {"end1", K_COORD},   {"end2", K_COORD},
+    {NULL, K_END}};
+static const struct fdesc f_pointparticles[] = {
+    {"effect", SG_BMSG_S16}, {"origin0", K_COORD},   {"origin1", K_COORD},
+    {"origin2", K_COORD},    {"velocity0", K_COORD}, {"velocity1", K_COORD},
+    {"velocity2", K_COORD},  {"count", SG_BMSG_S16}, {NULL, K_END}};
+static const struct fdesc f_pointparticles1[] = {
+    {"effect", SG_BMSG_S16}, {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD},
+    {NULL, K_END}};
+
+/* DarkPlaces' opcodes on 15 (none of them is a message of id's 15, 666 or
+ * 999); 50 (downloaddata) and 58 (csqcentities) are paragraphs below. */
+static const struct fdesc *const svc_dp_tables[] = {
+    [35] = f_showlmp,      [36] = f_text,          [51] = f_statubyte,
+    [52] = f_effect,       [53] = f_effect2,       [54] = f_precache,
+    [55] = f_baseline_large, [56] = f_static_large, [59] = f_staticsound2,
+    [60] = f_trailparticles, [61] = f_pointparticles, [62] = f_pointparticles1,
+};
+
 /* Indexed by svc opcode; NULL: a paragraph below or not a message. */
 static const struct fdesc *const svc_tables[] = {
     [1] = f_none,         [3] = f_updatestat,    [4] = f_long,         [5] = f_entity,
@@ -238,10 +287,14 @@ static const char *const svc_names[] = {
     "svc_spawnstatic",  "svc_spawnbinary",   "svc_spawnbaseline", "svc_temp_entity",
     "svc_setpause",     "svc_signonnum",     "svc_centerprint",  "svc_killedmonster",
     "svc_foundsecret",  "svc_spawnstaticsound", "svc_intermission", "svc_finale",
-    "svc_cdtrack",      "svc_sellscreen",    "svc_cutscene",     "svc_unknown",
-    "svc_unknown",      "svc_skybox",        "svc_unknown",      "svc_unknown",
+    "svc_cdtrack",      "svc_sellscreen",    "svc_cutscene",     "svc_showlmp",
+    "svc_hidelmp",      "svc_skybox",        "svc_unknown",      "svc_unknown",
     "svc_bf",           "svc_fog",           "svc_spawnbaseline2", "svc_spawnstatic2",
-    "svc_spawnstaticsound2",
+    "svc_spawnstaticsound2", "svc_unknown",  "svc_unknown",      "svc_unknown",
+    "svc_unknown",      "svc_unknown",       "svc_downloaddata", "svc_updatestatubyte",
+    "svc_effect",       "svc_effect2",       "svc_precache",     "svc_spawnbaseline2",
+    "svc_spawnstatic2", "svc_entities",      "svc_csqcentities", "svc_spawnstaticsound2",
+    "svc_trailparticles", "svc_pointparticles", "svc_pointparticles1",
 };
 
 const char *sg_nq_svc_name(int op)
@@ -258,6 +311,10 @@ const char *sg_nq_clc_name(int op)
     static const char *const names[] = {"clc_bad", "clc_nop", "clc_disconnect", "clc_move",
                                         "clc_stringcmd"};
 
+    if (op == 50)
+        return "clc_ackframe";
+    if (op == 51)
+        return "clc_ackdownloaddata";
     return op >= 0 && op < (int)N(names) ? names[op] : "clc_unknown";
 }
 
@@ -267,6 +324,7 @@ const char *sg_nq_clc_name(int op)
 #define SND_ATTENUATION (1u << 1)
 #define SND_LARGEENTITY (1u << 3)
 #define SND_LARGESOUND  (1u << 4)
+#define SND_SPEEDUSHORT4000 (1u << 5) /* DarkPlaces (15): speed * 4000 */
 
 static void svc_sound(struct ctx *c)
 {
@@ -276,6 +334,8 @@ static void svc_sound(struct ctx *c)
         num(c, "volume", SG_BMSG_U8);
     if (mask & SND_ATTENUATION)
         num(c, "attenuation", SG_BMSG_U8);
+    if ((mask & SND_SPEEDUSHORT4000) && !c->p->fitz)
+        num(c, "speed", SG_BMSG_U16);
     if (mask & SND_LARGEENTITY) {
         num(c, "entity", SG_BMSG_U16);
         num(c, "channel", SG_BMSG_U8);
@@ -431,10 +491,92 @@ static void baseline(struct ctx *c, bool version2)
 
 /* ---- temp entities ---- */
 
+/* The rest of the stream as one field, relayed: what a DarkPlaces server's
+ * CSQC program alone reads (its own temp entities, its entities). */
+static void csqc_rest(struct ctx *c, struct sg_fmsg *m)
+{
+    m->unparsed = true;
+    if (c->out->unsupported_op < 0)
+        c->out->unsupported_op = m->op;
+    data(c, "unparsed", sg_bmsg_remaining(&c->r));
+}
+
+/* DarkPlaces' temp entity types past id's (15): false when not one. */
+static bool te_dp(struct ctx *c, uint32_t type)
+{
+    switch (type) {
+    case 16: /* explosion3: origin, colour as three coords */
+        coords(c, "origin0", "origin1", "origin2");
+        coords(c, "red", "green", "blue");
+        return true;
+    case 17: /* lightning4 (Nehahra): model, then a beam */
+        str(c, "model");
+        num(c, "entity", SG_BMSG_S16);
+        coords(c, "start0", "start1", "start2");
+        coords(c, "end0", "end1", "end2");
+        return true;
+    case 50: case 51: /* blood, spark */
+        coords(c, "origin0", "origin1", "origin2");
+        num(c, "velocity0", SG_BMSG_S8);
+        num(c, "velocity1", SG_BMSG_S8);
+        num(c, "velocity2", SG_BMSG_S8);
+        num(c, "count", SG_BMSG_U8);
+        return true;
+    case 52: /* bloodshower */
+        coords(c, "mins0", "mins1", "mins2");
+        coords(c, "maxs0", "maxs1", "maxs2");
+        num(c, "speed", K_COORD);
+        num(c, "count", SG_BMSG_U16);
+        return true;
+    case 53: /* explosionrgb */
+        coords(c, "origin0", "origin1", "origin2");
+        num(c, "red", SG_BMSG_U8);
+        num(c, "green", SG_BMSG_U8);
+        num(c, "blue", SG_BMSG_U8);
+        return true;
+    case 54: case 55: case 56: /* particlecube, particlerain, particlesnow */
+        coords(c, "mins0", "mins1", "mins2");
+        coords(c, "maxs0", "maxs1", "maxs2");
+        coords(c, "dir0", "dir1", "dir2");
+        num(c, "count", SG_BMSG_U16);
+        num(c, "color", SG_BMSG_U8);
+        if (type == 54) {
+            num(c, "gravity", SG_BMSG_U8);
+            num(c, "randomvel", K_COORD);
+        }
+        return true;
+    case 57: case 58: case 59: case 70: case 72: case 75: case 78:
+        coords(c, "origin0", "origin1", "origin2");
+        return true;
+    case 73: /* customflash */
+        coords(c, "origin0", "origin1", "origin2");
+        num(c, "radius", SG_BMSG_U8);
+        num(c, "lifetime", SG_BMSG_U8);
+        num(c, "red", SG_BMSG_U8);
+        num(c, "green", SG_BMSG_U8);
+        num(c, "blue", SG_BMSG_U8);
+        return true;
+    case 74: case 77: case 79: /* flamejet, smoke, plasmahit: origin, dir, count */
+        coords(c, "origin0", "origin1", "origin2");
+        coords(c, "dir0", "dir1", "dir2");
+        num(c, "count", SG_BMSG_U8);
+        return true;
+    case 76: /* tei g3 */
+        coords(c, "start0", "start1", "start2");
+        coords(c, "end0", "end1", "end2");
+        coords(c, "angle0", "angle1", "angle2");
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void svc_temp_entity(struct ctx *c, struct sg_fmsg *m)
 {
     uint32_t type = num(c, "type", SG_BMSG_U8);
 
+    if (!c->p->fitz && type > 13 && te_dp(c, type))
+        return;
     switch (type) {
     case 0: case 1: case 2: case 3: case 4: case 7: case 8: case 10: case 11:
         coords(c, "origin0", "origin1", "origin2");
@@ -452,6 +594,11 @@ static void svc_temp_entity(struct ctx *c, struct sg_fmsg *m)
     default:
         if (c->r.overflowed)
             return;
+        if (c->p->dp && !c->p->fitz) {
+            /* A type of the server's CSQC program (CSQC_Parse_TempEntity). */
+            csqc_rest(c, m);
+            return;
+        }
         /* CL_ParseTEnt: "bad type"; engines with more (DarkPlaces) relay them. */
         m->unparsed = true;
         data(c, "unparsed", sg_bmsg_remaining(&c->r));
@@ -494,9 +641,12 @@ static void svc_serverinfo(struct ctx *c, struct sg_fmsg *m)
 
     if (c->r.overflowed)
         return;
+    bool dp = c->p->dp;
+
     if (protocol == SG_NQ_PROTOCOL_RMQ)
         flags = num(c, "flags", SG_BMSG_S32);
     sg_nq_proto_set(c->p, protocol, flags);
+    c->p->dp = dp; /* said before serverinfo, for the connection */
     c->out->serverinfo = true;
     c->out->level[0] = 0;
     if (!sg_nq_protocol_known(protocol)) {
@@ -522,6 +672,26 @@ static void rest(struct ctx *c, struct sg_fmsg *m)
     data(c, "unparsed", sg_bmsg_remaining(&c->r));
 }
 
+/* The stufftext lines only a DarkPlaces server sends before its serverinfo. */
+static void note_dp(struct ctx *c, const struct sg_fmsg *m)
+{
+    static const char *const lines[] = {"cl_serverextension_download ", "csqc_progname "};
+    const struct sg_field *f;
+
+    if (m->count < 1)
+        return;
+    f = &c->out->fields[m->first];
+    for (size_t i = 0; i < N(lines); i++)
+        if (f->len >= strlen(lines[i]) && memcmp(f->ptr, lines[i], strlen(lines[i])) == 0)
+            c->p->dp = true;
+}
+
+static void svc_downloaddata(struct ctx *c)
+{
+    num(c, "start", SG_BMSG_S32);
+    data(c, "data", num(c, "size", SG_BMSG_U16));
+}
+
 static void parse_svc(struct ctx *c, struct sg_fmsg *m)
 {
     int op = m->op;
@@ -534,6 +704,22 @@ static void parse_svc(struct ctx *c, struct sg_fmsg *m)
         table(c, svc_tables[op]);
         if (op == 8 || op == 9 || op == 26)
             m->text = 0;
+        if (op == 9) {
+            m->count = c->out->nfields - m->first;
+            note_dp(c, m);
+        }
+        return;
+    }
+    if (!c->p->fitz && op < (int)N(svc_dp_tables) && svc_dp_tables[op]) {
+        table(c, svc_dp_tables[op]);
+        return;
+    }
+    if (!c->p->fitz && op == 50) {
+        svc_downloaddata(c);
+        return;
+    }
+    if (!c->p->fitz && op == 58 && c->p->dp) {
+        csqc_rest(c, m);
         return;
     }
     switch (op) {
@@ -599,11 +785,19 @@ static void parse_clc(struct ctx *c, struct sg_fmsg *m)
         str(c, "text");
         m->text = 0;
         return;
-    default:
-        rest(c, m);
-        c->err = SG_E_MALFORMED;
+    case 50: /* DarkPlaces (15): ackframe */
+    case 51: /* ackdownloaddata: the start and size it echoes */
+        if (c->p->fitz)
+            break;
+        num(c, m->op == 50 ? "frame" : "start", SG_BMSG_S32);
+        if (m->op == 51)
+            num(c, "size", SG_BMSG_U16);
         return;
+    default:
+        break;
     }
+    rest(c, m);
+    c->err = SG_E_MALFORMED;
 }
 
 int sg_nq_parse(enum sg_dir dir, struct sg_nq_proto *proto, const uint8_t *d, size_t len,

@@ -7,7 +7,10 @@ DarkPlaces' own protocol DP7 by default, through slipgate.
 
 CASE: `nq` (`-p nq`) or `auto` (protocol auto: DarkPlaces' client sends a
 bare `getchallenge` first, then its connectionless `connect`; the server
-answers with a connectionless `accept`).
+answers with a connectionless `accept`), or `quake`: the server speaks the
+Quake protocol (`sv_protocolname QUAKE`, protocol 15 with DarkPlaces' own
+messages inside it) and slipgate runs `-p nq` with `reencode always` and a
+`record` filter.
 
 The server (`darkplaces-server -nexuiz`, two bots, map aggressor) and the
 real client (`darkplaces -nexuiz`, headless under Xvfb, moving and firing
@@ -22,7 +25,12 @@ end line and `--stats` name the DarkPlaces protocol and say it is relayed;
 inspect shows the connectionless handshake and the server's texts that
 come before the first message slipgate cannot read; slipgate exited 0 on
 SIGTERM.  Everything runs on 127.0.0.1 with free ports, under time limits,
-ended by PID.  Exit 77 (skip) only when Nexuiz or Xvfb is not installed,
+ended by PID.  For `quake`, instead of the relayed report: slipgate decoded
+protocol 15 with 0 errors, every datagram it rebuilt came out identical
+(no filter changes anything), inspect saw the server's texts past the
+sign-on, and the recorded .dem (one) plays to its end headless in DarkPlaces
+(`-benchmark`: a frame count near the demo's svc_time count, no
+Host_Error).  Exit 77 (skip) only when Nexuiz or Xvfb is not installed,
 saying so.
 """
 import json
@@ -53,7 +61,7 @@ CONF = """route nexuiz {{
         format json
         output "{work}/inspect.json"
     }}
-}}
+{record}}}
 """
 
 # The player's rounds: join the game (a Nexuiz client comes in as a
@@ -68,9 +76,15 @@ alias peers5 "-moveright;exec peersquit.cfg;defer 1 peers1"
 """
 
 
+RECORD = """    filter record {{
+        directory {work}/demos
+    }}
+"""
+
+
 def run_case(case, seconds):
-    if case not in ("nq", "auto"):
-        raise Fail(f"unknown case {case} (nq or auto)")
+    if case not in ("nq", "auto", "quake"):
+        raise Fail(f"unknown case {case} (nq, auto or quake)")
     missing = [p for p in (SERVER, CLIENT, os.path.join(BASEDIR, "data"),
                            shutil.which("xvfb-run")) if not p or not os.path.exists(p)]
     if missing:
@@ -100,7 +114,9 @@ def run(case, seconds, work, slipgate, procs):
                             "-nexuiz", "-basedir", BASEDIR, "-userdir", srv_home,
                             "+set", "net_address", "127.0.0.1", "+set", "port", str(srv_port),
                             "+set", "sv_public", "0", "+set", "minplayers", "3",
-                            "+set", "bot_number", "2", "+map", "aggressor"],
+                            "+set", "bot_number", "2"]
+                           + (["+set", "sv_protocolname", "QUAKE"] if case == "quake" else [])
+                           + ["+map", "aggressor"],
                            stdin=subprocess.PIPE, stdout=f, stderr=subprocess.STDOUT,
                            env=dict(os.environ, HOME=srv_home), start_new_session=True)
     procs.procs.append(("server", srv, f))
@@ -110,8 +126,12 @@ def run(case, seconds, work, slipgate, procs):
 
     conf = os.path.join(work, "slipgate.conf")
     with open(conf, "w") as cf:
+        if case == "quake":
+            os.makedirs(os.path.join(work, "demos"))
         cf.write(CONF.format(px=px_port, srv=srv_port, work=work,
-                             protocol="    protocol nq\n" if case == "nq" else ""))
+                             protocol={"nq": "    protocol nq\n", "auto": "",
+                                       "quake": "    protocol nq\n    reencode always\n"}[case],
+                             record=RECORD.format(work=work) if case == "quake" else ""))
     px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
     px = procs.start("slipgate", [slipgate, "-c", conf, "--stats", stats, "+set",
                                   "stats_interval", "1s"], px_log, limit)
@@ -199,6 +219,8 @@ def run(case, seconds, work, slipgate, procs):
     if d["errors"] or s.get("first_error"):
         raise Fail(f"decode errors: {d}, first: {s.get('first_error')}")
     info = s.get("decode_info", "")
+    if case == "quake":
+        return check_quake(work, slipgate, procs, s, d, info, seconds, entered)
     m = re.search(r"NetQuake protocol (\d+) \(not decoded: relayed\)", info)
     if not m or m.group(1) in ("15", "666", "999"):
         raise Fail(f"--stats does not report the DarkPlaces protocol as relayed: {info!r}")
@@ -221,6 +243,55 @@ def run(case, seconds, work, slipgate, procs):
           f"datagrams up, {s['counters']['s2c_packets']} down; decoded by the NetQuake codec "
           f"with 0 errors, reported once as {info!r}; {len(texts)} server texts seen "
           f"(the first: {texts[0][:60]!r})")
+
+
+def check_quake(work, slipgate, procs, s, d, info, seconds, entered):
+    """The Quake-protocol session: decoded, rebuilt identical, recorded, played."""
+    if not re.search(r"NetQuake protocol 15\b", info) or "not decoded" in info:
+        raise Fail(f"--stats does not report protocol 15 decoded: {info!r}")
+    if d.get("reencoded", 0) == 0 or d.get("reencoded") != d.get("reencode_identical"):
+        raise Fail(f"rebuilt datagrams not all identical (no filter changes any): {d}")
+    texts = []
+    for ln in read(os.path.join(work, "inspect.json")).splitlines():
+        f = json.loads(ln)
+        if f.get("dir") == "s2c":
+            texts += [m["text"] for m in f.get("msgs", []) if m.get("text")]
+    if not any("csqc_progname" in t for t in texts) or len(texts) < 5:
+        raise Fail(f"inspect shows too few server texts: {texts[:10]}")
+    demos = [os.path.join(work, "demos", n) for n in os.listdir(os.path.join(work, "demos"))
+             if n.endswith(".dem")]
+    if len(demos) != 1:
+        raise Fail(f"record wrote {demos} (one .dem expected)")
+    info_out = subprocess.run([slipgate, "demo", "info", demos[0]], capture_output=True,
+                              text=True, timeout=60)
+    if info_out.returncode != 0 or "errors:       0 decode" not in info_out.stdout:
+        raise Fail(f"slipgate demo info reads the recording with errors:\n{info_out.stdout}")
+    # its svc_time messages (a frame each in playback), as slipgate's dump names them
+    dump = subprocess.run([slipgate, "demo", "dump", demos[0]], capture_output=True, text=True,
+                          timeout=60).stdout
+    times = len(re.findall(r"\bsvc_time\b", dump))
+    home = os.path.join(work, "play-home")
+    os.makedirs(os.path.join(home, "data"))
+    shutil.copy(demos[0], os.path.join(home, "data", "sgplay.dem"))
+    log = os.path.join(work, "play.log")
+    p = procs.start("play", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24", CLIENT, "-nexuiz",
+                             "-basedir", BASEDIR, "-userdir", home, "-nosound", "-window",
+                             "-width", "320", "-height", "240", "+scr_refresh", "0",
+                             "-benchmark", "sgplay"],
+                    log, 150, env=dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy"))
+    ended = wait_for(lambda: p.poll() is not None, 140)
+    procs.stop(p, signal.SIGTERM, 5, group=True)
+    m = re.search(r"(\d+) frames\s+([\d.]+) seconds", read(log))
+    if not ended or not m or int(m.group(1)) < times - 5 or "Host_Error" in read(log):
+        raise Fail(f"DarkPlaces did not play the recording to its end ({times} svc_time):\n"
+                   f"{read(log)[-2500:]}")
+    print(f"PASS nexuiz_peers@quake: the Nexuiz client in the game through slipgate for "
+          f"{seconds} s on the Quake protocol (`sv_protocolname QUAKE`, -p nq, reencode always, "
+          f"record); the server saw it at 127.0.0.1:{entered}; {s['counters']['c2s_packets']} "
+          f"datagrams up, {s['counters']['s2c_packets']} down; decoded as {info!r} with 0 "
+          f"errors, {d['reencoded']} datagrams rebuilt, all identical; {len(texts)} server texts "
+          f"seen; the recording ({os.path.getsize(demos[0])} bytes, {times} svc_time) played "
+          f"headless by DarkPlaces: {m.group(1)} frames")
 
 
 def main():
