@@ -361,6 +361,33 @@ static void case_dp_handshake(void)
     CHECK(nq->established(st));
 }
 
+/* A DarkPlaces server answers the client's second connect (it sent CCREQ_CONNECT
+ * and a connectionless one) with a duplicate "accept" while the sign-on is on its
+ * way: the netchan goes on (the message's first piece is kept); after a
+ * disconnect, an accept starts the connection over. */
+static void case_dp_duplicate_accept(void)
+{
+    static const char acc[] = "\xff\xff\xff\xff" "accept";
+    const struct sg_frame *f;
+    int err = 0;
+
+    CHECK(nq->decode(st, SG_DIR_S2C, (const uint8_t *)acc, sizeof(acc) - 1, &f) == 0);
+    f = dec(SG_DIR_S2C, DATA, 0, "\x08hi\n", 4, NULL);
+    CHECK(f->kind == SG_FRAME_RAW);
+    CHECK(nq->decode(st, SG_DIR_S2C, (const uint8_t *)acc, sizeof(acc) - 1, &f) == 0 &&
+          f->kind == SG_FRAME_OOB);
+    f = dec(SG_DIR_S2C, DATA | EOM, 1, "\0\x01", 2, &err);
+    CHECK_EQ(err, 0);
+    CHECK(f->kind == SG_FRAME_MESSAGE && f->nmsgs == 2);
+    CHECK_EQ(nq->stats(st)->errors, 0);
+    /* the server leaves: the next accept is a new connection, numbered from 0 */
+    f = dec(SG_DIR_S2C, DATA | EOM, 2, "\x02", 1, NULL);
+    CHECK(f->kind == SG_FRAME_MESSAGE);
+    CHECK(nq->decode(st, SG_DIR_S2C, (const uint8_t *)acc, sizeof(acc) - 1, &f) == 0);
+    f = dec(SG_DIR_S2C, DATA | EOM, 0, "\x01", 1, &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE);
+}
+
 /* .dem recording: from a serverinfo on, a block per message the client takes, with the
  * client's latest move angles; the end is a block holding svc_disconnect. */
 static void case_record(void)
@@ -562,6 +589,7 @@ int main(int argc, char **argv)
         {"client_disconnect", case_client_disconnect},
         {"record_filtered", case_record_filtered},
         {"dp_handshake", case_dp_handshake},
+        {"dp_duplicate_accept", case_dp_duplicate_accept},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), setup, teardown);

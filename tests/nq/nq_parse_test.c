@@ -273,6 +273,143 @@ static void case_malformed(void)
     }
 }
 
+/* ---- DarkPlaces on 15 ---- */
+
+/* Every message of DarkPlaces' own that its server sends on 15 (its opcodes
+ * past id's, its temp entity types, the sound speed bit): decoded into
+ * fields with the Quake protocol's sizes, rebuilt byte-identical. */
+static void case_dp15_messages(void)
+{
+    static const uint8_t msg[] = {
+        /* showlmp */ 35, 97, 0, 112, 105, 99, 0, 10, 0, 20, 0,
+        /* hidelmp */ 36, 97, 0,
+        /* downloaddata */ 50, 0, 0, 1, 0, 3, 0, 120, 121, 122,
+        /* updatestatubyte */ 51, 5, 7,
+        /* effect */ 52, 1, 0, 1, 0, 1, 0, 1, 2, 3, 4,
+        /* effect2 */ 53, 1, 0, 1, 0, 1, 0, 2, 1, 3, 0, 4, 5,
+        /* precache */ 54, 1, 128, 97, 0,
+        /* spawnbaseline2 */ 55, 9, 0, 0, 1, 2, 0, 0, 0, 1, 0, 64, 1, 0, 64, 1, 0, 64,
+        /* spawnstatic2 */ 56, 0, 1, 2, 0, 0, 0, 1, 0, 64, 1, 0, 64, 1, 0, 64,
+        /* spawnstaticsound2 */ 59, 1, 0, 1, 0, 1, 0, 0, 1, 255, 64,
+        /* trailparticles */ 60, 3, 0, 4, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
+        /* pointparticles */ 61, 4, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 7, 0,
+        /* pointparticles1 */ 62, 4, 0, 1, 0, 1, 0, 1, 0,
+        /* sound with speed */ 6, 32, 64, 31, 11, 0, 5, 1, 0, 1, 0, 1, 0,
+        /* te explosion3 */ 23, 16, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
+        /* te lightning4 */ 23, 17, 109, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
+        /* te blood */ 23, 50, 1, 0, 1, 0, 1, 0, 1, 255, 2, 9,
+        /* te bloodshower */ 23, 52, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 8, 0, 10, 0,
+        /* te explosionrgb */ 23, 53, 1, 0, 1, 0, 1, 0, 1, 2, 3,
+        /* te particlecube */ 23, 54, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 10,
+        0, 1, 1, 8, 0,
+        /* te particlerain */ 23, 55, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 10,
+        0, 1,
+        /* te spikequad */ 23, 58, 1, 0, 1, 0, 1, 0,
+        /* te customflash */ 23, 73, 1, 0, 1, 0, 1, 0, 1, 2, 3, 4, 5,
+        /* te flamejet */ 23, 74, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 3,
+        /* te tei_g3 */ 23, 76, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
+    };
+    static const char *const names[] = {
+        "svc_showlmp", "svc_hidelmp", "svc_downloaddata", "svc_updatestatubyte", "svc_effect",
+        "svc_effect2", "svc_precache", "svc_spawnbaseline2", "svc_spawnstatic2",
+        "svc_spawnstaticsound2", "svc_trailparticles", "svc_pointparticles",
+        "svc_pointparticles1", "svc_sound"};
+    struct sg_nq_proto p;
+
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, msg, sizeof(msg)), 0);
+    CHECK_EQ(parsed.nmsgs, 25);
+    CHECK_EQ(parsed.unsupported_op, -1);
+    if (parsed.nmsgs != 25)
+        return;
+    for (uint32_t i = 0; i < parsed.nmsgs; i++) {
+        CHECKF(!parsed.msgs[i].unparsed, "message %u", i);
+        if (i < UNIT_COUNT(names))
+            CHECKF(strcmp(sg_nq_svc_name(parsed.msgs[i].op), names[i]) == 0, "message %u: %s", i,
+                   sg_nq_svc_name(parsed.msgs[i].op));
+        else
+            CHECK_EQ(parsed.msgs[i].op, 23);
+    }
+    CHECK(field(0, "y") && field(0, "y")->raw == 20);
+    CHECK(field(2, "start") && field(2, "start")->raw == 0x10000 && field(2, "data") &&
+          field(2, "data")->len == 3 && memcmp(field(2, "data")->ptr, "xyz", 3) == 0);
+    CHECK(field(6, "index") && field(6, "index")->raw == 0x8001);
+    CHECK(field(7, "entity") && field(7, "entity")->raw == 9 && field(7, "model")->raw == 256 &&
+          field(7, "origin0")->num == SG_BMSG_COORD16 && field(7, "angle0")->num == SG_BMSG_ANGLE8);
+    CHECK(field(9, "sound") && field(9, "sound")->raw == 256);
+    CHECK(field(11, "count") && field(11, "count")->raw == 7);
+    CHECK(field(13, "speed") && field(13, "speed")->raw == 8000 && field(13, "sound")->raw == 5);
+    CHECK(field(15, "model") && field(15, "end2"));
+    CHECK(field(19, "randomvel") && field(19, "randomvel")->raw == 8);
+    CHECK(field(22, "blue") && field(22, "blue")->raw == 5);
+    CHECK(field(24, "angle2"));
+    /* a cut one overflows, as a short read does in the client */
+    CHECK_EQ(sg_nq_parse(SG_DIR_S2C, &p, msg, 8, &parsed), SG_E_OVERFLOW);
+    /* 666 / 999 know none of them (QuakeSpasm's client: "Illegible server message") */
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_FITZQUAKE, 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, msg + 11, 3), SG_E_MALFORMED);
+}
+
+/* DarkPlaces' client on 15: its acknowledgements (download data, entity frames). */
+static void case_dp15_client(void)
+{
+    static const uint8_t msg[] = {51, 0, 0, 1, 0, 0, 4, 50, 7, 0, 0, 0, 3, 0, 0, 0x80, 0x3f, 1,
+                                  2, 3, 0, 0, 0, 0, 0, 0, 0, 0};
+    struct sg_nq_proto p;
+
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    CHECK_EQ(roundtrip(SG_DIR_C2S, &p, msg, sizeof(msg)), 0);
+    CHECK_EQ(parsed.nmsgs, 3);
+    if (parsed.nmsgs != 3)
+        return;
+    CHECK(strcmp(sg_nq_clc_name(parsed.msgs[0].op), "clc_ackdownloaddata") == 0);
+    CHECK(field(0, "start") && field(0, "start")->raw == 0x10000 && field(0, "size")->raw == 1024);
+    CHECK(strcmp(sg_nq_clc_name(parsed.msgs[1].op), "clc_ackframe") == 0);
+    CHECK(field(1, "frame") && field(1, "frame")->raw == 7);
+    CHECK(parsed.msgs[2].op == 3 && parsed.msgs[2].count == 9);
+}
+
+/* What only the server's CSQC program reads (its entities, its temp entity
+ * types) is relayed as the rest of the message: an error from a server that
+ * has not said it is DarkPlaces, none once its stufftext did; its serverinfo
+ * keeps that, a new connection (proto_set) forgets it. */
+static void case_dp15_csqc(void)
+{
+    static const uint8_t ents[] = {7, 0, 0, 0x80, 0x3f, 58, 5, 0, 1, 2, 3, 0, 0};
+    static const uint8_t te[] = {23, 100, 1, 2, 3, 8, 'x', 0};
+    static const uint8_t said[] = {9, 'c', 's', 'q', 'c', '_', 'p', 'r', 'o', 'g', 'n', 'a', 'm',
+                                   'e', ' ', 'c', 's', 'p', 'r', 'o', 'g', 's', '.', 'd', 'a',
+                                   't', '\n', 0, 11, 15, 0, 0, 0, 8, 1, 'x', 0, 0, 0};
+    static const uint8_t said2[] = {9, 'c', 'l', '_', 's', 'e', 'r', 'v', 'e', 'r', 'e', 'x',
+                                    't', 'e', 'n', 's', 'i', 'o', 'n', '_', 'd', 'o', 'w', 'n',
+                                    'l', 'o', 'a', 'd', ' ', '2', '\n', 0};
+    struct sg_nq_proto p;
+
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, ents, sizeof(ents)), SG_E_MALFORMED);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, te, sizeof(te)), SG_E_MALFORMED);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, said, sizeof(said)), 0);
+    CHECK(p.dp && p.protocol == SG_NQ_PROTOCOL_NETQUAKE && parsed.serverinfo);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, ents, sizeof(ents)), 0);
+    CHECK(parsed.nmsgs == 2 && parsed.msgs[1].unparsed && parsed.msgs[1].count == 1);
+    if (parsed.nmsgs != 2)
+        return;
+    CHECK(field(1, "unparsed") && field(1, "unparsed")->len == 7);
+    CHECK_EQ(parsed.unsupported_op, 58);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, te, sizeof(te)), 0);
+    CHECK(parsed.nmsgs == 1 && parsed.msgs[0].unparsed && field(0, "type") &&
+          field(0, "type")->raw == 100);
+    CHECK_EQ(parsed.unsupported_op, 23);
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    CHECK(!p.dp);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, said2, sizeof(said2)), 0);
+    CHECK(p.dp && parsed.msgs[0].text == 0);
+    /* on 666 the stufftext changes nothing */
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_FITZQUAKE, 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, said2, sizeof(said2)), 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, te, sizeof(te)), SG_E_MALFORMED);
+}
+
 /* ---- demo cut ---- */
 
 /* One block of a .dem in memory. */
@@ -409,6 +546,9 @@ int main(int argc, char **argv)
         {"client", case_client},
         {"malformed", case_malformed},
         {"demo_cut", case_demo_cut},
+        {"dp15_messages", case_dp15_messages},
+        {"dp15_client", case_dp15_client},
+        {"dp15_csqc", case_dp15_csqc},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, teardown);
