@@ -427,6 +427,8 @@ struct level {
     bool valid;
     uint8_t *info;      /* serverinfo, cdtrack, setview messages */
     size_t info_len, info_cap;
+    uint8_t *pre;       /* a DarkPlaces server's CSQC stufftext lines since the last serverinfo */
+    size_t pre_len, pre_cap;
     uint8_t *signon;    /* baselines, static entities and sounds */
     size_t signon_len, signon_cap;
     struct lvmsg style[256], name[256], frags[256], colors[256], stat[256];
@@ -473,9 +475,23 @@ static void track(struct nqc *c, const uint8_t *d, size_t len)
         if (pm->unparsed)
             continue;
         switch (pm->op) {
+        case 9: /* what a DarkPlaces server says before its serverinfo: the CSQC program */
+            if (c->proto.dp && pm->count == 1 && !c->proto.fitz) {
+                const struct sg_field *f = &c->parsed.fields[pm->first];
+                if ((f->len >= 10 && memcmp(f->ptr, "csqc_prog", 9) == 0) ||
+                    (f->len >= 28 && memcmp(f->ptr, "cl_serverextension_download", 27) == 0))
+                    if (lv_append(&lv->pre, &lv->pre_len, &lv->pre_cap, b, n) < 0)
+                        lv->pre_len = 0;
+            }
+            break;
         case 11: /* a new level */
             lv->valid = sg_nq_protocol_known(c->proto.protocol);
             lv->info_len = lv->signon_len = 0;
+            /* (its CSQC lines lead it, as the server sent them) */
+            if (lv->pre_len && lv_append(&lv->info, &lv->info_len, &lv->info_cap, lv->pre,
+                                         lv->pre_len) < 0)
+                lv->valid = false;
+            lv->pre_len = 0;
             memset(lv->style, 0, sizeof(lv->style));
             memset(lv->name, 0, sizeof(lv->name));
             memset(lv->frags, 0, sizeof(lv->frags));
@@ -521,6 +537,7 @@ static void level_free(struct level *lv)
     if (!lv)
         return;
     free(lv->info);
+    free(lv->pre);
     free(lv->signon);
     free(lv);
 }

@@ -388,6 +388,43 @@ static void case_dp_duplicate_accept(void)
     CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE);
 }
 
+/* A recording started mid-level of a DarkPlaces server on 15 begins with the
+ * CSQC lines the server sent before its serverinfo (the player's client
+ * loads the CSQC program from them), then the serverinfo. */
+static void case_record_midgame_dp(void)
+{
+    static const uint8_t first[] = "\x09" "cl_serverextension_download 2\n\0"
+                                   "\x09" "csqc_progname csprogs.dat\n\0"
+                                   "\x0b\x0f\0\0\0\x08\x01x\0maps/b.bsp\0\0\0\x19\x01";
+    static const uint8_t time[] = {7, 0, 0, 0x80, 0x3f};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    const struct sg_frame *f;
+
+    CHECK(out != NULL);
+    if (!out)
+        return;
+    f = dec(SG_DIR_S2C, DATA | EOM, 0, first, sizeof(first) - 1, NULL);
+    CHECK(f->kind == SG_FRAME_MESSAGE && f->new_level && f->nmsgs == 4);
+    dec(SG_DIR_S2C, DATA | EOM, 1, "\x19\x02", 2, NULL);
+    dec(SG_DIR_S2C, DATA | EOM, 2, "\x19\x03", 2, NULL);
+    f = dec(SG_DIR_S2C, UNREL, 0, time, sizeof(time), NULL);
+    CHECK(f->kind == SG_FRAME_MESSAGE && !f->new_level);
+    CHECK_EQ(nq->record(st, f, out), 1);
+    CHECK_EQ(nq->record_end(st, out), 0);
+    fclose(out);
+    /* "-1\n", then the first block: the two lines, the serverinfo */
+    CHECK(len > 3 + 16 + 60 && memcmp(buf, "-1\n", 3) == 0);
+    if (len > 3 + 16 + 60) {
+        const uint8_t *b = (const uint8_t *)buf + 3 + 16;
+        CHECK(sg_le32((const uint8_t *)buf + 3) >= 62);
+        CHECK(memcmp(b, first, 60) == 0);
+        CHECK(b[60] == 11);
+    }
+    free(buf);
+}
+
 /* .dem recording: from a serverinfo on, a block per message the client takes, with the
  * client's latest move angles; the end is a block holding svc_disconnect. */
 static void case_record(void)
@@ -590,6 +627,7 @@ int main(int argc, char **argv)
         {"record_filtered", case_record_filtered},
         {"dp_handshake", case_dp_handshake},
         {"dp_duplicate_accept", case_dp_duplicate_accept},
+        {"record_midgame_dp", case_record_midgame_dp},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), setup, teardown);
