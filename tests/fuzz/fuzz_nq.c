@@ -11,7 +11,9 @@
  *     u8   mode       bit 7: the rest is a .dem file; else bits 0-1 a
  *                     synthetic serverinfo first (0 none, 1 protocol 15,
  *                     2 666, 3 999 with the flags in bits 2-6 shifted to
- *                     PRFL_SHORTANGLE .. PRFL_FLOATCOORD and INT32COORD)
+ *                     PRFL_SHORTANGLE .. PRFL_FLOATCOORD and INT32COORD);
+ *                     with 15, bit 2: a DarkPlaces server (its stufftext
+ *                     "cl_serverextension_download 2" before the serverinfo)
  *     { u8 flags, le16 length, length bytes } ...   datagrams in arrival order
  *
  * flags bit 0: direction (1 server to client); bits 1-3: 1 change the first
@@ -127,6 +129,7 @@ static void listed_property(enum sg_dir dir, uint8_t mode, const uint8_t *d, siz
         return;
     memset(&proto, 0, sizeof(proto));
     sg_nq_proto_set(&proto, protos[mode & 3], 0);
+    proto.dp = (mode & 3) == 1 && (mode & 4);
     err = sg_nq_parse(dir, &proto, d, n, &p);
     FUZZ_CHECK(valid_err(err) || err == -ENOMEM);
     if (err == 0) {
@@ -173,10 +176,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&rs, 0, sizeof(rs));
     if (mode & 3) {
         static const int32_t protos[4] = {15, 15, 666, 999};
-        uint8_t m[64];
+        uint8_t m[96];
         size_t n = 8;
         const struct sg_frame *f;
         uint32_t b = (mode >> 2) & 0x1f, flags = (b & 0xf) << 1 | (b & 0x10) << 3;
+        if ((mode & 3) == 1 && (mode & 4)) {
+            static const char dp[] = "\x09" "cl_serverextension_download 2\n";
+            memcpy(m + n, dp, sizeof(dp)); /* with its NUL */
+            n += sizeof(dp);
+        }
         m[n++] = 11;
         sg_put_le32(m + n, (uint32_t)protos[mode & 3]);
         n += 4;
