@@ -1016,11 +1016,15 @@ static int write_block(struct nqc *c, FILE *out, const uint8_t *msg, size_t len)
     return write_block2(c, out, msg, len, NULL, 0);
 }
 
-/* Blocks of at most 8000 bytes (WinQuake's MAX_MSGLEN) cut at message boundaries. */
+/* Blocks of at most 8000 bytes (WinQuake's MAX_MSGLEN) cut at message
+ * boundaries; for a DarkPlaces server 65536 (its NET_MAXMESSAGE: its
+ * serverinfo alone may pass 8000 bytes, and its client reads demo blocks up
+ * to that size). */
 struct synth {
     struct nqc *c;
     FILE *out;
-    uint8_t buf[8000];
+    uint8_t buf[65536];
+    size_t cap;
     size_t len;
     int err;
 };
@@ -1037,9 +1041,9 @@ static void synth_flush(struct synth *y)
 
 static void synth_msg(struct synth *y, const uint8_t *b, size_t n)
 {
-    if (n > sizeof(y->buf))
+    if (n > y->cap)
         return; /* no such message comes from a NetQuake server */
-    if (y->len + n > sizeof(y->buf))
+    if (y->len + n > y->cap)
         synth_flush(y);
     memcpy(y->buf + y->len, b, n);
     y->len += n;
@@ -1086,6 +1090,7 @@ static int synthesize(struct nqc *c, FILE *out)
         return -ENOMEM;
     y->c = c;
     y->out = out;
+    y->cap = c->proto.dp ? sizeof(y->buf) : 8000;
     synth_stream(y, lv->info, lv->info_len);
     synth_signon(y, 1);
     synth_stream(y, lv->signon, lv->signon_len);

@@ -390,13 +390,16 @@ static void case_dp_duplicate_accept(void)
 
 /* A recording started mid-level of a DarkPlaces server on 15 begins with the
  * CSQC lines the server sent before its serverinfo (the player's client
- * loads the CSQC program from them), then the serverinfo. */
+ * loads the CSQC program from them), then the serverinfo, whole though it
+ * passes 8000 bytes (Nexuiz's does). */
 static void case_record_midgame_dp(void)
 {
-    static const uint8_t first[] = "\x09" "cl_serverextension_download 2\n\0"
+    static const uint8_t lines[] = "\x09" "cl_serverextension_download 2\n\0"
                                    "\x09" "csqc_progname csprogs.dat\n\0"
-                                   "\x0b\x0f\0\0\0\x08\x01x\0maps/b.bsp\0\0\0\x19\x01";
+                                   "\x0b\x0f\0\0\0\x08\x01x\0maps/b.bsp\0";
     static const uint8_t time[] = {7, 0, 0, 0x80, 0x3f};
+    static uint8_t first[16384];
+    size_t n = sizeof(lines) - 1;
     char *buf = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
@@ -405,10 +408,19 @@ static void case_record_midgame_dp(void)
     CHECK(out != NULL);
     if (!out)
         return;
-    f = dec(SG_DIR_S2C, DATA | EOM, 0, first, sizeof(first) - 1, NULL);
+    memcpy(first, lines, n);
+    for (int i = 0; i < 1000; i++)
+        n += (size_t)snprintf((char *)first + n, 16, "progs/m%04d.mdl", i) + 1;
+    memcpy(first + n, "\0\0\x19\x01", 4); /* the lists' ends, signon 1 */
+    n += 4;
+    uint32_t seq = 0;
+    for (size_t at = 0; at < n; at += 1024, seq++) /* pieces of 1024 bytes */
+        f = dec(SG_DIR_S2C, at + 1024 >= n ? DATA | EOM : DATA, seq, first + at,
+                at + 1024 >= n ? n - at : 1024, NULL);
     CHECK(f->kind == SG_FRAME_MESSAGE && f->new_level && f->nmsgs == 4);
-    dec(SG_DIR_S2C, DATA | EOM, 1, "\x19\x02", 2, NULL);
-    dec(SG_DIR_S2C, DATA | EOM, 2, "\x19\x03", 2, NULL);
+    CHECK(n > 8000);
+    dec(SG_DIR_S2C, DATA | EOM, seq, "\x19\x02", 2, NULL);
+    dec(SG_DIR_S2C, DATA | EOM, seq + 1, "\x19\x03", 2, NULL);
     f = dec(SG_DIR_S2C, UNREL, 0, time, sizeof(time), NULL);
     CHECK(f->kind == SG_FRAME_MESSAGE && !f->new_level);
     CHECK_EQ(nq->record(st, f, out), 1);
@@ -418,7 +430,7 @@ static void case_record_midgame_dp(void)
     CHECK(len > 3 + 16 + 60 && memcmp(buf, "-1\n", 3) == 0);
     if (len > 3 + 16 + 60) {
         const uint8_t *b = (const uint8_t *)buf + 3 + 16;
-        CHECK(sg_le32((const uint8_t *)buf + 3) >= 62);
+        CHECK(sg_le32((const uint8_t *)buf + 3) >= n); /* (the signon 1 is a message of its own) */
         CHECK(memcmp(b, first, 60) == 0);
         CHECK(b[60] == 11);
     }
