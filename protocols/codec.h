@@ -109,6 +109,13 @@ struct sg_frame {
     bool undecoded;
 };
 
+/* A session's game as the status page shows it (sg_codec.info): "" = not known. */
+struct sg_codec_info {
+    char hostname[64];
+    char map[64];
+    char player[64];
+};
+
 /* How much of a frame a codec's dump() shows. */
 enum sg_dump_level {
     SG_DUMP_PACKETS,  /* one line per datagram */
@@ -515,6 +522,14 @@ struct sg_codec {
      * Appended last.
      */
     const struct sg_codec_master *master;
+
+    /*
+     * What the session shows of the game, for the status page: the server's
+     * name, the level and the player's own name, each "" where this codec
+     * has not decoded it (yet).  Wire text, copied as it came (bounded, NUL
+     * terminated; the page shows it as text).  May be NULL.  Appended last.
+     */
+    void (*info)(void *state, struct sg_codec_info *out);
 };
 
 /*

@@ -103,6 +103,7 @@ static void players(const struct sg_stats_view *v, FILE *f)
         for (struct sg_route *r = v->loop[k].routes; r; r = r->next) {
             for (struct sg_session *s = r->sessions; s; s = s->next) {
                 char a[SG_ADDR_STRLEN];
+                struct sg_codec_info gi;
                 if (s->closing)
                     continue;
                 fprintf(f, "%s\n  {\"session\": %llu, \"route\": ", first ? "" : ",",
@@ -116,6 +117,9 @@ static void players(const struct sg_stats_view *v, FILE *f)
                     sg_json_cstr(f, s->game->name);
                 else
                     fputs("null", f);
+                sg_session_game_info(s, &gi);
+                fputs(", \"name\": ", f);
+                sg_json_cstr(f, gi.player);
                 fprintf(f, ", \"established\": %s, \"muted\": %s}",
                         s->stage == SG_STAGE_ESTABLISHED ? "true" : "false",
                         s->muted ? "true" : "false");

@@ -1112,6 +1112,7 @@ void sg_session_close(struct sg_session *s, const char *reason)
                  cs->errors ? s->codec->describe(s->cstate) : "");
         snprintf(s->sum.decode_info, sizeof(s->sum.decode_info), "%s",
                  s->codec->describe(s->cstate));
+        sg_session_game_info(s, &s->sum.game);
         sg_log_at(r->ctx->log, s->stage == SG_STAGE_UNANSWERED ? SG_LOG_DEBUG : SG_LOG_INFO,
                   r->conf.name, s->sum.id,
                   "%s: %llu datagrams decoded, %llu messages, %llu decode errors, %llu rebuilt "
@@ -1142,4 +1143,13 @@ void sg_session_close(struct sg_session *s, const char *reason)
     if (s->sum.upstream_port > 0)
         sg_route__own_port(r, (struct sockaddr *)&s->upstream_local, false);
     sg_udp_close(&s->upstream, on_upstream_closed);
+}
+
+void sg_session_game_info(const struct sg_session *s, struct sg_codec_info *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (s->codec && s->cstate && s->codec->info)
+        s->codec->info(s->cstate, out);
+    if (!out->map[0])
+        snprintf(out->map, sizeof(out->map), "%s", s->map);
 }

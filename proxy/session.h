@@ -36,6 +36,7 @@ struct sg_session_summary {
     uint64_t demo_bytes;          /* the bytes of those finished (closed) */
     char demo[256];               /* the last demo file */
     char decode_info[200];        /* the codec's description of the session, "" if none */
+    struct sg_codec_info game;    /* server name, level, player name ("" = not known) */
 };
 
 /*
@@ -160,5 +161,8 @@ bool sg_session_slot_figures(const struct sg_session *s, const struct sg_chain *
                              struct sg_filter_figures *out);
 void sg_session_record_summary(const struct sg_session *s, const struct sg_chain *chain,
                                struct sg_session_summary *sum);
+/* What the session's codec decoded of the game (sg_codec.info; "" where not
+ * known), the level falling back to the one its frames announced. */
+void sg_session_game_info(const struct sg_session *s, struct sg_codec_info *out);
 
 #endif

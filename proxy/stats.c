@@ -71,6 +71,12 @@ static void json_session(FILE *f, const struct sg_session_summary *s, const char
         fprintf(f, ", \"demos\": %u, \"demo_bytes\": %llu, \"demo\": ", s->demos,
                 (unsigned long long)s->demo_bytes);
         json_string(f, s->demo);
+        fputs(",\n         \"hostname\": ", f);
+        json_string(f, s->game.hostname);
+        fputs(", \"map\": ", f);
+        json_string(f, s->game.map);
+        fputs(", \"player\": ", f);
+        json_string(f, s->game.player);
     }
     fputc('}', f);
     *first = false;
@@ -123,7 +129,42 @@ void sg_stats_live_summary(const struct sg_session *s, struct sg_session_summary
                  cs->errors ? s->codec->describe(s->cstate) : "");
         snprintf(out->decode_info, sizeof(out->decode_info), "%s",
                  s->codec->describe(s->cstate));
+        sg_session_game_info(s, &out->game);
     }
+}
+
+/*
+ * The game behind the route, as its live sessions decoded it: the server's
+ * name and level from the newest session that knows them ("" when none
+ * does: the page says unknown), and the players (established sessions).
+ */
+static void json_route_game(FILE *f, const struct sg_route *const *g, int n)
+{
+    struct sg_codec_info best = {{0}}, gi;
+    uint64_t best_host = 0, best_map = 0;
+    unsigned players = 0;
+
+    for (int k = 0; k < n; k++)
+        for (const struct sg_session *s = g[k]->sessions; s; s = s->next) {
+            if (s->closing)
+                continue;
+            if (s->stage == SG_STAGE_ESTABLISHED)
+                players++;
+            sg_session_game_info(s, &gi);
+            if (gi.hostname[0] && s->sum.started_ms >= best_host) {
+                best_host = s->sum.started_ms;
+                memcpy(best.hostname, gi.hostname, sizeof(best.hostname));
+            }
+            if (gi.map[0] && s->sum.started_ms >= best_map) {
+                best_map = s->sum.started_ms;
+                memcpy(best.map, gi.map, sizeof(best.map));
+            }
+        }
+    fputs(",\n      \"game\": {\"hostname\": ", f);
+    json_string(f, best.hostname);
+    fputs(", \"map\": ", f);
+    json_string(f, best.map);
+    fprintf(f, ", \"players\": %u}", players);
 }
 
 /*
@@ -217,6 +258,7 @@ static void json_route(FILE *f, const struct sg_route *const *g, int n, bool ret
     fputs(", \"s2c\": ", f);
     json_hist(f, &resid[SG_DIR_S2C]);
     fputc('}', f);
+    json_route_game(f, g, n);
     if (n > 1 || r->ctx->nworkers > 1) {
         fputs(",\n      \"workers\": [", f);
         for (int k = 0; k < n; k++)

@@ -1159,6 +1159,30 @@ static const char *q3_describe(void *state)
     return c->describe;
 }
 
+/* The server's name and level (server info) and the player's own name (its
+ * player configstring, clientNum from the gamestate), once a gamestate came. */
+static void q3_info(void *state, struct sg_codec_info *out)
+{
+    struct q3c *c = state;
+    const char *si, *pl;
+
+    memset(out, 0, sizeof(*out));
+    if (!c->st || !c->st->have_gamestate)
+        return;
+    si = sg_q3_state_configstring(c->st, SG_Q3_CS_SERVERINFO);
+    if (si && *si) {
+        if (!sg_q3_info_value(si, "sv_hostname", out->hostname, sizeof(out->hostname)))
+            out->hostname[0] = '\0';
+        if (!sg_q3_info_value(si, "mapname", out->map, sizeof(out->map)))
+            out->map[0] = '\0';
+    }
+    if (c->st->client_num < 0 || c->st->client_num >= SG_Q3_MAX_CLIENTS)
+        return;
+    pl = sg_q3_state_configstring(c->st, SG_Q3_CS_PLAYERS + c->st->client_num);
+    if (pl && *pl && !sg_q3_info_value(pl, "n", out->player, sizeof(out->player)))
+        out->player[0] = '\0';
+}
+
 /* Once per session: the protocol is one slipgate relays with its headers read only. */
 static const char *q3_take_notice(void *state)
 {
@@ -1216,4 +1240,5 @@ const struct sg_codec sg_q3_codec = {
     .status = &sg_q3_status,
     .master = &sg_q3_master,
     .take_notice = q3_take_notice,
+    .info = q3_info,
 };

@@ -16,9 +16,11 @@
 #include "protocols/relinject.h"
 #include "protocols/seqwin.h"
 #include "protocols/error.h"
+#include "protocols/info.h"
 #include "protocols/text.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +73,8 @@ struct qwc {
     struct sg_qw_track *track;
     FILE *rec_out;
     char level[64]; /* the map's name, from its serverdata */
+    char player[64];   /* the userinfo's name of the connect packet, "" until then */
+    char hostname[64]; /* the server info's hostname (fullserverinfo), "" until then */
 };
 
 /* ---- relay hooks ---- */
@@ -254,6 +258,23 @@ static void settle_variant(struct qwc *c)
 /* ---- the cross-game view ---- */
 
 /* The verb of a command ("say" of "say hi"), and where its argument starts. */
+/* The value of `key` in the info string (`info`, `len`; it may end at a
+ * closing quote) into `out`, "" when absent. */
+static void copy_info_value(const char *info, size_t len, const char *key, char *out, size_t cap)
+{
+    const char *v, *q;
+    size_t vl;
+
+    out[0] = '\0';
+    if (!info)
+        return;
+    q = memchr(info, '"', len);
+    if (q)
+        len = (size_t)(q - info);
+    if (sg_info_get(info, len, key, strlen(key), &v, &vl) && v)
+        snprintf(out, cap, "%.*s", (int)(vl < cap ? vl : cap - 1), v);
+}
+
 /* The say argument without its quotes (ezQuake sends say "text"). */
 static void add_msg(struct qwc *c, int pi)
 {
@@ -286,6 +307,9 @@ static void add_msg(struct qwc *c, int pi)
             m->kind = level == 3 ? SG_MSG_CHAT : SG_MSG_PRINT; /* PRINT_CHAT */
         } else {
             m->kind = pm->op == 26 ? SG_MSG_CENTERPRINT : SG_MSG_STUFFTEXT;
+            if (pm->op == 9 && tf->len > 16 && memcmp(tf->ptr, "fullserverinfo \"", 16) == 0)
+                copy_info_value((const char *)tf->ptr + 16, tf->len - 16, "hostname",
+                                c->hostname, sizeof(c->hostname));
         }
         return;
     }
@@ -329,6 +353,8 @@ static int decode_oob(struct qwc *c, enum sg_dir dir)
         c->chosen = c->oob.ext;
         c->chosen.known = true;
         c->have_serverdata = false;
+        copy_info_value(c->oob.userinfo, c->oob.userinfo_len, "name", c->player,
+                        sizeof(c->player));
         settle_variant(c);
         sg_qw_track_reset(c->track);
         /* A new connection: the receivers start over, injections wait again. */
@@ -669,6 +695,16 @@ static const struct sg_codec_stats *qw_stats(void *state)
     return &((struct qwc *)state)->stats;
 }
 
+static void qw_info(void *state, struct sg_codec_info *out)
+{
+    struct qwc *c = state;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(out->hostname, sizeof(out->hostname), "%s", c->hostname);
+    snprintf(out->map, sizeof(out->map), "%s", c->level);
+    snprintf(out->player, sizeof(out->player), "%s", c->player);
+}
+
 static const char *qw_describe(void *state)
 {
     struct qwc *c = state;
@@ -721,6 +757,7 @@ const struct sg_codec sg_qw_codec = {
     .stats = qw_stats,
     .describe = qw_describe,
     .established = qw_established,
+    .info = qw_info,
     .demo_reader = &sg_qw_demo_impl,
     .status = &sg_qw_status,
     .route_by = &sg_qw_route_by,

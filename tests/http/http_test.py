@@ -41,6 +41,11 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
     idle_closed          a connection that sends nothing, and one that stops
                          half-way through its request, are closed after
                          `http_idle_timeout` (3 s here; 30 s by default)
+    game_info            a Quake 3 capture replayed: /api/routes names the
+                         server (sv_hostname), the map and one player;
+                         /api/sessions and /api/players the player's name
+                         (its configstring); a route without a decoded
+                         session has them empty (the page says unknown)
     workers_merged       with two worker loops (-w 2), /metrics, /api/routes,
                          /api/sessions count the sessions of both loops, and
                          /api/stream delivers a replay whose session is on
@@ -267,12 +272,14 @@ def case_api_match_stats(h):
             return [{x: y for x, y in w.items() if x != 'sessions_active'} for w in v]
         return v
     for k in b:
-        if k in ('sessions', 'listener', 'sessions_active'):
+        if k in ('sessions', 'listener', 'sessions_active', 'game'):
             continue
         check(live(a.get(k), k) == live(b[k], k), '/api/routes %s: %r, --stats %r'
               % (k, a.get(k), b[k]))
     check('sessions' not in a, '/api/routes lists the sessions too')
     check(a['sessions_active'] == 2 and b['sessions_active'] == 0, 'sessions_active')
+    check(a['game']['players'] == 2 and b['game']['players'] == 0,  # live, like sessions_active
+          'game: /api %r, --stats %r' % (a['game'], b['game']))
     check(len(sessions['sessions']) == 2, '/api/sessions: %r' % sessions)
     by_id = {s['id']: s for s in b['sessions']}
     for s in sessions['sessions']:
@@ -289,6 +296,11 @@ ROUTE_Q3 = '''route %s {
     protocol q3
 %s}
 '''
+
+
+# What the ioq71 capture's gamestate says (its server info and the player's
+# configstring), as the capture's server and client set them.
+GAME_Q3_IOQ71 = {'hostname': 'peers-oa', 'map': 'oa_dm1', 'player': 'peers'}
 
 
 def strip_volatile(ev):
@@ -768,6 +780,40 @@ def case_utf8_names(h):
     check('d\u00e9'.encode() in raw['/api/recordings'], '/api/recordings: %r'
           % raw['/api/recordings'][:400])
     print('the demo %s, named alike by /api/recordings, /api/sessions and --stats' % on_disk)
+
+
+def case_game_info(h):
+    cap = q3cap.Capture('ioq71')
+    srv = server_socket()
+    h.sockets.append(srv)
+    px = http_proxy(h, ROUTE_Q3 % ('arena', 1, srv.getsockname()[1], '') +
+                    ROUTE_Q3 % ('idle', 2, srv.getsockname()[1], ''))
+    keep = {}
+    try:
+        before = {r['name']: r for r in get_json(px.http, '/api/routes')['routes']}
+        sent, got = replay_game(FirstPart(cap, 0.35), px.ports[1], srv, keep=keep)
+        check(got >= sent - 10, 'replay: %d sent, %d arrived' % (sent, got))
+        routes = {r['name']: r for r in get_json(px.http, '/api/routes')['routes']}
+        sessions = get_json(px.http, '/api/sessions')['sessions']
+        players = get_json(px.http, '/api/players')['players']
+    finally:
+        if 'cli' in keep:
+            keep['cli'].close()
+    want = GAME_Q3_IOQ71
+    check(before['arena']['game'] == {'hostname': '', 'map': '', 'players': 0},
+          'before any client: %r' % before['arena'].get('game'))
+    g = routes['arena'].get('game')
+    check(g == {'hostname': want['hostname'], 'map': want['map'], 'players': 1},
+          '/api/routes arena game %r, expected %r' % (g, want))
+    check(routes['idle'].get('game') == {'hostname': '', 'map': '', 'players': 0},
+          '/api/routes idle game %r' % routes['idle'].get('game'))
+    check(len(sessions) == 1 and sessions[0].get('player') == want['player'] and
+          sessions[0].get('hostname') == want['hostname'] and sessions[0].get('map') == want['map'],
+          '/api/sessions %r' % [(s.get('player'), s.get('hostname'), s.get('map'))
+                                for s in sessions])
+    check(len(players) == 1 and players[0].get('name') == want['player'],
+          '/api/players %r' % players)
+    print('route arena: %r; player %r' % (g, players[0]['name']))
 
 
 def case_idle_closed(h):
