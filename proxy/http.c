@@ -27,6 +27,7 @@
 #include "filters/text.h"
 #include "proxy/addr.h"
 #include "proxy/admin.h"
+#include "proxy/demos.h"
 #include "proxy/metrics.h"
 #include "proxy/route.h"
 #include "proxy/stats.h"
@@ -41,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #define TICK_MS          500   /* loop-lag sample, stream keepalives */
 #define KEEPALIVE_TICKS  30    /* a comment line every 15 s to idle streams */
@@ -619,6 +621,73 @@ static void doc_recordings(FILE *f, struct sg_http *h, const struct sg_stats_vie
     sg_metrics_recordings_json(f, v);
 }
 
+static void doc_demos(FILE *f, struct sg_http *h, const struct sg_stats_view *v,
+                      struct MHD_Connection *c)
+{
+    (void)h, (void)c;
+    sg_demos_json(f, v);
+}
+
+/* GET /api/demo?path=PATH: a finished demo of /api/demos, as a download. */
+static enum MHD_Result demo_download(struct sg_http *h, struct MHD_Connection *c)
+{
+    const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
+    struct sg_stats_view *v = malloc(sizeof(*v));
+    struct sg_demo_dirs *d = malloc(sizeof(*d));
+    struct MHD_Response *r;
+    enum MHD_Result ret;
+    char why[160], disp[300];
+    const char *name;
+    uint64_t size = 0;
+    bool paused;
+    int fd;
+
+    if (!v || !d) {
+        free(v);
+        free(d);
+        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    }
+    paused = h->owner.pause(h->owner.data);
+    h->owner.view(h->owner.data, v);
+    sg_demos_dirs(v, d);
+    if (paused)
+        h->owner.resume(h->owner.data);
+    free(v);
+    fd = sg_demos_open(d, path, &size, why, sizeof(why));
+    free(d);
+    if (fd < 0) {
+        char msg[200];
+        snprintf(msg, sizeof(msg), "%s\n", why);
+        return send_text(c, fd == -ENOENT ? MHD_HTTP_NOT_FOUND
+                            : fd == -EINVAL ? MHD_HTTP_BAD_REQUEST
+                                            : MHD_HTTP_FORBIDDEN,
+                         msg);
+    }
+    r = MHD_create_response_from_fd64(size, fd); /* closes fd with the response */
+    if (!r) {
+        close(fd);
+        return MHD_NO;
+    }
+    /* The file's name for the browser: the characters of a plain name only. */
+    name = strrchr(path, '/') + 1;
+    {
+        size_t o = 0;
+        o += (size_t)snprintf(disp, sizeof(disp), "attachment; filename=\"");
+        for (const char *p = name; *p && o < sizeof(disp) - 3; p++)
+            disp[o++] = (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') ? *p : '_';
+        disp[o++] = '"';
+        disp[o] = '\0';
+    }
+    MHD_add_response_header(r, "Content-Type", "application/octet-stream");
+    MHD_add_response_header(r, "Content-Disposition", disp);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 /* GET /api/stream?route=NAME&session=ID&kinds=chat,print */
 static enum MHD_Result start_stream(struct sg_http *h, struct MHD_Connection *c)
 {
@@ -851,6 +920,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return send_doc(c, "application/json", doc_recordings, h);
     if (strcmp(url, "/api/stream") == 0)
         return start_stream(h, c);
+    if (strcmp(url, "/api/demos") == 0)
+        return send_doc(c, "application/json", doc_demos, h);
+    if (strcmp(url, "/api/demo") == 0)
+        return demo_download(h, c);
     if (sg_admin_is_action(url) || sg_admin_is_list(url))
         return admin_request(h, c, url);
     return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");

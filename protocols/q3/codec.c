@@ -45,6 +45,7 @@ struct q3c {
     char level[64];           /* the map name of the server info, as of level_changes: */
     uint32_t level_changes;   /* the state's cs_changes when `level` was read */
     bool level_read;
+    struct sg_codec_info game; /* the last server name, level and player name known (q3_info) */
     uint64_t headers_only; /* datagrams of a protocol not decoded, relayed with the header read */
     bool noticed;          /* take_notice() has said that the protocol is relayed headers only */
 
@@ -499,6 +500,31 @@ static void list_client_message(struct q3c *c)
                 cm->num_cmds, NULL, 0, NULL, -1, -1);
 }
 
+/* The server's name and level (server info) and the player's own name (its
+ * player configstring, clientNum from the gamestate), read when the
+ * configstrings changed; what was known stays when they are cleared (the
+ * client left), so that a finished session still names them. */
+static void game_info_update(struct q3c *c)
+{
+    const char *si, *pl;
+    char v[64];
+
+    if (!c->st->have_gamestate)
+        return;
+    si = sg_q3_state_configstring(c->st, SG_Q3_CS_SERVERINFO);
+    if (si && *si) {
+        if (sg_q3_info_value(si, "sv_hostname", v, sizeof(v)))
+            memcpy(c->game.hostname, v, sizeof(v));
+        if (sg_q3_info_value(si, "mapname", v, sizeof(v)))
+            memcpy(c->game.map, v, sizeof(v));
+    }
+    if (c->st->client_num < 0 || c->st->client_num >= SG_Q3_MAX_CLIENTS)
+        return;
+    pl = sg_q3_state_configstring(c->st, SG_Q3_CS_PLAYERS + c->st->client_num);
+    if (pl && *pl && sg_q3_info_value(pl, "n", v, sizeof(v)))
+        memcpy(c->game.player, v, sizeof(v));
+}
+
 /* A whole server message: parse it all; notice a new level. */
 static void server_message(struct q3c *c, struct sg_frame *f)
 {
@@ -519,6 +545,7 @@ static void server_message(struct q3c *c, struct sg_frame *f)
             snprintf(c->level, sizeof(c->level), "unknown");
         c->level_changes = c->st->cs_changes;
         c->level_read = true;
+        game_info_update(c);
     }
     _Static_assert(sizeof(c->level) == sizeof(f->level), "the frame's level holds the cache's");
     memcpy(f->level, c->level, sizeof(f->level));
@@ -1159,28 +1186,10 @@ static const char *q3_describe(void *state)
     return c->describe;
 }
 
-/* The server's name and level (server info) and the player's own name (its
- * player configstring, clientNum from the gamestate), once a gamestate came. */
 static void q3_info(void *state, struct sg_codec_info *out)
 {
-    struct q3c *c = state;
-    const char *si, *pl;
-
-    memset(out, 0, sizeof(*out));
-    if (!c->st || !c->st->have_gamestate)
-        return;
-    si = sg_q3_state_configstring(c->st, SG_Q3_CS_SERVERINFO);
-    if (si && *si) {
-        if (!sg_q3_info_value(si, "sv_hostname", out->hostname, sizeof(out->hostname)))
-            out->hostname[0] = '\0';
-        if (!sg_q3_info_value(si, "mapname", out->map, sizeof(out->map)))
-            out->map[0] = '\0';
-    }
-    if (c->st->client_num < 0 || c->st->client_num >= SG_Q3_MAX_CLIENTS)
-        return;
-    pl = sg_q3_state_configstring(c->st, SG_Q3_CS_PLAYERS + c->st->client_num);
-    if (pl && *pl && !sg_q3_info_value(pl, "n", out->player, sizeof(out->player)))
-        out->player[0] = '\0';
+    const struct q3c *c = state;
+    *out = c->game;
 }
 
 /* Once per session: the protocol is one slipgate relays with its headers read only. */

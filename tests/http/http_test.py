@@ -46,6 +46,12 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
                          /api/sessions and /api/players the player's name
                          (its configstring); a route without a decoded
                          session has them empty (the page says unknown)
+    demos                a recorded Quake 3 replay: /api/demos lists the
+                         finished demo with its size, map and player, and
+                         /api/demo serves its bytes behind http_token; a
+                         path with `..`, a relative one, one outside the
+                         record directory, a symbolic link to a file and a
+                         file under a linked directory are refused
     workers_merged       with two worker loops (-w 2), /metrics, /api/routes,
                          /api/sessions count the sessions of both loops, and
                          /api/stream delivers a replay whose session is on
@@ -814,6 +820,67 @@ def case_game_info(h):
     check(len(players) == 1 and players[0].get('name') == want['player'],
           '/api/players %r' % players)
     print('route arena: %r; player %r' % (g, players[0]['name']))
+
+
+def case_demos(h):
+    import urllib.parse
+    cap = q3cap.Capture('ioq71')
+    srv = server_socket()
+    h.sockets.append(srv)
+    demos = h.path('demos')
+    secret = h.path('secret.txt')
+    with open(secret, 'w') as f:
+        f.write('SECRET-CONTENT\n')
+    px = http_proxy(h, ROUTE_Q3 % ('arena', 1, srv.getsockname()[1], '    record %s\n' % demos),
+                    extra='http_token t0ken-demos\n')
+    auth = {'Authorization': 'Bearer t0ken-demos'}
+    keep = {}
+    try:
+        sent, got = replay_game(cap, px.ports[1], srv, keep=keep)  # to the client's disconnect
+        check(got >= sent - 10, 'replay: %d sent, %d arrived' % (sent, got))
+        os.symlink(secret, os.path.join(demos, 'link.dm_71'))
+        os.symlink(h.dir, os.path.join(demos, 'up'))
+        end = time.monotonic() + 5
+        while True:
+            listed = get_json(px.http, '/api/demos', headers=auth)['demos']
+            if listed or time.monotonic() > end:
+                break
+            time.sleep(0.1)
+        files = [f for f in os.listdir(demos) if not os.path.islink(os.path.join(demos, f))]
+        check(len(files) == 1, 'demo files %r' % files)
+        on_disk = os.path.join(demos, files[0])
+        check([d['path'] for d in listed] == [on_disk], '/api/demos %r, on disk %r (the links '
+              'are not listed)' % (listed, on_disk))
+        d = listed[0]
+        check(d['bytes'] == os.path.getsize(on_disk) > 0 and d['map'] == 'oa_dm1' and
+              d['player'] == 'peers' and d['route'] == 'arena' and d['name'] == files[0],
+              '/api/demos entry %r' % d)
+        status, _, _ = request(px.http, '/api/demos')
+        check(status == 401, '/api/demos without the token: %s' % status)
+
+        def get(path, **kw):
+            return request(px.http, '/api/demo?path=' + urllib.parse.quote(path, safe=''), **kw)
+        status, hdrs, body = get(on_disk, headers=auth)
+        with open(on_disk, 'rb') as f:
+            want = f.read()
+        check(status == 200 and body == want, 'download: status %s, %d bytes of %d'
+              % (status, len(body), len(want)))
+        check('attachment' in hdrs.get('content-disposition', ''), 'headers %r' % hdrs)
+        status, _, body = get(on_disk)
+        check(status == 401 and want[:64] not in body, 'download without the token: %s' % status)
+        for path, code in ((demos + '/../secret.txt', 400), ('secret.txt', 400),
+                           (demos + '/./' + files[0], 400), (secret, 403),
+                           (os.path.join(demos, 'link.dm_71'), 403),
+                           (os.path.join(demos, 'up', 'secret.txt'), 403),
+                           (os.path.join(demos, 'none.dm_71'), 404), ('/etc/passwd', 403)):
+            status, _, body = get(path, headers=auth)
+            check(status == code and b'SECRET-CONTENT' not in body,
+                  '%s: status %s (expected %d), %r' % (path, status, code, body[:80]))
+    finally:
+        if 'cli' in keep:
+            keep['cli'].close()
+    print('listed and served %s (%d bytes); .., relative, outside and linked paths refused'
+          % (files[0], len(want)))
 
 
 def case_idle_closed(h):
