@@ -48,6 +48,13 @@
 #define KEEPALIVE_TICKS  30    /* a comment line every 15 s to idle streams */
 #define STREAM_EVENT_MAX 65536 /* a longer event is dropped */
 #define COOKIE_NAME      "slipgate_token"
+/* The last messages, for a page that opens (GET /api/recent): the kinds the
+ * page shows by default, at most RECENT_MAX events of RECENT_EVENT_MAX bytes. */
+#define RECENT_MAX       100
+#define RECENT_EVENT_MAX 4096
+#define RECENT_KINDS                                                                               \
+    (SG_KIND_BIT(SG_MSG_CHAT) | SG_KIND_BIT(SG_MSG_PRINT) | SG_KIND_BIT(SG_MSG_CENTERPRINT) |     \
+     SG_KIND_BIT(SG_MSG_DISCONNECT))
 
 struct stream {
     struct sg_http *h;
@@ -109,6 +116,11 @@ struct sg_http {
     size_t dump_size;
     char *ev_buf; /* one frame's JSON line */
     size_t ev_size;
+    /* The ring of the last messages (under `lock`): JSON lines, oldest at
+     * recent_head when full. */
+    char *recent[RECENT_MAX];
+    size_t recent_len[RECENT_MAX];
+    unsigned recent_head, nrecent;
     struct sg_warn_limit warn_mhd;
 };
 
@@ -291,6 +303,8 @@ static void http_free(struct sg_http *h)
     uv_mutex_destroy(&h->lock);
     free(h->dump_buf);
     free(h->ev_buf);
+    for (unsigned i = 0; i < RECENT_MAX; i++)
+        free(h->recent[i]);
     free(h);
 }
 
@@ -449,6 +463,44 @@ void sg_http_tap(void *data, struct sg_session *s, const struct sg_filter_call *
     sg_http_frame(*(struct sg_http **)data, s, call);
 }
 
+/* Keep the frame's line of the RECENT_KINDS messages in the ring (under `lock`). */
+static void recent_put(struct sg_http *h, const struct sg_filter_call *call)
+{
+    char *line = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&line, &len);
+    int ok;
+    unsigned at;
+
+    if (!m)
+        return;
+    ok = sg_inspect_json(m, call, RECENT_KINDS, &h->dump_buf, &h->dump_size);
+    if (fclose(m) != 0 || ok <= 0 || !line || len < 2 || len > RECENT_EVENT_MAX) {
+        free(line);
+        return;
+    }
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    at = (h->recent_head + h->nrecent) % RECENT_MAX;
+    if (h->nrecent == RECENT_MAX) {
+        at = h->recent_head;
+        h->recent_head = (h->recent_head + 1) % RECENT_MAX;
+    } else {
+        h->nrecent++;
+    }
+    free(h->recent[at]);
+    h->recent[at] = line;
+    h->recent_len[at] = len;
+}
+
+static bool has_recent_kinds(const struct sg_frame *f)
+{
+    for (unsigned i = 0; i < f->nmsgs; i++)
+        if (sg_filter__kind_in(RECENT_KINDS, f->msgs[i].kind))
+            return true;
+    return false;
+}
+
 void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_filter_call *call)
 {
     const struct sg_frame *f = call->frame;
@@ -462,6 +514,12 @@ void sg_http_frame(struct sg_http *h, struct sg_session *ses, const struct sg_fi
     if (f->new_level)
         snprintf(ses->map, sizeof(ses->map), "%.*s", (int)strnlen(f->level, sizeof(f->level)),
                  f->level);
+    if (has_recent_kinds(f)) {
+        uv_mutex_lock(&h->lock);
+        if (!h->stopping)
+            recent_put(h, call);
+        uv_mutex_unlock(&h->lock);
+    }
     if (atomic_load_explicit(&h->nstreams_any, memory_order_relaxed) == 0)
         return;
     mine = ses->route->ctx == h->owner.ctx; /* worker 0's session: MHD may be called */
@@ -619,6 +677,22 @@ static void doc_recordings(FILE *f, struct sg_http *h, const struct sg_stats_vie
                            struct MHD_Connection *c)
 {
     sg_metrics_recordings_json(f, v);
+}
+
+/* GET /api/recent: {"events": [...]}, the last messages' events, oldest first. */
+static void doc_recent(FILE *f, struct sg_http *h, const struct sg_stats_view *v,
+                       struct MHD_Connection *c)
+{
+    (void)v, (void)c;
+    fputs("{\"events\": [", f);
+    uv_mutex_lock(&h->lock);
+    for (unsigned i = 0; i < h->nrecent; i++) {
+        unsigned at = (h->recent_head + i) % RECENT_MAX;
+        fputs(i ? ",\n  " : "\n  ", f);
+        fwrite(h->recent[at], 1, h->recent_len[at], f);
+    }
+    fputs(h->nrecent ? "\n]}\n" : "]}\n", f);
+    uv_mutex_unlock(&h->lock);
 }
 
 static void doc_demos(FILE *f, struct sg_http *h, const struct sg_stats_view *v,
@@ -920,6 +994,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return send_doc(c, "application/json", doc_recordings, h);
     if (strcmp(url, "/api/stream") == 0)
         return start_stream(h, c);
+    if (strcmp(url, "/api/recent") == 0)
+        return send_doc(c, "application/json", doc_recent, h);
     if (strcmp(url, "/api/demos") == 0)
         return send_doc(c, "application/json", doc_demos, h);
     if (strcmp(url, "/api/demo") == 0)

@@ -52,6 +52,10 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
                          path with `..`, a relative one, one outside the
                          record directory, a symbolic link to a file and a
                          file under a linked directory are refused
+    recent               with no stream client open, a Quake 3 replay's
+                         print lines are kept: /api/recent gives them
+                         (chat, print, centerprint, disconnect only), at
+                         most 100, oldest first
     workers_merged       with two worker loops (-w 2), /metrics, /api/routes,
                          /api/sessions count the sessions of both loops, and
                          /api/stream delivers a replay whose session is on
@@ -881,6 +885,33 @@ def case_demos(h):
             keep['cli'].close()
     print('listed and served %s (%d bytes); .., relative, outside and linked paths refused'
           % (files[0], len(want)))
+
+
+def case_recent(h):
+    cap = q3cap.Capture('ioq71')
+    srv = server_socket()
+    h.sockets.append(srv)
+    px = http_proxy(h, ROUTE_Q3 % ('arena', 1, srv.getsockname()[1], ''))
+    check(get_json(px.http, '/api/recent') == {'events': []}, 'before any traffic')
+    keep = {}
+    try:
+        sent, got = replay_game(cap, px.ports[1], srv, keep=keep)
+        check(got >= sent - 10, 'replay: %d sent, %d arrived' % (sent, got))
+        events = get_json(px.http, '/api/recent')['events']
+    finally:
+        if 'cli' in keep:
+            keep['cli'].close()
+    check(0 < len(events) <= 100, '%d events' % len(events))
+    kinds = {m['kind'] for e in events for m in e['msgs']}
+    check(kinds and kinds <= {'chat', 'print', 'centerprint', 'disconnect'}, 'kinds %r' % kinds)
+    texts = [m.get('text') or '' for e in events for m in e['msgs']]
+    check(any('entered the game' in t for t in texts), 'no "entered the game" print: %r'
+          % texts[:20])
+    times = [e['time'] for e in events]
+    check(times == sorted(times), 'not oldest first: %r' % times)
+    check(all(e['session'] == 1 and e['route'] == 'arena' for e in events),
+          'events %r' % events[:3])
+    print('%d recent events, kinds %r' % (len(events), sorted(kinds)))
 
 
 def case_idle_closed(h):
