@@ -207,6 +207,248 @@ function connect() {
   source.onopen = () => setStatus("live", "live");
 }
 
+// ---- the admin section: servers, players (names, rate graphs, actions),
+// ended sessions, demos, the last messages on load ----
+
+const RATE_WINDOW_MS = 5 * 60 * 1000; // the graphs' span
+const ENDED_SHOWN = 20;
+const rates = new Map(); // session id -> [{t, c2s, s2c}] (cumulative bytes)
+let adminToken = sessionStorage.getItem("slipgate-token") || "";
+
+function authHeaders() {
+  return adminToken ? {Authorization: "Bearer " + adminToken} : {};
+}
+
+async function adminJSON(path) {
+  const r = await fetch(path, {cache: "no-store", credentials: "same-origin",
+                               headers: authHeaders()});
+  if (!r.ok) throw new Error(path + ": " + r.status);
+  return r.json();
+}
+
+function showResult(text, ok) {
+  const e = document.getElementById("admin-result");
+  e.textContent = text;
+  e.className = "admin-result " + (ok ? "ok" : "bad");
+}
+
+// A live action (kick, mute, unban): POST, then the answer or the error shown.
+async function act(path, params) {
+  const q = new URLSearchParams(params).toString();
+  let r;
+  try {
+    r = await fetch(path + "?" + q, {method: "POST", cache: "no-store",
+                                     credentials: "same-origin", headers: authHeaders()});
+  } catch (e) {
+    showResult(path + ": no answer", false);
+    return null;
+  }
+  const body = await r.text();
+  if (r.status === 401) {
+    showResult("the token is required: enter http_token above", false);
+    document.getElementById("admin-token").focus();
+    return null;
+  }
+  if (!r.ok) {
+    showResult(path.replace("/api/", "") + ": " + body.trim(), false);
+    return null;
+  }
+  let doc = null;
+  try { doc = JSON.parse(body); } catch (e) { /* shown as text */ }
+  if (doc && doc.action === "kick") {
+    showResult("kicked session " + doc.session + " (" + doc.client + ") for " + doc.minutes +
+               " min", true);
+  } else if (doc && doc.action === "mute") {
+    showResult("session " + doc.session + (doc.muted ? " muted" : " unmuted"), true);
+  } else if (doc && doc.action === "unban") {
+    showResult("unbanned " + doc.addr + " (" + doc.lifted + " lifted)", true);
+  } else {
+    showResult(body.trim(), true);
+  }
+  refreshAdmin();
+  return doc;
+}
+
+function button(text, onclick, cls) {
+  const b = el("button", text, cls);
+  b.type = "button";
+  b.addEventListener("click", onclick);
+  return b;
+}
+
+// The session's byte rates (c>s and s>c, bytes/s) over the window, as an SVG.
+function rateGraph(hist) {
+  const NS = "http://www.w3.org/2000/svg", W = 160, H = 26;
+  const svg = document.createElementNS(NS, "svg");
+  svg.setAttribute("class", "rate");
+  svg.setAttribute("width", W);
+  svg.setAttribute("height", H);
+  svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+  const pts = {c2s: [], s2c: []};
+  let max = 1;
+  const now = hist.length ? hist[hist.length - 1].t : 0;
+  for (let i = 1; i < hist.length; i++) {
+    const dt = (hist[i].t - hist[i - 1].t) / 1000;
+    if (dt <= 0) continue;
+    for (const d of ["c2s", "s2c"]) {
+      const v = Math.max(0, hist[i][d] - hist[i - 1][d]) / dt;
+      pts[d].push([hist[i].t, v]);
+      max = Math.max(max, v);
+    }
+  }
+  for (const d of ["c2s", "s2c"]) {
+    const line = document.createElementNS(NS, "polyline");
+    line.setAttribute("class", d);
+    line.setAttribute("points", pts[d].map(([t, v]) =>
+      (W - (now - t) / RATE_WINDOW_MS * W).toFixed(1) + "," +
+      (H - 1 - v / max * (H - 2)).toFixed(1)).join(" "));
+    svg.appendChild(line);
+  }
+  const title = document.createElementNS(NS, "title");
+  title.textContent = "peak " + bytes(max) + "/s (c>s blue, s>c purple)";
+  svg.appendChild(title);
+  return svg;
+}
+
+function lastRate(hist) {
+  if (hist.length < 2) return "-";
+  const a = hist[hist.length - 2], b = hist[hist.length - 1];
+  const dt = (b.t - a.t) / 1000;
+  return dt > 0 ? bytes((b.c2s - a.c2s + b.s2c - a.s2c) / dt) + "/s" : "-";
+}
+
+function fillRows(id, rows) {
+  const tb = document.querySelector("#" + id + " tbody");
+  tb.replaceChildren(...rows);
+  document.getElementById("no-" + id).hidden = rows.length > 0;
+  document.getElementById(id).hidden = rows.length === 0;
+}
+
+function textRow(cells) {
+  const tr = document.createElement("tr");
+  for (const c of cells) {
+    if (c instanceof Node) {
+      const td = el("td");
+      td.appendChild(c);
+      tr.appendChild(td);
+    } else {
+      tr.appendChild(el("td", c.t, c.c));
+    }
+  }
+  return tr;
+}
+
+function playerCell(name) {
+  const td = el("span");
+  if (name) quakeText(td, name);
+  else td.appendChild(el("span", "unknown", "dim"));
+  return td;
+}
+
+async function refreshAdmin() {
+  let routes, all, players;
+  try {
+    [routes, all, players] = await Promise.all([
+      getJSON("/api/routes"), getJSON("/api/sessions?ended=1"), adminJSON("/api/players")]);
+  } catch (e) {
+    return; // refresh() shows the status
+  }
+  const tb = document.querySelector("#servers tbody");
+  tb.replaceChildren(...routes.routes.filter(r => !r.retired).map(r => {
+    const g = r.game || {};
+    return textRow([{t: r.name}, g.hostname ? playerCell(g.hostname) : {t: "unknown", c: "dim"},
+                    {t: g.map || "unknown", c: g.map ? "" : "dim"},
+                    {t: num(g.players), c: "n"}]);
+  }));
+  const now = Date.now();
+  const live = all.sessions.filter(s => s.state === "active");
+  const byId = new Map(live.map(s => [s.id, s]));
+  for (const s of live) {
+    const h = rates.get(s.id) || [];
+    h.push({t: now, c2s: s.counters.c2s_bytes, s2c: s.counters.s2c_bytes});
+    while (h.length && now - h[0].t > RATE_WINDOW_MS) h.shift();
+    rates.set(s.id, h);
+  }
+  for (const id of [...rates.keys()]) if (!byId.has(id)) rates.delete(id);
+  fillRows("players", players.players.map(p => {
+    const s = byId.get(p.session) || {};
+    const h = rates.get(p.session) || [];
+    const tr = textRow([{t: p.session}, {t: p.route}, playerCell(p.name || s.player),
+                        {t: p.client}, rateGraph(h), {t: lastRate(h), c: "n"}]);
+    tr.dataset.session = p.session;
+    const td = el("td", null, "actions");
+    td.appendChild(button("kick", () => act("/api/kick", {
+      session: p.session, minutes: document.getElementById("kick-minutes").value || "10"}),
+      "kick"));
+    td.appendChild(button(p.muted ? "unmute" : "mute", () => act("/api/mute", {
+      session: p.session, on: p.muted ? "0" : "1"}), "mute"));
+    tr.appendChild(td);
+    return tr;
+  }));
+  const ended = all.sessions.filter(s => s.state === "ended")
+    .sort((a, b) => b.ended_ms - a.ended_ms).slice(0, ENDED_SHOWN);
+  fillRows("ended", ended.map(s => textRow([{t: s.id}, {t: s.route}, playerCell(s.player),
+    {t: s.client}, {t: new Date(s.ended_ms).toLocaleTimeString("en-GB")},
+    {t: dur(s.ended_ms - s.started_ms)}, {t: s.end_reason}])));
+}
+
+async function refreshDemos() {
+  let doc;
+  try { doc = await adminJSON("/api/demos"); } catch (e) { return; }
+  fillRows("demos", doc.demos.map(d => {
+    const a = el("a", d.name);
+    a.href = "/api/demo?path=" + encodeURIComponent(d.path);
+    a.setAttribute("download", d.name);
+    if (adminToken) { // a header, not a cookie: fetched here and saved
+      a.addEventListener("click", async ev => {
+        ev.preventDefault();
+        const r = await fetch(a.href, {headers: authHeaders(), credentials: "same-origin"});
+        if (!r.ok) { showResult(d.name + ": " + (await r.text()).trim(), false); return; }
+        const url = URL.createObjectURL(await r.blob());
+        const tmp = el("a");
+        tmp.href = url;
+        tmp.download = d.name;
+        tmp.click();
+        setTimeout(() => URL.revokeObjectURL(url), 10000);
+      });
+    }
+    return textRow([a, {t: d.route || "-"}, {t: d.map || "unknown", c: d.map ? "" : "dim"},
+      playerCell(d.player), {t: bytes(d.bytes), c: "n"},
+      {t: new Date(d.mtime_ms).toLocaleString("en-GB")}]);
+  }));
+}
+
+// The messages kept before the page opened, then the live stream's.
+async function loadRecent() {
+  try {
+    const doc = await adminJSON("/api/recent");
+    const kinds = chosenKinds();
+    for (const ev of doc.events)
+      for (const m of ev.msgs || []) if (kinds.includes(m.kind)) addMessage(ev, m);
+  } catch (e) { /* the stream still comes */ }
+}
+
+function setupAdmin() {
+  const tok = document.getElementById("admin-token");
+  tok.value = adminToken;
+  tok.addEventListener("change", () => {
+    adminToken = tok.value.trim();
+    if (adminToken) sessionStorage.setItem("slipgate-token", adminToken);
+    else sessionStorage.removeItem("slipgate-token");
+    refreshAdmin();
+    refreshDemos();
+  });
+  document.getElementById("unban-button").addEventListener("click", () => {
+    const addr = document.getElementById("unban-addr").value.trim();
+    if (!addr) { showResult("unban: an address or ADDR/BITS", false); return; }
+    act("/api/unban", {addr: addr});
+  });
+  refreshAdmin();
+  refreshDemos();
+  setInterval(refreshAdmin, 1000);
+  setInterval(refreshDemos, 5000);
+}
+
 function setup() {
   const box = document.getElementById("kinds");
   for (const k of KINDS) {
@@ -220,9 +462,10 @@ function setup() {
     label.appendChild(document.createTextNode(" " + k));
     box.appendChild(label);
   }
-  connect();
+  loadRecent().then(connect);
   refresh();
   setInterval(refresh, 1000);
+  setupAdmin();
 }
 
 document.addEventListener("DOMContentLoaded", setup);

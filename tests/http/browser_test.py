@@ -313,7 +313,174 @@ route arena {
         browser.close()
 
 
-CASES = {'page': case_page}
+def png_pixels(path):
+    """(width, height, rows) of an 8-bit RGB or RGBA PNG; rows[y][x] = (r, g, b)."""
+    import struct
+    import zlib
+    with open(path, 'rb') as f:
+        data = f.read()
+    check(data[:8] == b'\x89PNG\r\n\x1a\n', '%s: not a PNG' % path)
+    pos, idat, w = 8, b'', None
+    while pos < len(data):
+        n, kind = struct.unpack('>I4s', data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b'IHDR':
+            w, h, depth, ctype = struct.unpack('>IIBB', body[:10])
+            check(depth == 8 and ctype in (2, 6), 'PNG depth %d type %d' % (depth, ctype))
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b'IDAT':
+            idat += body
+        pos += 12 + n
+    raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
+    for y in range(h):
+        ft, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if ft == 1:
+                line[i] = (line[i] + a) & 255
+            elif ft == 2:
+                line[i] = (line[i] + b) & 255
+            elif ft == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif ft == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[x * bpp:x * bpp + 3]) for x in range(w)])
+        prev = line
+    return w, h, rows
+
+
+TOKEN = 't0ken-for-the-page'
+
+
+def case_admin(h):
+    """The admin parts of the page, with http_token and the page logged in by
+    /?token=: the servers table (name, map, players from the game), the
+    player's name and a rate graph that grows, a screenshot checked (size,
+    the header's accent line), the last messages shown on a reload with no
+    traffic, and the buttons: kick ends the session (listed as ended, reason
+    banned; its demo, finished, listed and downloadable), unban lifts it, a
+    second unban shows the error."""
+    cap = q3cap.Capture('ioq71')
+    srv = server_socket()
+    h.sockets.append(srv)
+    demos = h.path('demos')
+    conf = """http 127.0.0.1:$P0
+http_token %s
+route arena {
+    listen 127.0.0.1:$P1
+    server 127.0.0.1:%d
+    protocol q3
+    record %s
+}
+""" % (TOKEN, srv.getsockname()[1], demos)
+    auth = {'Authorization': 'Bearer ' + TOKEN}
+    px = h.proxy(conf)
+    port = px.ports[0]
+    px.wait_for_log(r'http: serving on', 5)
+    browser = Chromium(h.dir)
+    stop = threading.Event()
+    try:
+        browser.open('http://127.0.0.1:%d/?token=%s' % (port, TOKEN))
+        browser.wait("document.querySelector('#servers tbody tr') !== null", 15, 'the servers')
+        first = browser.eval(cells('#servers tbody tr'))
+        check(first == [['arena', 'unknown', 'unknown', '0']], 'servers before a client: %r'
+              % first)
+        end = time.monotonic() + 10
+        while b'slipgate_http_stream_clients 1' not in request(port, '/metrics', headers=auth)[2]:
+            check(time.monotonic() < end, 'the page never opened /api/stream')
+            time.sleep(0.2)
+        result = {}
+
+        def play():
+            try:
+                result['sent'] = replay_game(cap, px.ports[1], srv, pace=0.004, stop=stop)
+            except Exception as e:  # reported below
+                result['error'] = e
+
+        t = threading.Thread(target=play, daemon=True)
+        t.start()
+        servers = browser.wait("(%s).filter(r => r[2] !== 'unknown')" % cells('#servers tbody tr'),
+                               15, 'the server name and map')
+        check(servers == [['arena', 'peers-oa', 'oa_dm1', '1']], 'servers %r' % servers)
+        players = browser.wait("(%s).filter(r => r[2] === 'peers')" % cells('#players tbody tr'),
+                               10, "the player's name")
+        check(players[0][0] == '1' and players[0][1] == 'arena', 'players %r' % players)
+        npts = ("(document.querySelector('#players tr[data-session] svg.rate polyline.s2c')"
+                ".getAttribute('points').trim().split(/\\s+/).filter(Boolean).length)")
+        p1 = browser.wait(npts + " >= 2 && " + npts, 10, 'a rate graph')
+        p2 = browser.wait(npts + " > %d && " % p1 + npts, 10, 'the rate graph growing')
+        check(p2 > p1, 'graph points %d then %d' % (p1, p2))
+        # the game stops half-way: the session stays, for the buttons
+        browser.wait("Array.from(document.querySelectorAll('#feed li')).some(li => "
+                     "li.textContent.includes('entered the game'))", 15, 'a print of the game')
+        stop.set()
+        t.join(30)
+        check('error' not in result, 'replay: %r' % result.get('error'))
+        time.sleep(1.2)  # one more refresh
+        out = os.environ.get('SG_SCREENSHOT_ADMIN') or h.path('admin.png')
+        browser.screenshot(out)
+        w, ht, rows = png_pixels(out)
+        hb = browser.eval("Math.round(document.querySelector('header').getBoundingClientRect()"
+                          ".bottom)")
+        check(w == 1400 and 300 <= ht <= 1100, 'screenshot %dx%d' % (w, ht))
+        accent = rows[hb - 1][700]
+        check(all(abs(x - y) <= 8 for x, y in zip(accent, (0xe0, 0xa0, 0x30))),
+              'the header line at y=%d is %r, not the accent colour' % (hb - 1, accent))
+        check(len({rows[y][x] for y in range(0, ht, 7) for x in range(0, w, 13)}) > 20,
+              'the screenshot is nearly blank')
+        # a reload with no traffic: the feed shows the last messages at once
+        browser.call('Page.navigate', {'url': 'http://127.0.0.1:%d/' % port})
+        browser.wait("Array.from(document.querySelectorAll('#feed li')).some(li => "
+                     "li.textContent.includes('entered the game'))", 10,
+                     'the last messages after a reload')
+        # kick: the session ends (ended, banned), its address is refused
+        browser.wait("document.querySelector('#players tr[data-session] button.kick') !== null", 10,
+                     'the kick button')
+        browser.eval("document.getElementById('kick-minutes').value = '3'; "
+                     "document.querySelector('#players tr[data-session] button.kick').click()")
+        res = browser.wait("document.getElementById('admin-result').textContent", 10,
+                           'the kick result')
+        check('kicked session 1' in res and '3 min' in res, 'kick result %r' % res)
+        ended = browser.wait("(%s).filter(r => r[0] === '1')" % cells('#ended tbody tr'), 10,
+                             'the kicked session among the ended')
+        check(ended[0][6] == 'banned' and ended[0][2] == 'peers', 'ended %r' % ended)
+        browser.wait("document.querySelectorAll('#players tbody tr').length === 0", 10,
+                     'the players table empty')
+        # the demo the kick finished: listed with its map and player, and served
+        demo = browser.wait("(%s).filter(r => r[2] === 'oa_dm1')" % cells('#demos tbody tr'), 10,
+                            'the finished demo')
+        files = os.listdir(demos)
+        check(len(files) == 1 and demo[0][0] == files[0] and demo[0][3] == 'peers',
+              'demos %r, on disk %r' % (demo, files))
+        got = browser.call('Runtime.evaluate', {'expression': (
+            "fetch(document.querySelector('#demos a').href).then(r => r.arrayBuffer())"
+            ".then(b => b.byteLength)"), 'awaitPromise': True, 'returnByValue': True})
+        size = got['result'].get('value')
+        check(size == os.path.getsize(os.path.join(demos, files[0])), 'download: %r bytes' % size)
+        browser.eval("document.getElementById('unban-addr').value = '127.0.0.1'; "
+                     "document.getElementById('unban-button').click()")
+        res = browser.wait("(t => t.includes('unbanned') && t)(document.getElementById("
+                           "'admin-result').textContent)", 10, 'the unban result')
+        check('unbanned 127.0.0.1 ' in res and '1 lifted' in res, 'unban result %r' % res)
+        browser.eval("document.getElementById('unban-button').click()")
+        res = browser.wait("(e => e.className.includes('bad') && e.textContent)(document."
+                           "getElementById('admin-result'))", 10, 'the second unban error')
+        check('no kick' in res, 'second unban %r' % res)
+        print('servers %r, players %r, graph %d -> %d points, demo %s (%d bytes), kicked, '
+              'ended %r, %s; screenshot %s' % (servers, players, p1, p2, files[0], size, ended,
+                                              res, out))
+        keep = os.environ.get('MESON_BUILD_ROOT')
+        if keep:
+            shutil.copy(out, os.path.join(keep, 'http-browser-admin.png'))
+    finally:
+        stop.set()
+        browser.close()
+
+
+CASES = {'page': case_page, 'admin': case_admin}
 
 if __name__ == '__main__':
     sys.exit(harness.main(CASES, sys.argv))
