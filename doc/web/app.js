@@ -287,6 +287,8 @@ function rateGraph(hist) {
   const pts = {c2s: [], s2c: []};
   let max = 1;
   const now = hist.length ? hist[hist.length - 1].t : 0;
+  // the span drawn: what was sampled, at least a minute, at most the window
+  const span = Math.min(RATE_WINDOW_MS, Math.max(60000, hist.length ? now - hist[0].t : 0));
   for (let i = 1; i < hist.length; i++) {
     const dt = (hist[i].t - hist[i - 1].t) / 1000;
     if (dt <= 0) continue;
@@ -300,12 +302,13 @@ function rateGraph(hist) {
     const line = document.createElementNS(NS, "polyline");
     line.setAttribute("class", d);
     line.setAttribute("points", pts[d].map(([t, v]) =>
-      (W - (now - t) / RATE_WINDOW_MS * W).toFixed(1) + "," +
+      (W - (now - t) / span * W).toFixed(1) + "," +
       (H - 1 - v / max * (H - 2)).toFixed(1)).join(" "));
     svg.appendChild(line);
   }
   const title = document.createElementNS(NS, "title");
-  title.textContent = "peak " + bytes(max) + "/s (c>s blue, s>c purple)";
+  title.textContent = "last " + dur(span) + ", peak " + bytes(Math.round(max)) +
+    "/s (c>s blue, s>c purple)";
   svg.appendChild(title);
   return svg;
 }
@@ -314,7 +317,7 @@ function lastRate(hist) {
   if (hist.length < 2) return "-";
   const a = hist[hist.length - 2], b = hist[hist.length - 1];
   const dt = (b.t - a.t) / 1000;
-  return dt > 0 ? bytes((b.c2s - a.c2s + b.s2c - a.s2c) / dt) + "/s" : "-";
+  return dt > 0 ? bytes(Math.round((b.c2s - a.c2s + b.s2c - a.s2c) / dt)) + "/s" : "-";
 }
 
 function fillRows(id, rows) {
