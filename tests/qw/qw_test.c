@@ -955,6 +955,42 @@ static void case_unsupported_ext(void)
     c->destroy(st);
 }
 
+/* The codec's info hook on the real capture: the player's name from the
+ * connect packet's userinfo, the server's name from fullserverinfo, the
+ * level from serverdata (what the status page shows). */
+static void case_game_info(void)
+{
+    struct walk w = {0};
+    struct sg_codec_info gi;
+    unsigned found = 0;
+
+    if (!(w.c = qw()))
+        return;
+    CHECK(w.c->info != NULL);
+    if (!w.c->info)
+        return;
+    {
+        void *st = NULL;
+        CHECK_EQ(w.c->create(&st), 0);
+        w.c->info(st, &gi); /* nothing decoded yet: all unknown */
+        CHECK(!gi.hostname[0] && !gi.map[0] && !gi.player[0]);
+        w.c->destroy(st);
+    }
+    CHECK_EQ(pcap_udp_foreach(capture_path(), on_udp, &w), 0);
+    for (unsigned i = 0; i < w.ns; i++) {
+        w.c->info(w.s[i].st, &gi);
+        if (!gi.player[0])
+            continue;
+        found++;
+        CHECKF(strcmp(gi.player, "peers") == 0 && strcmp(gi.hostname, "unnamed") == 0 &&
+                   gi.map[0],
+               "info: hostname '%s', map '%s', player '%s'", gi.hostname, gi.map, gi.player);
+        printf("hostname '%s', map '%s', player '%s'\n", gi.hostname, gi.map, gi.player);
+    }
+    CHECK(found >= 1);
+    walk_free(&w);
+}
+
 /* The codec's message and field lists grow as a datagram needs (up to the
  * caps: what a datagram can hold), so a long one decodes whole and its
  * last message is seen; a new session takes a small part of what lists at
@@ -1024,7 +1060,7 @@ int main(int argc, char **argv)
         {"record_level", case_record_level}, {"record_midlevel", case_record_midlevel},
         {"record_mangled", case_record_mangled}, {"client_disconnect", case_client_disconnect},
         {"unsupported_ext", case_unsupported_ext},
-        {"lists_grow", case_lists_grow},
+        {"lists_grow", case_lists_grow}, {"game_info", case_game_info},
     };
 
     if (argc > 2)
