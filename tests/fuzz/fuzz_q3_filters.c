@@ -73,6 +73,12 @@ static void datagram(void *st, FILE *null, FILE *demo, enum sg_dir dir, const ui
     FUZZ_CHECK(valid_err(err));
     FUZZ_CHECK(f && f->dir == dir);
     FUZZ_CHECK(f->nmsgs == 0 || f->msgs != NULL);
+    { /* the status page's names: each a string within its field */
+        struct sg_codec_info gi;
+        q3->info(st, &gi);
+        FUZZ_CHECK(memchr(gi.hostname, 0, sizeof(gi.hostname)) &&
+                   memchr(gi.map, 0, sizeof(gi.map)) && memchr(gi.player, 0, sizeof(gi.player)));
+    }
 
     /* The filters. */
     if (actions & 1)
