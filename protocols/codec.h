@@ -114,6 +114,10 @@ struct sg_codec_info {
     char hostname[64];
     char map[64];
     char player[64];
+    /* The netchan's loss, per direction (enum sg_dir): the sequence numbers
+     * skipped (`lost`) among those that arrived in order (`sequenced`);
+     * both 0 where the codec does not count them. */
+    uint64_t lost[2], sequenced[2];
 };
 
 /* How much of a frame a codec's dump() shows. */

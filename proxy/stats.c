@@ -77,6 +77,13 @@ static void json_session(FILE *f, const struct sg_session_summary *s, const char
         json_string(f, s->game.map);
         fputs(", \"player\": ", f);
         json_string(f, s->game.player);
+        fprintf(f,
+                ", \"lost\": {\"c2s\": %llu, \"s2c\": %llu}, "
+                "\"sequenced\": {\"c2s\": %llu, \"s2c\": %llu}",
+                (unsigned long long)s->game.lost[SG_DIR_C2S],
+                (unsigned long long)s->game.lost[SG_DIR_S2C],
+                (unsigned long long)s->game.sequenced[SG_DIR_C2S],
+                (unsigned long long)s->game.sequenced[SG_DIR_S2C]);
     }
     fputc('}', f);
     *first = false;

@@ -341,6 +341,16 @@ function textRow(cells) {
   return tr;
 }
 
+// The netchan's loss each way (sequence numbers skipped), or unknown.
+function lossText(s) {
+  if (!s.sequenced || !(s.sequenced.c2s + s.sequenced.s2c)) return {t: "unknown", c: "n dim"};
+  const pct = d => {
+    const all = s.sequenced[d] + s.lost[d];
+    return all ? (100 * s.lost[d] / all).toFixed(1) + "%" : "-";
+  };
+  return {t: pct("c2s") + " / " + pct("s2c"), c: "n" + (s.lost.c2s + s.lost.s2c ? " bad" : "")};
+}
+
 function playerCell(name) {
   const td = el("span");
   if (name) quakeText(td, name);
@@ -377,7 +387,7 @@ async function refreshAdmin() {
     const s = byId.get(p.session) || {};
     const h = rates.get(p.session) || [];
     const tr = textRow([{t: p.session}, {t: p.route}, playerCell(p.name || s.player),
-                        {t: p.client}, rateGraph(h), {t: lastRate(h), c: "n"}]);
+                        {t: p.client}, lossText(s), rateGraph(h), {t: lastRate(h), c: "n"}]);
     tr.dataset.session = p.session;
     const td = el("td", null, "actions");
     td.appendChild(button("kick", () => act("/api/kick", {

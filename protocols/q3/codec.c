@@ -622,6 +622,9 @@ static int q3_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         f->kind = SG_FRAME_PARTIAL;
         return err;
     case SG_Q3_RX_MESSAGE:
+        c->game.sequenced[dir]++;
+        if (c->qf.dropped > 0)
+            c->game.lost[dir] += (uint64_t)c->qf.dropped;
         break;
     case SG_Q3_RX_HEADERS:
         /* a protocol not decoded: relayed as it came, no message view */

@@ -407,7 +407,8 @@ route arena {
         check(servers == [['arena', 'peers-oa', 'oa_dm1', '1']], 'servers %r' % servers)
         players = browser.wait("(%s).filter(r => r[2] === 'peers')" % cells('#players tbody tr'),
                                10, "the player's name")
-        check(players[0][0] == '1' and players[0][1] == 'arena', 'players %r' % players)
+        check(players[0][0] == '1' and players[0][1] == 'arena' and players[0][4] == '0.0% / 0.0%',
+              'players %r' % players)
         npts = ("(document.querySelector('#players tr[data-session] svg.rate polyline.s2c')"
                 ".getAttribute('points').trim().split(/\\s+/).filter(Boolean).length)")
         p1 = browser.wait(npts + " >= 2 && " + npts, 10, 'a rate graph')

@@ -46,6 +46,8 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
                          /api/sessions and /api/players the player's name
                          (its configstring); a route without a decoded
                          session has them empty (the page says unknown)
+    game_loss            a Quake 3 replay without some of the client's
+                         datagrams: /api/sessions counts them as lost c2s
     demos                a recorded Quake 3 replay: /api/demos lists the
                          finished demo with its size, map and player, and
                          /api/demo serves its bytes behind http_token; a
@@ -823,7 +825,53 @@ def case_game_info(h):
                                 for s in sessions])
     check(len(players) == 1 and players[0].get('name') == want['player'],
           '/api/players %r' % players)
-    print('route arena: %r; player %r' % (g, players[0]['name']))
+    s = sessions[0]
+    check(s.get('lost') == {'c2s': 0, 's2c': 0} and s['sequenced']['c2s'] > 100 and
+          s['sequenced']['s2c'] > 50, 'netchan loss of a whole replay: %r, %r'
+          % (s.get('lost'), s.get('sequenced')))
+    print('route arena: %r; player %r; sequenced %r' % (g, players[0]['name'], s['sequenced']))
+
+
+class Lossy:
+    """A capture's game without every `every`th sequenced, unfragmented client
+    datagram after the first 50: the client's loss as slipgate sees it."""
+
+    def __init__(self, cap, every):
+        import struct
+        self.checksum = cap.checksum
+        self._game, self.omitted, n = [], 0, 0
+        for d in cap.game():
+            if d.c2s and d.payload[:4] != b'\xff\xff\xff\xff' and len(d.payload) >= 4:
+                seq = struct.unpack('<I', d.payload[:4])[0]
+                n += 1
+                if n > 50 and n % every == 0 and not seq & 0x80000000:
+                    self.omitted += 1
+                    continue
+            self._game.append(d)
+
+    def game(self):
+        return self._game
+
+
+def case_game_loss(h):
+    cap = Lossy(q3cap.Capture('ioq71'), 25)
+    srv = server_socket()
+    h.sockets.append(srv)
+    px = http_proxy(h, ROUTE_Q3 % ('arena', 1, srv.getsockname()[1], ''))
+    keep = {}
+    try:
+        sent, got = replay_game(cap, px.ports[1], srv, keep=keep)
+        check(got >= sent - 10, 'replay: %d sent, %d arrived' % (sent, got))
+        sessions = get_json(px.http, '/api/sessions')['sessions']
+    finally:
+        if 'cli' in keep:
+            keep['cli'].close()
+    check(cap.omitted > 10, '%d omitted' % cap.omitted)
+    check(len(sessions) == 1 and sessions[0].get('lost') == {'c2s': cap.omitted, 's2c': 0},
+          'lost %r, %d client datagrams omitted' % (sessions[0].get('lost') if sessions else None,
+                                                     cap.omitted))
+    print('%d client datagrams omitted, lost %r of %r' % (cap.omitted, sessions[0]['lost'],
+                                                         sessions[0]['sequenced']))
 
 
 def case_demos(h):
