@@ -21,7 +21,7 @@ LAYERS = [
     ("base", {"addr", "log", "udp", "delay", "conf", "ctx", "counters", "notify", "ban", "hist"}),
     ("session", {"session", "master"}),
     ("route", {"route", "door"}),
-    ("stats", {"stats", "metrics"}),
+    ("stats", {"stats", "metrics", "demos"}),
     ("http", {"http", "web_assets", "admin"}),
     ("app", {"app", "preflight"}),
     ("cli", {"cli/main", "cli/commands", "cli/cmd_demo", "cli/cmd_doctor", "cli/cmd_pcap",
