@@ -404,10 +404,16 @@ struct sg_codec {
      * into `out` of `cap` bytes; returns its length, or 0 for silence (the
      * game answers nothing to this datagram, or no answer fits in `cap`).
      *
+     * full_reply(): the answer this game's servers give a new client when
+     * no slot is free ("Server is full."), for a client's first handshake
+     * datagrams (getchallenge, connect) while the proxy drains; same
+     * contract as banned_reply.
+     *
      * is_admin(): is `data` an out-of-band remote administration command
      * (rcon and the like)?
      */
     size_t (*banned_reply)(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
+    size_t (*full_reply)(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
     bool (*is_admin)(const uint8_t *data, size_t len);
 
     /*

@@ -9,6 +9,9 @@
  *     banned_reply), never longer than what the client sent and at most
  *     once a second per address (and SG_DOOR_REPLIES a second per route),
  *     so slipgate amplifies nothing; one log line per address a minute;
+ *   - while the proxy drains (SIGTERM with drain_timeout), a new client's
+ *     first handshake datagrams get the game's "server is full" answer
+ *     (codec hook full_reply) under the same rules (sg_route__door_draining);
  *   - remote administration (codec hook is_admin: rcon...) from an address
  *     `admin_from` does not list is dropped and counted (drops.admin).
  *
@@ -96,14 +99,43 @@ static void describe_rule(const struct sg_ban_rule *b, char *buf, size_t cap)
         snprintf(buf, cap, "%s%s%s%s", cidr, until, b->reason[0] ? ": " : "", b->reason);
 }
 
+typedef size_t (*door_reply_fn)(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
+
+/*
+ * Send the game's answer `fn` writes for `data` to `from` (entry `e`): no
+ * longer than the request, one a second per address and SG_DOOR_REPLIES a
+ * second per route; nothing when the game has none.
+ */
+static void reply(struct sg_route *r, struct sg_door_seen *e, door_reply_fn fn,
+                  const uint8_t *data, size_t len, const struct sockaddr *from)
+{
+    uint64_t now = uv_now(r->ctx->loop);
+    uint8_t out[128];
+    size_t n;
+
+    if (!e || !fn || (e->reply_ms && now - e->reply_ms < SG_DOOR_REPLY_MS) ||
+        r->listener.open == false)
+        return;
+    if (now / 1000 != r->door_second) {
+        r->door_second = now / 1000;
+        r->door_replies = 0;
+    }
+    if (r->door_replies >= SG_DOOR_REPLIES)
+        return;
+    n = fn(data, len, out, len < sizeof(out) ? len : sizeof(out));
+    if (n == 0 || n > len)
+        return;
+    e->reply_ms = now;
+    r->door_replies++;
+    (void)sg_udp_send(&r->listener, out, n, from); /* a lost answer is silence */
+}
+
 static void banned(struct sg_route *r, const struct sg_ban_rule *b, const uint8_t *data,
                    size_t len, const struct sockaddr *from, bool kick)
 {
     uint64_t now = uv_now(r->ctx->loop);
     struct sg_door_seen *e = seen(r, from);
     const struct sg_codec *game;
-    uint8_t out[128];
-    size_t n;
 
     r->counters.drops[SG_DROP_BANNED]++;
     if (!e)
@@ -120,24 +152,17 @@ static void banned(struct sg_route *r, const struct sg_ban_rule *b, const uint8_
                sg_route__client_name(r, from, a, sizeof(a)), kick ? "kicked" : "banned", what);
     }
 
-    /* The game's own answer: no longer than the request, one a second per address. */
-    if ((e->reply_ms && now - e->reply_ms < SG_DOOR_REPLY_MS) || r->listener.open == false)
-        return;
-    if (now / 1000 != r->door_second) {
-        r->door_second = now / 1000;
-        r->door_replies = 0;
-    }
-    if (r->door_replies >= SG_DOOR_REPLIES)
-        return;
     game = answering_game(r, data, len);
-    if (!game || !game->banned_reply)
-        return;
-    n = game->banned_reply(data, len, out, len < sizeof(out) ? len : sizeof(out));
-    if (n == 0 || n > len)
-        return;
-    e->reply_ms = now;
-    r->door_replies++;
-    (void)sg_udp_send(&r->listener, out, n, from); /* a lost answer is silence */
+    reply(r, e, game ? game->banned_reply : NULL, data, len, from);
+}
+
+void sg_route__door_draining(struct sg_route *r, const uint8_t *data, size_t len,
+                             const struct sockaddr *from)
+{
+    const struct sg_codec *game = answering_game(r, data, len);
+
+    if (game && game->full_reply)
+        reply(r, seen(r, from), game->full_reply, data, len, from);
 }
 
 static bool is_admin(const struct sg_route *r, const uint8_t *data, size_t len)

@@ -1111,6 +1111,7 @@ static void rb_connect(struct sg_route *r, const uint8_t *data, size_t len,
     }
     if (r->ctx->draining && atomic_load_explicit(r->ctx->draining, memory_order_relaxed)) {
         r->counters.drops[SG_DROP_SHUTDOWN]++; /* draining: no new session */
+        sg_route__door_draining(r, data, len, from);
         goto out;
     }
     if (!(s = admit(r, from, dest)))
@@ -1318,8 +1319,10 @@ static void from_client(struct sg_route *r, const uint8_t *data, size_t len, int
     }
     if (!s && r->ctx->draining &&
         atomic_load_explicit(r->ctx->draining, memory_order_relaxed)) {
-        /* Draining (SIGTERM): the sessions there go on, a newcomer gets none. */
+        /* Draining (SIGTERM): the sessions there go on, a newcomer gets none
+         * (only the game's "server is full", where it has one). */
         r->counters.drops[SG_DROP_SHUTDOWN]++;
+        sg_route__door_draining(r, data, len, from);
         return;
     }
     if (!s && !(s = admit(r, from, NULL)))

@@ -290,6 +290,15 @@ bool sg_route__door_refuses(struct sg_route *r, const uint8_t *data, size_t len,
                             const struct sockaddr *from);
 /* Bans or admin_from changed (a reload, a kick): end the sessions now banned. */
 void sg_route__door_enforce(struct sg_route *r);
+
+/*
+ * The door while the proxy drains: a datagram from `from`, which has no
+ * session, gets the game's "server is full" answer (codec hook
+ * full_reply) when the game has one: never longer than `len`, at most once
+ * a second per address.  The caller counts the drop (drops.shutdown).
+ */
+void sg_route__door_draining(struct sg_route *r, const uint8_t *data, size_t len,
+                             const struct sockaddr *from);
 /*
  * Kick: refuse `from`'s host for `minutes` (this loop's kicks), with
  * `reason` (may be NULL); the route's next sweep (its own loop, within a

@@ -1222,6 +1222,7 @@ const struct sg_codec sg_nq_codec = {
     .probe = sg_nq_is_connect_request,
     .is_connect = sg_nq_is_connect_request,
     .banned_reply = sg_nq_banned_reply,
+    .full_reply = sg_nq_full_reply,
     .is_admin = sg_nq_is_admin,
     .handshake = sg_nq_relay_handshake,
     .create = nq_create,

@@ -42,12 +42,9 @@ void sg_nq_set_accept_port(uint8_t *d, int port)
 
 /* ---- the door ---- */
 
-size_t sg_nq_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
+/* A CCREP_REJECT holding the first of `texts` that fits in `cap`, or 0. */
+static size_t reject(const char *const *texts, uint8_t *out, size_t cap)
 {
-    static const char *const texts[] = {"You have been banned.\n", "Banned.\n", "Banned", NULL};
-
-    if (!sg_nq_is_connect_request(data, len))
-        return 0;
     for (int i = 0; texts[i]; i++) {
         size_t t = strlen(texts[i]), n = 4 + 1 + t + 1;
         if (n > cap)
@@ -58,6 +55,25 @@ size_t sg_nq_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t 
         return n;
     }
     return 0;
+}
+
+size_t sg_nq_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
+{
+    static const char *const texts[] = {"You have been banned.\n", "Banned.\n", "Banned", NULL};
+
+    if (!sg_nq_is_connect_request(data, len))
+        return 0;
+    return reject(texts, out, cap);
+}
+
+/* NetQuake (net_dgrm.c) rejects a connect request with no free slot so. */
+size_t sg_nq_full_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
+{
+    static const char *const texts[] = {"Server is full.\n", NULL};
+
+    if (!sg_nq_is_connect_request(data, len))
+        return 0;
+    return reject(texts, out, cap);
 }
 
 bool sg_nq_is_admin(const uint8_t *data, size_t len)

@@ -40,6 +40,7 @@ int sg_nq_accept_port(const uint8_t *d, size_t n);
  * `srcon` (netconn.c).
  */
 size_t sg_nq_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
+size_t sg_nq_full_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
 bool sg_nq_is_admin(const uint8_t *data, size_t len);
 
 /* Write `port` into an accept (d holds SG_NQ_ACCEPT_LEN bytes). */

@@ -1368,6 +1368,7 @@ const struct sg_codec sg_q2_codec = {
     .probe = sg_q2_is_connect,
     .is_connect = sg_q2_is_connect,
     .banned_reply = sg_q2_banned_reply,
+    .full_reply = sg_q2_full_reply,
     .is_admin = sg_q2_is_admin,
     .client_qport = sg_q2_client_qport,
     .client_follows = sg_q2_client_follows,

@@ -177,6 +177,7 @@ bool sg_q2_is_connect(const uint8_t *d, size_t n);
  * is `rcon` (SV_ConnectionlessPacket, exact case).
  */
 size_t sg_q2_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
+size_t sg_q2_full_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
 bool sg_q2_is_admin(const uint8_t *data, size_t len);
 int sg_q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, bool learn);
 bool sg_q2_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,

@@ -1228,6 +1228,7 @@ const struct sg_codec sg_q3_codec = {
     .description = "Quake 3 (protocols 66-68, ioquake3 71, OpenArena 71)",
     .probe = q3_probe,
     .banned_reply = sg_q3_banned_reply,
+    .full_reply = sg_q3_full_reply,
     .is_admin = sg_q3_is_admin,
     .client_qport = q3_client_qport,
     .client_follows = q3_client_follows,

@@ -287,6 +287,17 @@ size_t sg_q3_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t 
     return sg_door_oob_print(out, cap, "print\n", texts, false);
 }
 
+/* ioquake3 (SV_DirectConnect) answers a connect with no free slot so. */
+size_t sg_q3_full_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
+{
+    static const char *const texts[] = {"Server is full.\n", NULL};
+
+    if (!sg_door_oob_is(data, len, "connect", true) &&
+        !sg_door_oob_is(data, len, "getchallenge", true))
+        return 0;
+    return sg_door_oob_print(out, cap, "print\n", texts, false);
+}
+
 bool sg_q3_is_admin(const uint8_t *data, size_t len)
 {
     return sg_door_oob_is(data, len, "rcon", true);

@@ -126,6 +126,7 @@ const char *sg_q3_oob_kind_name(enum sg_q3_oob_kind kind);
  * `rcon` (sv_main.c, any case).
  */
 size_t sg_q3_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
+size_t sg_q3_full_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
 bool sg_q3_is_admin(const uint8_t *data, size_t len);
 
 #endif

@@ -738,6 +738,7 @@ const struct sg_codec sg_qw_codec = {
     .probe = qw_is_connect,
     .is_connect = qw_is_connect,
     .banned_reply = sg_qw_banned_reply,
+    .full_reply = sg_qw_full_reply,
     .is_admin = sg_qw_is_admin,
     .client_qport = qw_client_qport,
     .client_follows = qw_client_follows,

@@ -204,6 +204,17 @@ size_t sg_qw_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t 
     return sg_door_oob_print(out, cap, "n", texts, false);
 }
 
+/* mvdsv (SVC_DirectConnect) answers a connect with no free slot with an A2C_PRINT. */
+size_t sg_qw_full_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
+{
+    static const char *const texts[] = {"\nserver is full\n\n", NULL};
+
+    if (!sg_door_oob_is(data, len, "connect", false) &&
+        !sg_door_oob_is(data, len, "getchallenge", false))
+        return 0;
+    return sg_door_oob_print(out, cap, "n", texts, false);
+}
+
 bool sg_qw_is_admin(const uint8_t *data, size_t len)
 {
     return sg_door_oob_is(data, len, "rcon", false);

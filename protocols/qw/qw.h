@@ -150,6 +150,7 @@ bool sg_qw_chan_accept(struct sg_qw_chan *c, const struct sg_qw_header *h);
  * administration is `rcon` (SV_ConnectionlessPacket, exact case).
  */
 size_t sg_qw_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
+size_t sg_qw_full_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap);
 bool sg_qw_is_admin(const uint8_t *data, size_t len);
 
 enum sg_qw_oob_kind {

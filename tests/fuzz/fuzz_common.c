@@ -182,12 +182,17 @@ void fuzz_door(const uint8_t *d, size_t n)
     for (int i = 0; sg_codecs[i]; i++) {
         const struct sg_codec *c = sg_codecs[i];
         for (size_t cap = n < sizeof(out) ? n : sizeof(out), k = 0; k < 2; k++, cap /= 2) {
-            size_t got = c->banned_reply ? c->banned_reply(d, n, out, cap) : 0;
-            FUZZ_CHECK(got <= cap && got <= n);
-            FUZZ_CHECK(got == 0 || got >= 5);
-            FUZZ_CHECK(got == 0 || (out[0] == 0xff && out[1] == 0xff && out[2] == 0xff &&
-                                    out[3] == 0xff) ||
-                       (out[0] == 0x80 && sg_be32(out) == (0x80000000u | (uint32_t)got)));
+            for (int h = 0; h < 2; h++) {
+                size_t (*fn)(const uint8_t *, size_t, uint8_t *, size_t) =
+                    h ? c->full_reply : c->banned_reply;
+                size_t got = fn ? fn(d, n, out, cap) : 0;
+                FUZZ_CHECK(got <= cap && got <= n);
+                FUZZ_CHECK(got == 0 || got >= 5);
+                FUZZ_CHECK(got == 0 ||
+                           (out[0] == 0xff && out[1] == 0xff && out[2] == 0xff &&
+                            out[3] == 0xff) ||
+                           (out[0] == 0x80 && sg_be32(out) == (0x80000000u | (uint32_t)got)));
+            }
         }
         if (c->is_admin)
             (void)c->is_admin(d, n);

@@ -41,7 +41,7 @@ uint32_t fuzz_le32(struct fuzz_in *in);
 const uint8_t *fuzz_bytes(struct fuzz_in *in, size_t n, size_t *got);
 
 /*
- * The door's codec hooks (banned_reply, is_admin) of every game on one
+ * The door's codec hooks (banned_reply, full_reply, is_admin) of every game on one
  * client datagram: an answer is never longer than the room given nor than
  * the datagram, and starts as a connectionless packet does.
  */

@@ -17,6 +17,13 @@ slipgate binary ($SLIPGATE) between an echo server and scripted clients on
                       gets nothing (counted as drops.shutdown), /metrics'
                       slipgate_draining goes from 0 to 1, and once the
                       session ends (idle_timeout) slipgate exits 0 by itself
+    drain_full_reply  draining, with a Quake 3 and a QuakeWorld route: a new
+                      Quake 3 client's getchallenge gets ioquake3's
+                      "print\nServer is full.\n", a new QuakeWorld client's
+                      connect mvdsv's 'n' print "server is full"; a second
+                      datagram within the second gets nothing, nor does one
+                      shorter than the answer; all counted as
+                      drops.shutdown; the live session keeps working
     drain_timeout     drain_timeout 1s and a session that never stops:
                       slipgate ends it after about a second and exits 0
     second_sigterm    drain_timeout 60s, a live session: a second SIGTERM
@@ -210,6 +217,76 @@ def case_drain_session(h):
     drops = route.get('counters', {}).get('drops', {})
     check(drops.get('shutdown', 0) >= 1, 'drops %r: the newcomer is not counted' % drops)
     print('/ready 503 after %.0f ms; exit 0 %.1f s after SIGTERM' % (took * 1000, elapsed))
+
+
+OOB = b'\xff\xff\xff\xff'
+Q3_FULL = OOB + b'print\nServer is full.\n'
+QW_FULL = OOB + b'n\nserver is full\n\n'
+
+
+def silent(c, what, timeout=0.3):
+    got = c.recv_one(timeout)
+    check(got is None, '%s: expected silence, got %r' % (what, got))
+
+
+def case_drain_full_reply(h):
+    srv = h.echo(V4)
+    conf = ('http 127.0.0.1:$P0\ndrain_timeout 20s\n'
+            'route q3 {\n    listen 127.0.0.1:$P1\n    server %s\n    protocol q3\n}\n'
+            'route qw {\n    listen 127.0.0.1:$P2\n    server %s\n    protocol qw\n}\n'
+            % (srv.addr, srv.addr))
+    px = h.proxy(conf)
+    px.http = px.ports[0]
+    px.wait_for_log(r'http: serving on', 5)
+    q3, qw = (V4, px.ports[1]), (V4, px.ports[2])
+    live = h.client(V4)
+    live.send(b'hello 0', q3)
+    got = live.recv_one(2.0)
+    check(got is not None and b'hello 0' in got[0], 'no echo before the drain: %r' % (got,))
+    px.send_signal(signal.SIGTERM)
+    wait_status(px.http, '/ready', 503, 1.0)
+
+    # Quake 3: the first handshake datagram gets the game's answer, once a second.
+    c = h.client(V4)
+    c.send(OOB + b'getchallenge 12345678 Quake3Arena', q3)
+    got = c.recv_one(1.0)
+    check(got is not None and got[0] == Q3_FULL and got[1] == q3,
+          'Quake 3 getchallenge while draining: expected %r from %r, got %r'
+          % (Q3_FULL, q3, got))
+    c.send(OOB + b'connect ' + b'\x01\x02' + b'u' * 80, q3)
+    silent(c, 'a second Quake 3 datagram within the second')
+    short = h.client(V4)
+    short.send(OOB + b'getchallenge', q3)
+    silent(short, 'a getchallenge shorter than the answer (no amplification)')
+
+    # QuakeWorld: a connect gets mvdsv's "server is full" print.
+    w = h.client(V4)
+    w.send(OOB + b'connect 28 1234 5678 "\\name\\player"\n', qw)
+    got = w.recv_one(1.0)
+    check(got is not None and got[0] == QW_FULL and got[1] == qw,
+          'QuakeWorld connect while draining: expected %r from %r, got %r'
+          % (QW_FULL, qw, got))
+    w.send(OOB + b'connect 28 1234 5678 "\\name\\player"\n', qw)
+    silent(w, 'a second QuakeWorld connect within the second')
+
+    # The live session goes on.
+    for i in range(1, 4):
+        live.send(b'hello %d' % i, q3)
+        got = live.recv_one(2.0)
+        check(got is not None and b'hello %d' % i in got[0],
+              'the live session was not relayed while draining: %r' % (got,))
+    check(px.alive(), 'slipgate exited while its session was live')
+    px.send_signal(signal.SIGTERM)
+    rc = px.wait_exit(3)
+    check(rc == 0, 'exit status %s after the second SIGTERM' % rc)
+    st = px.stats()
+    drops = {r['name']: r.get('counters', {}).get('drops', {}).get('shutdown', 0)
+             for r in st['routes']}
+    check(drops.get('q3', 0) >= 3 and drops.get('qw', 0) >= 2,
+          'drops.shutdown %r, expected at least 3 (q3) and 2 (qw)' % drops)
+    check(sum(r['sessions_total'] for r in st['routes']) == 1,
+          'sessions_total %r: a newcomer got a session' % [r['sessions_total'] for r in st['routes']])
+    print('Quake 3 and QuakeWorld newcomers answered once; drops.shutdown %r' % drops)
 
 
 def keep_alive(c, px, seconds):

@@ -280,11 +280,56 @@ static void case_games(void)
     CHECK(!nq->is_admin(nqc, sizeof(nqc)));
 }
 
+/* The games' "server is full" answers (a new client while draining): only to a handshake. */
+static void case_full(void)
+{
+    static const uint8_t q3g[] = "\xff\xff\xff\xffgetchallenge 12345678 Quake3Arena";
+    static const uint8_t q3c[] = "\xff\xff\xff\xff"
+                                 "connect \x01\x02xxxxxxxxxxxxxxxxxxxx";
+    static const uint8_t qwc[] = "\xff\xff\xff\xff"
+                                 "connect 28 1234 5678 \"\\name\\player\"\n";
+    static const uint8_t q2c[] = "\xff\xff\xff\xff"
+                                 "connect 34 12345 678 \"\\name\\player\"\n";
+    static const uint8_t st[] = "\xff\xff\xff\xffgetstatus xxxxxxxxxxxxxxxxxxxxxxx";
+    static const uint8_t nqc[] = {0x80, 0x00, 0x00, 0x0c, 0x01, 'Q', 'U', 'A', 'K', 'E', 0, 3};
+    static const char q3full[] = "\xff\xff\xff\xffprint\nServer is full.\n";
+    const struct sg_codec *q3 = sg_codec_find("q3"), *qw = sg_codec_find("qw"),
+                          *q2 = sg_codec_find("q2"), *nq = sg_codec_find("nq");
+    uint8_t out[128], big[64];
+    size_t n;
+
+    CHECK(q3 && qw && q2 && nq && q3->full_reply && qw->full_reply && q2->full_reply &&
+          nq->full_reply);
+    if (!q3 || !qw || !q2 || !nq || !q3->full_reply || !qw->full_reply || !q2->full_reply ||
+        !nq->full_reply)
+        return;
+    n = q3->full_reply(q3g, sizeof(q3g) - 1, out, sizeof(q3g) - 1);
+    CHECK(n == sizeof(q3full) - 1 && memcmp(out, q3full, n) == 0);
+    n = q3->full_reply(q3c, sizeof(q3c) - 1, out, sizeof(q3c) - 1);
+    CHECK(n == sizeof(q3full) - 1 && memcmp(out, q3full, n) == 0);
+    CHECK(q3->full_reply(q3c, sizeof(q3c) - 1, out, n - 1) == 0); /* never longer than cap */
+    CHECK(q3->full_reply(st, sizeof(st) - 1, out, sizeof(out)) == 0); /* a query: no */
+    n = qw->full_reply(qwc, sizeof(qwc) - 1, out, sizeof(qwc) - 1);
+    CHECK(n == 22 && memcmp(out, "\xff\xff\xff\xffn\nserver is full\n\n", n) == 0);
+    CHECK(qw->full_reply(st, sizeof(st) - 1, out, sizeof(out)) == 0);
+    n = q2->full_reply(q2c, sizeof(q2c) - 1, out, sizeof(q2c) - 1);
+    CHECK(n == sizeof(q3full) - 1 && memcmp(out, q3full, n) == 0);
+    /* NetQuake: CCREP_REJECT "Server is full.\n" (22 bytes) is longer than a
+     * 12-byte CCREQ_CONNECT, so a plain connect gets silence. */
+    CHECK(nq->full_reply(nqc, sizeof(nqc), out, sizeof(nqc)) == 0);
+    memset(big, 0, sizeof(big));
+    memcpy(big, nqc, sizeof(nqc));
+    big[3] = sizeof(big);
+    n = nq->full_reply(big, sizeof(big), out, sizeof(big));
+    CHECK(n == 22 && out[3] == 22 && out[4] == 0x82 && memcmp(out + 5, "Server is full.\n", 17) == 0);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
         {"cidr", case_cidr}, {"until", case_until}, {"bad", case_bad},
         {"file", case_file}, {"list", case_list},   {"games", case_games},
+        {"full", case_full},
     };
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }
