@@ -448,6 +448,14 @@ static unsigned http_health(void *data, bool ready, char *buf, size_t len)
         snprintf(buf, len, "not ready: starting");
         return 503;
     }
+    /* readiness probe: worker 0's routes (this loop's) hold the answers */
+    for (const struct sg_route *r = app->routes; r; r = r->next) {
+        char why[300];
+        if (!sg_route_probe_ready(r, why, sizeof(why))) {
+            snprintf(buf, len, "not ready: %s", why);
+            return 503;
+        }
+    }
     snprintf(buf, len, "ready");
     return 200;
 }

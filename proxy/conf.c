@@ -51,6 +51,12 @@ static const char *const residence_names[] = {"on", "off", NULL};
     "measure each relayed datagram's residence time (receive to send) into the "                   \
     "slipgate_datagram_residence_seconds histogram (default on)"
 
+/* readiness probe */
+static const char *const ready_probe_names[] = {"off", "on", NULL};
+#define READY_PROBE_HELP                                                                           \
+    "/ready also needs the route's server to have answered the game's status query within "      \
+    "ready_probe_timeout (slipgate asks it every few seconds; default off)"
+
 /* ---- route blocks ---- */
 
 static void *filter_open(void *obj, const struct sg_conf_directive *d,
@@ -441,6 +447,13 @@ static const struct sg_conf_directive route_directives[] = {
      .argname = "DURATION",
      .help = "send the master heartbeat this often (default: the game server's own period, 5 "
              "minutes; DarkPlaces 2)"},
+    /* readiness probe */
+    {.name = "ready_probe",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct sg_route_conf, ready_probe),
+     .choices = ready_probe_names,
+     .argname = "on|off",
+     .help = READY_PROBE_HELP},
     {.name = "filter",
      .type = SG_CONF_BLOCK,
      .open = filter_open,
@@ -526,6 +539,7 @@ static void route_defaults(struct sg_route_conf *rc)
     rc->prx_chains_per_minute = 30;
     rc->prx_ping_interval_ms = 30000;
     rc->residence_off = -1; /* the top level's (residence times) */
+    rc->ready_probe = -1;   /* the top level's (readiness probe) */
 }
 
 static struct sg_route_conf *route_append(struct sg_conf *conf, const char *name, int line)
@@ -731,6 +745,21 @@ static const struct sg_conf_directive top_directives[] = {
      .argname = "DURATION",
      .help = "on SIGTERM, take no new session and let the others go on until they end or "
              "this long has passed, then stop (default 0: SIGTERM stops at once)"},
+    /* readiness probe */
+    {.name = "ready_probe",
+     .type = SG_CONF_ENUM,
+     .offset = offsetof(struct sg_conf, ready_probe),
+     .choices = ready_probe_names,
+     .argname = "on|off",
+     .help = READY_PROBE_HELP " (every route that sets none)"},
+    {.name = "ready_probe_timeout",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_conf, ready_probe_timeout_ms),
+     .min = 1000,
+     .max = 3600LL * 1000,
+     .argname = "DURATION",
+     .help = "with ready_probe on, /ready fails for a route whose server has not answered a "
+             "status query for this long (default 10s; asked every fifth of it, 200 ms to 2 s)"},
     {NULL},
 };
 
@@ -1074,6 +1103,10 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
                                r->name);
             rc = SG_E_CONFIG;
         }
+        if (r->ready_probe < 0) /* readiness probe */
+            r->ready_probe = conf->ready_probe;
+        r->ready_probe_timeout_ms = conf->ready_probe_timeout_ms ? conf->ready_probe_timeout_ms
+                                                                 : SG_READY_PROBE_TIMEOUT_MS;
         if (record_filters(r) > 1) {
             sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,
                                "route '%s' has %d recorders ('record DIR', --record and 'filter "

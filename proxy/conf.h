@@ -81,6 +81,9 @@ struct sg_route_conf {
     int anonymize_key_line;          /* where anonymize_key was given (0: top level or command line) */
     /* residence times */
     int residence_off;               /* `residence off`: 1; -1 until validated: the top level's */
+    /* readiness probe */
+    int ready_probe;                 /* `ready_probe on`: 1; -1 until validated: the top level's */
+    int64_t ready_probe_timeout_ms;  /* the top level's (set at validation) */
     struct sg_filter_list *filters;  /* `filter` blocks in order (a reference), or NULL */
     /* bans and admin controls (proxy/ban.h) */
     struct sg_ban_list *bans;        /* `ban` lines, then the `ban_file`s' (a reference), or NULL */
@@ -131,7 +134,13 @@ struct sg_conf {
     int64_t drain_timeout_ms;
     /* Ports from the kernel (`listen`/`http` port 0). */
     char *ports_file; /* `ports_file FILE`: every listener's real address, or NULL */
+    /* readiness probe: /ready also needs each route's server to answer a status query */
+    int ready_probe;                /* `ready_probe on` (every route that sets none): 1 */
+    int64_t ready_probe_timeout_ms; /* an answer within this long (0: SG_READY_PROBE_TIMEOUT_MS) */
 };
+
+/* readiness probe */
+#define SG_READY_PROBE_TIMEOUT_MS 10000
 
 /* Command-line settings layered over the file (owned by the caller). */
 struct sg_conf_overrides {

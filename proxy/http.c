@@ -928,7 +928,7 @@ static enum MHD_Result admin_request(struct sg_http *h, struct MHD_Connection *c
 /* /live and /ready: the owner's answer, as a short text line. */
 static enum MHD_Result health(struct sg_http *h, struct MHD_Connection *c, bool ready)
 {
-    char text[160] = "ok";
+    char text[512] = "ok";
     unsigned status = MHD_HTTP_OK;
     char *copy;
     size_t n;

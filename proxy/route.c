@@ -1408,6 +1408,119 @@ static void check_kernel_drops(struct sg_route *r, uint64_t now)
     r->kernel_drops_warned_ms = now;
 }
 
+/* ---- the readiness probe ---- */
+
+static bool probe_wanted(const struct sg_route *r)
+{
+    return r->conf.ready_probe > 0 && r->ctx->worker == 0 && !r->rb;
+}
+
+static bool probe_is_reply(const struct sg_route *r, const uint8_t *data, size_t len)
+{
+    if (r->game)
+        return r->game->status && r->game->status->is_reply(data, len);
+    for (int i = 0; sg_codecs[i]; i++)
+        if (sg_codecs[i]->status && sg_codecs[i]->status->is_reply(data, len))
+            return true;
+    return false;
+}
+
+/* Only the configured server's answer counts. */
+static void on_probe_readable(struct sg_udp *u)
+{
+    struct sg_route *r = u->data;
+    struct sg_udp_batch *b = &r->batch;
+    int n = sg_udp_recv(u, b);
+
+    for (int i = 0; i < n; i++)
+        if (!(b->msg[i].msg_hdr.msg_flags & MSG_TRUNC) &&
+            sg_addr_equal((struct sockaddr *)&b->from[i], (struct sockaddr *)&r->server_addr) &&
+            probe_is_reply(r, b->iov[i].iov_base, b->msg[i].msg_len)) {
+            uint64_t now = uv_now(r->ctx->loop);
+            r->probe_answer_ms = now ? now : 1;
+        }
+}
+
+/* The query's interval: a fifth of ready_probe_timeout, 200 ms to 2 s. */
+static uint64_t probe_every(const struct sg_route *r)
+{
+    uint64_t t = (uint64_t)r->conf.ready_probe_timeout_ms / 5;
+    return t < 200 ? 200 : t > 2000 ? 2000 : t;
+}
+
+/* On the probe's timer: the game's status query (each game's, for protocol auto) to the server. */
+static void probe_tick(struct sg_route *r, uint64_t now)
+{
+    uint8_t q[64];
+    int n;
+
+    if (!probe_wanted(r) || !r->listener_open || r->probe_failed || r->closing)
+        return;
+    if (!r->probe_open) {
+        struct sockaddr_storage any = {.ss_family = r->server_addr.ss_family};
+        int err = sg_udp_open(&r->probe, r->ctx->loop, (struct sockaddr *)&any, NULL,
+                              on_probe_readable, r);
+        if (r->probe.fd >= 0)
+            r->open_handles++; /* until on_route_handle_closed */
+        r->probe_open = r->probe.fd >= 0;
+        if (err < 0) {
+            sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0,
+                   "ready_probe: cannot open the socket for status queries: %s", strerror(-err));
+            r->probe_failed = true;
+            return;
+        }
+    }
+    if (r->probe_sent_ms && now - r->probe_sent_ms < probe_every(r))
+        return;
+    r->probe_sent_ms = now ? now : 1;
+    for (int i = 0; sg_codecs[i]; i++) {
+        const struct sg_codec *c = sg_codecs[i];
+        if (!c->status || (r->game && c != r->game))
+            continue;
+        if ((n = c->status->query(q, sizeof(q))) > 0)
+            (void)sg_udp_send(&r->probe, q, (size_t)n, (struct sockaddr *)&r->server_addr);
+    }
+}
+
+static void on_probe_timer(uv_timer_t *t)
+{
+    struct sg_route *r = t->data;
+
+    probe_tick(r, uv_now(r->ctx->loop));
+}
+
+/* Start or stop the probe's timer as `ready_probe` says (creation, reload). */
+static void probe_schedule(struct sg_route *r)
+{
+    if (!r->probe_timer_open)
+        return;
+    if (probe_wanted(r))
+        uv_timer_start(&r->probe_timer, on_probe_timer, 0, probe_every(r));
+    else
+        uv_timer_stop(&r->probe_timer);
+}
+
+bool sg_route_probe_ready(const struct sg_route *r, char *why, size_t cap)
+{
+    uint64_t now = uv_now(r->ctx->loop), limit = (uint64_t)r->conf.ready_probe_timeout_ms;
+    char a[SG_ADDR_STRLEN];
+
+    if (!probe_wanted(r) || r->closing)
+        return true;
+    if (r->game && !r->game->status) /* a game with no status query: nothing to ask */
+        return true;
+    if (r->probe_answer_ms && now - r->probe_answer_ms <= limit)
+        return true;
+    sg_addr_format((const struct sockaddr *)&r->server_addr, a, sizeof(a));
+    if (r->probe_answer_ms)
+        snprintf(why, cap, "route %s: server %s has not answered a status query for %llu ms",
+                 r->conf.name, a, (unsigned long long)(now - r->probe_answer_ms));
+    else
+        snprintf(why, cap, "route %s: server %s has not answered a status query yet",
+                 r->conf.name, a);
+    return false;
+}
+
 static void on_sweep(uv_timer_t *t)
 {
     struct sg_route *r = t->data;
@@ -1751,6 +1864,16 @@ int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_co
     r->open_handles++;
     uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));
 
+    /* The readiness probe's timer (worker 0's route asks the server). */
+    if (r->ctx->worker == 0) {
+        err = uv_timer_init(r->ctx->loop, &r->probe_timer);
+        if (err < 0)
+            goto err_handles;
+        r->probe_timer.data = r;
+        r->probe_timer_open = true;
+        r->open_handles++;
+    }
+
     /* Held-back datagrams (network emulation). */
     err = sg_delay_init(&r->delay, r->ctx->loop, sg_session_send_delayed);
     if (err < 0)
@@ -1796,6 +1919,7 @@ int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_co
         sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                "no %s codec in this build yet: relaying without decoding",
                sg_protocol_name(r->conf.protocol));
+    probe_schedule(r); /* readiness probe */
     *out = r;
     return 0;
 
@@ -1960,6 +2084,9 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     r->conf.handshake_timeout_ms = rc->handshake_timeout_ms;
     r->conf.max_sessions = rc->max_sessions;
     r->conf.new_sessions_per_source = rc->new_sessions_per_source;
+    r->conf.ready_probe = rc->ready_probe; /* readiness probe */
+    r->conf.ready_probe_timeout_ms = rc->ready_probe_timeout_ms;
+    probe_schedule(r);
     sg_route_send_first_update(r);
     uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));
     return 0;
@@ -1996,6 +2123,11 @@ void sg_route_close(struct sg_route *r, const char *reason)
         r->rb->ping.poll.data = r;
     if (r->rb)
         r->rb->ping_open = false;
+    if (r->probe_open && sg_udp_close(&r->probe, on_route_handle_closed))
+        r->probe.poll.data = r;
+    if (r->probe_timer_open)
+        uv_close((uv_handle_t *)&r->probe_timer, on_route_handle_closed);
+    r->probe_open = r->probe_timer_open = false;
     r->sweep_open = r->listener_open = false;
     sg_chain_flush(r->chain);
     if (r->delay.open) {

@@ -275,6 +275,12 @@ struct sg_route {
     /* route_by prx (client-directed routing): the game's hooks (NULL on a
      * fixed route) and what the route keeps for it (route.c). */
     const struct sg_codec_route_by *rb_hooks;
+    /* readiness probe (worker 0's route only): the game's status query to
+     * the server from a socket of its own; /ready reads probe_answer_ms. */
+    struct sg_udp probe;
+    uv_timer_t probe_timer;
+    bool probe_open, probe_failed, probe_timer_open;
+    uint64_t probe_sent_ms, probe_answer_ms; /* uv_now() of the last query and answer (0: none) */
     struct sg_route_by_state *rb;
 };
 
@@ -297,6 +303,13 @@ void sg_route__door_enforce(struct sg_route *r);
  * full_reply) when the game has one: never longer than `len`, at most once
  * a second per address.  The caller counts the drop (drops.shutdown).
  */
+/*
+ * The readiness probe (`ready_probe on`, worker 0's route): has the route's
+ * server answered a status query within ready_probe_timeout?  True when
+ * the route needs no probe; else false with what to say in `why`.
+ */
+bool sg_route_probe_ready(const struct sg_route *r, char *why, size_t cap);
+
 void sg_route__door_draining(struct sg_route *r, const uint8_t *data, size_t len,
                              const struct sockaddr *from);
 /*

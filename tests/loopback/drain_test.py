@@ -24,6 +24,13 @@ slipgate binary ($SLIPGATE) between an echo server and scripted clients on
                       datagram within the second gets nothing, nor does one
                       shorter than the answer; all counted as
                       drops.shutdown; the live session keeps working
+    ready_probe       ready_probe on, ready_probe_timeout 1s, a scripted Quake 3
+                      server: /ready is 200 while it answers getstatus, 503
+                      naming the route and its server once it has not
+                      answered for 1 s (a statusResponse from another
+                      address does not count), and 200 again once it
+                      answers; the queries come at the interval, to the
+                      server only
     drain_timeout     drain_timeout 1s and a session that never stops:
                       slipgate ends it after about a second and exits 0
     second_sigterm    drain_timeout 60s, a live session: a second SIGTERM
@@ -287,6 +294,73 @@ def case_drain_full_reply(h):
     check(sum(r['sessions_total'] for r in st['routes']) == 1,
           'sessions_total %r: a newcomer got a session' % [r['sessions_total'] for r in st['routes']])
     print('Quake 3 and QuakeWorld newcomers answered once; drops.shutdown %r' % drops)
+
+
+def case_ready_probe(h):
+    import threading
+    srv = h.udp_socket(V4)
+    srv.settimeout(0.05)
+    state = {'answer': True, 'stop': False, 'queries': [], 'sources': set()}
+
+    def serve():
+        while not state['stop']:
+            try:
+                data, peer = srv.recvfrom(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            state['queries'].append((time.monotonic(), data))
+            state['sources'].add(peer)
+            if data == OOB + b'getstatus\n' and state['answer']:
+                srv.sendto(OOB + b'statusResponse\n\\sv_hostname\\probe\n', peer)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        srv_addr = '127.0.0.1:%d' % srv.getsockname()[1]
+        conf = ('http 127.0.0.1:$P0\nready_probe on\nready_probe_timeout 1s\n'
+                'route main {\n    listen 127.0.0.1:$P1\n    server %s\n    protocol q3\n}\n'
+                % srv_addr)
+        px = h.proxy(conf)
+        px.http = px.ports[0]
+        px.wait_for_log(r'http: serving on', 5)
+        wait_status(px.http, '/ready', 200, 3.0)
+        # The server stops answering: /ready turns 503 after about a second.
+        state['answer'] = False
+        t0 = time.monotonic()
+        took, body = wait_status(px.http, '/ready', 503, 3.0)
+        check('route main' in body and srv_addr in body and 'not answered' in body,
+              '/ready while the server is silent: %r' % body)
+        check(took >= 0.6, '/ready failed %.2f s after the last answer, before the timeout'
+              % took)
+        # An answer from anyone but the server does not count.
+        check(len(state['sources']) == 1, 'status queries from %r' % state['sources'])
+        probe = next(iter(state['sources']))
+        other = h.udp_socket(V4)
+        for _ in range(10):
+            other.sendto(OOB + b'statusResponse\n\\sv_hostname\\spoof\n', probe)
+            time.sleep(0.05)
+        status, body = request(px.http, '/ready')
+        check(status == 503, '/ready after answers from another address: %s %r'
+              % (status, body))
+        status, _ = request(px.http, '/live')
+        check(status == 200, '/live while the server is silent: %s' % status)
+        # It answers again: 200.
+        state['answer'] = True
+        wait_status(px.http, '/ready', 200, 3.0)
+        qs = [q for q in state['queries'] if q[0] >= t0]
+        span = qs[-1][0] - qs[0][0] if len(qs) > 1 else 0
+        check(all(d == OOB + b'getstatus\n' for _, d in state['queries']),
+              'the server got other datagrams: %r' % state['queries'][:5])
+        check(len(qs) <= span / 0.15 + 2, '%d queries in %.2f s: more than one per 200 ms'
+              % (len(qs), span))
+        check(px.stop() == 0, 'exit status')
+        print('/ready 503 %.2f s after the server went silent; %d queries in %.1f s'
+              % (took, len(qs), span))
+    finally:
+        state['stop'] = True
+        t.join(2)
 
 
 def keep_alive(c, px, seconds):
