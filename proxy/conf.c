@@ -54,7 +54,7 @@ static const char *const residence_names[] = {"on", "off", NULL};
 /* readiness probe */
 static const char *const ready_probe_names[] = {"off", "on", NULL};
 #define READY_PROBE_HELP                                                                           \
-    "/ready also needs the route's server to have answered the game's status query within "      \
+    "/ready also needs the route's server to have answered the game's status query within "        \
     "ready_probe_timeout (slipgate asks it every few seconds; default off)"
 
 /* ---- route blocks ---- */
@@ -1105,8 +1105,8 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
         }
         if (r->ready_probe < 0) /* readiness probe */
             r->ready_probe = conf->ready_probe;
-        r->ready_probe_timeout_ms = conf->ready_probe_timeout_ms ? conf->ready_probe_timeout_ms
-                                                                 : SG_READY_PROBE_TIMEOUT_MS;
+        r->ready_probe_timeout_ms =
+            conf->ready_probe_timeout_ms ? conf->ready_probe_timeout_ms : SG_READY_PROBE_TIMEOUT_MS;
         if (record_filters(r) > 1) {
             sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,
                                "route '%s' has %d recorders ('record DIR', --record and 'filter "

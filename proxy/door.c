@@ -106,8 +106,8 @@ typedef size_t (*door_reply_fn)(const uint8_t *data, size_t len, uint8_t *out, s
  * longer than the request, one a second per address and SG_DOOR_REPLIES a
  * second per route; nothing when the game has none.
  */
-static void reply(struct sg_route *r, struct sg_door_seen *e, door_reply_fn fn,
-                  const uint8_t *data, size_t len, const struct sockaddr *from)
+static void reply(struct sg_route *r, struct sg_door_seen *e, door_reply_fn fn, const uint8_t *data,
+                  size_t len, const struct sockaddr *from)
 {
     uint64_t now = uv_now(r->ctx->loop);
     uint8_t out[128];

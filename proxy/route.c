@@ -1516,8 +1516,8 @@ bool sg_route_probe_ready(const struct sg_route *r, char *why, size_t cap)
         snprintf(why, cap, "route %s: server %s has not answered a status query for %llu ms",
                  r->conf.name, a, (unsigned long long)(now - r->probe_answer_ms));
     else
-        snprintf(why, cap, "route %s: server %s has not answered a status query yet",
-                 r->conf.name, a);
+        snprintf(why, cap, "route %s: server %s has not answered a status query yet", r->conf.name,
+                 a);
     return false;
 }
 

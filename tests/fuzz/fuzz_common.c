@@ -189,8 +189,7 @@ void fuzz_door(const uint8_t *d, size_t n)
                 FUZZ_CHECK(got <= cap && got <= n);
                 FUZZ_CHECK(got == 0 || got >= 5);
                 FUZZ_CHECK(got == 0 ||
-                           (out[0] == 0xff && out[1] == 0xff && out[2] == 0xff &&
-                            out[3] == 0xff) ||
+                           (out[0] == 0xff && out[1] == 0xff && out[2] == 0xff && out[3] == 0xff) ||
                            (out[0] == 0x80 && sg_be32(out) == (0x80000000u | (uint32_t)got)));
             }
         }

@@ -307,7 +307,7 @@ static void case_full(void)
     CHECK(n == sizeof(q3full) - 1 && memcmp(out, q3full, n) == 0);
     n = q3->full_reply(q3c, sizeof(q3c) - 1, out, sizeof(q3c) - 1);
     CHECK(n == sizeof(q3full) - 1 && memcmp(out, q3full, n) == 0);
-    CHECK(q3->full_reply(q3c, sizeof(q3c) - 1, out, n - 1) == 0); /* never longer than cap */
+    CHECK(q3->full_reply(q3c, sizeof(q3c) - 1, out, n - 1) == 0);     /* never longer than cap */
     CHECK(q3->full_reply(st, sizeof(st) - 1, out, sizeof(out)) == 0); /* a query: no */
     n = qw->full_reply(qwc, sizeof(qwc) - 1, out, sizeof(qwc) - 1);
     CHECK(n == 22 && memcmp(out, "\xff\xff\xff\xffn\nserver is full\n\n", n) == 0);
@@ -321,15 +321,15 @@ static void case_full(void)
     memcpy(big, nqc, sizeof(nqc));
     big[3] = sizeof(big);
     n = nq->full_reply(big, sizeof(big), out, sizeof(big));
-    CHECK(n == 22 && out[3] == 22 && out[4] == 0x82 && memcmp(out + 5, "Server is full.\n", 17) == 0);
+    CHECK(n == 22 && out[3] == 22 && out[4] == 0x82 &&
+          memcmp(out + 5, "Server is full.\n", 17) == 0);
 }
 
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
-        {"cidr", case_cidr}, {"until", case_until}, {"bad", case_bad},
-        {"file", case_file}, {"list", case_list},   {"games", case_games},
-        {"full", case_full},
+        {"cidr", case_cidr}, {"until", case_until}, {"bad", case_bad},   {"file", case_file},
+        {"list", case_list}, {"games", case_games}, {"full", case_full},
     };
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }
