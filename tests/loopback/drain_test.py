@@ -31,6 +31,11 @@ slipgate binary ($SLIPGATE) between an echo server and scripted clients on
                       address does not count), and 200 again once it
                       answers; the queries come at the interval, to the
                       server only
+    ready_probe_reload
+                      a server that never answers: /ready is 200 with
+                      ready_probe off; a reload turning it on (in the route)
+                      turns /ready to 503 naming the route; one turning it
+                      off again, back to 200
     drain_timeout     drain_timeout 1s and a session that never stops:
                       slipgate ends it after about a second and exits 0
     second_sigterm    drain_timeout 60s, a live session: a second SIGTERM
@@ -361,6 +366,29 @@ def case_ready_probe(h):
     finally:
         state['stop'] = True
         t.join(2)
+
+
+def case_ready_probe_reload(h):
+    srv = h.udp_socket(V4)  # never answers
+    srv_addr = '127.0.0.1:%d' % srv.getsockname()[1]
+    conf = ('http 127.0.0.1:%s\nready_probe_timeout 1s\n'
+            'route main {\n    listen 127.0.0.1:%s\n    server ' + srv_addr +
+            '\n    protocol q3\n%s}\n')
+    px = h.proxy(conf % ('$P0', '$P1', ''))
+    px.http = px.ports[0]
+    px.wait_for_log(r'http: serving on', 5)
+    status, body = request(px.http, '/ready')
+    check(status == 200, '/ready with ready_probe off: %s %r' % (status, body))
+    for probe, want in (('on', 503), ('off', 200)):
+        mark = px.log_mark()
+        px.write_config(conf % (px.ports[0], px.ports[1], '    ready_probe %s\n' % probe))
+        px.send_signal(signal.SIGHUP)
+        check(px.wait_for_log(r'configuration reloaded', 3, mark), 'no reload')
+        _, body = wait_status(px.http, '/ready', want, 3.0)
+        if want == 503:
+            check('route main' in body and srv_addr in body, '/ready: %r' % body)
+    check(px.stop() == 0, 'exit status')
+    print('ready_probe on and off by reload: /ready 503, then 200')
 
 
 def keep_alive(c, px, seconds):
