@@ -630,8 +630,7 @@ class Proxy:
             if self._kernel and os.path.exists(self.ports_path):
                 return 'ready'  # written once every listener is bound (-q hides the lines)
             if self.proc.poll() is not None:
-                for t in self._readers:  # every line read to the end of the pipe
-                    t.join(2)
+                self.wait_exit(0)  # the reader has collected the last lines
                 return 'exited'
             known = [p for p in self.ports if p]
             if known and len(known) == len(self.ports) and set(known) <= udp_ports_bound():
@@ -715,15 +714,26 @@ class Proxy:
             pass
 
     def wait_exit(self, timeout):
-        """The exit status once slipgate has exited and its stderr is read to
-        the end (log_text() then has every line), or None after `timeout`."""
+        """Wait for the exit; returns the exit status, None at `timeout`.
+        Once it exited, also waits for the stderr reader to reach the end of
+        the pipe (unless pause_stderr() holds it), so that log_text() then
+        holds every line it wrote: the exit can be seen before the reader
+        thread has run."""
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
-        for t in self._readers:
-            t.join(2)
+        if self._draining.is_set():
+            self._join_readers(max(timeout, 10.0))
         return rc
+
+    def _join_readers(self, timeout):
+        """Join the stderr reader threads (they end at end of file)."""
+        deadline = time.monotonic() + timeout
+        for t in self._readers:
+            t.join(max(0.0, deadline - time.monotonic()))
+        check(not any(t.is_alive() for t in self._readers),
+              'slipgate exited but its stderr was not at end of file within %.0f s' % timeout)
 
     def stop(self, sig=signal.SIGTERM, timeout=5.0):
         """Send `sig`, wait for the exit; returns the exit status."""
@@ -733,8 +743,6 @@ class Proxy:
         rc = self.wait_exit(timeout)
         check(rc is not None, 'slipgate did not exit within %.1f s of %s'
               % (timeout, signal.Signals(sig).name))
-        for t in self._readers:
-            t.join(2)
         return rc
 
     def stats(self):

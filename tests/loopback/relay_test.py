@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (V4, V6, Fail, check, fmt_addr, parse_hostport, pump,  # noqa: E402
                      require_ipv6, ipv6_unavailable_reason, loopback_mtu, main,
                      dead_port as find_dead_port,
-                     END_RE)
+                     END_RE, Proxy)
 
 TAG = b'ECHO'
 DROP_KEYS = ('session_limit', 'rate_limit', 'send_error', 'unreachable')
@@ -2953,6 +2953,29 @@ def case_workers_default(h):
         else:
             check(line is None and not w, 'one CPU: expected one loop, got %r' % (w,))
     print('%d CPU(s): %s loops by default, with http too' % (cpus, len(w) or 1))
+
+def case_exit_log_complete(h):
+    """The harness's wait_exit() returns once the log is complete: slipgate
+    refusing a bad config writes one line and exits at once, and the exit
+    can be seen before the stderr reader thread has read that line (then a
+    test reading the log right after the exit sees it empty; about 1 start
+    in 20 on a loaded machine).  Many starts, each one checked."""
+    bad = 'route r {\n    listen 127.0.0.1:$P0\n    server 127.0.0.1:9\n    no_such_directive 1\n}\n'
+    t0 = time.monotonic()
+    n = 0
+    for n in range(1, 151):  # at most 150 starts and about 20 s
+        px = Proxy(h.exe, h.dir, 'bad%d' % n)
+        h.proxies.append(px)
+        px.start(bad, ready=False, stats=False)
+        rc = px.wait_exit(10)
+        log = px.log_text()
+        check(rc == 1 and re.search(r"unknown directive 'no_such_directive'", log),
+              'start %d: exit %r, log right after the exit: %r' % (n, rc, log))
+        px.kill()
+        if time.monotonic() - t0 > 20:
+            break
+    print('%d starts refused, each one\'s error line read by the time wait_exit returned'
+          ' (%.1f s)' % (n, time.monotonic() - t0))
 
 
 # ---- port 0: listeners take their ports from the kernel --------------------
