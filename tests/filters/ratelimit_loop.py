@@ -97,7 +97,9 @@ def to_server(h):
           % (s, n, elapsed * 1000))
     check(got == [b'f%04d' % i for i in range(10)] + got[10:], 'the first 10 did not all pass')
     check(len(replies) == s, 'to_client is not limited, yet %d replies for %d' % (len(replies), s))
-    check(px.count_log(r'ratelimit: limiting to_server: over 50 packets/s \(burst 10\)') == 1,
+    # (logged at the first drop; waited for: the harness reads slipgate's stderr in a thread)
+    check(px.wait_count_log(r'ratelimit: limiting to_server: over 50 packets/s \(burst 10\)', 1,
+                            timeout=5.0) == 1,
           '"limiting" not logged exactly once')
 
     # After a pause, a stream below the cap passes whole (25/s against 50/s).
