@@ -367,6 +367,57 @@ def check_nat(st, nat, px_log):
     return f"; NAT moved {old} -> {new} (qport {m[0][2]}), one session followed"
 
 
+def start_server(procs, work, srv_cvars, srv_port, limit, bots=3):
+    """The real server on 127.0.0.1:srv_port with OpenArena's data and
+    bots (bot_minplayers `bots`), home WORK/srv, log WORK/server.log,
+    under a time limit of `limit` s; returns (process, log) once it answers
+    a getstatus."""
+    home_srv = os.path.join(work, "srv")
+    os.makedirs(home_srv, exist_ok=True)
+    srv_log = os.path.join(work, "server.log")
+    srv = procs.start("server", [
+        os.path.join(IOQ3_DIR, "ioq3ded"), "+set", "com_basegame", "baseoa",
+        "+set", "fs_basepath", OA_SERVER_BASE, "+set", "fs_homepath", home_srv]
+        + cvars(srv_cvars) + [
+        "+set", "dedicated", "1", "+set", "net_enabled", "1", "+set", "net_ip", "127.0.0.1",
+        "+set", "net_port", str(srv_port), "+set", "sv_master1", "", "+set", "sv_master2", "",
+        "+set", "sv_master3", "", "+set", "bot_enable", "1", "+set", "bot_minplayers", str(bots),
+        "+set", "g_gametype", "0", "+set", "timelimit", "0", "+set", "fraglimit", "0",
+        "+set", "rconpassword", RCON_PASSWORD, "+map", "oa_dm1"], srv_log, limit)
+    if not wait_for(lambda: "sv_hostname" in getstatus(srv_port, 0.3), 20):
+        raise Fail(f"the server did not answer getstatus:\n{read(srv_log)[-2000:]}")
+    return srv, srv_log
+
+
+def start_client(procs, work, cli_cvars, cli_port, to, limit, move_cfg=MOVE_CFG):
+    """The real client, named `peers`, on 127.0.0.1:cli_port (home WORK/cli,
+    log WORK/client.log), recording its own demo and connecting to
+    127.0.0.1:to, then running `move_cfg`'s loop (moving and firing) until
+    quit_client; returns (process, log, home)."""
+    home_cli = os.path.join(work, "cli")
+    os.makedirs(os.path.join(home_cli, "baseoa"), exist_ok=True)
+    with open(os.path.join(home_cli, "baseoa", "peersmove.cfg"), "w") as f:
+        f.write(move_cfg)
+    with open(os.path.join(home_cli, "baseoa", QUIT_CFG), "w") as f:
+        f.write("\n")
+    cli_log = os.path.join(work, "client.log")
+    env = dict(os.environ, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
+    cli = procs.start("client", [
+        "xvfb-run", "-a", "-s", "-screen 0 640x480x24",
+        os.path.join(IOQ3_DIR, "ioquake3"), "+set", "com_basegame", "baseoa",
+        "+set", "fs_basepath", OA_CLIENT_BASE, "+set", "fs_homepath", home_cli]
+        + cvars(cli_cvars) + [
+        "+set", "cl_motd", "0", "+set", "net_enabled", "1", "+set", "net_port", str(cli_port),
+        "+set", "cl_renderer", "opengl1", "+set", "r_mode", "-1",
+        "+set", "r_customwidth", "320", "+set", "r_customheight", "240",
+        "+set", "r_fullscreen", "0", "+set", "s_initsound", "0", "+set", "com_maxfps", "60",
+        "+set", "name", "peers", "+set", "cl_autoRecordDemo", "1",
+        "+set", "com_introplayed", "1", "+exec", "peersmove.cfg",
+        "+connect", f"127.0.0.1:{to}", "+wait", "400", "+vstr", "mv1"],
+        cli_log, limit, env=env)
+    return cli, cli_log, home_cli
+
+
 def quit_client(cli, home_cli, srv_log, procs):
     """Make the real client quit as a player does, with its `quit` command:
     CL_Shutdown ends its own demo, sends its `disconnect` and the game exits
@@ -752,30 +803,11 @@ def run_case(case, seconds):
     procs = Procs()
     keep = False
     try:
-        home_srv = os.path.join(work, "srv")
-        home_cli = os.path.join(work, "cli")
-        os.makedirs(os.path.join(home_cli, "baseoa"))
-        os.makedirs(home_srv)
-        with open(os.path.join(home_cli, "baseoa", "peersmove.cfg"), "w") as f:
-            f.write(SAY_CFG if mode in ("filters", "web") else MOVE_CFG)
-        with open(os.path.join(home_cli, "baseoa", QUIT_CFG), "w") as f:
-            f.write("\n")
         srv_port, px_port, cli_port = free_udp_port(), free_udp_port(), free_udp_port()
         limit = seconds + 60
 
         # The real server, with bots.
-        srv_log = os.path.join(work, "server.log")
-        srv = procs.start("server", [
-            os.path.join(IOQ3_DIR, "ioq3ded"), "+set", "com_basegame", "baseoa",
-            "+set", "fs_basepath", OA_SERVER_BASE, "+set", "fs_homepath", home_srv]
-            + cvars(srv_cvars) + [
-            "+set", "dedicated", "1", "+set", "net_enabled", "1", "+set", "net_ip", "127.0.0.1",
-            "+set", "net_port", str(srv_port), "+set", "sv_master1", "", "+set", "sv_master2", "",
-            "+set", "sv_master3", "", "+set", "bot_enable", "1", "+set", "bot_minplayers", "3",
-            "+set", "g_gametype", "0", "+set", "timelimit", "0", "+set", "fraglimit", "0",
-            "+set", "rconpassword", RCON_PASSWORD, "+map", "oa_dm1"], srv_log, limit)
-        if not wait_for(lambda: "sv_hostname" in getstatus(srv_port, 0.3), 20):
-            raise Fail(f"the server did not answer getstatus:\n{read(srv_log)[-2000:]}")
+        srv, srv_log = start_server(procs, work, srv_cvars, srv_port, limit)
 
         # slipgate in front of it.
         stats = os.path.join(work, "stats.json")
@@ -813,21 +845,9 @@ def run_case(case, seconds):
         to = nat.port if nat else px_port
 
         # The real client, through slipgate, moving and firing.
-        cli_log = os.path.join(work, "client.log")
-        env = dict(os.environ, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
-        cli = procs.start("client", [
-            "xvfb-run", "-a", "-s", "-screen 0 640x480x24",
-            os.path.join(IOQ3_DIR, "ioquake3"), "+set", "com_basegame", "baseoa",
-            "+set", "fs_basepath", OA_CLIENT_BASE, "+set", "fs_homepath", home_cli]
-            + cvars(cli_cvars) + [
-            "+set", "cl_motd", "0", "+set", "net_enabled", "1", "+set", "net_port", str(cli_port),
-            "+set", "cl_renderer", "opengl1", "+set", "r_mode", "-1",
-            "+set", "r_customwidth", "320", "+set", "r_customheight", "240",
-            "+set", "r_fullscreen", "0", "+set", "s_initsound", "0", "+set", "com_maxfps", "60",
-            "+set", "name", "peers", "+set", "cl_autoRecordDemo", "1",
-            "+set", "com_introplayed", "1", "+exec", "peersmove.cfg",
-            "+connect", f"127.0.0.1:{to}", "+wait", "400", "+vstr", "mv1"],
-            cli_log, limit, env=env)
+        cli, cli_log, home_cli = start_client(
+            procs, work, cli_cvars, cli_port, to, limit,
+            SAY_CFG if mode in ("filters", "web") else MOVE_CFG)
 
         # In the game, then still in it after `seconds`.
         if not wait_for(lambda: "peers^7 entered the game" in read(srv_log), 30):
