@@ -529,7 +529,7 @@ struct sg_codec {
     /*
      * How a server of this game registers with its master servers (a
      * route's `master`), or NULL for a game without a master protocol.
-     * Appended last.
+     * Appended after take_notice (the table grows only at its end).
      */
     const struct sg_codec_master *master;
 
