@@ -56,6 +56,7 @@ sys.path.insert(0, os.path.join(HERE, '..', 'loopback'))
 
 import harness  # noqa: E402
 from harness import Fail, check, V4, free_port  # noqa: E402
+import httplib_sg  # noqa: E402
 from httplib_sg import replay_game, server_socket, q3cap  # noqa: E402
 
 IMAGE_REPO = 'localhost/slipgate'
@@ -121,29 +122,12 @@ def image_for(build_root, exe, cmd, env, work):
 
 
 def http_get(port, path, timeout=2.0):
+    """(status, body text) of a GET, (None, '') when nothing answers."""
     try:
-        s = socket.create_connection((V4, port), timeout=timeout)
-    except OSError:
+        status, _, body = httplib_sg.request(port, path, timeout=timeout)
+    except (OSError, ValueError, IndexError):
         return None, ''
-    try:
-        s.sendall(('GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' % path).encode())
-        data = b''
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                chunk = s.recv(65536)
-            except (socket.timeout, ConnectionResetError):
-                break
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        s.close()
-    head, _, body = data.partition(b'\r\n\r\n')
-    try:
-        return int(head.split(b' ', 2)[1]), body.decode(errors='replace')
-    except (IndexError, ValueError):
-        return None, ''
+    return status, body.decode(errors='replace')
 
 
 def wait_http(port, path, want, timeout):

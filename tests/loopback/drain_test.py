@@ -58,37 +58,23 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, '..', 'http'))
 
 import harness  # noqa: E402
 from harness import Fail, check  # noqa: E402
+import httplib_sg  # noqa: E402
 
 V4 = '127.0.0.1'
 
 
 def request(port, path, method='GET', headers=None, timeout=3.0):
     """(status, body) of one HTTP/1.1 request with Connection: close."""
-    s = socket.create_connection((V4, port), timeout=timeout)
     try:
-        lines = ['%s %s HTTP/1.1' % (method, path), 'Host: 127.0.0.1', 'Connection: close']
-        lines += ['%s: %s' % kv for kv in (headers or {}).items()]
-        s.sendall(('\r\n'.join(lines) + '\r\n\r\n').encode())
-        data = b''
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                chunk = s.recv(65536)
-            except (socket.timeout, ConnectionResetError):
-                break
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        s.close()
-    head, _, body = data.partition(b'\r\n\r\n')
-    try:
-        status = int(head.split(b' ', 2)[1])
-    except (IndexError, ValueError):
-        raise Fail('%s: no HTTP answer: %r' % (path, data[:200]))
+        status, _, body = httplib_sg.request(port, path, method, headers, timeout)
+    except (ValueError, IndexError):
+        status, body = None, b''
+    if status is None:
+        raise Fail('%s: no HTTP answer' % path)
     return status, body.decode(errors='replace')
 
 
