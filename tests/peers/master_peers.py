@@ -29,9 +29,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from q3_peers import (IOQ3_DIR, MOVE_CFG, OA_CLIENT_BASE, OA_SERVER_BASE, QUIT_CFG,  # noqa: E402
-                      RCON_PASSWORD, VARIANTS, Fail, Procs, cvars, free_udp_port, getstatus,
-                      quit_client, rcon, read, run_main, slipgate_binary, wait_for)
+from q3_peers import (IOQ3_DIR, VARIANTS, Fail, Procs, free_udp_port, getstatus,  # noqa: E402
+                      quit_client, rcon, read, run_main, slipgate_binary, start_client,
+                      start_server, wait_for)
 
 
 def dpmaster_binary():
@@ -75,15 +75,8 @@ def run_case(game, seconds):
     procs = Procs()
     keep = False
     try:
-        home_srv = os.path.join(work, "srv")
-        home_cli = os.path.join(work, "cli")
         jail = os.path.join(work, "jail")  # dpmaster's chroot when run as root
-        for d in (os.path.join(home_cli, "baseoa"), home_srv, jail):
-            os.makedirs(d)
-        with open(os.path.join(home_cli, "baseoa", "peersmove.cfg"), "w") as f:
-            f.write(MOVE_CFG)
-        with open(os.path.join(home_cli, "baseoa", QUIT_CFG), "w") as f:
-            f.write("\n")
+        os.makedirs(jail)
         srv_port, px_port, cli_port, m_port = (free_udp_port() for _ in range(4))
         limit = seconds + 45
 
@@ -93,18 +86,7 @@ def run_case(game, seconds):
                                  str(m_port), "-j", jail, "-v"], m_log, limit)
 
         # The real server, its own heartbeats off.
-        srv_log = os.path.join(work, "server.log")
-        procs.start("server", [
-            os.path.join(IOQ3_DIR, "ioq3ded"), "+set", "com_basegame", "baseoa",
-            "+set", "fs_basepath", OA_SERVER_BASE, "+set", "fs_homepath", home_srv]
-            + cvars(srv_cvars) + [
-            "+set", "dedicated", "1", "+set", "net_enabled", "1", "+set", "net_ip", "127.0.0.1",
-            "+set", "net_port", str(srv_port), "+set", "sv_master1", "", "+set", "sv_master2", "",
-            "+set", "sv_master3", "", "+set", "bot_enable", "1", "+set", "bot_minplayers", "2",
-            "+set", "g_gametype", "0", "+set", "timelimit", "0", "+set", "fraglimit", "0",
-            "+set", "rconpassword", RCON_PASSWORD, "+map", "oa_dm1"], srv_log, limit)
-        if not wait_for(lambda: "sv_hostname" in getstatus(srv_port, 0.3), 20):
-            raise Fail(f"the server did not answer getstatus:\n{read(srv_log)[-2000:]}")
+        srv, srv_log = start_server(procs, work, srv_cvars, srv_port, limit, bots=2)
 
         # slipgate in front of it, registering with the master.
         conf = os.path.join(work, "slipgate.conf")
@@ -133,19 +115,9 @@ def run_case(game, seconds):
             raise Fail(f"the listing is not slipgate's with the server's map: {servers}")
 
         # The real client connects to the listed address and plays.
-        cli_log = os.path.join(work, "client.log")
-        env = dict(os.environ, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
-        cli = procs.start("client", [
-            "xvfb-run", "-a", "-s", "-screen 0 640x480x24",
-            os.path.join(IOQ3_DIR, "ioquake3"), "+set", "com_basegame", "baseoa",
-            "+set", "fs_basepath", OA_CLIENT_BASE, "+set", "fs_homepath", home_cli]
-            + cvars(cli_cvars) + [
-            "+set", "cl_motd", "0", "+set", "net_enabled", "1", "+set", "net_port", str(cli_port),
-            "+set", "cl_renderer", "opengl1", "+set", "r_mode", "-1",
-            "+set", "r_customwidth", "320", "+set", "r_customheight", "240",
-            "+set", "r_fullscreen", "0", "+set", "s_initsound", "0", "+set", "com_maxfps", "60",
-            "+set", "name", "peers", "+set", "com_introplayed", "1", "+exec", "peersmove.cfg",
-            "+connect", ours, "+wait", "400", "+vstr", "mv1"], cli_log, limit, env=env)
+        listed_port = int(ours.rsplit(":", 1)[1])
+        cli, cli_log, home_cli = start_client(procs, work, cli_cvars, cli_port, listed_port,
+                                              limit)
         if not wait_for(lambda: "peers^7 entered the game" in read(srv_log), 30):
             raise Fail("the client never entered the game\n--- server\n"
                        f"{read(srv_log)[-1500:]}\n--- client\n{read(cli_log)[-1500:]}\n"
