@@ -94,6 +94,8 @@ struct nqc {
     bool running; /* the server's netchan has sent since the accept (no disconnect since) */
     int accept_port;
     int unsupported_op;
+    uint64_t csqc_raw;  /* DP5-DP7: game-defined bodies kept raw (nq.h) */
+    bool rec_waited;    /* DP5-DP7: a recording waited for a level's start */
     char first_error[160];
 
     /* The datagram decoded last. */
@@ -118,7 +120,7 @@ struct nqc {
     uint8_t out[MAX_DGRAM + 8];
     size_t out_len;
     bool out_sent;          /* the datagram decoded last went out rebuilt, as `out` */
-    char describe[256];
+    char describe[512];
 
     /* Recording (.dem): the client's latest view angles (its last clc_move),
      * as the float bits the player's own demo writes, and the demo written. */
@@ -557,6 +559,7 @@ static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size
     }
     if (c->parsed.unsupported_op >= 0 && c->unsupported_op < 0)
         c->unsupported_op = c->parsed.unsupported_op;
+    c->csqc_raw += c->parsed.csqc_raw;
     if (err < 0) {
         note_error(c, err, dir == SG_DIR_S2C ? "server message" : "client message");
         c->frame.kind = SG_FRAME_RAW;
@@ -569,10 +572,11 @@ static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size
     if (dir == SG_DIR_C2S)
         for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
             const struct sg_fmsg *pm = &c->parsed.msgs[i];
-            if (pm->op != 3 || pm->count < 4 || pm->unparsed)
+            uint32_t a = c->proto.dpn >= 7 ? 2 : 1; /* (DP7: the move's sequence first) */
+            if (pm->op != 3 || pm->count < a + 3 || pm->unparsed)
                 continue;
             for (int k = 0; k < 3; k++) {
-                const struct sg_field *f = &c->parsed.fields[pm->first + 1 + (uint32_t)k];
+                const struct sg_field *f = &c->parsed.fields[pm->first + a + (uint32_t)k];
                 float v = sg_bmsg_num_value(f->num, f->raw);
                 memcpy(&c->view[k], &v, sizeof(v));
             }
@@ -1139,9 +1143,13 @@ int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out)
         (frame == &c->frame && c->is_resend))
         return 0;
     if (out != c->rec_out || !c->rec_started) {
-        bool synth = !frame->new_level && c->lv && c->lv->valid;
-        if (!frame->new_level && !synth)
+        /* (not on DP5-DP7: their entity frames are deltas against what
+         * the client acknowledged, which a demo started here lacks) */
+        bool synth = !frame->new_level && c->lv && c->lv->valid && !c->proto.dpn;
+        if (!frame->new_level && !synth) {
+            c->rec_waited = c->rec_waited || c->proto.dpn;
             return 0; /* mid-level, nothing known of the level: wait for its serverinfo */
+        }
         c->rec_out = out;
         c->rec_started = true;
         c->rec_signon = synth; /* the synthesized start ends with signon 3 */
@@ -1198,11 +1206,19 @@ static const char *nq_describe(void *state)
 {
     struct nqc *c = state;
 
-    snprintf(c->describe, sizeof(c->describe), "NetQuake protocol %d%s%s%s%s%s",
-             (int)c->proto.protocol,
+    char raw[160] = "";
+
+    if (c->csqc_raw)
+        snprintf(raw, sizeof(raw), ", %llu CSQC bodies kept raw (game-defined)",
+                 (unsigned long long)c->csqc_raw);
+    if (c->rec_waited)
+        snprintf(raw + strlen(raw), sizeof(raw) - strlen(raw),
+                 ", recording waits for a level start");
+    snprintf(c->describe, sizeof(c->describe), "NetQuake protocol %d%s%s%s%s%s%s%s",
+             (int)c->proto.protocol, c->proto.dpn ? " (DarkPlaces)" : "",
              sg_nq_protocol_known(c->proto.protocol) ? "" : " (not decoded: relayed)",
              c->unsupported_op >= 0 ? ", undecoded messages from opcode " : "",
-             c->unsupported_op >= 0 ? sg_nq_svc_name(c->unsupported_op) : "",
+             c->unsupported_op >= 0 ? sg_nq_svc_name(c->unsupported_op) : "", raw,
              c->first_error[0] ? ", first error: " : "", c->first_error);
     return c->describe;
 }
@@ -1217,8 +1233,8 @@ extern const struct sg_codec_master sg_nq_master;  /* status.c */
 
 const struct sg_codec sg_nq_codec = {
     .name = "nq",
-    .description = "NetQuake (protocol 15, FitzQuake 666, RMQ 999): decoded, re-encoded, "
-                   "filtered; DarkPlaces protocols relayed",
+    .description = "NetQuake (protocol 15, FitzQuake 666, RMQ 999, DarkPlaces DP5-DP7): "
+                   "decoded, re-encoded, filtered; other DarkPlaces protocols relayed",
     .probe = sg_nq_is_connect_request,
     .is_connect = sg_nq_is_connect_request,
     .banned_reply = sg_nq_banned_reply,

@@ -26,6 +26,10 @@
 #define SG_NQ_PROTOCOL_NETQUAKE 15
 #define SG_NQ_PROTOCOL_FITZQUAKE 666
 #define SG_NQ_PROTOCOL_RMQ 999
+/* DarkPlaces' own protocols (protocol.c): DP5, DP6, DP7 (Nexuiz 2.5, Xonotic). */
+#define SG_NQ_PROTOCOL_DP5 3502
+#define SG_NQ_PROTOCOL_DP6 3503
+#define SG_NQ_PROTOCOL_DP7 3504
 
 /* What the parser accepts at all: fields and messages in one stream. */
 #define SG_NQ_MAX_FIELDS (1u << 20)
@@ -41,11 +45,13 @@ struct sg_nq_proto {
     bool fitz;          /* 666 / 999: the extended bits and messages */
     bool dp;            /* a DarkPlaces server (its stufftext said so): on 15, the
                          * messages only a CSQC program reads are relayed, not errors */
+    uint8_t dpn;        /* DarkPlaces' own protocol 5, 6 or 7 (DP5-DP7), else 0 */
 };
 
-/* Select `protocol` (and `flags`, used by 999 only); `dp` is cleared. */
+/* Select `protocol` (and `flags`, used by 999 only); `dp` is cleared
+ * (set for DP5-DP7). */
 void sg_nq_proto_set(struct sg_nq_proto *p, int32_t protocol, uint32_t flags);
-/* Is `protocol` one the decoder reads (15, 666, 999)? */
+/* Is `protocol` one the decoder reads (15, 666, 999, DP5-DP7)? */
 bool sg_nq_protocol_known(int32_t protocol);
 
 /* Fields and messages: protocols/msglist.h (each message's `at` is set;
@@ -64,6 +70,10 @@ struct sg_nq_parsed {
     bool disconnect;   /* svc_disconnect / clc_disconnect was in it */
     /* An opcode the parser cannot decode (the rest relayed), or -1. */
     int unsupported_op;
+    /* DP5-DP7: game-defined bodies (CSQC entities, CSQC temp entities)
+     * kept as raw bytes, each up to where the rest of the stream parses. */
+    uint32_t csqc_raw;
+    uint32_t trials; /* the stream's tries at such an end (parse.h) */
 };
 
 void sg_nq_parsed_free(struct sg_nq_parsed *p);

@@ -10,6 +10,7 @@
  * DarkPlaces' client reads them with the Quake protocol's sizes.
  */
 #include "protocols/nq/nq.h"
+#include "protocols/nq/parse.h"
 
 #include "protocols/error.h"
 
@@ -18,9 +19,9 @@
 
 /* Pseudo-kinds resolved through the protocol. */
 enum {
-    K_COORD = 200,
-    K_ANGLE,
-    K_STRING,
+    K_COORD = SG_NQ__COORD,
+    K_ANGLE = SG_NQ__ANGLE,
+    K_STRING = 210,
     K_END = 0xff,
 };
 
@@ -29,17 +30,12 @@ struct fdesc {
     uint8_t kind;
 };
 
-struct ctx {
-    struct sg_bmsg_reader r;
-    struct sg_nq_proto *p;
-    struct sg_nq_parsed *out;
-    int err;
-};
 
 bool sg_nq_protocol_known(int32_t protocol)
 {
     return protocol == SG_NQ_PROTOCOL_NETQUAKE || protocol == SG_NQ_PROTOCOL_FITZQUAKE ||
-           protocol == SG_NQ_PROTOCOL_RMQ;
+           protocol == SG_NQ_PROTOCOL_RMQ || (protocol >= SG_NQ_PROTOCOL_DP5 &&
+                                              protocol <= SG_NQ_PROTOCOL_DP7);
 }
 
 void sg_nq_proto_set(struct sg_nq_proto *p, int32_t protocol, uint32_t flags)
@@ -55,6 +51,16 @@ void sg_nq_proto_set(struct sg_nq_proto *p, int32_t protocol, uint32_t flags)
     p->angle = s.angle;
     p->fitz = protocol == SG_NQ_PROTOCOL_FITZQUAKE || protocol == SG_NQ_PROTOCOL_RMQ;
     p->dp = false;
+    p->dpn = 0;
+    if (protocol >= SG_NQ_PROTOCOL_DP5 && protocol <= SG_NQ_PROTOCOL_DP7) {
+        /* DarkPlaces 5-7 (common.c MSG_ReadCoord / MSG_ReadAngle): float
+         * coordinates, 16-bit angles, clc_move's angles 16-bit. */
+        p->dp = true;
+        p->dpn = (uint8_t)(protocol - SG_NQ_PROTOCOL_DP5 + 5);
+        p->coord = SG_BMSG_COORD_FLOAT;
+        p->angle = p->move_angle = SG_BMSG_ANGLE16;
+        return;
+    }
     /* clc_move: MSG_ReadAngle in 15, MSG_ReadAngle16 (float with PRFL_FLOATANGLE) after. */
     if (!p->fitz)
         p->move_angle = s.angle;
@@ -73,7 +79,7 @@ void sg_nq_parsed_free(struct sg_nq_parsed *p)
 
 /* ---- fields ---- */
 
-static struct sg_field *push(struct ctx *c, const char *name, uint8_t type)
+static struct sg_field *push(struct sg_nq__ctx *c, const char *name, uint8_t type)
 {
     struct sg_nq_parsed *o = c->out;
     struct sg_field *f;
@@ -102,7 +108,7 @@ static struct sg_field *push(struct ctx *c, const char *name, uint8_t type)
     return f;
 }
 
-static uint8_t resolve(const struct ctx *c, uint8_t kind)
+static uint8_t resolve(const struct sg_nq__ctx *c, uint8_t kind)
 {
     if (kind == K_COORD)
         return c->p->coord;
@@ -111,7 +117,7 @@ static uint8_t resolve(const struct ctx *c, uint8_t kind)
     return kind;
 }
 
-static uint32_t num(struct ctx *c, const char *name, uint8_t kind)
+static uint32_t num(struct sg_nq__ctx *c, const char *name, uint8_t kind)
 {
     struct sg_field *f;
     uint32_t raw;
@@ -131,7 +137,7 @@ static uint32_t num(struct ctx *c, const char *name, uint8_t kind)
 
 /* A string as QuakeSpasm reads it (bytes up to NUL, 0xff kept, 2047 at most).
  * Returns its field, or NULL. */
-static struct sg_field *str(struct ctx *c, const char *name)
+static struct sg_field *str(struct sg_nq__ctx *c, const char *name)
 {
     char buf[2048];
     enum sg_bmsg_str_end end;
@@ -152,7 +158,7 @@ static struct sg_field *str(struct ctx *c, const char *name)
     return f;
 }
 
-static void data(struct ctx *c, const char *name, size_t n)
+static void data(struct sg_nq__ctx *c, const char *name, size_t n)
 {
     size_t at = c->r.pos;
     struct sg_field *f;
@@ -166,7 +172,22 @@ static void data(struct ctx *c, const char *name, size_t n)
     f->len = (uint32_t)n;
 }
 
-static void table(struct ctx *c, const struct fdesc *t)
+uint32_t sg_nq__num(struct sg_nq__ctx *c, const char *name, uint8_t kind)
+{
+    return num(c, name, kind);
+}
+
+struct sg_field *sg_nq__str(struct sg_nq__ctx *c, const char *name)
+{
+    return str(c, name);
+}
+
+void sg_nq__data(struct sg_nq__ctx *c, const char *name, size_t n)
+{
+    data(c, name, n);
+}
+
+static void table(struct sg_nq__ctx *c, const struct fdesc *t)
 {
     for (; t->kind != K_END; t++) {
         if (t->kind == K_STRING)
@@ -176,7 +197,7 @@ static void table(struct ctx *c, const struct fdesc *t)
     }
 }
 
-static void coords(struct ctx *c, const char *n0, const char *n1, const char *n2)
+static void coords(struct sg_nq__ctx *c, const char *n0, const char *n1, const char *n2)
 {
     num(c, n0, K_COORD);
     num(c, n1, K_COORD);
@@ -326,7 +347,7 @@ const char *sg_nq_clc_name(int op)
 #define SND_LARGESOUND  (1u << 4)
 #define SND_SPEEDUSHORT4000 (1u << 5) /* DarkPlaces (15): speed * 4000 */
 
-static void svc_sound(struct ctx *c)
+static void svc_sound(struct sg_nq__ctx *c)
 {
     uint32_t mask = num(c, "mask", SG_BMSG_U8);
 
@@ -368,7 +389,7 @@ static const struct {
     {1u << 22, "cells2"},   {1u << 24, "weaponframe2"}, {1u << 25, "weaponalpha"},
 };
 
-static void svc_clientdata(struct ctx *c)
+static void svc_clientdata(struct sg_nq__ctx *c)
 {
     static const char *const punch[3] = {"punch0", "punch1", "punch2"};
     static const char *const vel[3] = {"velocity0", "velocity1", "velocity2"};
@@ -428,7 +449,7 @@ static void svc_clientdata(struct ctx *c)
 #define U_SCALE      (1u << 20)
 #define U_EXTEND2    (1u << 23)
 
-static void svc_update(struct ctx *c, int op)
+static void svc_update(struct sg_nq__ctx *c, int op)
 {
     static const struct {
         uint32_t bit;
@@ -469,7 +490,7 @@ static void svc_update(struct ctx *c, int op)
 #define B_ALPHA      (1u << 2)
 #define B_SCALE      (1u << 3)
 
-static void baseline(struct ctx *c, bool version2)
+static void baseline(struct sg_nq__ctx *c, bool version2)
 {
     uint32_t bits = version2 ? num(c, "bits", SG_BMSG_U8) : 0;
 
@@ -493,7 +514,7 @@ static void baseline(struct ctx *c, bool version2)
 
 /* The rest of the stream as one field, relayed: what a DarkPlaces server's
  * CSQC program alone reads (its own temp entities, its entities). */
-static void csqc_rest(struct ctx *c, struct sg_fmsg *m)
+static void csqc_rest(struct sg_nq__ctx *c, struct sg_fmsg *m)
 {
     m->unparsed = true;
     if (c->out->unsupported_op < 0)
@@ -502,7 +523,7 @@ static void csqc_rest(struct ctx *c, struct sg_fmsg *m)
 }
 
 /* DarkPlaces' temp entity types past id's (15): false when not one. */
-static bool te_dp(struct ctx *c, uint32_t type)
+static bool te_dp(struct sg_nq__ctx *c, uint32_t type)
 {
     switch (type) {
     case 16: /* explosion3: origin, colour as three coords */
@@ -571,7 +592,7 @@ static bool te_dp(struct ctx *c, uint32_t type)
     }
 }
 
-static void svc_temp_entity(struct ctx *c, struct sg_fmsg *m)
+static void svc_temp_entity(struct sg_nq__ctx *c, struct sg_fmsg *m)
 {
     uint32_t type = num(c, "type", SG_BMSG_U8);
 
@@ -594,6 +615,12 @@ static void svc_temp_entity(struct ctx *c, struct sg_fmsg *m)
     default:
         if (c->r.overflowed)
             return;
+        if (c->p->dpn) {
+            /* DP5-DP7: the CSQC program's own type, its body up to where
+             * the rest parses. */
+            sg_nq__dp_opaque(c, (uint32_t)(m - c->out->msgs), "csqc");
+            return;
+        }
         if (c->p->dp && !c->p->fitz) {
             /* A type of the server's CSQC program (CSQC_Parse_TempEntity). */
             csqc_rest(c, m);
@@ -610,7 +637,7 @@ static void svc_temp_entity(struct ctx *c, struct sg_fmsg *m)
 /* ---- serverinfo ---- */
 
 /* Strings up to an empty one (the list's end), as one name each. */
-static void name_list(struct ctx *c, const char *name, bool first_is_level)
+static void name_list(struct sg_nq__ctx *c, const char *name, bool first_is_level)
 {
     for (uint32_t i = 0; !c->r.overflowed; i++) {
         struct sg_field *f = str(c, name);
@@ -634,7 +661,7 @@ static void name_list(struct ctx *c, const char *name, bool first_is_level)
     }
 }
 
-static void svc_serverinfo(struct ctx *c, struct sg_fmsg *m)
+static void svc_serverinfo(struct sg_nq__ctx *c, struct sg_fmsg *m)
 {
     int32_t protocol = (int32_t)num(c, "protocol", SG_BMSG_S32);
     uint32_t flags = 0;
@@ -646,7 +673,7 @@ static void svc_serverinfo(struct ctx *c, struct sg_fmsg *m)
     if (protocol == SG_NQ_PROTOCOL_RMQ)
         flags = num(c, "flags", SG_BMSG_S32);
     sg_nq_proto_set(c->p, protocol, flags);
-    c->p->dp = dp; /* said before serverinfo, for the connection */
+    c->p->dp = dp || c->p->dpn; /* said before serverinfo, for the connection */
     c->out->serverinfo = true;
     c->out->level[0] = 0;
     if (!sg_nq_protocol_known(protocol)) {
@@ -666,14 +693,14 @@ static void svc_serverinfo(struct ctx *c, struct sg_fmsg *m)
 
 /* ---- one stream ---- */
 
-static void rest(struct ctx *c, struct sg_fmsg *m)
+static void rest(struct sg_nq__ctx *c, struct sg_fmsg *m)
 {
     m->unparsed = true;
     data(c, "unparsed", sg_bmsg_remaining(&c->r));
 }
 
 /* The stufftext lines only a DarkPlaces server sends before its serverinfo. */
-static void note_dp(struct ctx *c, const struct sg_fmsg *m)
+static void note_dp(struct sg_nq__ctx *c, const struct sg_fmsg *m)
 {
     static const char *const lines[] = {"cl_serverextension_download ", "csqc_progname "};
     const struct sg_field *f;
@@ -686,13 +713,13 @@ static void note_dp(struct ctx *c, const struct sg_fmsg *m)
             c->p->dp = true;
 }
 
-static void svc_downloaddata(struct ctx *c)
+static void svc_downloaddata(struct sg_nq__ctx *c)
 {
     num(c, "start", SG_BMSG_S32);
     data(c, "data", num(c, "size", SG_BMSG_U16));
 }
 
-static void parse_svc(struct ctx *c, struct sg_fmsg *m)
+static void parse_svc(struct sg_nq__ctx *c, struct sg_fmsg *m)
 {
     int op = m->op;
 
@@ -700,7 +727,7 @@ static void parse_svc(struct ctx *c, struct sg_fmsg *m)
         svc_update(c, op);
         return;
     }
-    if (op < (int)N(svc_tables) && svc_tables[op]) {
+    if (op < (int)N(svc_tables) && svc_tables[op] && !(c->p->dpn && op >= 38 && op < 50)) {
         table(c, svc_tables[op]);
         if (op == 8 || op == 9 || op == 26)
             m->text = 0;
@@ -762,7 +789,7 @@ static void parse_svc(struct ctx *c, struct sg_fmsg *m)
     c->err = SG_E_MALFORMED;
 }
 
-static void parse_clc(struct ctx *c, struct sg_fmsg *m)
+static void parse_clc(struct sg_nq__ctx *c, struct sg_fmsg *m)
 {
     switch (m->op) {
     case 1: /* nop */
@@ -800,10 +827,121 @@ static void parse_clc(struct ctx *c, struct sg_fmsg *m)
     c->err = SG_E_MALFORMED;
 }
 
+/* Room for one more message in c->out; its index, or -1 (c->err set). */
+static int64_t new_msg(struct sg_nq__ctx *c)
+{
+    struct sg_nq_parsed *out = c->out;
+    struct sg_fmsg *m;
+
+    if (out->nmsgs >= out->msgs_cap) {
+        uint32_t cap = out->msgs_cap ? out->msgs_cap * 2 : 64;
+        void *n;
+        if (out->msgs_cap >= SG_NQ_MAX_MSGS) {
+            c->err = SG_E_TOOBIG;
+            return -1;
+        }
+        n = realloc(out->msgs, cap * sizeof(*out->msgs));
+        if (!n) {
+            c->err = -ENOMEM;
+            return -1;
+        }
+        out->msgs = n;
+        out->msgs_cap = cap;
+    }
+    m = &out->msgs[out->nmsgs];
+    memset(m, 0, sizeof(*m));
+    m->at = (uint32_t)(c->base + c->r.pos);
+    m->first = out->nfields;
+    m->text = -1;
+    m->parent = -1;
+    return out->nmsgs++;
+}
+
+void sg_nq__stream(struct sg_nq__ctx *c)
+{
+    struct sg_nq_parsed *out = c->out;
+    struct sg_nq_proto *proto = c->p;
+
+    while (sg_bmsg_remaining(&c->r) > 0 && !c->r.overflowed) {
+        int64_t n = new_msg(c);
+        uint32_t mi;
+        struct sg_fmsg *m;
+        bool known = sg_nq_protocol_known(proto->protocol) || proto->protocol == 0;
+        if (n < 0) {
+            sg_bmsg_reader_fail(&c->r);
+            return;
+        }
+        mi = (uint32_t)n;
+        m = &out->msgs[mi];
+        m->op = sg_bmsg_read_u8(&c->r);
+        if (c->dir == SG_DIR_S2C) {
+            if (!known && m->op != 11 && m->op != 1 && m->op != 8 && m->op != 9 && m->op != 26) {
+                /* A protocol not decoded: its text messages are read
+                 * where they lead, the rest is relayed whole. */
+                if (out->unsupported_op < 0)
+                    out->unsupported_op = m->op;
+                rest(c, m);
+            } else if (!(proto->dpn && sg_nq__dp_svc(c, mi))) {
+                parse_svc(c, m);
+            }
+        } else if (!known && m->op != 1 && m->op != 2 && m->op != 4) {
+            if (out->unsupported_op < 0)
+                out->unsupported_op = m->op;
+            rest(c, m);
+        } else if (!(proto->dpn && sg_nq__dp_clc(c, mi))) {
+            parse_clc(c, m);
+        }
+        m = &out->msgs[mi]; /* (a tried rest may have moved the array) */
+        if (mi + 1 == out->nmsgs) /* (else the message set its count before the rest) */
+            m->count = out->nfields - m->first;
+        if (c->dir == SG_DIR_S2C && m->op == 25 && m->count == 1)
+            out->signon = (int)out->fields[m->first].raw;
+    }
+}
+
+bool sg_nq__try_rest(struct sg_nq__ctx *c, size_t at)
+{
+    struct sg_nq_parsed *o = c->out;
+    struct sg_nq_proto saved_proto = *c->p;
+    uint32_t nf = o->nfields, nm = o->nmsgs, raw = o->csqc_raw;
+    bool serverinfo = o->serverinfo, disconnect = o->disconnect;
+    int signon = o->signon, unsupported = o->unsupported_op;
+    char level[sizeof(o->level)];
+    struct sg_nq__ctx t = {.p = c->p, .out = o, .dir = c->dir, .base = c->base + at};
+
+    if (o->trials >= SG_NQ__TRIALS || at > c->r.end)
+        return false;
+    o->trials++;
+    memcpy(level, o->level, sizeof(level));
+    sg_bmsg_reader_init(&t.r, c->r.data + at, c->r.end - at);
+    sg_nq__stream(&t);
+    if (t.err == 0 && !t.r.overflowed && o->unsupported_op == unsupported) {
+        uint32_t i = nm;
+        while (i < o->nmsgs && !o->msgs[i].unparsed)
+            i++;
+        if (i == o->nmsgs) { /* (none unread: not a disconnect's trailing bytes either) */
+            c->r.pos = c->r.end;
+            return true;
+        }
+    }
+    if (t.err == -ENOMEM)
+        c->err = -ENOMEM;
+    *c->p = saved_proto;
+    o->nfields = nf;
+    o->nmsgs = nm;
+    o->csqc_raw = raw;
+    o->serverinfo = serverinfo;
+    o->disconnect = disconnect;
+    o->signon = signon;
+    o->unsupported_op = unsupported;
+    memcpy(o->level, level, sizeof(level));
+    return false;
+}
+
 int sg_nq_parse(enum sg_dir dir, struct sg_nq_proto *proto, const uint8_t *d, size_t len,
                 struct sg_nq_parsed *out)
 {
-    struct ctx c = {.p = proto, .out = out};
+    struct sg_nq__ctx c = {.p = proto, .out = out, .dir = dir};
 
     sg_bmsg_reader_init(&c.r, d, len);
     out->nfields = 0;
@@ -813,49 +951,9 @@ int sg_nq_parse(enum sg_dir dir, struct sg_nq_proto *proto, const uint8_t *d, si
     out->signon = -1;
     out->disconnect = false;
     out->unsupported_op = -1;
-    while (sg_bmsg_remaining(&c.r) > 0 && !c.r.overflowed) {
-        struct sg_fmsg *m;
-        if (out->nmsgs >= out->msgs_cap) {
-            uint32_t cap = out->msgs_cap ? out->msgs_cap * 2 : 64;
-            void *n;
-            if (out->msgs_cap >= SG_NQ_MAX_MSGS)
-                return SG_E_TOOBIG;
-            n = realloc(out->msgs, cap * sizeof(*out->msgs));
-            if (!n)
-                return -ENOMEM;
-            out->msgs = n;
-            out->msgs_cap = cap;
-        }
-        m = &out->msgs[out->nmsgs++];
-        m->at = (uint32_t)c.r.pos;
-        m->op = sg_bmsg_read_u8(&c.r);
-        m->first = out->nfields;
-        m->count = 0;
-        m->text = -1;
-        m->unparsed = false;
-        if (dir == SG_DIR_S2C) {
-            if (!sg_nq_protocol_known(proto->protocol) && proto->protocol != 0 && m->op != 11 &&
-                m->op != 1 && m->op != 8 && m->op != 9 && m->op != 26) {
-                /* A protocol not decoded (DarkPlaces'): its text messages are
-                 * read where they lead, the rest is relayed whole. */
-                if (out->unsupported_op < 0)
-                    out->unsupported_op = m->op;
-                rest(&c, m);
-            } else {
-                parse_svc(&c, m);
-            }
-        } else if (!sg_nq_protocol_known(proto->protocol) && proto->protocol != 0 && m->op != 1 &&
-                   m->op != 2 && m->op != 4) {
-            if (out->unsupported_op < 0)
-                out->unsupported_op = m->op;
-            rest(&c, m);
-        } else {
-            parse_clc(&c, m);
-        }
-        m->count = out->nfields - m->first;
-        if (dir == SG_DIR_S2C && m->op == 25 && m->count == 1)
-            out->signon = (int)out->fields[m->first].raw;
-    }
+    out->csqc_raw = 0;
+    out->trials = 0;
+    sg_nq__stream(&c);
     if (c.err < 0)
         return c.err;
     return c.r.overflowed ? SG_E_OVERFLOW : 0;

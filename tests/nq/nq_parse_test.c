@@ -410,6 +410,99 @@ static void case_dp15_csqc(void)
     CHECK_EQ(roundtrip(SG_DIR_S2C, &p, te, sizeof(te)), SG_E_MALFORMED);
 }
 
+/* ---- DarkPlaces' own protocols (DP5-DP7) ---- */
+
+static const uint8_t dp7_info[] = {11, 0xb0, 0x0d, 0, 0, 8, 1, 'x', 0, 0, 0}; /* protocol 3504 */
+
+static void case_dp7_messages(void)
+{
+    /* clientdata: bits PUNCH1 | VELOCITY1 | ITEMS | EXTEND1, extend1 PUNCHVEC1 | VIEWZOOM */
+    static const uint8_t cd[] = {15, 0x24, 0x82, 0x09, 0x10, 0x00, 0, 0, 0x80, 0x3f,
+                                 0, 0, 0x80, 0x3f, 7, 0, 0, 0, 0xff, 0x00};
+    /* entities: frame 9, movesequence 4; entity 1: every field (bits 0xff, 0xff, 0xff, 0x07),
+     * the animation type 1; entity 2 removed; the terminator */
+    static const uint8_t ents[] = {
+        57, 9, 0, 0, 0, 4, 0, 0, 0,
+        1, 0, 0xff, 0xff, 0xff, 0x07,
+        0x10,                                    /* flags */
+        0, 0, 0x80, 0x3f, 0, 0, 0, 0x40, 0, 0, 0x40, 0x40, /* origin: floats (ORIGIN32) */
+        1, 0, 2, 0, 3, 0,                        /* angles: angle16 */
+        5, 1, 6, 1, 2,                           /* model16, frame16, skin */
+        1, 2, 3, 4,                              /* effects32 */
+        9, 10, 11,                               /* alpha, scale, colormap */
+        3, 0, 1,                                 /* tag entity, index */
+        1, 0, 2, 0, 3, 0, 4, 0, 5, 6,            /* light */
+        7, 8, 9, 10, 11, 12, 13, 14,             /* glow, colormod, glowmod */
+        1, 1, 0, 2, 0, 10, 0, 20, 0, 128, 127,   /* animation 1: 2 frames, 2 starts, 2 lerps */
+        7, 0,                                    /* trail effect */
+        2, 0x80,                                 /* entity 2 removed */
+        0, 0x80};
+    /* CSQC: entity 3 removed, entity 5 updated (a body with a 00 00 inside), the end; then
+     * svc_updatestatubyte and a print the filters must see */
+    static const uint8_t csqc[] = {58, 3, 0x80, 5, 0, 1, 0, 0, 2, 0, 0, 51, 16, 35, 8, 'h', 'i', 0};
+    /* a CSQC temp entity (type 100), then a print */
+    static const uint8_t te[] = {23, 100, 'a', 'b', 0, 8, 'y', 'o', 0};
+    static const uint8_t dp6_ents[] = {57, 9, 0, 0, 0, 0, 0x80};
+    /* a complex animation of an unknown type: the client stops */
+    static const uint8_t bad[] = {57, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0x80, 0x80, 0x80, 0x02, 9};
+    struct sg_nq_proto p;
+
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_NETQUAKE, 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, dp7_info, sizeof(dp7_info)), 0);
+    CHECK(p.protocol == SG_NQ_PROTOCOL_DP7 && p.dpn == 7 && p.dp && !p.fitz);
+    CHECK(p.coord == SG_BMSG_COORD_FLOAT && p.angle == SG_BMSG_ANGLE16);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, cd, sizeof(cd)), 0);
+    CHECK(parsed.nmsgs == 1 && field(0, "punch0") && field(0, "velocity0") &&
+          field(0, "items") && field(0, "punchvector0") && field(0, "viewzoom") &&
+          field(0, "viewzoom")->raw == 0xff && !field(0, "health"));
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, ents, sizeof(ents)), 0);
+    CHECK(parsed.nmsgs == 1 && field(0, "movesequence") && field(0, "movesequence")->raw == 4);
+    CHECK(field(0, "origin0") && field(0, "origin0")->num == SG_BMSG_COORD_FLOAT);
+    CHECK(field(0, "effects") && field(0, "effects")->raw == 0x04030201);
+    CHECK(field(0, "anim_lerp1") && field(0, "anim_lerp1")->raw == 127 &&
+          field(0, "traileffect") && field(0, "traileffect")->raw == 7);
+    CHECK(!parsed.msgs[0].unparsed && parsed.unsupported_op < 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, csqc, sizeof(csqc)), 0);
+    CHECK(parsed.nmsgs == 3 && parsed.msgs[2].text == 0 && parsed.csqc_raw == 1);
+    if (parsed.nmsgs == 3) {
+        CHECK(field(0, "updates") && field(0, "updates")->len == 4 && field(0, "end"));
+        CHECK(parsed.msgs[1].op == 51 && parsed.msgs[1].count == 2);
+    }
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, te, sizeof(te)), 0);
+    CHECK(parsed.nmsgs == 2 && field(0, "csqc") && field(0, "csqc")->len == 3 &&
+          parsed.msgs[1].op == 8 && parsed.msgs[1].text == 0 && parsed.unsupported_op < 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, bad, sizeof(bad)), SG_E_MALFORMED);
+    /* DP6: no movesequence */
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_DP6, 0);
+    CHECK_EQ(roundtrip(SG_DIR_S2C, &p, dp6_ents, sizeof(dp6_ents)), 0);
+    CHECK(parsed.nmsgs == 1 && !field(0, "movesequence") && field(0, "entity"));
+}
+
+static void case_dp7_client(void)
+{
+    /* clc_move (sequence, time, angles, moves, buttons long, impulse, cursor), ackframe,
+     * stringcmd */
+    static const uint8_t c7[] = {
+        3, 5, 0, 0, 0, 0, 0, 0x80, 0x3f, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0,
+        1, 0, 0, 0, 9, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 7, 0,
+        50, 9, 0, 0, 0, 4, 's', 'a', 'y', ' ', 'x', 0};
+    /* DP5: no sequence, buttons a byte, no cursor */
+    static const uint8_t c5[] = {3, 0, 0, 0x80, 0x3f, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 1, 9};
+    struct sg_nq_proto p;
+
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_DP7, 0);
+    CHECK_EQ(roundtrip(SG_DIR_C2S, &p, c7, sizeof(c7)), 0);
+    CHECK(parsed.nmsgs == 3 && field(0, "sequence") && field(0, "cursor_entity") &&
+          field(0, "cursor_entity")->raw == 7 && field(0, "buttons")->num == SG_BMSG_S32);
+    CHECK(parsed.nmsgs == 3 && parsed.msgs[2].text == 0 && field(1, "frame"));
+    sg_nq_proto_set(&p, SG_NQ_PROTOCOL_DP5, 0);
+    CHECK_EQ(roundtrip(SG_DIR_C2S, &p, c5, sizeof(c5)), 0);
+    CHECK(parsed.nmsgs == 1 && !field(0, "sequence") && !field(0, "cursor_entity") &&
+          field(0, "impulse") && field(0, "impulse")->raw == 9);
+    CHECK_EQ(roundtrip(SG_DIR_C2S, &p, c7, sizeof(c7)), SG_E_MALFORMED);
+}
+
 /* ---- demo cut ---- */
 
 /* One block of a .dem in memory. */
@@ -549,6 +642,8 @@ int main(int argc, char **argv)
         {"dp15_messages", case_dp15_messages},
         {"dp15_client", case_dp15_client},
         {"dp15_csqc", case_dp15_csqc},
+        {"dp7_messages", case_dp7_messages},
+        {"dp7_client", case_dp7_client},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, teardown);
