@@ -10,7 +10,9 @@ bare `getchallenge` first, then its connectionless `connect`; the server
 answers with a connectionless `accept`), or `quake`: the server speaks the
 Quake protocol (`sv_protocolname QUAKE`, protocol 15 with DarkPlaces' own
 messages inside it) and slipgate runs `-p nq` with `reencode always` and a
-`record` filter.
+`record` filter, or `dp7`: the server's default protocol DP7 with `-p nq`,
+`reencode always`, a filter chain (rewrite and inject both ways), `record`
+and `pcap`.
 
 The server (`darkplaces-server -nexuiz`, two bots, map aggressor) and the
 real client (`darkplaces -nexuiz`, headless under Xvfb, moving and firing
@@ -20,17 +22,24 @@ game through slipgate (it comes in as a spectator and joins: the server
 says it is playing, and its `status` lists it at slipgate's address), stayed for N seconds with traffic both ways every second, then
 left as a player does (`disconnect`, `quit`: the server drops it); slipgate
 decoded the session with its NetQuake codec (never Quake 3), counted 0
-decode errors, and reported once what it does not decode: the session's
-end line and `--stats` name the DarkPlaces protocol and say it is relayed;
-inspect shows the connectionless handshake and the server's texts that
-come before the first message slipgate cannot read; slipgate exited 0 on
-SIGTERM.  Everything runs on 127.0.0.1 with free ports, under time limits,
+decode errors, and said once what it decoded: the session's end line and
+`--stats` name DP7 (and count the CSQC bodies it keeps raw), nothing relayed
+undecoded; inspect shows the connectionless handshake and the server's
+texts; slipgate exited 0 on SIGTERM.  Everything runs on 127.0.0.1 with free ports, under time limits,
 ended by PID.  For `quake`, instead of the relayed report: slipgate decoded
 protocol 15 with 0 errors, every datagram it rebuilt came out identical
 (no filter changes anything), inspect saw the server's texts past the
 sign-on, and the recorded .dem (one) plays to its end headless in DarkPlaces
 (`-benchmark`: a frame count near the demo's svc_time count, no
-Host_Error).  Exit 77 (skip) only when Nexuiz or Xvfb is not installed,
+Host_Error).  For `dp7`: slipgate decoded DP7 (protocol 3504) with 0
+errors and nothing relayed undecoded (the CSQC bodies, which only the
+game's QuakeC reads, counted and named once); every rebuilt datagram is
+identical to what its sender sent unless it carries a message a filter
+changed, injected or removed; the player's rewritten chat and the injected
+chats reached the server, the rewritten and injected prints the client;
+the recording plays to its end as above; and the capture decodes with
+`slipgate pcap decode` with 0 errors, every message rebuilt identical.
+Exit 77 (skip) only when Nexuiz or Xvfb is not installed,
 saying so.
 """
 import json
@@ -74,6 +83,37 @@ alias peers3 "-moveleft;-jump;+right;+back;defer 1 peers4"
 alias peers4 "-right;-back;+moveright;defer 1 peers5"
 alias peers5 "-moveright;exec peersquit.cfg;defer 1 peers1"
 """
+# dp7: the player also chats (rewritten on the way to the server).
+MOVE_CFG_DP7 = MOVE_CFG.replace('alias peers4 "', 'alias peers4 "say hello badword;')
+
+DP7_FILTERS = """    reencode always
+    filter rewrite {{
+        replace "playing now" "playing now through slipgate"
+        kinds print chat
+        direction to_client
+    }}
+    filter rewrite {{
+        replace "badword" "goodword"
+        kinds chat
+        direction to_server
+    }}
+    filter inject {{
+        text "slipgate injected %session%\\n"
+        kind print
+        every 2s
+    }}
+    filter inject {{
+        text "slipgate says hi %session%"
+        kind chat
+        direction to_server
+        after 3s
+        every 3s
+        count 3
+    }}
+    filter pcap {{
+        file "{work}/capture.pcap"
+    }}
+"""
 
 
 RECORD = """    filter record {{
@@ -83,8 +123,8 @@ RECORD = """    filter record {{
 
 
 def run_case(case, seconds):
-    if case not in ("nq", "auto", "quake"):
-        raise Fail(f"unknown case {case} (nq, auto or quake)")
+    if case not in ("nq", "auto", "quake", "dp7"):
+        raise Fail(f"unknown case {case} (nq, auto, quake or dp7)")
     missing = [p for p in (SERVER, CLIENT, os.path.join(BASEDIR, "data"),
                            shutil.which("xvfb-run")) if not p or not os.path.exists(p)]
     if missing:
@@ -116,6 +156,8 @@ def run(case, seconds, work, slipgate, procs):
                             "+set", "sv_public", "0", "+set", "minplayers", "3",
                             "+set", "bot_number", "2"]
                            + (["+set", "sv_protocolname", "QUAKE"] if case == "quake" else [])
+                           # (dp7: the chats through slipgate are not a flood)
+                           + (["+set", "g_chat_flood_spl", "0"] if case == "dp7" else [])
                            + ["+map", "aggressor"],
                            stdin=subprocess.PIPE, stdout=f, stderr=subprocess.STDOUT,
                            env=dict(os.environ, HOME=srv_home), start_new_session=True)
@@ -126,12 +168,15 @@ def run(case, seconds, work, slipgate, procs):
 
     conf = os.path.join(work, "slipgate.conf")
     with open(conf, "w") as cf:
-        if case == "quake":
+        if case in ("quake", "dp7"):
             os.makedirs(os.path.join(work, "demos"))
         cf.write(CONF.format(px=px_port, srv=srv_port, work=work,
                              protocol={"nq": "    protocol nq\n", "auto": "",
-                                       "quake": "    protocol nq\n    reencode always\n"}[case],
-                             record=RECORD.format(work=work) if case == "quake" else ""))
+                                       "quake": "    protocol nq\n    reencode always\n",
+                                       "dp7": "    protocol nq\n"
+                                       + DP7_FILTERS.format(work=work)}[case],
+                             record=RECORD.format(work=work) if case in ("quake", "dp7")
+                             else ""))
     px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
     px = procs.start("slipgate", [slipgate, "-c", conf, "--stats", stats, "+set",
                                   "stats_interval", "1s"], px_log, limit)
@@ -143,7 +188,7 @@ def run(case, seconds, work, slipgate, procs):
     data = os.path.join(cl_home, "data")
     os.makedirs(data)
     with open(os.path.join(data, "peersmove.cfg"), "w") as mf:
-        mf.write(MOVE_CFG)
+        mf.write(MOVE_CFG_DP7 if case == "dp7" else MOVE_CFG)
     quit_cfg = os.path.join(data, "peersquit.cfg")
     with open(quit_cfg, "w") as qf:
         qf.write("\n")
@@ -221,11 +266,13 @@ def run(case, seconds, work, slipgate, procs):
     info = s.get("decode_info", "")
     if case == "quake":
         return check_quake(work, slipgate, procs, s, d, info, seconds, entered)
-    m = re.search(r"NetQuake protocol (\d+) \(not decoded: relayed\)", info)
-    if not m or m.group(1) in ("15", "666", "999"):
-        raise Fail(f"--stats does not report the DarkPlaces protocol as relayed: {info!r}")
-    said = re.findall(r"NetQuake protocol %s \(not decoded: relayed\)" % m.group(1),
-                      read(px_log))
+    if case == "dp7":
+        return check_dp7(work, slipgate, procs, s, d, info, seconds, entered, srv_log, cl_log,
+                         px_log)
+    m = re.search(r"NetQuake protocol (3504) \(DarkPlaces\)", info)
+    if not m or "not decoded" in info or "undecoded" in info:
+        raise Fail(f"--stats does not report DP7 decoded: {info!r}")
+    said = re.findall(r"NetQuake protocol 3504 \(DarkPlaces\)", read(px_log))
     if len(said) != 1:
         raise Fail(f"the log says {len(said)} times what is not decoded (once expected):\n"
                    f"{read(px_log)[-2000:]}")
@@ -241,8 +288,89 @@ def run(case, seconds, work, slipgate, procs):
           f"{seconds} s ({'-p nq' if case == 'nq' else 'protocol auto'}), then disconnect and "
           f"quit; the server saw it at 127.0.0.1:{entered}; {s['counters']['c2s_packets']} "
           f"datagrams up, {s['counters']['s2c_packets']} down; decoded by the NetQuake codec "
-          f"with 0 errors, reported once as {info!r}; {len(texts)} server texts seen "
+          f"with 0 errors, said once as {info!r}; {len(texts)} server texts seen "
           f"(the first: {texts[0][:60]!r})")
+
+
+def check_dp7(work, slipgate, procs, s, d, info, seconds, entered, srv_log, cl_log, px_log):
+    """The DP7 session: decoded, rebuilt identical but for the filters'
+    changes, the filters' work seen by both peers, recorded and played,
+    the capture decoded."""
+    if not re.search(r"NetQuake protocol 3504 \(DarkPlaces\)", info) or "not decoded" in info \
+            or "undecoded" in info:
+        raise Fail(f"--stats does not report DP7 decoded: {info!r}")
+    said = re.findall(r"NetQuake protocol 3504 \(DarkPlaces\)[^\n]*", read(px_log))
+    if len(said) != 1 or (re.search(r"CSQC bodies", info) and "CSQC bodies" not in said[0]):
+        raise Fail(f"the log says {len(said)} times what it decoded (once expected): {said}")
+    frames = [json.loads(x) for x in read(os.path.join(work, "inspect.json")).splitlines()]
+    marked = [f for f in frames if f.get("frame") == "message" and f.get("reencoded") and
+              any(m.get("changed") or m.get("injected") or m.get("removed")
+                  for m in f.get("msgs", []))]
+    if d.get("reencoded", 0) == 0 or d["reencoded"] - d["reencode_identical"] > len(marked):
+        raise Fail(f"{d['reencoded'] - d['reencode_identical']} rebuilt datagrams differ from "
+                   f"their originals, but filters changed {len(marked)}: {d}")
+    srv, cli = read(srv_log), read(cl_log)
+    good, hi = len(re.findall(r"hello goodword", srv)), len(re.findall(r"slipgate says hi", srv))
+    inj, rew = len(re.findall(r"slipgate injected", cli)), "playing now through slipgate" in cli
+    if good < 1 or "badword" in srv or hi < 3 or inj < 3 or not rew:
+        raise Fail(f"filters: {good} rewritten chats at the server (badword there: "
+                   f"{'badword' in srv}), {hi} injected chats there; {inj} injected prints at "
+                   f"the client, rewritten print there: {rew}\n--- server ---\n{srv[-1500:]}"
+                   f"\n--- client ---\n{cli[-1500:]}")
+    cap = os.path.join(work, "capture.pcap")
+    r = subprocess.run([slipgate, "pcap", "decode", cap], capture_output=True, text=True,
+                       timeout=60)
+    sess = re.findall(r"(\d+) messages \((\d+) rebuilt byte-identical\), \d+ control, "
+                      r"\d+ rejected, (\d+) errors; NetQuake protocol 3504 \(DarkPlaces\)"
+                      r"([^\n]*)", r.stderr)
+    if r.returncode != 0 or not sess or any(x[0] != x[1] or x[2] != "0" or "undecoded" in x[3]
+                                            for x in sess) \
+            or not r.stderr.rstrip().endswith(" 0 errors"):
+        raise Fail(f"pcap decode of the capture (exit {r.returncode}):\n{r.stderr[-2000:]}")
+    m = sess[0]
+    played = play_demo(work, slipgate, procs)
+    print(f"PASS nexuiz_peers@dp7: the Nexuiz client in the game through slipgate for "
+          f"{seconds} s on DP7 (-p nq, reencode always, rewrite and inject both ways, record, "
+          f"pcap); the server saw it at 127.0.0.1:{entered}; {s['counters']['c2s_packets']} "
+          f"datagrams up, {s['counters']['s2c_packets']} down; decoded as {info!r} with 0 "
+          f"errors; {d['reencoded']} datagrams rebuilt, {d['reencode_identical']} identical, "
+          f"{len(marked)} changed by filters; {good} rewritten and {hi} injected chats at the "
+          f"server, {inj} injected prints at the client; the capture decoded ({len(sess)} "
+          f"sessions, the first {m[0]} messages, {m[1]} rebuilt identical, 0 errors); "
+          f"{played}")
+
+
+def play_demo(work, slipgate, procs):
+    """The one recording: read by `slipgate demo info` with 0 errors, played
+    to its end headless by DarkPlaces; what it was, in words."""
+    demos = [os.path.join(work, "demos", n) for n in os.listdir(os.path.join(work, "demos"))
+             if n.endswith(".dem")]
+    if len(demos) != 1:
+        raise Fail(f"record wrote {demos} (one .dem expected)")
+    info_out = subprocess.run([slipgate, "demo", "info", demos[0]], capture_output=True,
+                              text=True, timeout=60)
+    if info_out.returncode != 0 or "errors:       0 decode" not in info_out.stdout:
+        raise Fail(f"slipgate demo info reads the recording with errors:\n{info_out.stdout}")
+    dump = subprocess.run([slipgate, "demo", "dump", demos[0]], capture_output=True, text=True,
+                          timeout=60).stdout
+    times = len(re.findall(r"\bsvc_time\b", dump))
+    home = os.path.join(work, "play-home")
+    os.makedirs(os.path.join(home, "data"))
+    shutil.copy(demos[0], os.path.join(home, "data", "sgplay.dem"))
+    log = os.path.join(work, "play.log")
+    p = procs.start("play", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24", CLIENT, "-nexuiz",
+                             "-basedir", BASEDIR, "-userdir", home, "-nosound", "-window",
+                             "-width", "320", "-height", "240", "+scr_refresh", "0",
+                             "-benchmark", "sgplay"],
+                    log, 150, env=dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy"))
+    ended = wait_for(lambda: p.poll() is not None, 140)
+    procs.stop(p, signal.SIGTERM, 5, group=True)
+    m = re.search(r"(\d+) frames\s+([\d.]+) seconds", read(log))
+    if not ended or not m or int(m.group(1)) < times - 5 or "Host_Error" in read(log):
+        raise Fail(f"DarkPlaces did not play the recording to its end ({times} svc_time):\n"
+                   f"{read(log)[-2500:]}")
+    return (f"the recording ({os.path.getsize(demos[0])} bytes, {times} svc_time) played "
+            f"headless by DarkPlaces: {m.group(1)} frames")
 
 
 def check_quake(work, slipgate, procs, s, d, info, seconds, entered):
