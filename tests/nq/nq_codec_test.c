@@ -437,6 +437,53 @@ static void case_record_midgame_dp(void)
     free(buf);
 }
 
+/* DP7: a print behind a CSQC section reaches the filters and is rewritten
+ * (the rest of the datagram rebuilt as it came); the client's move angles
+ * come after its sequence; the session names DP7 and what it keeps raw;
+ * a recording turned on mid-level waits for the next level. */
+static void case_dp7(void)
+{
+    static const uint8_t info[] = {11, 0xb0, 0x0d, 0, 0, 8, 1, 'x', 0, 'm', 'a', 'p', 's', '/',
+                                   'b', '.', 'b', 's', 'p', 0, 0, 0};
+    static const uint8_t csqc[] = {58, 5, 0, 1, 0, 0, 2, 0, 0, 8, 'h', 'i', '\n', 0,
+                                   57, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0x80};
+    /* clc_move: sequence 5, time 2.0, pitch 90 (angle16), the rest 0 (56 bytes) */
+    static const uint8_t move[56] = {3, 5, 0, 0, 0, 0, 0, 0, 0x40, 0, 0x40};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    const struct sg_frame *f;
+    bool identical;
+    int err;
+
+    CHECK(out != NULL);
+    if (!out)
+        return;
+    f = dec(SG_DIR_S2C, DATA | EOM, 0, info, sizeof(info), &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && f->new_level);
+    f = dec(SG_DIR_S2C, UNREL, 0, csqc, sizeof(csqc), &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && f->nmsgs == 3 && !f->undecoded);
+    if (f->nmsgs == 3) {
+        CHECK(f->msgs[1].kind == SG_MSG_PRINT && strcmp(f->msgs[1].text, "hi\n") == 0);
+        CHECK_EQ(nq->set_text(st, 1, "yo\n", 3), 0);
+        CHECK_EQ(nq->encode(st, f, emit, NULL, &identical), 1);
+        CHECK(!identical && last_len == 8 + sizeof(csqc) &&
+              memcmp(last_out + 8, csqc, 10) == 0 && memcmp(last_out + 18, "yo\n", 3) == 0 &&
+              memcmp(last_out + 21, csqc + 13, sizeof(csqc) - 13) == 0);
+    }
+    f = dec(SG_DIR_C2S, UNREL, 0, move, sizeof(move), &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && f->nmsgs == 1);
+    CHECK(strstr(nq->describe(st), "NetQuake protocol 3504 (DarkPlaces)") != NULL);
+    CHECK(strstr(nq->describe(st), "1 CSQC bodies kept raw") != NULL);
+    CHECK(strstr(nq->describe(st), "undecoded") == NULL);
+    f = dec(SG_DIR_S2C, UNREL, 1, "\x01", 1, &err);
+    CHECK_EQ(nq->record(st, f, out), 0);
+    CHECK(strstr(nq->describe(st), "recording waits for a level start") != NULL);
+    fclose(out);
+    CHECK_EQ(len, 0);
+    free(buf);
+}
+
 /* .dem recording: from a serverinfo on, a block per message the client takes, with the
  * client's latest move angles; the end is a block holding svc_disconnect. */
 static void case_record(void)
@@ -640,6 +687,7 @@ int main(int argc, char **argv)
         {"dp_handshake", case_dp_handshake},
         {"dp_duplicate_accept", case_dp_duplicate_accept},
         {"record_midgame_dp", case_record_midgame_dp},
+        {"dp7", case_dp7},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), setup, teardown);
