@@ -37,8 +37,10 @@ game's QuakeC reads, counted and named once); every rebuilt datagram is
 identical to what its sender sent unless it carries a message a filter
 changed, injected or removed; the player's rewritten chat and the injected
 chats reached the server, the rewritten and injected prints the client;
-the recording plays to its end as above; and the capture decodes with
-`slipgate pcap decode` with 0 errors, every message rebuilt identical.
+the recording plays to its end as above; the capture decodes with
+`slipgate pcap decode` with 0 errors, every message rebuilt identical; and
+the client's own demo reads with `slipgate demo info` with 0 errors and
+`demo reencode` writes it back byte for byte.
 Exit 77 (skip) only when Nexuiz or Xvfb is not installed,
 saying so.
 """
@@ -197,6 +199,8 @@ def run(case, seconds, work, slipgate, procs):
                                  "-nexuiz", "-basedir", BASEDIR, "-userdir", cl_home,
                                  "-nosound", "-window", "-width", "320", "-height", "240",
                                  "+set", "cl_maxfps", "20", "+set", "_cl_name", "peers",
+                                 # (dp7: the client records its own demo too)
+                                 "+set", "cl_autodemo", "1" if case == "dp7" else "0",
                                  "+set", "cl_port", str(free_udp_port()),
                                  "+exec", "peersmove.cfg", "+connect", f"127.0.0.1:{px_port}",
                                  "+peers1"],
@@ -329,6 +333,7 @@ def check_dp7(work, slipgate, procs, s, d, info, seconds, entered, srv_log, cl_l
         raise Fail(f"pcap decode of the capture (exit {r.returncode}):\n{r.stderr[-2000:]}")
     m = sess[0]
     played = play_demo(work, slipgate, procs)
+    own = client_demo(work, slipgate)
     print(f"PASS nexuiz_peers@dp7: the Nexuiz client in the game through slipgate for "
           f"{seconds} s on DP7 (-p nq, reencode always, rewrite and inject both ways, record, "
           f"pcap); the server saw it at 127.0.0.1:{entered}; {s['counters']['c2s_packets']} "
@@ -337,7 +342,32 @@ def check_dp7(work, slipgate, procs, s, d, info, seconds, entered, srv_log, cl_l
           f"{len(marked)} changed by filters; {good} rewritten and {hi} injected chats at the "
           f"server, {inj} injected prints at the client; the capture decoded ({len(sess)} "
           f"sessions, the first {m[0]} messages, {m[1]} rebuilt identical, 0 errors); "
-          f"{played}")
+          f"{played}; {own}")
+
+
+def client_demo(work, slipgate):
+    """The client's own demo of the session (DarkPlaces writes the CSQC
+    program into it as blocks of its own): `slipgate demo info` reads it
+    with 0 errors and `demo reencode` writes it back byte for byte."""
+    data = os.path.join(work, "cl-home", "data")
+    own = [os.path.join(d, n) for d, _, names in os.walk(data) for n in names
+           if n.endswith(".dem")]
+    if len(own) != 1:
+        raise Fail(f"the client wrote {own} (its one demo expected)")
+    r = subprocess.run([slipgate, "demo", "info", own[0]], capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode != 0 or "errors:       0 decode" not in r.stdout or "3504" not in r.stdout:
+        raise Fail(f"slipgate demo info reads the client's demo with errors:\n{r.stdout}")
+    again = os.path.join(work, "own-again.dem")
+    r = subprocess.run([slipgate, "demo", "reencode", own[0], again], capture_output=True,
+                       text=True, timeout=60)
+    with open(own[0], "rb") as a, open(again, "rb") as b:
+        same = a.read() == b.read()
+    if r.returncode != 0 or not same:
+        raise Fail(f"demo reencode of the client's demo (exit {r.returncode}, identical "
+                   f"{same}):\n{r.stdout}{r.stderr}")
+    return (f"the client's own demo ({os.path.getsize(own[0])} bytes) read with 0 errors and "
+            f"rebuilt byte for byte ({(r.stdout + r.stderr).strip()})")
 
 
 def play_demo(work, slipgate, procs):
