@@ -39,7 +39,7 @@ static void clientdata(struct sg_nq__ctx *c)
     static const char *const punch[3] = {"punch0", "punch1", "punch2"};
     static const char *const pvec[3] = {"punchvector0", "punchvector1", "punchvector2"};
     static const char *const vel[3] = {"velocity0", "velocity1", "velocity2"};
-    static const char *const stats[7] = {"health", "ammo",    "shells",      "nails",
+    static const char *const stats[7] = {"health",  "ammo",  "shells",      "nails",
                                          "rockets", "cells", "activeweapon"};
     uint32_t bits = sg_nq__num(c, "bits", SG_BMSG_U16);
 

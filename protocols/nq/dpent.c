@@ -76,27 +76,21 @@ static const struct e5field {
     const char *name;
     uint8_t width;
 } e5[] = {
-    {E5_FLAGS, "flags", W_BYTE},
-    {E5_ORIGIN, "origin0", W_ORIGIN},     {E5_ORIGIN, "origin1", W_ORIGIN},
-    {E5_ORIGIN, "origin2", W_ORIGIN},
-    {E5_ANGLES, "angle0", W_ANGLE},       {E5_ANGLES, "angle1", W_ANGLE},
-    {E5_ANGLES, "angle2", W_ANGLE},
-    {E5_MODEL, "model", W_MODEL},
-    {E5_FRAME, "frame", W_FRAME},
-    {E5_SKIN, "skin", W_BYTE},
-    {E5_EFFECTS, "effects", W_EFFECTS},
-    {E5_ALPHA, "alpha", W_BYTE},
-    {E5_SCALE, "scale", W_BYTE},
-    {E5_COLORMAP, "colormap", W_BYTE},
+    {E5_FLAGS, "flags", W_BYTE},           {E5_ORIGIN, "origin0", W_ORIGIN},
+    {E5_ORIGIN, "origin1", W_ORIGIN},      {E5_ORIGIN, "origin2", W_ORIGIN},
+    {E5_ANGLES, "angle0", W_ANGLE},        {E5_ANGLES, "angle1", W_ANGLE},
+    {E5_ANGLES, "angle2", W_ANGLE},        {E5_MODEL, "model", W_MODEL},
+    {E5_FRAME, "frame", W_FRAME},          {E5_SKIN, "skin", W_BYTE},
+    {E5_EFFECTS, "effects", W_EFFECTS},    {E5_ALPHA, "alpha", W_BYTE},
+    {E5_SCALE, "scale", W_BYTE},           {E5_COLORMAP, "colormap", W_BYTE},
     {E5_ATTACHMENT, "tagentity", W_SHORT}, {E5_ATTACHMENT, "tagindex", W_BYTE},
-    {E5_LIGHT, "light0", W_SHORT},        {E5_LIGHT, "light1", W_SHORT},
-    {E5_LIGHT, "light2", W_SHORT},        {E5_LIGHT, "light3", W_SHORT},
-    {E5_LIGHT, "lightstyle", W_BYTE},     {E5_LIGHT, "lightpflags", W_BYTE},
-    {E5_GLOW, "glowsize", W_BYTE},        {E5_GLOW, "glowcolor", W_BYTE},
-    {E5_COLORMOD, "colormod0", W_BYTE},   {E5_COLORMOD, "colormod1", W_BYTE},
-    {E5_COLORMOD, "colormod2", W_BYTE},
-    {E5_GLOWMOD, "glowmod0", W_BYTE},     {E5_GLOWMOD, "glowmod1", W_BYTE},
-    {E5_GLOWMOD, "glowmod2", W_BYTE},
+    {E5_LIGHT, "light0", W_SHORT},         {E5_LIGHT, "light1", W_SHORT},
+    {E5_LIGHT, "light2", W_SHORT},         {E5_LIGHT, "light3", W_SHORT},
+    {E5_LIGHT, "lightstyle", W_BYTE},      {E5_LIGHT, "lightpflags", W_BYTE},
+    {E5_GLOW, "glowsize", W_BYTE},         {E5_GLOW, "glowcolor", W_BYTE},
+    {E5_COLORMOD, "colormod0", W_BYTE},    {E5_COLORMOD, "colormod1", W_BYTE},
+    {E5_COLORMOD, "colormod2", W_BYTE},    {E5_GLOWMOD, "glowmod0", W_BYTE},
+    {E5_GLOWMOD, "glowmod1", W_BYTE},      {E5_GLOWMOD, "glowmod2", W_BYTE},
 };
 
 static uint8_t kind_of(uint8_t width, uint32_t bits)
@@ -113,8 +107,9 @@ static uint8_t kind_of(uint8_t width, uint32_t bits)
     case W_FRAME:
         return (bits & E5_FRAME16) ? SG_BMSG_U16 : SG_BMSG_U8;
     case W_EFFECTS:
-        return (bits & E5_EFFECTS32) ? SG_BMSG_S32
-                                     : (bits & E5_EFFECTS16) ? SG_BMSG_U16 : SG_BMSG_U8;
+        return (bits & E5_EFFECTS32)   ? SG_BMSG_S32
+               : (bits & E5_EFFECTS16) ? SG_BMSG_U16
+                                       : SG_BMSG_U8;
     default:
         return SG_BMSG_U8;
     }
