@@ -13,7 +13,9 @@
  *                     2 666, 3 999 with the flags in bits 2-6 shifted to
  *                     PRFL_SHORTANGLE .. PRFL_FLOATCOORD and INT32COORD);
  *                     with 15, bit 2: a DarkPlaces server (its stufftext
- *                     "cl_serverextension_download 2" before the serverinfo)
+ *                     "cl_serverextension_download 2" before the serverinfo);
+ *                     with 666, bits 2-3 when not 0: DarkPlaces' own
+ *                     protocol instead (1 DP5, 2 DP6, 3 DP7)
  *     { u8 flags, le16 length, length bytes } ...   datagrams in arrival order
  *
  * flags bit 0: direction (1 server to client); bits 1-3: 1 change the first
@@ -114,10 +116,19 @@ static void demo_file(const uint8_t *data, size_t size)
     fclose(null);
 }
 
+/* The protocol the mode's serverinfo names. */
+static int32_t mode_protocol(uint8_t mode)
+{
+    static const int32_t protos[4] = {15, 15, 666, 999};
+
+    if ((mode & 3) == 2 && (mode & 0x0c))
+        return SG_NQ_PROTOCOL_DP5 - 1 + ((mode >> 2) & 3);
+    return protos[mode & 3];
+}
+
 /* The stream property above, with the protocol the mode's serverinfo names. */
 static void listed_property(enum sg_dir dir, uint8_t mode, const uint8_t *d, size_t n)
 {
-    static const int32_t protos[4] = {15, 15, 666, 999};
     static uint8_t buf[65536];
     struct sg_nq_parsed p = {0};
     struct sg_nq_proto proto;
@@ -128,8 +139,8 @@ static void listed_property(enum sg_dir dir, uint8_t mode, const uint8_t *d, siz
     if (n > sizeof(buf))
         return;
     memset(&proto, 0, sizeof(proto));
-    sg_nq_proto_set(&proto, protos[mode & 3], 0);
-    proto.dp = (mode & 3) == 1 && (mode & 4);
+    sg_nq_proto_set(&proto, mode_protocol(mode), 0);
+    proto.dp = proto.dp || ((mode & 3) == 1 && (mode & 4));
     err = sg_nq_parse(dir, &proto, d, n, &p);
     FUZZ_CHECK(valid_err(err) || err == -ENOMEM);
     if (err == 0) {
@@ -175,7 +186,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool connect_out = false, client_replied = false;
     memset(&rs, 0, sizeof(rs));
     if (mode & 3) {
-        static const int32_t protos[4] = {15, 15, 666, 999};
         uint8_t m[96];
         size_t n = 8;
         const struct sg_frame *f;
@@ -186,7 +196,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             n += sizeof(dp);
         }
         m[n++] = 11;
-        sg_put_le32(m + n, (uint32_t)protos[mode & 3]);
+        sg_put_le32(m + n, (uint32_t)mode_protocol(mode));
         n += 4;
         if ((mode & 3) == 3) {
             sg_put_le32(m + n, flags);

@@ -401,6 +401,7 @@ def seeds_nq(testdata, source):
             step = max(1, len(items) // 6)
             for i in range(1, 6):
                 seeds['slice_%d' % i] = pack(1 if i % 2 else 2, items[i * step:i * step + 40])
+    seeds.update(seeds_nq_dp7())
     for name in ('vektar_demo1.dem', 'vgio_test.dem'):
         p = os.path.join(testdata, 'nq', 'demos', name)
         if os.path.exists(p):
@@ -408,6 +409,33 @@ def seeds_nq(testdata, source):
                 d = f.read()
             seeds['dem_' + name.split('.')[0]] = b'\x80' + d[:12000]
     return seeds
+
+
+def seeds_nq_dp7():
+    """DarkPlaces' DP7 (fuzz_nq mode 0x0e: its serverinfo first): hand-built
+    unreliable datagrams of each DP7 server message (client data, an entity
+    frame with every field, a CSQC section and temp entity with texts behind
+    them) and a client's move, ackframe and command."""
+    def unrel(seq, payload):
+        return struct.pack('>II', 0x00100000 | (len(payload) + 8), seq) + payload
+    f1 = struct.pack('<f', 1.0)
+    s2c = [
+        bytes([15, 0x24, 0x82, 0x09, 0x10, 0]) + f1 + f1 + struct.pack('<iH', 7, 255),
+        bytes([57]) + struct.pack('<ii', 9, 4) + bytes([1, 0, 0xff, 0xff, 0xff, 0x07, 0x10])
+        + f1 * 3 + bytes([1, 0, 2, 0, 3, 0, 5, 1, 6, 1, 2, 1, 2, 3, 4, 9, 10, 11, 3, 0, 1,
+                          1, 0, 2, 0, 3, 0, 4, 0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+                          1, 1, 0, 2, 0, 10, 0, 20, 0, 128, 127, 7, 0, 2, 0x80, 0, 0x80]),
+        bytes([58, 3, 0x80, 5, 0, 1, 0, 0, 2, 0, 0, 51, 16, 35, 8]) + b'hi\0'
+        + bytes([57]) + struct.pack('<ii', 10, 5) + bytes([0, 0x80]),
+        bytes([23, 100]) + b'ab\0' + bytes([8]) + b'yo\0' + bytes([26]) + b'center\0',
+    ]
+    c2s = bytes([3]) + struct.pack('<if3h3hib2h6fH', 5, 1.0, 1, 2, 3, 4, 5, 6, 1, 9, 0, 0,
+                                   0, 0, 0, 0, 0, 0, 7) \
+        + bytes([50]) + struct.pack('<i', 9) + bytes([4]) + b'say x\0'
+    items = b''.join(struct.pack('<BH', 1, len(unrel(i, p))) + unrel(i, p)
+                     for i, p in enumerate(s2c))
+    items += struct.pack('<BH', 0, len(unrel(0, c2s))) + unrel(0, c2s)
+    return {'dp7': bytes([0x0e]) + items}
 
 
 def seeds_q2(testdata, source):
