@@ -27,24 +27,29 @@ struct sg_hist {
 };
 
 /*
- * The bucket of `ns`.  Each octave [2^e, 2^(e+1)) of the edges' range
- * starts at bucket 3e - 29 (the edges are ten per decade, about three per
- * octave), and at most three steps up find the first edge at or above it:
- * no search over the whole table on the datagram path.
+ * The bucket of `ns`, without a search: the value's octave [2^e, 2^(e+1))
+ * and the two bits below its leading one name a cell a quarter octave wide
+ * (at most 1.25 x from its start to its end), and the edges are at least
+ * 1.25 x apart, so no cell holds more than one edge: sg_hist_cell gives the
+ * bucket of the cell's start, and one comparison with that bucket's edge
+ * says whether `ns` lies above it.  Values of 2^27 ns and more share the
+ * last cell (above 100 ms); setting bit 2 changes neither the octave nor
+ * the cell of a value of 32 ns or more, and every smaller one is in
+ * bucket 0 either way.
  */
+#define SG_HIST_CELLS 108 /* 27 octaves, 4 cells each */
+extern const uint8_t sg_hist_cell[SG_HIST_CELLS];
+extern const uint64_t sg_hist_bound[SG_HIST_BUCKETS]; /* sg_hist_edges, then UINT64_MAX */
+
 static inline unsigned sg_hist_bucket(uint64_t ns)
 {
-    unsigned e, i;
+    uint64_t x = ns | 4;
+    unsigned z = (unsigned)__builtin_clzll(x);
+    /* 4 * (63 - z) + the two bits below the leading one: (x << z) >> 61 is 4..7 */
+    unsigned c = 248u - 4u * z + (unsigned)((x << z) >> 61);
+    unsigned t = sg_hist_cell[c < SG_HIST_CELLS - 1 ? c : SG_HIST_CELLS - 1];
 
-    if (ns > sg_hist_edges[SG_HIST_EDGES - 1])
-        return SG_HIST_EDGES;
-    e = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0;
-    i = e < 10 ? 0 : 3 * e - 29;
-    if (i > SG_HIST_EDGES - 1) /* cannot be (ns is at most the last edge): for the compiler */
-        i = SG_HIST_EDGES - 1;
-    while (i < SG_HIST_EDGES - 1 && ns > sg_hist_edges[i])
-        i++;
-    return i;
+    return t + (ns > sg_hist_bound[t]);
 }
 
 static inline void sg_hist_add(struct sg_hist *h, uint64_t ns)

@@ -33,6 +33,23 @@ static void case_edges(void)
         CHECKF(sg_hist_bucket(v) == want, "%llu: bucket %u, expected %u", (unsigned long long)v,
                sg_hist_bucket(v), want);
     }
+    /* around the start of every quarter-octave cell sg_hist_bucket indexes by, and the table's bounds */
+    CHECK_EQ(sg_hist_bound[SG_HIST_EDGES], UINT64_MAX);
+    for (unsigned i = 0; i < SG_HIST_EDGES; i++)
+        CHECKF(sg_hist_bound[i] == sg_hist_edges[i], "bound %u", i);
+    for (unsigned e = 2; e < 64; e++)
+        for (uint64_t m = 0; m < 4; m++) {
+            uint64_t start = (1ull << e) + m * (1ull << (e - 2));
+
+            for (uint64_t v = start - 1; v <= start + 1 && v >= start - 1; v++) {
+                unsigned want = 0;
+
+                while (want < SG_HIST_EDGES && v > sg_hist_edges[want])
+                    want++;
+                CHECKF(sg_hist_bucket(v) == want, "%llu: bucket %u, expected %u",
+                       (unsigned long long)v, sg_hist_bucket(v), want);
+            }
+        }
     /* monotonic: a larger value never goes to a lower bucket */
     for (uint64_t v = 0, last = 0; v < 200000000; v = v * 1.01 + 1) {
         unsigned b = sg_hist_bucket(v);
