@@ -48,6 +48,7 @@ int sg_udp_batch_init(struct sg_udp_batch *b)
         b->msg[i].msg_hdr.msg_name = &b->from[i];
         b->msg[i].msg_hdr.msg_control = b->ctrl[i];
     }
+    b->dirty = SG_RECV_BATCH; /* the lengths are set before the first receive */
     return 0;
 }
 
@@ -89,15 +90,6 @@ static void watch(struct sg_udp *u)
     uv_poll_start(&u->poll, u->events, on_poll);
 }
 
-/* Copies waiting for the kernel: send what it takes now. */
-uint64_t sg_udp_clock_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The residence of a datagram received at `at`, handed over at `now` (-1: not measured). */
 static int64_t residence(uint64_t at, uint64_t now)
 {
@@ -107,6 +99,7 @@ static int64_t residence(uint64_t at, uint64_t now)
     return now > at ? (int64_t)(now - at) : 0;
 }
 
+/* Copies waiting for the kernel: send what it takes now. */
 static void drain(struct sg_udp *u)
 {
     while (u->qhead) {
@@ -438,12 +431,16 @@ int sg_udp_recv(struct sg_udp *u, struct sg_udp_batch *b)
         u->pending_err = 0;
         return n;
     }
-    for (int i = 0; i < SG_RECV_BATCH; i++) {
+    /* Only the entries the last receive filled had their lengths changed. */
+    for (int i = 0; i < b->dirty; i++) {
         b->iov[i].iov_len = SG_MAX_DATAGRAM;
         b->msg[i].msg_hdr.msg_namelen = sizeof(b->from[i]);
         b->msg[i].msg_hdr.msg_controllen = SG_UDP_CTRL;
     }
     n = recvmmsg(u->fd, b->msg, SG_RECV_BATCH, MSG_DONTWAIT, NULL);
+    /* the kernel writes an entry back only for a datagram it received;
+     * the first one is reset after a failure all the same */
+    b->dirty = n > 0 ? n : 1;
     if (n < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
     for (int i = 0; i < n; i++)

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <uv.h>
 
 #define SG_MAX_DATAGRAM     65536
@@ -79,6 +80,7 @@ struct sg_udp_batch {
     uint64_t at[SG_RECV_BATCH]; /* the kernel's receive time (ns, CLOCK_REALTIME); 0: unknown */
     uint8_t ctrl[SG_RECV_BATCH][SG_UDP_CTRL];
     uint8_t *buf; /* SG_RECV_BATCH slots of SG_MAX_DATAGRAM bytes */
+    int dirty;    /* entries [0, dirty) whose lengths the last receive changed */
 };
 
 /* Allocate the batch's buffer; 0 or -ENOMEM.  _finish accepts a zeroed batch. */
@@ -233,8 +235,15 @@ struct sg_outbox {
     uint64_t at;
 };
 
-/* The clock the receive times are read with (CLOCK_REALTIME), in ns. */
-uint64_t sg_udp_clock_ns(void);
+/* The clock the receive times are read with (CLOCK_REALTIME), in ns;
+ * inline: it is read once per batch of sent datagrams. */
+static inline uint64_t sg_udp_clock_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Initialise and start the outbox on `loop`; 0 or a negative errno. */
 int sg_outbox_init(struct sg_outbox *ob, uv_loop_t *loop, sg_outbox_done_cb done);
