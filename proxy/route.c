@@ -2170,6 +2170,11 @@ void sg_route_destroy(struct sg_route *r)
         r->dq_head = d->next;
         free(d);
     }
+    while (r->dq_spares) {
+        struct sg_deferred *d = r->dq_spares;
+        r->dq_spares = d->next;
+        free(d);
+    }
     sg_chain_destroy(r->chain);
     r->chain = NULL;
     rb_free(r);

@@ -261,6 +261,8 @@ struct sg_route {
     size_t dq_limit;       /* its bound in datagrams: SG_DEFER_MAX (in-process tests lower it) */
     uint64_t dq_max;       /* the longest the queue has been */
     uint64_t dq_overflows; /* datagrams decoded at once because the queue was full */
+    struct sg_deferred *dq_spares; /* decoded entries kept for reuse (SG_DEFER_SPARES) */
+    unsigned dq_nspare;            /* entries of the spare size alive: queued or kept */
 
     /* The door (proxy/door.c): this loop's kicks (temporary bans from the
      * HTTP API; owned, or NULL), per address when it was last answered and

@@ -115,7 +115,8 @@ void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len
     }
     /* relayed (sent, or queued while the kernel would block): its residence */
     if (resid_ns >= 0)
-        sg_hist_add(&r->resid[dir == SG_DIR_C2S ? SG_DIR_C2S : SG_DIR_S2C], (uint64_t)resid_ns);
+        sg_hist_add(dir == SG_DIR_C2S ? &r->resid[SG_DIR_C2S] : &r->resid[SG_DIR_S2C],
+                    (uint64_t)resid_ns);
     if (dir == SG_DIR_C2S) {
         s->sum.counters.c2s_packets++;
         s->sum.counters.c2s_bytes += len;
@@ -650,7 +651,12 @@ static void deferred_one(struct sg_route *r)
     r->dq_bytes -= d->len;
     if (!d->s->closing)
         process(d->s, d->dir, d->data, d->len, d->now_ms, true);
-    free(d);
+    if (d->spare) {
+        d->next = r->dq_spares;
+        r->dq_spares = d;
+    } else {
+        free(d);
+    }
 }
 
 void sg_route_deferred_drain(struct sg_route *r)
@@ -695,7 +701,18 @@ static void defer(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
         deferred_one(r);
         r->dq_overflows++;
     }
-    if (!(d = malloc(sizeof(*d) + len))) {
+    /* a spare entry when one is kept; a new one of the spare size while fewer are alive */
+    if (len <= SG_DEFER_SPARE_LEN && r->dq_spares) {
+        d = r->dq_spares;
+        r->dq_spares = d->next;
+    } else if (len <= SG_DEFER_SPARE_LEN && r->dq_nspare < SG_DEFER_SPARES &&
+               (d = malloc(sizeof(*d) + SG_DEFER_SPARE_LEN))) {
+        d->spare = true;
+        r->dq_nspare++;
+    } else if ((d = malloc(sizeof(*d) + len))) {
+        d->spare = false;
+    }
+    if (!d) {
         sg_route_deferred_drain(r); /* keep the order */
         process(s, dir, data, len, s->last_active, true);
         return;

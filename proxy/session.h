@@ -115,6 +115,7 @@ struct sg_deferred {
     uint64_t now_ms; /* uv_now() when it arrived */
     uint32_t len;
     uint8_t dir;
+    bool spare; /* holds SG_DEFER_SPARE_LEN bytes: kept for reuse when decoded */
     uint8_t data[];
 };
 
@@ -122,6 +123,11 @@ struct sg_deferred {
 #define SG_DEFER_BUDGET_NS (200 * 1000)
 #define SG_DEFER_MAX       4096
 #define SG_DEFER_BYTES     (4 * 1024 * 1024)
+/* Up to SG_DEFER_SPARES queue entries of SG_DEFER_SPARE_LEN bytes (a game
+ * datagram's size) are reused instead of freed, so that the send-first
+ * path calls no malloc or free per datagram. */
+#define SG_DEFER_SPARES    16
+#define SG_DEFER_SPARE_LEN 1536
 
 /* Sessions (proxy/session.c). */
 /* Recompute r->send_first (the chain or `reencode` changed); drains the queue first. */
