@@ -45,6 +45,7 @@ int sg_q3_ring_store(struct sg_q3_reliable_ring *ring, int32_t seq, const char *
         if (!p) {
             if (ring->cmd[i])
                 ring->cmd[i][0] = '\0';
+            ring->hash[i] = 0;
             return -ENOMEM;
         }
         ring->cmd[i] = p;
@@ -52,6 +53,7 @@ int sg_q3_ring_store(struct sg_q3_reliable_ring *ring, int32_t seq, const char *
     }
     memcpy(ring->cmd[i], text, len);
     ring->cmd[i][len] = '\0';
+    ring->hash[i] = sg_q3_hash_key(ring->cmd[i], 32); /* once, not per message keyed with it */
     if (seq > ring->highest)
         ring->highest = seq;
     return 0;
@@ -65,6 +67,11 @@ const char *sg_q3_ring_get(const struct sg_q3_reliable_ring *ring, int32_t seq)
         return "";
     s = ring->cmd[(unsigned)seq & (SG_Q3_MAX_RELIABLE_COMMANDS - 1)];
     return s ? s : "";
+}
+
+int32_t sg_q3_ring_hash(const struct sg_q3_reliable_ring *ring, int32_t seq)
+{
+    return ring ? ring->hash[(unsigned)seq & (SG_Q3_MAX_RELIABLE_COMMANDS - 1)] : 0;
 }
 
 void sg_q3_ring_finish(struct sg_q3_reliable_ring *ring)
@@ -261,8 +268,7 @@ int sg_q3_clmsg_decode(const uint8_t *data, size_t len, int32_t checksum_feed,
     out->reliable_ack = sg_q3_msg_read_long(&m);
     if (m.overflowed)
         return SG_E_OVERFLOW;
-    out->key = sg_q3_clmsg_key(checksum_feed, out->message_ack,
-                               sg_q3_ring_get(server_cmds, out->reliable_ack));
+    out->key = checksum_feed ^ out->message_ack ^ sg_q3_ring_hash(server_cmds, out->reliable_ack);
 
     /* Reliable commands, until another op. */
     for (;;) {
@@ -354,8 +360,7 @@ int sg_q3_clmsg_encode(const struct sg_q3_clmsg *cm, int32_t checksum_feed,
 
     /* The move, keyed with the receiver's view. */
     if (cm->move_op) {
-        key = sg_q3_clmsg_key(checksum_feed, cm->message_ack,
-                              sg_q3_ring_get(server_cmds, cm->reliable_ack));
+        key = checksum_feed ^ cm->message_ack ^ sg_q3_ring_hash(server_cmds, cm->reliable_ack);
         int32_t time = 0;
 
         sg_q3_msg_write_byte(&m, cm->move_op);

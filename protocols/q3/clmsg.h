@@ -61,6 +61,7 @@ struct sg_q3_reliable_ring {
     int32_t highest; /* highest number stored */
     char *cmd[SG_Q3_MAX_RELIABLE_COMMANDS]; /* NULL: never filled ("") */
     uint16_t cap[SG_Q3_MAX_RELIABLE_COMMANDS];
+    int32_t hash[SG_Q3_MAX_RELIABLE_COMMANDS]; /* sg_q3_hash_key(cmd, 32) of each slot, 0 for "" */
 };
 
 /*
@@ -75,6 +76,9 @@ void sg_q3_ring_finish(struct sg_q3_reliable_ring *ring);
 
 /* The entry for command `seq` (its slot; "" when never filled).  Valid until the slot changes. */
 const char *sg_q3_ring_get(const struct sg_q3_reliable_ring *ring, int32_t seq);
+
+/* sg_q3_hash_key(sg_q3_ring_get(ring, seq), 32), kept when the command was stored. */
+int32_t sg_q3_ring_hash(const struct sg_q3_reliable_ring *ring, int32_t seq);
 
 /* MSG_HashKey: the game's hash of the first `maxlen` bytes of a command. */
 int32_t sg_q3_hash_key(const char *s, int maxlen);

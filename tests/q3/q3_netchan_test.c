@@ -789,6 +789,24 @@ static int case_hash_key(void)
     CHECK(sg_q3_hash_key("0123456789012345678901234567890123456789", 32) ==
           sg_q3_hash_key("01234567890123456789012345678901xxxxx", 32));
     CHECK(sg_q3_hash_key("", 32) == 0);
+    /* the ring keeps each slot's hash from when the command was stored */
+    {
+        static const char *const texts[] = {"say hi", "cs 3 \"%\xff\"", "",
+                                            "0123456789012345678901234567890123456789"};
+        struct sg_q3_reliable_ring ring = {0};
+
+        CHECK(sg_q3_ring_hash(NULL, 1) == 0);
+        CHECK(sg_q3_ring_hash(&ring, 7) == 0); /* never filled: "" */
+        for (int32_t seq = 1; seq < 300; seq++) {
+            CHECK(sg_q3_ring_store(&ring, seq, texts[seq % 4]) == 0);
+            /* an old command does not take a newer one's slot, nor its hash */
+            CHECK(sg_q3_ring_store(&ring, seq - SG_Q3_MAX_RELIABLE_COMMANDS, "old") == 0);
+            for (int32_t k = seq; k > seq - 4 && k > 0; k--)
+                CHECK(sg_q3_ring_hash(&ring, k) == sg_q3_hash_key(sg_q3_ring_get(&ring, k), 32));
+            CHECK(sg_q3_ring_hash(&ring, seq) == sg_q3_hash_key(texts[seq % 4], 32));
+        }
+        sg_q3_ring_finish(&ring);
+    }
     return 0;
 }
 
