@@ -666,7 +666,10 @@ void sg_route_deferred_drain(struct sg_route *r)
 }
 
 /* The outbox's after-flush hook: SG_DEFER_BUDGET_NS of decoding per loop
- * turn, in arrival order; true while some is left. */
+ * turn, in arrival order; true while some is left.  The budget starts at
+ * the clock read of the flush just before (residence times), or at a read
+ * of its own; a step of the wall clock ends it early (the rest waits for
+ * the next turn). */
 static bool deferred_run(void *ctx)
 {
     struct sg_route *r = ctx;
@@ -674,10 +677,10 @@ static bool deferred_run(void *ctx)
 
     if (!r->dq_head)
         return false;
-    start = uv_hrtime();
+    start = r->outbox.sent_ns ? r->outbox.sent_ns : sg_udp_clock_ns();
     do
         deferred_one(r);
-    while (r->dq_head && uv_hrtime() - start < SG_DEFER_BUDGET_NS);
+    while (r->dq_head && sg_udp_clock_ns() - start < SG_DEFER_BUDGET_NS);
     return r->dq_head != NULL;
 }
 

@@ -584,6 +584,7 @@ static void on_check(uv_check_t *h)
 {
     struct sg_outbox *ob = h->data;
 
+    ob->sent_ns = 0;
     sg_outbox_flush(ob);
     if (!ob->after)
         return;
@@ -660,8 +661,10 @@ static void send_group(struct sg_outbox *ob, struct sg_udp *u, const int32_t *id
     /* One clock read for the group, just before it is handed over. */
     for (unsigned j = 0; j < k && !timed; j++)
         timed = ob->e[idx[j]].at != 0;
-    if (timed)
+    if (timed) {
         now = sg_udp_clock_ns();
+        ob->sent_ns = now;
+    }
 
     /* A closed socket, or one with copies waiting: no direct send. */
     if (!u->open || u->queued) {
@@ -768,7 +771,7 @@ void sg_outbox_push(struct sg_outbox *ob, struct sg_udp *u, const struct sockadd
         sg_outbox_flush(ob);
 
     if (ob->n == 0)
-        ob->first_ns = uv_hrtime();
+        ob->first_ns = sg_udp_mono_ns();
     e = &ob->e[ob->n];
     e->u = u;
     e->to = to;

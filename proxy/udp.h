@@ -223,7 +223,7 @@ struct sg_outbox {
     uint8_t *arena;
     size_t used;
     struct sg_udp *socks, *socks_tail; /* sockets with entries, first come first */
-    uint64_t first_ns;                 /* uv_hrtime() when the oldest waiting entry was pushed */
+    uint64_t first_ns;                 /* sg_udp_mono_ns() when the oldest waiting entry was pushed */
     /* The owner's work after the turn's flush (sg_outbox_after); true: more is left. */
     bool (*after)(void *ctx);
     void *after_ctx;
@@ -233,6 +233,10 @@ struct sg_outbox {
      * datagrams pushed meanwhile carry it, and their residence is reported
      * to `done`.  0: none (they are not measured). */
     uint64_t at;
+    /* The clock read (sg_udp_clock_ns) just before the last send of the
+     * loop turn's flush, for the `after` work's own timing (one clock read
+     * serves both); 0 when that flush sent no measured datagram. */
+    uint64_t sent_ns;
 };
 
 /* The clock the receive times are read with (CLOCK_REALTIME), in ns;
@@ -242,6 +246,15 @@ static inline uint64_t sg_udp_clock_ns(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* uv_hrtime()'s clock (CLOCK_MONOTONIC), in ns, read without libuv's call. */
+static inline uint64_t sg_udp_mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -267,7 +280,7 @@ void sg_outbox_after(struct sg_outbox *ob, bool (*after)(void *ctx), void *ctx);
 /* Nanoseconds the oldest waiting entry has waited (0 when none waits). */
 static inline uint64_t sg_outbox_waited_ns(const struct sg_outbox *ob)
 {
-    return ob->n ? uv_hrtime() - ob->first_ns : 0;
+    return ob->n ? sg_udp_mono_ns() - ob->first_ns : 0;
 }
 
 /* Send everything queued, one sendmmsg per socket. */
