@@ -104,9 +104,17 @@ struct sg_frame {
      * Part of the datagram was left undecoded (an extension slipgate cannot
      * read, relayed as raw bytes): messages in that part are not in `msgs`
      * and no filter saw them.  A route with `undecodable drop` drops such
-     * datagrams as it drops those decode() failed on.  Appended last.
+     * datagrams as it drops those decode() failed on.  Appended after
+     * disconnect.
      */
     bool undecoded;
+    /*
+     * The number the other side's `ack` names once this datagram reached
+     * it, or -1: none will (a NetQuake unreliable datagram, a Quake 3
+     * client's: its server acknowledges no sequence).  The proxy times the
+     * round trip between the two (a player's ping).  Appended last.
+     */
+    int32_t ack_wanted;
 };
 
 /* A session's game as the status page shows it (sg_codec.info): "" = not known. */

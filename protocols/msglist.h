@@ -104,7 +104,7 @@ static inline void sg_fview_reset(struct sg_frame *fr, enum sg_dir dir, struct s
     memset(fr, 0, sizeof(*fr));
     fr->dir = dir;
     fr->kind = SG_FRAME_RAW;
-    fr->sequence = fr->ack = fr->reliable_ack = -1;
+    fr->sequence = fr->ack = fr->reliable_ack = fr->ack_wanted = -1;
     fr->msgs = msgs;
     fr->game = game;
     pool->used = 0;

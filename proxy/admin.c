@@ -120,6 +120,16 @@ static void players(const struct sg_stats_view *v, FILE *f)
                 sg_session_game_info(s, &gi);
                 fputs(", \"name\": ", f);
                 sg_json_cstr(f, gi.player);
+                if (sg_session_ping_ms(&s->sum) >= 0)
+                    fprintf(f, ", \"ping_ms\": %ld", (long)sg_session_ping_ms(&s->sum));
+                else
+                    fputs(", \"ping_ms\": null", f);
+                fprintf(f, ", \"lost\": {\"c2s\": %llu, \"s2c\": %llu}, "
+                           "\"sequenced\": {\"c2s\": %llu, \"s2c\": %llu}",
+                        (unsigned long long)gi.lost[SG_DIR_C2S],
+                        (unsigned long long)gi.lost[SG_DIR_S2C],
+                        (unsigned long long)gi.sequenced[SG_DIR_C2S],
+                        (unsigned long long)gi.sequenced[SG_DIR_S2C]);
                 fprintf(f, ", \"established\": %s, \"muted\": %s}",
                         s->stage == SG_STAGE_ESTABLISHED ? "true" : "false",
                         s->muted ? "true" : "false");

@@ -189,6 +189,8 @@ struct route_agg {
     struct sg_hist resid[2]; /* [SG_DIR_C2S], [SG_DIR_S2C] */
     uint64_t resid_untimed;
     uint64_t nsessions, total, evicted, kernel_drops;
+    uint64_t rtt_samples[2], rtt_sum_ms[2];
+    uint64_t rb_answers[SG_ROUTE_BY_PING + 1];
     struct route_sums sums;
     struct sg_filter_counters *filters;
 };
@@ -219,6 +221,12 @@ static void route_agg(const struct sg_stats_view *v, struct sg_route *r, struct 
         out->total += m->sessions_total;
         out->evicted += m->sessions_evicted;
         out->kernel_drops += m->kernel_drops;
+        for (int d = 0; d < 2; d++) {
+            out->rtt_samples[d] += m->rtt_samples[d];
+            out->rtt_sum_ms[d] += m->rtt_sum_ms[d];
+        }
+        for (int a = 0; a <= SG_ROUTE_BY_PING; a++)
+            out->rb_answers[a] += m->rb_answers[a];
         route_sums(m, &one);
         out->sums.demos += one.demos;
         out->sums.demo_bytes += one.demo_bytes;
@@ -341,6 +349,37 @@ void sg_metrics_write(FILE *f, const struct sg_stats_view *v, const struct sg_ht
            "datagrams the kernel dropped at the listening socket (full receive buffer)");
     for (r = v->loop[0].routes, i = 0; r; r = r->next, i++)
         sample_route(f, "slipgate_listener_kernel_drops_total", r, NULL, NULL, agg[i].kernel_drops);
+
+    /* Round trips timed (the players' pings), by leg. */
+    family(f, "slipgate_rtt_seconds", "summary",
+           "round trips timed from the traffic: leg client (a server datagram relayed until "
+           "the client acknowledges it), leg server (the same towards the server)");
+    for (r = v->loop[0].routes, i = 0; r; r = r->next, i++) {
+        static const char *const leg[2] = {[SG_DIR_C2S] = "server", [SG_DIR_S2C] = "client"};
+        for (int d = 0; d < 2; d++) {
+            fprintf(f, "slipgate_rtt_seconds_sum{route=");
+            label_value(f, r->conf.name);
+            fprintf(f, ",leg=\"%s\"} %.3f\n", leg[d], (double)agg[i].rtt_sum_ms[d] / 1000.0);
+            fprintf(f, "slipgate_rtt_seconds_count{route=");
+            label_value(f, r->conf.name);
+            fprintf(f, ",leg=\"%s\"} %llu\n", leg[d], (unsigned long long)agg[i].rtt_samples[d]);
+        }
+    }
+
+    /* route_by prx: what a route answered itself, as a proxy node does. */
+    family(f, "slipgate_prx_answers_total", "counter",
+           "route_by prx: queries the route answered itself, by kind");
+    for (r = v->loop[0].routes, i = 0; r; r = r->next, i++) {
+        static const char *const kind[SG_ROUTE_BY_PING + 1] = {
+            [SG_ROUTE_BY_GETCHALLENGE] = "challenge", [SG_ROUTE_BY_PINGSTATUS] = "pingstatus",
+            [SG_ROUTE_BY_STATUS] = "status", [SG_ROUTE_BY_PING] = "ping"};
+        if (!r->rb)
+            continue;
+        for (int a = 0; a <= SG_ROUTE_BY_PING; a++)
+            if (kind[a])
+                sample_route(f, "slipgate_prx_answers_total", r, "kind", kind[a],
+                             agg[i].rb_answers[a]);
+    }
 
     /* Sessions. */
     family(f, "slipgate_sessions_active", "gauge", "sessions (clients) now");

@@ -1149,7 +1149,8 @@ static bool rb_query_allowed(struct sg_route *r, const struct sockaddr *from)
     return true;
 }
 
-static void rb_pingstatus(struct sg_route *r, const struct sockaddr *from)
+/* Answer a pingstatus: true when an answer went out (not refused by the rate). */
+static bool rb_pingstatus(struct sg_route *r, const struct sockaddr *from)
 {
     struct sg_route_by_state *rb = r->rb;
     struct sg_route_by_ping p[SG_RB_PINGS];
@@ -1158,7 +1159,7 @@ static void rb_pingstatus(struct sg_route *r, const struct sockaddr *from)
     int len;
 
     if (!rb_query_allowed(r, from))
-        return;
+        return false;
     for (size_t i = 0; i < rb->npings; i++) {
         const struct sockaddr_in *a = (const struct sockaddr_in *)&rb->pings[i].addr;
         memcpy(p[n].ip4, &a->sin_addr, 4);
@@ -1166,8 +1167,10 @@ static void rb_pingstatus(struct sg_route *r, const struct sockaddr *from)
         p[n].ms = rb->pings[i].ms;
         n++;
     }
-    if ((len = r->rb_hooks->pingstatus_reply(p, n, out, sizeof(out))) > 0)
-        rb_send(r, from, out, (size_t)len);
+    if ((len = r->rb_hooks->pingstatus_reply(p, n, out, sizeof(out))) <= 0)
+        return false;
+    rb_send(r, from, out, (size_t)len);
+    return true;
 }
 
 /* A ping answer from a server the route pinged: true when taken. */
@@ -1267,19 +1270,27 @@ static bool rb_from_client(struct sg_route *r, const uint8_t *data, size_t len,
     }
     switch (kind) {
     case SG_ROUTE_BY_GETCHALLENGE:
-        if ((n = rb->challenge_reply(rb_challenge(r, from), out, sizeof(out))) > 0)
+        if ((n = rb->challenge_reply(rb_challenge(r, from), out, sizeof(out))) > 0) {
             rb_send(r, from, out, (size_t)n);
+            r->rb_answers[kind]++;
+        }
         return true;
     case SG_ROUTE_BY_PINGSTATUS:
-        rb_pingstatus(r, from);
+        if (rb_pingstatus(r, from))
+            r->rb_answers[kind]++;
         return true;
     case SG_ROUTE_BY_STATUS: /* the node's own: a browser tells a proxy node by it */
-        if (rb_query_allowed(r, from) && (n = rb->status_reply(r->conf.name, out, sizeof(out))) > 0)
+        if (rb_query_allowed(r, from) &&
+            (n = rb->status_reply(r->conf.name, out, sizeof(out))) > 0) {
             rb_send(r, from, out, (size_t)n);
+            r->rb_answers[kind]++;
+        }
         return true;
     case SG_ROUTE_BY_PING: /* no larger than the question */
-        if ((n = rb->ping_reply(out, sizeof(out))) > 0)
+        if ((n = rb->ping_reply(out, sizeof(out))) > 0) {
             rb_send(r, from, out, (size_t)n);
+            r->rb_answers[kind]++;
+        }
         return true;
     case SG_ROUTE_BY_CONNECT:
         rb_connect(r, data, len, from);

@@ -197,6 +197,11 @@ struct sg_route {
     struct sg_counters counters;
     uint64_t sessions_total;
     uint64_t sessions_evicted; /* ended for a newcomer when the table was full */
+    /* Round trips timed (proxy/session.c), by leg as sg_session_summary.rtt_ms. */
+    uint64_t rtt_samples[2], rtt_sum_ms[2];
+    /* route_by prx: what the route answered itself, by SG_ROUTE_BY_* kind
+     * (challenge requests, pingstatus, status, pings). */
+    uint64_t rb_answers[SG_ROUTE_BY_PING + 1];
     uint64_t client_moves; /* sessions that followed their client to a new address (qport) */
     struct sg_session_summary *ended;
     size_t nended, ended_cap;

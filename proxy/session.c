@@ -538,6 +538,53 @@ static void fill_call(struct sg_session *s, struct sg_filter_call *call,
     proxy->session_id = s->sum.id;
 }
 
+/*
+ * The player's ping, timed from the traffic: a datagram one way that names
+ * a number (ack_wanted) starts a probe of its direction unless one is
+ * awaited (a resend of the same number restarts it; one unanswered for
+ * 5 s gives way); the first datagram the other way whose `ack` reaches the
+ * number ends it, and is a sample when it names that very number (a later
+ * one means the datagram was lost or overtaken: no sample).  A few
+ * comparisons per decoded datagram; both times are arrival times (a
+ * deferred decoding keeps its datagram's).
+ */
+static void rtt_note(struct sg_session *s, const struct sg_frame *f, uint64_t now)
+{
+    struct sg_rtt_probe *p = &s->rtt[f->dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S];
+
+    if (f->ack >= 0 && p->sent_ms && f->kind != SG_FRAME_REJECTED) {
+        int32_t ahead = (int32_t)((uint32_t)f->ack - (uint32_t)p->seq);
+        if (ahead == 0) {
+            int dir = f->dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S;
+            uint64_t ms = now - p->sent_ms;
+            int32_t *avg = &s->sum.rtt_ms[dir];
+            if (ms < 60000) {
+                *avg = *avg < 0 ? (int32_t)ms : (int32_t)((3 * (int64_t)*avg + (int64_t)ms) / 4);
+                s->route->rtt_samples[dir]++;
+                s->route->rtt_sum_ms[dir] += ms;
+            }
+        }
+        if (ahead >= 0)
+            p->sent_ms = 0;
+    }
+    if (f->ack_wanted >= 0) {
+        p = &s->rtt[f->dir];
+        if (!p->sent_ms || p->seq == f->ack_wanted || now - p->sent_ms > 5000) {
+            p->seq = f->ack_wanted;
+            p->sent_ms = now ? now : 1;
+        }
+    }
+}
+
+int32_t sg_session_ping_ms(const struct sg_session_summary *sum)
+{
+    int32_t a = sum->rtt_ms[SG_DIR_C2S], b = sum->rtt_ms[SG_DIR_S2C];
+
+    if (a < 0 && b < 0)
+        return -1;
+    return (a > 0 ? a : 0) + (b > 0 ? b : 0);
+}
+
 static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len,
                     uint64_t now_ms, bool sent)
 {
@@ -558,6 +605,7 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
         err = s->codec->decode(s->cstate, dir, data, len, &f);
         if (err < 0 && s->decode_errors++ == 0)
             decode_error_warn(s, dir);
+        rtt_note(s, f, now_ms);
         if (s->stage != SG_STAGE_UNANSWERED)
             say_notice(s); /* else with the start line, once the server answers */
         if (s->stage != SG_STAGE_ESTABLISHED)
@@ -581,7 +629,8 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
         memset(&s->raw_frame, 0, sizeof(s->raw_frame));
         s->raw_frame.dir = dir;
         s->raw_frame.kind = SG_FRAME_RAW;
-        s->raw_frame.sequence = s->raw_frame.ack = s->raw_frame.reliable_ack = -1;
+        s->raw_frame.sequence = s->raw_frame.ack = s->raw_frame.reliable_ack =
+            s->raw_frame.ack_wanted = -1;
         f = &s->raw_frame;
     }
 
@@ -1060,6 +1109,7 @@ int sg_session_create_to(struct sg_route *r, const struct sockaddr *client,
     /* Unique across worker loops: worker w of N numbers w+1, w+1+N, ... */
     s->sum.id = *ctx->next_session_id += (uint64_t)(ctx->nworkers > 1 ? ctx->nworkers : 1);
     s->sum.started_ms = sg_now_wall_ms();
+    s->sum.rtt_ms[SG_DIR_C2S] = s->sum.rtt_ms[SG_DIR_S2C] = -1;
     s->last_active = s->created = uv_now(ctx->loop);
     sg_route__client_name(r, client, s->sum.client, sizeof(s->sum.client));
     if (r->anon_key)

@@ -37,6 +37,18 @@ struct sg_session_summary {
     char demo[256];               /* the last demo file */
     char decode_info[200];        /* the codec's description of the session, "" if none */
     struct sg_codec_info game;    /* server name, level, player name ("" = not known) */
+    /* The round trips slipgate times, smoothed, in ms, by leg: [SG_DIR_S2C]
+     * to the client and back (a server datagram relayed until the client's
+     * datagram acknowledging it), [SG_DIR_C2S] to the server and back; -1
+     * while not measured (a game or leg whose netchan acknowledges nothing). */
+    int32_t rtt_ms[2];
+};
+
+/* A round trip being timed: a datagram relayed one way whose number the
+ * other way's acknowledgement will name (sg_frame.ack_wanted). */
+struct sg_rtt_probe {
+    int32_t seq;
+    uint64_t sent_ms; /* uv_now() when it came; 0: none awaited */
 };
 
 /*
@@ -106,6 +118,7 @@ struct sg_session {
      * comes (then sent with it and freed), or NULL. */
     struct sg_route_by_req *rb_req;
     uint64_t rb_asked; /* uv_now() of the last challenge request to the next hop */
+    struct sg_rtt_probe rtt[2]; /* by the probe's direction (sum.rtt_ms) */
 };
 
 /* A datagram sent before it was decoded, waiting for its decoding (session.c). */
@@ -170,5 +183,8 @@ void sg_session_record_summary(const struct sg_session *s, const struct sg_chain
 /* What the session's codec decoded of the game (sg_codec.info; "" where not
  * known), the level falling back to the one its frames announced. */
 void sg_session_game_info(const struct sg_session *s, struct sg_codec_info *out);
+/* The player's ping as slipgate measures it: the sum of the legs known
+ * (sum.rtt_ms), or -1 when none is. */
+int32_t sg_session_ping_ms(const struct sg_session_summary *sum);
 
 #endif

@@ -34,6 +34,16 @@ static void json_counters(FILE *f, const struct sg_counters *c)
     fputs("}}", f);
 }
 
+/* `label` then a time in ms, or null when negative (not measured). */
+static void json_ms(FILE *f, const char *label, int32_t ms)
+{
+    fputs(label, f);
+    if (ms < 0)
+        fputs("null", f);
+    else
+        fprintf(f, "%ld", (long)ms);
+}
+
 /* One session; `route` (the API's flat list) adds its route's name. */
 static void json_session(FILE *f, const struct sg_session_summary *s, const char *route,
                          bool *first)
@@ -84,6 +94,10 @@ static void json_session(FILE *f, const struct sg_session_summary *s, const char
                 (unsigned long long)s->game.lost[SG_DIR_S2C],
                 (unsigned long long)s->game.sequenced[SG_DIR_C2S],
                 (unsigned long long)s->game.sequenced[SG_DIR_S2C]);
+        json_ms(f, ", \"ping_ms\": ", sg_session_ping_ms(s));
+        json_ms(f, ", \"rtt_ms\": {\"client\": ", s->rtt_ms[SG_DIR_S2C]);
+        json_ms(f, ", \"server\": ", s->rtt_ms[SG_DIR_C2S]);
+        fputc('}', f);
     }
     fputc('}', f);
     *first = false;

@@ -351,6 +351,12 @@ function lossText(s) {
   return {t: pct("c2s") + " / " + pct("s2c"), c: "n" + (s.lost.c2s + s.lost.s2c ? " bad" : "")};
 }
 
+// The round trip slipgate times, or unknown.
+function pingText(p) {
+  if (p.ping_ms === null || p.ping_ms === undefined) return {t: "unknown", c: "n dim ping"};
+  return {t: p.ping_ms + " ms", c: "n ping"};
+}
+
 function playerCell(name) {
   const td = el("span");
   if (name) quakeText(td, name);
@@ -387,7 +393,8 @@ async function refreshAdmin() {
     const s = byId.get(p.session) || {};
     const h = rates.get(p.session) || [];
     const tr = textRow([{t: p.session}, {t: p.route}, playerCell(p.name || s.player),
-                        {t: p.client}, lossText(s), rateGraph(h), {t: lastRate(h), c: "n"}]);
+                        {t: p.client}, lossText(p.sequenced ? p : s), pingText(p), rateGraph(h),
+                        {t: lastRate(h), c: "n"}]);
     tr.dataset.session = p.session;
     const td = el("td", null, "actions");
     td.appendChild(button("kick", () => act("/api/kick", {

@@ -97,6 +97,10 @@ struct nqc {
     uint64_t csqc_raw;  /* DP5-DP7: game-defined bodies kept raw (nq.h) */
     bool rec_waited;    /* DP5-DP7: a recording waited for a level's start */
     char first_error[160];
+    /* The status page's (nq_info): the player's name (the client's last
+     * `name` command), and the unreliable netchan's loss per direction. */
+    char player[64];
+    uint64_t lost[2], sequenced[2];
 
     /* The datagram decoded last. */
     struct sg_frame frame;
@@ -545,6 +549,26 @@ static void level_free(struct level *lv)
 }
 
 /* Parse `len` bytes of message at `d` into the frame's messages. */
+/* A client's `name NEW` command (NEW quoted, or the rest of the line), as the player's name. */
+static void take_name(struct nqc *c, const char *cmd)
+{
+    const char *v, *end;
+
+    if (strncmp(cmd, "name", 4) != 0 || (cmd[4] != ' ' && cmd[4] != '\t'))
+        return;
+    for (v = cmd + 5; *v == ' ' || *v == '\t';)
+        v++;
+    if (*v == '"')
+        end = strchr(++v, '"');
+    else
+        end = NULL;
+    if (!end)
+        for (end = v + strlen(v); end > v && (end[-1] == '\n' || end[-1] == ' ');)
+            end--;
+    if (end > v)
+        snprintf(c->player, sizeof(c->player), "%.*s", (int)(end - v), v);
+}
+
 static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size_t len)
 {
     int err = sg_nq_parse(dir, &c->proto, d, len, &c->parsed);
@@ -569,6 +593,9 @@ static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size
     memset(c->dropped, 0, sizeof(bool) * c->parsed.nmsgs);
     for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
         add_msg(c, (int)i);
+    for (unsigned i = 0; dir == SG_DIR_C2S && i < c->frame.nmsgs; i++)
+        if (c->msgs[i].kind == SG_MSG_CLIENT_COMMAND && c->msgs[i].command)
+            take_name(c, c->msgs[i].command);
     if (dir == SG_DIR_C2S)
         for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
             const struct sg_fmsg *pm = &c->parsed.msgs[i];
@@ -657,6 +684,9 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
             c->stats.rejected++;
             return 0;
         }
+        if (ur->known && c->seq > ur->next)
+            c->lost[dir] += c->seq - ur->next; /* skipped: lost on the way here */
+        c->sequenced[dir]++;
         ur->known = true;
         ur->next = c->seq + 1;
         for (unsigned i = 0; i < c->ninj; i++)
@@ -679,6 +709,7 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         return -ENOMEM;
     }
     c->is_reliable = true;
+    c->frame.ack_wanted = (int32_t)c->seq; /* the receiver acknowledges every piece */
     if (!rl->known || c->seq == rl->next) {
         if (rl->complete || !rl->known) {
             rl->len = 0;
@@ -1202,6 +1233,20 @@ static const struct sg_codec_stats *nq_stats(void *state)
     return &((struct nqc *)state)->stats;
 }
 
+/* The player's name and the unreliable netchan's loss; the level comes from
+ * the frames (new_level), the server's name from no datagram of a game. */
+static void nq_info(void *state, struct sg_codec_info *out)
+{
+    const struct nqc *c = state;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(out->player, sizeof(out->player), "%s", c->player);
+    for (int d = 0; d < 2; d++) {
+        out->lost[d] = c->lost[d];
+        out->sequenced[d] = c->sequenced[d];
+    }
+}
+
 static const char *nq_describe(void *state)
 {
     struct nqc *c = state;
@@ -1256,6 +1301,7 @@ const struct sg_codec sg_nq_codec = {
     .must_encode = nq_must_encode,
     .dump = nq_dump,
     .stats = nq_stats,
+    .info = nq_info,
     .describe = nq_describe,
     .established = nq_established,
     .status = &sg_nq_status,

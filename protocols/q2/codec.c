@@ -19,6 +19,7 @@
 #include "protocols/byteorder.h"
 #include "protocols/demofile.h"
 #include "protocols/error.h"
+#include "protocols/info.h"
 #include "protocols/relinject.h"
 #include "protocols/text.h"
 
@@ -82,6 +83,10 @@ struct q2c {
     struct chan chan[2];
     int unsupported_op;
     char first_error[160];
+    /* The status page's (q2_info): the userinfo's name (the connect's, then
+     * the client's clc_userinfo), and the netchan's loss per direction. */
+    char player[64];
+    uint64_t lost[2], sequenced[2];
 
     /* The datagram decoded last. */
     struct sg_frame frame;
@@ -323,6 +328,17 @@ static int tokint(const char *s, int n, int dflt)
     return atoi(t);
 }
 
+/* The userinfo's name (`info`, `len`) as the player's, when it has one. */
+static void take_name(struct q2c *c, const char *info, size_t len)
+{
+    const char *v;
+    size_t vl;
+
+    if (sg_info_get(info, len, "name", 4, &v, &vl) && v)
+        snprintf(c->player, sizeof(c->player), "%.*s",
+                 (int)(vl < sizeof(c->player) ? vl : sizeof(c->player) - 1), v);
+}
+
 static void new_connection(struct q2c *c)
 {
     for (int d = 0; d < 2; d++) {
@@ -390,6 +406,11 @@ static int decode_oob(struct q2c *c, enum sg_dir dir)
             sg_q2_variant_init(&c->sv, p, c->minor);
             c->sv.known = false; /* until its serverdata */
             new_connection(c);
+            {
+                char ui[SG_INFO_Q2];
+                if (token(text, 4, ui, sizeof(ui)))
+                    take_name(c, ui, strlen(ui));
+            }
         }
     } else if (dir == SG_DIR_S2C && strcmp(verb, "client_connect") == 0) {
         c->oob_name = "client_connect";
@@ -510,6 +531,10 @@ static void add_msg(struct q2c *c, int pi)
             m->kind = SG_MSG_GAME;
         return;
     }
+    if (!s2c && pm->op == SG_Q2_CLC_USERINFO && pm->count >= 1 &&
+        c->parsed.fields[pm->first].type == SG_FIELD_STRING) /* the player's new userinfo */
+        take_name(c, (const char *)c->parsed.fields[pm->first].ptr,
+                  c->parsed.fields[pm->first].len);
     if (!tf || tf->type != SG_FIELD_STRING)
         return;
     if (!sg_fview_text(&c->text, m, tf))
@@ -610,6 +635,7 @@ static int q2_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         return 0;
     }
     sg_relinj_ack(&c->inj, dir, c->hdr.ack, c->hdr.ack_reliable);
+    c->frame.ack_wanted = (int32_t)c->hdr.seq; /* the receiver's incoming_sequence */
     c->payload = c->copy + n;
     c->payload_len = len - (size_t)n;
     c->frame.pieces = 1;
@@ -650,6 +676,9 @@ static int q2_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     } else {
         ch->npieces = 0;
     }
+    if (ch->started && c->hdr.seq - ch->incoming > 1)
+        c->lost[dir] += c->hdr.seq - ch->incoming - 1; /* skipped: lost on the way here */
+    c->sequenced[dir]++;
     ch->started = true;
     ch->incoming = c->hdr.seq;
     c->frame.msg = c->payload;
@@ -921,6 +950,20 @@ static int q2_dump(void *state, const struct sg_frame *frame, enum sg_dump_level
 static const struct sg_codec_stats *q2_stats(void *state)
 {
     return &((struct q2c *)state)->stats;
+}
+
+/* The player's name and the netchan's loss; the level comes from the frames
+ * (new_level), the server's name from no datagram of a game. */
+static void q2_info(void *state, struct sg_codec_info *out)
+{
+    const struct q2c *c = state;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(out->player, sizeof(out->player), "%s", c->player);
+    for (int d = 0; d < 2; d++) {
+        out->lost[d] = c->lost[d];
+        out->sequenced[d] = c->sequenced[d];
+    }
 }
 
 static const char *q2_describe(void *state)
@@ -1387,6 +1430,7 @@ const struct sg_codec sg_q2_codec = {
     .must_encode = q2_must_encode,
     .dump = q2_dump,
     .stats = q2_stats,
+    .info = q2_info,
     .describe = q2_describe,
     .established = q2_established,
     .status = &sg_q2_status,

@@ -589,7 +589,7 @@ static int q3_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     memset(f, 0, sizeof(*f));
     f->dir = dir;
     f->game = &c->qf;
-    f->ack = f->reliable_ack = -1;
+    f->ack = f->reliable_ack = f->ack_wanted = -1;
     msgs_reset(c);
     c->out_msg = NULL;
     c->out_len = 0;
@@ -653,6 +653,7 @@ static int q3_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     c->out_len = c->qf.msg_len;
     c->stats.messages++;
     if (dir == SG_DIR_S2C) {
+        f->ack_wanted = f->sequence; /* the client's next message_ack */
         server_message(c, f);
         f->reliable_ack = c->sv.reliable_ack;
         list_server_message(c);

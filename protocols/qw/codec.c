@@ -74,6 +74,7 @@ struct qwc {
     FILE *rec_out;
     char level[64]; /* the map's name, from its serverdata */
     char player[64];   /* the userinfo's name of the connect packet, "" until then */
+    uint64_t lost[2], sequenced[2]; /* the netchan's loss per direction (qw_info) */
     char hostname[64]; /* the server info's hostname (fullserverinfo), "" until then */
 };
 
@@ -409,12 +410,20 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     c->payload_at = (size_t)n;
     c->frame.sequence = (int32_t)c->hdr.seq;
     c->frame.ack = (int32_t)c->hdr.ack;
-    if (!sg_qw_chan_accept(&c->chan[dir], &c->hdr)) {
-        c->frame.kind = SG_FRAME_REJECTED;
-        c->why = "stale or duplicate sequence";
-        c->stats.rejected++;
-        return 0;
+    {
+        bool was = c->chan[dir].started;
+        uint32_t before = c->chan[dir].incoming;
+        if (!sg_qw_chan_accept(&c->chan[dir], &c->hdr)) {
+            c->frame.kind = SG_FRAME_REJECTED;
+            c->why = "stale or duplicate sequence";
+            c->stats.rejected++;
+            return 0;
+        }
+        if (was && c->hdr.seq - before > 1)
+            c->lost[dir] += c->hdr.seq - before - 1; /* skipped: lost on the way here */
+        c->sequenced[dir]++;
     }
+    c->frame.ack_wanted = (int32_t)c->hdr.seq; /* the receiver's incoming_sequence */
 
     sg_relinj_ack(&c->inj, dir, c->hdr.ack, c->hdr.ack_reliable);
 
@@ -703,6 +712,10 @@ static void qw_info(void *state, struct sg_codec_info *out)
     snprintf(out->hostname, sizeof(out->hostname), "%s", c->hostname);
     snprintf(out->map, sizeof(out->map), "%s", c->level);
     snprintf(out->player, sizeof(out->player), "%s", c->player);
+    for (int d = 0; d < 2; d++) {
+        out->lost[d] = c->lost[d];
+        out->sequenced[d] = c->sequenced[d];
+    }
 }
 
 static const char *qw_describe(void *state)

@@ -65,7 +65,7 @@ void fake_frame(struct fake_codec *fc, enum sg_dir dir, enum sg_frame_kind kind)
     fc->frame.dir = dir;
     fc->frame.kind = kind;
     fc->frame.sequence = 1;
-    fc->frame.ack = fc->frame.reliable_ack = -1;
+    fc->frame.ack = fc->frame.reliable_ack = fc->frame.ack_wanted = -1;
     fc->frame.msgs = fc->msgs;
 }
 
