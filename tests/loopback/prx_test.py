@@ -347,6 +347,39 @@ def case_prx_status(h):
         fixed.close()
 
 
+def case_prx_answers_metric(h):
+    """/metrics counts what a node answers itself, by kind
+    (slipgate_prx_answers_total): challenge requests, pingstatus, status
+    and pings."""
+    import urllib.request
+    srv = QwServer()
+    try:
+        conf = 'http 127.0.0.1:$P1\n' + proxy_conf('node', srv.addr, prx_ping_interval='0')
+        px = h.proxy(config=conf)
+        a = (V4, px.ports[0])
+        c = QwClient()
+        want = {'challenge': 2, 'pingstatus': 3, 'status': 1, 'ping': 2}
+        for query, n in ((b'getchallenge\n', 2), (b'pingstatus', 3), (b'status 23\n', 1),
+                         (b'k\n', 2)):
+            for _ in range(n):
+                c.send(OOB + query, a)
+                data, src = c.recv()
+                check(data is not None, 'no answer to %r' % query)
+        with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % px.ports[1],
+                                    timeout=5) as r:
+            text = r.read().decode()
+        got = {}
+        for line in text.splitlines():
+            m = re.match(r'slipgate_prx_answers_total\{route="node",kind="(\w+)"\} (\d+)$', line)
+            if m:
+                got[m.group(1)] = int(m.group(2))
+        check(got == want, 'slipgate_prx_answers_total %r, expected %r' % (got, want))
+        c.close()
+        stop_stats(px)
+    finally:
+        srv.close()
+
+
 def case_prx_allow_file(h):
     """prx_allow_file: a bad line is named by file and line; SIGHUP reads
     the file again, and a destination added there becomes reachable."""
