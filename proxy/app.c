@@ -638,7 +638,20 @@ static int reload(struct sg_app *app)
     fit_open_files(app);
     stats_timer_start(app);
     write_ports_file(app);
-    sg_log(&app->log, SG_LOG_INFO, NULL, 0, "configuration reloaded");
+    {
+        /* A part a route could not apply (told above) is said, not "reloaded". */
+        char kept[512] = "";
+        size_t n = 0;
+        for (const struct sg_route *r = app->routes; r; r = r->next)
+            if (r->reload_kept[0] && n < sizeof(kept))
+                n += (size_t)snprintf(kept + n, sizeof(kept) - n, "%s[%s] kept the old %s",
+                                      n ? "; " : "", r->conf.name, r->reload_kept);
+        if (kept[0])
+            sg_log(&app->log, SG_LOG_WARN, NULL, 0,
+                   "configuration reloaded in part (see the errors above): %s", kept);
+        else
+            sg_log(&app->log, SG_LOG_INFO, NULL, 0, "configuration reloaded");
+    }
     app->reload_error[0] = '\0';
     return 0;
 }

@@ -1956,12 +1956,22 @@ err_route:
     return err;
 }
 
+/* A part of a reload that did not apply: the old one stays (said with the reload's end). */
+static void reload_kept(struct sg_route *r, const char *what)
+{
+    size_t n = strlen(r->reload_kept);
+
+    snprintf(r->reload_kept + n, sizeof(r->reload_kept) - n, "%s%s", n ? ", " : "", what);
+}
+
 int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
 {
     struct sockaddr_storage server;
     char why[256];
     char *name;
     int err;
+
+    r->reload_kept[0] = '\0';
 
     /* Datagrams already sent are decoded under the settings they were sent with. */
     sg_route_deferred_drain(r);
@@ -1989,6 +1999,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         if (err < 0) {
             sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0, "reload: %s; keeping %s", why,
                    r->conf.server);
+            reload_kept(r, "server (and every other setting of the route)");
             return err;
         }
         if (!(name = strdup(rc->server)))
@@ -2011,8 +2022,9 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
                dir ? dir : "");
     }
     /* Master servers: resolved again; a name that does not resolve keeps the old list. */
-    if (r->master)
-        (void)sg_master_update(r->master, rc, conf_file(rc), (struct sockaddr *)&r->server_addr);
+    if (r->master &&
+        sg_master_update(r->master, rc, conf_file(rc), (struct sockaddr *)&r->server_addr) < 0)
+        reload_kept(r, "masters");
     r->conf.reencode = rc->reencode;
     r->conf.nq_accept_low = rc->nq_accept_low;
     r->conf.nq_accept_high = rc->nq_accept_high;
@@ -2024,6 +2036,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         if (err < 0) {
             sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0,
                    "reload: keeping the old filters");
+            reload_kept(r, "filters");
         } else {
             for (struct sg_session *s = r->sessions; s; s = s->next)
                 sg_session_chain_changed(s, old, chain);
@@ -2072,6 +2085,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
             free(file);
             sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0,
                    "reload: keeping the old prx allow-list (%zu entries)", r->rb->nrules);
+            reload_kept(r, "prx allow-list");
         } else {
             free(r->rb->rules);
             r->rb->rules = rules;

@@ -197,6 +197,9 @@ struct sg_route {
     struct sg_counters counters;
     uint64_t sessions_total;
     uint64_t sessions_evicted; /* ended for a newcomer when the table was full */
+    /* What the last sg_route_update could not apply and kept of the old
+     * settings ("server, masters"), "" when it applied everything. */
+    char reload_kept[128];
     /* Round trips timed (proxy/session.c), by leg as sg_session_summary.rtt_ms. */
     uint64_t rtt_samples[2], rtt_sum_ms[2];
     /* route_by prx: what the route answered itself, by SG_ROUTE_BY_* kind

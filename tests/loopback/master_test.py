@@ -325,7 +325,8 @@ def case_master_drain(h):
 
 def case_master_reload(h):
     """A reload adds a master (a heartbeat goes at once), and one that does
-    not resolve is refused with its file and line: the old list stays."""
+    not resolve is refused with its file and line: the old list stays, and
+    the reload's end says so instead of "configuration reloaded"."""
     server = Peer('127.0.0.1', q3_server)
     master = Peer('127.0.0.1')
     try:
@@ -345,6 +346,11 @@ def case_master_reload(h):
         check(p.wait_for_log(r'\.conf:6:10: cannot resolve master .nosuchhost\.invalid', 5.0,
                              start=mark), 'the reload did not name the master\'s file and line')
         check(p.wait_for_log(r'keeping the old masters', 1.0, start=mark), 'no "keeping"')
+        check(p.wait_for_log(r'configuration reloaded in part \(see the errors above\): \[m\] kept '
+                             r'the old masters', 2.0, start=mark),
+              'the reload\'s end does not say the masters were kept')
+        check(p.count_log(r'configuration reloaded$', mark) == 0,
+              'a reload that kept the old masters is logged as "configuration reloaded"')
         check(p.count_log(r'cannot resolve master', mark) == 1,
               'the error is not told once: %d times' % p.count_log(r'cannot resolve master', mark))
         n = len(master.got)
