@@ -358,7 +358,7 @@ TOKEN = 't0ken-for-the-page'
 def case_admin(h):
     """The admin parts of the page, with http_token and the page logged in by
     /?token=: the servers table (name, map, players from the game), the
-    player's name and a rate graph that grows, a screenshot checked (size,
+    player's name, loss and ping, a rate graph that grows, a screenshot checked (size,
     the header's accent line), the last messages shown on a reload with no
     traffic, and the buttons: kick ends the session (listed as ended, reason
     banned; its demo, finished, listed and downloadable), unban lifts it, a
@@ -409,6 +409,10 @@ route arena {
                                10, "the player's name")
         check(players[0][0] == '1' and players[0][1] == 'arena' and players[0][4] == '0.0% / 0.0%',
               'players %r' % players)
+        # the ping slipgate times (the client acknowledging the server's messages)
+        pinged = browser.wait("(%s).filter(r => /^[0-9]+ ms$/.test(r[5]))" % cells('#players tbody tr'),
+                              10, "the player's ping")
+        check(len(pinged) == 1, 'ping %r' % pinged)
         npts = ("(document.querySelector('#players tr[data-session] svg.rate polyline.s2c')"
                 ".getAttribute('points').trim().split(/\\s+/).filter(Boolean).length)")
         p1 = browser.wait(npts + " >= 2 && " + npts, 10, 'a rate graph')
