@@ -124,8 +124,9 @@ static void players(const struct sg_stats_view *v, FILE *f)
                     fprintf(f, ", \"ping_ms\": %ld", (long)sg_session_ping_ms(&s->sum));
                 else
                     fputs(", \"ping_ms\": null", f);
-                fprintf(f, ", \"lost\": {\"c2s\": %llu, \"s2c\": %llu}, "
-                           "\"sequenced\": {\"c2s\": %llu, \"s2c\": %llu}",
+                fprintf(f,
+                        ", \"lost\": {\"c2s\": %llu, \"s2c\": %llu}, "
+                        "\"sequenced\": {\"c2s\": %llu, \"s2c\": %llu}",
                         (unsigned long long)gi.lost[SG_DIR_C2S],
                         (unsigned long long)gi.lost[SG_DIR_S2C],
                         (unsigned long long)gi.sequenced[SG_DIR_C2S],

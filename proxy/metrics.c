@@ -371,8 +371,10 @@ void sg_metrics_write(FILE *f, const struct sg_stats_view *v, const struct sg_ht
            "route_by prx: queries the route answered itself, by kind");
     for (r = v->loop[0].routes, i = 0; r; r = r->next, i++) {
         static const char *const kind[SG_ROUTE_BY_PING + 1] = {
-            [SG_ROUTE_BY_GETCHALLENGE] = "challenge", [SG_ROUTE_BY_PINGSTATUS] = "pingstatus",
-            [SG_ROUTE_BY_STATUS] = "status", [SG_ROUTE_BY_PING] = "ping"};
+            [SG_ROUTE_BY_GETCHALLENGE] = "challenge",
+            [SG_ROUTE_BY_PINGSTATUS] = "pingstatus",
+            [SG_ROUTE_BY_STATUS] = "status",
+            [SG_ROUTE_BY_PING] = "ping"};
         if (!r->rb)
             continue;
         for (int a = 0; a <= SG_ROUTE_BY_PING; a++)
