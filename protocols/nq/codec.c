@@ -548,7 +548,6 @@ static void level_free(struct level *lv)
     free(lv);
 }
 
-/* Parse `len` bytes of message at `d` into the frame's messages. */
 /* A client's `name NEW` command (NEW quoted, or the rest of the line), as the player's name. */
 static void take_name(struct nqc *c, const char *cmd)
 {
@@ -569,6 +568,7 @@ static void take_name(struct nqc *c, const char *cmd)
         snprintf(c->player, sizeof(c->player), "%.*s", (int)(end - v), v);
 }
 
+/* Parse `len` bytes of message at `d` into the frame's messages. */
 static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size_t len)
 {
     int err = sg_nq_parse(dir, &c->proto, d, len, &c->parsed);
