@@ -540,12 +540,13 @@ static void fill_call(struct sg_session *s, struct sg_filter_call *call,
 
 /*
  * The player's ping, timed from the traffic: a datagram one way that names
- * a number (ack_wanted) starts a probe of its direction unless one is
- * awaited (a resend of the same number restarts it; one unanswered for
- * 5 s gives way); the first datagram the other way whose `ack` reaches the
- * number ends it, and is a sample when it names that very number (a later
- * one means the datagram was lost or overtaken: no sample).  A few
- * comparisons per decoded datagram; both times are arrival times (a
+ * a number (ack_wanted) starts a probe of its direction when none is
+ * awaited and SG_RTT_EVERY_MS have passed since the last began (a resend
+ * of the same number restarts it; one unanswered for 5 s gives way); the
+ * first datagram the other way whose `ack` reaches the number ends it, and
+ * is a sample when it names that very number (a later one means the
+ * datagram was lost or overtaken: no sample).  Between probes a decoded
+ * datagram costs a few comparisons; both times are arrival times (a
  * deferred decoding keeps its datagram's).
  */
 static void rtt_note(struct sg_session *s, const struct sg_frame *f, uint64_t now)
@@ -569,9 +570,10 @@ static void rtt_note(struct sg_session *s, const struct sg_frame *f, uint64_t no
     }
     if (f->ack_wanted >= 0) {
         p = &s->rtt[f->dir];
-        if (!p->sent_ms || p->seq == f->ack_wanted || now - p->sent_ms > 5000) {
+        if (p->sent_ms ? p->seq == f->ack_wanted || now - p->sent_ms > 5000 : now >= p->next_ms) {
             p->seq = f->ack_wanted;
             p->sent_ms = now ? now : 1;
+            p->next_ms = now + SG_RTT_EVERY_MS;
         }
     }
 }

@@ -49,7 +49,9 @@ struct sg_session_summary {
 struct sg_rtt_probe {
     int32_t seq;
     uint64_t sent_ms; /* uv_now() when it came; 0: none awaited */
+    uint64_t next_ms; /* no new probe before this uv_now() (SG_RTT_EVERY_MS after the last) */
 };
+#define SG_RTT_EVERY_MS 100 /* one probe per direction at most this often: few samples, cheap */
 
 /*
  * How far a session has come in proving it is a real player (admission).
