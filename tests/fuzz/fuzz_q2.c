@@ -172,6 +172,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(c->dump(st, f, SG_DUMP_FIELDS, true, null) >= 0);
         }
         c->describe(st);
+        if (c->info) { /* the status page's names: each a string within its field */
+            struct sg_codec_info gi;
+            c->info(st, &gi);
+            FUZZ_CHECK(memchr(gi.hostname, 0, sizeof(gi.hostname)) &&
+                       memchr(gi.map, 0, sizeof(gi.map)) && memchr(gi.player, 0, sizeof(gi.player)));
+        }
         free(copy);
     }
     if (null)
