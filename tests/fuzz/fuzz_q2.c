@@ -176,7 +176,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             struct sg_codec_info gi;
             c->info(st, &gi);
             FUZZ_CHECK(memchr(gi.hostname, 0, sizeof(gi.hostname)) &&
-                       memchr(gi.map, 0, sizeof(gi.map)) && memchr(gi.player, 0, sizeof(gi.player)));
+                       memchr(gi.map, 0, sizeof(gi.map)) &&
+                       memchr(gi.player, 0, sizeof(gi.player)));
         }
         free(copy);
     }
