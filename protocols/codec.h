@@ -109,10 +109,12 @@ struct sg_frame {
      */
     bool undecoded;
     /*
-     * The number the other side's `ack` names once this datagram reached
-     * it, or -1: none will (a NetQuake unreliable datagram, a Quake 3
-     * client's: its server acknowledges no sequence).  The proxy times the
-     * round trip between the two (a player's ping).  Appended last.
+     * The number the other side's `ack` (where a frame has none, its
+     * `reliable_ack`) names once this datagram reached it, or -1: none
+     * will (a NetQuake unreliable datagram).  A Quake 3 client's datagram
+     * names its newest new reliable command (its server acknowledges no
+     * sequence, only commands), or -1.  The proxy times the round trip
+     * between the two (a player's ping).  Appended last.
      */
     int32_t ack_wanted;
 };

@@ -545,17 +545,23 @@ static void fill_call(struct sg_session *s, struct sg_filter_call *call,
  * of the same number restarts it; one unanswered for 5 s gives way); the
  * first datagram the other way whose `ack` reaches the number ends it, and
  * is a sample when it names that very number (a later one means the
- * datagram was lost or overtaken: no sample).  Between probes a decoded
+ * datagram was lost or overtaken: no sample; but a Quake 3 server's
+ * `reliable_ack`, for a frame without `ack`, acknowledges every command up
+ * to it: a later one is a sample too).  Between probes a decoded
  * datagram costs a few comparisons; both times are arrival times (a
  * deferred decoding keeps its datagram's).
  */
 static void rtt_note(struct sg_session *s, const struct sg_frame *f, uint64_t now)
 {
     struct sg_rtt_probe *p = &s->rtt[f->dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S];
+    /* Quake 3's server acknowledges commands, all up to one at once: a
+     * later one acknowledged means the probe's arrived with it or before. */
+    bool cumulative = f->ack < 0;
+    int32_t ack = cumulative ? f->reliable_ack : f->ack;
 
-    if (f->ack >= 0 && p->sent_ms && f->kind != SG_FRAME_REJECTED) {
-        int32_t ahead = (int32_t)((uint32_t)f->ack - (uint32_t)p->seq);
-        if (ahead == 0) {
+    if (ack >= 0 && p->sent_ms && f->kind != SG_FRAME_REJECTED) {
+        int32_t ahead = (int32_t)((uint32_t)ack - (uint32_t)p->seq);
+        if (ahead == 0 || (cumulative && ahead > 0 && ahead < 64)) {
             int dir = f->dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S;
             uint64_t ms = now - p->sent_ms;
             int32_t *avg = &s->sum.rtt_ms[dir];

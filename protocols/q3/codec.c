@@ -493,6 +493,8 @@ static void list_client_message(struct q3c *c)
         bool fresh = sg_q3_renum_is_new(&c->cc, seq);
         if (fresh)
             sg_q3_renum_add(&c->cc, seq);
+        if (fresh && !c->translating)
+            c->frame.ack_wanted = seq; /* the server's next reliable_ack (numbering kept) */
         add_client_command(c, cm->commands[i].text, seq, !fresh);
     }
     if (cm->move_op)

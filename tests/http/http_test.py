@@ -45,7 +45,9 @@ Quake 3 captures from $SG_TESTDATA.  Usage: http_test.py CASE
                          server (sv_hostname), the map and one player;
                          /api/sessions and /api/players the player's name
                          (its configstring); a route without a decoded
-                         session has them empty (the page says unknown)
+                         session has them empty (the page says unknown);
+                         the ping's two legs are timed (the client's
+                         message acks, the server's command acks)
     game_loss            a Quake 3 replay without some of the client's
                          datagrams: /api/sessions counts them as lost c2s
     demos                a recorded Quake 3 replay: /api/demos lists the
@@ -829,7 +831,14 @@ def case_game_info(h):
     check(s.get('lost') == {'c2s': 0, 's2c': 0} and s['sequenced']['c2s'] > 100 and
           s['sequenced']['s2c'] > 50, 'netchan loss of a whole replay: %r, %r'
           % (s.get('lost'), s.get('sequenced')))
-    print('route arena: %r; player %r; sequenced %r' % (g, players[0]['name'], s['sequenced']))
+    rtt = s.get('rtt_ms') or {}
+    check(rtt.get('client') is not None and rtt.get('server') is not None and
+          players[0].get('ping_ms') == s.get('ping_ms') == rtt['client'] + rtt['server'],
+          'ping %r (players %r), legs %r: expected both legs timed (the client acknowledges '
+          'the server\'s messages, the server the client\'s commands)'
+          % (s.get('ping_ms'), players[0].get('ping_ms'), rtt))
+    print('route arena: %r; player %r; sequenced %r; ping %r ms (legs %r)'
+          % (g, players[0]['name'], s['sequenced'], s['ping_ms'], rtt))
 
 
 class Lossy:
