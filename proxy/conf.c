@@ -11,12 +11,14 @@
 #include "protocols/codec.h"
 #include "protocols/error.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *sg_protocol_choice(int i)
 {
@@ -315,6 +317,64 @@ static int load_ban_files(struct sg_route_conf *r, struct sg_conf_diag *diag)
          .help = "only these addresses may send the game's out-of-band remote administration "     \
                  "(rcon) through this route; others' are dropped (default: anyone); repeatable"}
 
+/* ---- upstream source addresses ---- */
+
+/* `upstream_source ADDR ...`: local addresses (IPv4 or IPv6, no port) the
+ * sessions' upstream sockets bind in turn; each must be bindable here now. */
+static int upstream_source_set(void *obj, const struct sg_conf_directive *d,
+                               const struct sg_conf_arg *args, int nargs,
+                               struct sg_conf_diag *diag, const char *file)
+{
+    struct sg_route_conf *rc = obj;
+
+    if (nargs < 1) {
+        sg_conf_diag_error(diag, file, args[-1].line, args[-1].col,
+                           "'%s' takes one or more local addresses (no port)", d->name);
+        return SG_E_CONFIG;
+    }
+    for (int i = 0; i < nargs; i++) {
+        struct sockaddr_storage ss;
+        const char *t = args[i].text;
+        int fd;
+
+        memset(&ss, 0, sizeof(ss));
+        if (inet_pton(AF_INET, t, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+            ss.ss_family = AF_INET;
+        } else if (inet_pton(AF_INET6, t, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
+            ss.ss_family = AF_INET6;
+        } else {
+            sg_conf_diag_error(diag, file, args[i].line, args[i].col,
+                               "'%s' wants an IPv4 or IPv6 address without a port, not '%.63s'",
+                               d->name, t);
+            return SG_E_CONFIG;
+        }
+        if (rc->nupstream_source >= SG_UPSTREAM_SOURCES_MAX) {
+            sg_conf_diag_error(diag, file, args[i].line, args[i].col,
+                               "'%s': at most %d addresses per route", d->name,
+                               SG_UPSTREAM_SOURCES_MAX);
+            return SG_E_CONFIG;
+        }
+        if ((fd = sg_addr_try_bind((struct sockaddr *)&ss)) < 0) {
+            sg_conf_diag_error(diag, file, args[i].line, args[i].col,
+                               "'%s': cannot bind %s here: %s (an address of this host?)",
+                               d->name, t, strerror(-fd));
+            return SG_E_CONFIG;
+        }
+        close(fd);
+        rc->upstream_source[rc->nupstream_source++] = ss;
+    }
+    return 0;
+}
+
+#define UPSTREAM_SOURCE_DIRECTIVES                                                                 \
+    {.name = "upstream_source",                                                                    \
+     .type = SG_CONF_CUSTOM,                                                                       \
+     .set = upstream_source_set,                                                                   \
+     .argname = "ADDR ...",                                                                        \
+     .help = "local addresses the sessions' server-side sockets bind in turn (of the server's "   \
+             "family), so the server sees players at different addresses (default: the "        \
+             "system's choice); repeatable"}
+
 static const struct sg_conf_directive route_directives[] = {
     {.name = "listen",
      .type = SG_CONF_ADDR,
@@ -462,6 +522,7 @@ static const struct sg_conf_directive route_directives[] = {
      .help = "a block: one filter of the chain, in order (`slipgate filters` lists them)"},
     /* bans and admin controls */
     BAN_DIRECTIVES,
+    UPSTREAM_SOURCE_DIRECTIVES,
     {NULL},
 };
 

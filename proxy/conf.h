@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 struct sg_codec;
 
@@ -30,6 +31,8 @@ const char *sg_protocol_choice(int i);
 #define SG_DEFAULT_LISTEN "0.0.0.0:27960"
 #define SG_CONF_MAX_WORKERS 64 /* `workers` at most */
 #define SG_WORKERS_DEFAULT_MAX 8 /* the default (one loop per CPU) at most */
+/* upstream source addresses */
+#define SG_UPSTREAM_SOURCES_MAX 64 /* `upstream_source` addresses a route may have */
 
 enum sg_reencode {
     SG_REENCODE_CHANGED, /* only frames a filter changed (default) */
@@ -89,6 +92,10 @@ struct sg_route_conf {
     struct sg_ban_list *bans;        /* `ban` lines, then the `ban_file`s' (a reference), or NULL */
     struct sg_conf_list ban_files;   /* `ban_file FILE` lines, read at validation */
     struct sg_ban_list *admin_from;  /* where remote administration may come from; NULL: anywhere */
+    /* upstream source addresses: each new session's upstream socket binds
+     * the next address (port 0) of the server's family, in turn */
+    struct sockaddr_storage upstream_source[SG_UPSTREAM_SOURCES_MAX];
+    int nupstream_source;
     struct sg_conf *top;             /* the configuration it belongs to */
     int line;                        /* where the block opens (0: command line) */
     int listen_line, listen_col;     /* where `listen` was given (0: default or command line) */

@@ -2026,6 +2026,15 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         sg_master_update(r->master, rc, conf_file(rc), (struct sockaddr *)&r->server_addr) < 0)
         reload_kept(r, "masters");
     r->conf.reencode = rc->reencode;
+    /* upstream source addresses: new sessions bind the new ones. */
+    if (rc->nupstream_source != r->conf.nupstream_source ||
+        memcmp(rc->upstream_source, r->conf.upstream_source,
+               (size_t)rc->nupstream_source * sizeof(rc->upstream_source[0])) != 0) {
+        memcpy(r->conf.upstream_source, rc->upstream_source, sizeof(rc->upstream_source));
+        r->conf.nupstream_source = rc->nupstream_source;
+        sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0,
+               "upstream_source reloaded: %d address(es)", rc->nupstream_source);
+    }
     r->conf.nq_accept_low = rc->nq_accept_low;
     r->conf.nq_accept_high = rc->nq_accept_high;
 

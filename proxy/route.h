@@ -79,6 +79,8 @@ struct sg_route_share {
      * that is fewer than max_sessions, else 0: the table is full there, and
      * a full table's eviction rule applies (worker 0 sets it: app.c). */
     _Atomic int64_t fd_cap;
+    /* upstream source addresses: the next session's (every loop's), in turn */
+    _Atomic uint32_t next_source;
 };
 
 /*

@@ -1052,14 +1052,34 @@ static int pick_port(const struct sockaddr *any)
     return port;
 }
 
+/*
+ * The local address of a new upstream socket: with `upstream_source`, the
+ * route's next address of the server's family, in turn over every loop's
+ * sessions (port 0); else any.
+ */
+static void upstream_source(struct sg_route *r, sa_family_t family, struct sockaddr_storage *out)
+{
+    int n = r->conf.nupstream_source;
+
+    memset(out, 0, sizeof(*out));
+    out->ss_family = family;
+    for (int i = 0; i < n; i++) {
+        uint32_t at = atomic_fetch_add_explicit(&r->share->next_source, 1, memory_order_relaxed);
+        const struct sockaddr_storage *a = &r->conf.upstream_source[at % (uint32_t)n];
+        if (a->ss_family == family) {
+            *out = *a;
+            return;
+        }
+    }
+}
+
 /* A socket of the server's family on an ephemeral port, connected to the server. */
 static int open_upstream(struct sg_session *s)
 {
     struct sockaddr_storage any;
     int err, port = 0;
 
-    memset(&any, 0, sizeof(any));
-    any.ss_family = s->server.ss_family;
+    upstream_source(s->route, s->server.ss_family, &any);
     if (s->hs && (port = pick_port((struct sockaddr *)&any)) > 0)
         sg_addr_set_port((struct sockaddr *)&any, port);
     err = sg_udp_open(&s->upstream, s->route->ctx->loop, (struct sockaddr *)&any,

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Loopback tests of `upstream_source`: each new session's server-side
+socket binds the route's next address, so the server sees its players at
+different addresses (the pool turns; addresses of the other family are
+skipped; a reload changes it for new sessions; bad addresses are refused
+with file, line and column).
+
+Run one case:  SLIPGATE=build/proxy/slipgate tests/loopback/source_test.py CASE
+"""
+import os
+import re
+import signal
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import V4, V6, check, main, require_ipv6  # noqa: E402
+from relay_test import roundtrip, route_block, stop_ok  # noqa: E402
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def server_hosts(srv, clients):
+    """The source address the server saw for each client's payload, in order."""
+    out = []
+    for c in clients:
+        tag = ('from %d' % c.addr[1]).encode()
+        hosts = {src[0] for _, src, d in srv.snapshot() if d == tag}
+        check(len(hosts) == 1, 'client %d: the server saw it from %r' % (c.addr[1], hosts))
+        out.append(hosts.pop())
+    return out
+
+
+def sessions(h, host, dest, n):
+    clients = []
+    for _ in range(n):
+        c = h.client(host)
+        roundtrip(c, dest, ('from %d' % c.addr[1]).encode())
+        clients.append(c)
+    return clients
+
+
+def case_upstream_source_v4(h):
+    """Five sessions to an IPv4 server through `upstream_source 127.0.0.2
+    ::1 127.0.0.3`: the server sees them from .2, .3, .2, .3, .2 (::1, not
+    the server's family, is skipped), every echo comes back; after a reload
+    to `upstream_source 127.0.0.4` a new session comes from .4 while a live
+    one keeps its address; without the directive, from 127.0.0.1."""
+    srv = h.echo(V4)
+    conf = route_block('src', '127.0.0.1:$P0', srv.addr,
+                       upstream_source='127.0.0.2 ::1 127.0.0.3')
+    px = h.proxy(config=conf)
+    dest = (V4, px.ports[0])
+    clients = sessions(h, V4, dest, 5)
+    got = server_hosts(srv, clients)
+    want = ['127.0.0.2', '127.0.0.3', '127.0.0.2', '127.0.0.3', '127.0.0.2']
+    check(got == want, 'sources %r, not %r' % (got, want))
+    # A reload: new sessions take the new pool, live ones keep theirs.
+    px.write_config(read(px.config_path).replace('upstream_source 127.0.0.2 ::1 127.0.0.3',
+                                             'upstream_source 127.0.0.4'))
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(r'upstream_source reloaded: 1 address', 3.0, start=mark),
+          'no "upstream_source reloaded" after SIGHUP')
+    new = sessions(h, V4, dest, 1)
+    check(server_hosts(srv, new) == ['127.0.0.4'], 'after the reload: %r'
+          % server_hosts(srv, new))
+    roundtrip(clients[0], dest, b'still here')
+    check({src[0] for _, src, d in srv.snapshot() if d == b'still here'} == {'127.0.0.2'},
+          'a live session changed its source at the reload')
+    stop_ok(px)
+    # Without the directive: the system's choice, 127.0.0.1.
+    px2 = h.proxy(config=route_block('plain', '127.0.0.1:$P0', srv.addr), name='plain')
+    plain = sessions(h, V4, (V4, px2.ports[0]), 2)
+    check(server_hosts(srv, plain) == ['127.0.0.1'] * 2, 'without upstream_source: %r'
+          % server_hosts(srv, plain))
+    print('sources %s; after reload 127.0.0.4; without it 127.0.0.1' % got)
+
+
+def case_upstream_source_v6(h):
+    """An IPv6 server through `upstream_source 127.0.0.2 ::1`: every
+    session binds ::1 (the IPv4 address is skipped), echoes come back."""
+    require_ipv6()
+    srv = h.echo(V6)
+    conf = route_block('src6', '[::1]:$P0', srv.addr, upstream_source='127.0.0.2 ::1')
+    px = h.proxy(config=conf)
+    clients = sessions(h, V6, (V6, px.ports[0]), 3)
+    got = server_hosts(srv, clients)
+    check(got == ['::1'] * 3, 'sources %r, not ::1' % got)
+    stop_ok(px)
+    print('IPv6 sources %s' % got)
+
+
+def case_upstream_source_bad(h):
+    """Refused with FILE:LINE:COL and why: a port, a name, an address this
+    host does not have, no address at all; a reload to such a file keeps the
+    old configuration."""
+    path = h.path('bad.conf')
+    for value, why in [('127.0.0.2:27960', r"without a port, not '127\.0\.0\.2:27960'"),
+                       ('localhost', r"without a port, not 'localhost'"),
+                       ('127.0.0.2 192.0.2.1', r"cannot bind 192\.0\.2\.1 here"),
+                       ('', r"takes one or more local addresses")]:
+        with open(path, 'w') as f:
+            f.write(route_block('x', '127.0.0.1:1', '127.0.0.1:2', upstream_source=value))
+        r = h.run(['--check-config', '-c', path])
+        err = r.stderr.decode(errors='replace')
+        col = 5 if not value else 21 + (value.rfind(' ') + 1)  # the directive, or the bad value
+        check(r.returncode != 0, '--check-config accepted upstream_source %r' % value)
+        check(('%s:4:%d: error:' % (path, col)) in err, 'no "%s:4:%d:" for %r in:\n%s'
+              % (path, col, value, err))
+        check(re.search(why, err), 'no %r for %r in:\n%s' % (why, value, err))
+    srv = h.echo(V4)
+    px = h.proxy(config=route_block('src', '127.0.0.1:$P0', srv.addr,
+                                    upstream_source='127.0.0.2'))
+    px.write_config(read(px.config_path).replace('upstream_source 127.0.0.2',
+                                             'upstream_source 192.0.2.1'))
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(r'reload failed; the old configuration stays', 3.0, start=mark),
+          'the bad upstream_source did not refuse the reload')
+    c = sessions(h, V4, (V4, px.ports[0]), 1)
+    check(server_hosts(srv, c) == ['127.0.0.2'], 'after the refused reload: %r'
+          % server_hosts(srv, c))
+    stop_ok(px)
+    print('bad addresses refused by file, line and column; the reload kept 127.0.0.2')
+
+
+CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
+
+if __name__ == '__main__':
+    sys.exit(main(CASES, sys.argv))
