@@ -85,7 +85,10 @@ struct sg_route_share {
 
 /*
  * slipgate's upstream sockets, every loop's, by local port (a port is one
- * socket's: they bind the wildcard address, dual-stack for IPv6): the IPv4
+ * socket's: they bind the wildcard address, dual-stack for IPv6; with
+ * `upstream_source` they bind given addresses, where the kernel may give two
+ * of them one port: the later one's address is kept, and the first one's
+ * close forgets the port, which only weakens the loop check): the IPv4
  * ones with the address they are connected from (0 while not connected:
  * they send from any), the IPv6 ones by port, and whether they are not
  * connected (`v6_any`: then they may send from an IPv4 address too).

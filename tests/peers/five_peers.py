@@ -29,8 +29,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from q3_peers import (IOQ3_DIR, OA_CLIENT_BASE, QUIT_CFG, RCON_PASSWORD, VARIANTS, Fail, Procs,  # noqa: E402
-                      cvars, free_udp_port, getstatus, read, run_main, slipgate_binary,
+from q3_peers import (IOQ3_DIR, OA_CLIENT_BASE, QUIT_CFG, RCON_PASSWORD, VARIANTS,  # noqa: E402
+                      Fail, Procs, cvars, free_udp_port, getstatus, read, run_main, slipgate_binary,
                       start_server, wait_for)
 import relay_peers  # noqa: E402
 
