@@ -363,6 +363,72 @@ struct sg_codec_master {
     int (*shutdown)(uint8_t *out, size_t cap);
 };
 
+
+/*
+ * Spectators (a route's `spectate` port): slipgate answers a real game
+ * client there as a server would, and shows it the view of one of the
+ * route's sessions.  The proxy owns the socket, the table of spectators by
+ * address, the limits and timeouts, and picks the session watched; these
+ * hooks do everything game-specific.  No I/O: answers go through `emit`
+ * (to the spectator's own address only).  Nothing a spectator sends ever
+ * reaches the game server.
+ */
+enum sg_spect_hello {
+    SG_SPECT_IGNORE = 0,  /* no answer */
+    SG_SPECT_REPLY = 1,   /* the answer is in `out` */
+    SG_SPECT_CONNECT = 2, /* a connect with the right challenge and password: admit it */
+    SG_SPECT_REFUSE = 3,  /* a refused connect: the game's refusal is in `out` */
+};
+
+/* What a spectator asked for in a datagram (its console commands). */
+enum sg_spect_ask {
+    SG_SPECT_ASK_NONE = 0,
+    SG_SPECT_ASK_END,    /* it left (disconnect) */
+    SG_SPECT_ASK_NEXT,   /* follownext */
+    SG_SPECT_ASK_PREV,   /* followprev */
+    SG_SPECT_ASK_FOLLOW, /* follow NAME|N: `arg` */
+};
+
+struct sg_spect_ask_req {
+    enum sg_spect_ask ask;
+    char arg[64];
+};
+
+struct sg_codec_spectate {
+    /*
+     * A datagram from an address that is no spectator yet: a challenge
+     * request gets `challenge` (the proxy's, keyed to the address); a
+     * connect is checked (that challenge, `password` when not NULL) and
+     * either admitted (SG_SPECT_CONNECT) or refused with the game's own
+     * message in `out`.  Returns enum sg_spect_hello; *out_len is set for
+     * SG_SPECT_REPLY.
+     */
+    int (*hello)(const uint8_t *data, size_t len, int32_t challenge, const char *password,
+                 uint8_t *out, size_t cap, size_t *out_len);
+    /* A spectator from its admitted connect: stores it and emits the
+     * game's accept.  0, -ENOMEM or SG_E_MALFORMED. */
+    int (*create)(void **spec, const uint8_t *connect, size_t len, sg_emit_fn emit, void *ctx);
+    void (*destroy)(void *spec); /* accepts NULL */
+    /* The spectator now watches the session whose codec state is `watched`
+     * (NULL: none): it gets a new start (the game's gamestate) when due. */
+    void (*watch)(void *spec, const void *watched);
+    /*
+     * A datagram from the spectator, with the state of the session it
+     * watches (or NULL): handshake repeats, acknowledgements, its console
+     * commands (in `req`).  Returns 0 or a negative error (counted).
+     */
+    int (*input)(void *spec, const void *watched, uint64_t now_ms, const uint8_t *data, size_t len,
+                 sg_emit_fn emit, void *ctx, struct sg_spect_ask_req *req);
+    /* The watched session's codec just decoded server frame `f`: send the
+     * spectator its part of it.  Returns datagrams sent or a negative error. */
+    int (*feed)(void *spec, const void *watched, const struct sg_frame *f, uint64_t now_ms,
+                sg_emit_fn emit, void *ctx);
+    /* The spectator's name (its userinfo), "" when unknown. */
+    const char *(*name)(const void *spec);
+    /* The watched session's player's name and slot (for follow NAME|N): "" and -1 unknown. */
+    int (*player)(const void *watched, char *name, size_t cap);
+};
+
 struct sg_codec {
     const char *name;        /* "q3" */
     const char *description; /* one line */
@@ -550,6 +616,9 @@ struct sg_codec {
      * terminated; the page shows it as text).  May be NULL.  Appended last.
      */
     void (*info)(void *state, struct sg_codec_info *out);
+
+    /* Spectators on a route's `spectate` port, or NULL (the game has none yet).  Appended last. */
+    const struct sg_codec_spectate *spectate;
 };
 
 /*

@@ -81,6 +81,17 @@ static void addr_stored(void *obj, const struct sg_conf_directive *d, const stru
     *(listen ? &rc->listen_col : &rc->server_col) = arg->col;
 }
 
+/* spectators: where `spectate` was given, for the checks that name it. */
+static void spectate_stored(void *obj, const struct sg_conf_directive *d,
+                            const struct sg_conf_arg *arg)
+{
+    struct sg_route_conf *rc = obj;
+
+    (void)d;
+    rc->spectate_line = arg->line;
+    rc->spectate_col = arg->col;
+}
+
 /* `nq_accept_ports LOW-HIGH` (or one PORT). */
 static int nq_ports_set(void *obj, const struct sg_conf_directive *d,
                         const struct sg_conf_arg *args, int nargs, struct sg_conf_diag *diag,
@@ -514,6 +525,35 @@ static const struct sg_conf_directive route_directives[] = {
      .choices = ready_probe_names,
      .argname = "on|off",
      .help = READY_PROBE_HELP},
+    /* spectators */
+    {.name = "spectate",
+     .type = SG_CONF_ADDR,
+     .stored = spectate_stored,
+     .offset = offsetof(struct sg_route_conf, spectate),
+     .port0 = true,
+     .argname = "ADDR:PORT",
+     .help = "a spectator port: a real game client that connects there watches a player of this "
+             "route through that player's eyes (Quake 3; doc/spectators.md); nothing it sends "
+             "reaches the server"},
+    {.name = "spectate_delay",
+     .type = SG_CONF_DURATION,
+     .offset = offsetof(struct sg_route_conf, spectate_delay_ms),
+     .min = 0,
+     .max = 600LL * 1000,
+     .argname = "DURATION",
+     .help = "show spectators the game this much later (default 0: live; only 0 so far)"},
+    {.name = "spectate_password",
+     .type = SG_CONF_STRING,
+     .offset = offsetof(struct sg_route_conf, spectate_password),
+     .argname = "TEXT",
+     .help = "spectators must give this password (the game's own: Quake 3's `password` cvar)"},
+    {.name = "max_spectators",
+     .type = SG_CONF_INT,
+     .offset = offsetof(struct sg_route_conf, max_spectators),
+     .min = 1,
+     .max = 1024,
+     .argname = "N",
+     .help = "most spectators at once on the spectator port (default 8)"},
     {.name = "filter",
      .type = SG_CONF_BLOCK,
      .open = filter_open,
@@ -601,6 +641,7 @@ static void route_defaults(struct sg_route_conf *rc)
     rc->prx_ping_interval_ms = 30000;
     rc->residence_off = -1; /* the top level's (residence times) */
     rc->ready_probe = -1;   /* the top level's (readiness probe) */
+    rc->max_spectators = 8; /* spectators */
 }
 
 static struct sg_route_conf *route_append(struct sg_conf *conf, const char *name, int line)
@@ -1070,6 +1111,44 @@ static int check_anonymize(struct sg_conf *conf, struct sg_route_conf *r, const 
 }
 
 /* route_by prx: a game that has proxy chains, and allow-list entries that parse. */
+/* spectators: a game with spectators, live only so far, and options that need the port. */
+static int check_spectate(struct sg_route_conf *r, const char *file, struct sg_conf_diag *diag)
+{
+    const struct sg_codec *game = sg_protocol_codec(r->protocol);
+    int line = r->spectate_line;
+
+    if (!r->spectate) {
+        if (r->spectate_delay_ms > 0 || r->spectate_password) {
+            sg_conf_diag_error(diag, r->line ? file : "command line", r->line, r->line ? 1 : 0,
+                               "route '%s': 'spectate_delay' and 'spectate_password' need "
+                               "'spectate ADDR:PORT'",
+                               r->name);
+            return SG_E_CONFIG;
+        }
+        return 0;
+    }
+    if (!game || !game->spectate) {
+        sg_conf_diag_error(diag, line ? file : "command line", line, r->spectate_col,
+                           "route '%s': 'spectate' needs a game with spectators: set 'protocol "
+                           "q3' (the only one so far)",
+                           r->name);
+        return SG_E_CONFIG;
+    }
+    if (r->route_by != SG_ROUTE_BY_FIXED) {
+        sg_conf_diag_error(diag, line ? file : "command line", line, r->spectate_col,
+                           "route '%s': 'spectate' needs a fixed route (no 'route_by')", r->name);
+        return SG_E_CONFIG;
+    }
+    if (r->spectate_delay_ms > 0) {
+        sg_conf_diag_error(diag, line ? file : "command line", line, r->spectate_col,
+                           "route '%s': 'spectate_delay' other than 0 is not supported yet "
+                           "(spectators watch live)",
+                           r->name);
+        return SG_E_CONFIG;
+    }
+    return 0;
+}
+
 static int check_route_by(struct sg_route_conf *r, const char *file, struct sg_conf_diag *diag)
 {
     const struct sg_codec *game = sg_protocol_codec(r->protocol);
@@ -1164,6 +1243,8 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
                                r->name);
             rc = SG_E_CONFIG;
         }
+        if (check_spectate(r, file, diag) < 0) /* spectators */
+            rc = SG_E_CONFIG;
         if (r->ready_probe < 0) /* readiness probe */
             r->ready_probe = conf->ready_probe;
         r->ready_probe_timeout_ms =

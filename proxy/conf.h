@@ -111,6 +111,12 @@ struct sg_route_conf {
     struct sg_master_conf *masters;  /* `master HOST:PORT ...`, in order */
     int nmasters;
     int64_t master_interval_ms;      /* heartbeats this often; 0: the game's own period */
+    /* spectators */
+    char *spectate;                  /* `spectate ADDR:PORT`: the spectator port, or NULL */
+    int spectate_line, spectate_col; /* where it was given */
+    int64_t spectate_delay_ms;       /* every spectator sees the game this late (0: live) */
+    char *spectate_password;         /* the spectators' password (userinfo `password`), or NULL */
+    int64_t max_spectators;          /* spectators at once on the port */
     struct sg_route_conf *next;
 };
 

@@ -1605,6 +1605,8 @@ static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
     dst->sign_key = src->sign_key ? strdup(src->sign_key) : NULL;
     dst->anonymize_key = src->anonymize_key ? strdup(src->anonymize_key) : NULL;
     dst->prx_allow_file = src->prx_allow_file ? strdup(src->prx_allow_file) : NULL;
+    dst->spectate = src->spectate ? strdup(src->spectate) : NULL; /* spectators */
+    dst->spectate_password = src->spectate_password ? strdup(src->spectate_password) : NULL;
     memset(&dst->prx_allow, 0, sizeof(dst->prx_allow)); /* read into r->rb at start and reload */
     dst->top = NULL; /* the configuration may be replaced by a reload */
     dst->masters = sg_master_conf_copy(src->masters, src->nmasters);
@@ -1616,7 +1618,8 @@ static int copy_conf(struct sg_route_conf *dst, const struct sg_route_conf *src)
     memset(&dst->ban_files, 0, sizeof(dst->ban_files)); /* read already: the file's */
     if (!dst->name || !dst->listen || !dst->server || (src->record && !dst->record) ||
         (src->sign_key && !dst->sign_key) || (src->anonymize_key && !dst->anonymize_key) ||
-        (src->prx_allow_file && !dst->prx_allow_file) ||
+        (src->prx_allow_file && !dst->prx_allow_file) || (src->spectate && !dst->spectate) ||
+        (src->spectate_password && !dst->spectate_password) ||
         (src->nmasters > 0 && !dst->masters))
         return UV_ENOMEM;
     return 0;
@@ -1631,6 +1634,8 @@ static void free_conf(struct sg_route_conf *c)
     free(c->sign_key);
     free(c->anonymize_key);
     free(c->prx_allow_file);
+    free(c->spectate); /* spectators */
+    free(c->spectate_password);
     sg_master_conf_free(c->masters, c->nmasters);
     sg_filter_list_unref(c->filters);
     sg_ban_list_unref(c->bans);
@@ -1807,7 +1812,12 @@ char *sg_route__client_name(const struct sg_route *r, const struct sockaddr *sa,
     return sg_addr_format(sa, buf, cap);
 }
 
-/* The heartbeat engine's handles count among the route's. */
+void sg_route__spectate_feed(struct sg_session *s, const struct sg_frame *f, uint64_t now_ms)
+{
+    sg_spectate_feed(s->route->spect, s, f, now_ms);
+}
+
+/* The heartbeat engine's and the spectator port's handles count among the route's. */
 static void master_opened(void *data)
 {
     ((struct sg_route *)data)->open_handles++;
@@ -1915,6 +1925,17 @@ int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_co
         err = sg_master_create(&mo, r->game, rc, conf_file(rc), r->listener.fd,
                                (struct sockaddr *)&r->listen_addr,
                                (struct sockaddr *)&r->server_addr, &r->master);
+        if (err < 0)
+            goto err_handles;
+    }
+    if (r->conf.spectate && r->ctx->worker == 0) { /* spectators */
+        const struct sg_spectate_owner so = {.ctx = r->ctx,
+                                             .name = r->conf.name,
+                                             .data = r,
+                                             .sessions = &r->sessions,
+                                             .opened = master_opened,
+                                             .closed = master_closed};
+        err = sg_spectate_create(&so, r->game, &r->conf, &r->spect);
         if (err < 0)
             goto err_handles;
     }
@@ -2146,6 +2167,7 @@ void sg_route_close(struct sg_route *r, const char *reason)
         uv_close((uv_handle_t *)&r->sweep, on_route_handle_closed);
     /* The masters hear that the route goes (from the listener, still open). */
     sg_master_close(r->master, strcmp(reason, "startup failed") != 0);
+    sg_spectate_close(r->spect, "the route closed"); /* spectators */
     /* The sessions' datagrams are out (each close flushed); then the
      * outbox and the listener.  Their close callbacks find the route. */
     if (sg_outbox_close(&r->outbox, on_route_handle_closed))
@@ -2217,6 +2239,8 @@ void sg_route_destroy(struct sg_route *r)
     sg_route__door_finish(r);
     sg_master_destroy(r->master);
     r->master = NULL;
+    sg_spectate_destroy(r->spect); /* spectators */
+    r->spect = NULL;
     free_conf(&r->conf);
     sg_udp_batch_finish(&r->batch);
     free(r->drain_buf);

@@ -23,6 +23,7 @@
 #include "proxy/log.h"
 #include "proxy/master.h"
 #include "proxy/session.h"
+#include "proxy/spectate.h"
 #include "proxy/udp.h"
 #include "protocols/codec.h"
 #include "filters/chain.h"
@@ -172,6 +173,7 @@ struct sg_route {
     struct sg_anon_key *anon_key;   /* client pseudonyms (`anonymize yes`), or NULL; the route's life */
     struct sg_delay_queue delay;    /* datagrams filters hold back */
     struct sg_master *master;       /* heartbeats (`master`), or NULL: a game without them */
+    struct sg_spectate *spect;      /* the spectator port (`spectate`, worker 0), or NULL */
     bool closing;
     int open_handles; /* handles (its own and its sessions' sockets) whose close
                          callback is pending or due */
@@ -298,6 +300,9 @@ struct sg_route {
     uint64_t probe_sent_ms, probe_answer_ms; /* uv_now() of the last query and answer (0: none) */
     struct sg_route_by_state *rb;
 };
+
+/* Session `s` decoded frame `f`: the route's spectators watching it get their part. */
+void sg_route__spectate_feed(struct sg_session *s, const struct sg_frame *f, uint64_t now_ms);
 
 /*
  * The door (proxy/door.c): may the client datagram `data` from `from`

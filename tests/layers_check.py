@@ -20,7 +20,7 @@ import sys
 LAYERS = [
     ("base", {"addr", "log", "udp", "delay", "conf", "ctx", "counters", "notify", "ban", "hist"}),
     ("session", {"session", "master"}),
-    ("route", {"route", "door"}),
+    ("route", {"route", "door", "spectate"}),
     ("stats", {"stats", "metrics", "demos"}),
     ("http", {"http", "web_assets", "admin"}),
     ("app", {"app", "preflight"}),

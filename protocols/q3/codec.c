@@ -23,6 +23,7 @@
 #include "protocols/q3/oob.h"
 #include "protocols/q3/proto.h"
 #include "protocols/q3/renum.h"
+#include "protocols/q3/spectate.h"
 #include "protocols/q3/state.h"
 #include "protocols/q3/svmsg.h"
 #include "protocols/seqwin.h"
@@ -1198,6 +1199,17 @@ static void q3_info(void *state, struct sg_codec_info *out)
     *out = c->game;
 }
 
+/* What spectators of this session are shown (spectate.c). */
+const struct sg_q3_state *sg_q3__codec_stream(const void *state, const struct sg_q3_svmsg **last,
+                                              int *parse_err)
+{
+    const struct q3c *c = state;
+
+    *last = &c->sv;
+    *parse_err = c->parse_err;
+    return c->st;
+}
+
 /* Once per session: the protocol is one slipgate relays with its headers read only. */
 static const char *q3_take_notice(void *state)
 {
@@ -1257,4 +1269,5 @@ const struct sg_codec sg_q3_codec = {
     .master = &sg_q3_master,
     .take_notice = q3_take_notice,
     .info = q3_info,
+    .spectate = &sg_q3_spectate,
 };

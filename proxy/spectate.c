@@ -1,0 +1,438 @@
+/*
+ * Spectators on a route's spectator port (spectate.h): the socket, the
+ * table by address, admission (challenge, password, max_spectators), the
+ * idle timeout and which session each spectator watches.  Everything the
+ * game does is behind the codec's spectate hooks.
+ */
+#include "proxy/spectate.h"
+
+#include "proxy/addr.h"
+#include "proxy/log.h"
+#include "protocols/error.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SWEEP_MS     1000
+#define READS_PER_CB 64 /* datagrams read per readiness, so a flood cannot hold the loop */
+#define REPLY_CAP    1400
+
+struct emit_ctx {
+    struct sg_spectate *sp;
+    struct sg_spectator *who; /* NULL: an address that is no spectator */
+    const struct sockaddr *to;
+};
+
+/* The only destination: the address that wrote to the socket. */
+static int emit(void *ctx, const uint8_t *data, size_t len)
+{
+    struct emit_ctx *e = ctx;
+    int err = sg_udp_send(&e->sp->sock, data, len, e->to);
+
+    if (err < 0)
+        return err;
+    e->sp->stats.datagrams_out++;
+    e->sp->stats.bytes_out += len;
+    if (e->who)
+        e->who->datagrams_out++;
+    return 0;
+}
+
+/* ---- sessions to watch ---- */
+
+static bool watchable(const struct sg_spectate *sp, const struct sg_session *s)
+{
+    return !s->closing && s->codec == sp->game && s->cstate && s->stage == SG_STAGE_ESTABLISHED;
+}
+
+static struct sg_session *session_by_id(const struct sg_spectate *sp, uint64_t id)
+{
+    for (struct sg_session *s = *sp->owner.sessions; s && id; s = s->next)
+        if (s->sum.id == id)
+            return watchable(sp, s) ? s : NULL;
+    return NULL;
+}
+
+/* The next watchable session after `from` (or the first), `step` +1 or -1, wrapping. */
+static struct sg_session *session_step(const struct sg_spectate *sp, uint64_t from, int step)
+{
+    struct sg_session *first = NULL, *last = NULL, *before = NULL, *after = NULL;
+    bool seen = false;
+
+    for (struct sg_session *s = *sp->owner.sessions; s; s = s->next) {
+        if (s->sum.id == from && from) {
+            seen = true;
+            continue;
+        }
+        if (!watchable(sp, s))
+            continue;
+        if (!first)
+            first = s;
+        last = s;
+        if (!seen)
+            before = s;
+        else if (!after)
+            after = s;
+    }
+    if (step > 0)
+        return after ? after : first;
+    return before ? before : last;
+}
+
+/* `follow NAME|N`: the session whose player has that name (colours ignored) or slot. */
+static struct sg_session *session_named(const struct sg_spectate *sp, const char *arg)
+{
+    char name[64], plain[64];
+    char *end;
+    long slot = strtol(arg, &end, 10);
+    bool number = end != arg && *end == 0;
+
+    for (struct sg_session *s = *sp->owner.sessions; s; s = s->next) {
+        int n;
+        size_t k = 0;
+
+        if (!watchable(sp, s))
+            continue;
+        n = sp->hooks->player(s->cstate, name, sizeof(name));
+        if (number && n == slot)
+            return s;
+        for (const char *p = name; *p && k + 1 < sizeof(plain); p++) {
+            if (*p == '^' && p[1]) {
+                p++;
+                continue;
+            }
+            plain[k++] = *p;
+        }
+        plain[k] = 0;
+        if (!number && (strcasecmp(plain, arg) == 0 || strcasecmp(name, arg) == 0))
+            return s;
+    }
+    return NULL;
+}
+
+static void watch(struct sg_spectate *sp, struct sg_spectator *v, struct sg_session *s)
+{
+    char who[64];
+    int slot;
+
+    v->watched = s ? s->sum.id : 0;
+    sp->hooks->watch(v->spec, s ? s->cstate : NULL);
+    if (!s)
+        return;
+    slot = sp->hooks->player(s->cstate, who, sizeof(who));
+    sg_log_at(sp->owner.ctx->log, SG_LOG_INFO, sp->owner.name, s->sum.id,
+              "spectator %llu (%s) watches session %llu (player %d, %s)", (unsigned long long)v->id,
+              sp->hooks->name(v->spec), (unsigned long long)s->sum.id, slot, who);
+}
+
+/* ---- the table ---- */
+
+static struct sg_spectator *find(struct sg_spectate *sp, const struct sockaddr *from)
+{
+    for (struct sg_spectator *v = sp->list; v; v = v->next)
+        if (sg_addr_equal((const struct sockaddr *)&v->addr, from))
+            return v;
+    return NULL;
+}
+
+static void end(struct sg_spectate *sp, struct sg_spectator *v, const char *reason, uint64_t now)
+{
+    char a[SG_ADDR_STRLEN];
+
+    for (struct sg_spectator **p = &sp->list; *p; p = &(*p)->next) {
+        if (*p != v)
+            continue;
+        *p = v->next;
+        break;
+    }
+    sp->n--;
+    sp->stats.ended++;
+    sg_log(sp->owner.ctx->log, SG_LOG_INFO, sp->owner.name, 0,
+           "spectator %llu (%s) from %s ended: %s (%.1f s, %llu datagrams in, %llu out)",
+           (unsigned long long)v->id, sp->hooks->name(v->spec),
+           sg_addr_format((const struct sockaddr *)&v->addr, a, sizeof(a)), reason,
+           (double)(now - v->started_ms) / 1000.0, (unsigned long long)v->datagrams_in,
+           (unsigned long long)v->datagrams_out);
+    sp->hooks->destroy(v->spec);
+    free(v);
+}
+
+/* The challenge an address gets: the same every time, unguessable elsewhere. */
+static int32_t challenge_of(const struct sg_spectate *sp, const struct sockaddr *from)
+{
+    unsigned char key[16], h[crypto_shorthash_BYTES];
+    size_t n = sg_addr_host_key(from, key);
+    unsigned char msg[18];
+    int32_t c;
+
+    memcpy(msg, key, n);
+    msg[n] = (unsigned char)(sg_addr_port(from) >> 8);
+    msg[n + 1] = (unsigned char)sg_addr_port(from);
+    crypto_shorthash(h, msg, n + 2, sp->key);
+    memcpy(&c, h, sizeof(c));
+    return c & 0x7fffffff;
+}
+
+/* A datagram from an address that is no spectator: the handshake's first steps. */
+static void stranger(struct sg_spectate *sp, const struct sockaddr *from, const uint8_t *data,
+                     size_t len, uint64_t now)
+{
+    struct emit_ctx e = {sp, NULL, from};
+    uint8_t out[REPLY_CAP];
+    size_t n = 0;
+    int32_t challenge = challenge_of(sp, from);
+    int verdict = sp->hooks->hello(data, len, challenge, sp->password, out, sizeof(out), &n);
+    struct sg_spectator *v;
+    struct sg_session *s;
+    char a[SG_ADDR_STRLEN];
+    int err;
+
+    if (verdict == SG_SPECT_REPLY || verdict == SG_SPECT_REFUSE) {
+        (void)emit(&e, out, n);
+        if (verdict == SG_SPECT_REFUSE) {
+            sp->stats.refused++;
+            sg_log_at(sp->owner.ctx->log, SG_LOG_INFO, sp->owner.name, 0,
+                      "spectator from %s refused (%.*s)", sg_addr_format(from, a, sizeof(a)),
+                      (int)strcspn((const char *)out + 10, "\n"), (const char *)out + 10);
+        }
+        return;
+    }
+    if (verdict != SG_SPECT_CONNECT)
+        return;
+    if ((int64_t)sp->n >= sp->max) {
+        sp->stats.refused++;
+        if (sp->game->full_reply && (n = sp->game->full_reply(data, len, out, sizeof(out))) > 0)
+            (void)emit(&e, out, n);
+        sg_log_at(sp->owner.ctx->log, SG_LOG_INFO, sp->owner.name, 0,
+                  "spectator from %s refused: max_spectators (%lld) are watching",
+                  sg_addr_format(from, a, sizeof(a)), (long long)sp->max);
+        return;
+    }
+    if (!(v = calloc(1, sizeof(*v))))
+        return;
+    memcpy(&v->addr, from, sg_addr_len(from));
+    e.who = v;
+    err = sp->hooks->create(&v->spec, data, len, emit, &e);
+    if (err < 0) {
+        sp->stats.errors++;
+        free(v);
+        return;
+    }
+    v->id = ++sp->next_id;
+    v->started_ms = v->last_ms = now;
+    v->datagrams_in = 1;
+    v->next = sp->list;
+    sp->list = v;
+    sp->n++;
+    sp->stats.started++;
+    sg_log(sp->owner.ctx->log, SG_LOG_INFO, sp->owner.name, 0,
+           "spectator %llu (%s) from %s started (%zu watching)", (unsigned long long)v->id,
+           sp->hooks->name(v->spec), sg_addr_format(from, a, sizeof(a)), sp->n);
+    if ((s = session_step(sp, 0, 1)))
+        watch(sp, v, s);
+}
+
+/* A spectator's datagram: acknowledgements and console commands. */
+static void spectator_datagram(struct sg_spectate *sp, struct sg_spectator *v, const uint8_t *data,
+                               size_t len, uint64_t now)
+{
+    struct emit_ctx e = {sp, v, (const struct sockaddr *)&v->addr};
+    struct sg_spect_ask_req req = {0};
+    struct sg_session *s = session_by_id(sp, v->watched), *to = NULL;
+    int err;
+
+    v->last_ms = now;
+    v->datagrams_in++;
+    /* none watched yet, or the session it watched is gone: the next one */
+    if (!s) {
+        s = session_step(sp, v->watched, 1);
+        if (s || v->watched)
+            watch(sp, v, s);
+    }
+    err = sp->hooks->input(v->spec, s ? s->cstate : NULL, now, data, len, emit, &e, &req);
+    if (err < 0)
+        sp->stats.errors++;
+    switch (req.ask) {
+    case SG_SPECT_ASK_END:
+        end(sp, v, "disconnected", now);
+        return;
+    case SG_SPECT_ASK_NEXT:
+        to = session_step(sp, v->watched, 1);
+        break;
+    case SG_SPECT_ASK_PREV:
+        to = session_step(sp, v->watched, -1);
+        break;
+    case SG_SPECT_ASK_FOLLOW:
+        to = session_named(sp, req.arg);
+        break;
+    default:
+        break;
+    }
+    if (to && to != s)
+        watch(sp, v, to);
+}
+
+static void on_readable(struct sg_udp *u)
+{
+    struct sg_spectate *sp = u->data;
+    uint64_t now = uv_now(sp->owner.ctx->loop);
+
+    for (int i = 0; i < READS_PER_CB; i++) {
+        struct sockaddr_storage from;
+        int flags = 0;
+        uint64_t at;
+        int n = sg_udp_recv_one(u, sp->buf, sizeof(sp->buf), &from, &flags, &at);
+        struct sg_spectator *v;
+
+        if (n == -EAGAIN)
+            break;
+        if (n < 0 || (flags & MSG_TRUNC))
+            continue;
+        sp->stats.datagrams_in++;
+        sp->stats.bytes_in += (uint64_t)n;
+        if ((v = find(sp, (struct sockaddr *)&from)))
+            spectator_datagram(sp, v, sp->buf, (size_t)n, now);
+        else
+            stranger(sp, (struct sockaddr *)&from, sp->buf, (size_t)n, now);
+    }
+}
+
+void sg_spectate_feed(struct sg_spectate *sp, struct sg_session *s, const struct sg_frame *f,
+                      uint64_t now_ms)
+{
+    struct sg_spectator *v, *next;
+
+    if (!sp || f->dir != SG_DIR_S2C || f->kind != SG_FRAME_MESSAGE || !watchable(sp, s))
+        return;
+    for (v = sp->list; v; v = next) {
+        struct emit_ctx e = {sp, v, (const struct sockaddr *)&v->addr};
+        int err;
+
+        next = v->next;
+        if (!v->watched)
+            watch(sp, v, s);
+        if (v->watched != s->sum.id)
+            continue;
+        err = sp->hooks->feed(v->spec, s->cstate, f, now_ms, emit, &e);
+        if (err < 0) {
+            sp->stats.errors++;
+            if (err == SG_E_STATE)
+                end(sp, v, "too far behind (reliable commands overflowed)", now_ms);
+        }
+    }
+}
+
+/* Spectators that went quiet. */
+static void on_sweep(uv_timer_t *t)
+{
+    struct sg_spectate *sp = t->data;
+    uint64_t now = uv_now(sp->owner.ctx->loop);
+    struct sg_spectator *v, *next;
+
+    for (v = sp->list; v; v = next) {
+        next = v->next;
+        if (now - v->last_ms >= (uint64_t)sp->timeout_ms)
+            end(sp, v, "timed out", now);
+    }
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    struct sg_spectate *sp = h->data;
+
+    sp->owner.closed(sp->owner.data);
+}
+
+int sg_spectate_create(const struct sg_spectate_owner *owner, const struct sg_codec *game,
+                       const struct sg_route_conf *rc, struct sg_spectate **out)
+{
+    struct sg_spectate *sp;
+    char why[256], a[SG_ADDR_STRLEN];
+    int err;
+
+    *out = NULL;
+    if (!game || !game->spectate)
+        return SG_E_UNSUPPORTED;
+    if (!(sp = calloc(1, sizeof(*sp))))
+        return -ENOMEM;
+    sp->owner = *owner;
+    sp->game = game;
+    sp->hooks = game->spectate;
+    sp->max = rc->max_spectators;
+    sp->timeout_ms = rc->idle_timeout_ms;
+    randombytes_buf(sp->key, sizeof(sp->key));
+    if (rc->spectate_password && !(sp->password = strdup(rc->spectate_password))) {
+        free(sp);
+        return -ENOMEM;
+    }
+    err = sg_addr_resolve(owner->ctx->loop, rc->spectate, true, &sp->addr, why, sizeof(why));
+    if (err < 0) {
+        sg_log(owner->ctx->log, SG_LOG_ERROR, owner->name, 0, "spectate: %s", why);
+        goto err_free;
+    }
+    err = uv_timer_init(owner->ctx->loop, &sp->timer);
+    if (err < 0)
+        goto err_free;
+    sp->timer.data = sp;
+    sp->timer_open = true;
+    owner->opened(owner->data);
+    err = sg_udp_open(&sp->sock, owner->ctx->loop, (struct sockaddr *)&sp->addr, NULL, on_readable,
+                      sp);
+    if (err < 0) {
+        sg_log(owner->ctx->log, SG_LOG_ERROR, owner->name, 0, "spectate: cannot bind %s: %s",
+               rc->spectate, strerror(-err));
+        *out = sp; /* the timer closes with the route */
+        return err;
+    }
+    sp->sock_open = true;
+    owner->opened(owner->data);
+    if (sg_addr_port((struct sockaddr *)&sp->addr) == 0) {
+        socklen_t len = sizeof(sp->addr);
+        (void)getsockname(sp->sock.fd, (struct sockaddr *)&sp->addr, &len);
+    }
+    uv_timer_start(&sp->timer, on_sweep, SWEEP_MS, SWEEP_MS);
+    sg_log(owner->ctx->log, SG_LOG_INFO, owner->name, 0, "spectators on %s (%lld at most%s)",
+           sg_addr_format((struct sockaddr *)&sp->addr, a, sizeof(a)), (long long)sp->max,
+           sp->password ? ", password" : "");
+    *out = sp;
+    return 0;
+
+err_free:
+    free(sp->password);
+    free(sp);
+    return err;
+}
+
+void sg_spectate_close(struct sg_spectate *sp, const char *reason)
+{
+    uint64_t now;
+
+    if (!sp)
+        return;
+    now = uv_now(sp->owner.ctx->loop);
+    while (sp->list)
+        end(sp, sp->list, reason, now);
+    if (sp->sock_open && sg_udp_close(&sp->sock, on_closed))
+        sp->sock.poll.data = sp;
+    if (sp->timer_open)
+        uv_close((uv_handle_t *)&sp->timer, on_closed);
+    sp->sock_open = sp->timer_open = false;
+}
+
+void sg_spectate_destroy(struct sg_spectate *sp)
+{
+    if (!sp)
+        return;
+    while (sp->list) { /* none once closed */
+        struct sg_spectator *v = sp->list;
+        sp->list = v->next;
+        sp->hooks->destroy(v->spec);
+        free(v);
+    }
+    free(sp->password);
+    free(sp);
+}

@@ -1,0 +1,99 @@
+/*
+ * Spectators: a route's `spectate ADDR:PORT` port, where slipgate answers a
+ * real game client as a server would and shows it one session of the
+ * route as that player sees it (the game's follow mode).
+ *
+ * The layer is generic: its own UDP socket per route (worker 0's loop
+ * only), a table of spectators by address, `max_spectators`, the idle
+ * timeout, one log line per spectator start and end, counters; the game's
+ * side goes through the codec's spectate hooks (protocols/codec.h).  It
+ * only ever answers the address that wrote to it, and nothing that
+ * arrives there is relayed anywhere: the game server never hears of a
+ * spectator.
+ */
+#ifndef SG_PROXY_SPECTATE_H
+#define SG_PROXY_SPECTATE_H
+
+#include "proxy/conf.h"
+#include "proxy/ctx.h"
+#include "proxy/session.h"
+#include "proxy/udp.h"
+#include "protocols/codec.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+/*
+ * The spectator port's owner (the route), given at creation: the loop's
+ * context, the route's name for log lines, its list of live sessions
+ * (read only, on the same loop), and hooks counting the layer's handles
+ * among the route's (`opened` once per handle, `closed` from each close
+ * callback).
+ */
+struct sg_spectate_owner {
+    const struct sg_ctx *ctx;
+    const char *name;
+    void *data;
+    struct sg_session *const *sessions;
+    void (*opened)(void *data);
+    void (*closed)(void *data);
+};
+
+/* Totals for /metrics and --stats. */
+struct sg_spectate_stats {
+    uint64_t started, ended, refused; /* spectators admitted, gone, connects refused */
+    uint64_t datagrams_in, datagrams_out, bytes_in, bytes_out;
+    uint64_t errors; /* datagrams the game's side could not take or build */
+};
+
+struct sg_spectator {
+    struct sg_spectator *next;
+    struct sockaddr_storage addr;
+    void *spec;       /* the game's spectator state */
+    uint64_t id;      /* 1, 2, ... per route, for log lines */
+    uint64_t watched; /* the session id it watches, 0: none */
+    uint64_t started_ms, last_ms;
+    uint64_t datagrams_in, datagrams_out;
+};
+
+struct sg_spectate {
+    struct sg_spectate_owner owner;
+    const struct sg_codec *game;
+    const struct sg_codec_spectate *hooks;
+    struct sg_udp sock;
+    uv_timer_t timer;
+    bool sock_open, timer_open;
+    struct sockaddr_storage addr; /* the spectator port, as bound */
+    char *password;               /* `spectate_password`, or NULL */
+    int64_t max, timeout_ms;
+    unsigned char key[16]; /* the challenges it gives: a keyed hash of the address */
+    struct sg_spectator *list;
+    size_t n;
+    uint64_t next_id;
+    struct sg_spectate_stats stats;
+    uint8_t buf[SG_MAX_DATAGRAM];
+};
+
+/*
+ * Open route `rc`'s spectator port for game `game` (its codec has spectate
+ * hooks: checked when the configuration was read): 0 and *out, or a
+ * negative error (logged) with *out NULL.  Close it with
+ * sg_spectate_close, then free it with sg_spectate_destroy once `closed`
+ * ran for every handle.
+ */
+int sg_spectate_create(const struct sg_spectate_owner *owner, const struct sg_codec *game,
+                       const struct sg_route_conf *rc, struct sg_spectate **out);
+
+/* Session `s` decoded frame `f`: its spectators get their part (server frames only). */
+void sg_spectate_feed(struct sg_spectate *sp, struct sg_session *s, const struct sg_frame *f,
+                      uint64_t now_ms);
+
+/* End every spectator (one log line each) and close the handles.  Accepts NULL. */
+void sg_spectate_close(struct sg_spectate *sp, const char *reason);
+
+/* Free what is left after the close callbacks.  Accepts NULL. */
+void sg_spectate_destroy(struct sg_spectate *sp);
+
+#endif
