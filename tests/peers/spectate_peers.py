@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Spectators with real peers: a real ioq3ded with bots, slipgate in front
+of it with a spectator port, a real ioquake3 player through slipgate, and a
+second real ioquake3 client connected to the spectator port.
+
+    spectate_peers.py VARIANT [--seconds N]
+
+VARIANT: PLAYER-SPECTATOR wire protocols, `68-68`, `71-71` or `68-71`
+(the spectator speaks its own protocol whatever the player speaks).
+
+What a pass means: both clients record their own demo (cl_autoRecordDemo);
+the spectator stays connected for N seconds with no error in its console
+(no dropped gamestate, delta or command errors, no disconnect), slipgate logs
+one start and one end line for it and exits 0; the server never hears of
+the spectator (its log names one human player); the spectator's demo
+decodes with 0 errors (`slipgate demo dump`); its snapshots carry the
+watched player's client number with PMF_FOLLOW set, and for every server
+time found in both demos the player-state origin in the spectator's demo
+equals the one in the player's own demo, over at least half of the
+spectator's snapshots.
+
+Everything on 127.0.0.1 with free ports; every process under a time limit
+and ended by PID (q3_peers.Procs).
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import q3_peers  # noqa: E402
+from q3_peers import (Fail, Procs, free_udp_port, read, slipgate_binary, start_client,  # noqa: E402
+                      start_server, wait_for)
+
+PROTO = {
+    "68": ["com_protocol", "68", "com_legacyprotocol", "68"],
+    "71": ["com_protocol", "71", "com_legacyprotocol", "68"],
+}
+SRV_CVARS = ["com_protocol", "71", "com_legacyprotocol", "68"]
+PMF_FOLLOW = 4096
+
+# What ioquake3 prints when a server stream goes wrong (cl_parse.c, cl_main.c, net_chan.c).
+CLIENT_ERRORS = re.compile(
+    r"^ERROR|Delta frame too old|Delta parseEntitiesNum too old|Delta from invalid frame|"
+    r"Server command overflow|Illegible server message|Server disconnected|"
+    r"dropped gamestate|CL_ParseServerMessage|Bad connectResponse|Invalid password|"
+    r"Server is full|Connection Interrupted|^Server: .*disconnect", re.M)
+
+
+def demo_of(home):
+    d = os.path.join(home, "baseoa", "demos")
+    files = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    files = [f for f in files if re.search(r"\.dm_(68|71)$", f)]
+    if not files:
+        raise Fail(f"no demo in {d}")
+    return os.path.join(d, files[-1])
+
+
+def origins(path):
+    tool = os.environ["SG_Q3_DEMO_ORIGINS"]
+    r = subprocess.run([tool, path], capture_output=True, timeout=30)
+    if r.returncode != 0:
+        raise Fail(f"{tool} {path}: exit {r.returncode}: {r.stderr.decode()[-500:]}")
+    out = {}
+    for line in r.stdout.decode().splitlines():
+        t, cn, flags, x, y, z = line.split()
+        out[int(t)] = (int(cn), int(flags), (x, y, z))
+    return out
+
+
+def run(variant, seconds):
+    for exe in ("ioq3ded", "ioquake3"):
+        if not os.access(os.path.join(q3_peers.IOQ3_DIR, exe), os.X_OK):
+            print(f"SKIP: {exe} is not installed")
+            sys.exit(77)
+    pv, _, sv = variant.partition("-")
+    if pv not in PROTO or sv not in PROTO:
+        raise Fail(f"unknown variant {variant}")
+    work = tempfile.mkdtemp(prefix=f"sg-spect-{variant}-")
+    procs = Procs()
+    keep = False
+    try:
+        srv_port, px_port, sp_port = free_udp_port(), free_udp_port(), free_udp_port()
+        cli_port, spc_port = free_udp_port(), free_udp_port()
+        limit = seconds + 60
+        srv, srv_log = start_server(procs, work, SRV_CVARS, srv_port, limit, bots=2)
+
+        px_log = os.path.join(work, "slipgate.log")
+        conf = os.path.join(work, "slipgate.conf")
+        with open(conf, "w") as f:
+            f.write(f"route spect {{\n    listen 127.0.0.1:{px_port}\n"
+                    f"    server 127.0.0.1:{srv_port}\n    protocol q3\n"
+                    f"    spectate 127.0.0.1:{sp_port}\n    spectate_password watch\n"
+                    f"    record {work}/demos\n}}\n")
+        os.makedirs(os.path.join(work, "demos"))
+        px = procs.start("slipgate", [slipgate_binary(), "-c", conf], px_log, limit)
+        if not wait_for(lambda: "spectators on" in read(px_log), 10):
+            raise Fail(f"slipgate did not start:\n{read(px_log)}")
+
+        # The player, through slipgate.
+        pwork = os.path.join(work, "player")
+        os.makedirs(pwork)
+        cli, cli_log, home_cli = start_client(procs, pwork, PROTO[pv], cli_port, px_port, limit)
+        if not wait_for(lambda: "peers^7 entered the game" in read(srv_log), 30):
+            raise Fail(f"the player never entered the game\n{read(cli_log)[-1500:]}\n"
+                       f"--- slipgate\n{read(px_log)[-1500:]}")
+
+        # The spectator, on the spectator port, with the password.
+        swork = os.path.join(work, "spectator")
+        os.makedirs(swork)
+        spc, spc_log, home_spc = start_client(procs, swork, PROTO[sv] + ["password", "watch"],
+                                              spc_port, sp_port, limit)
+        if not wait_for(lambda: re.search(r"spectator 1 \(.*\) watches session", read(px_log)),
+                        30):
+            raise Fail(f"the spectator was not admitted\n--- slipgate\n{read(px_log)[-2000:]}"
+                       f"\n--- spectator\n{read(spc_log)[-2000:]}")
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            time.sleep(0.5)
+            if spc.poll() is not None:
+                raise Fail(f"the spectator's client exited:\n{read(spc_log)[-3000:]}")
+        # End the spectator first (its `quit` sends its disconnect), then the player.
+        with open(os.path.join(home_spc, "baseoa", q3_peers.QUIT_CFG), "w") as f:
+            f.write("quit\n")
+        if not wait_for(lambda: spc.poll() is not None, 20):
+            raise Fail("the spectator did not quit")
+        if not wait_for(lambda: re.search(r"spectator 1 .* ended: disconnected", read(px_log)),
+                        10):
+            raise Fail(f"no end line for the spectator:\n{read(px_log)[-2000:]}")
+        q3_peers.quit_client(cli, home_cli, srv_log, procs)
+        rc = procs.stop(px)
+        if rc != 0:
+            raise Fail(f"slipgate exited {rc}:\n{read(px_log)[-2000:]}")
+
+        # The spectator's console: no error.
+        bad = [ln for ln in read(spc_log).splitlines() if CLIENT_ERRORS.search(ln)
+               and "peers disconnected" not in ln]
+        if bad:
+            raise Fail("the spectator's console says:\n" + "\n".join(bad[:20]))
+        # The server knew one human player only.
+        if len(re.findall(r"ClientConnect: \d+", read(srv_log))) > 3:
+            raise Fail("the server saw more clients than the player and two bots")
+
+        # The spectator's demo: whole, decodable, the player's view.
+        sdemo, pdemo = demo_of(home_spc), demo_of(home_cli)
+        r = subprocess.run([slipgate_binary(), "demo", "dump", sdemo], capture_output=True,
+                           timeout=60)
+        if r.returncode != 0:
+            raise Fail(f"slipgate demo dump {sdemo}: exit {r.returncode}\n"
+                       f"{r.stderr.decode()[-1000:]}{r.stdout.decode()[-1000:]}")
+        so, po = origins(sdemo), origins(pdemo)
+        if len(so) < seconds * 10:
+            raise Fail(f"the spectator's demo has {len(so)} snapshots in {seconds} s")
+        common = sorted(set(so) & set(po))
+        player_cn = {po[t][0] for t in po}
+        diff = [t for t in common if so[t][2] != po[t][2]]
+        unfollowed = [t for t in so if not so[t][1] & PMF_FOLLOW]
+        if unfollowed:
+            raise Fail(f"{len(unfollowed)} spectator snapshots without PMF_FOLLOW")
+        if {so[t][0] for t in so} != player_cn:
+            raise Fail(f"client numbers {set(so[t][0] for t in so)} vs the player's {player_cn}")
+        if len(common) < len(so) // 2:
+            raise Fail(f"only {len(common)} of {len(so)} spectator snapshots have a server time "
+                       "of the player's demo")
+        if diff:
+            t = diff[0]
+            raise Fail(f"{len(diff)} of {len(common)} origins differ, first at {t}: "
+                       f"{so[t][2]} vs {po[t][2]}")
+        # and it plays in the real client to its end
+        frames, secs, _ = q3_peers.play_demo(sdemo, work, PROTO[sv], procs, limit)
+        print(f"PASS spectate_peers {variant}: {len(so)} spectator snapshots, {len(common)} "
+              f"compared with the player's demo, all origins equal; the spectator's demo "
+              f"plays ({frames} frames in {secs} s)")
+        return 0
+    except Fail:
+        keep = True
+        print(f"(work directory kept: {work})")
+        raise
+    finally:
+        procs.stop_all()
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    args = sys.argv[1:]
+    seconds = 15
+    if "--seconds" in args:
+        i = args.index("--seconds")
+        seconds = int(args[i + 1])
+        del args[i:i + 2]
+    if len(args) != 1:
+        print(__doc__)
+        return 2
+    try:
+        return run(args[0], seconds)
+    except Fail as e:
+        print(f"FAIL: {e}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
