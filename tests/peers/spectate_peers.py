@@ -6,7 +6,12 @@ second real ioquake3 client connected to the spectator port.
     spectate_peers.py VARIANT [--seconds N]
 
 VARIANT: PLAYER-SPECTATOR wire protocols, `68-68`, `71-71` or `68-71`
-(the spectator speaks its own protocol whatever the player speaks).
+(the spectator speaks its own protocol whatever the player speaks); or
+`follow`: two players (68), and half-way the spectator runs `follownext`
+on its console: slipgate logs the switch to the other session, and the
+spectator's demo shows both players' views (each snapshot compared with
+the demo of the player whose client number it carries; the new gamestate
+starts a second demo in the spectator's client, as a map change does).
 
 What a pass means: both clients record their own demo (cl_autoRecordDemo);
 the spectator stays connected for N seconds with no error in its console
@@ -52,13 +57,18 @@ CLIENT_ERRORS = re.compile(
     r"Server is full|Connection Interrupted|^Server: .*disconnect", re.M)
 
 
-def demo_of(home):
+def demos_of(home):
+    """The client's own demos, oldest first (a new gamestate starts a new one)."""
     d = os.path.join(home, "baseoa", "demos")
     files = sorted(os.listdir(d)) if os.path.isdir(d) else []
-    files = [f for f in files if re.search(r"\.dm_(68|71)$", f)]
+    files = [os.path.join(d, f) for f in files if re.search(r"\.dm_(68|71)$", f)]
     if not files:
         raise Fail(f"no demo in {d}")
-    return os.path.join(d, files[-1])
+    return files
+
+
+def demo_of(home):
+    return demos_of(home)[-1]
 
 
 def origins(path):
@@ -73,12 +83,18 @@ def origins(path):
     return out
 
 
+def watched(px_log):
+    """The session ids the spectator watched, in order."""
+    return re.findall(r"spectator 1 \(.*\) watches session (\d+)", read(px_log))
+
+
 def run(variant, seconds):
     for exe in ("ioq3ded", "ioquake3"):
         if not os.access(os.path.join(q3_peers.IOQ3_DIR, exe), os.X_OK):
             print(f"SKIP: {exe} is not installed")
             sys.exit(77)
-    pv, _, sv = variant.partition("-")
+    follow = variant == "follow"
+    pv, _, sv = ("68-68" if follow else variant).partition("-")
     if pv not in PROTO or sv not in PROTO:
         raise Fail(f"unknown variant {variant}")
     work = tempfile.mkdtemp(prefix=f"sg-spect-{variant}-")
@@ -102,13 +118,17 @@ def run(variant, seconds):
         if not wait_for(lambda: "spectators on" in read(px_log), 10):
             raise Fail(f"slipgate did not start:\n{read(px_log)}")
 
-        # The player, through slipgate.
-        pwork = os.path.join(work, "player")
-        os.makedirs(pwork)
-        cli, cli_log, home_cli = start_client(procs, pwork, PROTO[pv], cli_port, px_port, limit)
-        if not wait_for(lambda: "peers^7 entered the game" in read(srv_log), 30):
-            raise Fail(f"the player never entered the game\n{read(cli_log)[-1500:]}\n"
-                       f"--- slipgate\n{read(px_log)[-1500:]}")
+        # The players, through slipgate.
+        players = []
+        for i in range(2 if follow else 1):
+            pwork = os.path.join(work, f"player{i}")
+            os.makedirs(pwork)
+            players.append(start_client(procs, pwork, PROTO[pv], free_udp_port(), px_port, limit))
+            # (the second is renamed UnnamedPlayer: the name is taken)
+            if not wait_for(lambda: len(re.findall(r"(peers|UnnamedPlayer)\^7 entered the game",
+                                                   read(srv_log))) > i, 30):
+                raise Fail(f"player {i} never entered the game\n{read(players[-1][1])[-1500:]}\n"
+                           f"--- slipgate\n{read(px_log)[-1500:]}")
 
         # The spectator, on the spectator port, with the password.
         swork = os.path.join(work, "spectator")
@@ -120,10 +140,20 @@ def run(variant, seconds):
             raise Fail(f"the spectator was not admitted\n--- slipgate\n{read(px_log)[-2000:]}"
                        f"\n--- spectator\n{read(spc_log)[-2000:]}")
         t0 = time.monotonic()
+        asked = False
         while time.monotonic() - t0 < seconds:
             time.sleep(0.5)
             if spc.poll() is not None:
                 raise Fail(f"the spectator's client exited:\n{read(spc_log)[-3000:]}")
+            # half-way: `follownext` on the spectator's console (its move loop runs the file)
+            if follow and not asked and time.monotonic() - t0 > seconds / 2:
+                with open(os.path.join(home_spc, "baseoa", q3_peers.QUIT_CFG), "w") as f:
+                    f.write("follownext\n")
+                if not wait_for(lambda: len(watched(px_log)) > 1, 10):
+                    raise Fail(f"follownext did not switch:\n{read(px_log)[-2000:]}")
+                with open(os.path.join(home_spc, "baseoa", q3_peers.QUIT_CFG), "w") as f:
+                    f.write("\n")
+                asked = True
         # End the spectator first (its `quit` sends its disconnect), then the player.
         with open(os.path.join(home_spc, "baseoa", q3_peers.QUIT_CFG), "w") as f:
             f.write("quit\n")
@@ -132,7 +162,8 @@ def run(variant, seconds):
         if not wait_for(lambda: re.search(r"spectator 1 .* ended: disconnected", read(px_log)),
                         10):
             raise Fail(f"no end line for the spectator:\n{read(px_log)[-2000:]}")
-        q3_peers.quit_client(cli, home_cli, srv_log, procs)
+        for cli, _, home_cli in players:
+            q3_peers.quit_client(cli, home_cli, srv_log, procs)
         rc = procs.stop(px)
         if rc != 0:
             raise Fail(f"slipgate exited {rc}:\n{read(px_log)[-2000:]}")
@@ -143,34 +174,45 @@ def run(variant, seconds):
         if bad:
             raise Fail("the spectator's console says:\n" + "\n".join(bad[:20]))
         # The server knew one human player only.
-        if len(re.findall(r"ClientConnect: \d+", read(srv_log))) > 3:
+        if len(re.findall(r"ClientConnect: \d+", read(srv_log))) > 2 + len(players):
             raise Fail("the server saw more clients than the player and two bots")
 
         # The spectator's demo: whole, decodable, the player's view.
-        sdemo, pdemo = demo_of(home_spc), demo_of(home_cli)
-        r = subprocess.run([slipgate_binary(), "demo", "dump", sdemo], capture_output=True,
-                           timeout=60)
-        if r.returncode != 0:
-            raise Fail(f"slipgate demo dump {sdemo}: exit {r.returncode}\n"
-                       f"{r.stderr.decode()[-1000:]}{r.stdout.decode()[-1000:]}")
-        so, po = origins(sdemo), origins(pdemo)
+        sdemos = demos_of(home_spc)
+        so = {}
+        for sdemo in sdemos:
+            r = subprocess.run([slipgate_binary(), "demo", "dump", sdemo], capture_output=True,
+                               timeout=60)
+            if r.returncode != 0:
+                raise Fail(f"slipgate demo dump {sdemo}: exit {r.returncode}\n"
+                           f"{r.stderr.decode()[-1000:]}{r.stdout.decode()[-1000:]}")
+            so.update(origins(sdemo))
+        if len(sdemos) != (2 if follow else 1):
+            raise Fail(f"the spectator recorded {len(sdemos)} demos")
+        by_cn = {}  # each player's own demo, by its client number
+        for _, _, home_cli in players:
+            po = origins(demo_of(home_cli))
+            cns = {po[t][0] for t in po}
+            if len(cns) != 1:
+                raise Fail(f"a player's demo has client numbers {cns}")
+            by_cn[cns.pop()] = po
         if len(so) < seconds * 10:
             raise Fail(f"the spectator's demo has {len(so)} snapshots in {seconds} s")
-        common = sorted(set(so) & set(po))
-        player_cn = {po[t][0] for t in po}
-        diff = [t for t in common if so[t][2] != po[t][2]]
         unfollowed = [t for t in so if not so[t][1] & PMF_FOLLOW]
         if unfollowed:
             raise Fail(f"{len(unfollowed)} spectator snapshots without PMF_FOLLOW")
-        if {so[t][0] for t in so} != player_cn:
-            raise Fail(f"client numbers {set(so[t][0] for t in so)} vs the player's {player_cn}")
+        seen = {so[t][0] for t in so}
+        if not seen <= set(by_cn) or len(seen) != len(players):
+            raise Fail(f"client numbers {seen} in the spectator's demo, the players' {set(by_cn)}")
+        common = [t for t in so if t in by_cn[so[t][0]]]
+        diff = [t for t in common if so[t][2] != by_cn[so[t][0]][t][2]]
         if len(common) < len(so) // 2:
             raise Fail(f"only {len(common)} of {len(so)} spectator snapshots have a server time "
-                       "of the player's demo")
+                       "of the watched player's demo")
         if diff:
             t = diff[0]
             raise Fail(f"{len(diff)} of {len(common)} origins differ, first at {t}: "
-                       f"{so[t][2]} vs {po[t][2]}")
+                       f"{so[t][2]} vs {by_cn[so[t][0]][t][2]}")
         # and it plays in the real client to its end
         frames, secs, _ = q3_peers.play_demo(sdemo, work, PROTO[sv], procs, limit)
         print(f"PASS spectate_peers {variant}: {len(so)} spectator snapshots, {len(common)} "
