@@ -394,6 +394,16 @@ struct sg_spect_ask_req {
     char arg[64];
 };
 
+/*
+ * What a spectator is shown: a session's codec state (live), or a delayed
+ * copy of its server stream (`spectate_delay`: a stream object of the
+ * hooks below, fed the session's messages that long after they came).
+ */
+struct sg_spect_src {
+    const void *state;
+    bool delayed;
+};
+
 struct sg_codec_spectate {
     /*
      * A datagram from an address that is no spectator yet: a challenge
@@ -409,24 +419,38 @@ struct sg_codec_spectate {
      * game's accept.  0, -ENOMEM or SG_E_MALFORMED. */
     int (*create)(void **spec, const uint8_t *connect, size_t len, sg_emit_fn emit, void *ctx);
     void (*destroy)(void *spec); /* accepts NULL */
-    /* The spectator now watches the session whose codec state is `watched`
-     * (NULL: none): it gets a new start (the game's gamestate) when due. */
-    void (*watch)(void *spec, const void *watched);
+    /* The spectator now watches `watched` (NULL: nothing): it gets a new
+     * start (the game's gamestate) when due. */
+    void (*watch)(void *spec, const struct sg_spect_src *watched);
     /*
      * A datagram from the spectator, with the state of the session it
      * watches (or NULL): handshake repeats, acknowledgements, its console
      * commands (in `req`).  Returns 0 or a negative error (counted).
      */
-    int (*input)(void *spec, const void *watched, uint64_t now_ms, const uint8_t *data, size_t len,
-                 sg_emit_fn emit, void *ctx, struct sg_spect_ask_req *req);
-    /* The watched session's codec just decoded server frame `f`: send the
-     * spectator its part of it.  Returns datagrams sent or a negative error. */
-    int (*feed)(void *spec, const void *watched, const struct sg_frame *f, uint64_t now_ms,
-                sg_emit_fn emit, void *ctx);
+    int (*input)(void *spec, const struct sg_spect_src *watched, uint64_t now_ms,
+                 const uint8_t *data, size_t len, sg_emit_fn emit, void *ctx,
+                 struct sg_spect_ask_req *req);
+    /* `watched` just decoded server frame `f`: send the spectator its part
+     * of it.  Returns datagrams sent or a negative error. */
+    int (*feed)(void *spec, const struct sg_spect_src *watched, const struct sg_frame *f,
+                uint64_t now_ms, sg_emit_fn emit, void *ctx);
     /* The spectator's name (its userinfo), "" when unknown. */
     const char *(*name)(const void *spec);
-    /* The watched session's player's name and slot (for follow NAME|N): "" and -1 unknown. */
-    int (*player)(const void *watched, char *name, size_t cap);
+    /* A session's player's name and slot (for follow NAME|N), from its
+     * codec state: "" and -1 when unknown. */
+    int (*player)(const void *state, char *name, size_t cap);
+    /*
+     * Delayed streams (`spectate_delay`): a copy of one session's server
+     * stream, fed the messages its codec decoded (struct sg_frame's `msg`
+     * and `sequence`, as a demo records them) from the session's start,
+     * each when the delay has passed.  stream_feed() decodes one and gives
+     * the frame to feed spectators with (stream-owned, valid until the next
+     * call); 0 or a negative error (counted; the stream goes on).
+     */
+    int (*stream_create)(void **stream);
+    void (*stream_destroy)(void *stream); /* accepts NULL */
+    int (*stream_feed)(void *stream, int32_t sequence, const uint8_t *msg, size_t len,
+                       const struct sg_frame **f);
 };
 
 struct sg_codec {

@@ -541,7 +541,8 @@ static const struct sg_conf_directive route_directives[] = {
      .min = 0,
      .max = 600LL * 1000,
      .argname = "DURATION",
-     .help = "show spectators the game this much later (default 0: live; only 0 so far)"},
+     .help = "show every spectator the game this much later, 0 to 10m (default 0: live); "
+             "slipgate then keeps each session's server messages that long (doc/spectators.md)"},
     {.name = "spectate_password",
      .type = SG_CONF_STRING,
      .offset = offsetof(struct sg_route_conf, spectate_password),
@@ -1137,13 +1138,6 @@ static int check_spectate(struct sg_route_conf *r, const char *file, struct sg_c
     if (r->route_by != SG_ROUTE_BY_FIXED) {
         sg_conf_diag_error(diag, line ? file : "command line", line, r->spectate_col,
                            "route '%s': 'spectate' needs a fixed route (no 'route_by')", r->name);
-        return SG_E_CONFIG;
-    }
-    if (r->spectate_delay_ms > 0) {
-        sg_conf_diag_error(diag, line ? file : "command line", line, r->spectate_col,
-                           "route '%s': 'spectate_delay' other than 0 is not supported yet "
-                           "(spectators watch live)",
-                           r->name);
         return SG_E_CONFIG;
     }
     return 0;

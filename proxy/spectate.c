@@ -42,6 +42,101 @@ static int emit(void *ctx, const uint8_t *data, size_t len)
     return 0;
 }
 
+/* ---- delayed streams (spectate_delay) ---- */
+
+#define DELAY_TICK_MS 10
+
+struct dq_item {
+    struct dq_item *next;
+    uint64_t at; /* uv_now() when it came */
+    int32_t sequence;
+    uint32_t len;
+    uint8_t data[];
+};
+
+/* One session's server messages, waiting out the delay, and its delayed stream. */
+struct sg_spect_delayq {
+    struct sg_spect_delayq *next;
+    uint64_t sid;
+    void *stream;
+    struct dq_item *head, *tail;
+    size_t bytes;
+};
+
+static struct sg_spect_delayq *dq_find(const struct sg_spectate *sp, uint64_t sid)
+{
+    for (struct sg_spect_delayq *q = sp->delayqs; q && sid; q = q->next)
+        if (q->sid == sid)
+            return q;
+    return NULL;
+}
+
+static void dq_pop(struct sg_spect_delayq *q)
+{
+    struct dq_item *it = q->head;
+
+    q->head = it->next;
+    if (!q->head)
+        q->tail = NULL;
+    q->bytes -= it->len;
+    free(it);
+}
+
+static void dq_free(const struct sg_spectate *sp, struct sg_spect_delayq *q)
+{
+    while (q->head)
+        dq_pop(q);
+    sp->hooks->stream_destroy(q->stream);
+    free(q);
+}
+
+/* Keep frame `f` of session `sid` until the delay has passed. */
+static void dq_push(struct sg_spectate *sp, uint64_t sid, const struct sg_frame *f, uint64_t now)
+{
+    struct sg_spect_delayq *q = dq_find(sp, sid);
+    struct dq_item *it;
+
+    if (!f->msg || f->msg_len == 0 || f->msg_len > SG_SPECT_DELAY_BYTES)
+        return;
+    if (!q) {
+        if (!(q = calloc(1, sizeof(*q))))
+            return;
+        if (sp->hooks->stream_create(&q->stream) < 0) {
+            free(q);
+            return;
+        }
+        q->sid = sid;
+        q->next = sp->delayqs;
+        sp->delayqs = q;
+    }
+    /* bounded: the oldest go (the delayed stream then lacks them, as after loss) */
+    while (q->head && q->bytes + f->msg_len > SG_SPECT_DELAY_BYTES) {
+        dq_pop(q);
+        sp->stats.delay_dropped++;
+    }
+    if (!(it = malloc(sizeof(*it) + f->msg_len)))
+        return;
+    it->next = NULL;
+    it->at = now;
+    it->sequence = f->sequence;
+    it->len = (uint32_t)f->msg_len;
+    memcpy(it->data, f->msg, f->msg_len);
+    if (q->tail)
+        q->tail->next = it;
+    else
+        q->head = it;
+    q->tail = it;
+    q->bytes += f->msg_len;
+}
+
+static bool session_alive(const struct sg_spectate *sp, uint64_t id)
+{
+    for (struct sg_session *s = *sp->owner.sessions; s; s = s->next)
+        if (s->sum.id == id)
+            return true;
+    return false;
+}
+
 /* ---- sessions to watch ---- */
 
 static bool watchable(const struct sg_spectate *sp, const struct sg_session *s)
@@ -114,13 +209,33 @@ static struct sg_session *session_named(const struct sg_spectate *sp, const char
     return NULL;
 }
 
+/* What spectator `v` is shown now: the live session, or its delayed stream. */
+static bool src_of(const struct sg_spectate *sp, const struct sg_spectator *v,
+                   struct sg_spect_src *out)
+{
+    const struct sg_spect_delayq *q;
+    const struct sg_session *s;
+
+    if (sp->delay_ms > 0) {
+        if (!(q = dq_find(sp, v->watched)))
+            return false;
+        *out = (struct sg_spect_src){q->stream, true};
+        return true;
+    }
+    if (!(s = session_by_id(sp, v->watched)))
+        return false;
+    *out = (struct sg_spect_src){s->cstate, false};
+    return true;
+}
+
 static void watch(struct sg_spectate *sp, struct sg_spectator *v, struct sg_session *s)
 {
+    struct sg_spect_src src;
     char who[64];
     int slot;
 
     v->watched = s ? s->sum.id : 0;
-    sp->hooks->watch(v->spec, s ? s->cstate : NULL);
+    sp->hooks->watch(v->spec, src_of(sp, v, &src) ? &src : NULL);
     if (!s)
         return;
     slot = sp->hooks->player(s->cstate, who, sizeof(who));
@@ -242,18 +357,23 @@ static void spectator_datagram(struct sg_spectate *sp, struct sg_spectator *v, c
 {
     struct emit_ctx e = {sp, v, (const struct sockaddr *)&v->addr};
     struct sg_spect_ask_req req = {0};
-    struct sg_session *s = session_by_id(sp, v->watched), *to = NULL;
+    struct sg_session *to = NULL;
+    struct sg_spect_src src;
+    bool have = src_of(sp, v, &src);
     int err;
 
     v->last_ms = now;
     v->datagrams_in++;
-    /* none watched yet, or the session it watched is gone: the next one */
-    if (!s) {
-        s = session_step(sp, v->watched, 1);
+    /* none watched yet, or the session it watched is gone (with a delay:
+     * and its stream played out): the next one */
+    if (!have) {
+        struct sg_session *s = session_step(sp, v->watched, 1);
+
         if (s || v->watched)
             watch(sp, v, s);
+        have = src_of(sp, v, &src);
     }
-    err = sp->hooks->input(v->spec, s ? s->cstate : NULL, now, data, len, emit, &e, &req);
+    err = sp->hooks->input(v->spec, have ? &src : NULL, now, data, len, emit, &e, &req);
     if (err < 0)
         sp->stats.errors++;
     switch (req.ask) {
@@ -272,7 +392,7 @@ static void spectator_datagram(struct sg_spectate *sp, struct sg_spectator *v, c
     default:
         break;
     }
-    if (to && to != s)
+    if (to && to->sum.id != v->watched)
         watch(sp, v, to);
 }
 
@@ -301,28 +421,75 @@ static void on_readable(struct sg_udp *u)
     }
 }
 
-void sg_spectate_feed(struct sg_spectate *sp, struct sg_session *s, const struct sg_frame *f,
-                      uint64_t now_ms)
+/* Every spectator watching session `sid` (`s` when it is live and
+ * watchable; unassigned spectators take it) gets its part of frame `f` of `src`. */
+static void feed_all(struct sg_spectate *sp, struct sg_session *s, uint64_t sid,
+                     const struct sg_spect_src *src, const struct sg_frame *f, uint64_t now_ms)
 {
     struct sg_spectator *v, *next;
 
-    if (!sp || f->dir != SG_DIR_S2C || f->kind != SG_FRAME_MESSAGE || !watchable(sp, s))
-        return;
     for (v = sp->list; v; v = next) {
         struct emit_ctx e = {sp, v, (const struct sockaddr *)&v->addr};
         int err;
 
         next = v->next;
-        if (!v->watched)
+        if (!v->watched && s)
             watch(sp, v, s);
-        if (v->watched != s->sum.id)
+        if (v->watched != sid)
             continue;
-        err = sp->hooks->feed(v->spec, s->cstate, f, now_ms, emit, &e);
+        err = sp->hooks->feed(v->spec, src, f, now_ms, emit, &e);
         if (err < 0) {
             sp->stats.errors++;
             if (err == SG_E_STATE)
                 end(sp, v, "too far behind (reliable commands overflowed)", now_ms);
         }
+    }
+}
+
+void sg_spectate_feed(struct sg_spectate *sp, struct sg_session *s, const struct sg_frame *f,
+                      uint64_t now_ms)
+{
+    struct sg_spect_src src = {s->cstate, false};
+
+    if (!sp || f->dir != SG_DIR_S2C || f->kind != SG_FRAME_MESSAGE || s->codec != sp->game ||
+        !s->cstate)
+        return;
+    /* with a delay, every session's stream from its start, for later */
+    if (sp->delay_ms > 0) {
+        dq_push(sp, s->sum.id, f, now_ms);
+        return;
+    }
+    if (!watchable(sp, s))
+        return;
+    feed_all(sp, s, s->sum.id, &src, f, now_ms);
+}
+
+/* The delayed streams' clock: each message whose delay has passed. */
+static void on_tick(uv_timer_t *t)
+{
+    struct sg_spectate *sp = t->data;
+    uint64_t now = uv_now(sp->owner.ctx->loop);
+    struct sg_spect_delayq **pq = &sp->delayqs, *q;
+
+    while ((q = *pq)) {
+        while (q->head && q->head->at + (uint64_t)sp->delay_ms <= now) {
+            struct sg_spect_src src = {q->stream, true};
+            const struct sg_frame *f = NULL;
+            struct dq_item *it = q->head;
+
+            if (sp->hooks->stream_feed(q->stream, it->sequence, it->data, it->len, &f) < 0)
+                sp->stats.errors++;
+            if (f)
+                feed_all(sp, session_by_id(sp, q->sid), q->sid, &src, f, now);
+            dq_pop(q);
+        }
+        /* a session gone, its stream played out: forgotten */
+        if (!q->head && !session_alive(sp, q->sid)) {
+            *pq = q->next;
+            dq_free(sp, q);
+            continue;
+        }
+        pq = &q->next;
     }
 }
 
@@ -364,6 +531,7 @@ int sg_spectate_create(const struct sg_spectate_owner *owner, const struct sg_co
     sp->hooks = game->spectate;
     sp->max = rc->max_spectators;
     sp->timeout_ms = rc->idle_timeout_ms;
+    sp->delay_ms = rc->spectate_delay_ms;
     randombytes_buf(sp->key, sizeof(sp->key));
     if (rc->spectate_password && !(sp->password = strdup(rc->spectate_password))) {
         free(sp);
@@ -395,6 +563,17 @@ int sg_spectate_create(const struct sg_spectate_owner *owner, const struct sg_co
         (void)getsockname(sp->sock.fd, (struct sockaddr *)&sp->addr, &len);
     }
     uv_timer_start(&sp->timer, on_sweep, SWEEP_MS, SWEEP_MS);
+    if (sp->delay_ms > 0) {
+        err = uv_timer_init(owner->ctx->loop, &sp->tick);
+        if (err < 0) {
+            *out = sp;
+            return err;
+        }
+        sp->tick.data = sp;
+        sp->tick_open = true;
+        owner->opened(owner->data);
+        uv_timer_start(&sp->tick, on_tick, DELAY_TICK_MS, DELAY_TICK_MS);
+    }
     sg_log(owner->ctx->log, SG_LOG_INFO, owner->name, 0, "spectators on %s (%lld at most%s)",
            sg_addr_format((struct sockaddr *)&sp->addr, a, sizeof(a)), (long long)sp->max,
            sp->password ? ", password" : "");
@@ -420,7 +599,9 @@ void sg_spectate_close(struct sg_spectate *sp, const char *reason)
         sp->sock.poll.data = sp;
     if (sp->timer_open)
         uv_close((uv_handle_t *)&sp->timer, on_closed);
-    sp->sock_open = sp->timer_open = false;
+    if (sp->tick_open)
+        uv_close((uv_handle_t *)&sp->tick, on_closed);
+    sp->sock_open = sp->timer_open = sp->tick_open = false;
 }
 
 void sg_spectate_destroy(struct sg_spectate *sp)
@@ -432,6 +613,11 @@ void sg_spectate_destroy(struct sg_spectate *sp)
         sp->list = v->next;
         sp->hooks->destroy(v->spec);
         free(v);
+    }
+    while (sp->delayqs) {
+        struct sg_spect_delayq *q = sp->delayqs;
+        sp->delayqs = q->next;
+        dq_free(sp, q);
     }
     free(sp->password);
     free(sp);

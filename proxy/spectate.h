@@ -5,7 +5,10 @@
  *
  * The layer is generic: its own UDP socket per route (worker 0's loop
  * only), a table of spectators by address, `max_spectators`, the idle
- * timeout, one log line per spectator start and end, counters; the game's
+ * timeout, one log line per spectator start and end, counters, and with
+ * `spectate_delay` a buffer per session of the server messages its codec
+ * decoded (bounded: SG_SPECT_DELAY_BYTES each), fed to a delayed copy of
+ * the session's stream once the delay has passed; the game's
  * side goes through the codec's spectate hooks (protocols/codec.h).  It
  * only ever answers the address that wrote to it, and nothing that
  * arrives there is relayed anywhere: the game server never hears of a
@@ -19,6 +22,8 @@
 #include "proxy/session.h"
 #include "proxy/udp.h"
 #include "protocols/codec.h"
+
+#define SG_SPECT_DELAY_BYTES (16u << 20) /* the most one session's delay buffer holds */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,7 +50,8 @@ struct sg_spectate_owner {
 struct sg_spectate_stats {
     uint64_t started, ended, refused; /* spectators admitted, gone, connects refused */
     uint64_t datagrams_in, datagrams_out, bytes_in, bytes_out;
-    uint64_t errors; /* datagrams the game's side could not take or build */
+    uint64_t errors;        /* datagrams the game's side could not take or build */
+    uint64_t delay_dropped; /* messages a full delay buffer dropped */
 };
 
 struct sg_spectator {
@@ -58,16 +64,20 @@ struct sg_spectator {
     uint64_t datagrams_in, datagrams_out;
 };
 
+struct sg_spect_delayq; /* spectate.c: one session's delayed stream */
+
 struct sg_spectate {
     struct sg_spectate_owner owner;
     const struct sg_codec *game;
     const struct sg_codec_spectate *hooks;
     struct sg_udp sock;
-    uv_timer_t timer;
-    bool sock_open, timer_open;
+    uv_timer_t timer, tick; /* the idle sweep; the delayed streams' clock (spectate_delay) */
+    bool sock_open, timer_open, tick_open;
     struct sockaddr_storage addr; /* the spectator port, as bound */
     char *password;               /* `spectate_password`, or NULL */
     int64_t max, timeout_ms;
+    int64_t delay_ms;                /* spectate_delay: 0 live */
+    struct sg_spect_delayq *delayqs; /* with a delay: every decoding session's stream, kept */
     unsigned char key[16]; /* the challenges it gives: a keyed hash of the address */
     struct sg_spectator *list;
     size_t n;

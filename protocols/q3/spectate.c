@@ -43,7 +43,7 @@ struct q3spec {
     int32_t challenge;
     char name[64];
     enum spec_stage stage;
-    const void *watched; /* the session codec state it watches, or NULL */
+    const void *watched; /* the state it watches (struct sg_spect_src), or NULL */
 
     int32_t out_seq;    /* last sequence sent */
     int32_t gs_seq;     /* sequence of the last gamestate sent */
@@ -216,11 +216,40 @@ static void q3s_destroy(void *spec)
     free(sp);
 }
 
-static void q3s_watch(void *spec, const void *watched)
+/* A delayed copy of a session's server stream (spectate_delay). */
+struct q3stream {
+    struct sg_q3_state *st;
+    struct sg_q3_svmsg sv;
+    int parse_err;
+    struct sg_frame frame;
+};
+
+/* What `w` shows: its tracked state (NULL: none yet) and its last server message. */
+static const struct sg_q3_state *stream_of(const struct sg_spect_src *w,
+                                           const struct sg_q3_svmsg **m, int *parse_err)
+{
+    const struct q3stream *d;
+
+    if (!w || !w->state)
+        return NULL;
+    if (!w->delayed)
+        return sg_q3__codec_stream(w->state, m, parse_err);
+    d = w->state;
+    *m = &d->sv;
+    *parse_err = d->parse_err;
+    return d->st;
+}
+
+static const void *state_of(const struct sg_spect_src *w)
+{
+    return w ? w->state : NULL;
+}
+
+static void q3s_watch(void *spec, const struct sg_spect_src *watched)
 {
     struct q3spec *sp = spec;
 
-    sp->watched = watched;
+    sp->watched = state_of(watched);
     if (sp->stage != STAGE_CONNECTED) {
         /* a new view: a new gamestate (the game's follow of another client
          * keeps it; here the configstrings and baselines may differ) */
@@ -398,8 +427,9 @@ static void client_command(const char *text, struct sg_spect_ask_req *req)
     }
 }
 
-static int q3s_input(void *spec, const void *watched, uint64_t now_ms, const uint8_t *data,
-                     size_t len, sg_emit_fn emit, void *ctx, struct sg_spect_ask_req *req)
+static int q3s_input(void *spec, const struct sg_spect_src *watched, uint64_t now_ms,
+                     const uint8_t *data, size_t len, sg_emit_fn emit, void *ctx,
+                     struct sg_spect_ask_req *req)
 {
     struct q3spec *sp = spec;
     const struct sg_q3_svmsg *last;
@@ -408,10 +438,9 @@ static int q3s_input(void *spec, const void *watched, uint64_t now_ms, const uin
     int parse_err, err;
 
     req->ask = SG_SPECT_ASK_NONE;
-    if (watched != sp->watched)
+    if (state_of(watched) != sp->watched)
         q3s_watch(sp, watched);
-    if (watched)
-        st = sg_q3__codec_stream(watched, &last, &parse_err);
+    st = stream_of(watched, &last, &parse_err);
 
     /* a connect again (the accept was lost): accepted again, from the start */
     if (sg_q3_oob_is(data, len)) {
@@ -474,8 +503,8 @@ static bool forwarded(const char *text)
     return strncasecmp(text, "disconnect", 10) != 0;
 }
 
-static int q3s_feed(void *spec, const void *watched, const struct sg_frame *f, uint64_t now_ms,
-                    sg_emit_fn emit, void *ctx)
+static int q3s_feed(void *spec, const struct sg_spect_src *watched, const struct sg_frame *f,
+                    uint64_t now_ms, sg_emit_fn emit, void *ctx)
 {
     struct q3spec *sp = spec;
     const struct sg_q3_svmsg *m;
@@ -485,11 +514,11 @@ static int q3s_feed(void *spec, const void *watched, const struct sg_frame *f, u
     int parse_err, err;
     bool gamestate = false;
 
-    if (watched != sp->watched)
+    if (state_of(watched) != sp->watched)
         q3s_watch(sp, watched);
-    if (f->kind != SG_FRAME_MESSAGE || f->dir != SG_DIR_S2C || !watched)
+    if (f->kind != SG_FRAME_MESSAGE || f->dir != SG_DIR_S2C)
         return 0;
-    st = sg_q3__codec_stream(watched, &m, &parse_err);
+    st = stream_of(watched, &m, &parse_err);
     if (!st)
         return 0;
 
@@ -529,20 +558,63 @@ static const char *q3s_name(const void *spec)
     return ((const struct q3spec *)spec)->name;
 }
 
-static int q3s_player(const void *watched, char *name, size_t cap)
+static int q3s_player(const void *state, char *name, size_t cap)
 {
     const struct sg_q3_svmsg *last;
     const struct sg_q3_state *st;
     int parse_err;
 
     name[0] = 0;
-    st = watched ? sg_q3__codec_stream(watched, &last, &parse_err) : NULL;
+    st = state ? sg_q3__codec_stream(state, &last, &parse_err) : NULL;
     if (!st || !st->have_gamestate || st->client_num < 0 || st->client_num >= 64)
         return -1;
     if (!sg_q3_info_value(sg_q3_state_configstring(st, SG_Q3_CS_PLAYERS + st->client_num), "n",
                           name, cap))
         name[0] = 0;
     return st->client_num;
+}
+
+static int q3s_stream_create(void **stream)
+{
+    struct q3stream *d = calloc(1, sizeof(*d));
+
+    *stream = NULL;
+    if (!d || !(d->st = sg_q3_state_create(68))) {
+        free(d);
+        return -ENOMEM;
+    }
+    sg_q3_svmsg_init(&d->sv);
+    *stream = d;
+    return 0;
+}
+
+static void q3s_stream_destroy(void *stream)
+{
+    struct q3stream *d = stream;
+
+    if (!d)
+        return;
+    sg_q3_svmsg_finish(&d->sv);
+    sg_q3_state_destroy(d->st);
+    free(d);
+}
+
+/* A message of the session's stream, as its client took it (parse.c). */
+static int q3s_stream_feed(void *stream, int32_t sequence, const uint8_t *msg, size_t len,
+                           const struct sg_frame **f)
+{
+    struct q3stream *d = stream;
+
+    d->parse_err = sg_q3_parse_server_message(d->st, sequence, msg, len, &d->sv);
+    memset(&d->frame, 0, sizeof(d->frame));
+    d->frame.dir = SG_DIR_S2C;
+    d->frame.kind = SG_FRAME_MESSAGE;
+    d->frame.sequence = sequence;
+    d->frame.ack = d->frame.reliable_ack = -1;
+    d->frame.msg = msg;
+    d->frame.msg_len = len;
+    *f = &d->frame;
+    return d->parse_err < 0 ? d->parse_err : 0;
 }
 
 const struct sg_codec_spectate sg_q3_spectate = {
@@ -554,4 +626,7 @@ const struct sg_codec_spectate sg_q3_spectate = {
     .feed = q3s_feed,
     .name = q3s_name,
     .player = q3s_player,
+    .stream_create = q3s_stream_create,
+    .stream_destroy = q3s_stream_destroy,
+    .stream_feed = q3s_stream_feed,
 };

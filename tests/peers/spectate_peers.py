@@ -7,6 +7,8 @@ second real ioquake3 client connected to the spectator port.
 
 VARIANT: PLAYER-SPECTATOR wire protocols, `68-68`, `71-71` or `68-71`
 (the spectator speaks its own protocol whatever the player speaks); or
+`delay`: `spectate_delay 4s` (68): as 68-68, and when the spectator quits
+its last snapshot is 4 s (+-1.5 s) behind the player's view; or
 `follow`: two players (68), and half-way the spectator runs `follownext`
 on its console: slipgate logs the switch to the other session, and the
 spectator's demo shows both players' views (each snapshot compared with
@@ -94,7 +96,8 @@ def run(variant, seconds):
             print(f"SKIP: {exe} is not installed")
             sys.exit(77)
     follow = variant == "follow"
-    pv, _, sv = ("68-68" if follow else variant).partition("-")
+    delay = 4 if variant == "delay" else 0
+    pv, _, sv = ("68-68" if follow or delay else variant).partition("-")
     if pv not in PROTO or sv not in PROTO:
         raise Fail(f"unknown variant {variant}")
     work = tempfile.mkdtemp(prefix=f"sg-spect-{variant}-")
@@ -112,6 +115,7 @@ def run(variant, seconds):
             f.write(f"route spect {{\n    listen 127.0.0.1:{px_port}\n"
                     f"    server 127.0.0.1:{srv_port}\n    protocol q3\n"
                     f"    spectate 127.0.0.1:{sp_port}\n    spectate_password watch\n"
+                    f"    spectate_delay {delay}s\n"
                     f"    record {work}/demos\n}}\n")
         os.makedirs(os.path.join(work, "demos"))
         px = procs.start("slipgate", [slipgate_binary(), "-c", conf], px_log, limit)
@@ -159,11 +163,13 @@ def run(variant, seconds):
             f.write("quit\n")
         if not wait_for(lambda: spc.poll() is not None, 20):
             raise Fail("the spectator did not quit")
+        spc_quit = time.monotonic()
         if not wait_for(lambda: re.search(r"spectator 1 .* ended: disconnected", read(px_log)),
                         10):
             raise Fail(f"no end line for the spectator:\n{read(px_log)[-2000:]}")
         for cli, _, home_cli in players:
             q3_peers.quit_client(cli, home_cli, srv_log, procs)
+        players_quit = time.monotonic()
         rc = procs.stop(px)
         if rc != 0:
             raise Fail(f"slipgate exited {rc}:\n{read(px_log)[-2000:]}")
@@ -213,6 +219,15 @@ def run(variant, seconds):
             t = diff[0]
             raise Fail(f"{len(diff)} of {len(common)} origins differ, first at {t}: "
                        f"{so[t][2]} vs {by_cn[so[t][0]][t][2]}")
+        # the delay: when the spectator quit, its view was `delay` s behind
+        # the player's (server time runs with the wall clock)
+        if delay:
+            po = by_cn[next(iter(by_cn))]
+            at_quit = max(po) - (players_quit - spc_quit) * 1000
+            lag = at_quit - max(so)
+            if not delay * 1000 - 1500 <= lag <= delay * 1000 + 1500:
+                raise Fail(f"the spectator was {lag:.0f} ms behind the player, not {delay} s")
+            print(f"the spectator was {lag:.0f} ms behind the player (spectate_delay {delay}s)")
         # and it plays in the real client to its end
         frames, secs, _ = q3_peers.play_demo(sdemo, work, PROTO[sv], procs, limit)
         print(f"PASS spectate_peers {variant}: {len(so)} spectator snapshots, {len(common)} "

@@ -17,7 +17,7 @@ scripted clients on 127.0.0.1 and an echo server as the route's server
                    garbage) from a spectator and from strangers: the route's
                    server receives nothing, and every answer goes back to
                    the address that wrote
-    config_errors  `spectate` without `protocol q3`, `spectate_delay 5s` and
+    config_errors  `spectate` without `protocol q3`, `spectate_delay 11m` and
                    `spectate_password` without `spectate` are refused with
                    the file and line
 
@@ -172,7 +172,7 @@ def case_config_errors(h):
         ('route a {\n    server 127.0.0.1:2\n    spectate 127.0.0.1:3\n}\n',
          r':3:\d+: error: .*\'spectate\' needs a game with spectators'),
         ('route a {\n    server 127.0.0.1:2\n    protocol q3\n    spectate 127.0.0.1:3\n'
-         '    spectate_delay 5s\n}\n', r':4:\d+: error: .*\'spectate_delay\' other than 0'),
+         '    spectate_delay 11m\n}\n', r':5:\d+: error: .*spectate_delay'),
         ('route a {\n    server 127.0.0.1:2\n    protocol q3\n    spectate_password x\n}\n',
          r':1:1: error: .*need \'spectate ADDR:PORT\''),
         ('route a {\n    server 127.0.0.1:2\n    protocol q3\n    spectate 127.0.0.1:3\n'
