@@ -9,6 +9,7 @@
 
 #include "protocols/json.h"
 #include "proxy/route.h"
+#include "proxy/spectate.h"
 #include "proxy/stats.h"
 #include "sg_version.h"
 
@@ -241,6 +242,47 @@ static void route_agg(const struct sg_stats_view *v, struct sg_route *r, struct 
     }
 }
 
+/* The spectator ports' figures (proxy/spectate.h), for the routes that have one. */
+static void spectator_metrics(FILE *f, const struct sg_route *routes)
+{
+    static const struct {
+        const char *name, *type, *help;
+    } fam[] = {
+        {"slipgate_spectators_active", "gauge", "spectators watching now (spectate port)"},
+        {"slipgate_spectators_total", "counter", "spectators admitted"},
+        {"slipgate_spectators_refused_total", "counter",
+         "spectator connects refused (password, challenge, protocol, max_spectators)"},
+        {"slipgate_spectator_datagrams_total", "counter",
+         "datagrams on the spectator port, by direction (in: received, out: sent)"},
+        {"slipgate_spectator_bytes_total", "counter",
+         "UDP payload bytes on the spectator port, by direction"},
+    };
+    const struct sg_route *r;
+
+    for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+        family(f, fam[k].name, fam[k].type, fam[k].help);
+        for (r = routes; r; r = r->next) {
+            const struct sg_spectate *sp = r->spect;
+
+            if (!sp)
+                continue;
+            if (k == 0)
+                sample_route(f, fam[k].name, r, NULL, NULL, sp->n);
+            else if (k == 1)
+                sample_route(f, fam[k].name, r, NULL, NULL, sp->stats.started);
+            else if (k == 2)
+                sample_route(f, fam[k].name, r, NULL, NULL, sp->stats.refused);
+            else if (k == 3) {
+                sample_route(f, fam[k].name, r, "direction", "in", sp->stats.datagrams_in);
+                sample_route(f, fam[k].name, r, "direction", "out", sp->stats.datagrams_out);
+            } else {
+                sample_route(f, fam[k].name, r, "direction", "in", sp->stats.bytes_in);
+                sample_route(f, fam[k].name, r, "direction", "out", sp->stats.bytes_out);
+            }
+        }
+    }
+}
+
 void sg_metrics_write(FILE *f, const struct sg_stats_view *v, const struct sg_http_stats *st)
 {
     struct route_agg *agg;
@@ -382,6 +424,9 @@ void sg_metrics_write(FILE *f, const struct sg_stats_view *v, const struct sg_ht
                 sample_route(f, "slipgate_prx_answers_total", r, "kind", kind[a],
                              agg[i].rb_answers[a]);
     }
+
+    /* Spectators (worker 0's route holds the spectator port). */
+    spectator_metrics(f, v->loop[0].routes);
 
     /* Sessions. */
     family(f, "slipgate_sessions_active", "gauge", "sessions (clients) now");

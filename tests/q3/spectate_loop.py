@@ -17,6 +17,8 @@ scripted clients on 127.0.0.1 and an echo server as the route's server
                    garbage) from a spectator and from strangers: the route's
                    server receives nothing, and every answer goes back to
                    the address that wrote
+    metrics        /metrics counts the spectator, the refusal and the port's
+                   datagrams and bytes each way
     config_errors  `spectate` without `protocol q3`, `spectate_delay 11m` and
                    `spectate_password` without `spectate` are refused with
                    the file and line
@@ -33,7 +35,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'loopback'))
 
+sys.path.insert(0, os.path.join(HERE, '..', 'http'))
+
 from harness import V4, check, main  # noqa: E402
+import httplib_sg  # noqa: E402
 
 OOB = b'\xff\xff\xff\xff'
 
@@ -165,6 +170,37 @@ def case_no_relay(h):
     check([d for _, _, d in recs] == [b'hello'],
           'the server received %r' % [d[:20] for _, _, d in recs])
     check(px.alive(), 'slipgate died')
+
+
+def metric(port, line):
+    status, _, body = httplib_sg.request(port, '/metrics')
+    check(status == 200, '/metrics answered %s' % status)
+    for ln in body.decode().splitlines():
+        if ln.startswith(line + ' '):
+            return int(ln.split()[-1])
+    raise AssertionError('no %s in /metrics' % line)
+
+
+def case_metrics(h):
+    srv = h.echo(V4)
+    px = h.proxy(config='http 127.0.0.1:$P2\n' + config(srv, '    spectate_password sesame\n'))
+    dest = (V4, px.ports[1])
+    http = px.listed_ports()['http'][1]
+    c = h.client(V4)
+    ch = challenge(c, dest)
+    ask(c, dest, connect_packet(ch, 'wrong'), 'a connect with a wrong password')
+    check(ask(c, dest, connect_packet(ch, 'sesame'), 'the connect') ==
+          OOB + b'connectResponse %d' % ch, 'not accepted')
+    r = 'route="spect"'
+    check(metric(http, 'slipgate_spectators_active{%s}' % r) == 1, 'active is not 1')
+    check(metric(http, 'slipgate_spectators_total{%s}' % r) == 1, 'total is not 1')
+    check(metric(http, 'slipgate_spectators_refused_total{%s}' % r) == 1, 'refused is not 1')
+    check(metric(http, 'slipgate_spectator_datagrams_total{%s,direction="in"}' % r) == 3,
+          'datagrams in is not 3')
+    check(metric(http, 'slipgate_spectator_datagrams_total{%s,direction="out"}' % r) == 3,
+          'datagrams out is not 3')
+    check(metric(http, 'slipgate_spectator_bytes_total{%s,direction="in"}' % r) > 0,
+          'no bytes in')
 
 
 def case_config_errors(h):
