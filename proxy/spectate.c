@@ -9,6 +9,7 @@
 #include "proxy/addr.h"
 #include "proxy/log.h"
 #include "protocols/error.h"
+#include "protocols/json.h"
 
 #include <errno.h>
 #include <sodium.h>
@@ -584,6 +585,36 @@ err_free:
     free(sp->password);
     free(sp);
     return err;
+}
+
+void sg_spectate_json(const struct sg_spectate *sp, FILE *f, uint64_t now_ms)
+{
+    char a[SG_ADDR_STRLEN], who[64];
+
+    fputs(",\n      \"spectators\": {\"port\": ", f);
+    sg_json_cstr(f, sg_addr_format((const struct sockaddr *)&sp->addr, a, sizeof(a)));
+    fprintf(f, ", \"delay_ms\": %lld, \"max\": %lld, \"list\": [", (long long)sp->delay_ms,
+            (long long)sp->max);
+    for (const struct sg_spectator *v = sp->list; v; v = v->next) {
+        const struct sg_session *s = session_by_id(sp, v->watched);
+        int slot = s ? sp->hooks->player(s->cstate, who, sizeof(who)) : -1;
+
+        if (!s)
+            who[0] = 0;
+        fprintf(f, "%s{\"id\": %llu, \"name\": ", v == sp->list ? "" : ", ",
+                (unsigned long long)v->id);
+        sg_json_cstr(f, sp->hooks->name(v->spec));
+        fputs(", \"address\": ", f);
+        sg_json_cstr(f, sg_addr_format((const struct sockaddr *)&v->addr, a, sizeof(a)));
+        fprintf(f,
+                ", \"session\": %llu, \"slot\": %d, \"player\": ", (unsigned long long)v->watched,
+                slot);
+        sg_json_cstr(f, who);
+        fprintf(f, ", \"seconds\": %llu, \"datagrams_in\": %llu, \"datagrams_out\": %llu}",
+                (unsigned long long)((now_ms - v->started_ms) / 1000),
+                (unsigned long long)v->datagrams_in, (unsigned long long)v->datagrams_out);
+    }
+    fputs("]}", f);
 }
 
 void sg_spectate_close(struct sg_spectate *sp, const char *reason)

@@ -26,6 +26,7 @@
 #define SG_SPECT_DELAY_BYTES (16u << 20) /* the most one session's delay buffer holds */
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <uv.h>
@@ -99,6 +100,14 @@ int sg_spectate_create(const struct sg_spectate_owner *owner, const struct sg_co
 /* Session `s` decoded frame `f`: its spectators get their part (server frames only). */
 void sg_spectate_feed(struct sg_spectate *sp, struct sg_session *s, const struct sg_frame *f,
                       uint64_t now_ms);
+
+/*
+ * The route's spectators for the JSON API (/api/routes), as a member
+ * `,\n      "spectators": {...}`: the port, and per spectator its number,
+ * name, address, the session and player it watches, how long it has
+ * watched and its datagrams each way.  On the spectator port's loop.
+ */
+void sg_spectate_json(const struct sg_spectate *sp, FILE *f, uint64_t now_ms);
 
 /* End every spectator (one log line each) and close the handles.  Accepts NULL. */
 void sg_spectate_close(struct sg_spectate *sp, const char *reason);

@@ -7,6 +7,7 @@
 #include "proxy/addr.h"
 #include "protocols/json.h"
 #include "proxy/route.h"
+#include "proxy/spectate.h"
 #include "sg_version.h"
 
 #include <errno.h>
@@ -280,6 +281,9 @@ static void json_route(FILE *f, const struct sg_route *const *g, int n, bool ret
     json_hist(f, &resid[SG_DIR_S2C]);
     fputc('}', f);
     json_route_game(f, g, n);
+    for (int k = 0; k < n; k++) /* spectators: worker 0's route holds the port */
+        if (g[k]->spect)
+            sg_spectate_json(g[k]->spect, f, uv_now(g[k]->ctx->loop));
     if (n > 1 || r->ctx->nworkers > 1) {
         fputs(",\n      \"workers\": [", f);
         for (int k = 0; k < n; k++)

@@ -109,6 +109,16 @@ async function refresh() {
     if (routes.loop && routes.loop.turn) res.push(histRow("(every route)", "loop turns",
       routes.loop.turn));
     fill("residence", res);
+    const spect = [];
+    for (const r of routes.routes.filter(r => !r.retired && r.spectators)) {
+      for (const v of r.spectators.list) {
+        spect.push(row([{t: v.id}, {t: r.name}, {t: v.name}, {t: v.address},
+          {t: v.session ? "#" + v.session + " " + v.player : "-"},
+          {t: dur(v.seconds * 1000)}, {t: num(v.datagrams_in), n: 1},
+          {t: num(v.datagrams_out), n: 1}]));
+      }
+    }
+    fill("spectators", spect);
     const now = Date.now();
     fill("sessions", sessions.sessions.map(s => {
       const c = s.counters, d = s.decode;

@@ -18,7 +18,8 @@ scripted clients on 127.0.0.1 and an echo server as the route's server
                    server receives nothing, and every answer goes back to
                    the address that wrote
     metrics        /metrics counts the spectator, the refusal and the port's
-                   datagrams and bytes each way
+                   datagrams and bytes each way; /api/routes lists it (name,
+                   address, session watched)
     config_errors  `spectate` without `protocol q3`, `spectate_delay 11m` and
                    `spectate_password` without `spectate` are refused with
                    the file and line
@@ -201,6 +202,18 @@ def case_metrics(h):
           'datagrams out is not 3')
     check(metric(http, 'slipgate_spectator_bytes_total{%s,direction="in"}' % r) > 0,
           'no bytes in')
+    # the JSON API (the web page's) lists it
+    routes = httplib_sg.get_json(http, '/api/routes')
+    sp = [x for x in routes['routes'] if x['name'] == 'spect'][0]['spectators']
+    check(sp['port'] == '127.0.0.1:%d' % px.ports[1], 'the port is %r' % sp['port'])
+    check(len(sp['list']) == 1, 'spectators listed: %r' % sp['list'])
+    one = sp['list'][0]
+    check(one['name'] == 'watcher' and one['address'] == '127.0.0.1:%d' % c.port and
+          one['session'] == 0 and one['datagrams_in'] == 1, 'the spectator is listed as %r' % one)
+    # and --stats at exit
+    check(px.stop() == 0, 'slipgate did not exit 0')
+    st = [x for x in px.stats()['routes'] if x['name'] == 'spect'][0]
+    check('spectators' in st, '--stats has no spectators member')
 
 
 def case_config_errors(h):
