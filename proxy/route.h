@@ -301,7 +301,8 @@ struct sg_route {
     struct sg_route_by_state *rb;
 };
 
-/* Session `s` decoded frame `f`: the route's spectators watching it get their part. */
+/* Session `s` decoded frame `f` (a server frame, or its client's leaving):
+ * the route's spectators watching it get their part. */
 void sg_route__spectate_feed(struct sg_session *s, const struct sg_frame *f, uint64_t now_ms);
 
 /*

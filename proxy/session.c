@@ -618,7 +618,7 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
             say_notice(s); /* else with the start line, once the server answers */
         if (s->stage != SG_STAGE_ESTABLISHED)
             update_stage(s, dir);
-        if (r->spect && dir == SG_DIR_S2C) /* spectators */
+        if (r->spect && (dir == SG_DIR_S2C || f->disconnect)) /* spectators */
             sg_route__spectate_feed(s, f, now_ms);
         /* Fail closed where the route asks: what the filters cannot see
          * (not decoded, or a part left undecoded) does not go out. */

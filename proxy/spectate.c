@@ -62,6 +62,7 @@ struct sg_spect_delayq {
     void *stream;
     struct dq_item *head, *tail;
     size_t bytes;
+    bool left; /* the player left: forgotten once played out */
 };
 
 static struct sg_spect_delayq *dq_find(const struct sg_spectate *sp, uint64_t sid)
@@ -140,9 +141,18 @@ static bool session_alive(const struct sg_spectate *sp, uint64_t id)
 
 /* ---- sessions to watch ---- */
 
+static bool has_left(const struct sg_spectate *sp, uint64_t id)
+{
+    for (unsigned i = 0; i < sizeof(sp->left) / sizeof(sp->left[0]); i++)
+        if (sp->left[i] == id && id)
+            return true;
+    return false;
+}
+
 static bool watchable(const struct sg_spectate *sp, const struct sg_session *s)
 {
-    return !s->closing && s->codec == sp->game && s->cstate && s->stage == SG_STAGE_ESTABLISHED;
+    return !s->closing && s->codec == sp->game && s->cstate && s->stage == SG_STAGE_ESTABLISHED &&
+           !has_left(sp, s->sum.id);
 }
 
 static struct sg_session *session_by_id(const struct sg_spectate *sp, uint64_t id)
@@ -447,11 +457,35 @@ static void feed_all(struct sg_spectate *sp, struct sg_session *s, uint64_t sid,
     }
 }
 
+/* The player of session `s` left the game: its spectators go to the next
+ * one (with a delay, once its stream has played out). */
+static void player_left(struct sg_spectate *sp, struct sg_session *s, uint64_t now_ms)
+{
+    struct sg_spect_delayq *q = dq_find(sp, s->sum.id);
+
+    if (has_left(sp, s->sum.id))
+        return;
+    sp->left[sp->nleft++ % (sizeof(sp->left) / sizeof(sp->left[0]))] = s->sum.id;
+    if (sp->delay_ms > 0) {
+        if (q)
+            q->left = true;
+        return;
+    }
+    for (struct sg_spectator *v = sp->list; v; v = v->next)
+        if (v->watched == s->sum.id)
+            watch(sp, v, session_step(sp, s->sum.id, 1));
+    (void)now_ms;
+}
+
 void sg_spectate_feed(struct sg_spectate *sp, struct sg_session *s, const struct sg_frame *f,
                       uint64_t now_ms)
 {
     struct sg_spect_src src = {s->cstate, false};
 
+    if (sp && f->dir == SG_DIR_C2S && f->disconnect) {
+        player_left(sp, s, now_ms);
+        return;
+    }
     if (!sp || f->dir != SG_DIR_S2C || f->kind != SG_FRAME_MESSAGE || s->codec != sp->game ||
         !s->cstate)
         return;
@@ -484,8 +518,8 @@ static void on_tick(uv_timer_t *t)
                 feed_all(sp, session_by_id(sp, q->sid), q->sid, &src, f, now);
             dq_pop(q);
         }
-        /* a session gone, its stream played out: forgotten */
-        if (!q->head && !session_alive(sp, q->sid)) {
+        /* a session gone (or its player left), its stream played out: forgotten */
+        if (!q->head && (q->left || !session_alive(sp, q->sid))) {
             *pq = q->next;
             dq_free(sp, q);
             continue;

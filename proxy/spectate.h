@@ -80,6 +80,8 @@ struct sg_spectate {
     int64_t delay_ms;                /* spectate_delay: 0 live */
     struct sg_spect_delayq *delayqs; /* with a delay: every decoding session's stream, kept */
     unsigned char key[16]; /* the challenges it gives: a keyed hash of the address */
+    uint64_t left[16]; /* sessions whose player left (a ring): never watched again */
+    unsigned nleft;
     struct sg_spectator *list;
     size_t n;
     uint64_t next_id;
@@ -97,7 +99,9 @@ struct sg_spectate {
 int sg_spectate_create(const struct sg_spectate_owner *owner, const struct sg_codec *game,
                        const struct sg_route_conf *rc, struct sg_spectate **out);
 
-/* Session `s` decoded frame `f`: its spectators get their part (server frames only). */
+/* Session `s` decoded frame `f`: its spectators get their part (server
+ * frames); a client frame marked `disconnect` (the player leaves) moves
+ * them to the next player (live), or once its delayed stream played out. */
 void sg_spectate_feed(struct sg_spectate *sp, struct sg_session *s, const struct sg_frame *f,
                       uint64_t now_ms);
 

@@ -9,6 +9,8 @@ VARIANT: PLAYER-SPECTATOR wire protocols, `68-68`, `71-71` or `68-71`
 (the spectator speaks its own protocol whatever the player speaks); or
 `delay`: `spectate_delay 4s` (68): as 68-68, and when the spectator quits
 its last snapshot is 4 s (+-1.5 s) behind the player's view; or
+`leave`: as `follow`, but half-way the watched player quits: the
+spectator is moved to the other player, with the same checks; or
 `follow`: two players (68), and half-way the spectator runs `follownext`
 on its console: slipgate logs the switch to the other session, and the
 spectator's demo shows both players' views (each snapshot compared with
@@ -95,7 +97,8 @@ def run(variant, seconds):
         if not os.access(os.path.join(q3_peers.IOQ3_DIR, exe), os.X_OK):
             print(f"SKIP: {exe} is not installed")
             sys.exit(77)
-    follow = variant == "follow"
+    follow = variant in ("follow", "leave")
+    leave = variant == "leave"
     delay = 4 if variant == "delay" else 0
     pv, _, sv = ("68-68" if follow or delay else variant).partition("-")
     if pv not in PROTO or sv not in PROTO:
@@ -123,11 +126,13 @@ def run(variant, seconds):
             raise Fail(f"slipgate did not start:\n{read(px_log)}")
 
         # The players, through slipgate.
-        players = []
+        players, ports = [], []
         for i in range(2 if follow else 1):
             pwork = os.path.join(work, f"player{i}")
             os.makedirs(pwork)
-            players.append(start_client(procs, pwork, PROTO[pv], free_udp_port(), px_port, limit))
+            port = free_udp_port()
+            players.append(start_client(procs, pwork, PROTO[pv], port, px_port, limit))
+            ports.append(port)
             # (the second is renamed UnnamedPlayer: the name is taken)
             if not wait_for(lambda: len(re.findall(r"(peers|UnnamedPlayer)\^7 entered the game",
                                                    read(srv_log))) > i, 30):
@@ -150,7 +155,23 @@ def run(variant, seconds):
             if spc.poll() is not None:
                 raise Fail(f"the spectator's client exited:\n{read(spc_log)[-3000:]}")
             # half-way: `follownext` on the spectator's console (its move loop runs the file)
-            if follow and not asked and time.monotonic() - t0 > seconds / 2:
+            if leave and not asked and time.monotonic() - t0 > seconds / 2:
+                # the watched player quits: the spectator goes to the other one
+                sid = watched(px_log)[-1]
+                m = re.search(r"\[s%s\] session start client=127\.0\.0\.1:(\d+)" % sid,
+                              read(px_log))
+                gone = ports.index(int(m.group(1)))
+                cli, _, home_cli = players.pop(gone)
+                with open(os.path.join(home_cli, "baseoa", q3_peers.QUIT_CFG), "w") as f:
+                    f.write("quit\n")
+                if not wait_for(lambda: cli.poll() is not None, 20):
+                    raise Fail("the watched player did not quit")
+                if not wait_for(lambda: len(watched(px_log)) > 1, 10):
+                    raise Fail(f"the spectator stayed on the player who left:\n"
+                               f"{read(px_log)[-2000:]}")
+                left_demo = origins(demo_of(home_cli))
+                asked = True
+            if follow and not leave and not asked and time.monotonic() - t0 > seconds / 2:
                 with open(os.path.join(home_spc, "baseoa", q3_peers.QUIT_CFG), "w") as f:
                     f.write("follownext\n")
                 if not wait_for(lambda: len(watched(px_log)) > 1, 10):
@@ -180,7 +201,7 @@ def run(variant, seconds):
         if bad:
             raise Fail("the spectator's console says:\n" + "\n".join(bad[:20]))
         # The server knew one human player only.
-        if len(re.findall(r"ClientConnect: \d+", read(srv_log))) > 2 + len(players):
+        if len(re.findall(r"ClientConnect: \d+", read(srv_log))) > 2 + (2 if follow else 1):
             raise Fail("the server saw more clients than the player and two bots")
 
         # The spectator's demo: whole, decodable, the player's view.
@@ -196,8 +217,7 @@ def run(variant, seconds):
         if len(sdemos) != (2 if follow else 1):
             raise Fail(f"the spectator recorded {len(sdemos)} demos")
         by_cn = {}  # each player's own demo, by its client number
-        for _, _, home_cli in players:
-            po = origins(demo_of(home_cli))
+        for po in [origins(demo_of(h)) for _, _, h in players] + ([left_demo] if leave else []):
             cns = {po[t][0] for t in po}
             if len(cns) != 1:
                 raise Fail(f"a player's demo has client numbers {cns}")
@@ -208,7 +228,7 @@ def run(variant, seconds):
         if unfollowed:
             raise Fail(f"{len(unfollowed)} spectator snapshots without PMF_FOLLOW")
         seen = {so[t][0] for t in so}
-        if not seen <= set(by_cn) or len(seen) != len(players):
+        if not seen <= set(by_cn) or len(seen) != len(by_cn):
             raise Fail(f"client numbers {seen} in the spectator's demo, the players' {set(by_cn)}")
         common = [t for t in so if t in by_cn[so[t][0]]]
         diff = [t for t in common if so[t][2] != by_cn[so[t][0]][t][2]]
