@@ -9,6 +9,9 @@ VARIANT: PLAYER-SPECTATOR wire protocols, `68-68`, `71-71` or `68-71`
 (the spectator speaks its own protocol whatever the player speaks); or
 `delay`: `spectate_delay 4s` (68): as 68-68, and when the spectator quits
 its last snapshot is 4 s (+-1.5 s) behind the player's view; or
+`map`: one player (68), and a third of the way the server changes map:
+the spectator loads the new map, records a second demo, and each of its
+demos matches the player's demo of the same map; or
 `leave`: as `follow`, but half-way the watched player quits: the
 spectator is moved to the other player, with the same checks; or
 `follow`: two players (68), and half-way the spectator runs `follownext`
@@ -99,8 +102,9 @@ def run(variant, seconds):
             sys.exit(77)
     follow = variant in ("follow", "leave")
     leave = variant == "leave"
+    mapchange = variant == "map"
     delay = 4 if variant == "delay" else 0
-    pv, _, sv = ("68-68" if follow or delay else variant).partition("-")
+    pv, _, sv = ("68-68" if follow or delay or mapchange else variant).partition("-")
     if pv not in PROTO or sv not in PROTO:
         raise Fail(f"unknown variant {variant}")
     work = tempfile.mkdtemp(prefix=f"sg-spect-{variant}-")
@@ -155,6 +159,12 @@ def run(variant, seconds):
             if spc.poll() is not None:
                 raise Fail(f"the spectator's client exited:\n{read(spc_log)[-3000:]}")
             # half-way: `follownext` on the spectator's console (its move loop runs the file)
+            if mapchange and not asked and time.monotonic() - t0 > seconds / 3:
+                q3_peers.rcon(srv_port, "map oa_dm2")
+                if not wait_for(lambda: read(srv_log).count("peers^7 entered the game") >= 2, 40):
+                    raise Fail(f"the player did not come back after the map change:\n"
+                               f"{read(srv_log)[-2000:]}")
+                asked = True
             if leave and not asked and time.monotonic() - t0 > seconds / 2:
                 # the watched player quits: the spectator goes to the other one
                 sid = watched(px_log)[-1]
@@ -206,24 +216,40 @@ def run(variant, seconds):
 
         # The spectator's demo: whole, decodable, the player's view.
         sdemos = demos_of(home_spc)
-        so = {}
+        so, total = {}, 0
         for sdemo in sdemos:
             r = subprocess.run([slipgate_binary(), "demo", "dump", sdemo], capture_output=True,
                                timeout=60)
             if r.returncode != 0:
                 raise Fail(f"slipgate demo dump {sdemo}: exit {r.returncode}\n"
                            f"{r.stderr.decode()[-1000:]}{r.stdout.decode()[-1000:]}")
-            so.update(origins(sdemo))
-        if len(sdemos) != (2 if follow else 1):
+            one = origins(sdemo)
+            total += len(one)
+            so = one if mapchange else {**so, **one}  # server time restarts with a map
+        if len(sdemos) != (2 if follow or mapchange else 1):
             raise Fail(f"the spectator recorded {len(sdemos)} demos")
+        if mapchange:  # one demo per map on both sides: compared map by map
+            pdemos = demos_of(players[0][2])
+            if len(pdemos) != 2:
+                raise Fail(f"the player recorded {len(pdemos)} demos over a map change")
+            for sd, pd in zip(sdemos, pdemos):
+                a, b = origins(sd), origins(pd)
+                both = [t for t in a if t in b]
+                bad = [t for t in both if a[t][2] != b[t][2]]
+                if len(both) < len(a) // 2 or bad or not a:
+                    raise Fail(f"{os.path.basename(sd)}: {len(a)} snapshots, {len(both)} at "
+                               f"the player's server times, {len(bad)} origins differ")
+            if "oa_dm2" not in read(spc_log):
+                raise Fail("the spectator never loaded the new map")
         by_cn = {}  # each player's own demo, by its client number
         for po in [origins(demo_of(h)) for _, _, h in players] + ([left_demo] if leave else []):
             cns = {po[t][0] for t in po}
             if len(cns) != 1:
                 raise Fail(f"a player's demo has client numbers {cns}")
             by_cn[cns.pop()] = po
-        if len(so) < seconds * 10:
-            raise Fail(f"the spectator's demo has {len(so)} snapshots in {seconds} s")
+        # 20 a second, less the map loads
+        if total < seconds * 8:
+            raise Fail(f"the spectator's demos have {total} snapshots in {seconds} s")
         unfollowed = [t for t in so if not so[t][1] & PMF_FOLLOW]
         if unfollowed:
             raise Fail(f"{len(unfollowed)} spectator snapshots without PMF_FOLLOW")
