@@ -16,7 +16,7 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
 testdata=${SG_TESTDATA:-$(python3 "$root/scripts/testdata.py" dir)} || exit 1
-all="fuzz_huffman fuzz_q3_message fuzz_q3_client fuzz_q3_netchan fuzz_q3_filters fuzz_demo_reader fuzz_config fuzz_bmsg fuzz_qw fuzz_sign fuzz_nq fuzz_q2 fuzz_json fuzz_qw_prx"
+all="fuzz_huffman fuzz_q3_message fuzz_q3_client fuzz_q3_netchan fuzz_q3_filters fuzz_demo_reader fuzz_config fuzz_bmsg fuzz_qw fuzz_sign fuzz_nq fuzz_q2 fuzz_json fuzz_qw_prx fuzz_q3_spectate"
 
 seconds=60
 case ${1:-} in

@@ -31,7 +31,8 @@ import tempfile
 
 TARGETS = ['fuzz_huffman', 'fuzz_q3_message', 'fuzz_q3_client', 'fuzz_q3_netchan',
            'fuzz_q3_filters', 'fuzz_demo_reader', 'fuzz_config', 'fuzz_bmsg',
-           'fuzz_qw', 'fuzz_sign', 'fuzz_nq', 'fuzz_q2', 'fuzz_json', 'fuzz_qw_prx']
+           'fuzz_qw', 'fuzz_sign', 'fuzz_nq', 'fuzz_q2', 'fuzz_json', 'fuzz_qw_prx',
+           'fuzz_q3_spectate']
 
 SERVER_PORT = 27960  # the server port of every Q3 session capture (MANIFEST.md)
 SESSIONS = {'ioq68': 1, 'ioq71': 2, 'oa71': 3}  # capture -> fuzz_q3_netchan wire mode
@@ -622,6 +623,25 @@ def seeds_qw_prx(testdata, source):
     }
 
 
+def seeds_spectate(testdata, source):
+    """fuzz_q3_spectate: a captured session as the watched one (its
+    handshake, gamestate and snapshots), the spectator's datagrams taken
+    from the same client's (kind 0), and a few strangers' (kind 4)."""
+    seeds = {}
+    for name, (game, other) in captures(testdata):
+        recs = []
+        for i, (s2c, p) in enumerate(game[:160]):
+            recs.append(struct.pack('<BH', 3 if s2c else 1, len(p)) + p)
+            if not s2c and i % 3 == 0:
+                recs.append(struct.pack('<BH', 0 if i % 2 else 8, len(p)) + p)
+        for s2c, p in other[:4]:
+            if not s2c:
+                recs.append(struct.pack('<BH', 4, len(p)) + p)
+        for flags in (0, 1):
+            seeds['%s_%d' % (name, flags)] = struct.pack('<BH', flags, 4321) + b''.join(recs)
+    return seeds
+
+
 GENERATORS = {
     'fuzz_huffman': seeds_huffman,
     'fuzz_q3_message': seeds_message,
@@ -637,6 +657,7 @@ GENERATORS = {
     'fuzz_q2': seeds_q2,
     'fuzz_json': seeds_json,
     'fuzz_qw_prx': seeds_qw_prx,
+    'fuzz_q3_spectate': seeds_spectate,
 }
 
 
@@ -656,7 +677,7 @@ def generate(target, testdata, source, outdir):
 # each decoder must refuse (MAX_MSGLEN is 16384); the others keep libFuzzer's
 # default (the largest seed, at least 4096).  scripts/fuzz.sh uses the same.
 MAX_LEN = {'fuzz_q3_client': 20000, 'fuzz_q3_message': 40000, 'fuzz_q3_netchan': 40000,
-           'fuzz_q3_filters': 40000}
+           'fuzz_q3_filters': 40000, 'fuzz_q3_spectate': 65536}
 
 # What a sanitizer, libFuzzer or a target's property check prints on a failure.
 REPORTS = re.compile(r'ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|libFuzzer)'
