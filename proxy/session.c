@@ -618,8 +618,6 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
             say_notice(s); /* else with the start line, once the server answers */
         if (s->stage != SG_STAGE_ESTABLISHED)
             update_stage(s, dir);
-        if (r->spect && (dir == SG_DIR_S2C || f->disconnect)) /* spectators */
-            sg_route__spectate_feed(s, f, now_ms);
         /* Fail closed where the route asks: what the filters cannot see
          * (not decoded, or a part left undecoded) does not go out. */
         if ((err < 0 || f->undecoded) && r->conf.undecodable == SG_UNDECODABLE_DROP && !sent) {
@@ -694,6 +692,9 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
     if (chain)
         sg_chain_taps(chain, s->slots, &call, &proxy, &res);
     stream_frame(s, &call, f, data, len, &res);
+    /* spectators: after the player's own datagram is on its way */
+    if (r->spect && s->codec && (dir == SG_DIR_S2C || f->disconnect))
+        sg_route__spectate_feed(s, f, now_ms);
 }
 
 /* ---- send-first: decoding after the send ---- */
