@@ -208,14 +208,46 @@ static void in_use_by(const struct sockaddr *sa, bool tcp, const int *fds, char 
 
 /* ---- network: resolve, bind ---- */
 
+/* Spectators: the spectator port resolves and can be bound (held like the listeners). */
+static void check_spectate(struct pf *pf, uv_loop_t *loop, const struct sg_route_conf *r, int *fds,
+                           char **owners, int *nfds)
+{
+    struct sockaddr_storage ss;
+    char why[256], a[SG_ADDR_STRLEN], by[256];
+    int line = r->spectate_line ? r->spectate_line : r->line, col = r->spectate_col, err;
+
+    if (!r->spectate)
+        return;
+    if (sg_addr_resolve(loop, r->spectate, true, &ss, why, sizeof(why)) < 0) {
+        tell(pf, SG_PREFLIGHT_FAIL, in_file(pf, line), line, col, "route '%s': spectate: %s",
+             r->name, why);
+        return;
+    }
+    sg_addr_format((struct sockaddr *)&ss, a, sizeof(a));
+    err = sg_addr_try_bind((struct sockaddr *)&ss);
+    if (err >= 0) {
+        owners[*nfds] = r->name;
+        fds[(*nfds)++] = err;
+        tell(pf, SG_PREFLIGHT_OK, in_file(pf, line), line, col,
+             "route '%s': spectator port %s can be bound", r->name, a);
+        return;
+    }
+    by[0] = '\0';
+    if (err == -EADDRINUSE)
+        in_use_by((struct sockaddr *)&ss, false, fds, owners, *nfds, by, sizeof(by));
+    tell(pf, SG_PREFLIGHT_FAIL, in_file(pf, line), line, col,
+         "route '%s': cannot bind the spectator port %s: %s%s", r->name, a, strerror(-err), by);
+}
+
 static void check_net(struct pf *pf)
 {
     const struct sg_conf *conf = pf->conf;
     struct sockaddr_storage ss;
     char why[256], a[SG_ADDR_STRLEN], by[256];
     int nfds = 0, err;
-    int *fds = calloc((size_t)conf->nroutes + 1, sizeof(*fds));
-    char **owners = calloc((size_t)conf->nroutes + 1, sizeof(*owners));
+    /* a listener and a spectator port per route, at most */
+    int *fds = calloc(2 * (size_t)conf->nroutes + 1, sizeof(*fds));
+    char **owners = calloc(2 * (size_t)conf->nroutes + 1, sizeof(*owners));
     uv_loop_t loop;
 
     if (!fds || !owners || uv_loop_init(&loop) < 0) {
@@ -252,10 +284,11 @@ static void check_net(struct pf *pf)
                      "route '%s': master %s resolves to %s", r->name, mc->addr,
                      sg_addr_format((struct sockaddr *)&ms, ma, sizeof(ma)));
         }
+        check_spectate(pf, &loop, r, fds, owners, &nfds);
         sg_addr_format((struct sockaddr *)&ss, a, sizeof(a));
         /* Held until every route is bound: two routes must not need one port. */
         err = sg_addr_try_bind((struct sockaddr *)&ss);
-        if (err >= 0 && nfds < conf->nroutes) {
+        if (err >= 0 && nfds < 2 * conf->nroutes) {
             owners[nfds] = r->name;
             fds[nfds++] = err;
             tell(pf, SG_PREFLIGHT_OK, in_file(pf, ll), ll, lc, "route '%s': listen %s can be bound",

@@ -20,6 +20,8 @@ scripted clients on 127.0.0.1 and an echo server as the route's server
     metrics        /metrics counts the spectator, the refusal and the port's
                    datagrams and bytes each way; /api/routes lists it (name,
                    address, session watched)
+    doctor         `slipgate doctor` says the spectator port can be bound, or
+                   that it cannot (a port already held), with the file and line
     config_errors  `spectate` without `protocol q3`, `spectate_delay 11m` and
                    `spectate_password` without `spectate` are refused with
                    the file and line
@@ -214,6 +216,21 @@ def case_metrics(h):
     check(px.stop() == 0, 'slipgate did not exit 0')
     st = [x for x in px.stats()['routes'] if x['name'] == 'spect'][0]
     check('spectators' in st, '--stats has no spectators member')
+
+
+def case_doctor(h):
+    held = h.udp_socket(V4)
+    port = held.getsockname()[1]
+    srv = h.echo(V4)
+    for spect, want in ((port, r":4:\d+: .*cannot bind the spectator port 127\.0\.0\.1:%d" % port),
+                        (0, r":4:\d+: .*spectator port 127\.0\.0\.1:0 can be bound")):
+        path = h.path('doctor%d.conf' % spect)
+        with open(path, 'w') as f:
+            f.write('route a {\n    server %s\n    protocol q3\n    spectate 127.0.0.1:%d\n'
+                    '    listen 127.0.0.1:0\n}\n' % (srv.addr, spect))
+        r = h.run(['doctor', '-c', path], timeout=30)
+        out = (r.stdout + r.stderr).decode(errors='replace')
+        check(re.search(re.escape(path) + want, out), 'no %r in:\n%s' % (want, out))
 
 
 def case_config_errors(h):
