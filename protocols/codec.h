@@ -451,6 +451,9 @@ struct sg_codec_spectate {
     void (*stream_destroy)(void *stream); /* accepts NULL */
     int (*stream_feed)(void *stream, int32_t sequence, const uint8_t *msg, size_t len,
                        const struct sg_frame **f);
+    /* A line shown to the spectator in the middle of its screen (the game's
+     * centerprint) once it watches its next player ("NAME left"); NUL-terminated. */
+    void (*notice)(void *spec, const char *text);
 };
 
 struct sg_codec {

@@ -362,6 +362,19 @@ static void stranger(struct sg_spectate *sp, const struct sockaddr *from, const 
         watch(sp, v, s);
 }
 
+/* Spectator `v` watched the player of `s`, who left: a notice, the next player. */
+static void moved_on(struct sg_spectate *sp, struct sg_spectator *v, struct sg_session *s)
+{
+    char who[64], text[128];
+
+    if (sp->hooks->player(s->cstate, who, sizeof(who)) < 0 || !who[0])
+        snprintf(who, sizeof(who), "the player");
+    snprintf(text, sizeof(text), "%s^7 left", who);
+    if (sp->hooks->notice)
+        sp->hooks->notice(v->spec, text);
+    watch(sp, v, session_step(sp, s->sum.id, 1));
+}
+
 /* A spectator's datagram: acknowledgements and console commands. */
 static void spectator_datagram(struct sg_spectate *sp, struct sg_spectator *v, const uint8_t *data,
                                size_t len, uint64_t now)
@@ -378,9 +391,14 @@ static void spectator_datagram(struct sg_spectate *sp, struct sg_spectator *v, c
     /* none watched yet, or the session it watched is gone (with a delay:
      * and its stream played out): the next one */
     if (!have) {
-        struct sg_session *s = session_step(sp, v->watched, 1);
+        struct sg_session *s = session_step(sp, v->watched, 1), *old = NULL;
 
-        if (s || v->watched)
+        for (struct sg_session *o = *sp->owner.sessions; o && v->watched; o = o->next)
+            if (o->sum.id == v->watched)
+                old = o;
+        if (old && has_left(sp, v->watched) && old->cstate)
+            moved_on(sp, v, old); /* with a delay: its stream played out */
+        else if (s || v->watched)
             watch(sp, v, s);
         have = src_of(sp, v, &src);
     }
@@ -473,7 +491,7 @@ static void player_left(struct sg_spectate *sp, struct sg_session *s, uint64_t n
     }
     for (struct sg_spectator *v = sp->list; v; v = v->next)
         if (v->watched == s->sum.id)
-            watch(sp, v, session_step(sp, s->sum.id, 1));
+            moved_on(sp, v, s);
     (void)now_ms;
 }
 

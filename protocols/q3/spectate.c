@@ -56,6 +56,8 @@ struct q3spec {
     int32_t rel_seq, rel_ack;
     char *rel[SG_Q3_MAX_RELIABLE_COMMANDS];
 
+    char notice[128]; /* a centerprint for when it is active again, "" none */
+
     struct sent sent[SG_Q3_PACKET_BACKUP];
     struct sg_q3_svmsg out;
     uint8_t buf[SG_Q3_MAX_MSGLEN];
@@ -488,8 +490,18 @@ static int q3s_input(void *spec, const struct sg_spect_src *watched, uint64_t no
     }
 
     /* the gamestate: due, or acknowledged, or lost */
-    if (sp->stage == STAGE_PRIMED && sp->msg_ack >= sp->gs_seq)
+    if (sp->stage == STAGE_PRIMED && sp->msg_ack >= sp->gs_seq) {
         sp->stage = STAGE_ACTIVE;
+        /* the notice waiting for the new view: the game's centerprint */
+        if (sp->notice[0]) {
+            char cmd[160];
+
+            snprintf(cmd, sizeof(cmd), "cp \"%s\n\"", sp->notice);
+            sp->notice[0] = 0;
+            if ((err = rel_add(sp, cmd)) < 0)
+                return err;
+        }
+    }
     if (sp->stage == STAGE_CONNECTED ||
         (sp->stage == STAGE_PRIMED && now_ms - sp->gs_ms >= GAMESTATE_RESEND))
         return send_gamestate(sp, st, now_ms, emit, ctx);
@@ -551,6 +563,18 @@ static int q3s_feed(void *spec, const struct sg_spect_src *watched, const struct
     if (!snap || snap->status != 0 || !(frame = sg_q3_state_snapshot(st, snap->message_num)))
         return 0;
     return send_snapshot(sp, st, frame, emit, ctx);
+}
+
+/* Quotes and backslashes would end the command's argument: they become '. */
+static void q3s_notice(void *spec, const char *text)
+{
+    struct q3spec *sp = spec;
+    size_t i;
+
+    for (i = 0; text[i] && i + 1 < sizeof(sp->notice); i++)
+        sp->notice[i] =
+            text[i] == '"' || text[i] == '\\' || (unsigned char)text[i] < 32 ? '\'' : text[i];
+    sp->notice[i] = 0;
 }
 
 static const char *q3s_name(const void *spec)
@@ -629,4 +653,5 @@ const struct sg_codec_spectate sg_q3_spectate = {
     .stream_create = q3s_stream_create,
     .stream_destroy = q3s_stream_destroy,
     .stream_feed = q3s_stream_feed,
+    .notice = q3s_notice,
 };

@@ -13,7 +13,8 @@ its last snapshot is 4 s (+-1.5 s) behind the player's view; or
 the spectator loads the new map, records a second demo, and each of its
 demos matches the player's demo of the same map; or
 `leave`: as `follow`, but half-way the watched player quits: the
-spectator is moved to the other player, with the same checks; or
+spectator is moved to the other player, with the same checks, and its
+client executes the centerprint "NAME left" (its console, developer 1); or
 `follow`: two players (68), and half-way the spectator runs `follownext`
 on its console: slipgate logs the switch to the other session, and the
 spectator's demo shows both players' views (each snapshot compared with
@@ -146,8 +147,10 @@ def run(variant, seconds):
         # The spectator, on the spectator port, with the password.
         swork = os.path.join(work, "spectator")
         os.makedirs(swork)
-        spc, spc_log, home_spc = start_client(procs, swork, PROTO[sv] + ["password", "watch"],
-                                              spc_port, sp_port, limit)
+        # (developer 1: its console shows each server command it executes)
+        spc, spc_log, home_spc = start_client(
+            procs, swork, PROTO[sv] + ["password", "watch"] + (["developer", "1"] if leave else []),
+            spc_port, sp_port, limit)
         if not wait_for(lambda: re.search(r"spectator 1 \(.*\) watches session", read(px_log)),
                         30):
             raise Fail(f"the spectator was not admitted\n--- slipgate\n{read(px_log)[-2000:]}"
@@ -228,6 +231,10 @@ def run(variant, seconds):
             so = one if mapchange else {**so, **one}  # server time restarts with a map
         if len(sdemos) != (2 if follow or mapchange else 1):
             raise Fail(f"the spectator recorded {len(sdemos)} demos")
+        # the player who left is named in the middle of the spectator's screen
+        if leave and not re.search(r'serverCommand: \d+ : cp "\S+ left', read(spc_log)):
+            raise Fail("the spectator's client executed no centerprint naming the player "
+                       "who left")
         if mapchange:  # one demo per map on both sides: compared map by map
             pdemos = demos_of(players[0][2])
             if len(pdemos) != 2:
