@@ -13,7 +13,8 @@
  * else from its client), decoded by the session codec, each server frame
  * fed to the spectator (live) and to a delayed stream whose frames are fed
  * to a second spectator; else a datagram from the spectator (bit 2: from
- * an address that is no spectator: hello()).  The spectators start from a
+ * an address that is no spectator: hello(); bit 5: the bytes as a notice).
+ * The spectators start from a
  * connect the harness builds (the game's Huffman-coded form).
  *
  * Properties: nothing crashes, leaks or reads out of bounds; every datagram
@@ -96,6 +97,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         (void)h->feed(late, &dsrc, g, now, emit, &sent);
                 }
             }
+        } else if (kind & 32) {
+            char note[200];
+
+            snprintf(note, sizeof(note), "%.*s", (int)(got < 199 ? got : 199), (const char *)copy);
+            h->notice(kind & 8 ? late : live, note);
         } else if (kind & 4) {
             size_t rlen = 0;
             int v =
