@@ -149,7 +149,7 @@ static void banned(struct sg_route *r, const struct sg_ban_rule *b, const uint8_
         sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0,
                "refused %s: %s %s (its datagrams are dropped and counted as drops.banned; "
                "said once a minute)",
-               sg_route__client_name(r, from, a, sizeof(a)), kick ? "kicked" : "banned", what);
+               sg_relay_client_name(&r->relay, from, a, sizeof(a)), kick ? "kicked" : "banned", what);
     }
 
     game = answering_game(r, data, len);
@@ -195,12 +195,12 @@ bool sg_route__door_refuses(struct sg_route *r, const uint8_t *data, size_t len,
     if (r->conf.admin_from && is_admin(r, data, len) &&
         !sg_ban_list_match(r->conf.admin_from, from, 0)) {
         r->counters.drops[SG_DROP_ADMIN]++;
-        if ((n = sg_route__warn_count(&r->warn_admin, uv_now(r->ctx->loop)))) {
+        if ((n = sg_warn_count(&r->warn_admin, uv_now(r->ctx->loop)))) {
             char a[SG_ADDR_STRLEN];
             sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
                    "remote administration from %s refused: not in admin_from (%llu such "
                    "datagrams since the last warning; counted as drops.admin)",
-                   sg_route__client_name(r, from, a, sizeof(a)), (unsigned long long)n);
+                   sg_relay_client_name(&r->relay, from, a, sizeof(a)), (unsigned long long)n);
         }
         return true;
     }

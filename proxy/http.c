@@ -332,7 +332,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
     vsnprintf(line, sizeof(line), fmt, ap);
     line[strcspn(line, "\n")] = '\0';
-    if (sg_route__warn_count(&h->warn_mhd, uv_now(h->owner.ctx->loop)))
+    if (sg_warn_count(&h->warn_mhd, uv_now(h->owner.ctx->loop)))
         sg_log(h->owner.ctx->log, SG_LOG_DEBUG, NULL, 0, "http: %s", line);
 }
 

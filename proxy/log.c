@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,4 +123,11 @@ void sg_log(struct sg_logger *lg, int level, const char *route, uint64_t sid, co
     }
     line[n++] = '\n';
     put_line(lg, line, n);
+}
+
+uint64_t sg_now_wall_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }

@@ -61,4 +61,7 @@ void sg_log(struct sg_logger *lg, int level, const char *route, uint64_t sid, co
             sg_log((lg), (lvl), (route), (sid), __VA_ARGS__);                                      \
     } while (0)
 
+/* The wall clock, ms since the epoch. */
+uint64_t sg_now_wall_ms(void);
+
 #endif

@@ -40,13 +40,6 @@ const char *const sg_drop_names[SG_DROP__COUNT] = {
 #undef SG__DROP_NAME
 };
 
-uint64_t sg_now_wall_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
-
 /* ---- session table ---- */
 
 static uint64_t addr_hash(const struct sg_route *r, const struct sockaddr *sa)
@@ -241,7 +234,7 @@ static void refuse_move(struct sg_route *r, struct sg_session *s, const struct s
     sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, s->sum.id,
               "client move from %s to %s (qport %d) refused: %s", s->sum.client, a, (int)s->qport,
               why);
-    if ((n = sg_route__warn_count(&r->warn_rebind, now)))
+    if ((n = sg_warn_count(&r->warn_rebind, now)))
         sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, s->sum.id,
                "%llu datagram(s) with a player's qport from another port of their host dropped "
                "(a forged or stale move); the last from %s for %s (qport %d): %s; repeated at "
@@ -456,19 +449,6 @@ static bool rate_allow(struct sg_route *r, const struct sockaddr *sa)
 
 /* ---- rate-limited warnings ---- */
 
-uint64_t sg_route__warn_count(struct sg_warn_limit *w, uint64_t now)
-{
-    uint64_t n;
-
-    w->count++;
-    if (w->logged && now - w->last_ms < SG_WARN_INTERVAL_MS)
-        return 0;
-    n = w->count;
-    w->logged = true;
-    w->last_ms = now;
-    w->count = 0;
-    return n;
-}
 
 /* Events counted since the last warning, once the interval has passed (the sweep reports them). */
 static uint64_t warn_flush(struct sg_warn_limit *w, uint64_t now)
@@ -739,7 +719,7 @@ static void session_limit(struct sg_route *r, const struct sockaddr *from, uint6
     uint64_t n;
 
     r->counters.drops[SG_DROP_SESSION_LIMIT]++;
-    if ((n = sg_route__warn_count(&r->warn_session_limit, now)))
+    if ((n = sg_warn_count(&r->warn_session_limit, now)))
         warn_session_limit(r, n, sg_route__client_name(r, from, a, sizeof(a)));
 }
 
@@ -752,7 +732,7 @@ static void session_limit(struct sg_route *r, const struct sockaddr *from, uint6
  */
 static struct sg_session *eviction_victim(struct sg_route *r)
 {
-    sg_route_deferred_drain(r); /* the stages as the datagrams so far make them */
+    sg_route_deferred_drain(&r->relay); /* the stages as the datagrams so far make them */
     return r->waiting[SG_STAGE_UNANSWERED] ? r->waiting[SG_STAGE_UNANSWERED]
                                            : r->waiting[SG_STAGE_ANSWERED];
 }
@@ -763,7 +743,7 @@ static void evict(struct sg_route *r, struct sg_session *victim, uint64_t now)
 
     r->sessions_evicted++;
     sg_session_close(victim, "evicted"); /* gives its slot back */
-    if ((n = sg_route__warn_count(&r->warn_evicted, now)))
+    if ((n = sg_warn_count(&r->warn_evicted, now)))
         warn_evicted(r, n);
 }
 
@@ -813,7 +793,7 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from,
         sg_route__client_name(r, from, a, sizeof(a));
         sg_log_at(r->ctx->log, SG_LOG_DEBUG, r->conf.name, 0,
                   "drop from %s: new-session rate limit", a);
-        if ((n = sg_route__warn_count(&r->warn_rate_limit, now)))
+        if ((n = sg_warn_count(&r->warn_rate_limit, now)))
             warn_rate_limit(r, n, a);
         return NULL;
     }
@@ -824,7 +804,7 @@ static struct sg_session *admit(struct sg_route *r, const struct sockaddr *from,
             return NULL;
         }
     }
-    if (sg_session_create_to(r, from, server, &s) < 0) {
+    if (sg_session_create_to(&r->relay, from, server, &s) < 0) {
         slot_give(r);
         r->counters.drops[SG_DROP_NO_SOCKET]++;
         return NULL;
@@ -1807,14 +1787,13 @@ static void free_anon_key(struct sg_route *r)
 char *sg_route__client_name(const struct sg_route *r, const struct sockaddr *sa, char *buf,
                             size_t cap)
 {
-    if (r->anon_key)
-        return sg_anon_name(r->anon_key, sa, buf, cap);
-    return sg_addr_format(sa, buf, cap);
+    return sg_relay_client_name(&r->relay, sa, buf, cap);
 }
 
-void sg_route__spectate_feed(struct sg_session *s, const struct sg_frame *f, uint64_t now_ms)
+static void spectate_feed(struct sg_route *r, struct sg_session *s, const struct sg_frame *f,
+                          uint64_t now_ms)
 {
-    sg_spectate_feed(s->route->spect, s, f, now_ms);
+    sg_spectate_feed(r->spect, s, f, now_ms);
 }
 
 /* The heartbeat engine's and the spectator port's handles count among the route's. */
@@ -1833,6 +1812,20 @@ static const char *conf_file(const struct sg_route_conf *rc)
     return rc->top && rc->top->file ? rc->top->file : NULL;
 }
 
+/* What the route's sessions call back (proxy/session.h). */
+static const struct sg_relay_hooks relay_hooks = {
+    .insert = sg_route__session_insert,
+    .remove = sg_route__session_remove,
+    .stage = sg_route__session_stage,
+    .make_room = sg_route__make_room,
+    .ended = sg_route__session_ended,
+    .own_port = sg_route__own_port,
+    .own_socket = sg_route__own_socket,
+    .clients_before = sg_route_clients_before,
+    .handle_closed = sg_route__handle_closed,
+    .spectate = spectate_feed,
+};
+
 int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_conf *rc,
                     struct sg_route **out)
 {
@@ -1845,6 +1838,8 @@ int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_co
         return UV_ENOMEM;
     r->owner = *owner;
     r->ctx = owner->ctx;
+    r->route = r;
+    r->hooks = &relay_hooks;
     load_locals(r);
     randombytes_buf(r->hash_key, sizeof(r->hash_key));
     r->nbuckets = 64;
@@ -1909,7 +1904,7 @@ int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_co
     err = open_listener(r);
     if (err < 0)
         goto err_handles;
-    sg_route_send_first_update(r);
+    sg_route_send_first_update(&r->relay);
 
     r->game = sg_protocol_codec(r->conf.protocol);
     r->codec = sg_codec_decodes(r->game) ? r->game : NULL;
@@ -1995,7 +1990,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     r->reload_kept[0] = '\0';
 
     /* Datagrams already sent are decoded under the settings they were sent with. */
-    sg_route_deferred_drain(r);
+    sg_route_deferred_drain(&r->relay);
 
     /* What needs a restart is reported, not applied. */
     if (strcmp(rc->listen, r->conf.listen) != 0)
@@ -2142,7 +2137,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     r->conf.ready_probe = rc->ready_probe; /* readiness probe */
     r->conf.ready_probe_timeout_ms = rc->ready_probe_timeout_ms;
     probe_schedule(r);
-    sg_route_send_first_update(r);
+    sg_route_send_first_update(&r->relay);
     uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));
     return 0;
 }

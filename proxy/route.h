@@ -65,24 +65,6 @@ struct sg_rate_bucket {
     uint64_t stamp; /* uv_now() of the last refill */
 };
 
-/*
- * What the same-named routes of every worker loop share: the count of their
- * sessions, against the route's max_sessions (exact across loops).  A slot
- * is taken by compare-and-swap before a session is made and given back when
- * it ends.  One per route name, kept by worker 0's app for the whole run
- * (sg_route__share; a route removed and added again by reloads reuses it).
- */
-struct sg_route_share {
-    struct sg_route_share *next;
-    char name[128];
-    _Atomic int64_t nsessions;
-    /* The sessions (every loop's) the open files limit leaves room for when
-     * that is fewer than max_sessions, else 0: the table is full there, and
-     * a full table's eviction rule applies (worker 0 sets it: app.c). */
-    _Atomic int64_t fd_cap;
-    /* upstream source addresses: the next session's (every loop's), in turn */
-    _Atomic uint32_t next_source;
-};
 
 /*
  * slipgate's upstream sockets, every loop's, by local port (a port is one
@@ -156,33 +138,20 @@ struct sg_route_owner {
 };
 
 struct sg_route {
-    const struct sg_ctx *ctx;   /* = owner.ctx */
+    /* What its sessions see of it (struct sg_relay, proxy/session.h), by name. */
+    union {
+        struct sg_relay relay;
+        struct { SG_RELAY_FIELDS };
+    };
     struct sg_route_owner owner;
     struct sg_route *next;
-    struct sg_route_conf conf;    /* private copy (strings owned) */
-    const struct sg_codec *game;  /* from `protocol`; NULL: probe each session (auto) */
     const struct sg_codec *codec; /* `game` when it decodes, else NULL */
-    const struct sg_codec *handshake; /* whose handshake hook runs on every session, or NULL */
-    struct sockaddr_storage listen_addr;
-    struct sockaddr_storage server_addr;
-    struct sg_udp listener;
     uv_timer_t sweep;
     bool listener_open, sweep_open; /* handles initialised and not yet closed */
-    struct sg_chain *chain;         /* the filters, or NULL */
-    struct sg_sign_key *sign_key;   /* signs recordings (`sign_key`), or NULL; the route's life */
-    struct sg_anon_key *anon_key;   /* client pseudonyms (`anonymize yes`), or NULL; the route's life */
-    struct sg_delay_queue delay;    /* datagrams filters hold back */
-    struct sg_master *master;       /* heartbeats (`master`), or NULL: a game without them */
-    struct sg_spectate *spect;      /* the spectator port (`spectate`, worker 0), or NULL */
     bool closing;
-    int open_handles; /* handles (its own and its sessions' sockets) whose close
-                         callback is pending or due */
     bool retired;               /* retired by its owner: freed once closed (owner.closed) */
     const char *retired_reason; /* static string */
     uint64_t retired_ms;
-
-    /* This loop's live sessions count in share->nsessions (every loop's). */
-    struct sg_route_share *share;
 
     /* Live sessions: hash by client address (keyed SipHash) plus a list. */
     struct sg_session **buckets;
@@ -201,14 +170,10 @@ struct sg_route {
     size_t nrates;
 
     /* Counters and the summaries of ended sessions. */
-    struct sg_counters counters;
-    uint64_t sessions_total;
     uint64_t sessions_evicted; /* ended for a newcomer when the table was full */
     /* What the last sg_route_update could not apply and kept of the old
      * settings ("server, masters"), "" when it applied everything. */
     char reload_kept[128];
-    /* Round trips timed (proxy/session.c), by leg as sg_session_summary.rtt_ms. */
-    uint64_t rtt_samples[2], rtt_sum_ms[2];
     /* route_by prx: what the route answered itself, by SG_ROUTE_BY_* kind
      * (challenge requests, pingstatus, status, pings). */
     uint64_t rb_answers[SG_ROUTE_BY_PING + 1];
@@ -227,11 +192,7 @@ struct sg_route {
 
     /* Admission: rate-limited warnings, the one-time loop warning, and the
      * max_sessions the descriptor limit was last found short for. */
-    struct sg_warn_limit warn_session_limit, warn_rate_limit, warn_no_socket, warn_evicted;
     struct sg_warn_limit warn_rebind;      /* refused qport moves */
-    struct sg_warn_limit warn_unanswered;  /* sessions ended never answered */
-    struct sg_warn_limit warn_undecoded;   /* unanswered sessions whose first datagram failed */
-    struct sg_warn_limit warn_unreachable; /* sessions told port unreachable */
     bool loop_logged;
     int64_t nofile_warned_for;
     /* The machine's own addresses when the route started (getifaddrs;
@@ -248,37 +209,6 @@ struct sg_route {
     uint32_t kernel_drops_raw;
     uint64_t kernel_drops_warned, kernel_drops_warned_ms;
 
-    /* Residence times (session.c, sg_session_sent): from each relayed
-     * datagram's receive time to the clock read just before the sendmmsg
-     * that hands it to the kernel, by direction ([SG_DIR_C2S], [SG_DIR_S2C]);
-     * this loop's own, summed by the readers.  `untimed`: datagrams the
-     * kernel gave no receive time (a clock read when the relay picked them
-     * up stands in).  Off with `residence off`. */
-    struct sg_hist resid[2];
-    uint64_t resid_untimed;
-
-    /* Shared by the route's sockets: one receive batch, and the outbox
-     * every datagram leaves through. */
-    struct sg_udp_batch batch;
-    struct sg_outbox outbox;
-    /* One datagram each: a decoding session's waiting server datagrams,
-     * read before its client datagram, and the listening socket's, read
-     * before a server datagram (session.c, server_first). */
-    uint8_t *drain_buf, *drain_cbuf;
-
-    /* Send-first (session.c): the chain only watches (or there is none) and
-     * `reencode` is `changed`, so datagrams leave before they are decoded;
-     * their decoding waits here in arrival order and runs after the turn's
-     * flush, SG_DEFER_BUDGET_NS of it per loop turn. */
-    bool send_first;
-    struct sg_deferred *dq_head, *dq_tail;
-    size_t dq_n, dq_bytes;
-    size_t dq_limit;       /* its bound in datagrams: SG_DEFER_MAX (in-process tests lower it) */
-    uint64_t dq_max;       /* the longest the queue has been */
-    uint64_t dq_overflows; /* datagrams decoded at once because the queue was full */
-    struct sg_deferred *dq_spares; /* decoded entries kept for reuse (SG_DEFER_SPARES) */
-    unsigned dq_nspare;            /* entries of the spare size alive: queued or kept */
-
     /* The door (proxy/door.c): this loop's kicks (temporary bans from the
      * HTTP API; owned, or NULL), per address when it was last answered and
      * logged (a small table, NULL until a ban first matches), and the
@@ -289,21 +219,16 @@ struct sg_route {
     uint64_t door_second, door_replies;
     struct sg_warn_limit warn_admin;
 
-    /* route_by prx (client-directed routing): the game's hooks (NULL on a
-     * fixed route) and what the route keeps for it (route.c). */
-    const struct sg_codec_route_by *rb_hooks;
     /* readiness probe (worker 0's route only): the game's status query to
      * the server from a socket of its own; /ready reads probe_answer_ms. */
     struct sg_udp probe;
     uv_timer_t probe_timer;
     bool probe_open, probe_failed, probe_timer_open;
     uint64_t probe_sent_ms, probe_answer_ms; /* uv_now() of the last query and answer (0: none) */
+    /* route_by prx (client-directed routing): what the route keeps for it
+     * (route.c); the game's hooks are rb_hooks. */
     struct sg_route_by_state *rb;
 };
-
-/* Session `s` decoded frame `f` (a server frame, or its client's leaving):
- * the route's spectators watching it get their part. */
-void sg_route__spectate_feed(struct sg_session *s, const struct sg_frame *f, uint64_t now_ms);
 
 /*
  * The door (proxy/door.c): may the client datagram `data` from `from`
@@ -416,8 +341,6 @@ void sg_route__session_stage(struct sg_route *r, struct sg_session *s, enum sg_s
  */
 char *sg_route__client_name(const struct sg_route *r, const struct sockaddr *sa, char *buf,
                             size_t cap);
-/* Count one event of `w`; returns the events to report now (0: stay quiet). */
-uint64_t sg_route__warn_count(struct sg_warn_limit *w, uint64_t now);
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s);
 void sg_route__session_remove(struct sg_route *r, struct sg_session *s);
 void sg_route__session_ended(struct sg_route *r, const struct sg_session_summary *sum);
@@ -430,6 +353,5 @@ void sg_codec_stats_add(struct sg_codec_stats *to, const struct sg_codec_stats *
  * the caller must not touch it after this call.
  */
 void sg_route__handle_closed(struct sg_route *r);
-uint64_t sg_now_wall_ms(void);
 
 #endif

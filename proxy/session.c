@@ -9,7 +9,7 @@
  * callback of its upstream socket, after it is out of the route's table.
  */
 #include "proxy/addr.h"
-#include "proxy/route.h"
+#include "proxy/master.h"
 #include "proxy/session.h"
 #include "protocols/error.h"
 #include "filters/anon.h"
@@ -19,10 +19,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint64_t sg_warn_count(struct sg_warn_limit *w, uint64_t now)
+{
+    uint64_t n;
+
+    w->count++;
+    if (w->logged && now - w->last_ms < SG_WARN_INTERVAL_MS)
+        return 0;
+    n = w->count;
+    w->logged = true;
+    w->last_ms = now;
+    w->count = 0;
+    return n;
+}
+
+char *sg_relay_client_name(const struct sg_relay *r, const struct sockaddr *sa, char *buf,
+                           size_t cap)
+{
+    if (r->anon_key)
+        return sg_anon_name(r->anon_key, sa, buf, cap);
+    return sg_addr_format(sa, buf, cap);
+}
+
 /* Count a failed send once per session in the log, every time in counters. */
 static void count_send_error(struct sg_session *s, int err, const char *dir)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     enum sg_drop why = err == -ENOBUFS       ? SG_DROP_QUEUE_FULL
                        : err == -ECONNREFUSED ? SG_DROP_UNREACHABLE
                                               : SG_DROP_SEND_ERROR;
@@ -41,13 +63,13 @@ static void count_send_error(struct sg_session *s, int err, const char *dir)
  * sources towards a server that is down would say it for each). */
 static void server_refused(struct sg_session *s)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     uint64_t n;
 
     if (s->refused_logged)
         return;
     s->refused_logged = true;
-    if (!(n = sg_route__warn_count(&r->warn_unreachable, uv_now(r->ctx->loop))))
+    if (!(n = sg_warn_count(&r->warn_unreachable, uv_now(r->ctx->loop))))
         return;
     sg_log_at(r->ctx->log, SG_LOG_WARN, r->conf.name, s->sum.id,
               "server %s unreachable: nothing listens on that port (ICMP port unreachable); "
@@ -61,7 +83,7 @@ static void server_refused(struct sg_session *s)
 /* The four legs as datagram taps see them. */
 static void tap_datagram(struct sg_session *s, enum sg_leg leg, const uint8_t *data, size_t len)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     struct sg_filter_call call = {.session = &s->fsess,
                                   .data = data,
                                   .len = len,
@@ -90,7 +112,7 @@ static void tap_datagram(struct sg_session *s, enum sg_leg leg, const uint8_t *d
 /* Hand a datagram to the route's outbox; sg_session_sent reports on it. */
 static void send_dir(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
 
     if (dir == SG_DIR_C2S)
         sg_outbox_push(&r->outbox, &s->upstream,
@@ -105,7 +127,7 @@ void sg_session_sent(void *session, uint8_t dir, const uint8_t *data, size_t len
                      int64_t resid_ns)
 {
     struct sg_session *s = session;
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
 
     if (err < 0) {
         if (err == -ECONNREFUSED)
@@ -151,7 +173,7 @@ struct emit_ctx {
 static int emit(void *ctx, const uint8_t *data, size_t len)
 {
     struct emit_ctx *e = ctx;
-    struct sg_route *r = e->s->route;
+    struct sg_relay *r = e->s->relay;
 
     for (int i = 0; i <= e->copies; i++) {
         if (e->delay_ms == 0 || sg_delay_push(&r->delay, uv_now(r->ctx->loop), e->delay_ms,
@@ -169,7 +191,7 @@ static void fill_filter_session(struct sg_session *s);
  * its decoder when it has one. */
 static void set_game(struct sg_session *s, const struct sg_codec *game)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     int err;
 
     if (s->codec) {
@@ -196,7 +218,7 @@ static void set_game(struct sg_session *s, const struct sg_codec *game)
 /* The game of a new session: the route's, or (auto) whoever claims the first datagram. */
 static void pick_game(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     const struct sg_codec *game;
 
     game = r->conf.protocol != SG_PROTO_AUTO ? r->game
@@ -223,7 +245,7 @@ static void pick_game(struct sg_session *s, enum sg_dir dir, const uint8_t *data
  */
 static void recheck_game(struct sg_session *s, const uint8_t *data, size_t len)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     const struct sg_codec *game = sg_codec_connect(data, len, s->game);
 
     if (!game)
@@ -240,7 +262,7 @@ static void recheck_game(struct sg_session *s, const uint8_t *data, size_t len)
 /* The session as filters see it; refreshed when the codec is decided. */
 static void fill_filter_session(struct sg_session *s)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
 
     s->fsess.id = s->sum.id;
     s->fsess.route = r->conf.name;
@@ -328,7 +350,7 @@ static int aim_upstream(struct sg_session *s, int port, bool connect)
     sg_addr_set_port((struct sockaddr *)&to, port);
     /* What waits in the outbox goes out as it was queued (no address while
      * connected, the server's address while not). */
-    sg_outbox_flush(&s->route->outbox);
+    sg_outbox_flush(&s->relay->outbox);
     if (connect)
         err = sg_udp_reconnect(&s->upstream, (struct sockaddr *)&to);
     else if (s->upstream.connected)
@@ -337,7 +359,7 @@ static int aim_upstream(struct sg_session *s, int port, bool connect)
         return err;
     /* Where the socket now sends from, for the loop check (route.c). */
     if (sg_udp_local(&s->upstream, &now) == 0)
-        sg_route__own_port(s->route, (struct sockaddr *)&now, true);
+        s->relay->hooks->own_port(s->route, (struct sockaddr *)&now, true);
     if (port != sg_addr_port((struct sockaddr *)&s->server)) {
         s->server = to;
         sg_addr_format((struct sockaddr *)&s->server, s->server_str, sizeof(s->server_str));
@@ -352,7 +374,7 @@ static bool server_port_is_own(const void *opaque, int port)
     struct sockaddr_storage to = s->server;
 
     sg_addr_set_port((struct sockaddr *)&to, port);
-    return sg_route__own_socket(s->route, (struct sockaddr *)&to);
+    return s->relay->hooks->own_socket(s->route, (struct sockaddr *)&to);
 }
 
 /*
@@ -369,7 +391,7 @@ static bool server_port_is_own(const void *opaque, int port)
 static const uint8_t *handshake(struct sg_session *s, enum sg_dir dir, const uint8_t *data,
                                 size_t *len)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     struct sg_relay_ctx ctx = {
         .listen_port = sg_addr_port((struct sockaddr *)&r->listen_addr),
         .server_port = sg_addr_port((struct sockaddr *)&s->server),
@@ -421,7 +443,7 @@ static void say_notice(struct sg_session *s)
 
     if (s->codec && s->cstate && s->codec->take_notice &&
         (notice = s->codec->take_notice(s->cstate)) != NULL)
-        sg_log(s->route->ctx->log, SG_LOG_INFO, s->route->conf.name, s->sum.id, "%s", notice);
+        sg_log(s->relay->ctx->log, SG_LOG_INFO, s->relay->conf.name, s->sum.id, "%s", notice);
 }
 
 /*
@@ -432,7 +454,7 @@ static void say_notice(struct sg_session *s)
  */
 static void log_start(struct sg_session *s, enum sg_log_level level)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     char a[SG_ADDR_STRLEN];
 
     sg_log_at(r->ctx->log, level, r->conf.name, s->sum.id,
@@ -453,16 +475,16 @@ static void log_start(struct sg_session *s, enum sg_log_level level)
  */
 static void update_stage(struct sg_session *s, enum sg_dir dir)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
 
     if (dir == SG_DIR_S2C && s->stage == SG_STAGE_UNANSWERED) {
-        sg_route__session_stage(r, s, SG_STAGE_ANSWERED);
+        r->hooks->stage(r->route, s, SG_STAGE_ANSWERED);
         log_start(s, SG_LOG_INFO);
     }
     if (s->stage != SG_STAGE_ANSWERED || !s->probed)
         return;
     if (!s->codec || !s->codec->established || s->codec->established(s->cstate))
-        sg_route__session_stage(r, s, SG_STAGE_ESTABLISHED);
+        r->hooks->stage(r->route, s, SG_STAGE_ESTABLISHED);
 }
 
 /* The web page's live stream (proxy/http.c) sees each frame as the taps do,
@@ -471,11 +493,11 @@ static void stream_frame(struct sg_session *s, struct sg_filter_call *call,
                          const struct sg_frame *f, const uint8_t *data, size_t len,
                          const struct sg_chain_result *res)
 {
-    const struct sg_frame_tap *t = *s->route->ctx->taps;
+    const struct sg_frame_tap *t = *s->relay->ctx->taps;
 
     /* A new level: the masters hear of it (proxy/master.h). */
     if (f && f->new_level && f->dir == SG_DIR_S2C)
-        sg_master_level(s->route->master, f->level);
+        sg_master_level(s->relay->master, f->level);
     if (!t || !f)
         return;
     call->session = &s->fsess;
@@ -501,7 +523,7 @@ static void stream_frame(struct sg_session *s, struct sg_filter_call *call,
  * has answered, else one rate-limited line for the route. */
 static void decode_error_warn(struct sg_session *s, enum sg_dir dir)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     const char *way = dir == SG_DIR_C2S ? "client to server" : "server to client";
     uint64_t n;
 
@@ -511,7 +533,7 @@ static void decode_error_warn(struct sg_session *s, enum sg_dir dir)
                s->codec->describe(s->cstate));
         return;
     }
-    if ((n = sg_route__warn_count(&r->warn_undecoded, uv_now(r->ctx->loop))))
+    if ((n = sg_warn_count(&r->warn_undecoded, uv_now(r->ctx->loop))))
         sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, s->sum.id,
                "%llu session(s) the server has not answered sent what does not decode (the "
                "last: client %s: %s); still relayed; repeated at most every %d s, each at debug",
@@ -567,8 +589,8 @@ static void rtt_note(struct sg_session *s, const struct sg_frame *f, uint64_t no
             int32_t *avg = &s->sum.rtt_ms[dir];
             if (ms < 60000) {
                 *avg = *avg < 0 ? (int32_t)ms : (int32_t)((3 * (int64_t)*avg + (int64_t)ms) / 4);
-                s->route->rtt_samples[dir]++;
-                s->route->rtt_sum_ms[dir] += ms;
+                s->relay->rtt_samples[dir]++;
+                s->relay->rtt_sum_ms[dir] += ms;
             }
         }
         if (ahead >= 0)
@@ -596,7 +618,7 @@ int32_t sg_session_ping_ms(const struct sg_session_summary *sum)
 static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len,
                     uint64_t now_ms, bool sent)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     struct sg_chain *chain = r->chain;
     const struct sg_frame *f = NULL;
     struct emit_ctx ctx = {s, dir, 0, 0};
@@ -694,13 +716,13 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
     stream_frame(s, &call, f, data, len, &res);
     /* spectators: after the player's own datagram is on its way */
     if (r->spect && s->codec && (dir == SG_DIR_S2C || f->disconnect))
-        sg_route__spectate_feed(s, f, now_ms);
+        r->hooks->spectate(s->route, s, f, now_ms);
 }
 
 /* ---- send-first: decoding after the send ---- */
 
 /* Decode the oldest waiting datagram. */
-static void deferred_one(struct sg_route *r)
+static void deferred_one(struct sg_relay *r)
 {
     struct sg_deferred *d = r->dq_head;
 
@@ -719,7 +741,7 @@ static void deferred_one(struct sg_route *r)
     }
 }
 
-void sg_route_deferred_drain(struct sg_route *r)
+void sg_route_deferred_drain(struct sg_relay *r)
 {
     while (r->dq_head)
         deferred_one(r);
@@ -732,7 +754,7 @@ void sg_route_deferred_drain(struct sg_route *r)
  * the next turn). */
 static bool deferred_run(void *ctx)
 {
-    struct sg_route *r = ctx;
+    struct sg_relay *r = ctx;
     uint64_t start;
 
     if (!r->dq_head)
@@ -744,7 +766,7 @@ static bool deferred_run(void *ctx)
     return r->dq_head != NULL;
 }
 
-void sg_route_send_first_update(struct sg_route *r)
+void sg_route_send_first_update(struct sg_relay *r)
 {
     sg_route_deferred_drain(r);
     r->send_first = r->conf.reencode == SG_REENCODE_CHANGED &&
@@ -756,7 +778,7 @@ void sg_route_send_first_update(struct sg_route *r)
 /* Keep a copy of a datagram just sent, for its decoding after the flush. */
 static void defer(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     struct sg_deferred *d;
 
     /* A full queue decodes its oldest now: memory stays bounded, this turn is longer. */
@@ -809,7 +831,7 @@ static void defer(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
  */
 static void relay_now(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     struct sg_chain *chain = r->chain;
 
     s->last_active = uv_now(r->ctx->loop);
@@ -859,7 +881,7 @@ static void relay_now(struct sg_session *s, enum sg_dir dir, const uint8_t *data
 static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, size_t len,
                   uint64_t at)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     uint64_t saved = r->outbox.at;
 
     if (r->conf.residence_off != 1) {
@@ -877,11 +899,11 @@ static void relay(struct sg_session *s, enum sg_dir dir, const uint8_t *data, si
 
 static void route_by_ask(struct sg_session *s)
 {
-    const struct sg_codec_route_by *rb = s->route->rb_hooks;
+    const struct sg_codec_route_by *rb = s->relay->rb_hooks;
     uint8_t buf[64];
     int n = rb->getchallenge(buf, sizeof(buf));
 
-    s->rb_asked = uv_now(s->route->ctx->loop);
+    s->rb_asked = uv_now(s->relay->ctx->loop);
     if (n > 0)
         send_dir(s, SG_DIR_C2S, buf, (size_t)n);
 }
@@ -899,7 +921,7 @@ void sg_session_route_by_start(struct sg_session *s, struct sg_route_by_req *req
 static bool route_by_answer(struct sg_session *s, const uint8_t *data, size_t len,
                             uint64_t at)
 {
-    const struct sg_codec_route_by *rb = s->route->rb_hooks;
+    const struct sg_codec_route_by *rb = s->relay->rb_hooks;
     uint8_t buf[SG_ROUTE_BY_USERINFO_MAX + SG_ROUTE_BY_TAIL_MAX + 128];
     struct sg_route_by_req *req = s->rb_req;
     int32_t challenge;
@@ -907,7 +929,7 @@ static bool route_by_answer(struct sg_session *s, const uint8_t *data, size_t le
 
     if (!rb->challenge_parse(data, len, &challenge))
         return false;
-    s->last_active = uv_now(s->route->ctx->loop);
+    s->last_active = uv_now(s->relay->ctx->loop);
     n = rb->connect_build(req, challenge, buf, sizeof(buf));
     s->rb_req = NULL;
     free(req);
@@ -922,7 +944,7 @@ static bool route_by_answer(struct sg_session *s, const uint8_t *data, size_t le
 static void from_server(struct sg_session *s, const uint8_t *data, size_t len, int flags,
                         const struct sockaddr *from, uint64_t at)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
 
     if (flags & MSG_TRUNC) {
         s->sum.counters.drops[SG_DROP_TRUNCATED]++;
@@ -942,7 +964,7 @@ static void from_server(struct sg_session *s, const uint8_t *data, size_t len, i
 static void on_server_readable(struct sg_udp *u)
 {
     struct sg_session *s = u->data;
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     struct sg_udp_batch *b = &r->batch;
     int n = sg_udp_recv(u, b);
 
@@ -961,7 +983,7 @@ static void on_server_readable(struct sg_udp *u)
     for (int i = 0; i < n && !s->closing; i++) {
         /* a decoding session's client datagrams that came earlier go first (server_first) */
         if (s->codec) {
-            sg_route_clients_before(r, b->at[i]);
+            r->hooks->clients_before(r->route, b->at[i]);
             if (s->closing)
                 break;
         }
@@ -985,7 +1007,7 @@ static void on_server_readable(struct sg_udp *u)
  */
 static void server_first(struct sg_session *s, uint64_t before)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
 
     for (int i = 0; i < SG_RECV_BATCH && !s->closing && s->upstream.open; i++) {
         struct sockaddr_storage from;
@@ -1019,8 +1041,8 @@ void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, siz
     if (s->rb_req) {
         /* The connect waits for the next hop's challenge: a repeated one
          * asks again (at most once a second); nothing else goes yet. */
-        uint64_t now = uv_now(s->route->ctx->loop);
-        if (s->route->rb_hooks->classify(data, len) == SG_ROUTE_BY_CONNECT &&
+        uint64_t now = uv_now(s->relay->ctx->loop);
+        if (s->relay->rb_hooks->classify(data, len) == SG_ROUTE_BY_CONNECT &&
             now - s->rb_asked >= 1000)
             route_by_ask(s);
         return;
@@ -1060,7 +1082,7 @@ static int pick_port(const struct sockaddr *any)
  * route's next address of the server's family, in turn over every loop's
  * sessions (port 0); else any.
  */
-static void upstream_source(struct sg_route *r, sa_family_t family, struct sockaddr_storage *out)
+static void upstream_source(struct sg_relay *r, sa_family_t family, struct sockaddr_storage *out)
 {
     int n = r->conf.nupstream_source;
 
@@ -1082,21 +1104,21 @@ static int open_upstream(struct sg_session *s)
     struct sockaddr_storage any;
     int err, port = 0;
 
-    upstream_source(s->route, s->server.ss_family, &any);
+    upstream_source(s->relay, s->server.ss_family, &any);
     if (s->hs && (port = pick_port((struct sockaddr *)&any)) > 0)
         sg_addr_set_port((struct sockaddr *)&any, port);
-    err = sg_udp_open(&s->upstream, s->route->ctx->loop, (struct sockaddr *)&any,
+    err = sg_udp_open(&s->upstream, s->relay->ctx->loop, (struct sockaddr *)&any,
                       (struct sockaddr *)&s->server, on_server_readable, s);
     if (err == -EADDRINUSE && port > 0) { /* taken in between: any port then */
         sg_addr_set_port((struct sockaddr *)&any, 0);
-        err = sg_udp_open(&s->upstream, s->route->ctx->loop, (struct sockaddr *)&any,
+        err = sg_udp_open(&s->upstream, s->relay->ctx->loop, (struct sockaddr *)&any,
                           (struct sockaddr *)&s->server, on_server_readable, s);
     }
     if (s->upstream.fd >= 0)
-        s->route->open_handles++; /* until on_upstream_closed */
+        s->relay->open_handles++; /* until on_upstream_closed */
     if (err == 0 && sg_udp_local(&s->upstream, &s->upstream_local) == 0) {
         s->sum.upstream_port = sg_addr_port((struct sockaddr *)&s->upstream_local);
-        sg_route__own_port(s->route, (struct sockaddr *)&s->upstream_local, true);
+        s->relay->hooks->own_port(s->route, (struct sockaddr *)&s->upstream_local, true);
     }
     return err;
 }
@@ -1104,21 +1126,21 @@ static int open_upstream(struct sg_session *s)
 static void on_upstream_closed(uv_handle_t *h)
 {
     struct sg_session *s = ((struct sg_udp *)h->data)->data;
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
 
-    sg_route__session_ended(r, &s->sum);
+    r->hooks->ended(r->route, &s->sum);
     free(s->rb_req);
     free(s->slots);
     free(s);
-    sg_route__handle_closed(r); /* last: a retired route may be freed */
+    r->hooks->handle_closed(r->route); /* last: a retired route may be freed */
 }
 
-int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct sg_session **out)
+int sg_session_create(struct sg_relay *r, const struct sockaddr *client, struct sg_session **out)
 {
     return sg_session_create_to(r, client, NULL, out);
 }
 
-int sg_session_create_to(struct sg_route *r, const struct sockaddr *client,
+int sg_session_create_to(struct sg_relay *r, const struct sockaddr *client,
                          const struct sockaddr *server, struct sg_session **out)
 {
     const struct sg_ctx *ctx = r->ctx;
@@ -1128,7 +1150,8 @@ int sg_session_create_to(struct sg_route *r, const struct sockaddr *client,
     *out = NULL;
     if (!s)
         return UV_ENOMEM;
-    s->route = r;
+    s->route = r->route;
+    s->relay = r;
     memcpy(&s->client, client, sg_addr_len(client));
     if (server)
         memcpy(&s->server, server, sg_addr_len(server));
@@ -1142,7 +1165,7 @@ int sg_session_create_to(struct sg_route *r, const struct sockaddr *client,
     s->sum.started_ms = sg_now_wall_ms();
     s->sum.rtt_ms[SG_DIR_C2S] = s->sum.rtt_ms[SG_DIR_S2C] = -1;
     s->last_active = s->created = uv_now(ctx->loop);
-    sg_route__client_name(r, client, s->sum.client, sizeof(s->sum.client));
+    sg_relay_client_name(r, client, s->sum.client, sizeof(s->sum.client));
     if (r->anon_key)
         sg_anon_addr(r->anon_key, client, &s->client_anon);
     sg_addr_format((struct sockaddr *)&s->server, s->server_str, sizeof(s->server_str));
@@ -1154,10 +1177,10 @@ int sg_session_create_to(struct sg_route *r, const struct sockaddr *client,
     /* The upstream socket; on failure it still needs closing.  Out of
      * descriptors, a session a full table would end makes room (route.c). */
     err = open_upstream(s);
-    if ((err == -EMFILE || err == -ENFILE) && s->upstream.fd < 0 && sg_route__make_room(r))
+    if ((err == -EMFILE || err == -ENFILE) && s->upstream.fd < 0 && r->hooks->make_room(r->route))
         err = open_upstream(s);
     if (err < 0) {
-        uint64_t n = sg_route__warn_count(&r->warn_no_socket, s->last_active);
+        uint64_t n = sg_warn_count(&r->warn_no_socket, s->last_active);
         if (n)
             sg_log(ctx->log, SG_LOG_ERROR, r->conf.name, s->sum.id,
                    "cannot open a socket towards the server for %s: %s (%llu new client(s) "
@@ -1176,7 +1199,7 @@ int sg_session_create_to(struct sg_route *r, const struct sockaddr *client,
     }
     fill_filter_session(s);
 
-    sg_route__session_insert(r, s);
+    r->hooks->insert(r->route, s);
     r->sessions_total++;
     log_start(s, SG_LOG_DEBUG);
     *out = s;
@@ -1185,7 +1208,7 @@ int sg_session_create_to(struct sg_route *r, const struct sockaddr *client,
 
 void sg_session_close(struct sg_session *s, const char *reason)
 {
-    struct sg_route *r = s->route;
+    struct sg_relay *r = s->relay;
     const struct sg_counters *c = &s->sum.counters;
     uint64_t n;
     bool quiet;
@@ -1199,7 +1222,7 @@ void sg_session_close(struct sg_session *s, const char *reason)
     s->closing = true;
     s->sum.end_reason = reason;
     s->sum.ended_ms = sg_now_wall_ms();
-    sg_route__session_remove(r, s);
+    r->hooks->remove(r->route, s);
 
     /* Filters finish first (a recorder writes its end), then the decoder. */
     if (r->chain && s->slots)
@@ -1228,7 +1251,7 @@ void sg_session_close(struct sg_session *s, const char *reason)
     /* Sessions the server never answered (their start line was at debug too):
      * a flood of spoofed sources makes many; one rate-limited line counts them. */
     quiet = s->stage == SG_STAGE_UNANSWERED;
-    if (quiet && (n = sg_route__warn_count(&r->warn_unanswered, uv_now(r->ctx->loop))))
+    if (quiet && (n = sg_warn_count(&r->warn_unanswered, uv_now(r->ctx->loop))))
         sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, s->sum.id,
                "%llu session(s) ended that server %s never answered (the last: client %s, "
                "reason %s); repeated at most every %d s, each at debug",
@@ -1242,7 +1265,7 @@ void sg_session_close(struct sg_session *s, const char *reason)
               (unsigned long long)c->s2c_packets, (unsigned long long)c->s2c_bytes,
               (unsigned long long)sg_counters_drops(c));
     if (s->sum.upstream_port > 0)
-        sg_route__own_port(r, (struct sockaddr *)&s->upstream_local, false);
+        r->hooks->own_port(r->route, (struct sockaddr *)&s->upstream_local, false);
     sg_udp_close(&s->upstream, on_upstream_closed);
 }
 

@@ -9,7 +9,11 @@
 #ifndef SG_PROXY_SESSION_H
 #define SG_PROXY_SESSION_H
 
+#include "proxy/conf.h"
 #include "proxy/counters.h"
+#include "proxy/ctx.h"
+#include "proxy/delay.h"
+#include "proxy/hist.h"
 #include "proxy/udp.h"
 #include "protocols/codec.h"
 #include "filters/chain.h"
@@ -20,6 +24,13 @@
 #include <uv.h>
 
 struct sg_route;
+struct sg_session;
+struct sg_anon_key;      /* filters/anon.h */
+struct sg_sign_key;      /* filters/sign.h */
+struct sg_master;        /* proxy/master.h */
+struct sg_spectate;      /* proxy/spectate.h */
+struct sg_codec_route_by; /* protocols/codec.h */
+struct sg_deferred;
 
 /* What is kept of a session after it ends, for --stats. */
 struct sg_session_summary {
@@ -76,8 +87,133 @@ struct sg_warn_limit {
     uint64_t count;   /* events since then */
 };
 
+
+/*
+ * What the same-named routes of every worker loop share: the count of their
+ * sessions, against the route's max_sessions (exact across loops).  A slot
+ * is taken by compare-and-swap before a session is made and given back when
+ * it ends.  One per route name, kept by worker 0's app for the whole run
+ * (sg_route__share; a route removed and added again by reloads reuses it).
+ */
+struct sg_route_share {
+    struct sg_route_share *next;
+    char name[128];
+    _Atomic int64_t nsessions;
+    /* The sessions (every loop's) the open files limit leaves room for when
+     * that is fewer than max_sessions, else 0: the table is full there, and
+     * a full table's eviction rule applies (worker 0 sets it: app.c). */
+    _Atomic int64_t fd_cap;
+    /* upstream source addresses: the next session's (every loop's), in turn */
+    _Atomic uint32_t next_source;
+};
+
+/*
+ * What a session sees of its route: the relay (proxy/route.h holds these
+ * fields by name in struct sg_route, a union with this struct, so the two
+ * views are one memory), and the hooks through which a session reports to
+ * the route's table and admission.  session.c never names struct sg_route's
+ * other fields nor calls route.c directly: route.c calls down into
+ * session.c, and session.c back only through `hooks`.
+ */
+struct sg_relay_hooks {
+    /* The session table (route.c): add, take out, move between the waiting lists. */
+    void (*insert)(struct sg_route *r, struct sg_session *s);
+    void (*remove)(struct sg_route *r, struct sg_session *s);
+    void (*stage)(struct sg_route *r, struct sg_session *s, enum sg_session_stage st);
+    /* Admission: out of descriptors, end the session a full table would end
+     * for a newcomer; false when there is none. */
+    bool (*make_room)(struct sg_route *r);
+    /* An ended session's summary, for --stats. */
+    void (*ended)(struct sg_route *r, const struct sg_session_summary *sum);
+    /* slipgate's own sockets: record or forget an upstream socket's local
+     * address; is `a` one of them? */
+    void (*own_port)(struct sg_route *r, const struct sockaddr *local, bool add);
+    bool (*own_socket)(const struct sg_route *r, const struct sockaddr *a);
+    /* Relay the listener's datagrams received before `at` (a decoding
+     * session's server datagram waits for them). */
+    void (*clients_before)(struct sg_route *r, uint64_t at);
+    /* The close callback of a session's upstream socket ran (counted in
+     * open_handles); may free the route: the last thing a session does. */
+    void (*handle_closed)(struct sg_route *r);
+    /* A decoded frame of a session the route's spectators may watch (only
+     * when `spect` is set), after the datagram is on its way. */
+    void (*spectate)(struct sg_route *r, struct sg_session *s, const struct sg_frame *f,
+                     uint64_t now_ms);
+};
+
+/*
+ * The relay's fields.  resid: residence times (session.c, sg_session_sent),
+ * from each relayed datagram's receive time to the clock read just before
+ * the sendmmsg that hands it to the kernel, by direction ([SG_DIR_C2S],
+ * [SG_DIR_S2C]), this loop's own, summed by the readers; resid_untimed:
+ * datagrams the kernel gave no receive time (off with `residence off`).
+ * batch, outbox: shared by the route's sockets, one receive batch and the
+ * outbox every datagram leaves through.  drain_buf, drain_cbuf: one
+ * datagram each, a decoding session's waiting server datagrams read before
+ * its client datagram and the listener's read before a server datagram
+ * (server_first).  send_first, dq_*: send-first, the chain only watches (or
+ * there is none) and `reencode` is `changed`, so datagrams leave before
+ * they are decoded; their decoding waits in arrival order and runs after
+ * the turn's flush, SG_DEFER_BUDGET_NS of it per loop turn.  rb_hooks:
+ * route_by prx's game hooks (NULL on a fixed route).
+ */
+#define SG_RELAY_FIELDS \
+    const struct sg_ctx *ctx;   /* = owner.ctx */                                                        \
+    struct sg_route_conf conf;    /* private copy (strings owned) */                                     \
+    const struct sg_codec *game;  /* from `protocol`; NULL: probe each session (auto) */                 \
+    const struct sg_codec *handshake; /* whose handshake hook runs on every session, or NULL */          \
+    struct sockaddr_storage listen_addr;                                                                 \
+    struct sockaddr_storage server_addr;                                                                 \
+    struct sg_udp listener;                                                                              \
+    struct sg_chain *chain;         /* the filters, or NULL */                                           \
+    struct sg_sign_key *sign_key;   /* signs recordings (`sign_key`), or NULL; the route's life */       \
+    struct sg_anon_key *anon_key;   /* client pseudonyms (`anonymize yes`), or NULL; the route's life */ \
+    struct sg_delay_queue delay;    /* datagrams filters hold back */                                    \
+    struct sg_master *master;       /* heartbeats (`master`), or NULL: a game without them */            \
+    struct sg_spectate *spect;      /* the spectator port (`spectate`, worker 0), or NULL */             \
+    int open_handles; /* handles (its own and its sessions' sockets) whose close                         \
+                         callback is pending or due */                                                   \
+    struct sg_counters counters;                                                                         \
+    uint64_t sessions_total;                                                                             \
+    struct sg_warn_limit warn_session_limit, warn_rate_limit, warn_no_socket, warn_evicted;              \
+    struct sg_warn_limit warn_unanswered;  /* sessions ended never answered */                           \
+    struct sg_warn_limit warn_undecoded;   /* unanswered sessions whose first datagram failed */         \
+    struct sg_warn_limit warn_unreachable; /* sessions told port unreachable */                          \
+    struct sg_hist resid[2];                                                                             \
+    uint64_t resid_untimed;                                                                              \
+    struct sg_udp_batch batch;                                                                           \
+    struct sg_outbox outbox;                                                                             \
+    uint8_t *drain_buf, *drain_cbuf;                                                                     \
+    bool send_first;                                                                                     \
+    struct sg_deferred *dq_head, *dq_tail;                                                               \
+    size_t dq_n, dq_bytes;                                                                               \
+    size_t dq_limit;       /* its bound in datagrams: SG_DEFER_MAX (in-process tests lower it) */        \
+    uint64_t dq_max;       /* the longest the queue has been */                                          \
+    uint64_t dq_overflows; /* datagrams decoded at once because the queue was full */                    \
+    struct sg_deferred *dq_spares; /* decoded entries kept for reuse (SG_DEFER_SPARES) */                \
+    unsigned dq_nspare;            /* entries of the spare size alive: queued or kept */                 \
+    struct sg_route_share *share; /* this loop's sessions count in share->nsessions */                   \
+    uint64_t rtt_samples[2], rtt_sum_ms[2]; /* round trips timed, by leg (rtt_ms) */                     \
+    const struct sg_codec_route_by *rb_hooks;                                                            \
+    struct sg_route *route;              /* the route these fields are of */ \
+    const struct sg_relay_hooks *hooks; /* the route's hooks (route.c) */
+
+struct sg_relay {
+    SG_RELAY_FIELDS
+};
+
+/* Count one event of `w`; returns the events to report now (0: stay quiet). */
+uint64_t sg_warn_count(struct sg_warn_limit *w, uint64_t now);
+/*
+ * A client address as slipgate writes it: "1.2.3.4:5678", or its pseudonym
+ * "anon-XXXXXXXX" on a route with `anonymize yes`.  Returns `buf`.
+ */
+char *sg_relay_client_name(const struct sg_relay *r, const struct sockaddr *sa, char *buf,
+                           size_t cap);
+
 struct sg_session {
     struct sg_route *route;
+    struct sg_relay *relay; /* = what the session sees of `route` */
     struct sg_session *hnext;       /* hash chain */
     struct sg_session *prev, *next; /* route's list of live sessions */
     struct sockaddr_storage client;
@@ -146,14 +282,14 @@ struct sg_deferred {
 
 /* Sessions (proxy/session.c). */
 /* Recompute r->send_first (the chain or `reencode` changed); drains the queue first. */
-void sg_route_send_first_update(struct sg_route *r);
+void sg_route_send_first_update(struct sg_relay *r);
 /* Decode every datagram waiting in the send-first queue, in arrival order. */
-void sg_route_deferred_drain(struct sg_route *r);
+void sg_route_deferred_drain(struct sg_relay *r);
 /* A new session for `client` (0, *out set), or a negative errno: no socket
  * towards the server could be opened (counted and logged here). */
-int sg_session_create(struct sg_route *r, const struct sockaddr *client, struct sg_session **out);
+int sg_session_create(struct sg_relay *r, const struct sockaddr *client, struct sg_session **out);
 /* The same towards `server` (NULL: the route's). */
-int sg_session_create_to(struct sg_route *r, const struct sockaddr *client,
+int sg_session_create_to(struct sg_relay *r, const struct sockaddr *client,
                          const struct sockaddr *server, struct sg_session **out);
 /* route_by prx: hold `req` (taken, heap) and ask the next hop for its challenge. */
 void sg_session_route_by_start(struct sg_session *s, struct sg_route_by_req *req);

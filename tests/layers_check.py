@@ -7,13 +7,19 @@ included) and checks, module by module (a module is foo.c with foo.h):
   * each include goes down or stays in its layer (LAYERS below);
   * the module graph has no cycle.
 
+With the static library proxy/ builds (LIB), the same two rules hold
+for calls: which module's object uses a symbol another module's object
+defines (nm).  A call through a hook (a function pointer the owner
+registers) is not an edge: that is how a lower layer reports up.
+
 Edges that break a rule today and are not fixed yet are listed in KNOWN,
 each with what is left to do.  An edge not in KNOWN that breaks a rule
 fails; so does an edge in KNOWN that is gone (take it off the list: the
-list only shrinks).  Usage: layers_check.py [SOURCE_ROOT]
+list only shrinks).  Usage: layers_check.py [SOURCE_ROOT [LIB]]
 """
 import os
 import re
+import subprocess
 import sys
 
 # Lowest first.  A module may include its own layer or a lower one.
@@ -29,12 +35,7 @@ LAYERS = [
 ]
 
 # (from module, to module): what is left before the edge can go.
-KNOWN = {
-    ("session", "route"): "session.c still reaches into its route (table, outbox, delay line, "
-                          "counters, warnings; sg_route_clients_before for the arrival order "
-                          "of a decoding session's two sockets, sg_route__make_room for the "
-                          "EMFILE eviction): admission and the table to split out of route.c",
-}
+KNOWN = {}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"proxy/([A-Za-z0-9_/]+)\.h"', re.M)
 
@@ -60,6 +61,54 @@ def graph(root):
                     if to != mod:
                         edges.setdefault(mod, {}).setdefault(to, []).append(os.path.relpath(path, root))
     return edges
+
+
+NM_LINE = re.compile(r"\.a\.p/(.+?)\.c\.o:\s*(?:[0-9a-f]+)?\s+([A-Za-z])\s+(\S+)$")
+
+
+def call_graph(lib):
+    """Module -> module -> [symbols], from the objects of the static library."""
+    out = subprocess.run(["nm", "-A", lib], capture_output=True, text=True, check=True).stdout
+    defs, uses = {}, {}
+    for line in out.splitlines():
+        m = NM_LINE.search(line)
+        if not m:
+            continue
+        mod, kind, sym = m.groups()
+        mod = mod.rsplit("_.._", 1)[-1]  # a generated source (web_assets.c)
+        if kind == "U":
+            uses.setdefault(mod, set()).add(sym)
+        elif kind.isupper():
+            defs[sym] = mod
+    if not defs:
+        raise SystemExit(f"FAIL: no proxy/ objects found in {lib}")
+    edges = {}
+    for mod, syms in uses.items():
+        for sym in sorted(syms):
+            to = defs.get(sym)
+            if to and to != mod:
+                edges.setdefault(mod, {}).setdefault(to, []).append(sym)
+    return edges
+
+
+def check(edges, what, bad, known):
+    seen_known = set()
+    kept = {}
+    for m, tos in edges.items():
+        for t, where in tos.items():
+            lm, lt = layer_of(m), layer_of(t)
+            up = lm is not None and lt is not None and lt > lm
+            if (m, t) in known:
+                seen_known.add((m, t))
+                print(f"known, left to do: {m} -> {t} ({', '.join(where)}): {known[(m, t)]}")
+                continue
+            if up:
+                bad.append(f"{', '.join(where[:4])}: {m} ({LAYERS[lm][0]}) {what} {t} "
+                           f"({LAYERS[lt][0]}), a higher layer")
+            kept.setdefault(m, {})[t] = where
+    for c in cycles(kept):
+        bad.append(f"{what} cycle: " + " -> ".join(c))
+    return seen_known
 
 
 def cycles(edges):
@@ -91,28 +140,21 @@ def main():
     for m in sorted(mods):
         if layer_of(m) is None:
             bad.append(f"proxy/{m}: in no layer (add it to LAYERS in tests/layers_check.py)")
-    seen_known = set()
-    kept = {}
-    for m, tos in edges.items():
-        for t, where in tos.items():
-            lm, lt = layer_of(m), layer_of(t)
-            up = lm is not None and lt is not None and lt > lm
-            if (m, t) in KNOWN:
-                seen_known.add((m, t))
-                print(f"known, left to do: {m} -> {t} ({', '.join(where)}): {KNOWN[(m, t)]}")
-                continue
-            if up:
-                bad.append(f"{', '.join(where)}: {m} ({LAYERS[lm][0]}) includes {t} "
-                           f"({LAYERS[lt][0]}), a higher layer")
-            kept.setdefault(m, {})[t] = where
+    seen_known = check(edges, "includes", bad, KNOWN)
     for k in sorted(set(KNOWN) - seen_known):
         bad.append(f"{k[0]} -> {k[1]} is gone: take it off KNOWN in tests/layers_check.py")
-    for c in cycles(kept):
-        bad.append("include cycle: " + " -> ".join(c))
+    ncalls = 0
+    if len(sys.argv) > 2:
+        calls = call_graph(sys.argv[2])
+        ncalls = sum(len(t) for t in calls.values())
+        for m in sorted(set(calls) | {t for e in calls.values() for t in e}):
+            if layer_of(m) is None:
+                bad.append(f"proxy/{m}.c: in no layer (add it to LAYERS in tests/layers_check.py)")
+        check(calls, "calls", bad, {})
     for b in bad:
         print("FAIL:", b)
     print(f"{len(mods)} modules, {sum(len(t) for t in edges.values())} include edges, "
-          f"{len(KNOWN)} known left, {len(bad)} failures")
+          f"{ncalls} call edges, {len(KNOWN)} known left, {len(bad)} failures")
     return 1 if bad else 0
 
 
