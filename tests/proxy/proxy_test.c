@@ -580,6 +580,85 @@ static void case_reload(void)
     fx_finish(&f, p, 4);
 }
 
+/* A reload's new idle_timeout applies to the sessions already live: the
+ * session made under 30 s is kept through the reload, then ends "idle"
+ * under the new 200 ms (within the case's deadline, far below 30 s). */
+static void case_reload_idle(void)
+{
+    struct fx f;
+    struct peer p[2]; /* server, client */
+    struct sg_route_conf rc2;
+
+    fx_init(&f);
+    peer_open(&f, &p[0], true);
+    peer_open(&f, &p[1], false);
+    fx_conf(&f, p[0].port);
+    f.rc.idle_timeout_ms = 30000;
+    fx_start(&f);
+
+    send_to(&p[1], f.route_port, "a1");
+    RUN_UNTIL(&f, p[1].got == 1);
+    rc2 = f.rc;
+    rc2.idle_timeout_ms = 200;
+    CHECK(sg_route_update(f.r, &rc2) == 0);
+    CHECK(f.r->nsessions == 1 && f.r->sessions->sum.id == 1); /* kept */
+    send_to(&p[1], f.route_port, "a2");
+    RUN_UNTIL(&f, p[1].got == 2);
+    CHECK(f.r->sessions_total == 1); /* the same session answered */
+    uint64_t t0 = uv_now(&f.loop);
+    RUN_UNTIL(&f, f.r->nended == 1);
+    CHECK(uv_now(&f.loop) - t0 >= 150);
+    CHECK(f.r->nsessions == 0 && strcmp(f.r->ended[0].end_reason, "idle") == 0);
+    fx_finish(&f, p, 2);
+}
+
+/* Two worker loops' routes of one name share max_sessions (1 here): the
+ * first loop's session fills the table for the second, whose newcomer is
+ * refused; when that session ends (idle) its slot passes to the second
+ * loop, whose next newcomer is admitted.  Both loops run on this thread,
+ * one at a time. */
+static void case_workers(void)
+{
+    struct fx a, b;
+    struct peer pa[2], pb[2]; /* each loop's server and client */
+
+    fx_init(&a);
+    fx_init(&b);
+    a.ctx.nworkers = b.ctx.nworkers = 2;
+    b.ctx.worker = 1;
+    b.ctx.shares = &a.shares; /* worker 0's, as app.c shares them */
+    b.ctx.own = &a.own;
+    b.ctx.next_session_id = &a.next_id;
+    peer_open(&a, &pa[0], true);
+    peer_open(&a, &pa[1], false);
+    peer_open(&b, &pb[0], true);
+    peer_open(&b, &pb[1], false);
+    fx_conf(&a, pa[0].port);
+    fx_conf(&b, pb[0].port);
+    a.rc.max_sessions = b.rc.max_sessions = 1;
+    a.rc.idle_timeout_ms = b.rc.idle_timeout_ms = 300;
+    fx_start(&a);
+    fx_start(&b);
+    CHECK(a.r->share && a.r->share == b.r->share);
+
+    send_to(&pa[1], a.route_port, "a1");
+    RUN_UNTIL(&a, pa[1].got == 1);
+    CHECK(atomic_load(&a.r->share->nsessions) == 1);
+    send_to(&pb[1], b.route_port, "b1");
+    RUN_UNTIL(&b, b.r->counters.drops[SG_DROP_SESSION_LIMIT] == 1);
+    CHECK(b.r->nsessions == 0 && pb[0].got == 0);
+    RUN_UNTIL(&a, a.r->nended == 1);
+    CHECK(a.r->nsessions == 0 && strcmp(a.r->ended[0].end_reason, "idle") == 0);
+    CHECK(atomic_load(&a.r->share->nsessions) == 0);
+    send_to(&pb[1], b.route_port, "b2");
+    RUN_UNTIL(&b, pb[1].got == 1);
+    CHECK(strcmp(pb[1].last, "re:b2") == 0 && b.r->nsessions == 1 && pb[0].got == 1);
+    CHECK(b.r->counters.drops[SG_DROP_SESSION_LIMIT] == 1);
+    fx_finish(&b, pb, 2); /* gives its slot back before worker 0 frees the shares */
+    CHECK(atomic_load(&a.r->share->nsessions) == 0);
+    fx_finish(&a, pa, 2);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -596,6 +675,8 @@ int main(int argc, char **argv)
         {"idle", case_idle},
         {"handshake", case_handshake},
         {"reload", case_reload},
+        {"reload_idle", case_reload_idle},
+        {"workers", case_workers},
     };
 
     if (argc != 2) {
