@@ -18,7 +18,7 @@ Where the snippets are:
 How each is checked: `slipgate --check-config -c SNIPPET` must exit 0.
 - A snippet without a top-level `route` block is a fragment (a `filter`
   block, route directives): it is put inside `route doc { ... }`.
-- Every route gets `+set ROUTE.listen 127.0.0.1:FREE` and
+- Every route gets `+set ROUTE.listen 127.0.0.1:0` (the kernel's port) and
   `+set ROUTE.server 127.0.0.1:27960` (as doc_check.py does): the
   documented addresses are checked as written by the file reader, then
   replaced, since their ports may be taken here and their names may not
@@ -39,7 +39,6 @@ import glob
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -142,15 +141,6 @@ def man_snippets(path):
     return out
 
 
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
-
-
 def has_route(text):
     return re.search(r'^route\b', text, re.M) is not None
 
@@ -176,7 +166,7 @@ def prepare(slipgate, text, tmp, plugin_dir):
             shutil.copy(source, target)
     sets = []
     for name in re.findall(r'^\s*route\s+"?([A-Za-z0-9_-]+)"?\s*\{', text, re.M):
-        sets += ['+set', '%s.listen' % name, '127.0.0.1:%d' % free_port(),
+        sets += ['+set', '%s.listen' % name, '127.0.0.1:0',
                  '+set', '%s.server' % name, '127.0.0.1:27960']
     return text, sets
 

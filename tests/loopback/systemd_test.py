@@ -47,7 +47,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Fail, check, free_port  # noqa: E402
+from harness import Fail, check  # noqa: E402
 
 SLIPGATE = os.environ.get('SLIPGATE', 'slipgate')
 SOURCE = os.environ.get('SG_SOURCE') or os.path.join(os.path.dirname(__file__), '..', '..')
@@ -65,8 +65,14 @@ class Run:
                  argv=None):
         self.tmp = tmp
         self.conf = os.path.join(tmp, 'slipgate.conf')
-        self.ports = [free_port() for _ in range(nroutes)]
-        self.http_port = free_port() if http else None
+        # Every listener on port 0: slipgate takes its ports from the kernel
+        # and lists them in its ports_file, read at each READY=1 (ports,
+        # http_port), so that cases can run side by side.
+        self.nroutes = nroutes
+        self.http = http
+        self.ports_path = os.path.join(tmp, 'ports')
+        self.ports = []
+        self.http_port = None
         self.write_conf()
         self.sock = None
         # What a service manager sets comes only from the case.
@@ -94,11 +100,11 @@ class Run:
                                      start_new_session=True)
 
     def write_conf(self, extra=''):
-        text = ''
-        if self.http_port:
-            text += 'http 127.0.0.1:%d\n' % self.http_port
-        for k, p in enumerate(self.ports):
-            text += 'route r%d {\n    listen 127.0.0.1:%d\n    server 127.0.0.1:9\n}\n' % (k, p)
+        text = 'ports_file "%s"\n' % self.ports_path
+        if self.http:
+            text += 'http 127.0.0.1:0\n'
+        for k in range(self.nroutes):
+            text += 'route r%d {\n    listen 127.0.0.1:0\n    server 127.0.0.1:9\n}\n' % k
         tmp = self.conf + '.new'
         with open(tmp, 'w') as f:
             f.write(text + extra)
@@ -118,9 +124,23 @@ class Run:
         end = time.monotonic() + timeout
         while True:
             msg, raw = self.recv(max(0.1, end - time.monotonic()))
+            if msg.get('READY') == '1':
+                self.read_ports()  # written before READY=1, at the start and each reload
             if key in msg:
                 return msg, raw
             check(all(k in skip for k in msg), 'unexpected notification %r before %s' % (raw, key))
+
+    def read_ports(self):
+        """self.ports (route r0, r1, ...) and self.http_port from the ports_file."""
+        listed = {}
+        with open(self.ports_path) as f:
+            for line in f:
+                name, addr = line.split()
+                listed[name] = int(addr.rsplit(':', 1)[1])
+        check(all('r%d' % k in listed for k in range(self.nroutes)) and
+              (not self.http or 'http' in listed), 'ports_file %r' % listed)
+        self.ports = [listed['r%d' % k] for k in range(self.nroutes)]
+        self.http_port = listed.get('http')
 
     def hup(self):
         self.proc.send_signal(signal.SIGHUP)
@@ -191,7 +211,7 @@ def case_notify_reload(tmp):
     try:
         r.recv_until('READY')
         # A good reload: one more route.
-        r.ports.append(free_port())
+        r.nroutes += 1
         r.write_conf()
         before = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
         r.hup()
