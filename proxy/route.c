@@ -5,6 +5,7 @@
 #include "proxy/route.h"
 
 #include "proxy/addr.h"
+#include "proxy/table.h"
 #include "filters/anon.h"
 #include "filters/sign.h"
 
@@ -30,7 +31,6 @@ static void rb_ping_tick(struct sg_route *r, uint64_t now);
 #define RATE_SLOTS 4096   /* per-source buckets per route; a power of two */
 #define RATE_PROBE 16     /* slots probed before the table counts as full */
 #define ENDED_MAX  100000 /* ended-session summaries kept for --stats */
-#define HOST_BUCKETS 1024 /* chains of sessions by host (qport matching); a power of two */
 #define REBIND_QUIET_MS 1000 /* a session's address this quiet lets an older one take it back */
 #define MOVE_INTERVAL_MS 1000 /* at most one qport move per session in this time */
 
@@ -40,170 +40,23 @@ const char *const sg_drop_names[SG_DROP__COUNT] = {
 #undef SG__DROP_NAME
 };
 
-/* ---- session table ---- */
+static void slot_give(struct sg_route *r);
 
-static uint64_t addr_hash(const struct sg_route *r, const struct sockaddr *sa)
-{
-    unsigned char in[18];
-    unsigned char out[crypto_shorthash_BYTES];
-    size_t n = sg_addr_host_key(sa, in);
-    uint16_t port = (uint16_t)sg_addr_port(sa);
-    uint64_t h;
-
-    memcpy(in + n, &port, 2);
-    crypto_shorthash(out, in, n + 2, r->hash_key);
-    memcpy(&h, out, sizeof(h));
-    return h;
-}
-
-static size_t host_bucket(const struct sg_route *r, const struct sockaddr *sa)
-{
-    unsigned char in[16];
-    unsigned char out[crypto_shorthash_BYTES];
-    size_t n = sg_addr_host_key(sa, in);
-    uint64_t h;
-
-    crypto_shorthash(out, in, n, r->hash_key);
-    memcpy(&h, out, sizeof(h));
-    return h & (HOST_BUCKETS - 1);
-}
-
-static bool same_host(const struct sockaddr *a, const struct sockaddr *b)
-{
-    unsigned char ka[16], kb[16];
-    size_t na = sg_addr_host_key(a, ka), nb = sg_addr_host_key(b, kb);
-
-    return na == nb && memcmp(ka, kb, na) == 0;
-}
-
-static struct sg_session *session_find(struct sg_route *r, const struct sockaddr *sa)
-{
-    struct sg_session *s = r->buckets[addr_hash(r, sa) & (r->nbuckets - 1)];
-    for (; s; s = s->hnext)
-        if (sg_addr_equal((const struct sockaddr *)&s->client, sa))
-            return s;
-    return NULL;
-}
-
-static void table_grow(struct sg_route *r)
-{
-    size_t n = r->nbuckets * 2;
-    struct sg_session **b = calloc(n, sizeof(*b));
-
-    if (!b)
-        return; /* keep the longer chains */
-    for (size_t i = 0; i < r->nbuckets; i++) {
-        struct sg_session *s = r->buckets[i], *next;
-        for (; s; s = next) {
-            size_t j = addr_hash(r, (struct sockaddr *)&s->client) & (n - 1);
-            next = s->hnext;
-            s->hnext = b[j];
-            b[j] = s;
-        }
-    }
-    free(r->buckets);
-    r->buckets = b;
-    r->nbuckets = n;
-}
-
-/* ---- the waiting lists: sessions not yet established, oldest first ---- */
-
-static void waiting_append(struct sg_route *r, struct sg_session *s)
-{
-    int k = s->stage;
-
-    s->wnext = NULL;
-    s->wprev = r->waiting_tail[k];
-    if (s->wprev)
-        s->wprev->wnext = s;
-    else
-        r->waiting[k] = s;
-    r->waiting_tail[k] = s;
-}
-
-static void waiting_remove(struct sg_route *r, struct sg_session *s)
-{
-    int k = s->stage;
-
-    if (s->wprev)
-        s->wprev->wnext = s->wnext;
-    else
-        r->waiting[k] = s->wnext;
-    if (s->wnext)
-        s->wnext->wprev = s->wprev;
-    else
-        r->waiting_tail[k] = s->wprev;
-    s->wprev = s->wnext = NULL;
-}
-
+/* The session table's hooks (struct sg_relay_hooks). */
 void sg_route__session_stage(struct sg_route *r, struct sg_session *s, enum sg_session_stage st)
 {
-    if (st <= s->stage || s->closing)
-        return; /* stages only go forward */
-    waiting_remove(r, s);
-    s->stage = st;
-    if (st != SG_STAGE_ESTABLISHED)
-        waiting_append(r, s);
+    sg_table_stage(&r->table, s, st);
 }
 
 void sg_route__session_insert(struct sg_route *r, struct sg_session *s)
 {
-    size_t i;
-
-    if (r->nsessions + 1 > r->nbuckets)
-        table_grow(r);
-    i = addr_hash(r, (struct sockaddr *)&s->client) & (r->nbuckets - 1);
-    s->hnext = r->buckets[i];
-    r->buckets[i] = s;
-    i = host_bucket(r, (struct sockaddr *)&s->client);
-    s->host_next = r->hosts[i];
-    r->hosts[i] = s;
-    s->prev = NULL;
-    s->next = r->sessions;
-    if (r->sessions)
-        r->sessions->prev = s;
-    r->sessions = s;
-    r->nsessions++;
-    s->stage = SG_STAGE_UNANSWERED;
-    waiting_append(r, s);
+    sg_table_insert(&r->table, s);
 }
-
-/* Out of the address table only (the host chain and the list stay). */
-static void unhash(struct sg_route *r, struct sg_session *s)
-{
-    struct sg_session **pp =
-        &r->buckets[addr_hash(r, (struct sockaddr *)&s->client) & (r->nbuckets - 1)];
-    for (; *pp; pp = &(*pp)->hnext) {
-        if (*pp == s) {
-            *pp = s->hnext;
-            break;
-        }
-    }
-}
-
-static void slot_give(struct sg_route *r);
 
 void sg_route__session_remove(struct sg_route *r, struct sg_session *s)
 {
-    struct sg_session **pp = &r->hosts[host_bucket(r, (struct sockaddr *)&s->client)];
-
-    unhash(r, s);
-    for (; *pp; pp = &(*pp)->host_next) {
-        if (*pp == s) {
-            *pp = s->host_next;
-            break;
-        }
-    }
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        r->sessions = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    r->nsessions--;
+    sg_table_remove(&r->table, s);
     slot_give(r); /* taken by admit() */
-    if (s->stage != SG_STAGE_ESTABLISHED)
-        waiting_remove(r, s);
 }
 
 /*
@@ -247,14 +100,13 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
                                             const uint8_t *data, size_t len, bool *refused)
 {
     char was[SG_ADDR_STRLEN], why[160];
-    struct sg_session *s = r->hosts[host_bucket(r, from)], *no = NULL;
+    struct sg_session *s = sg_table_host_chain(&r->table, from), *no = NULL;
     uint64_t now = uv_now(r->ctx->loop);
-    size_t i;
 
     *refused = false;
     for (; s; s = s->host_next) {
         if (s->closing || s->qport < 0 || !s->game || !s->game->client_qport ||
-            !same_host((struct sockaddr *)&s->client, from) ||
+            !sg_table_same_host((struct sockaddr *)&s->client, from) ||
             s->game->client_qport(&s->gstate, data, len, false) != s->qport)
             continue;
         if (s->prev_client.ss_family && sg_addr_equal((struct sockaddr *)&s->prev_client, from) &&
@@ -274,13 +126,8 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
         }
 
         /* Re-key the session under its new address. */
-        unhash(r, s);
         memcpy(&s->prev_client, &s->client, sizeof(s->prev_client));
-        memset(&s->client, 0, sizeof(s->client));
-        memcpy(&s->client, from, sg_addr_len(from));
-        i = addr_hash(r, from) & (r->nbuckets - 1);
-        s->hnext = r->buckets[i];
-        r->buckets[i] = s;
+        sg_table_rekey(&r->table, s, from);
         snprintf(was, sizeof(was), "%s", s->sum.client);
         sg_route__client_name(r, from, s->sum.client, sizeof(s->sum.client));
         if (r->anon_key)
@@ -1298,7 +1145,7 @@ static void from_client(struct sg_route *r, const uint8_t *data, size_t len, int
     }
     if (sg_route__door_refuses(r, data, len, from))
         return; /* bans and admin controls: counted (and logged) there */
-    s = session_find(r, from);
+    s = sg_table_find(&r->table, from);
     if (r->rb && rb_from_client(r, data, len, from, &s))
         return; /* answered here (challenge, pingstatus, a refusal), or a chain begun */
     /* A new port of a known player (never one of slipgate's own addresses or
@@ -1841,15 +1688,12 @@ int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_co
     r->route = r;
     r->hooks = &relay_hooks;
     load_locals(r);
-    randombytes_buf(r->hash_key, sizeof(r->hash_key));
-    r->nbuckets = 64;
     r->dq_limit = SG_DEFER_MAX;
-    r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
+    err = sg_table_init(&r->table);
     r->rates = calloc(RATE_SLOTS, sizeof(*r->rates));
-    r->hosts = calloc(HOST_BUCKETS, sizeof(*r->hosts));
     r->drain_buf = malloc(SG_MAX_DATAGRAM);
     r->drain_cbuf = malloc(SG_MAX_DATAGRAM);
-    err = (r->buckets && r->rates && r->hosts && r->drain_buf && r->drain_cbuf)
+    err = (err == 0 && r->rates && r->drain_buf && r->drain_cbuf)
               ? sg_udp_batch_init(&r->batch)
               : UV_ENOMEM;
     if (err == 0)
@@ -1964,9 +1808,8 @@ err_route:
     sg_udp_batch_finish(&r->batch);
     free(r->drain_buf);
     free(r->drain_cbuf);
-    free(r->buckets);
+    sg_table_free(&r->table);
     free(r->rates);
-    free(r->hosts);
     free(r->locals);
     free(r);
     return err;
@@ -2241,9 +2084,8 @@ void sg_route_destroy(struct sg_route *r)
     free(r->drain_buf);
     free(r->drain_cbuf);
     sg_outbox_finish(&r->outbox);
-    free(r->buckets);
+    sg_table_free(&r->table);
     free(r->rates);
-    free(r->hosts);
     free(r->ended);
     free(r->locals);
     free(r);

@@ -24,6 +24,7 @@
 #include "proxy/master.h"
 #include "proxy/session.h"
 #include "proxy/spectate.h"
+#include "proxy/table.h"
 #include "proxy/udp.h"
 #include "protocols/codec.h"
 #include "filters/chain.h"
@@ -153,17 +154,11 @@ struct sg_route {
     const char *retired_reason; /* static string */
     uint64_t retired_ms;
 
-    /* Live sessions: hash by client address (keyed SipHash) plus a list. */
-    struct sg_session **buckets;
-    size_t nbuckets, nsessions;
-    struct sg_session *sessions;
-    unsigned char hash_key[16];
-    /* The same sessions by host alone (qport matching), SG_HOST_BUCKETS chains. */
-    struct sg_session **hosts;
-
-    /* Sessions not yet established, oldest first: [SG_STAGE_UNANSWERED] and
-     * [SG_STAGE_ANSWERED] (the ones a full table evicts). */
-    struct sg_session *waiting[2], *waiting_tail[2];
+    /* The session table (proxy/table.h): these fields by name. */
+    union {
+        struct sg_table table;
+        struct { SG_TABLE_FIELDS };
+    };
 
     /* Per-source new-session buckets (open addressing, bounded). */
     struct sg_rate_bucket *rates;

@@ -25,7 +25,7 @@ import sys
 # Lowest first.  A module may include its own layer or a lower one.
 LAYERS = [
     ("base", {"addr", "log", "udp", "delay", "conf", "ctx", "counters", "notify", "ban", "hist"}),
-    ("session", {"session", "master"}),
+    ("session", {"session", "master", "table"}),
     ("route", {"route", "door", "spectate"}),
     ("stats", {"stats", "metrics", "demos"}),
     ("http", {"http", "web_assets", "admin"}),
