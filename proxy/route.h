@@ -6,6 +6,10 @@
  * buckets and a sweep timer that ends idle sessions.
  *
  * A session (proxy/session.h) is one client address on one route.
+ * The route's files: route.c (sockets, sweep, reloads), admit.c (who may
+ * open a session), door.c (bans, admin_from), and below them table.c (the
+ * session table) and session.c, which report back through struct
+ * sg_relay_hooks only.
  *
  * Sockets are read in batches (one recvmmsg per readiness) into the route's
  * batch buffer; what goes out is copied into the route's outbox and leaves
@@ -348,5 +352,37 @@ void sg_codec_stats_add(struct sg_codec_stats *to, const struct sg_codec_stats *
  * the caller must not touch it after this call.
  */
 void sg_route__handle_closed(struct sg_route *r);
+
+/*
+ * Admission (proxy/admit.c): who may open a session on a route.  The
+ * max_sessions slots every worker loop's route of one name shares, the
+ * per-source rate of new sessions, the sources no session may have (a
+ * configured server, one of slipgate's own sockets), the eviction rule of a
+ * full table, and their rate-limited warnings.  Part of the route (it reads
+ * and writes struct sg_route, as door.c does); route.c calls it, never the
+ * other way.
+ */
+#define SG_RATE_SLOTS 4096 /* per-source buckets per route; a power of two */
+
+/*
+ * A datagram from `from`, which has no session yet: a new session towards
+ * `server` (NULL: the route's), or NULL when it is refused (counted and
+ * logged; a full table follows the eviction rule).
+ */
+struct sg_session *sg_admit(struct sg_route *r, const struct sockaddr *from,
+                            const struct sockaddr *server);
+/* A session left the table: give its max_sessions slot back. */
+void sg_admit_slot_give(struct sg_route *r);
+/* A source no session may have; *what says which. */
+bool sg_admit_loop_source(const struct sg_route *r, const struct sockaddr *from, const char **what);
+/* The machine's own addresses, once, when the route starts (getifaddrs). */
+void sg_admit_load_locals(struct sg_route *r);
+/* Events counted since the last warning, once the interval has passed. */
+uint64_t sg_admit_warn_flush(struct sg_warn_limit *w, uint64_t now);
+/* The warnings the sweep flushes: refused for the limit, for the rate, evictions. */
+void sg_admit_warn_session_limit(struct sg_route *r, uint64_t n, const char *last);
+void sg_admit_warn_rate_limit(struct sg_route *r, uint64_t n, const char *last);
+void sg_admit_warn_evicted(struct sg_route *r, uint64_t n);
+
 
 #endif

@@ -26,7 +26,7 @@ import sys
 LAYERS = [
     ("base", {"addr", "log", "udp", "delay", "conf", "ctx", "counters", "notify", "ban", "hist"}),
     ("session", {"session", "master", "table"}),
-    ("route", {"route", "door", "spectate"}),
+    ("route", {"route", "door", "admit", "spectate"}),
     ("stats", {"stats", "metrics", "demos"}),
     ("http", {"http", "web_assets", "admin"}),
     ("app", {"app", "preflight"}),
