@@ -42,7 +42,7 @@ int sg_relinj_add(struct sg_relinj *b, enum sg_dir dir, enum sg_msg_kind kind, c
 
 /* The carrier towards `towards` is settled: what rode on it is forgotten
  * when `delivered`, else it waits for the next reliable datagram. */
-static void settle(struct sg_relinj *b, enum sg_dir towards, bool delivered)
+void sg_relinj_settle(struct sg_relinj *b, enum sg_dir towards, bool delivered)
 {
     unsigned keep = 0;
 
@@ -64,7 +64,7 @@ void sg_relinj_ack(struct sg_relinj *b, enum sg_dir dir, uint32_t ack, bool bit)
 
     if (b->q[towards].in_flight && ack >= b->q[towards].carrier) {
         b->q[towards].in_flight = false;
-        settle(b, towards, bit != b->q[towards].bit_before);
+        sg_relinj_settle(b, towards, bit != b->q[towards].bit_before);
     }
     b->q[towards].bit_known = true;
     b->q[towards].bit_now = bit;
@@ -94,7 +94,7 @@ void sg_relinj_unsent(struct sg_relinj *b, enum sg_dir dir, uint32_t seq)
 {
     if (b->q[dir].in_flight && b->q[dir].carrier == seq) {
         b->q[dir].in_flight = false;
-        settle(b, dir, false);
+        sg_relinj_settle(b, dir, false);
     }
 }
 
@@ -103,4 +103,19 @@ void sg_relinj_restart(struct sg_relinj *b)
     memset(b->q, 0, sizeof(b->q));
     for (unsigned i = 0; i < b->n; i++)
         b->item[i].attached = false;
+}
+
+bool sg_relinj_ready(const struct sg_relinj *b, enum sg_dir dir, unsigned min_waited)
+{
+    for (unsigned i = 0; i < b->n; i++)
+        if (b->item[i].dir == dir && !b->item[i].attached && b->item[i].waited >= min_waited)
+            return true;
+    return false;
+}
+
+void sg_relinj_waited(struct sg_relinj *b, enum sg_dir dir, unsigned most)
+{
+    for (unsigned i = 0; i < b->n; i++)
+        if (b->item[i].dir == dir && !b->item[i].attached && b->item[i].waited < most)
+            b->item[i].waited++;
 }

@@ -10,6 +10,8 @@
  * injection is delivered and forgotten), an unflipped one that it was lost:
  * the sender resends its reliable message and the injection rides on it
  * again.  Neither peer's sequences or reliable bits ever change.
+ * NetQuake keeps its queue here too, with its own reliable rules (see
+ * sg_relinj_settle).
  */
 #ifndef SG_PROTOCOLS_RELINJECT_H
 #define SG_PROTOCOLS_RELINJECT_H
@@ -28,6 +30,7 @@ struct sg_relinj_item {
     char text[1024]; /* as the game command carries it (a client's chat: `say "..."`) */
     size_t len;
     bool attached; /* riding on the carrier in flight */
+    unsigned waited; /* NetQuake: unreliable datagrams of its way since it was queued */
 };
 
 struct sg_relinj {
@@ -46,8 +49,7 @@ struct sg_relinj {
  * May `len` bytes of `text` (borrowed) be injected towards `dir` as `kind`
  * (prints, chat, centerprints and stufftext towards the client, chat and
  * commands towards the server), into a buffer of `cap` bytes?  0,
- * SG_E_UNSUPPORTED (another kind), -EINVAL (a NUL, or too long).  The
- * NetQuake codec, whose injections ride otherwise, checks with it too.
+ * SG_E_UNSUPPORTED (another kind), -EINVAL (a NUL, or too long).
  */
 int sg_relinj_check(enum sg_dir dir, enum sg_msg_kind kind, const char *text, size_t len,
                     size_t cap);
@@ -78,5 +80,17 @@ void sg_relinj_unsent(struct sg_relinj *b, enum sg_dir dir, uint32_t seq);
 
 /* A new connection: the receivers start over, the injections wait again. */
 void sg_relinj_restart(struct sg_relinj *b);
+
+/*
+ * NetQuake's reliable rules (its acknowledgements name a piece, not a bit;
+ * its codec keeps the carrier in `q[dir].in_flight` / `carrier` itself):
+ * what rode towards `towards` is forgotten when `delivered`, else it waits
+ * for the next carrier (the carrier's flag is the caller's).  An injection
+ * towards `dir`, not attached, that has waited `min_waited` unreliable
+ * datagrams or more; one more unreliable datagram of `dir` (up to `most`).
+ */
+void sg_relinj_settle(struct sg_relinj *b, enum sg_dir towards, bool delivered);
+bool sg_relinj_ready(const struct sg_relinj *b, enum sg_dir dir, unsigned min_waited);
+void sg_relinj_waited(struct sg_relinj *b, enum sg_dir dir, unsigned most);
 
 #endif

@@ -49,17 +49,7 @@
 
 #define MAX_DGRAM   65535         /* the length field's reach */
 #define MAX_MESSAGE (1u << 16)    /* a reassembled reliable message (QuakeSpasm 64000, DarkPlaces 65536) */
-#define MAX_INJECT  8
-#define TEXT_RESERVE (MAX_INJECT * 1100 + 8 * 2100)
-
-struct inject {
-    enum sg_dir dir;
-    enum sg_msg_kind kind;
-    char text[1024];
-    size_t len;
-    bool attached;
-    unsigned waited; /* unreliable datagrams of its direction since it was queued */
-};
+#define TEXT_RESERVE (SG_RELINJ_MAX * 1100 + 8 * 2100)
 
 /* After this many unreliable datagrams without a reliable message to ride
  * on, an injection goes on an unreliable one (best effort: a lost datagram
@@ -76,8 +66,6 @@ struct rel {
     size_t last_at;         /* where the last piece taken starts */
     int pieces;             /* pieces taken of the message */
     bool complete;          /* its EOM piece was taken */
-    bool in_flight;         /* injections ride on piece `carrier` */
-    uint32_t carrier;
 };
 
 struct unrel {
@@ -118,8 +106,7 @@ struct nqc {
     size_t copy_len;
     struct sg_textpool text; /* the frame's texts (grown with the message) */
 
-    struct inject inj[MAX_INJECT];
-    unsigned ninj;
+    struct sg_relinj inj;   /* injections ride on piece inj.q[dir].carrier when in flight */
 
     uint8_t out[MAX_DGRAM + 8];
     size_t out_len;
@@ -184,11 +171,9 @@ static void reset_netchan(struct nqc *c)
         c->rel[d].known = false;
         c->rel[d].len = 0;
         c->rel[d].complete = false;
-        c->rel[d].in_flight = false;
         c->unrel[d].known = false;
     }
-    for (unsigned i = 0; i < c->ninj; i++)
-        c->inj[i].attached = false;
+    sg_relinj_restart(&c->inj);
     c->running = false;
     sg_nq_proto_set(&c->proto, SG_NQ_PROTOCOL_NETQUAKE, 0);
 }
@@ -330,8 +315,8 @@ static int grow(struct nqc *c, size_t msg_len)
         c->text.buf = p;
         c->text.cap = pool;
     }
-    if (c->parsed.msgs_cap + MAX_INJECT > c->msgs_cap) {
-        unsigned cap = c->parsed.msgs_cap + MAX_INJECT;
+    if (c->parsed.msgs_cap + SG_RELINJ_MAX > c->msgs_cap) {
+        unsigned cap = c->parsed.msgs_cap + SG_RELINJ_MAX;
         struct sg_msg *m = realloc(c->msgs, cap * sizeof(*m));
         int *ix;
         bool *dr;
@@ -664,16 +649,11 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
 
     if (c->flags & NETFLAG_ACK) {
         /* The receiver of the other direction acknowledges a piece. */
-        struct rel *other = &c->rel[dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S];
+        enum sg_dir towards = dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S;
         c->frame.ack = (int32_t)c->seq;
-        if (other->in_flight && other->carrier == c->seq) {
-            unsigned keepn = 0;
-            enum sg_dir towards = dir == SG_DIR_C2S ? SG_DIR_S2C : SG_DIR_C2S;
-            other->in_flight = false;
-            for (unsigned i = 0; i < c->ninj; i++)
-                if (!(c->inj[i].dir == towards && c->inj[i].attached))
-                    c->inj[keepn++] = c->inj[i];
-            c->ninj = keepn; /* delivered */
+        if (c->inj.q[towards].in_flight && c->inj.q[towards].carrier == c->seq) {
+            c->inj.q[towards].in_flight = false;
+            sg_relinj_settle(&c->inj, towards, true); /* delivered */
         }
         return 0;
     }
@@ -689,9 +669,7 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         c->sequenced[dir]++;
         ur->known = true;
         ur->next = c->seq + 1;
-        for (unsigned i = 0; i < c->ninj; i++)
-            if (c->inj[i].dir == dir && !c->inj[i].attached && c->inj[i].waited < INJECT_PATIENCE)
-                c->inj[i].waited++;
+        sg_relinj_waited(&c->inj, dir, INJECT_PATIENCE);
         c->frame.pieces = 1;
         return decode_message(c, dir, c->copy + 8, payload);
     }
@@ -728,14 +706,10 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         memcpy(rl->buf + rl->len, c->copy + 8, payload);
         rl->len += payload;
         rl->pieces++;
-        if (rl->in_flight && rl->carrier != c->seq) {
+        if (c->inj.q[dir].in_flight && c->inj.q[dir].carrier != c->seq) {
             /* A new piece: the sender had the carrier acknowledged (by a way we did not see). */
-            unsigned keepn = 0;
-            rl->in_flight = false;
-            for (unsigned i = 0; i < c->ninj; i++)
-                if (!(c->inj[i].dir == dir && c->inj[i].attached))
-                    c->inj[keepn++] = c->inj[i];
-            c->ninj = keepn;
+            c->inj.q[dir].in_flight = false;
+            sg_relinj_settle(&c->inj, dir, true);
         }
         if (!(c->flags & NETFLAG_EOM)) {
             c->frame.kind = SG_FRAME_RAW; /* relayed now: its sender waits for the ack */
@@ -751,12 +725,7 @@ static int nq_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
             c->frame.kind = SG_FRAME_RAW;
             return 0;
         }
-        if (rl->in_flight && rl->carrier == c->seq) {
-            rl->in_flight = false; /* carry the injections again */
-            for (unsigned i = 0; i < c->ninj; i++)
-                if (c->inj[i].dir == dir)
-                    c->inj[i].attached = false;
-        }
+        sg_relinj_unsent(&c->inj, dir, c->seq); /* carry the injections again */
     } else {
         c->frame.kind = SG_FRAME_REJECTED;
         c->why = "not the receiver's next reliable sequence";
@@ -802,33 +771,19 @@ static int nq_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const 
                      size_t len)
 {
     struct nqc *c = state;
-    struct inject *j;
-    int err = sg_relinj_check(dir, kind, text, len, sizeof(c->inj[0].text));
+    struct sg_relinj_item *j;
+    int err = sg_relinj_add(&c->inj, dir, kind, text, len);
 
     if (err < 0)
         return err;
-    if (c->ninj >= MAX_INJECT)
-        return SG_E_TOOBIG;
-    j = &c->inj[c->ninj++];
-    memset(j, 0, sizeof(*j));
-    j->dir = dir;
-    j->kind = kind;
-    if (dir == SG_DIR_C2S && kind == SG_MSG_CHAT)
-        j->len = (size_t)snprintf(j->text, sizeof(j->text), "say \"%.*s\"", (int)len, text);
-    else if (dir == SG_DIR_S2C && kind == SG_MSG_CHAT)
-        j->len = (size_t)snprintf(j->text, sizeof(j->text), "\001%.*s", (int)len, text);
-    else
-        j->len = (size_t)snprintf(j->text, sizeof(j->text), "%.*s", (int)len, text);
+    j = &c->inj.item[c->inj.n - 1];
+    if (dir == SG_DIR_S2C && kind == SG_MSG_CHAT) {
+        /* NetQuake marks a chat line with a leading 1 byte (the check left room for it). */
+        memmove(j->text + 1, j->text, j->len + 1);
+        j->text[0] = '\001';
+        j->len++;
+    }
     return 0;
-}
-
-static bool waiting(const struct nqc *c, enum sg_dir dir, bool unreliable)
-{
-    for (unsigned i = 0; i < c->ninj; i++)
-        if (c->inj[i].dir == dir && !c->inj[i].attached &&
-            (!unreliable || c->inj[i].waited >= INJECT_PATIENCE))
-            return true;
-    return false;
 }
 
 static bool nq_must_encode(void *state, const struct sg_frame *frame)
@@ -838,21 +793,20 @@ static bool nq_must_encode(void *state, const struct sg_frame *frame)
     if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE)
         return false;
     if (!c->is_reliable)
-        return waiting(c, frame->dir, true);
-    return !c->rel[frame->dir].in_flight && waiting(c, frame->dir, false);
+        return sg_relinj_ready(&c->inj, frame->dir, INJECT_PATIENCE);
+    return !c->inj.q[frame->dir].in_flight && sg_relinj_ready(&c->inj, frame->dir, 0);
 }
 
 static void write_injections(struct nqc *c, struct sg_bmsg_writer *w, size_t limit)
 {
     static const struct sg_text_ops ops = {
         .print = 8, .centerprint = 26, .stufftext = 9, .stringcmd = 4, .print_level = false};
-    struct rel *rl = &c->rel[c->frame.dir];
     bool any = false;
 
-    if (c->is_reliable && rl->in_flight)
+    if (c->is_reliable && c->inj.q[c->frame.dir].in_flight)
         return;
-    for (unsigned i = 0; i < c->ninj; i++) {
-        struct inject *j = &c->inj[i];
+    for (unsigned i = 0; i < c->inj.n; i++) {
+        struct sg_relinj_item *j = &c->inj.item[i];
         const char *name;
         if (j->dir != c->frame.dir || j->attached || w->len + j->len + 2 > limit ||
             c->frame.nmsgs >= c->msgs_cap || (!c->is_reliable && j->waited < INJECT_PATIENCE))
@@ -862,21 +816,8 @@ static void write_injections(struct nqc *c, struct sg_bmsg_writer *w, size_t lim
         sg_fmsg_injected(&c->text, &c->msgs[c->frame.nmsgs++], w, j->kind, name, (int32_t)c->seq,
                          j->text, j->len);
     }
-    if (any && c->is_reliable) {
-        rl->in_flight = true;
-        rl->carrier = c->seq;
-    }
-}
-
-/* Injections sent on an unreliable datagram are done with (attached: sent). */
-static void forget_sent(struct nqc *c, enum sg_dir dir)
-{
-    unsigned keepn = 0;
-
-    for (unsigned i = 0; i < c->ninj; i++)
-        if (!(c->inj[i].dir == dir && c->inj[i].attached))
-            c->inj[keepn++] = c->inj[i];
-    c->ninj = keepn;
+    if (any && c->is_reliable)
+        sg_relinj_carried(&c->inj, c->frame.dir, c->seq);
 }
 
 /* ---- encode ---- */
@@ -936,19 +877,10 @@ static int nq_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
     err = emit(ctx, c->out, body + 8);
     c->out_sent = err >= 0;
     c->out_len = body + 8;
-    if (!c->is_reliable) {
-        if (err >= 0)
-            forget_sent(c, frame->dir);
-        else
-            for (unsigned i = 0; i < c->ninj; i++)
-                if (c->inj[i].dir == frame->dir)
-                    c->inj[i].attached = false;
-    } else if (err < 0 && c->rel[frame->dir].in_flight && c->rel[frame->dir].carrier == c->seq) {
-        c->rel[frame->dir].in_flight = false;
-        for (unsigned i = 0; i < c->ninj; i++)
-            if (c->inj[i].dir == frame->dir)
-                c->inj[i].attached = false;
-    }
+    if (!c->is_reliable)
+        sg_relinj_settle(&c->inj, frame->dir, err >= 0); /* sent: done with; else wait again */
+    else if (err < 0)
+        sg_relinj_unsent(&c->inj, frame->dir, c->seq);
     return err < 0 ? err : 1;
 }
 
