@@ -30,7 +30,7 @@
 
 #include "protocols/byteorder.h"
 #include "protocols/error.h"
-#include "protocols/nq/control.h"
+#include "protocols/nq/oob.h"
 #include "protocols/relinject.h"
 #include "protocols/text.h"
 

@@ -3,7 +3,7 @@
  * that moves the server's port.
  *
  * The server's CCREP_ACCEPT names a UDP port it opened for this client
- * alone (control.h).  Relayed as it is, the client would leave slipgate and
+ * alone (oob.h).  Relayed as it is, the client would leave slipgate and
  * talk to the server directly; so the accept the client gets names
  * slipgate's own port (where the session already is), and the proxy points
  * the session's upstream socket at the server's new port.
@@ -25,7 +25,7 @@
  */
 #include "protocols/codec.h"
 #include "protocols/byteorder.h"
-#include "protocols/nq/control.h"
+#include "protocols/nq/oob.h"
 #include "protocols/nq/nq.h"
 
 #include <string.h>

@@ -7,7 +7,7 @@
  */
 #include "protocols/byteorder.h"
 #include "protocols/codec.h"
-#include "protocols/nq/control.h"
+#include "protocols/nq/oob.h"
 
 #include <errno.h>
 #include <string.h>

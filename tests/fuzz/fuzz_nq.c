@@ -49,7 +49,7 @@
 #include "protocols/byteorder.h"
 #include "protocols/codec.h"
 #include "protocols/error.h"
-#include "protocols/nq/control.h"
+#include "protocols/nq/oob.h"
 #include "protocols/nq/nq.h"
 
 struct out {

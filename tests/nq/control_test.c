@@ -5,7 +5,7 @@
  * quakespasm/DarkPlaces capture ($SG_TESTDATA); the live handshake through
  * slipgate is proven by tests/peers/relay_peers.py.
  */
-#include "protocols/nq/control.h"
+#include "protocols/nq/oob.h"
 
 #include "tests/q3/pcap_udp.h"
 #include "tests/unit.h"

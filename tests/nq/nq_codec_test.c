@@ -7,7 +7,7 @@
  * again on a resend until acknowledged).
  */
 #include "protocols/nq/nq.h"
-#include "protocols/nq/control.h"
+#include "protocols/nq/oob.h"
 
 #include "protocols/byteorder.h"
 #include "protocols/error.h"

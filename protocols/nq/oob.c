@@ -1,4 +1,9 @@
-#include "protocols/nq/control.h"
+/*
+ * NetQuake control packets (NETFLAG_CTL, see oob.h): recognising a
+ * connect request, building the proxy's own replies (banned, full), and
+ * what the codec reads of the control packets that pass.
+ */
+#include "protocols/nq/oob.h"
 
 #include "protocols/byteorder.h"
 #include "protocols/door.h"

@@ -11,8 +11,8 @@
  * client moves (WinQuake net_dgrm.c, _Datagram_CheckNewConnections and
  * _Datagram_Connect; quakespasm and DarkPlaces keep it).
  */
-#ifndef SG_PROTOCOLS_NQ_CONTROL_H
-#define SG_PROTOCOLS_NQ_CONTROL_H
+#ifndef SG_PROTOCOLS_NQ_OOB_H
+#define SG_PROTOCOLS_NQ_OOB_H
 
 #include <stdbool.h>
 #include <stddef.h>
