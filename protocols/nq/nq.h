@@ -110,7 +110,7 @@ int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out);
 int sg_nq_record_end(void *state, FILE *out);
 extern const struct sg_capture_impl sg_nq_capture_impl;
 
-/* ---- .dem files (demo.c) ---- */
+/* ---- .dem files (demo.c, offline.c) ---- */
 
 #define SG_NQ_DEM_MAX_BLOCK (1u << 20) /* a block longer than this is not a demo's */
 
