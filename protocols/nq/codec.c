@@ -1,7 +1,7 @@
 /*
  * The NetQuake codec's entry in the registry: the table of its hooks
  * (relay.c's connect probe and accept, netchan.c's decode / encode and
- * filters, record.c, dump.c, capture.c, offline.c), and the per-session
+ * filters, record.c, inspect.c, capture.c, offline.c), and the per-session
  * state's life.
  */
 #include "protocols/nq/session.h"

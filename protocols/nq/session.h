@@ -141,7 +141,7 @@ int sg_nq__decode_ctl(struct nqc *c, enum sg_dir dir);
 void sg_nq__track(struct nqc *c, const uint8_t *d, size_t len);
 void sg_nq__level_free(struct level *lv);
 
-/* dump.c */
+/* inspect.c */
 int sg_nq__dump(void *state, const struct sg_frame *frame, enum sg_dump_level level, bool json,
                 FILE *out);
 

@@ -1,6 +1,7 @@
 /*
- * NetQuake frame dumps, text and JSON lines (`slipgate inspect`, the
- * golden files): the frame, its messages, their fields.
+ * NetQuake frames for the inspector and the golden files (the codec
+ * table's dump hook): the frame, its messages, their fields, as text or
+ * JSON lines.
  */
 #include "protocols/nq/session.h"
 
