@@ -1,0 +1,74 @@
+/*
+ * Quake 2 frames for the inspector: the datagram decoded last as a dump
+ * line (and its messages) or a JSON object.
+ */
+#include "protocols/q2/session.h"
+
+#include <errno.h>
+
+int sg_q2__dump(void *state, const struct sg_frame *frame, enum sg_dump_level level, bool json,
+                   FILE *out)
+{
+    struct q2c *c = state;
+    const char *dir = frame->dir == SG_DIR_C2S ? "c2s" : "s2c";
+    static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
+    long start = ftell(out);
+
+    if (frame != &c->frame)
+        return SG_E_STATE;
+    if (json) {
+        fprintf(out, "{\"rx\":\"%s\",\"len\":%zu", kinds[frame->kind], c->copy_len);
+        if (frame->sequence >= 0)
+            fprintf(out, ",\"seq\":%d,\"reliable\":%s,\"ack\":%d,\"ack_reliable\":%s",
+                    frame->sequence, c->hdr.reliable ? "true" : "false", frame->ack,
+                    c->hdr.ack_reliable ? "true" : "false");
+        if (c->hdr.has_qport)
+            fprintf(out, ",\"qport\":%u", (unsigned)c->hdr.qport);
+        if (c->why)
+            fprintf(out, ",\"why\":\"%s\"", c->why);
+        if (frame->kind == SG_FRAME_OOB)
+            fprintf(out, ",\"oob\":{\"type\":\"%s\"}", c->oob_name ? c->oob_name : "other");
+        if (frame->kind == SG_FRAME_MESSAGE)
+            fprintf(out, ",\"messages\":%u", c->parsed.nmsgs);
+        if (level >= SG_DUMP_FIELDS && frame->kind == SG_FRAME_MESSAGE) {
+            fputs(",\"ops\":[", out);
+            for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
+                if (i)
+                    fputc(',', out);
+                sg_q2_dump_msg(out, &c->parsed, i, frame->dir, true, c->dropped[i]);
+            }
+            fputc(']', out);
+        }
+        fputc('}', out);
+    } else {
+        fprintf(out, "%s %s len=%zu", dir, kinds[frame->kind], c->copy_len);
+        if (frame->sequence >= 0)
+            fprintf(out, " seq=%d%s ack=%d%s", frame->sequence, c->hdr.reliable ? "r" : "",
+                    frame->ack, c->hdr.ack_reliable ? "r" : "");
+        if (frame->kind == SG_FRAME_OOB)
+            fprintf(out, " %s", c->oob_name ? c->oob_name : "other");
+        if (c->why)
+            fprintf(out, " (%s)", c->why);
+        fputc('\n', out);
+        if (level >= SG_DUMP_MESSAGES && frame->kind == SG_FRAME_MESSAGE) {
+            for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
+                fputs("  ", out);
+                if (c->dropped[i])
+                    fputs("(dropped) ", out);
+                if (level >= SG_DUMP_FIELDS) {
+                    sg_q2_dump_msg(out, &c->parsed, i, frame->dir, false, false);
+                } else {
+                    const struct sg_fmsg *pm = &c->parsed.msgs[i];
+                    fprintf(out, "%s (%u fields)\n",
+                            frame->dir == SG_DIR_S2C ? sg_q2_svc_name(pm->op)
+                                                     : sg_q2_clc_name(pm->op),
+                            (unsigned)pm->count);
+                }
+            }
+        }
+    }
+    if (ferror(out))
+        return -EIO;
+    long end = ftell(out);
+    return start >= 0 && end >= start ? (int)(end - start) : 0;
+}

@@ -1,0 +1,158 @@
+/*
+ * Quake 2 connectionless packets: each named, and what they teach the
+ * session (the protocol, the qport and its width, the minor version, the
+ * netchan type, zlib, the challenge).
+ */
+#include "protocols/q2/session.h"
+
+#include "protocols/info.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The n-th space-separated token of `s` (quotes group), copied into out. */
+static bool token(const char *s, int n, char *out, size_t cap)
+{
+    for (int i = 0;; i++) {
+        size_t k = 0;
+        while (*s == ' ' || *s == '\n')
+            s++;
+        if (!*s)
+            return false;
+        bool q = *s == '"';
+        if (q)
+            s++;
+        while (*s && (q ? *s != '"' : (*s != ' ' && *s != '\n'))) {
+            if (i == n && k + 1 < cap)
+                out[k++] = *s;
+            s++;
+        }
+        if (q && *s == '"')
+            s++;
+        if (i == n) {
+            out[k] = 0;
+            return true;
+        }
+    }
+}
+
+static int tokint(const char *s, int n, int dflt)
+{
+    char t[32];
+
+    if (!token(s, n, t, sizeof(t)) || !(isdigit((unsigned char)t[0]) || t[0] == '-'))
+        return dflt;
+    return atoi(t);
+}
+
+/* The userinfo's name (`info`, `len`) as the player's, when it has one. */
+void sg_q2__take_name(struct q2c *c, const char *info, size_t len)
+{
+    const char *v;
+    size_t vl;
+
+    if (sg_info_get(info, len, "name", 4, &v, &vl) && v)
+        snprintf(c->player, sizeof(c->player), "%.*s",
+                 (int)(vl < sizeof(c->player) ? vl : sizeof(c->player) - 1), v);
+}
+
+static void new_connection(struct q2c *c)
+{
+    for (int d = 0; d < 2; d++) {
+        c->chan[d].started = false;
+        c->chan[d].assembling = false;
+        c->chan[d].npieces = 0;
+    }
+    sg_relinj_restart(&c->inj);
+    c->accepted = false;
+}
+
+int sg_q2__decode_oob(struct q2c *c, enum sg_dir dir)
+{
+    char text[1024];
+    size_t n = c->copy_len - 4 < sizeof(text) - 1 ? c->copy_len - 4 : sizeof(text) - 1;
+    char verb[32];
+    struct sg_msg *m = &c->msgs[0];
+
+    memcpy(text, c->copy + 4, n);
+    text[n] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!text[i])
+            text[i] = ' ';
+    c->stats.oob++;
+    c->frame.kind = SG_FRAME_OOB;
+    if (!token(text, 0, verb, sizeof(verb)))
+        verb[0] = 0;
+    c->oob_name = "other";
+    if (dir == SG_DIR_C2S && strcmp(verb, "getchallenge") == 0) {
+        c->oob_name = "getchallenge";
+    } else if (dir == SG_DIR_S2C && strcmp(verb, "challenge") == 0) {
+        c->oob_name = "challenge";
+        c->challenge = tokint(text, 1, 0);
+    } else if (dir == SG_DIR_C2S && strcmp(verb, "connect") == 0) {
+        int p = tokint(text, 1, 0);
+        c->oob_name = "connect";
+        if (p == 2022 || p == 2023) {
+            /* The rerelease's transport below the connect is not public
+             * (PROTOCOLS.md B): the session is relayed as it comes. */
+            c->protocol = p;
+            c->kex = true;
+            c->qport = -1;
+            c->minor = 0;
+            c->nctype = 0;
+            c->zlib = false;
+            new_connection(c);
+        } else if (p >= 34 && p <= 36) {
+            c->kex = false;
+            c->protocol = p;
+            c->qport = tokint(text, 2, -1);
+            c->challenge = tokint(text, 3, 0);
+            c->minor = 0;
+            c->nctype = 0;
+            c->zlib = false;
+            if (p == 35) {
+                c->minor = tokint(text, 6, 1903);
+            } else if (p == 36) {
+                c->nctype = tokint(text, 6, 0);
+                c->zlib = tokint(text, 7, 0) != 0;
+                c->minor = tokint(text, 8, 1015);
+            }
+            if (p == 35 && c->minor > 1905)
+                c->minor = 1905;
+            sg_q2_variant_init(&c->cv, p, c->minor);
+            sg_q2_variant_init(&c->sv, p, c->minor);
+            c->sv.known = false; /* until its serverdata */
+            new_connection(c);
+            {
+                char ui[SG_INFO_Q2];
+                if (token(text, 4, ui, sizeof(ui)))
+                    sg_q2__take_name(c, ui, strlen(ui));
+            }
+        }
+    } else if (dir == SG_DIR_S2C && strcmp(verb, "client_connect") == 0) {
+        c->oob_name = "client_connect";
+        c->accepted = true;
+        for (int i = 1; i < 8; i++) {
+            char t[64];
+            if (!token(text, i, t, sizeof(t)))
+                break;
+            if (strncmp(t, "nc=", 3) == 0)
+                c->nctype = atoi(t + 3);
+        }
+    } else if (strcmp(verb, "print") == 0) {
+        c->oob_name = "print";
+    } else if (strcmp(verb, "info") == 0) {
+        c->oob_name = "info";
+    } else if (strcmp(verb, "status") == 0) {
+        c->oob_name = "status";
+    } else if (strcmp(verb, "ping") == 0 || strcmp(verb, "ack") == 0) {
+        c->oob_name = verb[0] == 'p' ? "ping" : "ack";
+    }
+    memset(m, 0, sizeof(*m));
+    m->kind = SG_MSG_GAME;
+    m->name = c->oob_name;
+    m->number = -1;
+    c->frame.nmsgs = 1;
+    return 0;
+}
