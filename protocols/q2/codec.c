@@ -221,7 +221,7 @@ int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
     c->header_len = (size_t)n;
     c->frame.sequence = (int32_t)c->hdr.seq;
     c->frame.ack = (int32_t)c->hdr.ack;
-    if (ch->started && c->hdr.seq <= ch->incoming) {
+    if (sg_qnc_stale(&ch->rx, c->hdr.seq)) {
         c->frame.kind = SG_FRAME_REJECTED;
         c->why = "stale or duplicate sequence";
         c->stats.rejected++;
@@ -269,11 +269,10 @@ int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
     } else {
         ch->npieces = 0;
     }
-    if (ch->started && c->hdr.seq - ch->incoming > 1)
-        c->lost[dir] += c->hdr.seq - ch->incoming - 1; /* skipped: lost on the way here */
+    if (ch->rx.started && c->hdr.seq - ch->rx.incoming > 1)
+        c->lost[dir] += c->hdr.seq - ch->rx.incoming - 1; /* skipped: lost on the way here */
     c->sequenced[dir]++;
-    ch->started = true;
-    ch->incoming = c->hdr.seq;
+    sg_qnc_accepted(&ch->rx, c->hdr.seq);
     c->frame.msg = c->payload;
     c->frame.msg_len = c->payload_len;
 
@@ -418,7 +417,7 @@ int sg_q2__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, vo
     if (!c->hdr.fragment) {
         struct sg_bmsg_writer o;
         sg_bmsg_writer_init(&o, c->out, sizeof(c->out));
-        sg_q2__write_header(c, &c->hdr, false, false, 0, &o);
+        sg_qnc_write(&c->hdr, false, false, 0, &o);
         sg_bmsg_write_data(&o, c->body, w.len);
         write_injections(c, &o);
         if (o.overflowed) {
@@ -455,7 +454,7 @@ int sg_q2__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, vo
         size_t nb = w.len - off < cut ? w.len - off : cut;
         bool more = off + nb < w.len;
         sg_bmsg_writer_init(&o, c->out, sizeof(c->out));
-        sg_q2__write_header(c, &c->hdr, true, more, (uint32_t)off, &o);
+        sg_qnc_write(&c->hdr, true, more, (uint32_t)off, &o);
         sg_bmsg_write_data(&o, c->body + off, nb);
         if (o.overflowed || off > 0x7fff)
             return SG_E_OVERFLOW;

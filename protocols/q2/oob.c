@@ -60,7 +60,7 @@ void sg_q2__take_name(struct q2c *c, const char *info, size_t len)
 static void new_connection(struct q2c *c)
 {
     for (int d = 0; d < 2; d++) {
-        c->chan[d].started = false;
+        c->chan[d].rx.started = false;
         c->chan[d].assembling = false;
         c->chan[d].npieces = 0;
     }

@@ -12,6 +12,7 @@
 
 #include "protocols/q2/q2.h"
 
+#include "protocols/qnetchan.h"
 #include "protocols/relinject.h"
 #include "protocols/text.h"
 
@@ -23,14 +24,9 @@
 #define SG_Q2_EDICTS_OLD 1024  /* entities of protocol 34 */
 #define INJECT_LIMIT 1400 /* a datagram carrying injections stays within the old MAX_MSGLEN */
 
-#define REL_BIT 0x80000000u
-#define FRG_BIT 0x40000000u
-#define OLD_MASK 0x7fffffffu
-#define NEW_MASK 0x3fffffffu
 
 struct chan {
-    bool started;
-    uint32_t incoming; /* highest sequence accepted */
+    struct sg_qnc_chan rx; /* what the receiver accepted last */
     /* new netchan: the message being reassembled */
     bool assembling;
     uint32_t frag_seq;
@@ -42,16 +38,6 @@ struct chan {
     uint32_t piece_len[MAX_PIECES];
     unsigned npieces;
     size_t piece_payload; /* the first fragment's payload size (the sender's cut) */
-};
-
-struct hdr {
-    uint32_t w1, w2;   /* the words as they came (bits the receiver ignores kept) */
-    uint32_t seq, ack; /* masked */
-    bool reliable, ack_reliable, fragment, more;
-    uint32_t offset;
-    bool has_qport;
-    int qport_width; /* 0, 1, 2 */
-    uint32_t qport;
 };
 
 struct q2c {
@@ -77,7 +63,7 @@ struct q2c {
 
     /* The datagram decoded last. */
     struct sg_frame frame;
-    struct hdr hdr;
+    struct sg_qnc_header hdr;
     const char *oob_name;
     const char *why;
     struct sg_q2_parsed parsed;
@@ -139,9 +125,7 @@ int sg_q2__decode_oob(struct q2c *c, enum sg_dir dir);
 void sg_q2__take_name(struct q2c *c, const char *info, size_t len);
 
 /* netchan.c */
-int sg_q2__read_header(struct q2c *c, enum sg_dir dir, const uint8_t *d, size_t n, struct hdr *h);
-void sg_q2__write_header(const struct q2c *c, const struct hdr *h, bool fragment, bool more,
-                         uint32_t offset, struct sg_bmsg_writer *w);
+int sg_q2__read_header(struct q2c *c, enum sg_dir dir, const uint8_t *d, size_t n, struct sg_qnc_header *h);
 void sg_q2__keep_piece(struct chan *ch, const uint8_t *d, size_t n);
 
 /* record.c */

@@ -31,7 +31,7 @@ struct qwc {
     struct sg_qw_ext offered, chosen, active;
     bool have_serverdata;
     struct sg_qw_variant var;
-    struct sg_qw_chan chan[2]; /* the receiver of each direction */
+    struct sg_qnc_chan chan[2]; /* the receiver of each direction */
     bool accepted, established;
     int qport;
     int32_t challenge;
@@ -41,7 +41,7 @@ struct qwc {
 
     /* The datagram decoded last. */
     struct sg_frame frame;
-    struct sg_qw_header hdr;
+    struct sg_qnc_header hdr;
     struct sg_qw_oob oob;
     const char *why; /* REJECTED: the receiver's reason */
     struct sg_qw_parsed parsed;

@@ -21,6 +21,7 @@
 #include "protocols/bmsg.h"
 #include "protocols/codec.h"
 #include "protocols/msglist.h"
+#include "protocols/qnetchan.h"
 
 #include <stdio.h>
 
@@ -120,27 +121,15 @@ const char *sg_qw_clc_name(int op);
 
 /* ---- netchan (netchan.c) ---- */
 
-struct sg_qw_header {
-    uint32_t seq, ack; /* 31 bits each */
-    bool reliable, ack_reliable;
-    bool has_qport;
-    uint16_t qport;
-};
-
-/* Read the header of an in-game datagram: the bytes it took, or a
- * negative error (a runt). */
-int sg_qw_header_read(enum sg_dir dir, const uint8_t *data, size_t len, struct sg_qw_header *h);
-int sg_qw_header_write(const struct sg_qw_header *h, struct sg_bmsg_writer *w);
-
-/* What a receiver accepted last, per direction. */
-struct sg_qw_chan {
-    bool started;
-    uint32_t incoming; /* highest sequence accepted */
-};
+/* Read the header of an in-game datagram with QuakeWorld's rules (31-bit
+ * sequences, no fragments, the client's 16-bit qport): the bytes it took,
+ * or a negative error (a runt). */
+int sg_qw_header_read(enum sg_dir dir, const uint8_t *data, size_t len, struct sg_qnc_header *h);
+int sg_qw_header_write(const struct sg_qnc_header *h, struct sg_bmsg_writer *w);
 
 /* Does the receiver accept `h` (and note it)?  Its rule: a sequence not
  * above the last accepted one is dropped (mvdsv Netchan_Process). */
-bool sg_qw_chan_accept(struct sg_qw_chan *c, const struct sg_qw_header *h);
+bool sg_qw_chan_accept(struct sg_qnc_chan *c, const struct sg_qnc_header *h);
 
 /* ---- connectionless (oob.c) ---- */
 

@@ -1,0 +1,76 @@
+/*
+ * The netchan header QuakeWorld and Quake 2 share (id's net_chan.c), read
+ * and written in one place; each game gives only its own rules (the
+ * sequence mask, whether fragment bits exist, the client's qport width).
+ *
+ *   0                   31 32                  63
+ *   | sequence    |F|R| | ack              |A| | qport (C2S) | fragment (F) | message...
+ *   R: the datagram carries the sender's reliable message
+ *   A: the reliable bit of the last reliable message the sender got
+ *   F: Q2PRO's new netchan only (mask 0x3fffffff): a 16-bit fragment word
+ *      (offset, bit 15 = more) follows the qport
+ *   both words little-endian; 0xffffffff as first word: connectionless.
+ *
+ * The words are kept as they came, so writing a header back gives the
+ * bytes that came, bits the receiver ignores included.
+ */
+#ifndef SG_PROTOCOLS_QNETCHAN_H
+#define SG_PROTOCOLS_QNETCHAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocols/bmsg.h"
+
+#define SG_QNC_REL_BIT  0x80000000u
+#define SG_QNC_FRG_BIT  0x40000000u
+#define SG_QNC_OLD_MASK 0x7fffffffu /* id's netchan: 31-bit sequences */
+#define SG_QNC_NEW_MASK 0x3fffffffu /* Q2PRO's new netchan: 30 bits and the fragment bit */
+
+/* One game's rules for one datagram. */
+struct sg_qnc_rules {
+    uint32_t mask;   /* SG_QNC_OLD_MASK or SG_QNC_NEW_MASK */
+    bool fragments;  /* the fragment bit and word exist */
+    int qport_width; /* bytes of qport after the words: 0, 1, 2 */
+};
+
+struct sg_qnc_header {
+    uint32_t w1, w2;   /* the words as they came (bits the receiver ignores kept) */
+    uint32_t seq, ack; /* masked */
+    bool reliable, ack_reliable, fragment, more;
+    uint32_t offset;
+    bool has_qport;
+    int qport_width; /* 0, 1, 2 */
+    uint32_t qport;
+};
+
+/* Read the header of an in-game datagram: the bytes it took, or
+ * SG_E_TRUNCATED (a runt). */
+int sg_qnc_read(const uint8_t *d, size_t n, const struct sg_qnc_rules *r, struct sg_qnc_header *h);
+
+/* Write `h` back, as a fragment (offset, more) when `fragment`. */
+void sg_qnc_write(const struct sg_qnc_header *h, bool fragment, bool more, uint32_t offset,
+                  struct sg_bmsg_writer *w);
+
+/* What a receiver accepted last, one direction. */
+struct sg_qnc_chan {
+    bool started;
+    uint32_t incoming; /* highest sequence accepted */
+};
+
+/* The receiver's rule (Netchan_Process): a sequence not above the last
+ * accepted one is stale or a duplicate, and dropped. */
+static inline bool sg_qnc_stale(const struct sg_qnc_chan *c, uint32_t seq)
+{
+    return c->started && seq <= c->incoming;
+}
+
+/* Note `seq` accepted. */
+static inline void sg_qnc_accepted(struct sg_qnc_chan *c, uint32_t seq)
+{
+    c->started = true;
+    c->incoming = seq;
+}
+
+#endif
