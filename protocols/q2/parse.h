@@ -1,0 +1,295 @@
+/*
+ * The Quake 2 message parser's inside, shared by its files and no one
+ * else: parse.c (the stream, the server's messages), delta.c (entities
+ * and the player state), kex.c (the rerelease demos' messages), clmsg.c
+ * (the client's messages).  The field readers are inline here, as they
+ * were in the one file: every message reads through them.
+ */
+#ifndef SG_PROTOCOLS_Q2_PARSE_H
+#define SG_PROTOCOLS_Q2_PARSE_H
+
+#include "protocols/q2/q2.h"
+#include "protocols/q2/bits.h"
+
+#include "protocols/byteorder.h"
+#include "protocols/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ctx {
+    struct sg_bmsg_reader r;
+    struct sg_q2_variant *v;
+    struct sg_q2_parsed *out;
+    enum sg_dir dir;
+    int err;
+    int parent; /* zpacket message index, or -1 */
+    /* bit reader (Q2PRO batched moves) */
+    uint32_t bits_buf, bits_left;
+};
+
+/* Room in *arr (*cap elements of `size`) for element `used`: 0, or the
+ * array doubled (at most to `max`), SG_E_TOOBIG at `max`, -ENOMEM. */
+static inline int room(void **arr, uint32_t *cap, uint32_t used, uint32_t max, size_t size)
+{
+    uint32_t n = *cap ? *cap : 1;
+    void *p;
+
+    if (used < *cap)
+        return 0;
+    if (used >= max)
+        return SG_E_TOOBIG;
+    while (n <= used)
+        n = n > max / 2 ? max : 2 * n;
+    p = realloc(*arr, (size_t)n * size);
+    if (!p)
+        return -ENOMEM;
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
+/* ---- fields ---- */
+
+static inline void fail(struct ctx *c, int err)
+{
+    if (!c->err)
+        c->err = err;
+    sg_bmsg_reader_fail(&c->r);
+}
+
+/* Room for one more field / message (SG_E_TOOBIG at the cap, -ENOMEM).
+ * Either may move its array: no pointer into one is kept across a call. */
+static inline int field_room(struct ctx *c)
+{
+    struct sg_q2_parsed *o = c->out;
+    void *a = o->fields;
+    int err;
+
+    if (o->nfields < o->fields_cap)
+        return 0;
+    err = room(&a, &o->fields_cap, o->nfields, SG_Q2_MAX_FIELDS, sizeof(*o->fields));
+    o->fields = a;
+    return err;
+}
+
+static inline int msg_room(struct sg_q2_parsed *o)
+{
+    void *a = o->msgs;
+    int err;
+
+    if (o->nmsgs < o->msgs_cap)
+        return 0;
+    err = room(&a, &o->msgs_cap, o->nmsgs, SG_Q2_MAX_MSGS, sizeof(*o->msgs));
+    o->msgs = a;
+    return err;
+}
+
+static inline struct sg_field *push(struct ctx *c, const char *name, uint8_t type)
+{
+    struct sg_field *f;
+    int err = field_room(c);
+
+    if (err < 0) {
+        fail(c, err);
+        return NULL;
+    }
+    f = &c->out->fields[c->out->nfields++];
+    *f = (struct sg_field){.name = name, .type = type};
+    return f;
+}
+
+/* A number of `kind` (its raw value, 0 on failure).  The one check on the
+ * fast path covers a failed reader too: a failure leaves no byte to read. */
+static inline uint32_t num(struct ctx *c, const char *name, uint8_t kind)
+{
+    size_t n = sg_bmsg_num_size(kind);
+    const uint8_t *p;
+    uint32_t raw;
+
+    if (c->r.end - c->r.pos < n || n == 0 || c->out->nfields >= c->out->fields_cap) {
+        int err = n == 0 || c->r.end - c->r.pos < n ? SG_E_OVERFLOW : field_room(c);
+        if (err < 0) {
+            if (!c->r.overflowed)
+                fail(c, err);
+            return 0;
+        }
+    }
+    p = c->r.data + c->r.pos;
+    c->r.pos += n;
+    switch (n) {
+    case 1:
+        raw = p[0];
+        break;
+    case 2:
+        raw = sg_le16(p);
+        break;
+    case 3:
+        raw = (uint32_t)sg_le16(p) | (uint32_t)p[2] << 16;
+        break;
+    default:
+        raw = sg_le32(p);
+        break;
+    }
+    c->out->fields[c->out->nfields++] =
+        (struct sg_field){.name = name, .type = SG_FIELD_NUM, .num = kind, .raw = raw};
+    return raw;
+}
+
+static inline int32_t snum(struct ctx *c, const char *name, uint8_t kind)
+{
+    uint32_t raw = num(c, name, kind);
+
+    switch (kind) {
+    case SG_BMSG_S8:
+        return (int8_t)raw;
+    case SG_BMSG_S16:
+    case SG_BMSG_COORD16:
+    case SG_BMSG_ANGLE16:
+        return (int16_t)raw;
+    default:
+        return (int32_t)raw;
+    }
+}
+
+/* A string as Q2PRO reads it: bytes up to a 0 (consumed), or up to the end
+ * of the message (then `end` is SG_BMSG_STR_END: written back without the 0). */
+static inline const uint8_t *str(struct ctx *c, const char *name, uint32_t *len)
+{
+    const uint8_t *p, *z;
+    struct sg_field *f;
+
+    if (len)
+        *len = 0;
+    if (c->r.overflowed)
+        return NULL;
+    p = c->r.data + c->r.pos;
+    z = memchr(p, 0, c->r.end - c->r.pos);
+    if (!z && c->r.pos >= c->r.end) {
+        fail(c, SG_E_OVERFLOW);
+        return NULL;
+    }
+    f = push(c, name, SG_FIELD_STRING);
+    if (!f)
+        return NULL;
+    f->ptr = p;
+    if (z) {
+        f->len = (uint32_t)(z - p);
+        c->r.pos += f->len + 1u;
+    } else {
+        /* The message ends first: the receivers take the bytes read (id's
+         * client sends "disconnect" so, without its 0). */
+        f->len = (uint32_t)(c->r.end - c->r.pos);
+        f->end = SG_BMSG_STR_END;
+        c->r.pos = c->r.end;
+    }
+    if (len)
+        *len = f->len;
+    return p;
+}
+
+static inline const uint8_t *data(struct ctx *c, const char *name, size_t n)
+{
+    size_t at = c->r.pos;
+    struct sg_field *f;
+
+    if (c->r.overflowed)
+        return NULL;
+    if (sg_bmsg_skip(&c->r, n) < 0) {
+        fail(c, SG_E_OVERFLOW);
+        return NULL;
+    }
+    f = push(c, name, SG_FIELD_DATA);
+    if (!f)
+        return NULL;
+    f->ptr = c->r.data + at;
+    f->len = (uint32_t)n;
+    return f->ptr;
+}
+
+static inline void value(struct ctx *c, const char *name, int32_t v)
+{
+    struct sg_field *f = push(c, name, SG_FIELD_VALUE);
+
+    if (f)
+        f->raw = (uint32_t)v;
+}
+
+/* ---- positions ---- */
+
+/* MSG_ReadExtCoord / MSG_ReadDeltaCoord / MSG_ReadDeltaInt23: a word, and
+ * a byte when its bit 0 is set. */
+static inline void ext_coord(struct ctx *c, const char *name)
+{
+    if (num(c, name, SG_BMSG_U16) & 1)
+        num(c, "hi", SG_BMSG_U8);
+}
+
+static inline void coord(struct ctx *c, const char *name, bool ext)
+{
+    if (ext)
+        ext_coord(c, name);
+    else
+        num(c, name, SG_BMSG_COORD16);
+}
+
+static const char *const xyz[3] = {"x", "y", "z"};
+
+static inline void pos(struct ctx *c, const char *const *names)
+{
+    bool ext = (c->v->es & SG_Q2_ES_EXTENSIONS_2) != 0;
+
+    if (c->v->es & SG_Q2_ES_KEX_FLOAT) {
+        for (int i = 0; i < 3; i++)
+            num(c, names ? names[i] : xyz[i], SG_BMSG_FLOAT);
+        return;
+    }
+
+    for (int i = 0; i < 3; i++)
+        coord(c, names ? names[i] : xyz[i], ext);
+}
+
+
+#define U_ANGLE16   (1ull << 13)
+#define U_MODEL16   (1ull << 28)
+#define U_MOREFX8   (1ull << 29)
+#define U_ALPHA     (1ull << 30)
+#define U_MOREBITS4 (1ull << 31)
+#define U_SCALE     (1ull << 32)
+#define U_MOREFX16  (1ull << 33)
+
+#define PS_MOREBITS       (1u << 15)
+#define PS_FOG            (1u << 16)
+
+#define EPS_GUNOFFSET   (1u << 0)
+#define EPS_GUNANGLES   (1u << 1)
+#define EPS_M_VELOCITY2 (1u << 2)
+#define EPS_M_ORIGIN2   (1u << 3)
+#define EPS_VIEWANGLE2  (1u << 4)
+#define EPS_STATS       (1u << 5)
+#define EPS_CLIENTNUM   (1u << 6)
+
+/* parse.c */
+void sg_q2__serverdata(struct ctx *c);
+void sg_q2__temp_entity(struct ctx *c);
+void sg_q2__sound(struct ctx *c);
+
+/* delta.c */
+int sg_q2__entity_bits(struct ctx *c, uint64_t *bits);
+void sg_q2__sized(struct ctx *c, const char *name, uint64_t bits, uint64_t b8, uint64_t b16);
+void sg_q2__entity_delta(struct ctx *c, uint64_t bits);
+void sg_q2__entity_list(struct ctx *c, bool removes);
+void sg_q2__three(struct ctx *c, const char *a, const char *b, const char *d, uint8_t kind);
+void sg_q2__blend(struct ctx *c);
+void sg_q2__playerstate(struct ctx *c, bool enhanced, uint32_t extra);
+
+/* kex.c */
+void sg_q2__kex_serverdata(struct ctx *c, int protocol);
+bool sg_q2__common_svc(struct ctx *c, int op);
+void sg_q2__kex_svc(struct ctx *c, int op, int self);
+
+/* clmsg.c */
+void sg_q2__clc(struct ctx *c, int op);
+
+#endif
