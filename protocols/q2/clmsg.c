@@ -130,7 +130,7 @@ static void batched_move(struct ctx *c, int op)
     c->out->moves++;
 }
 
-void sg_q2__clc(struct ctx *c, int op)
+static void clc(struct ctx *c, int op)
 {
     int proto = c->v->protocol;
 
@@ -186,3 +186,9 @@ void sg_q2__clc(struct ctx *c, int op)
     }
 }
 
+/* ---- for the parser's other files (parse.h) ---- */
+
+void sg_q2__clc(struct ctx *c, int op)
+{
+    clc(c, op);
+}

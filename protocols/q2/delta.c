@@ -9,7 +9,7 @@
 
 
 /* MSG_ParseEntityBits: the bits and the number (0 ends a list). */
-int sg_q2__entity_bits(struct ctx *c, uint64_t *bits)
+static int entity_bits(struct ctx *c, uint64_t *bits)
 {
     uint64_t b = num(c, "bits", SG_BMSG_U8);
 
@@ -28,7 +28,7 @@ int sg_q2__entity_bits(struct ctx *c, uint64_t *bits)
 }
 
 /* One of byte / word / long chosen by two bits (skin, effects, renderfx, morefx). */
-void sg_q2__sized(struct ctx *c, const char *name, uint64_t bits, uint64_t b8, uint64_t b16)
+static void sized(struct ctx *c, const char *name, uint64_t bits, uint64_t b8, uint64_t b16)
 {
     if ((bits & (b8 | b16)) == (b8 | b16))
         num(c, name, SG_BMSG_S32);
@@ -39,7 +39,7 @@ void sg_q2__sized(struct ctx *c, const char *name, uint64_t bits, uint64_t b8, u
 }
 
 /* MSG_ParseDeltaEntity. */
-void sg_q2__entity_delta(struct ctx *c, uint64_t bits)
+static void entity_delta(struct ctx *c, uint64_t bits)
 {
     unsigned es = c->v->es;
     uint8_t mk = (es & SG_Q2_ES_EXTENSIONS) && (bits & U_MODEL16) ? SG_BMSG_U16 : SG_BMSG_U8;
@@ -61,9 +61,9 @@ void sg_q2__entity_delta(struct ctx *c, uint64_t bits)
         num(c, "frame", SG_BMSG_U8);
     if (bits & U_FRAME16)
         num(c, "frame16", SG_BMSG_U16);
-    sg_q2__sized(c, "skin", bits, U_SKIN8, U_SKIN16);
-    sg_q2__sized(c, "effects", bits, U_EFFECTS8, U_EFFECTS16);
-    sg_q2__sized(c, "renderfx", bits, U_RENDERFX8, U_RENDERFX16);
+    sized(c, "skin", bits, U_SKIN8, U_SKIN16);
+    sized(c, "effects", bits, U_EFFECTS8, U_EFFECTS16);
+    sized(c, "renderfx", bits, U_RENDERFX8, U_RENDERFX16);
     if (bits & U_ORIGIN1)
         coord(c, "origin0", ext2);
     if (bits & U_ORIGIN2)
@@ -96,7 +96,7 @@ void sg_q2__entity_delta(struct ctx *c, uint64_t bits)
     if (bits & U_SOLID)
         num(c, "solid", (es & SG_Q2_ES_LONGSOLID) ? SG_BMSG_S32 : SG_BMSG_U16);
     if (es & SG_Q2_ES_EXTENSIONS) {
-        sg_q2__sized(c, "morefx", bits, U_MOREFX8, U_MOREFX16);
+        sized(c, "morefx", bits, U_MOREFX8, U_MOREFX16);
         if (bits & U_ALPHA)
             num(c, "alpha", SG_BMSG_U8);
         if (bits & U_SCALE)
@@ -105,16 +105,16 @@ void sg_q2__entity_delta(struct ctx *c, uint64_t bits)
 }
 
 /* A list of entity deltas up to number 0 (packetentities, baseline streams). */
-void sg_q2__entity_list(struct ctx *c, bool removes)
+static void entity_list(struct ctx *c, bool removes)
 {
     for (int guard = 0; guard < 65536 && !c->r.overflowed; guard++) {
         uint64_t bits;
-        int n = sg_q2__entity_bits(c, &bits);
+        int n = entity_bits(c, &bits);
         if (c->r.overflowed || n == 0)
             return;
         if (removes && (bits & U_REMOVE))
             continue;
-        sg_q2__entity_delta(c, bits);
+        entity_delta(c, bits);
     }
 }
 
@@ -129,7 +129,7 @@ static void int23_or_short(struct ctx *c, const char *name)
         num(c, name, SG_BMSG_S16);
 }
 
-void sg_q2__three(struct ctx *c, const char *a, const char *b, const char *d, uint8_t kind)
+static void three(struct ctx *c, const char *a, const char *b, const char *d, uint8_t kind)
 {
     num(c, a, kind);
     num(c, b, kind);
@@ -178,7 +178,7 @@ static void stats(struct ctx *c)
         num(c, sn[__builtin_ctzll(statbits)], SG_BMSG_S16);
 }
 
-void sg_q2__blend(struct ctx *c)
+static void blend(struct ctx *c)
 {
     if (c->v->ps & SG_Q2_PS_EXTENSIONS_2) {
         uint32_t b = num(c, "blendbits", SG_BMSG_U8);
@@ -199,7 +199,7 @@ static void fog(struct ctx *c)
     uint32_t b = num(c, "fogbits", SG_BMSG_U8);
 
     if (b & 0x01)
-        sg_q2__three(c, "fog_r", "fog_g", "fog_b", SG_BMSG_U8);
+        three(c, "fog_r", "fog_g", "fog_b", SG_BMSG_U8);
     if (b & 0x02) {
         num(c, "fog_density", SG_BMSG_U16);
         num(c, "fog_sky_factor", SG_BMSG_U16);
@@ -209,9 +209,9 @@ static void fog(struct ctx *c)
     if (b & 0x08)
         num(c, "heightfog_falloff", SG_BMSG_U16);
     if (b & 0x10)
-        sg_q2__three(c, "heightfog_start_r", "heightfog_start_g", "heightfog_start_b", SG_BMSG_U8);
+        three(c, "heightfog_start_r", "heightfog_start_g", "heightfog_start_b", SG_BMSG_U8);
     if (b & 0x20)
-        sg_q2__three(c, "heightfog_end_r", "heightfog_end_g", "heightfog_end_b", SG_BMSG_U8);
+        three(c, "heightfog_end_r", "heightfog_end_g", "heightfog_end_b", SG_BMSG_U8);
     if (b & 0x40)
         ext_coord(c, "heightfog_start_dist");
     if (b & 0x80)
@@ -219,7 +219,7 @@ static void fog(struct ctx *c)
 }
 
 /* MSG_ParseDeltaPlayerstate_Default (enhanced = false) or _Enhanced. */
-void sg_q2__playerstate(struct ctx *c, bool enhanced, uint32_t extra)
+static void playerstate(struct ctx *c, bool enhanced, uint32_t extra)
 {
     uint32_t flags = num(c, "psflags", SG_BMSG_U16);
     bool ext2 = (c->v->ps & SG_Q2_PS_EXTENSIONS_2) != 0;
@@ -249,9 +249,9 @@ void sg_q2__playerstate(struct ctx *c, bool enhanced, uint32_t extra)
     if (flags & PS_M_GRAVITY)
         num(c, "gravity", SG_BMSG_S16);
     if (flags & PS_M_DELTA_ANGLES)
-        sg_q2__three(c, "delta_angle0", "delta_angle1", "delta_angle2", SG_BMSG_S16);
+        three(c, "delta_angle0", "delta_angle1", "delta_angle2", SG_BMSG_S16);
     if (flags & PS_VIEWOFFSET)
-        sg_q2__three(c, "viewoffset0", "viewoffset1", "viewoffset2", SG_BMSG_S8);
+        three(c, "viewoffset0", "viewoffset1", "viewoffset2", SG_BMSG_S8);
     if (flags & PS_VIEWANGLES) {
         num(c, "viewangle0", SG_BMSG_ANGLE16);
         num(c, "viewangle1", SG_BMSG_ANGLE16);
@@ -259,17 +259,17 @@ void sg_q2__playerstate(struct ctx *c, bool enhanced, uint32_t extra)
     if ((!enhanced && (flags & PS_VIEWANGLES)) || (enhanced && (extra & EPS_VIEWANGLE2)))
         num(c, "viewangle2", SG_BMSG_ANGLE16);
     if (flags & PS_KICKANGLES)
-        sg_q2__three(c, "kick_angle0", "kick_angle1", "kick_angle2", SG_BMSG_S8);
+        three(c, "kick_angle0", "kick_angle1", "kick_angle2", SG_BMSG_S8);
     if (flags & PS_WEAPONINDEX)
         num(c, "gunindex", (c->v->ps & SG_Q2_PS_EXTENSIONS) ? SG_BMSG_U16 : SG_BMSG_U8);
     if (flags & PS_WEAPONFRAME)
         num(c, "gunframe", SG_BMSG_U8);
     if ((!enhanced && (flags & PS_WEAPONFRAME)) || (enhanced && (extra & EPS_GUNOFFSET)))
-        sg_q2__three(c, "gunoffset0", "gunoffset1", "gunoffset2", SG_BMSG_S8);
+        three(c, "gunoffset0", "gunoffset1", "gunoffset2", SG_BMSG_S8);
     if ((!enhanced && (flags & PS_WEAPONFRAME)) || (enhanced && (extra & EPS_GUNANGLES)))
-        sg_q2__three(c, "gunangle0", "gunangle1", "gunangle2", SG_BMSG_S8);
+        three(c, "gunangle0", "gunangle1", "gunangle2", SG_BMSG_S8);
     if (flags & PS_BLEND)
-        sg_q2__blend(c);
+        blend(c);
     if (flags & PS_FOG)
         fog(c);
     if (flags & PS_FOV)
@@ -280,3 +280,39 @@ void sg_q2__playerstate(struct ctx *c, bool enhanced, uint32_t extra)
         stats(c);
 }
 
+/* ---- for the parser's other files (parse.h) ---- */
+
+int sg_q2__entity_bits(struct ctx *c, uint64_t *bits)
+{
+    return entity_bits(c, bits);
+}
+
+void sg_q2__sized(struct ctx *c, const char *name, uint64_t bits, uint64_t b8, uint64_t b16)
+{
+    sized(c, name, bits, b8, b16);
+}
+
+void sg_q2__entity_delta(struct ctx *c, uint64_t bits)
+{
+    entity_delta(c, bits);
+}
+
+void sg_q2__entity_list(struct ctx *c, bool removes)
+{
+    entity_list(c, removes);
+}
+
+void sg_q2__three(struct ctx *c, const char *a, const char *b, const char *d, uint8_t kind)
+{
+    three(c, a, b, d, kind);
+}
+
+void sg_q2__blend(struct ctx *c)
+{
+    blend(c);
+}
+
+void sg_q2__playerstate(struct ctx *c, bool enhanced, uint32_t extra)
+{
+    playerstate(c, enhanced, extra);
+}

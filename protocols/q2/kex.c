@@ -365,7 +365,7 @@ static void kex_blast(struct ctx *c, int op, int self)
         o->msgs[self].count = 3; /* its own fields; the contents are the messages after it */
 }
 
-void sg_q2__kex_serverdata(struct ctx *c, int protocol)
+static void kex_serverdata(struct ctx *c, int protocol)
 {
     uint8_t tmp[64];
     uint32_t n;
@@ -399,57 +399,7 @@ void sg_q2__kex_serverdata(struct ctx *c, int protocol)
     c->out->kex = true;
 }
 
-/* The messages every protocol (34, 35, 36, the rerelease) lays out alike,
- * but for the sound's and the temp entity's positions (per c->v); false
- * for the others. */
-bool sg_q2__common_svc(struct ctx *c, int op)
-{
-    switch (op) {
-    case SG_Q2_SVC_MUZZLEFLASH:
-    case SG_Q2_SVC_MUZZLEFLASH2:
-        num(c, "entity", SG_BMSG_U16);
-        num(c, "weapon", SG_BMSG_U8);
-        break;
-    case SG_Q2_SVC_TEMP_ENTITY:
-        sg_q2__temp_entity(c); /* positions per c->v: shorts in 2022, floats in 2023 */
-        break;
-    case SG_Q2_SVC_LAYOUT:
-    case SG_Q2_SVC_STUFFTEXT:
-    case SG_Q2_SVC_CENTERPRINT:
-        str(c, "text", NULL);
-        break;
-    case SG_Q2_SVC_INVENTORY:
-        for (int i = 0; i < 256; i++)
-            num(c, "item", SG_BMSG_S16);
-        break;
-    case SG_Q2_SVC_NOP:
-    case SG_Q2_SVC_DISCONNECT:
-    case SG_Q2_SVC_RECONNECT:
-        break;
-    case SG_Q2_SVC_SOUND:
-        if (c->v->kex)
-            kex_sound(c);
-        else
-            sg_q2__sound(c);
-        break;
-    case SG_Q2_SVC_PRINT:
-        num(c, "level", SG_BMSG_U8);
-        str(c, "text", NULL);
-        break;
-    case SG_Q2_SVC_SERVERDATA:
-        sg_q2__serverdata(c);
-        break;
-    case SG_Q2_SVC_CONFIGSTRING:
-        num(c, "index", SG_BMSG_U16);
-        str(c, "string", NULL);
-        break;
-    default:
-        return false;
-    }
-    return true;
-}
-
-void sg_q2__kex_svc(struct ctx *c, int op, int self)
+static void kex_svc(struct ctx *c, int op, int self)
 {
     switch (op) {
     case SG_Q2_SVC_SPAWNBASELINE:
@@ -558,3 +508,19 @@ void sg_q2__kex_svc(struct ctx *c, int op, int self)
     }
 }
 
+/* ---- for the parser's other files (parse.h) ---- */
+
+void sg_q2__kex_serverdata(struct ctx *c, int protocol)
+{
+    kex_serverdata(c, protocol);
+}
+
+void sg_q2__kex_sound(struct ctx *c)
+{
+    kex_sound(c);
+}
+
+void sg_q2__kex_svc(struct ctx *c, int op, int self)
+{
+    kex_svc(c, op, self);
+}

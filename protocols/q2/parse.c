@@ -143,7 +143,7 @@ static void frame(struct ctx *c, int op)
 
 void sg_q2__kex_serverdata(struct ctx *c, int protocol);
 
-void sg_q2__serverdata(struct ctx *c)
+static void serverdata(struct ctx *c)
 {
     uint8_t tmp[64];
     int protocol = snum(c, "protocol", SG_BMSG_S32);
@@ -212,7 +212,7 @@ void sg_q2__serverdata(struct ctx *c)
 
 /* ---- temp entities ---- */
 
-void sg_q2__temp_entity(struct ctx *c)
+static void temp_entity(struct ctx *c)
 {
     uint32_t type = num(c, "type", SG_BMSG_U8);
 
@@ -292,7 +292,7 @@ void sg_q2__temp_entity(struct ctx *c)
     }
 }
 
-void sg_q2__sound(struct ctx *c)
+static void sound(struct ctx *c)
 {
     uint32_t flags = num(c, "flags", SG_BMSG_U8);
 
@@ -469,13 +469,63 @@ static void zpacket(struct ctx *c, int self)
 
 /* ---- one svc message ---- */
 
+/* The messages every protocol (34, 35, 36, the rerelease) lays out alike,
+ * but for the sound's and the temp entity's positions (per c->v); false
+ * for the others. */
+static bool common_svc(struct ctx *c, int op)
+{
+    switch (op) {
+    case SG_Q2_SVC_MUZZLEFLASH:
+    case SG_Q2_SVC_MUZZLEFLASH2:
+        num(c, "entity", SG_BMSG_U16);
+        num(c, "weapon", SG_BMSG_U8);
+        break;
+    case SG_Q2_SVC_TEMP_ENTITY:
+        temp_entity(c); /* positions per c->v: shorts in 2022, floats in 2023 */
+        break;
+    case SG_Q2_SVC_LAYOUT:
+    case SG_Q2_SVC_STUFFTEXT:
+    case SG_Q2_SVC_CENTERPRINT:
+        str(c, "text", NULL);
+        break;
+    case SG_Q2_SVC_INVENTORY:
+        for (int i = 0; i < 256; i++)
+            num(c, "item", SG_BMSG_S16);
+        break;
+    case SG_Q2_SVC_NOP:
+    case SG_Q2_SVC_DISCONNECT:
+    case SG_Q2_SVC_RECONNECT:
+        break;
+    case SG_Q2_SVC_SOUND:
+        if (c->v->kex)
+            sg_q2__kex_sound(c);
+        else
+            sound(c);
+        break;
+    case SG_Q2_SVC_PRINT:
+        num(c, "level", SG_BMSG_U8);
+        str(c, "text", NULL);
+        break;
+    case SG_Q2_SVC_SERVERDATA:
+        serverdata(c);
+        break;
+    case SG_Q2_SVC_CONFIGSTRING:
+        num(c, "index", SG_BMSG_U16);
+        str(c, "string", NULL);
+        break;
+    default:
+        return false;
+    }
+    return true;
+}
+
 static void svc(struct ctx *c, int op, int self)
 {
     int cmd = op & 0x1f;
     int proto = c->v->protocol;
 
     if (c->v->kex) {
-        if (!sg_q2__common_svc(c, op))
+        if (!common_svc(c, op))
             sg_q2__kex_svc(c, op, self);
         return;
     }
@@ -483,7 +533,7 @@ static void svc(struct ctx *c, int op, int self)
         fail(c, SG_E_MALFORMED);
         return;
     }
-    if (sg_q2__common_svc(c, cmd))
+    if (common_svc(c, cmd))
         return;
     switch (cmd) {
     case SG_Q2_SVC_SPAWNBASELINE: {

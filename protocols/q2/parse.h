@@ -18,6 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The readers are the one file's static functions they were (the compiler
+ * weighs them as it did); a file that uses only some keeps no warning. */
+#define SG_Q2__READER __attribute__((unused))
+
 struct ctx {
     struct sg_bmsg_reader r;
     struct sg_q2_variant *v;
@@ -31,7 +35,7 @@ struct ctx {
 
 /* Room in *arr (*cap elements of `size`) for element `used`: 0, or the
  * array doubled (at most to `max`), SG_E_TOOBIG at `max`, -ENOMEM. */
-static inline int room(void **arr, uint32_t *cap, uint32_t used, uint32_t max, size_t size)
+static SG_Q2__READER int room(void **arr, uint32_t *cap, uint32_t used, uint32_t max, size_t size)
 {
     uint32_t n = *cap ? *cap : 1;
     void *p;
@@ -52,7 +56,7 @@ static inline int room(void **arr, uint32_t *cap, uint32_t used, uint32_t max, s
 
 /* ---- fields ---- */
 
-static inline void fail(struct ctx *c, int err)
+static SG_Q2__READER void fail(struct ctx *c, int err)
 {
     if (!c->err)
         c->err = err;
@@ -61,7 +65,7 @@ static inline void fail(struct ctx *c, int err)
 
 /* Room for one more field / message (SG_E_TOOBIG at the cap, -ENOMEM).
  * Either may move its array: no pointer into one is kept across a call. */
-static inline int field_room(struct ctx *c)
+static SG_Q2__READER int field_room(struct ctx *c)
 {
     struct sg_q2_parsed *o = c->out;
     void *a = o->fields;
@@ -74,7 +78,7 @@ static inline int field_room(struct ctx *c)
     return err;
 }
 
-static inline int msg_room(struct sg_q2_parsed *o)
+static SG_Q2__READER int msg_room(struct sg_q2_parsed *o)
 {
     void *a = o->msgs;
     int err;
@@ -86,7 +90,7 @@ static inline int msg_room(struct sg_q2_parsed *o)
     return err;
 }
 
-static inline struct sg_field *push(struct ctx *c, const char *name, uint8_t type)
+static SG_Q2__READER struct sg_field *push(struct ctx *c, const char *name, uint8_t type)
 {
     struct sg_field *f;
     int err = field_room(c);
@@ -137,7 +141,7 @@ static inline uint32_t num(struct ctx *c, const char *name, uint8_t kind)
     return raw;
 }
 
-static inline int32_t snum(struct ctx *c, const char *name, uint8_t kind)
+static SG_Q2__READER int32_t snum(struct ctx *c, const char *name, uint8_t kind)
 {
     uint32_t raw = num(c, name, kind);
 
@@ -155,7 +159,7 @@ static inline int32_t snum(struct ctx *c, const char *name, uint8_t kind)
 
 /* A string as Q2PRO reads it: bytes up to a 0 (consumed), or up to the end
  * of the message (then `end` is SG_BMSG_STR_END: written back without the 0). */
-static inline const uint8_t *str(struct ctx *c, const char *name, uint32_t *len)
+static SG_Q2__READER const uint8_t *str(struct ctx *c, const char *name, uint32_t *len)
 {
     const uint8_t *p, *z;
     struct sg_field *f;
@@ -189,7 +193,7 @@ static inline const uint8_t *str(struct ctx *c, const char *name, uint32_t *len)
     return p;
 }
 
-static inline const uint8_t *data(struct ctx *c, const char *name, size_t n)
+static SG_Q2__READER const uint8_t *data(struct ctx *c, const char *name, size_t n)
 {
     size_t at = c->r.pos;
     struct sg_field *f;
@@ -208,7 +212,7 @@ static inline const uint8_t *data(struct ctx *c, const char *name, size_t n)
     return f->ptr;
 }
 
-static inline void value(struct ctx *c, const char *name, int32_t v)
+static SG_Q2__READER void value(struct ctx *c, const char *name, int32_t v)
 {
     struct sg_field *f = push(c, name, SG_FIELD_VALUE);
 
@@ -220,13 +224,13 @@ static inline void value(struct ctx *c, const char *name, int32_t v)
 
 /* MSG_ReadExtCoord / MSG_ReadDeltaCoord / MSG_ReadDeltaInt23: a word, and
  * a byte when its bit 0 is set. */
-static inline void ext_coord(struct ctx *c, const char *name)
+static SG_Q2__READER void ext_coord(struct ctx *c, const char *name)
 {
     if (num(c, name, SG_BMSG_U16) & 1)
         num(c, "hi", SG_BMSG_U8);
 }
 
-static inline void coord(struct ctx *c, const char *name, bool ext)
+static SG_Q2__READER void coord(struct ctx *c, const char *name, bool ext)
 {
     if (ext)
         ext_coord(c, name);
@@ -236,7 +240,7 @@ static inline void coord(struct ctx *c, const char *name, bool ext)
 
 static const char *const xyz[3] = {"x", "y", "z"};
 
-static inline void pos(struct ctx *c, const char *const *names)
+static SG_Q2__READER void pos(struct ctx *c, const char *const *names)
 {
     bool ext = (c->v->es & SG_Q2_ES_EXTENSIONS_2) != 0;
 
@@ -270,11 +274,6 @@ static inline void pos(struct ctx *c, const char *const *names)
 #define EPS_STATS       (1u << 5)
 #define EPS_CLIENTNUM   (1u << 6)
 
-/* parse.c */
-void sg_q2__serverdata(struct ctx *c);
-void sg_q2__temp_entity(struct ctx *c);
-void sg_q2__sound(struct ctx *c);
-
 /* delta.c */
 int sg_q2__entity_bits(struct ctx *c, uint64_t *bits);
 void sg_q2__sized(struct ctx *c, const char *name, uint64_t bits, uint64_t b8, uint64_t b16);
@@ -286,7 +285,7 @@ void sg_q2__playerstate(struct ctx *c, bool enhanced, uint32_t extra);
 
 /* kex.c */
 void sg_q2__kex_serverdata(struct ctx *c, int protocol);
-bool sg_q2__common_svc(struct ctx *c, int op);
+void sg_q2__kex_sound(struct ctx *c);
 void sg_q2__kex_svc(struct ctx *c, int op, int self);
 
 /* clmsg.c */
