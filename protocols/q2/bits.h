@@ -1,6 +1,6 @@
 /*
  * Quake 2's delta bits shared by the parser (parse.c) and the 35/36 to 34
- * transcoder (transcode.c): U_* for entities (up to 32 bits in 34/35/36),
+ * transcoder (state.c, record.c): U_* for entities (up to 32 bits in 34/35/36),
  * PS_* for the player state.  Protocol-specific extensions stay in parse.h.
  */
 #ifndef SG_Q2_BITS_H

@@ -183,7 +183,7 @@ int sg_q2_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, boo
 bool sg_q2_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
                           size_t n, char *why, size_t whylen);
 
-/* ---- 35/36 sessions recorded as 34 demos (transcode.c) ---- */
+/* ---- 35/36 sessions recorded as 34 demos (state.c tracks, record.c writes) ---- */
 
 struct sg_q2_trans;
 

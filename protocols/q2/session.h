@@ -11,6 +11,7 @@
 #define SG_PROTOCOLS_Q2_SESSION_H
 
 #include "protocols/q2/q2.h"
+#include "protocols/q2/bits.h"
 
 #include "protocols/qnetchan.h"
 #include "protocols/relinject.h"
@@ -90,7 +91,7 @@ struct q2c {
     bool rec_started; /* its serverdata is written */
     bool want_nodelta; /* a recording waits for a non-delta frame: ask the server for one */
     /* 35/36 sessions: the client's state, their demos transcoded to 34
-     * (transcode.c; made at the first 35/36 server message). */
+     * (state.c, record.c; made at the first 35/36 server message). */
     struct sg_q2_trans *trans;
 
     /* The level as the client knows it (S2C, protocol 34): what a demo that
@@ -106,6 +107,95 @@ struct q2c {
     } lvl;
 };
 
+/* ---- 35/36 sessions: the client's state (state.c), written as 34 demos
+ * (record.c) ---- */
+
+
+#define CS_COUNT       2080 /* non-extended configstrings */
+#define CS_NAME        0
+#define CS_MAXCLIENTS  30
+#define MAX_EDICTS     1024
+#define UPDATE_BACKUP  16
+#define UPDATE_MASK    (UPDATE_BACKUP - 1)
+#define RING           4096 /* entity states of the kept frames */
+#define RING_MASK      (RING - 1)
+#define MAX_PKT_FRAMES 8    /* frames remembered per server message */
+#define BLOCK_SOFT     SG_Q2_DEMO_BLOCK /* what every player reads in a block */
+#define PACKED_BSP     31
+
+#define RF_FRAMELERP        (1u << 6)
+#define RF_BEAM             (1u << 7)
+#define RF_GLOW             (1u << 9)
+#define RF_SHELL_LITE_GREEN (1u << 19)
+
+/* U_* and PS_*: protocols/q2/bits.h */
+
+struct es {
+    uint16_t number;
+    int32_t origin[3], old_origin[3]; /* coordinates * 8 */
+    uint16_t angles[3];               /* 16-bit angles (an 8-bit one << 8) */
+    uint16_t model[4];
+    uint16_t frame;
+    uint32_t skin, effects, renderfx, solid;
+    uint16_t sound;
+    uint8_t event;
+};
+
+struct ps {
+    uint8_t pm_type;
+    int32_t origin[3], velocity[3];
+    uint16_t pm_time, pm_flags;
+    int16_t gravity, delta_angles[3];
+    int8_t viewoffset[3], kick[3], gunoffset[3], gunangles[3];
+    uint16_t viewangles[3];
+    uint16_t gunindex;
+    uint8_t gunframe, blend[4], fov, rdflags;
+    int16_t stats[32];
+};
+
+struct frame {
+    bool valid;
+    int32_t number;
+    uint8_t suppress; /* the 34 suppress count */
+    uint8_t areabytes, areabits[32];
+    struct ps ps;
+    uint32_t first, num; /* entity states in the ring */
+};
+
+struct sg_q2_trans {
+    /* the level */
+    bool have;      /* a non-extended 35/36 serverdata was seen */
+    bool extended;  /* an extended one: refused */
+    bool longsolid; /* 32-bit solids on the wire (repacked to 16 bits) */
+    int protocol;
+    int32_t servercount, playernum;
+    char gamedir[64];
+    char *cs[CS_COUNT];
+    bool have_base[MAX_EDICTS];
+    struct es base[MAX_EDICTS];
+    struct frame frames[UPDATE_BACKUP];
+    struct es ring[RING];
+    uint32_t nents;
+    /* the frames of the message tracked last: its message index, frame slot */
+    struct {
+        uint32_t msg;
+        int32_t number;
+    } pkt[MAX_PKT_FRAMES];
+    unsigned npkt;
+    /* the demo being written */
+    FILE *out;
+    bool started;
+    bool have_last;
+    struct ps last_ps;
+    struct es last_ents[MAX_EDICTS];
+    uint32_t last_num;
+    int32_t frames_written;
+    uint32_t frames_dropped, others_dropped;
+    uint8_t block[SG_Q2_MAX_MSGLEN];
+    uint8_t one[SG_Q2_MAX_MSGLEN]; /* one message, before it joins the block */
+};
+
+
 /* codec.c */
 int sg_q2__create(void **state);
 void sg_q2__destroy(void *state);
@@ -115,7 +205,10 @@ int sg_q2__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, vo
                   bool *identical);
 const char *sg_q2__describe(void *state);
 
-/* state.c: the level, followed from the messages the client accepted. */
+/* state.c: the level, followed from the messages the client accepted; an
+ * entity's header in the parser's fields (bits1..bits4, number): the next field. */
+uint32_t sg_q2__ent_header(const struct sg_field *f, uint32_t k, uint32_t n, uint64_t *bits,
+                           int *num);
 void sg_q2__level_clear(struct level *l);
 void sg_q2__level_track(struct level *l, const struct sg_q2_parsed *p, const bool *dropped);
 
