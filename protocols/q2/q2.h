@@ -230,7 +230,7 @@ enum sg_q2_demo_stuff {
 };
 enum sg_q2_demo_stuff sg_q2_demo_stufftext(const uint8_t *text, size_t len);
 
-/* ---- demos (demo.c) ---- */
+/* ---- demos (offline.c) ---- */
 
 extern const struct sg_demo_impl sg_q2_demo_impl;
 

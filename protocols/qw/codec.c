@@ -739,7 +739,7 @@ static bool qw_established(void *state)
     return ((struct qwc *)state)->established;
 }
 
-extern const struct sg_demo_impl sg_qw_demo_impl; /* demo.c */
+extern const struct sg_demo_impl sg_qw_demo_impl; /* offline.c */
 extern const struct sg_codec_status sg_qw_status; /* status.c */
 extern const struct sg_codec_master sg_qw_master;  /* status.c */
 extern const struct sg_capture_impl sg_qw_capture_impl; /* capture.c */

@@ -19,7 +19,7 @@
  *    with the documented results.
  *
  * The same input then goes through the QuakeWorld demo reader (the codec
- * table's hooks, protocols/qw/demo.c), read once as an .mvd and once as a
+ * table's hooks, protocols/qw/offline.c), read once as an .mvd and once as a
  * .qwd: `info`, `dump` (text and JSON) and `reencode`.  Properties:
  *  - each hook returns the number of problems it found, never a negative
  *    error (the input is in memory: no I/O can fail);
@@ -35,7 +35,7 @@
 #include "protocols/q3/dump.h"
 #include "protocols/codec.h"
 
-extern const struct sg_demo_impl sg_qw_demo_impl; /* protocols/qw/demo.c */
+extern const struct sg_demo_impl sg_qw_demo_impl; /* protocols/qw/offline.c */
 
 struct ctx {
     struct sg_q3_state *st;

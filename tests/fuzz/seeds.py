@@ -245,7 +245,7 @@ def seeds_demo(testdata, source):
 
 
 def mvd_blocks(data):
-    """The whole blocks of an .mvd file, as bytes (PROTOCOLS.md C7; protocols/qw/demo.c)."""
+    """The whole blocks of an .mvd file, as bytes (PROTOCOLS.md C7; protocols/qw/offline.c)."""
     blocks, pos = [], 0
     while pos + 2 <= len(data):
         kind = data[pos + 1] & 7
