@@ -1,7 +1,8 @@
 /*
  * The QuakeWorld codec: the registry entry (relay hooks kept from the
- * relay-only days), per-session state, decode / encode, the cross-game
- * message view for filters, and the inspector's dump.
+ * relay-only days), the glue that fills the codec table, session create /
+ * destroy, decode / encode and the cross-game message view for filters
+ * (the session's state: session.h; the inspector's dump: inspect.c).
  *
  * Per datagram: connectionless packets are parsed into fields and teach the
  * session the extensions offered (challenge tail) and chosen (connect lines,
@@ -10,7 +11,7 @@
  * extensions select (serverdata is the source of truth once seen).  encode()
  * writes the header and every message back from its fields.
  */
-#include "protocols/qw/qw.h"
+#include "protocols/qw/session.h"
 
 #include "protocols/byteorder.h"
 #include "protocols/relinject.h"
@@ -23,60 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define TEXT_POOL (SG_QW_MAX_DGRAM * 2 + SG_QW_MAX_MSGS)
-
-struct qwc {
-    struct sg_codec_stats stats;
-    struct sg_qw_ext offered, chosen, active;
-    bool have_serverdata;
-    struct sg_qw_variant var;
-    struct sg_qnc_chan chan[2]; /* the receiver of each direction */
-    bool accepted, established;
-    int qport;
-    int32_t challenge;
-    int unsupported_op; /* reported once */
-    bool unsupported_noted;
-    char first_error[160];
-
-    /* The datagram decoded last. */
-    struct sg_frame frame;
-    struct sg_qnc_header hdr;
-    struct sg_qw_oob oob;
-    const char *why; /* REJECTED: the receiver's reason */
-    struct sg_qw_parsed parsed;
-    /* The parsed lists (parsed.fields, parsed.msgs): they start at a
-     * datagram's usual worth, double as one needs (up to SG_QW_MAX_*) and
-     * keep their size.  Per parsed message, msgs_cap long: */
-    struct sg_field *fields; /* fields_cap */
-    struct sg_fmsg *pmsgs;    /* pmsgs_cap */
-    uint32_t fields_cap, pmsgs_cap;
-    struct sg_msg *msgs; /* with room for the injections after them */
-    int *msg_index;      /* parsed message of each sg_msg */
-    bool *dropped;
-    uint32_t msgs_cap;
-    uint8_t copy[SG_QW_MAX_DGRAM];
-    size_t copy_len;
-    size_t payload_at; /* header bytes */
-    char pool[TEXT_POOL];
-    struct sg_textpool text; /* over pool */
-
-    struct sg_relinj inj; /* injected texts riding on reliable datagrams */
-
-    uint8_t out[SG_QW_MAX_DGRAM + 2048];
-    size_t out_len;
-    bool out_sent; /* the frame decoded last went out rebuilt, as `out` */
-    char describe[256];
-
-    /* Recording (record.c, state.c). */
-    struct sg_qw_recorder rec;
-    struct sg_qw_track *track;
-    FILE *rec_out;
-    char level[64]; /* the map's name, from its serverdata */
-    char player[64];   /* the userinfo's name of the connect packet, "" until then */
-    uint64_t lost[2], sequenced[2]; /* the netchan's loss per direction (qw_info) */
-    char hostname[64]; /* the server info's hostname (fullserverinfo), "" until then */
-};
 
 /* ---- relay hooks ---- */
 
@@ -590,113 +537,6 @@ static int qw_record_end(void *state, FILE *out)
     return sg_qw_rec_end(&c->rec);
 }
 
-/* ---- dump ---- */
-
-/* The live dumps' fields: `name=value` (the caller leads with the space). */
-static const struct sg_field_style dump_style = {.lead = "", .data_text = false};
-
-static int qw_dump(void *state, const struct sg_frame *frame, enum sg_dump_level level, bool json,
-                   FILE *out)
-{
-    struct qwc *c = state;
-    const char *dir = frame->dir == SG_DIR_C2S ? "c2s" : "s2c";
-    static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
-    long start = ftell(out);
-
-    if (frame != &c->frame)
-        return SG_E_STATE;
-    if (json) {
-        /* The header view (doc/inspect.md, QuakeWorld). */
-        fprintf(out, "{\"rx\":\"%s\",\"len\":%zu", kinds[frame->kind], c->copy_len);
-        if (frame->sequence >= 0) {
-            fprintf(out, ",\"seq\":%d,\"reliable\":%s,\"ack\":%d,\"ack_reliable\":%s",
-                    frame->sequence, c->hdr.reliable ? "true" : "false", frame->ack,
-                    c->hdr.ack_reliable ? "true" : "false");
-            if (c->hdr.has_qport)
-                fprintf(out, ",\"qport\":%u", (unsigned)c->hdr.qport);
-        }
-        if (c->why)
-            fprintf(out, ",\"why\":\"%s\"", c->why);
-        if (frame->kind == SG_FRAME_OOB) {
-            fprintf(out, ",\"oob\":{\"type\":\"%s\"", c->oob.name);
-            if (c->oob.kind == SG_QW_OOB_CHALLENGE || c->oob.kind == SG_QW_OOB_CONNECT)
-                fprintf(out, ",\"challenge\":%d", (int)c->oob.challenge);
-            if (c->oob.kind == SG_QW_OOB_CONNECT)
-                fprintf(out, ",\"protocol\":%d,\"qport\":%d", c->oob.protocol, c->oob.qport);
-            if (c->oob.ext.known)
-                fprintf(out, ",\"fte\":%u,\"fte2\":%u,\"mvd1\":%u,\"z_ext\":%u",
-                        (unsigned)c->oob.ext.fte, (unsigned)c->oob.ext.fte2,
-                        (unsigned)c->oob.ext.mvd1, (unsigned)c->oob.ext.z_ext);
-            fputc('}', out);
-        }
-        if (frame->kind == SG_FRAME_MESSAGE) {
-            fprintf(out, ",\"messages\":%u", c->parsed.nmsgs);
-            if (frame->new_level) {
-                fputs(",\"level\":\"", out);
-                sg_put_escaped(out, (const uint8_t *)frame->level, strlen(frame->level), true);
-                fputc('"', out);
-            }
-        }
-        if (level >= SG_DUMP_FIELDS && frame->kind == SG_FRAME_MESSAGE) {
-            fputs(",\"ops\":[", out);
-            for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
-                const struct sg_fmsg *pm = &c->pmsgs[i];
-                fprintf(out, "%s{\"op\":\"%s\"", i ? "," : "",
-                        frame->dir == SG_DIR_S2C ? sg_qw_svc_name(pm->op) : sg_qw_clc_name(pm->op));
-                if (c->dropped[i])
-                    fputs(",\"removed\":true", out);
-                fputs(",\"fields\":[", out);
-                for (uint32_t k = 0; k < pm->count; k++) {
-                    if (k)
-                        fputc(',', out);
-                    sg_field_put(out, &c->fields[pm->first + k], true, &dump_style);
-                }
-                fputs("]}", out);
-            }
-            fputc(']', out);
-        }
-        fputc('}', out);
-    } else {
-        fprintf(out, "%s %s len=%zu", dir, kinds[frame->kind], c->copy_len);
-        if (frame->sequence >= 0)
-            fprintf(out, " seq=%d%s ack=%d%s", frame->sequence, c->hdr.reliable ? "r" : "",
-                    frame->ack, c->hdr.ack_reliable ? "r" : "");
-        if (frame->kind == SG_FRAME_OOB)
-            fprintf(out, " %s", c->oob.name);
-        if (c->why)
-            fprintf(out, " (%s)", c->why);
-        fputc('\n', out);
-        if (level >= SG_DUMP_MESSAGES && frame->kind == SG_FRAME_MESSAGE) {
-            for (unsigned i = 0; i < frame->nmsgs; i++) {
-                const struct sg_msg *m = &frame->msgs[i];
-                fprintf(out, "  %s%s%s", m->name, m->dropped ? " (dropped)" : "",
-                        m->injected ? " (injected)" : "");
-                if (m->text) {
-                    fputs(" \"", out);
-                    sg_put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
-                    fputc('"', out);
-                }
-                if (!m->injected) {
-                    const struct sg_fmsg *pm = &c->pmsgs[c->msg_index[i]];
-                    if (level >= SG_DUMP_FIELDS) {
-                        for (uint32_t k = 0; k < pm->count; k++) {
-                            fputc(' ', out);
-                            sg_field_put(out, &c->fields[pm->first + k], false, &dump_style);
-                        }
-                    } else {
-                        fprintf(out, " (%u fields)", (unsigned)pm->count);
-                    }
-                }
-                fputc('\n', out);
-            }
-        }
-    }
-    if (ferror(out))
-        return -EIO;
-    long end = ftell(out);
-    return start >= 0 && end >= start ? (int)(end - start) : 0;
-}
-
 /* ---- counters, description, admission ---- */
 
 static const struct sg_codec_stats *qw_stats(void *state)
@@ -767,7 +607,7 @@ const struct sg_codec sg_qw_codec = {
     .drop_msg = qw_drop_msg,
     .inject = qw_inject,
     .must_encode = qw_must_encode,
-    .dump = qw_dump,
+    .dump = sg_qw__dump,
     .stats = qw_stats,
     .describe = qw_describe,
     .established = qw_established,

@@ -1,0 +1,117 @@
+/*
+ * QuakeWorld frames for the inspector: the datagram decoded last as a dump
+ * line (and its messages, their fields) or a JSON object.
+ */
+#include "protocols/qw/session.h"
+
+#include "protocols/error.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* ---- dump ---- */
+
+/* The live dumps' fields: `name=value` (the caller leads with the space). */
+static const struct sg_field_style dump_style = {.lead = "", .data_text = false};
+
+int sg_qw__dump(void *state, const struct sg_frame *frame, enum sg_dump_level level, bool json,
+                FILE *out)
+{
+    struct qwc *c = state;
+    const char *dir = frame->dir == SG_DIR_C2S ? "c2s" : "s2c";
+    static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
+    long start = ftell(out);
+
+    if (frame != &c->frame)
+        return SG_E_STATE;
+    if (json) {
+        /* The header view (doc/inspect.md, QuakeWorld). */
+        fprintf(out, "{\"rx\":\"%s\",\"len\":%zu", kinds[frame->kind], c->copy_len);
+        if (frame->sequence >= 0) {
+            fprintf(out, ",\"seq\":%d,\"reliable\":%s,\"ack\":%d,\"ack_reliable\":%s",
+                    frame->sequence, c->hdr.reliable ? "true" : "false", frame->ack,
+                    c->hdr.ack_reliable ? "true" : "false");
+            if (c->hdr.has_qport)
+                fprintf(out, ",\"qport\":%u", (unsigned)c->hdr.qport);
+        }
+        if (c->why)
+            fprintf(out, ",\"why\":\"%s\"", c->why);
+        if (frame->kind == SG_FRAME_OOB) {
+            fprintf(out, ",\"oob\":{\"type\":\"%s\"", c->oob.name);
+            if (c->oob.kind == SG_QW_OOB_CHALLENGE || c->oob.kind == SG_QW_OOB_CONNECT)
+                fprintf(out, ",\"challenge\":%d", (int)c->oob.challenge);
+            if (c->oob.kind == SG_QW_OOB_CONNECT)
+                fprintf(out, ",\"protocol\":%d,\"qport\":%d", c->oob.protocol, c->oob.qport);
+            if (c->oob.ext.known)
+                fprintf(out, ",\"fte\":%u,\"fte2\":%u,\"mvd1\":%u,\"z_ext\":%u",
+                        (unsigned)c->oob.ext.fte, (unsigned)c->oob.ext.fte2,
+                        (unsigned)c->oob.ext.mvd1, (unsigned)c->oob.ext.z_ext);
+            fputc('}', out);
+        }
+        if (frame->kind == SG_FRAME_MESSAGE) {
+            fprintf(out, ",\"messages\":%u", c->parsed.nmsgs);
+            if (frame->new_level) {
+                fputs(",\"level\":\"", out);
+                sg_put_escaped(out, (const uint8_t *)frame->level, strlen(frame->level), true);
+                fputc('"', out);
+            }
+        }
+        if (level >= SG_DUMP_FIELDS && frame->kind == SG_FRAME_MESSAGE) {
+            fputs(",\"ops\":[", out);
+            for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
+                const struct sg_fmsg *pm = &c->pmsgs[i];
+                fprintf(out, "%s{\"op\":\"%s\"", i ? "," : "",
+                        frame->dir == SG_DIR_S2C ? sg_qw_svc_name(pm->op) : sg_qw_clc_name(pm->op));
+                if (c->dropped[i])
+                    fputs(",\"removed\":true", out);
+                fputs(",\"fields\":[", out);
+                for (uint32_t k = 0; k < pm->count; k++) {
+                    if (k)
+                        fputc(',', out);
+                    sg_field_put(out, &c->fields[pm->first + k], true, &dump_style);
+                }
+                fputs("]}", out);
+            }
+            fputc(']', out);
+        }
+        fputc('}', out);
+    } else {
+        fprintf(out, "%s %s len=%zu", dir, kinds[frame->kind], c->copy_len);
+        if (frame->sequence >= 0)
+            fprintf(out, " seq=%d%s ack=%d%s", frame->sequence, c->hdr.reliable ? "r" : "",
+                    frame->ack, c->hdr.ack_reliable ? "r" : "");
+        if (frame->kind == SG_FRAME_OOB)
+            fprintf(out, " %s", c->oob.name);
+        if (c->why)
+            fprintf(out, " (%s)", c->why);
+        fputc('\n', out);
+        if (level >= SG_DUMP_MESSAGES && frame->kind == SG_FRAME_MESSAGE) {
+            for (unsigned i = 0; i < frame->nmsgs; i++) {
+                const struct sg_msg *m = &frame->msgs[i];
+                fprintf(out, "  %s%s%s", m->name, m->dropped ? " (dropped)" : "",
+                        m->injected ? " (injected)" : "");
+                if (m->text) {
+                    fputs(" \"", out);
+                    sg_put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
+                    fputc('"', out);
+                }
+                if (!m->injected) {
+                    const struct sg_fmsg *pm = &c->pmsgs[c->msg_index[i]];
+                    if (level >= SG_DUMP_FIELDS) {
+                        for (uint32_t k = 0; k < pm->count; k++) {
+                            fputc(' ', out);
+                            sg_field_put(out, &c->fields[pm->first + k], false, &dump_style);
+                        }
+                    } else {
+                        fprintf(out, " (%u fields)", (unsigned)pm->count);
+                    }
+                }
+                fputc('\n', out);
+            }
+        }
+    }
+    if (ferror(out))
+        return -EIO;
+    long end = ftell(out);
+    return start >= 0 && end >= start ? (int)(end - start) : 0;
+}
