@@ -2333,8 +2333,10 @@ def check_partial_demo(h, path, ref, limit, what):
     return len(data), msgs[0], err, stray
 
 
-def disk_full_run(h, res, what, exe_prefix, record_dir, limit, err_rx, reader=None):
-    """Replay ioq71 with -p q3 --record into a directory that fills up."""
+def disk_full_run(h, res, what, exe_prefix, record_dir, limit, err_rx, reader=None,
+                  before_stop=None):
+    """Replay ioq71 with -p q3 --record into a directory that fills up.
+    before_stop(px): called after the replay, before SIGTERM."""
     cap = Capture('ioq71')
     ref = offline_demo(h.exe, h.dir, cap)
     check(len(ref) > limit * 1.5, 'the reference demo (%d bytes) is too small for limit %d'
@@ -2367,6 +2369,8 @@ def disk_full_run(h, res, what, exe_prefix, record_dir, limit, err_rx, reader=No
     check(re.search(err_rx, m.group(2)), '%s: the error in %r is not the expected one (/%s/)'
           % (what, stopped[0], err_rx))
     path = m.group(1)
+    if before_stop:
+        before_stop(px)
     st = stop_ok(px, what + ': ')
     route = stats_route(st)
     check_replay_sessions(rep, route, decoded=True, reencode=False)
@@ -2407,9 +2411,20 @@ def case_disk_full_recording(h, res):
     if not prlimit:
         raise Skip('prlimit (util-linux) not installed')
     limit = 8000  # the whole demo (it ends at the client's disconnect) is about 12.5 kB
+
+    def lift(px):
+        # The limit is the process's, not the demo's: lift it (the soft limit
+        # up to the hard one) before the stop, so that the --stats file the
+        # test reads, larger than the limit, can be written at the exit.
+        r = subprocess.run([prlimit, '--pid', str(px.proc.pid), '--fsize=unlimited'],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=10)
+        check(r.returncode == 0, 'prlimit --pid %d --fsize=unlimited: %s'
+              % (px.proc.pid, r.stdout.decode(errors='replace').strip()))
+
     demos = h.path('demos')
-    disk_full_run(h, res, 'RLIMIT_FSIZE %d' % limit, [prlimit, '--fsize=%d' % limit, '--'],
-                  demos, limit, r'(?i)too large|EFBIG')
+    disk_full_run(h, res, 'RLIMIT_FSIZE %d' % limit,
+                  [prlimit, '--fsize=%d:unlimited' % limit, '--'],
+                  demos, limit, r'(?i)too large|EFBIG', before_stop=lift)
 
 
 @with_resources
