@@ -17,6 +17,10 @@
  * byte; what the deltas are against (the client's acknowledged frames) is
  * not needed to read them.
  *
+ * The CSQC section and CSQC temp entities are the same on 15 when the
+ * server is a DarkPlaces one (parse.c): there the section comes before
+ * the fast entity updates.
+ *
  * svc_csqcentities (58): { u16 number; bit 15: removed, else an update
  * whose body the server's QuakeC wrote (SendEntity) and the client's reads
  * (CSQC_Ent_Update) } ... u16 0 ends.  Nothing on the wire says where a
@@ -186,10 +190,12 @@ void sg_nq__dp_entities(struct sg_nq__ctx *c)
     }
 }
 
-/* Can a server message start with `op` on DP5-DP7 (cl_parse.c's opcodes)? */
-static bool svc_op(uint8_t op)
+/* Can a server message start with `op` (cl_parse.c's opcodes)?  On 15 a
+ * DarkPlaces server also sends id's fast entity updates (128-255). */
+static bool svc_op(const struct sg_nq__ctx *c, uint8_t op)
 {
-    return (op >= 1 && op <= 37 && op != 21) || (op >= 50 && op <= 62);
+    return (op >= 1 && op <= 37 && op != 21) || (op >= 50 && op <= 62) ||
+           (!c->p->dpn && op >= 128);
 }
 
 /* Close message `mi` (its fields so far) before a tried rest adds more. */
@@ -214,7 +220,7 @@ void sg_nq__dp_csqc(struct sg_nq__ctx *c, uint32_t mi)
         /* An update: its body and those after it, up to a u16 0 after
          * which the rest parses. */
         for (size_t q = at + 2; q + 2 <= c->r.end && !c->r.overflowed; q++) {
-            if (d[q] != 0 || d[q + 1] != 0 || (q + 2 < c->r.end && !svc_op(d[q + 2])))
+            if (d[q] != 0 || d[q + 1] != 0 || (q + 2 < c->r.end && !svc_op(c, d[q + 2])))
                 continue;
             {
                 size_t save = c->r.pos;
@@ -247,7 +253,7 @@ void sg_nq__dp_opaque(struct sg_nq__ctx *c, uint32_t mi, const char *name)
 
     for (size_t q = save; q <= c->r.end && !c->r.overflowed; q++) {
         uint32_t nf = c->out->nfields;
-        if (q < c->r.end && (c->dir != SG_DIR_S2C || !svc_op(c->r.data[q])))
+        if (q < c->r.end && (c->dir != SG_DIR_S2C || !svc_op(c, c->r.data[q])))
             continue;
         sg_nq__data(c, name, q - save);
         close_msg(c, mi);

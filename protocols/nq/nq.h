@@ -43,8 +43,8 @@ struct sg_nq_proto {
     uint8_t angle;      /* enum sg_bmsg_num: MSG_ReadAngle */
     uint8_t move_angle; /* clc_move's angles (angle8 in 15, angle16 or float after) */
     bool fitz;          /* 666 / 999: the extended bits and messages */
-    bool dp;            /* a DarkPlaces server (its stufftext said so): on 15, the
-                         * messages only a CSQC program reads are relayed, not errors */
+    bool dp;            /* a DarkPlaces server (its stufftext said so): on 15, what
+                         * only a CSQC program reads is kept raw (as on DP5-DP7) */
     uint8_t dpn;        /* DarkPlaces' own protocol 5, 6 or 7 (DP5-DP7), else 0 */
 };
 
@@ -70,7 +70,7 @@ struct sg_nq_parsed {
     bool disconnect;   /* svc_disconnect / clc_disconnect was in it */
     /* An opcode the parser cannot decode (the rest relayed), or -1. */
     int unsupported_op;
-    /* DP5-DP7: game-defined bodies (CSQC entities, CSQC temp entities)
+    /* DarkPlaces (DP5-DP7, 15): game-defined bodies (CSQC entities, CSQC temp entities)
      * kept as raw bytes, each up to where the rest of the stream parses. */
     uint32_t csqc_raw;
     uint32_t trials; /* the stream's tries at such an end (parse.h) */

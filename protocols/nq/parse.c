@@ -512,16 +512,6 @@ static void baseline(struct sg_nq__ctx *c, bool version2)
 
 /* ---- temp entities ---- */
 
-/* The rest of the stream as one field, relayed: what a DarkPlaces server's
- * CSQC program alone reads (its own temp entities, its entities). */
-static void csqc_rest(struct sg_nq__ctx *c, struct sg_fmsg *m)
-{
-    m->unparsed = true;
-    if (c->out->unsupported_op < 0)
-        c->out->unsupported_op = m->op;
-    data(c, "unparsed", sg_bmsg_remaining(&c->r));
-}
-
 /* DarkPlaces' temp entity types past id's (15): false when not one. */
 static bool te_dp(struct sg_nq__ctx *c, uint32_t type)
 {
@@ -615,15 +605,11 @@ static void svc_temp_entity(struct sg_nq__ctx *c, struct sg_fmsg *m)
     default:
         if (c->r.overflowed)
             return;
-        if (c->p->dpn) {
-            /* DP5-DP7: the CSQC program's own type, its body up to where
-             * the rest parses. */
+        if (c->p->dpn || (c->p->dp && !c->p->fitz)) {
+            /* DP5-DP7, or a DarkPlaces server on 15: a type of the
+             * server's CSQC program (CSQC_Parse_TempEntity), its body up
+             * to where the rest parses. */
             sg_nq__dp_opaque(c, (uint32_t)(m - c->out->msgs), "csqc");
-            return;
-        }
-        if (c->p->dp && !c->p->fitz) {
-            /* A type of the server's CSQC program (CSQC_Parse_TempEntity). */
-            csqc_rest(c, m);
             return;
         }
         /* CL_ParseTEnt: "bad type"; engines with more (DarkPlaces) relay them. */
@@ -746,7 +732,8 @@ static void parse_svc(struct sg_nq__ctx *c, struct sg_fmsg *m)
         return;
     }
     if (!c->p->fitz && op == 58 && c->p->dp) {
-        csqc_rest(c, m);
+        /* A DarkPlaces server on 15: its CSQC section (dpent.c). */
+        sg_nq__dp_csqc(c, (uint32_t)(m - c->out->msgs));
         return;
     }
     switch (op) {

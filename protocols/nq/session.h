@@ -51,7 +51,7 @@ struct nqc {
     bool running; /* the server's netchan has sent since the accept (no disconnect since) */
     int accept_port;
     int unsupported_op;
-    uint64_t csqc_raw;  /* DP5-DP7: game-defined bodies kept raw (nq.h) */
+    uint64_t csqc_raw;  /* DarkPlaces: game-defined bodies kept raw (nq.h) */
     bool rec_waited;    /* DP5-DP7: a recording waited for a level's start */
     char first_error[160];
     /* The status page's (nq_info): the player's name (the client's last

@@ -484,6 +484,50 @@ static void case_dp7(void)
     free(buf);
 }
 
+/* A DarkPlaces server on 15 (its CSQC stufftext said so): a print behind
+ * its CSQC section, and one behind a CSQC temp entity, reach the filters
+ * and are rewritten (the rest rebuilt as it came); the bodies are kept
+ * raw and counted, nothing undecoded. */
+static void case_dp15(void)
+{
+    static const uint8_t info[] = "\x09" "csqc_progname csprogs.dat\n\0"
+                                  "\x0b\x0f\0\0\0\x08\x01x\0maps/b.bsp\0\0\0";
+    /* entity 5, body 1 0 0 2 (a u16 0 inside it), end; print; a fast update */
+    static const uint8_t csqc[] = {58, 5, 0, 1, 0, 0, 2, 0, 0, 8, 'h', 'i', '\n', 0, 0x80, 1};
+    /* a temp entity of the game's (type 100, body 40 41); print; a fast update */
+    static const uint8_t te[] = {23, 100, 40, 41, 8, 'h', 'o', '\n', 0, 0x80, 2};
+    const struct sg_frame *f;
+    bool identical;
+    int err;
+
+    f = dec(SG_DIR_S2C, DATA | EOM, 0, info, sizeof(info) - 1, &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && f->new_level);
+    f = dec(SG_DIR_S2C, UNREL, 0, csqc, sizeof(csqc), &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && f->nmsgs == 3 && !f->undecoded);
+    if (f->nmsgs == 3) {
+        CHECK(f->msgs[1].kind == SG_MSG_PRINT && strcmp(f->msgs[1].text, "hi\n") == 0);
+        CHECK_EQ(nq->set_text(st, 1, "yo\n", 3), 0);
+        CHECK_EQ(nq->encode(st, f, emit, NULL, &identical), 1);
+        CHECK(!identical && last_len == 8 + sizeof(csqc) &&
+              memcmp(last_out + 8, csqc, 10) == 0 && memcmp(last_out + 18, "yo\n", 3) == 0 &&
+              memcmp(last_out + 21, csqc + 13, sizeof(csqc) - 13) == 0);
+    }
+    f = dec(SG_DIR_S2C, UNREL, 1, te, sizeof(te), &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && f->nmsgs == 3 && !f->undecoded);
+    if (f->nmsgs == 3) {
+        CHECK(f->msgs[1].kind == SG_MSG_PRINT && strcmp(f->msgs[1].text, "ho\n") == 0);
+        CHECK_EQ(nq->set_text(st, 1, "ok\n", 3), 0);
+        CHECK_EQ(nq->encode(st, f, emit, NULL, &identical), 1);
+        CHECK(!identical && last_len == 8 + sizeof(te) && memcmp(last_out + 8, te, 5) == 0 &&
+              memcmp(last_out + 13, "ok\n", 3) == 0 &&
+              memcmp(last_out + 16, te + 8, sizeof(te) - 8) == 0);
+    }
+    CHECK(strstr(nq->describe(st), "NetQuake protocol 15") != NULL);
+    CHECK(strstr(nq->describe(st), "2 CSQC bodies kept raw") != NULL);
+    CHECK(strstr(nq->describe(st), "undecoded") == NULL);
+    CHECK_EQ(nq->stats(st)->errors, 0);
+}
+
 /* .dem recording: from a serverinfo on, a block per message the client takes, with the
  * client's latest move angles; the end is a block holding svc_disconnect. */
 static void case_record(void)
@@ -688,6 +732,7 @@ int main(int argc, char **argv)
         {"dp_duplicate_accept", case_dp_duplicate_accept},
         {"record_midgame_dp", case_record_midgame_dp},
         {"dp7", case_dp7},
+        {"dp15", case_dp15},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), setup, teardown);
