@@ -73,11 +73,39 @@ static void nq_info(void *state, struct sg_codec_info *out)
     }
 }
 
+/* The names DarkPlaces gives the protocol numbers its server speaks
+ * (protocol.c, sv_protocolname) that the decoder does not read. */
+static const char *dp_protocol_name(int32_t protocol)
+{
+    switch (protocol) {
+    case 96:
+        return "DarkPlaces DP1";
+    case 97:
+        return "DarkPlaces DP2";
+    case 250:
+        return "DarkPlaces NEHAHRAMOVIE";
+    case 3500:
+        return "DarkPlaces DP3";
+    case 3501:
+        return "DarkPlaces DP4";
+    case 3505:
+        return "DarkPlaces DP8";
+    case 10000:
+        return "DarkPlaces NEHAHRABJP";
+    case 10001:
+        return "DarkPlaces NEHAHRABJP2";
+    case 10002:
+        return "DarkPlaces NEHAHRABJP3";
+    default:
+        return NULL;
+    }
+}
+
 static const char *nq_describe(void *state)
 {
     struct nqc *c = state;
-
-    char raw[160] = "";
+    const char *name = dp_protocol_name(c->proto.protocol);
+    char raw[160] = "", relayed[64] = "";
 
     if (c->csqc_raw)
         snprintf(raw, sizeof(raw), ", %llu CSQC bodies kept raw (game-defined)",
@@ -85,9 +113,11 @@ static const char *nq_describe(void *state)
     if (c->rec_waited)
         snprintf(raw + strlen(raw), sizeof(raw) - strlen(raw),
                  ", recording waits for a level start");
+    if (!sg_nq_protocol_known(c->proto.protocol))
+        snprintf(relayed, sizeof(relayed), " (%s%snot decoded: relayed)", name ? name : "",
+                 name ? ", " : "");
     snprintf(c->describe, sizeof(c->describe), "NetQuake protocol %d%s%s%s%s%s%s%s",
-             (int)c->proto.protocol, c->proto.dpn ? " (DarkPlaces)" : "",
-             sg_nq_protocol_known(c->proto.protocol) ? "" : " (not decoded: relayed)",
+             (int)c->proto.protocol, c->proto.dpn ? " (DarkPlaces)" : "", relayed,
              c->unsupported_op >= 0 ? ", undecoded messages from opcode " : "",
              c->unsupported_op >= 0 ? sg_nq_svc_name(c->unsupported_op) : "", raw,
              c->first_error[0] ? ", first error: " : "", c->first_error);

@@ -528,6 +528,28 @@ static void case_dp15(void)
     CHECK_EQ(nq->stats(st)->errors, 0);
 }
 
+/* The DarkPlaces protocols the decoder does not read (NEHAHRAMOVIE, 250
+ * here): relayed as they came, their texts read where they lead, and the
+ * session names the protocol and says it is relayed. */
+static void case_dp_relayed(void)
+{
+    static const uint8_t info[] = "\x0b\xfa\0\0\0\x08\x01x\0maps/b.bsp\0\0\0";
+    static const uint8_t upd[] = {8, 'h', 'i', '\n', 0, 0x80, 1, 2, 3};
+    const struct sg_frame *f;
+    int err;
+
+    f = dec(SG_DIR_S2C, DATA | EOM, 0, info, sizeof(info) - 1, &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE);
+    f = dec(SG_DIR_S2C, UNREL, 0, upd, sizeof(upd), &err);
+    CHECK(err == 0 && f->kind == SG_FRAME_MESSAGE && f->nmsgs == 2 && f->undecoded);
+    if (f->nmsgs == 2)
+        CHECK(f->msgs[0].kind == SG_MSG_PRINT && strcmp(f->msgs[0].text, "hi\n") == 0);
+    CHECKF(strstr(nq->describe(st),
+                  "NetQuake protocol 250 (DarkPlaces NEHAHRAMOVIE, not decoded: relayed)") != NULL,
+           "%s", nq->describe(st));
+    CHECK_EQ(nq->stats(st)->errors, 0);
+}
+
 /* .dem recording: from a serverinfo on, a block per message the client takes, with the
  * client's latest move angles; the end is a block holding svc_disconnect. */
 static void case_record(void)
@@ -733,6 +755,7 @@ int main(int argc, char **argv)
         {"record_midgame_dp", case_record_midgame_dp},
         {"dp7", case_dp7},
         {"dp15", case_dp15},
+        {"dp_relayed", case_dp_relayed},
     };
 
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), setup, teardown);
