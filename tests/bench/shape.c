@@ -29,7 +29,10 @@
  * (a DarkPlaces client's `getchallenge` before it, which a NetQuake server
  * does not answer, is left out); the accept is marked with the offset of its
  * port, which the sink fills with its own second port, and the datagrams
- * from the new port are marked `moved` (load.c).  Keys: a netchan
+ * from the new port are marked `moved` (load.c).  A DarkPlaces server
+ * (Nexuiz on DP7 or 15) answers with its connectionless `challenge` and
+ * `accept` instead, from the same port: the session is then followed with
+ * no move.  Keys: a netchan
  * datagram's is its first 8 bytes (flags, length, sequence; big-endian); a
  * control packet's is a hash like an out-of-band one's, of the accept's
  * first 5 bytes only (the port differs on every path).
@@ -400,6 +403,8 @@ static int read_nq(const struct udp_seen *seen, size_t n, const uint8_t *bytes, 
                 sc->d[was].port_at = NQ_ACCEPT_PORT;
             continue;
         }
+        if (s2c && seen[i].len >= 10 && memcmp(d, "\xff\xff\xff\xff" "accept", 10) == 0)
+            accepted = true; /* DarkPlaces' connectionless accept: no port move */
         if (!(d[0] & 0x80) && accepted)
             data = true;
         if ((err = push(b, s2c, d, seen[i].len)) < 0)
