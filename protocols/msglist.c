@@ -47,10 +47,14 @@ void sg_field_put_num(FILE *out, const struct sg_field *f, bool json)
             fprintf(out, "%.9g", (double)v);
         break;
     }
-    case SG_BMSG_S8:
+    case SG_BMSG_S8: /* from the bits: a float holds 24 of them, and not INT32_MAX */
+        fprintf(out, "%d", (int)(int8_t)f->raw);
+        break;
     case SG_BMSG_S16:
+        fprintf(out, "%d", (int)(int16_t)f->raw);
+        break;
     case SG_BMSG_S32:
-        fprintf(out, "%d", (int)sg_bmsg_num_value(f->num, f->raw));
+        fprintf(out, "%ld", (long)(int32_t)f->raw);
         break;
     default:
         fprintf(out, "%u", (unsigned)f->raw);

@@ -302,6 +302,8 @@ static void case_dump_fields(void)
 {
     static const uint8_t info[] = {11, 15, 0, 0, 0, 1, 0, 'x', 0, 'm', 'a', 'p', 's', '/',
                                    'b', '.', 'b', 's', 'p', 0, 0, 0, 8, 'h', 'i', '\n', 0};
+    static const uint8_t stats[] = {3, 1, 0xff, 0xff, 0xff, 0x7f, 3, 2, 1, 0, 0, 1,
+                                    3, 3, 0, 0, 0, 0x80};
     const struct sg_frame *f;
     char *t;
     int err;
@@ -325,6 +327,14 @@ static void case_dump_fields(void)
     free(t);
     t = dump_of(f, true);
     CHECKF(strstr(t, "\"fields\":[[\"protocol\",15],[\"maxclients\",1]"), "%s", t);
+    free(t);
+    /* signed fields print exactly, the largest too (no float between) */
+    f = dec(SG_DIR_S2C, UNREL, 0, stats, sizeof(stats), &err);
+    CHECK(err == 0 && f && f->nmsgs == 3);
+    t = dump_of(f, false);
+    CHECKF(strstr(t, "value=2147483647") && strstr(t, "value=16777217") &&
+               strstr(t, "value=-2147483648"),
+           "%s", t);
     free(t);
 }
 
