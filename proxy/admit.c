@@ -259,6 +259,7 @@ void sg_route__own_port(struct sg_route *r, const struct sockaddr *local, bool a
     if (!add) {
         atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed);
         atomic_fetch_and_explicit(&own->v6_any[port / 64], ~bit, memory_order_relaxed);
+        atomic_fetch_and_explicit(&own->used[port / 64], ~bit, memory_order_relaxed);
         return;
     }
     if (local->sa_family == AF_INET) {
@@ -272,6 +273,16 @@ void sg_route__own_port(struct sg_route *r, const struct sockaddr *local, bool a
         atomic_fetch_and_explicit(&own->v6_any[port / 64], ~bit, memory_order_relaxed);
     }
     atomic_fetch_or_explicit(w, bit, memory_order_relaxed);
+}
+
+bool sg_route__own_claim(struct sg_route *r, int port)
+{
+    struct sg_own_sockets *own = *r->ctx->own;
+    uint64_t bit = (uint64_t)1 << (port % 64);
+
+    if (!own || port <= 0 || port > 65535)
+        return true;
+    return !(atomic_fetch_or_explicit(&own->used[port / 64], bit, memory_order_relaxed) & bit);
 }
 
 /* Is `a` (a local address) one of the upstream sockets? */

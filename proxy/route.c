@@ -1195,6 +1195,7 @@ static const struct sg_relay_hooks relay_hooks = {
     .make_room = sg_route__make_room,
     .ended = sg_route__session_ended,
     .own_port = sg_route__own_port,
+    .own_claim = sg_route__own_claim,
     .own_socket = sg_route__own_socket,
     .clients_before = sg_route_clients_before,
     .handle_closed = sg_route__handle_closed,

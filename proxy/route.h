@@ -72,19 +72,20 @@ struct sg_rate_bucket {
 
 
 /*
- * slipgate's upstream sockets, every loop's, by local port (a port is one
- * socket's: they bind the wildcard address, dual-stack for IPv6; with
- * `upstream_source` they bind given addresses, where the kernel may give two
- * of them one port: the later one's address is kept, and the first one's
- * close forgets the port, which only weakens the loop check): the IPv4
- * ones with the address they are connected from (0 while not connected:
- * they send from any), the IPv6 ones by port, and whether they are not
- * connected (`v6_any`: then they may send from an IPv4 address too).
+ * slipgate's upstream sockets, every loop's, by local port.  A port is one
+ * socket's: `used` claims it (sg_route__own_claim) before the socket binds
+ * it, whatever the family, so sockets bound to given addresses
+ * (`upstream_source`), where the kernel may give two of them one port, do
+ * not share one; the later one binds another.  The IPv4 ones with the
+ * address they are connected from (0 while not connected: they send from
+ * any), the IPv6 ones by port, and whether they are not connected
+ * (`v6_any`: then they may send from an IPv4 address too).
  * Worker 0's app owns it; every loop writes and reads it with relaxed
  * atomics.
  */
 struct sg_own_sockets {
     _Atomic uint64_t v4[65536 / 64], v6[65536 / 64], v6_any[65536 / 64];
+    _Atomic uint64_t used[65536 / 64]; /* claimed by one upstream socket */
     _Atomic uint32_t v4_host[65536];
 };
 
@@ -316,13 +317,16 @@ void sg_route__shares_free(struct sg_route_share **shares);
 /*
  * slipgate's own sockets.  sg_route__own_port records (`add`) or forgets the
  * local address of a session's upstream socket (again after it connects
- * elsewhere), for every loop.
+ * elsewhere), for every loop; forgetting it also gives its port's claim up.
+ * sg_route__own_claim: claim `port` for a new upstream socket, before it
+ * binds it; false when another upstream socket holds it.
  * sg_route__own_socket: is `a` (host and port) one of slipgate's sockets, a
  * listener of any route or a session's upstream socket, on an address of
  * this machine?  No session is opened from one, and no handshake moves a
  * session onto one (it would relay to slipgate itself).
  */
 void sg_route__own_port(struct sg_route *r, const struct sockaddr *local, bool add);
+bool sg_route__own_claim(struct sg_route *r, int port);
 bool sg_route__own_socket(const struct sg_route *r, const struct sockaddr *a);
 /*
  * Out of descriptors: end the session a full table would end for a

@@ -1057,23 +1057,49 @@ void sg_session_forward_to_server(struct sg_session *s, const uint8_t *data, siz
 
 /* ---- life cycle ---- */
 
-/*
- * An ephemeral port's number, for a socket that binds it by number: such a
- * socket keeps its port when it loses its peer (handshake()), where one
- * bound to port 0 is unbound by the kernel (0 if none could be had).
- */
-static int pick_port(const struct sockaddr *any)
-{
-    struct sockaddr_storage got;
-    socklen_t len = sizeof(got);
-    int fd = socket(any->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), port = 0;
+#define SG_CLAIM_TRIES 8 /* kernel picks tried for a port no other upstream socket holds */
+#define SG_BIND_TRIES 3  /* ports claimed and bound in turn while another process takes them */
 
-    if (fd < 0)
-        return 0;
-    if (bind(fd, any, sg_addr_len(any)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&got, &len) == 0)
-        port = sg_addr_port((struct sockaddr *)&got);
-    close(fd);
+/*
+ * An ephemeral port on `any`'s address for a new upstream socket, claimed
+ * for it in slipgate's own-sockets table (sg_route__own_claim): the port the
+ * kernel gives a socket bound there.  While that port is another upstream
+ * socket's (bound to another address: `upstream_source`), the probe stays
+ * bound and the kernel is asked again, SG_CLAIM_TRIES times at most, so that
+ * one port stays one socket.  The socket then binds the port by number, and
+ * so keeps it when it loses its peer (handshake()), where one bound to port 0
+ * is unbound by the kernel.  Returns the port, or a negative errno
+ * (-EADDRINUSE when every try was another's; -EMFILE out of descriptors).
+ */
+static int claim_port(struct sg_session *s, const struct sockaddr *any)
+{
+    int fds[SG_CLAIM_TRIES], n = 0, port = -EADDRINUSE, off = 0;
+
+    while (n < SG_CLAIM_TRIES) {
+        struct sockaddr_storage got;
+        socklen_t len = sizeof(got);
+        int fd = socket(any->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), p;
+
+        if (fd < 0) {
+            port = -errno;
+            break;
+        }
+        fds[n++] = fd;
+        if (any->sa_family == AF_INET6)
+            (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+        if (bind(fd, any, sg_addr_len(any)) < 0 ||
+            getsockname(fd, (struct sockaddr *)&got, &len) < 0) {
+            port = -errno;
+            break;
+        }
+        p = sg_addr_port((struct sockaddr *)&got);
+        if (p > 0 && s->relay->hooks->own_claim(s->route, p)) {
+            port = p;
+            break;
+        }
+    }
+    while (n > 0)
+        close(fds[--n]);
     return port;
 }
 
@@ -1102,24 +1128,37 @@ static void upstream_source(struct sg_relay *r, sa_family_t family, struct socka
 static int open_upstream(struct sg_session *s)
 {
     struct sockaddr_storage any;
-    int err, port = 0;
+    int err = -EADDRINUSE, port = 0;
 
+    s->upstream.fd = -1; /* nothing open until sg_udp_open succeeds */
     upstream_source(s->relay, s->server.ss_family, &any);
-    if (s->hs && (port = pick_port((struct sockaddr *)&any)) > 0)
-        sg_addr_set_port((struct sockaddr *)&any, port);
-    err = sg_udp_open(&s->upstream, s->relay->ctx->loop, (struct sockaddr *)&any,
-                      (struct sockaddr *)&s->server, on_server_readable, s);
-    if (err == -EADDRINUSE && port > 0) { /* taken in between: any port then */
+    for (int i = 0; i < SG_BIND_TRIES; i++) {
         sg_addr_set_port((struct sockaddr *)&any, 0);
+        if ((port = claim_port(s, (struct sockaddr *)&any)) <= 0) {
+            err = port < 0 ? port : -EADDRINUSE;
+            port = 0;
+            break;
+        }
+        sg_addr_set_port((struct sockaddr *)&any, port);
         err = sg_udp_open(&s->upstream, s->relay->ctx->loop, (struct sockaddr *)&any,
                           (struct sockaddr *)&s->server, on_server_readable, s);
+        if (s->upstream.fd >= 0)
+            break;
+        /* nothing holds the port: give the claim up (taken in between by
+         * another process: another port then) */
+        s->relay->hooks->own_port(s->route, (struct sockaddr *)&any, false);
+        port = 0;
+        if (err != -EADDRINUSE)
+            break;
     }
-    if (s->upstream.fd >= 0)
+    if (s->upstream.fd >= 0) {
         s->relay->open_handles++; /* until on_upstream_closed */
-    if (err == 0 && sg_udp_local(&s->upstream, &s->upstream_local) == 0) {
-        s->sum.upstream_port = sg_addr_port((struct sockaddr *)&s->upstream_local);
-        s->relay->hooks->own_port(s->route, (struct sockaddr *)&s->upstream_local, true);
+        /* the claim is given up when the session ends */
+        s->upstream_local = any;
+        s->sum.upstream_port = port;
     }
+    if (err == 0 && sg_udp_local(&s->upstream, &s->upstream_local) == 0)
+        s->relay->hooks->own_port(s->route, (struct sockaddr *)&s->upstream_local, true);
     return err;
 }
 

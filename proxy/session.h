@@ -126,8 +126,10 @@ struct sg_relay_hooks {
     /* An ended session's summary, for --stats. */
     void (*ended)(struct sg_route *r, const struct sg_session_summary *sum);
     /* slipgate's own sockets: record or forget an upstream socket's local
-     * address; is `a` one of them? */
+     * address; claim a port for a new one (false: another one holds it);
+     * is `a` one of them? */
     void (*own_port)(struct sg_route *r, const struct sockaddr *local, bool add);
+    bool (*own_claim)(struct sg_route *r, int port);
     bool (*own_socket)(const struct sg_route *r, const struct sockaddr *a);
     /* Relay the listener's datagrams received before `at` (a decoding
      * session's server datagram waits for them). */

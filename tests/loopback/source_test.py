@@ -9,7 +9,9 @@ Run one case:  SLIPGATE=build/proxy/slipgate tests/loopback/source_test.py CASE
 """
 import os
 import re
+import shutil
 import signal
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True
@@ -93,6 +95,47 @@ def case_upstream_source_v6(h):
     check(got == ['::1'] * 3, 'sources %r, not ::1' % got)
     stop_ok(px)
     print('IPv6 sources %s' % got)
+
+
+def case_upstream_source_one_port(h):
+    """Sockets bound to given addresses may be given one port by the kernel:
+    in a private network namespace (unshare -rn) whose ephemeral range is two
+    ports, three sessions through `upstream_source 127.0.0.2 127.0.0.3` would
+    hold both ports on .2 and one of them on .3 too.  Each port stays one
+    socket: the sessions the server sees come from distinct ports (the .3
+    one takes the port .2 does not hold; a third, with no port left, is
+    refused), every echo of those comes back."""
+    if os.environ.get('SG_IN_NETNS') != '1':
+        unshare, ip = shutil.which('unshare'), shutil.which('ip')
+        check(unshare and ip, 'needs unshare and ip (util-linux, iproute2)')
+        env = dict(os.environ, SG_IN_NETNS='1')
+        r = subprocess.run([unshare, '-rn', sys.executable, os.path.abspath(__file__),
+                            'upstream_source_one_port'], env=env, timeout=25)
+        check(r.returncode == 0, 'the case in its network namespace failed (%d)' % r.returncode)
+        return
+    subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True, timeout=5)
+    srv = h.echo(V4)
+    conf = route_block('one', '127.0.0.1:$P0', srv.addr, upstream_source='127.0.0.2 127.0.0.3')
+    px = h.proxy(config=conf)
+    dest = (V4, px.ports[0])
+    clients = [h.client(V4) for _ in range(3)]
+    with open('/proc/sys/net/ipv4/ip_local_port_range', 'w') as f:
+        f.write('40100 40101')  # free: nothing here holds them yet
+    for c in clients[:2]:
+        roundtrip(c, dest, ('from %d' % c.addr[1]).encode())
+    clients[2].send(('from %d' % clients[2].addr[1]).encode(), dest)
+    for _ in range(40):  # its echo, or its refusal logged (2 s at most)
+        if clients[2].recv_one(0.05) or px.count_log(r'cannot open a socket towards'):
+            break
+    seen = {}
+    for _, src, d in srv.snapshot():
+        seen.setdefault(d, set()).add(src)
+    srcs = sorted(a for v in seen.values() for a in v)
+    ports = [p for _, p in srcs]
+    check(len(srcs) >= 2, 'the server saw %r' % srcs)
+    check(len(set(ports)) == len(ports), 'two upstream sockets share a port: %r' % srcs)
+    stop_ok(px)
+    print('sources %r' % srcs)
 
 
 def case_upstream_source_bad(h):
