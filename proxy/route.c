@@ -1501,6 +1501,23 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
                "route_by changed: applies after a restart");
     }
 
+    /* spectators: the password and max_spectators at once (live spectators
+     * stay); the port and the delay need a restart. */
+    if (r->ctx->worker == 0) {
+        if ((rc->spectate == NULL) != (r->conf.spectate == NULL) ||
+            (rc->spectate && strcmp(rc->spectate, r->conf.spectate) != 0))
+            sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
+                   "spectate %s%s: restart slipgate to apply it",
+                   rc->spectate ? "changed to " : "removed", rc->spectate ? rc->spectate : "");
+        if (r->spect && rc->spectate && rc->spectate_delay_ms != r->conf.spectate_delay_ms)
+            sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
+                   "spectate_delay changed to %.1f s: restart slipgate to apply it",
+                   (double)rc->spectate_delay_ms / 1000.0);
+        /* without `spectate` now, the port keeps its settings until the restart */
+        if (rc->spectate && sg_spectate_update(r->spect, rc) < 0)
+            reload_kept(r, "spectate_password and max_spectators");
+    }
+
     /* Limits and timeouts apply at once, to live sessions too. */
     r->conf.idle_timeout_ms = rc->idle_timeout_ms;
     r->conf.handshake_timeout_ms = rc->handshake_timeout_ms;

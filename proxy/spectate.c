@@ -567,6 +567,31 @@ static void on_closed(uv_handle_t *h)
     sp->owner.closed(sp->owner.data);
 }
 
+int sg_spectate_update(struct sg_spectate *sp, const struct sg_route_conf *rc)
+{
+    char *pw = NULL;
+    bool same_pw;
+
+    if (!sp)
+        return 0;
+    same_pw = (sp->password == NULL) == (rc->spectate_password == NULL) &&
+              (!sp->password || strcmp(sp->password, rc->spectate_password) == 0);
+    sp->timeout_ms = rc->idle_timeout_ms;
+    if (same_pw && sp->max == rc->max_spectators)
+        return 0;
+    if (!same_pw && rc->spectate_password && !(pw = strdup(rc->spectate_password)))
+        return -ENOMEM;
+    if (!same_pw) {
+        free(sp->password);
+        sp->password = pw;
+    }
+    sp->max = rc->max_spectators;
+    sg_log(sp->owner.ctx->log, SG_LOG_INFO, sp->owner.name, 0,
+           "spectators reloaded: %lld at most, %s (%zu watching stay)", (long long)sp->max,
+           sp->password ? "password" : "no password", sp->n);
+    return 0;
+}
+
 int sg_spectate_create(const struct sg_spectate_owner *owner, const struct sg_codec *game,
                        const struct sg_route_conf *rc, struct sg_spectate **out)
 {

@@ -99,6 +99,14 @@ struct sg_spectate {
 int sg_spectate_create(const struct sg_spectate_owner *owner, const struct sg_codec *game,
                        const struct sg_route_conf *rc, struct sg_spectate **out);
 
+/*
+ * A reload: `spectate_password` and `max_spectators` apply at once (live
+ * spectators stay, even past a lower max), and the idle timeout; the port's
+ * address and `spectate_delay` need a restart (the route warns).  0, or
+ * -ENOMEM with the old settings kept.  Accepts NULL.
+ */
+int sg_spectate_update(struct sg_spectate *sp, const struct sg_route_conf *rc);
+
 /* Session `s` decoded frame `f`: its spectators get their part (server
  * frames); a client frame marked `disconnect` (the player leaves) moves
  * them to the next player (live), or once its delayed stream played out. */

@@ -22,6 +22,10 @@ scripted clients on 127.0.0.1 and an echo server as the route's server
                    address, session watched)
     doctor         `slipgate doctor` says the spectator port can be bound, or
                    that it cannot (a port already held), with the file and line
+    reload         a reload (SIGHUP) applies a new spectate_password and
+                   max_spectators at once, the live spectator stays; a new
+                   spectate_delay is not applied, and one warning says a
+                   restart applies it
     config_errors  `spectate` without `protocol q3`, `spectate_delay 11m` and
                    `spectate_password` without `spectate` are refused with
                    the file and line
@@ -31,6 +35,7 @@ Only 127.0.0.1; bounded waits; processes ended by PID (harness.py).
 
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -139,6 +144,41 @@ def case_max(h):
     ch = challenge(a, dest)
     check(ask(a, dest, connect_packet(ch), 'the first connect again') ==
           OOB + b'connectResponse %d' % ch, 'the first spectator was forgotten')
+
+
+def case_reload(h):
+    srv = h.echo(V4)
+    px = h.proxy(config=config(srv, '    spectate_password sesame\n    max_spectators 1\n'))
+    dest = (V4, px.ports[1])
+    a, b = h.client(V4), h.client(V4)
+    ch = challenge(a, dest)
+    check(ask(a, dest, connect_packet(ch, 'sesame'), 'the first connect') ==
+          OOB + b'connectResponse %d' % ch, 'the first spectator was not accepted')
+    with open(px.config_path) as f:
+        text = f.read()
+    px.write_config(text.replace('spectate_password sesame', 'spectate_password open')
+                    .replace('max_spectators 1', 'max_spectators 2\n    spectate_delay 5s'))
+    mark = px.log_mark()
+    px.send_signal(signal.SIGHUP)
+    check(px.wait_for_log(r'configuration reloaded$', 3.0, start=mark),
+          'no "configuration reloaded" after SIGHUP')
+    check(px.count_log(r'spectators reloaded: 2 at most, password \(1 watching stay\)',
+                       start=mark) == 1, 'no "spectators reloaded" line')
+    check(px.count_log(r'warn\b.*spectate_delay changed to 5\.0 s: restart slipgate to apply '
+                       r'it', start=mark) == 1, 'no one warning that spectate_delay needs a restart')
+    check(px.count_log(r'warn\b', start=mark) == 1, 'other warnings at the reload')
+    ch = challenge(b, dest)
+    got = ask(b, dest, connect_packet(ch, 'sesame', qport=999), 'a connect with the old password')
+    check(got == OOB + b'print\nInvalid password\n', 'the old password got %r' % got)
+    got = ask(b, dest, connect_packet(ch, 'open', qport=999), 'a connect with the new password')
+    check(got == OOB + b'connectResponse %d' % ch,
+          'the new password with max_spectators 2 got %r' % got)
+    check(px.wait_count_log(r'spectator 2 \(watcher\) from .* started', 1, 3.0) == 1,
+          'no start line for the second spectator')
+    rc = px.stop()
+    check(rc == 0, 'slipgate exited %d' % rc)
+    check(px.count_log(r'spectator 1 \(watcher\) from .* ended: the route closed') == 1,
+          'the first spectator did not stay until the stop')
 
 
 def case_no_relay(h):
