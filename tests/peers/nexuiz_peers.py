@@ -125,6 +125,12 @@ RECORD = """    filter record {{
 """
 
 
+def json_lines(text):
+    """The lines of a JSON-lines file: split at newlines only (str.splitlines
+    also splits at U+0085 and other separators a game's text may hold)."""
+    return [x for x in text.split("\n") if x]
+
+
 def run_case(case, seconds):
     if case not in ("nq", "auto", "quake", "dp7"):
         raise Fail(f"unknown case {case} (nq, auto, quake or dp7)")
@@ -282,7 +288,7 @@ def run(case, seconds, work, slipgate, procs):
         raise Fail(f"the log says {len(said)} times what is not decoded (once expected):\n"
                    f"{read(px_log)[-2000:]}")
     frames = []
-    for ln in read(os.path.join(work, "inspect.json")).splitlines():
+    for ln in json_lines(read(os.path.join(work, "inspect.json"))):
         frames.append(json.loads(ln))
     names = [m.get("name") for f in frames for m in f.get("msgs", [])]
     texts = [m.get("text") for f in frames if f.get("dir") == "s2c"
@@ -307,7 +313,7 @@ def check_dp7(work, slipgate, procs, s, d, info, seconds, entered, srv_log, cl_l
     said = re.findall(r"NetQuake protocol 3504 \(DarkPlaces\)[^\n]*", read(px_log))
     if len(said) != 1 or (re.search(r"CSQC bodies", info) and "CSQC bodies" not in said[0]):
         raise Fail(f"the log says {len(said)} times what it decoded (once expected): {said}")
-    frames = [json.loads(x) for x in read(os.path.join(work, "inspect.json")).splitlines()]
+    frames = [json.loads(x) for x in json_lines(read(os.path.join(work, "inspect.json")))]
     marked = [f for f in frames if f.get("frame") == "message" and f.get("reencoded") and
               any(m.get("changed") or m.get("injected") or m.get("removed")
                   for m in f.get("msgs", []))]
@@ -412,7 +418,7 @@ def check_quake(work, slipgate, procs, s, d, info, seconds, entered):
     if d.get("reencoded", 0) == 0 or d.get("reencoded") != d.get("reencode_identical"):
         raise Fail(f"rebuilt datagrams not all identical (no filter changes any): {d}")
     texts = []
-    for ln in read(os.path.join(work, "inspect.json")).splitlines():
+    for ln in json_lines(read(os.path.join(work, "inspect.json"))):
         f = json.loads(ln)
         if f.get("dir") == "s2c":
             texts += [m["text"] for m in f.get("msgs", []) if m.get("text")]

@@ -194,6 +194,12 @@ route default {{
 """
 
 
+def json_lines(text):
+    """The lines of a JSON-lines file: split at newlines only (str.splitlines
+    also splits at U+0085 and other separators a game's text may hold)."""
+    return [x for x in text.split("\n") if x]
+
+
 def peers_dir():
     d = os.environ.get("SG_Q2_PEERS")
     if not d or not os.path.exists(os.path.join(d, "build_q2_peers.sh")):
@@ -492,7 +498,7 @@ def check_all(dd, inspect, srv_log, cl_log):
     sent carries a message a filter changed, injected or removed (the
     inspector marks them); the server saw the player's chat rewritten and
     the injected chats, which came back to the client."""
-    frames = [json.loads(x) for x in read(inspect).splitlines()]
+    frames = [json.loads(x) for x in json_lines(read(inspect))]
     rebuilt = [f for f in frames if f["frame"] == "message" and f["reencoded"]]
     marked = [f for f in rebuilt if any(m["changed"] or m["injected"] or m["removed"]
                                         for m in f.get("msgs", []))]
@@ -539,7 +545,7 @@ def check_download(cl_home, cl_log, srv_log, inspect, data):
         raise Fail(f"the client did not download {DOWNLOAD_PATH} whole:\n{read(cl_log)[-2000:]}")
     if "Serving compressed download to slipgate" not in read(srv_log):
         raise Fail(f"the server did not serve it compressed:\n{read(srv_log)[-1500:]}")
-    chunks = [ln for ln in read(inspect).splitlines() if "svc_zdownload" in ln]
+    chunks = [ln for ln in json_lines(read(inspect)) if "svc_zdownload" in ln]
     sizes = [int(x) for ln in chunks for x in re.findall(r" inflated=(\d+)", ln)]
     if len(sizes) != len(chunks) or len(chunks) < 2 or sum(sizes) != len(data):
         raise Fail(f"{len(chunks)} svc_zdownload chunks, inflated sizes {sizes} (sum "

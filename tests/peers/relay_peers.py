@@ -146,6 +146,12 @@ QW_PLAIN_CONF = """route qw {{
 QW_RECORD_CASES = ("record", "mapchange", "midrecord", "kill9", "sigterm")
 
 
+def json_lines(text):
+    """The lines of a JSON-lines file: split at newlines only (str.splitlines
+    also splits at U+0085 and other separators a game's text may hold)."""
+    return [x for x in text.split("\n") if x]
+
+
 def stats_session(path):
     with open(path) as f:
         st = json.load(f)
@@ -1261,7 +1267,7 @@ def check_qw_all(s, work, srv_log, console, cli_log, px_log, seconds):
     # Every in-game datagram rebuilt; each one that differs from what its
     # sender sent carries a message a filter changed, injected or removed
     # (the inspector marks those: doc/inspect.md), and only those differ.
-    frames = [json.loads(x) for x in read(os.path.join(work, "inspect.json")).splitlines()]
+    frames = [json.loads(x) for x in json_lines(read(os.path.join(work, "inspect.json")))]
     rebuilt = [f for f in frames if f["frame"] == "message" and f["reencoded"]]
     marked = [f for f in rebuilt if any(m["changed"] or m["injected"] or m["removed"]
                                         for m in f.get("msgs", []))]
@@ -1499,7 +1505,7 @@ def nq_begins(inspect):
     """How many times the client finished its signon (its `begin`, not a
     resend) in an inspect file of nq+all."""
     n = 0
-    for line in read(inspect).splitlines():
+    for line in json_lines(read(inspect)):
         if '"begin"' in line:
             try:
                 f = json.loads(line)
@@ -1663,7 +1669,7 @@ def check_nq_all(name, route, work, g, px_log, slipgate, plays, seconds):
                    f"{s.get('first_error')}")
     # Every message rebuilt; only those carrying a message a filter changed,
     # injected or removed differ from what their sender sent.
-    frames = [json.loads(x) for x in read(os.path.join(work, f"inspect-{name}.json")).splitlines()
+    frames = [json.loads(x) for x in json_lines(read(os.path.join(work, f"inspect-{name}.json")))
               if x.strip()]
     rebuilt = [f for f in frames if f["frame"] == "message" and f["reencoded"]
                and f["session"] == s.get("id", f["session"])]
