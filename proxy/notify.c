@@ -106,6 +106,8 @@ static int send_text(struct sg_notify *n, const char *text, size_t len)
 }
 
 static int vsend(struct sg_notify *n, const char *head, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static int vsend(struct sg_notify *n, const char *head, const char *fmt, va_list ap)
 {
     char msg[1024];
     int k = 0, m;

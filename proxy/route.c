@@ -367,6 +367,8 @@ static struct sg_rb_source *rb_source(struct sg_route *r, const struct sockaddr 
 
 /* Refuse a chain: count it, tell the client why, log once per source a minute. */
 static void rb_refuse(struct sg_route *r, const struct sockaddr *from, enum sg_drop why,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void rb_refuse(struct sg_route *r, const struct sockaddr *from, enum sg_drop why,
                       const char *fmt, ...)
 {
     uint64_t now = uv_now(r->ctx->loop);

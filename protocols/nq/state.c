@@ -75,7 +75,7 @@ void sg_nq__track(struct nqc *c, const uint8_t *d, size_t len)
             memset(lv->colors, 0, sizeof(lv->colors));
             memset(lv->stat, 0, sizeof(lv->stat));
             lv->time.len = 0;
-            /* fall through */
+            __attribute__((fallthrough));
         case 32: /* cdtrack */
         case 5:  /* setview */
             if (lv_append(&lv->info, &lv->info_len, &lv->info_cap, b, n) < 0)

@@ -117,7 +117,7 @@ static int next_block(struct rd *r, struct block *b)
         break;
     case DEM_MULTIPLE:
         need += 4;
-        /* fall through */
+        __attribute__((fallthrough));
     case DEM_READ:
     case DEM_SINGLE:
     case DEM_STATS:
