@@ -485,7 +485,104 @@ route arena {
         browser.close()
 
 
-CASES = {'page': case_page, 'admin': case_admin}
+WATCHER = '<i>watcher</i>'
+
+
+def spectator_connect(port, name):
+    """A scripted spectator on 127.0.0.1: getchallenge, then the game's
+    Huffman-coded connect (tests/q3/q3_connect_packet); returns its socket."""
+    import re
+    import socket
+    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.bind(('127.0.0.1', 0))
+    c.settimeout(3.0)
+    c.sendto(b'\xff\xff\xff\xffgetchallenge 77 ', ('127.0.0.1', port))
+    got = c.recv(2048)
+    m = re.match(rb'\xff\xff\xff\xffchallengeResponse (-?\d+) ', got)
+    check(m is not None, 'not a challengeResponse: %r' % got[:60])
+    ch = int(m.group(1))
+    info = '\\name\\%s\\protocol\\71\\qport\\4321\\challenge\\%d' % (name, ch)
+    pkt = subprocess.run([os.environ['SG_Q3_CONNECT'], 'connect "%s"' % info],
+                         stdout=subprocess.PIPE, timeout=10, check=True).stdout
+    c.sendto(pkt, ('127.0.0.1', port))
+    got = c.recv(2048)
+    check(got == b'\xff\xff\xff\xffconnectResponse %d' % ch, 'the connect got %r' % got[:60])
+    return c
+
+
+def case_spectators(h):
+    """The spectators table: a Quake 3 game replayed through a route with a
+    spectator port, a scripted spectator (its name holding HTML) connects and
+    is listed with its route, name (as text), address and the session it
+    watches with the player's name, its datagrams in and out (its connect)
+    and a time that rises; a screenshot is saved."""
+    cap = q3cap.Capture('ioq71')
+    srv = server_socket()
+    h.sockets.append(srv)
+    conf = """http 127.0.0.1:$P0
+route arena {
+    listen 127.0.0.1:$P1
+    server 127.0.0.1:%d
+    protocol q3
+    spectate 127.0.0.1:$P2
+}
+""" % srv.getsockname()[1]
+    px = h.proxy(conf)
+    port = px.ports[0]
+    px.wait_for_log(r'http: serving on', 5)
+    browser = Chromium(h.dir)
+    stop = threading.Event()
+    spect = None
+    try:
+        browser.open('http://127.0.0.1:%d/' % port)
+        browser.wait("document.querySelector('#routes tbody tr') !== null", 15, 'the route')
+        check(not browser.eval("document.getElementById('no-spectators').hidden"),
+              'no "No spectator" line before any spectator')
+        result = {}
+
+        def play():
+            try:
+                result['sent'] = replay_game(cap, px.ports[1], srv, pace=0.004, stop=stop)
+            except Exception as e:  # reported below
+                result['error'] = e
+
+        t = threading.Thread(target=play, daemon=True)
+        t.start()
+        browser.wait("(%s).filter(r => r[0] === '1')" % cells('#sessions tbody tr'), 15,
+                     'the session')
+        spect = spectator_connect(px.ports[2], WATCHER)
+        rows = browser.wait("(%s).filter(r => r[2] === %s)" % (cells('#spectators tbody tr'),
+                                                               json.dumps(WATCHER)),
+                            10, 'the spectator')
+        check(len(rows) == 1, 'spectators %r' % rows)
+        r = rows[0]
+        check(r[0] == '1' and r[1] == 'arena' and r[3] == '127.0.0.1:%d' % spect.getsockname()[1],
+              'the spectator row %r' % r)
+        check(r[4] == '#1 peers', 'watching %r, not session 1 (peers)' % r[4])
+        check(browser.eval("document.querySelectorAll('#spectators i').length") == 0,
+              'the name was drawn as HTML')
+        # since it was admitted: its connect in, the connectResponse out
+        check(r[6] == '1' and r[7] == '1', 'datagrams in/out %r/%r, not 1/1' % (r[6], r[7]))
+        # the "for" column counts up with the page's refreshes
+        later = browser.wait("(%s).filter(r => r[5] !== %s)" % (cells('#spectators tbody tr'),
+                                                               json.dumps(r[5])),
+                             10, "the spectator's time rising")
+        check(browser.eval("document.getElementById('no-spectators').hidden"),
+              'the "No spectator" line still shows')
+        out = os.environ.get('SG_SCREENSHOT_SPECTATORS') or h.path('spectators.png')
+        browser.screenshot(out)
+        stop.set()
+        t.join(30)
+        check('error' not in result, 'replay: %r' % result.get('error'))
+        print('spectator row %r, then %r; screenshot %s' % (r, later[0], out))
+    finally:
+        stop.set()
+        if spect is not None:
+            spect.close()
+        browser.close()
+
+
+CASES = {'page': case_page, 'admin': case_admin, 'spectators': case_spectators}
 
 if __name__ == '__main__':
     sys.exit(harness.main(CASES, sys.argv))
