@@ -1308,6 +1308,12 @@ int sg_route_create(const struct sg_route_owner *owner, const struct sg_route_co
         err = sg_spectate_create(&so, r->game, &r->conf, &r->spect);
         if (err < 0)
             goto err_handles;
+        if (r->ctx->nworkers > 1)
+            sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
+                   "spectate: the spectator port sees only worker loop 0's sessions "
+                   "(about 1 player in %d with %d worker loops); set 'workers 1' for "
+                   "spectators to see every player",
+                   r->ctx->nworkers, r->ctx->nworkers);
     }
     if (r->ctx->worker == 0) /* said once every loop's socket is in place (app.c) */
         sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0,

@@ -26,6 +26,8 @@ scripted clients on 127.0.0.1 and an echo server as the route's server
                    max_spectators at once, the live spectator stays; a new
                    spectate_delay is not applied, and one warning says a
                    restart applies it
+    workers        with `workers 2`: the port answers, and one warning says it
+                   sees only worker loop 0's sessions
     config_errors  `spectate` without `protocol q3`, `spectate_delay 11m` and
                    `spectate_password` without `spectate` are refused with
                    the file and line
@@ -298,6 +300,22 @@ def case_config_errors(h):
                 '    spectate_delay 0\n    spectate_password x\n    max_spectators 4\n}\n')
     r = h.run(['--check-config', '-c', good])
     check(r.returncode == 0, 'a good config refused: %s' % r.stderr.decode(errors='replace'))
+
+
+def case_workers(h):
+    """With `workers 2` the spectator port still answers, and one warning at
+    start says it sees only worker loop 0's sessions."""
+    srv = h.echo(V4)
+    px = h.proxy(config='workers 2\n' + config(srv))
+    dest = (V4, px.ports[1])
+    c = h.client(V4)
+    ch = challenge(c, dest)
+    check(ask(c, dest, connect_packet(ch), 'the connect') == OOB + b'connectResponse %d' % ch,
+          'not accepted with two worker loops')
+    want = (r'warn.*spectate: the spectator port sees only worker loop 0\'s sessions '
+            r'\(about 1 player in 2 with 2 worker loops\)')
+    check(px.count_log(want) == 1, 'no single warning about the worker loops:\n%s' % px.log_text())
+    check(px.stop() == 0, 'slipgate did not exit 0')
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}
