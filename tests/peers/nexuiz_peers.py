@@ -41,7 +41,16 @@ chats reached the server, the rewritten and injected prints the client;
 the recording plays to its end as above; the capture decodes with
 `slipgate pcap decode` with 0 errors, every message rebuilt identical; and
 the client's own demo reads with `slipgate demo info` with 0 errors and
-`demo reencode` writes it back byte for byte.
+`demo reencode` writes it back byte for byte.  `dp6`: the same chain and
+checks with the Nexuiz server on DP6 (`sv_protocolname DP6`, protocol 3503).
+`dpserver`: DarkPlaces' own server on Quake's placeholder data (relay_peers'
+game_data from ../shared/peers, the map `box` loaded by the server's
+console) on its default protocol DP7, with a DarkPlaces client in Quake mode
+(relay_peers' rounds: moving, firing, chatting), the same chain and checks
+(the rewritten print is the game's "entered the box", rewritten every time
+it comes); `dpserver-quake`: the same with the server on protocol 15
+(`sv_protocolname QUAKE`).  (SG_PEERS_DATA names the data generator,
+SG_PEERS_CACHE where its output is kept.)
 Exit 77 (skip) only when Nexuiz or Xvfb is not installed,
 saying so.
 """
@@ -59,7 +68,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from q3_peers import Fail, Procs, free_udp_port, read, run_main, wait_for  # noqa: E402
-from relay_peers import check_traffic, nq_console as console, stats_session  # noqa: E402
+from relay_peers import (NQ_QUIT_CFG, check_traffic, copy_game_dirs, game_data,  # noqa: E402
+                         nq_console as console, nq_move_cfg, stats_session)
 
 SERVER = "/usr/games/darkplaces-server"
 CLIENT = "/usr/games/darkplaces"
@@ -91,7 +101,7 @@ MOVE_CFG_DP7 = MOVE_CFG.replace('alias peers4 "', 'alias peers4 "say hello badwo
 
 DP7_FILTERS = """    reencode always
     filter rewrite {{
-        replace "playing now" "playing now through slipgate"
+        replace "{greeting}" "{greeting} through slipgate"
         kinds print chat
         direction to_client
     }}
@@ -131,26 +141,58 @@ def json_lines(text):
     return [x for x in text.split("\n") if x]
 
 
+# The games: Nexuiz's own data, or (dpserver) the placeholder Quake data of
+# ../shared/peers (relay_peers' game_data) under DarkPlaces' Quake mode: its
+# base directory, the engine's game option, the game directory of a
+# -userdir, the server's line for a player who joined, the server's print
+# the dp7 chain rewrites on its way to the client.
+NEXUIZ = {"base": BASEDIR, "args": ["-nexuiz"], "dir": "data", "name": "Nexuiz",
+          "joined": r"peers\S* is playing now", "greeting": "playing now"}
+QUAKE_DATA = {"args": [], "dir": "id1", "name": "DarkPlaces-Quake",
+              "joined": r"peers entered the box", "greeting": "entered the box"}
+# The cases run through the dp7 chain, and the protocol each server speaks
+# (its sv_protocolname, none for the default DP7).
+# (No DP5: this DarkPlaces' server drops its own client on DP5 a few seconds
+# in, without slipgate too: "SV_ReadClientMessage: unknown command char 0".)
+CHAIN_PROTOCOLS = {"dp7": (3504, None), "dp6": (3503, "DP6"),
+                   "dpserver": (3504, None), "dpserver-quake": (15, "QUAKE")}
+CASES = ("nq", "auto", "quake") + tuple(CHAIN_PROTOCOLS)
+
+
 def run_case(case, seconds):
-    if case not in ("nq", "auto", "quake", "dp7"):
-        raise Fail(f"unknown case {case} (nq, auto, quake or dp7)")
-    missing = [p for p in (SERVER, CLIENT, os.path.join(BASEDIR, "data"),
-                           shutil.which("xvfb-run")) if not p or not os.path.exists(p)]
+    if case not in CASES:
+        raise Fail(f"unknown case {case} ({', '.join(CASES)})")
+    need = [SERVER, CLIENT, shutil.which("xvfb-run")] + \
+        ([shutil.which("fteqcc")] if case.startswith("dpserver")
+         else [os.path.join(BASEDIR, "data")])
+    missing = [p for p in need if not p or not os.path.exists(p)]
     if missing:
-        print(f"SKIP: not installed: {missing} (apt-get install nexuiz nexuiz-server xvfb xauth)")
+        print(f"SKIP: not installed: {missing} (apt-get install darkplaces darkplaces-server "
+              f"{'fteqcc' if case.startswith('dpserver') else 'nexuiz nexuiz-server'} "
+              "xvfb xauth)")
         sys.exit(77)
     slipgate = os.environ.get("SLIPGATE")
     if not slipgate or not os.access(slipgate, os.X_OK):
         raise Fail("SLIPGATE is not set to the slipgate binary")
+    maker = os.environ.get("SG_PEERS_DATA")
+    if case.startswith("dpserver") and (not maker or not os.path.exists(maker)):
+        raise Fail(f"SG_PEERS_DATA={maker!r}: the game data generator is missing")
     procs = Procs()
     with tempfile.TemporaryDirectory(prefix="slipgate-nexuiz-") as work:
         try:
-            run(case, seconds, work, slipgate, procs)
+            g = NEXUIZ
+            if case.startswith("dpserver"):
+                copy_game_dirs(game_data(maker, work), work, ["nq-base"])
+                g = dict(QUAKE_DATA, base=os.path.join(work, "nq-base"))
+            run(case, seconds, work, slipgate, procs, g)
         finally:
             procs.stop_all()
 
 
-def run(case, seconds, work, slipgate, procs):
+def run(case, seconds, work, slipgate, procs, g):
+    # (dp5, dp6, dpserver, dpserver-quake: through the dp7 chain)
+    chain = "dp7" if case in CHAIN_PROTOCOLS else case
+    protocol_name = CHAIN_PROTOCOLS.get(case, (0, "QUAKE" if case == "quake" else None))[1]
     limit = seconds + 150
     srv_port, px_port = free_udp_port(), free_udp_port()
 
@@ -159,32 +201,49 @@ def run(case, seconds, work, slipgate, procs):
     os.makedirs(srv_home)
     srv_log = os.path.join(work, "server.log")
     f = open(srv_log, "wb")
-    srv = subprocess.Popen(["timeout", "-k", "5", str(limit), "stdbuf", "-oL", SERVER,
-                            "-nexuiz", "-basedir", BASEDIR, "-userdir", srv_home,
-                            "+set", "net_address", "127.0.0.1", "+set", "port", str(srv_port),
-                            "+set", "sv_public", "0", "+set", "minplayers", "3",
-                            "+set", "bot_number", "2"]
-                           + (["+set", "sv_protocolname", "QUAKE"] if case == "quake" else [])
+    srv = subprocess.Popen(["timeout", "-k", "5", str(limit), "stdbuf", "-oL", SERVER]
+                           + g["args"] + ["-basedir", g["base"], "-userdir", srv_home,
+                                          "+set", "net_address", "127.0.0.1",
+                                          "+set", "port", str(srv_port), "+set", "sv_public", "0"]
+                           + (["+set", "minplayers", "3", "+set", "bot_number", "2"]
+                              if g is NEXUIZ else [])
+                           + (["+set", "sv_protocolname", protocol_name] if protocol_name
+                              else [])
                            # (dp7: the chats through slipgate are not a flood)
-                           + (["+set", "g_chat_flood_spl", "0"] if case == "dp7" else [])
-                           + ["+map", "aggressor"],
+                           + (["+set", "g_chat_flood_spl", "0"]
+                              if chain == "dp7" and g is NEXUIZ else [])
+                           # (the Quake data has no quake.rc whose `stuffcmds` would
+                           # run a `+map`: the map comes by the console below)
+                           + (["+map", "aggressor"] if g is NEXUIZ else []),
                            stdin=subprocess.PIPE, stdout=f, stderr=subprocess.STDOUT,
                            env=dict(os.environ, HOME=srv_home), start_new_session=True)
     procs.procs.append(("server", srv, f))
     if not wait_for(lambda: re.search(r"Server listening on address 127\.0\.0\.1:%d" % srv_port,
                                       read(srv_log)), 60):
-        raise Fail(f"the Nexuiz server did not start:\n{read(srv_log)[-2000:]}")
+        raise Fail(f"the {g['name']} server did not start:\n{read(srv_log)[-2000:]}")
+
+    def status():
+        mark = len(read(srv_log))
+        console(srv, "status")
+        time.sleep(1)
+        return read(srv_log)[mark:]
+
+    if g is not NEXUIZ:
+        console(srv, "map box")
+        if not wait_for(lambda: re.search(r"map:\s+box", status()), 15):
+            raise Fail(f"the server did not load the map:\n{read(srv_log)[-2000:]}")
 
     conf = os.path.join(work, "slipgate.conf")
     with open(conf, "w") as cf:
-        if case in ("quake", "dp7"):
+        if chain in ("quake", "dp7"):
             os.makedirs(os.path.join(work, "demos"))
         cf.write(CONF.format(px=px_port, srv=srv_port, work=work,
                              protocol={"nq": "    protocol nq\n", "auto": "",
                                        "quake": "    protocol nq\n    reencode always\n",
                                        "dp7": "    protocol nq\n"
-                                       + DP7_FILTERS.format(work=work)}[case],
-                             record=RECORD.format(work=work) if case in ("quake", "dp7")
+                                       + DP7_FILTERS.format(work=work,
+                                                            greeting=g["greeting"])}[chain],
+                             record=RECORD.format(work=work) if chain in ("quake", "dp7")
                              else ""))
     px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
     px = procs.start("slipgate", [slipgate, "-c", conf, "--stats", stats, "+set",
@@ -194,31 +253,27 @@ def run(case, seconds, work, slipgate, procs):
 
     # The client, with a home of its own (its config and the player's rounds).
     cl_home = os.path.join(work, "cl-home")
-    data = os.path.join(cl_home, "data")
+    data = os.path.join(cl_home, g["dir"])
     os.makedirs(data)
     with open(os.path.join(data, "peersmove.cfg"), "w") as mf:
-        mf.write(MOVE_CFG_DP7 if case == "dp7" else MOVE_CFG)
-    quit_cfg = os.path.join(data, "peersquit.cfg")
+        # (Quake's game has no `cmd join`: relay_peers' rounds, which chat too)
+        mf.write(nq_move_cfg() if g is not NEXUIZ else MOVE_CFG_DP7 if chain == "dp7"
+                 else MOVE_CFG)
+    quit_cfg = os.path.join(data, NQ_QUIT_CFG)
     with open(quit_cfg, "w") as qf:
         qf.write("\n")
     cl_log = os.path.join(work, "client.log")
-    cli = procs.start("client", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24", CLIENT,
-                                 "-nexuiz", "-basedir", BASEDIR, "-userdir", cl_home,
+    cli = procs.start("client", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24", CLIENT]
+                      + g["args"] + ["-basedir", g["base"], "-userdir", cl_home,
                                  "-nosound", "-window", "-width", "320", "-height", "240",
                                  "+set", "cl_maxfps", "20", "+set", "_cl_name", "peers",
                                  # (dp7: the client records its own demo too)
-                                 "+set", "cl_autodemo", "1" if case == "dp7" else "0",
+                                 "+set", "cl_autodemo", "1" if chain == "dp7" else "0",
                                  "+set", "cl_port", str(free_udp_port()),
                                  "+exec", "peersmove.cfg", "+connect", f"127.0.0.1:{px_port}",
                                  "+peers1"],
                       cl_log, limit, env=dict(os.environ, HOME=cl_home,
                                               SDL_AUDIODRIVER="dummy"))
-
-    def status():
-        mark = len(read(srv_log))
-        console(srv, "status")
-        time.sleep(1)
-        return read(srv_log)[mark:]
 
     entered = None
     end = time.time() + 90
@@ -226,7 +281,7 @@ def run(case, seconds, work, slipgate, procs):
         st = status()
         m = re.search(r"127\.0\.0\.1:(\d+)\s+\d+\s+\d+\s+\d+\s+#\d+\s+peers", st) or \
             re.search(r"peers.*\n?.*127\.0\.0\.1:(\d+)", st)
-        if m and re.search(r"peers\S* is playing now", read(srv_log)):
+        if m and re.search(g["joined"], read(srv_log)):
             entered = int(m.group(1))
             break
     if entered is None:
@@ -277,9 +332,9 @@ def run(case, seconds, work, slipgate, procs):
     info = s.get("decode_info", "")
     if case == "quake":
         return check_quake(work, slipgate, procs, s, d, info, seconds, entered)
-    if case == "dp7":
-        return check_dp7(work, slipgate, procs, s, d, info, seconds, entered, srv_log, cl_log,
-                         px_log)
+    if chain == "dp7":
+        return check_dp7(case, g, work, slipgate, procs, s, d, info, seconds, entered, srv_log,
+                         cl_log, px_log)
     m = re.search(r"NetQuake protocol (3504) \(DarkPlaces\)", info)
     if not m or "not decoded" in info or "undecoded" in info:
         raise Fail(f"--stats does not report DP7 decoded: {info!r}")
@@ -303,14 +358,16 @@ def run(case, seconds, work, slipgate, procs):
           f"(the first: {texts[0][:60]!r})")
 
 
-def check_dp7(work, slipgate, procs, s, d, info, seconds, entered, srv_log, cl_log, px_log):
+def check_dp7(case, g, work, slipgate, procs, s, d, info, seconds, entered, srv_log, cl_log,
+              px_log):
     """The DP7 session: decoded, rebuilt identical but for the filters'
     changes, the filters' work seen by both peers, recorded and played,
     the capture decoded."""
-    if not re.search(r"NetQuake protocol 3504 \(DarkPlaces\)", info) or "not decoded" in info \
-            or "undecoded" in info:
-        raise Fail(f"--stats does not report DP7 decoded: {info!r}")
-    said = re.findall(r"NetQuake protocol 3504 \(DarkPlaces\)[^\n]*", read(px_log))
+    number = CHAIN_PROTOCOLS[case][0]
+    proto = fr"NetQuake protocol {number}" + (r" \(DarkPlaces\)" if number != 15 else r"\b")
+    if not re.search(proto, info) or "not decoded" in info or "undecoded" in info:
+        raise Fail(f"--stats does not report protocol {number} decoded: {info!r}")
+    said = re.findall(proto + r"[^\n]*", read(px_log))
     if len(said) != 1 or (re.search(r"CSQC bodies", info) and "CSQC bodies" not in said[0]):
         raise Fail(f"the log says {len(said)} times what it decoded (once expected): {said}")
     frames = [json.loads(x) for x in json_lines(read(os.path.join(work, "inspect.json")))]
@@ -322,7 +379,10 @@ def check_dp7(work, slipgate, procs, s, d, info, seconds, entered, srv_log, cl_l
                    f"their originals, but filters changed {len(marked)}: {d}")
     srv, cli = read(srv_log), read(cl_log)
     good, hi = len(re.findall(r"hello goodword", srv)), len(re.findall(r"slipgate says hi", srv))
-    inj, rew = len(re.findall(r"slipgate injected", cli)), "playing now through slipgate" in cli
+    inj = len(re.findall(r"slipgate injected", cli))
+    # (the greeting rewritten every time it came)
+    rew = f"{g['greeting']} through slipgate" in cli and \
+        not re.search(re.escape(g["greeting"]) + "(?! through slipgate)", cli)
     if good < 1 or "badword" in srv or hi < 3 or inj < 3 or not rew:
         raise Fail(f"filters: {good} rewritten chats at the server (badword there: "
                    f"{'badword' in srv}), {hi} injected chats there; {inj} injected prints at "
@@ -332,17 +392,18 @@ def check_dp7(work, slipgate, procs, s, d, info, seconds, entered, srv_log, cl_l
     r = subprocess.run([slipgate, "pcap", "decode", cap], capture_output=True, text=True,
                        timeout=60)
     sess = re.findall(r"(\d+) messages \((\d+) rebuilt byte-identical\), \d+ control, "
-                      r"\d+ rejected, (\d+) errors; NetQuake protocol 3504 \(DarkPlaces\)"
-                      r"([^\n]*)", r.stderr)
+                      r"\d+ rejected, (\d+) errors; " + proto + r"([^\n]*)", r.stderr)
     if r.returncode != 0 or not sess or any(x[0] != x[1] or x[2] != "0" or "undecoded" in x[3]
                                             for x in sess) \
             or not r.stderr.rstrip().endswith(" 0 errors"):
         raise Fail(f"pcap decode of the capture (exit {r.returncode}):\n{r.stderr[-2000:]}")
     m = sess[0]
-    played = play_demo(work, slipgate, procs)
-    own = client_demo(work, slipgate)
-    print(f"PASS nexuiz_peers@dp7: the Nexuiz client in the game through slipgate for "
-          f"{seconds} s on DP7 (-p nq, reencode always, rewrite and inject both ways, record, "
+    played = play_demo(work, slipgate, procs, g)
+    own = client_demo(work, slipgate, g, number)
+    print(f"PASS nexuiz_peers@{case}: the {g['name']} client in the game through slipgate for "
+          f"{seconds} s on protocol {number} ({CHAIN_PROTOCOLS[case][1] or 'DP7'}"
+          f"{', darkplaces-server on Quake data' if g is not NEXUIZ else ''}) "
+          f"(-p nq, reencode always, rewrite and inject both ways, record, "
           f"pcap); the server saw it at 127.0.0.1:{entered}; {s['counters']['c2s_packets']} "
           f"datagrams up, {s['counters']['s2c_packets']} down; decoded as {info!r} with 0 "
           f"errors; {d['reencoded']} datagrams rebuilt, {d['reencode_identical']} identical, "
@@ -352,18 +413,19 @@ def check_dp7(work, slipgate, procs, s, d, info, seconds, entered, srv_log, cl_l
           f"{played}; {own}")
 
 
-def client_demo(work, slipgate):
+def client_demo(work, slipgate, g, number):
     """The client's own demo of the session (DarkPlaces writes the CSQC
     program into it as blocks of its own): `slipgate demo info` reads it
     with 0 errors and `demo reencode` writes it back byte for byte."""
-    data = os.path.join(work, "cl-home", "data")
+    data = os.path.join(work, "cl-home", g["dir"])
     own = [os.path.join(d, n) for d, _, names in os.walk(data) for n in names
            if n.endswith(".dem")]
     if len(own) != 1:
         raise Fail(f"the client wrote {own} (its one demo expected)")
     r = subprocess.run([slipgate, "demo", "info", own[0]], capture_output=True, text=True,
                        timeout=60)
-    if r.returncode != 0 or "errors:       0 decode" not in r.stdout or "3504" not in r.stdout:
+    if r.returncode != 0 or "errors:       0 decode" not in r.stdout or \
+            str(number) not in r.stdout:
         raise Fail(f"slipgate demo info reads the client's demo with errors:\n{r.stdout}")
     again = os.path.join(work, "own-again.dem")
     r = subprocess.run([slipgate, "demo", "reencode", own[0], again], capture_output=True,
@@ -377,7 +439,7 @@ def client_demo(work, slipgate):
             f"rebuilt byte for byte ({(r.stdout + r.stderr).strip()})")
 
 
-def play_demo(work, slipgate, procs):
+def play_demo(work, slipgate, procs, g):
     """The one recording: read by `slipgate demo info` with 0 errors, played
     to its end headless by DarkPlaces; what it was, in words."""
     demos = [os.path.join(work, "demos", n) for n in os.listdir(os.path.join(work, "demos"))
@@ -392,11 +454,11 @@ def play_demo(work, slipgate, procs):
                           timeout=60).stdout
     times = len(re.findall(r"\bsvc_time\b", dump))
     home = os.path.join(work, "play-home")
-    os.makedirs(os.path.join(home, "data"))
-    shutil.copy(demos[0], os.path.join(home, "data", "sgplay.dem"))
+    os.makedirs(os.path.join(home, g["dir"]))
+    shutil.copy(demos[0], os.path.join(home, g["dir"], "sgplay.dem"))
     log = os.path.join(work, "play.log")
-    p = procs.start("play", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24", CLIENT, "-nexuiz",
-                             "-basedir", BASEDIR, "-userdir", home, "-nosound", "-window",
+    p = procs.start("play", ["xvfb-run", "-a", "-s", "-screen 0 640x480x24", CLIENT]
+                    + g["args"] + ["-basedir", g["base"], "-userdir", home, "-nosound", "-window",
                              "-width", "320", "-height", "240", "+scr_refresh", "0",
                              "-benchmark", "sgplay"],
                     log, 150, env=dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy"))
