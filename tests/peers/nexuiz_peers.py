@@ -153,7 +153,9 @@ QUAKE_DATA = {"args": [], "dir": "id1", "name": "DarkPlaces-Quake",
 # The cases run through the dp7 chain, and the protocol each server speaks
 # (its sv_protocolname, none for the default DP7).
 # (No DP5: this DarkPlaces' server drops its own client on DP5 a few seconds
-# in, without slipgate too: "SV_ReadClientMessage: unknown command char 0".)
+# in, without slipgate too: "SV_ReadClientMessage: unknown command char 0";
+# the client's DP5 move is followed by moves in DP6's form, cl_input.c's
+# DP5 case falling through into DP6's.)
 CHAIN_PROTOCOLS = {"dp7": (3504, None), "dp6": (3503, "DP6"),
                    "dpserver": (3504, None), "dpserver-quake": (15, "QUAKE")}
 CASES = ("nq", "auto", "quake") + tuple(CHAIN_PROTOCOLS)
