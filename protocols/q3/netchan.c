@@ -347,7 +347,9 @@ static int walk_server_message(const uint8_t *msg, size_t len, struct sg_q3_svke
     int err;
 
     if (out) {
+        /* everything but the commands array (only its first num_commands are read) */
         memset(out, 0, offsetof(struct sg_q3_svkeys, commands));
+        memset(&out->gamestate, 0, sizeof(*out) - offsetof(struct sg_q3_svkeys, gamestate));
         out->stop_op = -1;
     }
     sg_q3_msg_init_read(&m, msg, len);

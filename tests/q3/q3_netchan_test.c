@@ -452,6 +452,42 @@ static int case_views_rekey(void)
     return 0;
 }
 
+/*
+ * A message's summary is its own: a gamestate or snapshot summed up by an
+ * earlier parse into the same struct is not reported again for a plain
+ * message after it (the struct is reused for every datagram).
+ */
+static int case_svkeys_reset(void)
+{
+    struct sg_q3_svkeys *sk = malloc(sizeof(*sk));
+    uint8_t plain[256];
+    struct sg_q3_msg m;
+
+    CHECK(sk);
+    sg_q3_msg_init_write(&m, plain, sizeof(plain));
+    sg_q3_msg_write_long(&m, 0);
+    sg_q3_msg_write_byte(&m, SG_Q3_SVC_GAMESTATE);
+    sg_q3_msg_write_long(&m, 3);
+    sg_q3_msg_write_byte(&m, SG_Q3_SVC_EOF);
+    sg_q3_msg_write_long(&m, 2);    /* client number */
+    sg_q3_msg_write_long(&m, 4321); /* checksum feed */
+    sg_q3_msg_write_byte(&m, SG_Q3_SVC_SNAPSHOT);
+    sg_q3_msg_write_long(&m, 1000);
+    sg_q3_msg_write_byte(&m, 0);
+    sg_q3_msg_write_byte(&m, 0);
+    CHECK(sg_q3_svkeys_parse(plain, sg_q3_msg_bytes(&m), sk) == 0);
+    CHECK(sk->gamestate && sk->client_num == 2 && sk->checksum_feed == 4321 && sk->snapshot &&
+          sk->snap_server_time == 1000);
+    sg_q3_msg_init_write(&m, plain, sizeof(plain));
+    sg_q3_msg_write_long(&m, 0);
+    sg_q3_msg_write_byte(&m, SG_Q3_SVC_EOF);
+    CHECK(sg_q3_svkeys_parse(plain, sg_q3_msg_bytes(&m), sk) == 0);
+    CHECK(!sk->gamestate && !sk->snapshot && sk->snap_server_time == 0 && sk->client_num == 0 &&
+          sk->checksum_feed == 0 && sk->stop_op == SG_Q3_SVC_EOF);
+    free(sk);
+    return 0;
+}
+
 static int case_checksum71(void)
 {
     int32_t c;
@@ -1018,6 +1054,7 @@ int main(int argc, char **argv)
         {"xor_views", case_xor_views},
         {"views_rekey", case_views_rekey},
         {"checksum71", case_checksum71},
+        {"svkeys_reset", case_svkeys_reset},
         {"oob_captures", case_oob_captures},
         {"probe_captures", case_probe_captures},
         {"connect_roundtrip", case_connect_roundtrip},
