@@ -586,6 +586,9 @@ int main(int argc, char **argv)
     /* The child side of the minrelay mode. */
     if (argc == 4 && strcmp(argv[1], "--serve-minrelay") == 0)
         return sg_bench_minrelay_serve((uint16_t)atoi(argv[2]), (uint16_t)atoi(argv[3]));
+    /* Spectators on one watched session (spect.c). */
+    if (argc >= 2 && strcmp(argv[1], "spectate") == 0)
+        return sg_bench_spectate_main(argc - 1, argv + 1);
 
     memset(&b, 0, sizeof(b));
     if (parse_args(argc, argv, &b.o) < 0)

@@ -372,6 +372,17 @@ unsigned sg_bench_mode_loops(const struct sg_bench_mode *m);
  * the others go on. */
 void sg_bench_run_all(struct sg_bench *b);
 
+/* slipgate's residence histogram (both directions merged) and loop turns,
+ * read from its /api/routes at 127.0.0.1:`http_port`; false if unreadable. */
+struct sg_hist;
+bool sg_bench_resid_read(uint16_t http_port, struct sg_hist *res, struct sg_hist *turn);
+/* The figures of what histogram `to` counted after `from`. */
+void sg_bench_resid_delta(const struct sg_hist *from, const struct sg_hist *to,
+                          struct sg_bench_resid *out);
+
+/* `slipgate-bench spectate ...` (spect.c): argv[0] is "spectate". */
+int sg_bench_spectate_main(int argc, char **argv);
+
 /* The report: the tables and targets, or the JSON object (checked before
  * it is printed on stdout; returns -EINVAL if it does not parse). */
 void sg_bench_report_table(const struct sg_bench *b, FILE *f);

@@ -595,32 +595,38 @@ static bool parse_hist(const char *p, struct sg_hist *h)
     return true;
 }
 
-/* Read slipgate's histograms into snapshot `k`. */
-static void resid_snap(struct mode_run *r, int k)
+bool sg_bench_resid_read(uint16_t http_port, struct sg_hist *res, struct sg_hist *turn)
 {
     char *buf;
     const char *body, *p;
     struct sg_hist c2s, s2c;
+    bool ok = false;
 
-    r->snap[k] = false;
-    if (!r->rp.http_port || !(buf = malloc(API_BUF)))
-        return;
-    body = sg_bench_http_get(r->rp.http_port, "/api/routes", buf, API_BUF);
+    if (!http_port || !(buf = malloc(API_BUF)))
+        return false;
+    body = sg_bench_http_get(http_port, "/api/routes", buf, API_BUF);
     p = body ? strstr(body, "\"residence\": {") : NULL;
     if (p && parse_hist(strstr(p, "\"c2s\": "), &c2s) && parse_hist(strstr(p, "\"s2c\": "), &s2c) &&
-        parse_hist(strstr(body, "\"turn\": "), &r->turn[k])) {
-        r->res[k] = c2s;
-        sg_hist_merge(&r->res[k], &s2c);
-        r->snap[k] = true;
+        parse_hist(strstr(body, "\"turn\": "), turn)) {
+        *res = c2s;
+        sg_hist_merge(res, &s2c);
+        ok = true;
     }
     free(buf);
+    return ok;
+}
+
+/* Read slipgate's histograms into snapshot `k`. */
+static void resid_snap(struct mode_run *r, int k)
+{
+    r->snap[k] = sg_bench_resid_read(r->rp.http_port, &r->res[k], &r->turn[k]);
 }
 
 /* The figures of what `to` counted after `from`.  Its max is the upper edge
  * of the highest bucket that grew (the exact max of the whole when that
  * bucket holds it). */
-static void resid_delta(const struct sg_hist *from, const struct sg_hist *to,
-                        struct sg_bench_resid *out)
+void sg_bench_resid_delta(const struct sg_hist *from, const struct sg_hist *to,
+                          struct sg_bench_resid *out)
 {
     struct sg_hist d = {{0}};
     int top = -1;
@@ -723,9 +729,9 @@ static void latency_done(struct sg_bench *b, struct mode_run *r)
     m->pmax = sg_bench_hist_quantile_us(&m->lat.hist, 1.0);
     resid_snap(r, 2);
     if (r->snap[0] && r->snap[1] && r->snap[2]) {
-        resid_delta(&r->res[0], &r->res[1], &m->res_start);
-        resid_delta(&r->res[1], &r->res[2], &m->res_steady);
-        resid_delta(&r->turn[0], &r->turn[2], &m->turn);
+        sg_bench_resid_delta(&r->res[0], &r->res[1], &m->res_start);
+        sg_bench_resid_delta(&r->res[1], &r->res[2], &m->res_steady);
+        sg_bench_resid_delta(&r->turn[0], &r->turn[2], &m->turn);
     }
     if (r->rp.pid > 0 && r->lat_wall_ns > 0) {
         m->lat_cpu = r->lat_relay_ns / r->lat_wall_ns;
