@@ -287,6 +287,34 @@ static void end(struct sg_spectate *sp, struct sg_spectator *v, const char *reas
     free(v);
 }
 
+/* The refusals not logged one by one since the window began, in one line. */
+static void refusals_flush(struct sg_spectate *sp, uint64_t now)
+{
+    if (sp->refusals_quiet)
+        sg_log(sp->owner.ctx->log, SG_LOG_INFO, sp->owner.name, 0,
+               "%llu more spectator refusals in the last %.0f s (logged one by one: the first "
+               "%d of a window)",
+               (unsigned long long)sp->refusals_quiet,
+               (double)(now - sp->refusals_since_ms) / 1000.0, SG_SPECT_REFUSALS_LOGGED);
+    sp->refusals_quiet = 0;
+    sp->refusals_logged = 0;
+    sp->refusals_since_ms = now;
+}
+
+/* Count a refusal; true when it is logged one by one. */
+static bool refusal(struct sg_spectate *sp, uint64_t now)
+{
+    sp->stats.refused++;
+    if (now - sp->refusals_since_ms >= SG_SPECT_REFUSALS_WINDOW_MS)
+        refusals_flush(sp, now);
+    if (sp->refusals_logged < SG_SPECT_REFUSALS_LOGGED) {
+        sp->refusals_logged++;
+        return true;
+    }
+    sp->refusals_quiet++;
+    return false;
+}
+
 /* The challenge an address gets: the same every time, unguessable elsewhere. */
 static int32_t challenge_of(const struct sg_spectate *sp, const struct sockaddr *from)
 {
@@ -319,8 +347,7 @@ static void stranger(struct sg_spectate *sp, const struct sockaddr *from, const 
 
     if (verdict == SG_SPECT_REPLY || verdict == SG_SPECT_REFUSE) {
         (void)emit(&e, out, n);
-        if (verdict == SG_SPECT_REFUSE) {
-            sp->stats.refused++;
+        if (verdict == SG_SPECT_REFUSE && refusal(sp, now)) {
             sg_log_at(sp->owner.ctx->log, SG_LOG_INFO, sp->owner.name, 0,
                       "spectator from %s refused (%.*s)", sg_addr_format(from, a, sizeof(a)),
                       (int)strcspn((const char *)out + 10, "\n"), (const char *)out + 10);
@@ -330,12 +357,12 @@ static void stranger(struct sg_spectate *sp, const struct sockaddr *from, const 
     if (verdict != SG_SPECT_CONNECT)
         return;
     if ((int64_t)sp->n >= sp->max) {
-        sp->stats.refused++;
         if (sp->game->full_reply && (n = sp->game->full_reply(data, len, out, sizeof(out))) > 0)
             (void)emit(&e, out, n);
-        sg_log_at(sp->owner.ctx->log, SG_LOG_INFO, sp->owner.name, 0,
-                  "spectator from %s refused: max_spectators (%lld) are watching",
-                  sg_addr_format(from, a, sizeof(a)), (long long)sp->max);
+        if (refusal(sp, now))
+            sg_log_at(sp->owner.ctx->log, SG_LOG_INFO, sp->owner.name, 0,
+                      "spectator from %s refused: max_spectators (%lld) are watching",
+                      sg_addr_format(from, a, sizeof(a)), (long long)sp->max);
         return;
     }
     if (!(v = calloc(1, sizeof(*v))))
@@ -558,6 +585,8 @@ static void on_sweep(uv_timer_t *t)
         if (now - v->last_ms >= (uint64_t)sp->timeout_ms)
             end(sp, v, "timed out", now);
     }
+    if (sp->refusals_quiet && now - sp->refusals_since_ms >= SG_SPECT_REFUSALS_WINDOW_MS)
+        refusals_flush(sp, now);
 }
 
 static void on_closed(uv_handle_t *h)
@@ -701,6 +730,7 @@ void sg_spectate_close(struct sg_spectate *sp, const char *reason)
     if (!sp)
         return;
     now = uv_now(sp->owner.ctx->loop);
+    refusals_flush(sp, now);
     while (sp->list)
         end(sp, sp->list, reason, now);
     if (sp->sock_open && sg_udp_close(&sp->sock, on_closed))

@@ -79,15 +79,23 @@ struct sg_spectate {
     int64_t max, timeout_ms;
     int64_t delay_ms;                /* spectate_delay: 0 live */
     struct sg_spect_delayq *delayqs; /* with a delay: every decoding session's stream, kept */
-    unsigned char key[16]; /* the challenges it gives: a keyed hash of the address */
-    uint64_t left[16]; /* sessions whose player left (a ring): never watched again */
+    unsigned char key[16];           /* the challenges it gives: a keyed hash of the address */
+    uint64_t left[16];               /* sessions whose player left (a ring): never watched again */
     unsigned nleft;
     struct sg_spectator *list;
     size_t n;
     uint64_t next_id;
     struct sg_spectate_stats stats;
+    /* refusals logged one by one in the window since `refusals_since_ms`;
+     * past SG_SPECT_REFUSALS_LOGGED, counted in `refusals_quiet` and summed
+     * up in one line when the window ends (a flood must not flood the log) */
+    uint64_t refusals_since_ms, refusals_quiet;
+    unsigned refusals_logged;
     uint8_t buf[SG_MAX_DATAGRAM];
 };
+
+#define SG_SPECT_REFUSALS_LOGGED    10 /* refusals logged one by one per window */
+#define SG_SPECT_REFUSALS_WINDOW_MS 10000
 
 /*
  * Open route `rc`'s spectator port for game `game` (its codec has spectate
