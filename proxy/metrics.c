@@ -256,6 +256,8 @@ static void spectator_metrics(FILE *f, const struct sg_route *routes)
          "datagrams on the spectator port, by direction (in: received, out: sent)"},
         {"slipgate_spectator_bytes_total", "counter",
          "UDP payload bytes on the spectator port, by direction"},
+        {"slipgate_spectator_handshakes_limited_total", "counter",
+         "handshake datagrams dropped unread: their address had 10 answers that second"},
     };
     const struct sg_route *r;
 
@@ -275,9 +277,11 @@ static void spectator_metrics(FILE *f, const struct sg_route *routes)
             else if (k == 3) {
                 sample_route(f, fam[k].name, r, "direction", "in", sp->stats.datagrams_in);
                 sample_route(f, fam[k].name, r, "direction", "out", sp->stats.datagrams_out);
-            } else {
+            } else if (k == 4) {
                 sample_route(f, fam[k].name, r, "direction", "in", sp->stats.bytes_in);
                 sample_route(f, fam[k].name, r, "direction", "out", sp->stats.bytes_out);
+            } else {
+                sample_route(f, fam[k].name, r, NULL, NULL, sp->stats.limited);
             }
         }
     }

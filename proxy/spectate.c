@@ -331,6 +331,24 @@ static int32_t challenge_of(const struct sg_spectate *sp, const struct sockaddr 
     return c & 0x7fffffff;
 }
 
+/* The bucket of source address `from` (its host, any port), reset each second.
+ * Addresses whose hashes share a bucket share its answers (never more). */
+static struct sg_spect_bucket *bucket_of(struct sg_spectate *sp, const struct sockaddr *from,
+                                         uint64_t now)
+{
+    unsigned char key[16], h[crypto_shorthash_BYTES];
+    size_t n = sg_addr_host_key(from, key);
+    struct sg_spect_bucket *b;
+    uint64_t who;
+
+    crypto_shorthash(h, key, n, sp->key);
+    memcpy(&who, h, sizeof(who));
+    b = &sp->buckets[who % SG_SPECT_BUCKETS];
+    if (now - b->since_ms >= 1000)
+        *b = (struct sg_spect_bucket){.since_ms = now};
+    return b;
+}
+
 /* A datagram from an address that is no spectator: the handshake's first steps. */
 static void stranger(struct sg_spectate *sp, const struct sockaddr *from, const uint8_t *data,
                      size_t len, uint64_t now)
@@ -338,12 +356,23 @@ static void stranger(struct sg_spectate *sp, const struct sockaddr *from, const 
     struct emit_ctx e = {sp, NULL, from};
     uint8_t out[REPLY_CAP];
     size_t n = 0;
-    int32_t challenge = challenge_of(sp, from);
-    int verdict = sp->hooks->hello(data, len, challenge, sp->password, out, sizeof(out), &n);
+    struct sg_spect_bucket *b = bucket_of(sp, from, now);
+    int32_t challenge;
+    int verdict;
     struct sg_spectator *v;
     struct sg_session *s;
     char a[SG_ADDR_STRLEN];
     int err;
+
+    /* its address had its answers this second: not even read */
+    if (b->n >= SG_SPECT_HELLO_PER_SECOND) {
+        sp->stats.limited++;
+        return;
+    }
+    challenge = challenge_of(sp, from);
+    verdict = sp->hooks->hello(data, len, challenge, sp->password, out, sizeof(out), &n);
+    if (verdict != SG_SPECT_IGNORE)
+        b->n++;
 
     if (verdict == SG_SPECT_REPLY || verdict == SG_SPECT_REFUSE) {
         (void)emit(&e, out, n);

@@ -48,8 +48,15 @@ struct sg_spectate_owner {
 };
 
 /* Totals for /metrics and --stats. */
+/* Answers to one address's handshake datagrams (getchallenge, connect) a
+ * second, as ioquake3 answers getchallenge (SVC_RateLimitAddress); the
+ * rest are dropped unread.  A spectator's own datagrams are not counted. */
+#define SG_SPECT_HELLO_PER_SECOND 10
+#define SG_SPECT_BUCKETS          256
+
 struct sg_spectate_stats {
     uint64_t started, ended, refused; /* spectators admitted, gone, connects refused */
+    uint64_t limited; /* handshake datagrams dropped: their address was answered enough */
     uint64_t datagrams_in, datagrams_out, bytes_in, bytes_out;
     uint64_t errors;        /* datagrams the game's side could not take or build */
     uint64_t delay_dropped; /* messages a full delay buffer dropped */
@@ -91,6 +98,12 @@ struct sg_spectate {
      * up in one line when the window ends (a flood must not flood the log) */
     uint64_t refusals_since_ms, refusals_quiet;
     unsigned refusals_logged;
+    /* handshake answers per source address (IP, any port) in the current
+     * second, by a keyed hash of the address (SG_SPECT_HELLO_PER_SECOND) */
+    struct sg_spect_bucket {
+        uint64_t since_ms;
+        uint32_t n;
+    } buckets[SG_SPECT_BUCKETS];
     uint8_t buf[SG_MAX_DATAGRAM];
 };
 

@@ -61,6 +61,7 @@
 #define RETRY_NS    300000000ull /* a handshake step sent again after this */
 #define ACTIVE_WAIT 15.0         /* seconds for every spectator to be shown snapshots */
 #define FLOOD_CAP   200000       /* flood datagrams at most, per step */
+#define FLOOD_RATE  50000.0      /* flood datagrams per second, at most */
 
 struct sopts {
     unsigned counts[MAX_COUNTS], ncounts, flood, max_spect;
@@ -103,12 +104,16 @@ struct crowd {
 
 struct flood {
     int fd[MAX_FLOOD];
+    bool seat[MAX_FLOOD]; /* that port was accepted as a spectator */
     unsigned n;
     uint16_t port;
     pthread_t thread;
     bool running;
     atomic_bool stop;
-    uint64_t sent, answers, accepted, full, bad_challenge;
+    uint64_t sent, answers, challenges, accepted, full, bad_challenge;
+    uint64_t
+        stranger_answers; /* challenges, "full" and bad-challenge answers to ports with no seat */
+    double seconds;       /* how long it ran */
 };
 
 struct srun {
@@ -121,7 +126,7 @@ struct srun {
     struct sg_bench_resid res;
     uint64_t spec_rcvd, spec_snaps, spec_gamestates, spec_dropped, spec_sent, spec_errors;
     double max_gap_ms;
-    long long m_active, m_total, m_refused, m_out;
+    long long m_active, m_total, m_refused, m_out, m_limited;
     struct flood fl;
 };
 
@@ -138,9 +143,10 @@ static bool chance(uint64_t *s, double p)
     return p > 0 && (double)(rnd(s) % 1000000) < p * 1e6;
 }
 
-static int udp_open(void)
+/* A socket bound to `host` (127.0.0.1, or another loopback address: a source of its own). */
+static int udp_open(uint32_t host)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(host)};
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
     if (fd < 0)
@@ -396,7 +402,9 @@ static int crowd_start(struct crowd *c, unsigned n, uint16_t port, const struct 
         if (!(s->nc = malloc(sizeof(*s->nc))))
             return -ENOMEM;
         sg_q3_netchan_init(s->nc);
-        if ((s->fd = udp_open()) < 0)
+        /* each from an address of its own (127.0.1.x: loopback, this host), as
+         * spectators on the Internet are: slipgate limits handshakes per address */
+        if ((s->fd = udp_open(0x7f000101u + i)) < 0)
             return s->fd;
         s->protocol = i % 2 ? 71 : 68;
         s->qport = (uint16_t)(1000 + i);
@@ -425,10 +433,19 @@ static unsigned crowd_active(struct crowd *c)
 static void *flood_main(void *arg)
 {
     struct flood *fl = arg;
+    uint64_t t0 = sg_bench_now_ns();
     uint8_t pkt[1024], buf[2048];
     char text[512];
 
     for (uint64_t round = 0; !atomic_load(&fl->stop) && fl->sent < FLOOD_CAP; round++) {
+        uint64_t due = t0 + (uint64_t)((double)fl->sent / FLOOD_RATE * 1e9),
+                 now = sg_bench_now_ns();
+
+        if (due > now) {
+            struct timespec ts = {(time_t)((due - now) / 1000000000u),
+                                  (long)((due - now) % 1000000000u)};
+            nanosleep(&ts, NULL);
+        }
         for (unsigned i = 0; i < fl->n && fl->sent < FLOOD_CAP; i++) {
             int n = snprintf(text, sizeof(text), "getchallenge %u", (unsigned)(round * 7 + i));
 
@@ -455,7 +472,11 @@ static void *flood_main(void *arg)
                 fl->answers++;
                 if (sg_q3_oob_parse(buf, (size_t)r, false, &o) < 0)
                     continue;
+                if (!fl->seat[i] &&
+                    (o.kind == SG_Q3_OOB_CHALLENGE_RESPONSE || o.kind == SG_Q3_OOB_PRINT))
+                    fl->stranger_answers++;
                 if (o.kind == SG_Q3_OOB_CHALLENGE_RESPONSE && o.has_challenge) {
+                    fl->challenges++;
                     /* the right challenge: a connect that asks for a seat */
                     n = snprintf(
                         text, sizeof(text),
@@ -468,6 +489,7 @@ static void *flood_main(void *arg)
                     }
                 } else if (o.kind == SG_Q3_OOB_CONNECT_RESPONSE) {
                     fl->accepted++;
+                    fl->seat[i] = true;
                 } else if (o.kind == SG_Q3_OOB_PRINT && strstr(o.text, "full")) {
                     fl->full++;
                 } else if (o.kind == SG_Q3_OOB_PRINT && strstr(o.text, "challenge")) {
@@ -476,6 +498,7 @@ static void *flood_main(void *arg)
             }
         }
     }
+    fl->seconds = (double)(sg_bench_now_ns() - t0) / 1e9;
     return NULL;
 }
 
@@ -484,7 +507,7 @@ static int flood_start(struct flood *fl, unsigned n, uint16_t port)
     fl->n = 0;
     fl->port = port;
     for (unsigned i = 0; i < n && i < MAX_FLOOD; i++) {
-        int fd = udp_open();
+        int fd = udp_open(INADDR_LOOPBACK);
 
         if (fd < 0)
             return fd;
@@ -683,6 +706,7 @@ static void run_one(const struct sopts *o, const struct sg_bench_shape *shape, c
         nanosleep(&ts, NULL);
     }
     r->m_active = metric((uint16_t)hport, "slipgate_spectators_active{");
+    r->m_limited = metric((uint16_t)hport, "slipgate_spectator_handshakes_limited_total{");
     r->m_total = metric((uint16_t)hport, "slipgate_spectators_total{");
     r->m_refused = metric((uint16_t)hport, "slipgate_spectators_refused_total{");
     r->m_out = metric((uint16_t)hport, "slipgate_spectator_datagrams_total{route=\"watched\","
@@ -775,13 +799,16 @@ static void report(const struct sopts *o, const struct sg_bench_script *sc, cons
             num(stdout, "residence_p99_vs_none",
                 base && r->res.have && base->res.have ? r->res.p99 / base->res.p99 : NAN, true);
             printf("\"metrics\": {\"active\": %lld, \"total\": %lld, \"refused\": %lld, "
-                   "\"datagrams_out\": %lld}, ",
-                   r->m_active, r->m_total, r->m_refused, r->m_out);
-            printf("\"flood_sent\": %llu, \"flood_answers\": %llu, \"flood_accepted\": %llu, "
-                   "\"flood_full\": %llu, \"flood_bad_challenge\": %llu}",
-                   (unsigned long long)r->fl.sent, (unsigned long long)r->fl.answers,
-                   (unsigned long long)r->fl.accepted, (unsigned long long)r->fl.full,
-                   (unsigned long long)r->fl.bad_challenge);
+                   "\"datagrams_out\": %lld, \"limited\": %lld}, ",
+                   r->m_active, r->m_total, r->m_refused, r->m_out, r->m_limited);
+            printf(
+                "\"flood_sent\": %llu, \"flood_answers\": %llu, \"flood_accepted\": %llu, "
+                "\"flood_full\": %llu, \"flood_bad_challenge\": %llu, \"flood_challenges\": %llu, "
+                "\"flood_seconds\": %.3f, \"flood_stranger_answers\": %llu}",
+                (unsigned long long)r->fl.sent, (unsigned long long)r->fl.answers,
+                (unsigned long long)r->fl.accepted, (unsigned long long)r->fl.full,
+                (unsigned long long)r->fl.bad_challenge, (unsigned long long)r->fl.challenges,
+                r->fl.seconds, (unsigned long long)r->fl.stranger_answers);
         }
         printf("\n]}}\n");
         return;

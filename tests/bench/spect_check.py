@@ -7,7 +7,7 @@ sanity (never for speed).  Usage: spect_check.py BENCH CASE
            unknown reached the server; slipgate's CPU time, its residence
            histogram (p50 <= p99), the spectators' datagrams and snapshots,
            RSS per spectator and the CPU over N = 0 are there; /metrics
-           counts N spectators, none refused; no spectator's datagram failed
+           counts N spectators, none refused or limited; no spectator's datagram failed
            to decode
     flood  one real spectator watches while 64 source ports of 127.0.0.1
            flood the spectator port with getchallenge and connects (right
@@ -16,7 +16,8 @@ sanity (never for speed).  Usage: spect_check.py BENCH CASE
            real spectator is shown snapshots all along (no gap of 1 s) and
            is never ended before the stop; at most 4 spectators at once;
            the refused counter counts the refusals the flood was told
-           about; nothing reaches the server's socket; the log is not
+           about; the flood's one address is answered at most 10 times a
+           second, the rest counted as limited; nothing reaches the server's socket; the log is not
            flooded: refusals are logged one by one up to a bound, then
            summed up in one line
 """
@@ -77,7 +78,7 @@ def case_smoke(bench):
         common(r)
         n = r['spectators']
         m = r['metrics']
-        check(m['active'] == n and m['total'] == n and m['refused'] == 0,
+        check(m['active'] == n and m['total'] == n and m['refused'] == 0 and m['limited'] == 0,
               'N=%d: /metrics says %r' % (n, m))
         check(n == 0 or m['datagrams_out'] > 0, 'N=%d: /metrics counts no datagram out' % n)
         if n:
@@ -99,6 +100,14 @@ def case_flood(bench):
               'the real spectator went %.0f ms without a datagram' % r['spectator_max_gap_ms'])
         m = r['metrics']
         check(0 < m['active'] <= 4, 'active spectators: %d with max_spectators 4' % m['active'])
+        # its one address is answered at most 10 times a second (ioquake3's limit)
+        # (its ports that got a seat are spectators: theirs are answered as such)
+        answered = r['flood_stranger_answers']
+        check(answered <= 10 * (r['flood_seconds'] + 2),
+              'the flood\'s address was answered %d times in %.1f s' % (answered,
+                                                                       r['flood_seconds']))
+        check(m['limited'] > 0 and m['limited'] <= r['flood_sent'],
+              'limited %d of %d flood datagrams' % (m['limited'], r['flood_sent']))
         told = r['flood_full'] + r['flood_bad_challenge']
         check(told > 0 and m['refused'] >= told,
               'refused counter %d, the flood was refused %d times' % (m['refused'], told))
