@@ -187,6 +187,8 @@ void sg_bench_say(const struct sg_bench_opts *o, bool verbose_only, const char *
 
 static const char usage_head[] =
     "Usage: slipgate-bench [OPTIONS]\n"
+    "       slipgate-bench spectate [OPTIONS]   (spectators on one watched session:\n"
+    "                                            slipgate-bench spectate --help)\n"
     "\n"
     "Measure slipgate against a direct path and a minimal relay, in the same run,\n"
     "on 127.0.0.1: throughput (highest rate with < 0.1% loss), one-way latency\n"

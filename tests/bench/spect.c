@@ -836,11 +836,15 @@ static void report(const struct sopts *o, const struct sg_bench_script *sc, cons
                r->n ? per((double)(r->rss_after - r->rss_before), r->n) : NAN, r->res.p50,
                r->res.p99, base && base->res.have ? r->res.p99 / base->res.p99 : NAN);
         if (o->flood)
-            printf("      flood: %llu sent, %llu accepted, %llu \"full\", %llu bad challenge; "
-                   "refused %lld, active %lld, unknown at the server %llu\n",
-                   (unsigned long long)r->fl.sent, (unsigned long long)r->fl.accepted,
+            printf("      flood: %llu sent in %.1f s; %llu answers to its ports without a seat; "
+                   "in all %llu challenges, %llu \"full\", %llu bad challenge, %llu accepts; "
+                   "slipgate: refused %lld, limited %lld, active %lld; unknown at the "
+                   "server %llu\n",
+                   (unsigned long long)r->fl.sent, r->fl.seconds,
+                   (unsigned long long)r->fl.stranger_answers, (unsigned long long)r->fl.challenges,
                    (unsigned long long)r->fl.full, (unsigned long long)r->fl.bad_challenge,
-                   r->m_refused, r->m_active, (unsigned long long)r->unknown);
+                   (unsigned long long)r->fl.accepted, r->m_refused, r->m_limited, r->m_active,
+                   (unsigned long long)r->unknown);
     }
     printf("ns/dgram: slipgate's CPU per datagram it sent (the player's both ways and the "
            "spectators'); ns/sp.dg and %%core/sp: the CPU over the N=0 run's, per spectator "
