@@ -626,7 +626,9 @@ def seeds_qw_prx(testdata, source):
 def seeds_spectate(testdata, source):
     """fuzz_q3_spectate: a captured session as the watched one (its
     handshake, gamestate and snapshots), the spectator's datagrams taken
-    from the same client's (kind 0), and a few strangers' (kind 4)."""
+    from the same client's (kind 0), the spectators' own client messages
+    after each server datagram (kind 64, now and then a `follownext`), and
+    a few strangers' (kind 4)."""
     seeds = {}
     for name, (game, other) in captures(testdata):
         recs = []
@@ -634,6 +636,11 @@ def seeds_spectate(testdata, source):
             recs.append(struct.pack('<BH', 3 if s2c else 1, len(p)) + p)
             if not s2c and i % 3 == 0:
                 recs.append(struct.pack('<BH', 0 if i % 2 else 8, len(p)) + p)
+            if s2c:
+                # each spectator's client answers as a game client does (kind 64)
+                cmd = b'\x00\x02follownext' if i % 40 == 39 else b'\x00\x00'
+                recs.append(struct.pack('<BH', 64, len(cmd)) + cmd)
+                recs.append(struct.pack('<BH', 64 | 8, 2) + b'\x00\x00')
         for s2c, p in other[:4]:
             if not s2c:
                 recs.append(struct.pack('<BH', 4, len(p)) + p)
