@@ -224,16 +224,32 @@ struct sg_demo_impl {
     int (*cut)(FILE *in, const char *name, FILE *out, int32_t from_ms, int32_t to_ms, FILE *report);
 };
 
+/* What a server's status answer says of it (sg_codec_status.parse). */
+struct sg_codec_server {
+    char hostname[64]; /* wire text, cut to fit, NUL terminated; "": the answer has none */
+    char map[64];
+    int players;     /* the players it lists or counts; -1: not said */
+    int max_players; /* its player slots; -1: not said */
+};
+
 /*
- * A game's connectionless status query, for `slipgate doctor` (no state,
- * no I/O).  `query` writes the datagram into `out` (`cap` bytes) and
- * returns its length, or -ENOSPC; `is_reply` tells whether a datagram from
- * the server is this game's answer to it.
+ * A game's connectionless status query, for `slipgate doctor` and a
+ * route's readiness probe (no state, no I/O).  `query` writes the datagram
+ * into `out` (`cap` bytes) and returns its length, or -ENOSPC; `is_reply`
+ * tells whether a datagram from the server is this game's answer to it.
  */
 struct sg_codec_status {
     const char *what; /* "getstatus", "status", "CCREQ_SERVER_INFO": for messages */
     int (*query)(uint8_t *out, size_t cap);
     bool (*is_reply)(const uint8_t *data, size_t len);
+    /*
+     * Read an answer `is_reply` accepted (`data` borrowed for the call):
+     * 0 with *out filled in, or SG_E_MALFORMED (an answer cut short or not
+     * in the game's form; *out is then zeroed with both counts -1).  NULL:
+     * the game's answer is not read (the proxy learns the server's name
+     * from its sessions' traffic).  Appended last.
+     */
+    int (*parse)(const uint8_t *data, size_t len, struct sg_codec_server *out);
 };
 
 /*

@@ -89,6 +89,49 @@ bool sg_nq_is_admin(const uint8_t *data, size_t len)
            sg_door_oob_is(data, len, "rcon", false) || sg_door_oob_is(data, len, "srcon", false);
 }
 
+/* ---- a server's CCREP_SERVER_INFO (the route's readiness probe) ---- */
+
+/* A NUL-terminated string at d[*at] (before n): its bytes cut into out
+ * (`cap`), *at past its NUL.  False when no NUL ends it. */
+static bool info_string(const uint8_t *d, size_t n, size_t *at, char *out, size_t cap)
+{
+    const uint8_t *z = memchr(d + *at, 0, n - *at);
+    size_t len;
+
+    if (!z)
+        return false;
+    len = (size_t)(z - (d + *at));
+    if (out) {
+        size_t k = len < cap - 1 ? len : cap - 1;
+        memcpy(out, d + *at, k);
+        out[k] = 0;
+    }
+    *at += len + 1;
+    return true;
+}
+
+int sg_nq_server_info_parse(const uint8_t *d, size_t n, struct sg_codec_server *out)
+{
+    size_t at = 5;
+
+    memset(out, 0, sizeof(*out));
+    out->players = out->max_players = -1;
+    if (!is_control(d, n, 5) || d[4] != SG_NQ_CCREP_SERVER_INFO)
+        return SG_E_MALFORMED;
+    /* address, host name, level: three strings; then players, maximum and
+     * the net protocol version, a byte each (anything after: ignored). */
+    if (!info_string(d, n, &at, NULL, 0) ||
+        !info_string(d, n, &at, out->hostname, sizeof(out->hostname)) ||
+        !info_string(d, n, &at, out->map, sizeof(out->map)) || n - at < 3) {
+        memset(out, 0, sizeof(*out));
+        out->players = out->max_players = -1;
+        return SG_E_MALFORMED;
+    }
+    out->players = d[at];
+    out->max_players = d[at + 1];
+    return 0;
+}
+
 /* ---- the codec's decoding of the control packets that pass ---- */
 
 static const char *ctl_name(int cmd)

@@ -1,5 +1,6 @@
 /*
- * NetQuake status query, for `slipgate doctor`: the control packet
+ * NetQuake status query, for `slipgate doctor` and the readiness probe
+ * (oob.c reads the answer for the route's page): the control packet
  * CCREQ_SERVER_INFO (header NETFLAG_CTL | length, command 0x02, "QUAKE",
  * NUL, net protocol version 3); the server answers CCREP_SERVER_INFO
  * (0x83: its address, host name, map, players, maximum, version)
@@ -40,6 +41,7 @@ const struct sg_codec_status sg_nq_status = {
     .what = "CCREQ_SERVER_INFO",
     .query = nq_status_query,
     .is_reply = nq_status_is_reply,
+    .parse = sg_nq_server_info_parse,
 };
 
 /*

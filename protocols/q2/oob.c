@@ -1,10 +1,12 @@
 /*
  * Quake 2 connectionless packets: each named, and what they teach the
  * session (the protocol, the qport and its width, the minor version, the
- * netchan type, zlib, the challenge).
+ * netchan type, zlib, the challenge); and the server's answer to a
+ * "status" query read for the route's page.
  */
 #include "protocols/q2/session.h"
 
+#include "protocols/error.h"
 #include "protocols/info.h"
 
 #include <ctype.h>
@@ -155,4 +157,87 @@ int sg_q2__decode_oob(struct q2c *c, enum sg_dir dir)
     m->number = -1;
     c->frame.nmsgs = 1;
     return 0;
+}
+
+/* ---- a server's answer to "status" (the route's readiness probe) ---- */
+
+/* A player line of the answer: `FRAGS PING "NAME"`, the numbers decimal
+ * (a minus allowed), the name quoted (SV_StatusString; q2pro alike). */
+static bool status_player_line(const char *s, size_t n)
+{
+    size_t i = 0;
+
+    for (int k = 0; k < 2; k++) {
+        size_t digits = 0;
+        if (i < n && s[i] == '-')
+            i++;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+            digits++;
+        if (!digits || digits > 11 || i >= n || s[i] != ' ')
+            return false;
+        i++;
+    }
+    if (n - i < 2 || s[i] != '"')
+        return false;
+    return memchr(s + i + 1, '"', n - i - 1) == s + n - 1;
+}
+
+/* `key` of the serverinfo (`info`, `len`) into out (cut to fit), "" if absent. */
+static void status_value(const char *info, size_t len, const char *key, char *out, size_t cap)
+{
+    const char *v;
+    size_t vl;
+
+    out[0] = 0;
+    if (sg_info_get(info, len, key, strlen(key), &v, &vl) && v) {
+        if (vl > cap - 1)
+            vl = cap - 1;
+        memcpy(out, v, vl);
+        out[vl] = 0;
+    }
+}
+
+int sg_q2_status_parse(const uint8_t *data, size_t len, struct sg_codec_server *out)
+{
+    static const char head[] = "\xff\xff\xff\xffprint\n";
+    const size_t hl = sizeof(head) - 1;
+    const char *s, *nl;
+    size_t n, line;
+    char num[16];
+    int players = 0;
+
+    memset(out, 0, sizeof(*out));
+    out->players = out->max_players = -1;
+    if (len < hl || memcmp(data, head, hl) != 0)
+        return SG_E_MALFORMED;
+    s = (const char *)data + hl;
+    n = len - hl;
+    if (n && !s[n - 1]) /* a NUL after the text, as some servers send */
+        n--;
+    if (memchr(s, 0, n))
+        return SG_E_MALFORMED;
+    /* The serverinfo line: `\key\value...`, then one line per player,
+     * each ended by a newline (an answer cut short ends without one). */
+    nl = memchr(s, '\n', n);
+    if (!nl || nl == s || s[0] != '\\')
+        return SG_E_MALFORMED;
+    line = (size_t)(nl - s);
+    status_value(s, line, "hostname", out->hostname, sizeof(out->hostname));
+    status_value(s, line, "mapname", out->map, sizeof(out->map));
+    status_value(s, line, "maxclients", num, sizeof(num));
+    if (num[0] && strspn(num, "0123456789") == strlen(num) && strlen(num) <= 5)
+        out->max_players = atoi(num);
+    for (size_t at = line + 1; at < n; players++) {
+        nl = memchr(s + at, '\n', n - at);
+        if (!nl || !status_player_line(s + at, (size_t)(nl - (s + at))))
+            goto malformed;
+        at = (size_t)(nl - s) + 1;
+    }
+    out->players = players;
+    return 0;
+
+malformed:
+    memset(out, 0, sizeof(*out));
+    out->players = out->max_players = -1;
+    return SG_E_MALFORMED;
 }

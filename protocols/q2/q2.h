@@ -98,6 +98,17 @@ struct sg_q2_variant {
     int kex;        /* rerelease (KEX) demo layout: 2022 (as shipped in demos), 2023; else 0 */
 };
 
+/*
+ * A server's answer to the connectionless "status" (status.c's query):
+ * "print\n", the serverinfo (`\key\value...`) and a newline, then one
+ * line per player, `FRAGS PING "NAME"` and a newline (yquake2
+ * SV_StatusString; q2pro's sv_status_show 1 lists none).  Fills `out`
+ * with `hostname`, `mapname`, `maxclients` and the player lines counted;
+ * 0, or SG_E_MALFORMED for anything else (cut short, a NUL inside, a line
+ * not in that form).  `data` is borrowed for the call.
+ */
+int sg_q2_status_parse(const uint8_t *data, size_t len, struct sg_codec_server *out);
+
 /* The variant of protocol `protocol` with `minor`, before any Q2PRO flags. */
 void sg_q2_variant_init(struct sg_q2_variant *v, int protocol, int minor);
 

@@ -1,11 +1,12 @@
 /*
- * Quake 2 status query, for `slipgate doctor`: the connectionless
- * "status" (0xFFFFFFFF, then text); the server answers "print\n" with its
- * serverinfo and one line per player (yquake2 server/sv_main.c,
- * SVC_Status).
+ * Quake 2 status query, for `slipgate doctor` and the readiness probe: the
+ * connectionless "status" (0xFFFFFFFF, then text); the server answers
+ * "print\n" with its serverinfo and one line per player (yquake2
+ * server/sv_main.c, SVC_Status), read by oob.c for the route's page.
  */
 #include "protocols/codec.h"
 #include "protocols/error.h"
+#include "protocols/q2/q2.h"
 
 #include <errno.h>
 #include <string.h>
@@ -34,6 +35,7 @@ const struct sg_codec_status sg_q2_status = {
     .what = "status",
     .query = q2_status_query,
     .is_reply = q2_status_is_reply,
+    .parse = sg_q2_status_parse,
 };
 
 /*
