@@ -783,14 +783,44 @@ static bool probe_wanted(const struct sg_route *r)
     return r->conf.ready_probe > 0 && r->ctx->worker == 0 && !r->rb;
 }
 
-static bool probe_is_reply(const struct sg_route *r, const uint8_t *data, size_t len)
+/* The status hooks of the game whose answer this is (the route's game, or
+ * any for protocol auto), or NULL: not a status answer. */
+static const struct sg_codec_status *probe_reply_of(const struct sg_route *r, const uint8_t *data,
+                                                    size_t len)
 {
     if (r->game)
-        return r->game->status && r->game->status->is_reply(data, len);
+        return r->game->status && r->game->status->is_reply(data, len) ? r->game->status : NULL;
     for (int i = 0; sg_codecs[i]; i++)
         if (sg_codecs[i]->status && sg_codecs[i]->status->is_reply(data, len))
-            return true;
-    return false;
+            return sg_codecs[i]->status;
+    return NULL;
+}
+
+/* What an answer says of the server, where the game reads it: kept for
+ * /api/routes; one that does not read is counted and ignored. */
+static void probe_read(struct sg_route *r, const struct sg_codec_status *st, const uint8_t *data,
+                       size_t len, uint64_t now)
+{
+    struct sg_codec_server sv;
+    char a[SG_ADDR_STRLEN];
+    uint64_t n;
+
+    r->probe_answers++;
+    if (!st->parse)
+        return;
+    if (st->parse(data, len, &sv) == 0) {
+        r->probe_server = sv;
+        r->probe_server_ms = now;
+        return;
+    }
+    r->probe_malformed++;
+    if (!(n = sg_warn_count(&r->warn_probe, now)))
+        return;
+    sg_addr_format((const struct sockaddr *)&r->server_addr, a, sizeof(a));
+    sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
+           "ready_probe: server %s answered %s with %zu bytes that do not read as its status; "
+           "ignored (%llu such answer(s) since the last report; said at most every %d s)",
+           a, st->what, len, (unsigned long long)n, SG_WARN_INTERVAL_MS / 1000);
 }
 
 /* Only the configured server's answer counts. */
@@ -799,13 +829,15 @@ static void on_probe_readable(struct sg_udp *u)
     struct sg_route *r = u->data;
     struct sg_udp_batch *b = &r->batch;
     int n = sg_udp_recv(u, b);
+    const struct sg_codec_status *st;
 
     for (int i = 0; i < n; i++)
         if (!(b->msg[i].msg_hdr.msg_flags & MSG_TRUNC) &&
             sg_addr_equal((struct sockaddr *)&b->from[i], (struct sockaddr *)&r->server_addr) &&
-            probe_is_reply(r, b->iov[i].iov_base, b->msg[i].msg_len)) {
+            (st = probe_reply_of(r, b->iov[i].iov_base, b->msg[i].msg_len))) {
             uint64_t now = uv_now(r->ctx->loop);
             r->probe_answer_ms = now ? now : 1;
+            probe_read(r, st, b->iov[i].iov_base, b->msg[i].msg_len, r->probe_answer_ms);
         }
 }
 
@@ -887,6 +919,20 @@ bool sg_route_probe_ready(const struct sg_route *r, char *why, size_t cap)
         snprintf(why, cap, "route %s: server %s has not answered a status query yet", r->conf.name,
                  a);
     return false;
+}
+
+const struct sg_codec_server *sg_route_probe_server(const struct sg_route *r, uint64_t *age_ms,
+                                                    bool *fresh)
+{
+    uint64_t now = uv_now(r->ctx->loop);
+
+    *age_ms = 0;
+    *fresh = false;
+    if (!r->probe_server_ms)
+        return NULL;
+    *age_ms = now > r->probe_server_ms ? now - r->probe_server_ms : 0;
+    *fresh = *age_ms <= (uint64_t)r->conf.ready_probe_timeout_ms;
+    return &r->probe_server;
 }
 
 static void on_sweep(uv_timer_t *t)
@@ -1403,6 +1449,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
         free(r->conf.server);
         r->conf.server = name;
         r->server_addr = server;
+        r->probe_server_ms = 0; /* the old server's status answer says nothing of the new one */
         sg_log(r->ctx->log, SG_LOG_INFO, r->conf.name, 0, "new sessions go to %s", name);
     }
 

@@ -225,6 +225,14 @@ struct sg_route {
     uv_timer_t probe_timer;
     bool probe_open, probe_failed, probe_timer_open;
     uint64_t probe_sent_ms, probe_answer_ms; /* uv_now() of the last query and answer (0: none) */
+    /* What the answers say of the server (games whose status hook reads
+     * them: sg_codec_status.parse): the last answer read and when
+     * (uv_now(), 0: none yet); the answers that came, and those that did
+     * not read (malformed: counted and ignored, warned about at most every
+     * SG_WARN_INTERVAL_MS).  /api/routes shows them. */
+    struct sg_codec_server probe_server;
+    uint64_t probe_server_ms, probe_answers, probe_malformed;
+    struct sg_warn_limit warn_probe;
     /* route_by prx (client-directed routing): what the route keeps for it
      * (route.c); the game's hooks are rb_hooks. */
     struct sg_route_by_state *rb;
@@ -255,6 +263,13 @@ void sg_route__door_enforce(struct sg_route *r);
  * the route needs no probe; else false with what to say in `why`.
  */
 bool sg_route_probe_ready(const struct sg_route *r, char *why, size_t cap);
+/*
+ * The server's last status answer the probe read (Quake 2, NetQuake), or
+ * NULL when it read none; `*age_ms` is how long ago, `*fresh` whether
+ * within ready_probe_timeout.  Valid until the route's loop runs again.
+ */
+const struct sg_codec_server *sg_route_probe_server(const struct sg_route *r, uint64_t *age_ms,
+                                                    bool *fresh);
 
 void sg_route__door_draining(struct sg_route *r, const uint8_t *data, size_t len,
                              const struct sockaddr *from);

@@ -155,16 +155,29 @@ void sg_stats_live_summary(const struct sg_session *s, struct sg_session_summary
     }
 }
 
+/* An int that is -1 when not known: the number or null. */
+static void json_count(FILE *f, int v)
+{
+    if (v < 0)
+        fputs("null", f);
+    else
+        fprintf(f, "%d", v);
+}
+
 /*
  * The game behind the route, as its live sessions decoded it: the server's
- * name and level from the newest session that knows them ("" when none
- * does: the page says unknown), and the players (established sessions).
+ * name and level from the newest session that knows them, else from the
+ * server's own status answer to the readiness probe while fresh ("" when
+ * neither says: the page says unknown), and the players (established
+ * sessions).  Then "probe": what the server's status answers said.
  */
 static void json_route_game(FILE *f, const struct sg_route *const *g, int n)
 {
     struct sg_codec_info best = {{0}}, gi;
-    uint64_t best_host = 0, best_map = 0;
+    uint64_t best_host = 0, best_map = 0, age = 0;
     unsigned players = 0;
+    bool fresh = false;
+    const struct sg_codec_server *sv = sg_route_probe_server(g[0], &age, &fresh);
 
     for (int k = 0; k < n; k++)
         for (const struct sg_session *s = g[k]->sessions; s; s = s->next) {
@@ -182,11 +195,31 @@ static void json_route_game(FILE *f, const struct sg_route *const *g, int n)
                 memcpy(best.map, gi.map, sizeof(best.map));
             }
         }
+    if (sv && fresh && !best.hostname[0])
+        snprintf(best.hostname, sizeof(best.hostname), "%s", sv->hostname);
+    if (sv && fresh && !best.map[0])
+        snprintf(best.map, sizeof(best.map), "%s", sv->map);
     fputs(",\n      \"game\": {\"hostname\": ", f);
     json_string(f, best.hostname);
     fputs(", \"map\": ", f);
     json_string(f, best.map);
     fprintf(f, ", \"players\": %u}", players);
+
+    fprintf(f, ",\n      \"probe\": {\"answers\": %llu, \"malformed\": %llu, \"age_ms\": ",
+            (unsigned long long)g[0]->probe_answers, (unsigned long long)g[0]->probe_malformed);
+    if (sv)
+        fprintf(f, "%llu", (unsigned long long)age);
+    else
+        fputs("null", f);
+    fprintf(f, ", \"fresh\": %s, \"hostname\": ", fresh ? "true" : "false");
+    json_string(f, sv ? sv->hostname : "");
+    fputs(", \"map\": ", f);
+    json_string(f, sv ? sv->map : "");
+    fputs(", \"players\": ", f);
+    json_count(f, sv ? sv->players : -1);
+    fputs(", \"max_players\": ", f);
+    json_count(f, sv ? sv->max_players : -1);
+    fputc('}', f);
 }
 
 /*
