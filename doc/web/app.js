@@ -384,10 +384,16 @@ async function refreshAdmin() {
   }
   const tb = document.querySelector("#servers tbody");
   tb.replaceChildren(...routes.routes.filter(r => !r.retired).map(r => {
-    const g = r.game || {};
+    const g = r.game || {}, p = r.probe || {};
+    // the players through slipgate; with a fresh status answer (ready_probe),
+    // the server's own count and slots after them
+    let players = num(g.players);
+    if (p.fresh && p.players != null)
+      players += " (server " + num(p.players) + "/" +
+                 (p.max_players != null ? num(p.max_players) : "?") + ")";
     return textRow([{t: r.name}, g.hostname ? playerCell(g.hostname) : {t: "unknown", c: "dim"},
                     {t: g.map || "unknown", c: g.map ? "" : "dim"},
-                    {t: num(g.players), c: "n"}]);
+                    {t: players, c: "n"}]);
   }));
   const now = Date.now();
   const live = all.sessions.filter(s => s.state === "active");

@@ -582,7 +582,54 @@ route arena {
         browser.close()
 
 
-CASES = {'page': case_page, 'admin': case_admin, 'spectators': case_spectators}
+def case_servers_probe(h):
+    """The servers table for a Quake 2 route with `ready_probe on`: a
+    scripted server answers the probe's "status" with a hostile hostname
+    (markup and a script), its map, two players and 8 slots; the page shows
+    the name as text (no element made of it), the map, and the players
+    through slipgate followed by the server's own count."""
+    import socket
+    srv = h.udp_socket('127.0.0.1')
+    srv.settimeout(0.05)
+    answer = (b'\xff\xff\xff\xffprint\n\\hostname\\' + HOSTILE.encode() +
+              b'\\mapname\\q2dm1\\maxclients\\8\n0 25 "alice"\n3 40 "bob"\n')
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                data, peer = srv.recvfrom(2048)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if data == b'\xff\xff\xff\xffstatus\n':
+                srv.sendto(answer, peer)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    conf = ('http 127.0.0.1:$P0\nready_probe on\nroute main {\n    listen 127.0.0.1:$P1\n'
+            '    server 127.0.0.1:%d\n    protocol q2\n}\n' % srv.getsockname()[1])
+    px = h.proxy(conf)
+    px.wait_for_log(r'http: serving on', 5)
+    browser = Chromium(h.dir)
+    try:
+        browser.open('http://127.0.0.1:%d/' % px.ports[0])
+        rows = browser.wait("(%s).filter(r => r[2] !== 'unknown')" % cells('#servers tbody tr'),
+                            15, "the server's name from its status answer")
+        check(rows == [['main', HOSTILE, 'q2dm1', '0 (server 2/8)']], 'servers %r' % rows)
+        check(browser.eval("document.querySelectorAll('#servers img, #servers script').length")
+              == 0 and browser.eval('document.title') != 'pwned',
+              'the hostname became markup')
+        print('servers %r' % rows)
+    finally:
+        stop.set()
+        browser.close()
+        t.join(2)
+
+
+CASES = {'page': case_page, 'admin': case_admin, 'spectators': case_spectators,
+         'servers_probe': case_servers_probe}
 
 if __name__ == '__main__':
     sys.exit(harness.main(CASES, sys.argv))
