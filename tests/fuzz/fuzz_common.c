@@ -6,6 +6,7 @@
 
 #include "protocols/byteorder.h"
 #include "protocols/codec.h"
+#include "protocols/error.h"
 #include "protocols/q3/proto.h"
 
 _Noreturn void fuzz_fail(const char *file, int line, const char *what)
@@ -195,5 +196,28 @@ void fuzz_door(const uint8_t *d, size_t n)
         }
         if (c->is_admin)
             (void)c->is_admin(d, n);
+    }
+}
+
+void fuzz_status(const uint8_t *d, size_t n)
+{
+    for (int i = 0; sg_codecs[i]; i++) {
+        const struct sg_codec_status *st = sg_codecs[i]->status;
+        struct sg_codec_server sv;
+        int err;
+
+        if (!st || !st->parse)
+            continue;
+        memset(&sv, 0x55, sizeof(sv)); /* what the hook must overwrite */
+        err = st->parse(d, n, &sv);
+        FUZZ_CHECK(err == 0 || err == SG_E_MALFORMED);
+        FUZZ_CHECK(memchr(sv.hostname, 0, sizeof(sv.hostname)) != NULL);
+        FUZZ_CHECK(memchr(sv.map, 0, sizeof(sv.map)) != NULL);
+        FUZZ_CHECK(sv.players >= -1 && sv.max_players >= -1);
+        if (err == 0)
+            FUZZ_CHECK(st->is_reply(d, n));
+        else
+            FUZZ_CHECK(!sv.hostname[0] && !sv.map[0] && sv.players == -1 &&
+                       sv.max_players == -1);
     }
 }

@@ -47,6 +47,15 @@ const uint8_t *fuzz_bytes(struct fuzz_in *in, size_t n, size_t *got);
  */
 void fuzz_door(const uint8_t *d, size_t n);
 
+/*
+ * The status hooks of every game on one datagram, as the readiness probe
+ * reads a server's answer: parse returns 0 or SG_E_MALFORMED, reads only
+ * an answer is_reply accepts, leaves its strings NUL-terminated in their
+ * room and its counts at -1 or more, and nothing but "unknown" when it
+ * refuses.  `d` should be a buffer of exactly `n` bytes (overreads show).
+ */
+void fuzz_status(const uint8_t *d, size_t n);
+
 /* A stream that discards what is written (for the dump code); NULL on failure. */
 FILE *fuzz_null_file(void);
 

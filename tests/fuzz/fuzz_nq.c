@@ -22,8 +22,10 @@
  * text, 2 drop the first message, 3 inject a print to the client, 4 inject
  * a say to the server.
  *
- * Every datagram also goes through the relay hook (the accept's port
- * move) as the proxy calls it, on a server at port 26000 with
+ * Every datagram is also read as a server's status answer by every game's
+ * status hook (fuzz_status: the readiness probe's reading; seeds.py adds
+ * CCREP_SERVER_INFO answers), and goes through the relay hook (the
+ * accept's port move) as the proxy calls it, on a server at port 26000 with
  * nq_accept_ports 1024-65535 and slipgate listening on 27500.
  *
  * Properties: no crash, leak or sanitizer report; every error is one of
@@ -223,6 +225,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         FUZZ_CHECK(copy != NULL);
         memcpy(copy, p, got);
+        fuzz_status(copy, got); /* as the readiness probe reads a server's answer */
         {
             struct sg_relay_move mv;
             FUZZ_CHECK(c->handshake(&rs, &rctx, dir, copy, got, &mv) == 0);

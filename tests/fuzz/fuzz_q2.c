@@ -19,6 +19,10 @@
  * text, 2 drop the first message, 3 inject a print to the client and a say
  * to the server.
  *
+ * Every datagram is also read as a server's status answer by every game's
+ * status hook (fuzz_status: the readiness probe's reading; seeds.py adds
+ * Quake 2 answers).
+ *
  * Properties: no crash, leak or sanitizer report; every error is one of
  * the project's codes; a whole message that no filter touched is rebuilt
  * byte for byte (the decoded fields hold every byte, and an untouched
@@ -138,6 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         FUZZ_CHECK(copy != NULL);
         memcpy(copy, p, got);
+        fuzz_status(copy, got); /* as the readiness probe reads a server's answer */
         listed_property(dir, mode, copy, got);
         err = c->decode(st, dir, copy, got, &f);
         FUZZ_CHECK(valid_err(err));

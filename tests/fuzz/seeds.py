@@ -403,6 +403,7 @@ def seeds_nq(testdata, source):
             for i in range(1, 6):
                 seeds['slice_%d' % i] = pack(1 if i % 2 else 2, items[i * step:i * step + 40])
     seeds.update(seeds_nq_dp7())
+    seeds.update(seeds_nq_server_info())
     for name in ('vektar_demo1.dem', 'vgio_test.dem'):
         p = os.path.join(testdata, 'nq', 'demos', name)
         if os.path.exists(p):
@@ -410,6 +411,18 @@ def seeds_nq(testdata, source):
                 d = f.read()
             seeds['dem_' + name.split('.')[0]] = b'\x80' + d[:12000]
     return seeds
+
+
+def seeds_nq_server_info():
+    """CCREP_SERVER_INFO answers (WinQuake net_dgrm.c), server datagrams:
+    address, host name, level, players, maximum, version; and one whose
+    level has no NUL."""
+    def ctl(body):
+        return struct.pack('>I', 0x80000000 | (len(body) + 4)) + body
+    one = lambda d: struct.pack('<BH', 1, len(d)) + d
+    good = ctl(b'\x83127.0.0.1:26000\0Slip Gate\0e1m1\0\x03\x10\x03')
+    cut = ctl(b'\x83127.0.0.1:26000\0Slip Gate\0e1m1')
+    return {'server_info': bytes([0]) + one(good) + one(cut)}
 
 
 def seeds_nq_dp7():
@@ -465,7 +478,20 @@ def seeds_q2(testdata, source):
             seeds['%s_slice_%d' % (name, i)] = pack(mode, game[i * step:i * step + 30])
     seeds.update(seeds_q2_zdownload())
     seeds.update(seeds_q2_kex())
+    seeds.update(seeds_q2_status())
     return seeds
+
+
+def seeds_q2_status():
+    """Answers to "status" (no capture has one), built from the layout
+    (yquake2 SV_StatusString): serverinfo and player lines, the serverinfo
+    alone, and one cut inside a player line; each a server datagram."""
+    full = (b'\xff\xff\xff\xffprint\n\\maxclients\\8\\hostname\\Slip Gate\\mapname\\q2dm1'
+            b'\\protocol\\34\n0 25 "alice"\n-2 40 "bob"\n')
+    bare = b'\xff\xff\xff\xffprint\n\\hostname\\solo\\mapname\\base1\n'
+    one = lambda d: struct.pack('<BH', 1, len(d)) + d
+    return {'status_answer': bytes([0]) + one(full) + one(bare),
+            'status_cut': bytes([0]) + one(full[:-6])}
 
 
 def seeds_q2_kex():
