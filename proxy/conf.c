@@ -1241,6 +1241,7 @@ static int validate(struct sg_conf *conf, struct sg_conf_diag *diag)
             rc = SG_E_CONFIG;
         if (r->ready_probe < 0) /* readiness probe */
             r->ready_probe = conf->ready_probe;
+        r->page_probe = conf->http != NULL;
         r->ready_probe_timeout_ms =
             conf->ready_probe_timeout_ms ? conf->ready_probe_timeout_ms : SG_READY_PROBE_TIMEOUT_MS;
         if (record_filters(r) > 1) {

@@ -86,6 +86,8 @@ struct sg_route_conf {
     int residence_off;               /* `residence off`: 1; -1 until validated: the top level's */
     /* readiness probe */
     int ready_probe;                 /* `ready_probe on`: 1; -1 until validated: the top level's */
+    bool page_probe;                 /* `http` is on: a server whose traffic does not name it is
+                                        asked its status for the page (set at validation) */
     int64_t ready_probe_timeout_ms;  /* the top level's (set at validation) */
     struct sg_filter_list *filters;  /* `filter` blocks in order (a reference), or NULL */
     /* bans and admin controls (proxy/ban.h) */

@@ -778,9 +778,19 @@ static void check_kernel_drops(struct sg_route *r, uint64_t now)
 
 /* ---- the readiness probe ---- */
 
+/* The status query for the page alone (`http` on, no `ready_probe`): for a
+ * route whose game reads its server's answer, as its traffic does not name
+ * the server (Quake 2, NetQuake); one query every SG_PAGE_PROBE_MS. */
+#define SG_PAGE_PROBE_MS 10000
+
+static bool probe_for_page(const struct sg_route *r)
+{
+    return r->conf.page_probe && r->game && r->game->status && r->game->status->parse;
+}
+
 static bool probe_wanted(const struct sg_route *r)
 {
-    return r->conf.ready_probe > 0 && r->ctx->worker == 0 && !r->rb;
+    return (r->conf.ready_probe > 0 || probe_for_page(r)) && r->ctx->worker == 0 && !r->rb;
 }
 
 /* The status hooks of the game whose answer this is (the route's game, or
@@ -818,7 +828,7 @@ static void probe_read(struct sg_route *r, const struct sg_codec_status *st, con
         return;
     sg_addr_format((const struct sockaddr *)&r->server_addr, a, sizeof(a));
     sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
-           "ready_probe: server %s answered %s with %zu bytes that do not read as its status; "
+           "status query: server %s answered %s with %zu bytes that do not read as its status; "
            "ignored (%llu such answer(s) since the last report; said at most every %d s)",
            a, st->what, len, (unsigned long long)n, SG_WARN_INTERVAL_MS / 1000);
 }
@@ -841,10 +851,13 @@ static void on_probe_readable(struct sg_udp *u)
         }
 }
 
-/* The query's interval: a fifth of ready_probe_timeout, 200 ms to 2 s. */
+/* The query's interval: a fifth of ready_probe_timeout, 200 ms to 2 s (the page's alone: 10 s). */
 static uint64_t probe_every(const struct sg_route *r)
 {
     uint64_t t = (uint64_t)r->conf.ready_probe_timeout_ms / 5;
+
+    if (r->conf.ready_probe <= 0)
+        return SG_PAGE_PROBE_MS;
     return t < 200 ? 200 : t > 2000 ? 2000 : t;
 }
 
@@ -865,7 +878,7 @@ static void probe_tick(struct sg_route *r, uint64_t now)
         r->probe_open = r->probe.fd >= 0;
         if (err < 0) {
             sg_log(r->ctx->log, SG_LOG_ERROR, r->conf.name, 0,
-                   "ready_probe: cannot open the socket for status queries: %s", strerror(-err));
+                   "status query: cannot open its socket: %s", strerror(-err));
             r->probe_failed = true;
             return;
         }
@@ -905,7 +918,7 @@ bool sg_route_probe_ready(const struct sg_route *r, char *why, size_t cap)
     uint64_t now = uv_now(r->ctx->loop), limit = (uint64_t)r->conf.ready_probe_timeout_ms;
     char a[SG_ADDR_STRLEN];
 
-    if (!probe_wanted(r) || r->closing)
+    if (r->conf.ready_probe <= 0 || !probe_wanted(r) || r->closing)
         return true;
     if (r->game && !r->game->status) /* a game with no status query: nothing to ask */
         return true;
@@ -931,7 +944,9 @@ const struct sg_codec_server *sg_route_probe_server(const struct sg_route *r, ui
     if (!r->probe_server_ms)
         return NULL;
     *age_ms = now > r->probe_server_ms ? now - r->probe_server_ms : 0;
-    *fresh = *age_ms <= (uint64_t)r->conf.ready_probe_timeout_ms;
+    /* fresh: within ready_probe_timeout, or three of the page's queries */
+    *fresh = *age_ms <= (r->conf.ready_probe > 0 ? (uint64_t)r->conf.ready_probe_timeout_ms
+                                                 : 3 * (uint64_t)SG_PAGE_PROBE_MS);
     return &r->probe_server;
 }
 
@@ -1580,6 +1595,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     r->conf.new_sessions_per_source = rc->new_sessions_per_source;
     r->conf.ready_probe = rc->ready_probe; /* readiness probe */
     r->conf.ready_probe_timeout_ms = rc->ready_probe_timeout_ms;
+    r->conf.page_probe = rc->page_probe;
     probe_schedule(r);
     sg_route_send_first_update(&r->relay);
     uv_timer_start(&r->sweep, on_sweep, sweep_interval(&r->conf), sweep_interval(&r->conf));

@@ -2049,10 +2049,21 @@ def nq_control(body):
     return struct.pack('>I', 0x80000000 | (4 + len(body))) + body
 
 
+# The status queries slipgate's own probe socket sends a Quake 2 or
+# NetQuake server for the page (`http` on) or for `ready_probe`.
+PROBE_QUERIES = (b'\xff\xff\xff\xffstatus\n', b'\x80\x00\x00\x0c\x02QUAKE\x00\x03')
+
+
 def recv_from(sock, timeout, what):
+    """The next datagram at a scripted server, the status queries of
+    slipgate's probe left out."""
     sock.settimeout(timeout)
     try:
-        return sock.recvfrom(65536)
+        for _ in range(100):
+            data, peer = sock.recvfrom(65536)
+            if data not in PROBE_QUERIES:
+                return data, peer
+        raise Fail('only status queries arrived: %s' % what)
     except socket.timeout:
         raise Fail('nothing arrived: %s' % what)
     finally:

@@ -15,6 +15,13 @@ scripted server.  Usage: status_test.py CASE
          one address, at most one per 200 ms
     nq   the same for NetQuake's CCREQ_SERVER_INFO and CCREP_SERVER_INFO
          (address, host name, level, players 3, maximum 16, version)
+    q2_page, nq_page
+         without `ready_probe`, with `http` on (the page): the server is
+         asked its status at once and then every 10 s, no more; /api/routes
+         shows its name, level, players and slots; /ready is not made to
+         depend on it (200 while the server is silent)
+    nq_nohttp
+         neither `http` nor `ready_probe`: the server gets no query at all
 """
 
 import os
@@ -187,6 +194,56 @@ def case_q2(h):
 
 def case_nq(h):
     run_case(h, NQ)
+
+
+def run_page(h, game):
+    srv = Server(h, game)
+    try:
+        conf = ('http 127.0.0.1:$P0\n'
+                'route main {\n    listen 127.0.0.1:$P1\n    server 127.0.0.1:%d\n'
+                '    protocol %s\n}\n' % (srv.sock.getsockname()[1], game['protocol']))
+        px = h.proxy(conf)
+        px.http = px.ports[0]
+        px.wait_for_log(r'http: serving on', 5)
+        want = game['want']
+        r = wait_route(px, lambda r: r['game']['hostname'] == 'Slip Gate', 'the server\'s name')
+        p = r['probe']
+        check(r['game']['map'] == want['map'] and p['players'] == want['players'] and
+              p['max_players'] == want['max_players'] and p['fresh'] is True,
+              'game %r, probe %r' % (r['game'], p))
+        # /ready does not wait for the server's answers (no ready_probe)
+        srv.answer = None
+        status, _, body = httplib_sg.request(px.http, '/ready')
+        check(status == 200, '/ready answered %s without ready_probe: %r' % (status, body))
+        time.sleep(2.5)
+        check(len(srv.queries) == 1 and srv.queries[0][1] == game['query'],
+              'queries in the first 2.5 s: %r (one expected, then one every 10 s)'
+              % [d for _, d in srv.queries])
+        check(px.stop() == 0, 'exit status')
+        print('page probe: game %r, probe %r, 1 query in 2.5 s' % (r['game'], p))
+    finally:
+        srv.close()
+
+
+def case_q2_page(h):
+    run_page(h, Q2)
+
+
+def case_nq_page(h):
+    run_page(h, NQ)
+
+
+def case_nq_nohttp(h):
+    srv = Server(h, NQ)
+    try:
+        conf = ('route main {\n    listen 127.0.0.1:$P0\n    server 127.0.0.1:%d\n'
+                '    protocol nq\n}\n' % srv.sock.getsockname()[1])
+        px = h.proxy(conf)
+        time.sleep(1.0)
+        check(srv.queries == [], 'the server was sent %r' % srv.queries)
+        check(px.stop() == 0, 'exit status')
+    finally:
+        srv.close()
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
