@@ -79,7 +79,8 @@ static bool valid_err(int err)
 static void demo_file(const uint8_t *data, size_t size)
 {
     FILE *null = fuzz_null_file();
-    FILE *in = fmemopen((void *)data, size ? size : 1, "rb");
+    static uint8_t empty[1]; /* fmemopen wants a size: an empty input is read as one zero byte */
+    FILE *in = size ? fmemopen((void *)(uintptr_t)data, size, "rb") : fmemopen(empty, 1, "rb");
     char *buf = NULL;
     size_t len = 0;
     FILE *out;
