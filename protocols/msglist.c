@@ -1,7 +1,8 @@
-/* The idTech 1/2 field and message lists: the field writer, the text pool, the text view. */
+/* The idTech 1/2 field and message lists: the field writer, the text pool, the filters' view. */
 #include "protocols/msglist.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -204,20 +205,250 @@ const char *sg_text_op_write(struct sg_bmsg_writer *w, const struct sg_text_ops 
     }
 }
 
-bool sg_relinj_attach(struct sg_relinj *inj, struct sg_frame *fr, unsigned msgs_cap,
-                      struct sg_bmsg_writer *w, size_t limit, const struct sg_text_ops *ops,
-                      struct sg_textpool *pool)
+/* ---- the filters' view ---- */
+
+int sg_fview_room(struct sg_fview *v, uint32_t cap)
 {
+    void *p;
+
+    if (!(p = realloc(v->msgs, cap * sizeof(*v->msgs))))
+        return -ENOMEM;
+    v->frame.msgs = v->msgs = p;
+    if (!(p = realloc(v->msg_index, cap * sizeof(*v->msg_index))))
+        return -ENOMEM;
+    v->msg_index = p;
+    if (!(p = realloc(v->dropped, cap * sizeof(*v->dropped))))
+        return -ENOMEM;
+    v->dropped = p;
+    v->msgs_cap = cap;
+    return 0;
+}
+
+void sg_fview_free(struct sg_fview *v)
+{
+    free(v->msgs);
+    free(v->msg_index);
+    free(v->dropped);
+}
+
+void sg_fview_reset(struct sg_fview *v, enum sg_dir dir, void *game)
+{
+    struct sg_frame *fr = &v->frame;
+
+    memset(fr, 0, sizeof(*fr));
+    fr->dir = dir;
+    fr->kind = SG_FRAME_RAW;
+    fr->sequence = fr->ack = fr->reliable_ack = fr->ack_wanted = -1;
+    fr->msgs = v->msgs;
+    fr->game = game;
+    v->text.used = 0;
+    v->why = NULL;
+    v->carrier = false;
+}
+
+int sg_fview_begin(struct sg_fview *v, enum sg_dir dir, void *game, const uint8_t *data, size_t len,
+                   uint8_t *copy, size_t cap)
+{
+    sg_fview_reset(v, dir, game);
+    if (len > cap)
+        return SG_E_TOOBIG;
+    memcpy(copy, data, len);
+    v->frame.msg = copy;
+    v->frame.msg_len = len;
+    return 0;
+}
+
+int sg_fview_reject(struct sg_fview *v, struct sg_codec_stats *stats, const char *why)
+{
+    v->frame.kind = SG_FRAME_REJECTED;
+    v->why = why;
+    stats->rejected++;
+    return 0;
+}
+
+void sg_fview_messages(struct sg_fview *v, struct sg_field *fields, struct sg_fmsg *pmsgs,
+                       uint32_t n, void (*add)(void *ctx, int pi), void *ctx)
+{
+    v->fields = fields;
+    v->pmsgs = pmsgs;
+    memset(v->dropped, 0, sizeof(bool) * n);
+    for (uint32_t i = 0; i < n; i++)
+        add(ctx, (int)i);
+}
+
+struct sg_msg *sg_fview_add(struct sg_fview *v, int pi, const char *name, int32_t number)
+{
+    struct sg_frame *fr = &v->frame;
+    struct sg_msg *m = &fr->msgs[fr->nmsgs];
+
+    memset(m, 0, sizeof(*m));
+    m->kind = SG_MSG_GAME;
+    m->name = name;
+    m->number = number;
+    v->msg_index[fr->nmsgs++] = pi;
+    if (fr->dir == SG_DIR_S2C && v->pmsgs[pi].op == v->rules->disconnect) {
+        m->kind = SG_MSG_DISCONNECT;
+        m->text = m->command = "";
+    }
+    return m;
+}
+
+const struct sg_field *sg_fview_text_field(const struct sg_fview *v, const struct sg_fmsg *pm)
+{
+    const struct sg_field *tf;
+
+    if (pm->text < 0 || (uint32_t)pm->text >= pm->count)
+        return NULL;
+    tf = &v->fields[pm->first + (uint32_t)pm->text];
+    return tf->type == SG_FIELD_STRING ? tf : NULL;
+}
+
+/* The string field `tf` as the view message's command and text (kept in
+ * the pool): false when the pool is full (then the message stays GAME). */
+static bool take_text(struct sg_textpool *pool, struct sg_msg *m, const struct sg_field *tf)
+{
+    m->command = sg_textpool_keep(pool, tf->ptr, tf->len);
+    if (!m->command)
+        return false;
+    m->text = m->command;
+    m->text_len = tf->len;
+    return true;
+}
+
+const struct sg_field *sg_fview_add_text(struct sg_fview *v, struct sg_msg *m,
+                                         const struct sg_fmsg *pm)
+{
+    const struct sg_fview_rules *r = v->rules;
+    const struct sg_field *tf = sg_fview_text_field(v, pm);
+
+    if (!tf)
+        return NULL;
+    if (v->frame.dir == SG_DIR_C2S && r->leave_verb) {
+        char verb[32];
+        sg_text_verb((const char *)tf->ptr, tf->len, verb, sizeof(verb));
+        if (strcmp(verb, r->leave_verb) == 0)
+            v->frame.disconnect = true;
+    }
+    if (!take_text(&v->text, m, tf))
+        return NULL;
+    if (v->frame.dir == SG_DIR_C2S) {
+        sg_fview_client_command(&v->text, m, tf->len);
+        return tf;
+    }
+    if (pm->op == r->ops.print && r->ops.print_level) {
+        uint32_t level = v->fields[pm->first].raw;
+        m->number = (int32_t)level;
+        m->kind = level == 3 ? SG_MSG_CHAT : SG_MSG_PRINT; /* PRINT_CHAT */
+    } else if (pm->op == r->ops.print) {
+        /* no level: a chat line starts with byte 1 */
+        m->kind = tf->len > 0 && tf->ptr[0] == 1 ? SG_MSG_CHAT : SG_MSG_PRINT;
+    } else if (pm->op == r->ops.centerprint) {
+        m->kind = SG_MSG_CENTERPRINT;
+    } else if (pm->op == r->ops.stufftext) {
+        m->kind = SG_MSG_STUFFTEXT;
+    } else {
+        m->kind = r->other_text;
+    }
+    return tf;
+}
+
+/* May message `i` be changed or dropped, by the game's rule? */
+static bool changeable(const struct sg_fview *v, unsigned i)
+{
+    return !v->rules->changeable || v->rules->changeable(v, i);
+}
+
+int sg_fview_set_text(void *state, unsigned i, const char *text, size_t len)
+{
+    struct sg_fview *v = state;
+    int err;
+
+    if (!changeable(v, i))
+        return SG_E_UNSUPPORTED;
+    if (v->frame.kind == SG_FRAME_MESSAGE && i < v->frame.nmsgs &&
+        v->msgs[i].kind == SG_MSG_CONFIGSTRING)
+        return SG_E_UNSUPPORTED;
+    err = sg_fmsg_set_text(&v->text, &v->frame, i, v->fields, v->pmsgs, v->msg_index,
+                           v->rules->keep_end, text, len);
+    if (err == 0)
+        v->pmsgs[v->msg_index[i]].changed = true;
+    return err;
+}
+
+int sg_fview_drop_msg(void *state, unsigned i)
+{
+    struct sg_fview *v = state;
+
+    if (!changeable(v, i))
+        return SG_E_UNSUPPORTED;
+    return sg_fmsg_drop(&v->frame, v->dropped, v->msg_index, i);
+}
+
+int sg_fview_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
+                    size_t len)
+{
+    struct sg_fview *v = state;
+    struct sg_relinj_item *j;
+    int err = sg_relinj_add(&v->inj, dir, kind, text, len);
+
+    if (err < 0 || v->rules->ops.print_level || dir != SG_DIR_S2C || kind != SG_MSG_CHAT)
+        return err;
+    /* A chat line marked with a leading 1 byte (the check left room for it). */
+    j = &v->inj.item[v->inj.n - 1];
+    memmove(j->text + 1, j->text, j->len + 1);
+    j->text[0] = '\001';
+    j->len++;
+    return 0;
+}
+
+/* May the view's datagram carry injections towards `dir` now? */
+static bool may_carry(const struct sg_fview *v, enum sg_dir dir)
+{
+    if (!v->carrier)
+        return v->rules->patience > 0;
+    if (v->rules->patience)
+        return !v->inj.q[dir].in_flight;
+    return sg_relinj_can_carry(&v->inj, dir);
+}
+
+bool sg_fview_must_encode(void *state, const struct sg_frame *frame)
+{
+    const struct sg_fview *v = state;
+
+    if (frame != &v->frame || frame->kind != SG_FRAME_MESSAGE || !may_carry(v, frame->dir))
+        return false;
+    return sg_relinj_ready(&v->inj, frame->dir, v->carrier ? 0 : v->rules->patience);
+}
+
+void sg_fview_inject_write(struct sg_fview *v, struct sg_bmsg_writer *w, size_t limit)
+{
+    const struct sg_fview_rules *r = v->rules;
+    enum sg_dir dir = v->frame.dir;
+    size_t over = r->ops.print_level ? 3 : 2; /* the opcode, the level, the string's 0 */
+    unsigned wait = v->carrier ? 0 : r->patience;
     bool any = false;
 
-    for (unsigned i = 0; i < inj->n; i++) {
-        struct sg_relinj_item *j = &inj->item[i];
+    if (!may_carry(v, dir))
+        return;
+    for (unsigned i = 0; i < v->inj.n; i++) {
+        struct sg_relinj_item *j = &v->inj.item[i];
         const char *name;
-        if (j->dir != fr->dir || w->len + j->len + 3 > limit || fr->nmsgs >= msgs_cap)
+        if (j->dir != dir || j->attached || w->len + j->len + over > limit ||
+            v->frame.nmsgs >= v->msgs_cap || j->waited < wait)
             continue;
         j->attached = any = true;
-        name = sg_text_op_write(w, ops, j->dir, j->kind);
-        sg_fmsg_injected(pool, &fr->msgs[fr->nmsgs++], w, j->kind, name, -1, j->text, j->len);
+        name = sg_text_op_write(w, &r->ops, j->dir, j->kind);
+        sg_fmsg_injected(&v->text, &v->msgs[v->frame.nmsgs++], w, j->kind, name,
+                         r->number_injected ? (int32_t)v->seq : -1, j->text, j->len);
     }
-    return any;
+    if (any && v->carrier)
+        sg_relinj_carried(&v->inj, dir, v->seq);
+}
+
+void sg_fview_sent(struct sg_fview *v, bool sent)
+{
+    if (!v->carrier && v->rules->patience)
+        sg_relinj_settle(&v->inj, v->frame.dir, sent); /* sent: done with; else wait again */
+    else if (!sent) /* not sent: what rode on it waits for the next carrier */
+        sg_relinj_unsent(&v->inj, v->frame.dir, v->seq);
 }

@@ -96,49 +96,107 @@ static inline const char *sg_textpool_keep(struct sg_textpool *p, const void *s,
     return q;
 }
 
-/* A new frame's view: empty, RAW, no sequences, messages in `msgs`, the
- * parsed stream `game`; the pool emptied. */
-static inline void sg_fview_reset(struct sg_frame *fr, enum sg_dir dir, struct sg_msg *msgs,
-                                  void *game, struct sg_textpool *pool)
-{
-    memset(fr, 0, sizeof(*fr));
-    fr->dir = dir;
-    fr->kind = SG_FRAME_RAW;
-    fr->sequence = fr->ack = fr->reliable_ack = fr->ack_wanted = -1;
-    fr->msgs = msgs;
-    fr->game = game;
-    pool->used = 0;
-}
+/* A game's text opcodes: what an injected text is written as. */
+struct sg_text_ops {
+    uint8_t print, centerprint, stufftext; /* svc_ */
+    uint8_t stringcmd;                     /* clc_ */
+    /* svc_print has a level byte, chat 3, else 2; without it (NetQuake) a
+     * chat line starts with a 1 byte. */
+    bool print_level;
+};
 
-/* Parsed message `pi` as the view's next message (msg_index names it): a
- * GAME message called `name`, with `number`. */
-static inline struct sg_msg *sg_fview_add(struct sg_frame *fr, int *msg_index, int pi,
-                                          const char *name, int32_t number)
-{
-    struct sg_msg *m = &fr->msgs[fr->nmsgs];
+struct sg_fview;
 
-    memset(m, 0, sizeof(*m));
-    m->kind = SG_MSG_GAME;
-    m->name = name;
-    m->number = number;
-    msg_index[fr->nmsgs++] = pi;
-    return m;
-}
+/*
+ * What a game's filters' view keeps of its own: its opcodes and its
+ * reliable rules, as data and one callback.
+ */
+struct sg_fview_rules {
+    struct sg_text_ops ops;
+    uint8_t disconnect;          /* svc_disconnect: the server ends the connection */
+    enum sg_msg_kind other_text; /* a server's text message of another opcode */
+    const char *leave_verb;      /* a client's command that leaves (NULL: the game's parser says) */
+    bool keep_end;        /* a changed text keeps its string's way of ending (sg_fmsg_set_text) */
+    bool number_injected; /* an injected message's number is the datagram's sequence (else -1) */
+    /* Which datagrams carry injections.  0: reliable ones only, settled by
+     * the receiver's reliable bit (sg_relinj_ack); else also an unreliable
+     * one, once an injection has waited that many (NetQuake, whose
+     * acknowledgements name a piece: the game settles its carrier itself). */
+    unsigned patience;
+    /* May message `i` of the view be changed or dropped? NULL: any. */
+    bool (*changeable)(const struct sg_fview *v, unsigned i);
+};
 
-/* The string field `tf` as the view message's command and text (kept in
- * the pool): false when the pool is full (then the message stays GAME). */
-static inline bool sg_fview_text(struct sg_textpool *pool, struct sg_msg *m,
-                                 const struct sg_field *tf)
-{
-    m->command = sg_textpool_keep(pool, tf->ptr, tf->len);
-    if (!m->command)
-        return false;
-    m->text = m->command;
-    m->text_len = tf->len;
-    return true;
-}
+/*
+ * The filters' view of the datagram decoded last (QuakeWorld, NetQuake,
+ * Quake 2): the cross-game frame over the parsed messages, and the
+ * injections waiting.  A game's session starts with it (its first member),
+ * so the codec table's filter hooks below take the session as it is.
+ */
+struct sg_fview {
+    struct sg_frame frame;
+    const char *why; /* REJECTED: the receiver's reason */
+    const struct sg_fview_rules *rules;
+    /* The parsed lists of the frame (set by sg_fview_messages). */
+    struct sg_field *fields;
+    struct sg_fmsg *pmsgs;
+    /* Per view message, msgs_cap long (the parsed ones, then the injections). */
+    struct sg_msg *msgs;
+    int *msg_index; /* the parsed message of each */
+    bool *dropped;  /* by parsed message */
+    uint32_t msgs_cap;
+    struct sg_textpool text;
+    struct sg_relinj inj;
+    /* The datagram decoded last: may it carry injections as a reliable
+     * one (its game says), and its sequence. */
+    bool carrier;
+    uint32_t seq;
+};
 
-/* A client's command (its text set by sg_fview_text, `len` bytes):
+/* The per-message arrays at `cap` (larger or smaller); -ENOMEM leaves
+ * the ones not yet grown as they were (msgs_cap too). */
+int sg_fview_room(struct sg_fview *v, uint32_t cap);
+void sg_fview_free(struct sg_fview *v);
+
+/* A new frame's view: empty, RAW, no sequences, the parsed stream `game`,
+ * no reason, not a carrier; the pool emptied. */
+void sg_fview_reset(struct sg_fview *v, enum sg_dir dir, void *game);
+
+/*
+ * A datagram's frame begins: the view reset (sg_fview_reset), the
+ * datagram copied to `copy` (`cap` bytes) as the frame's message.
+ * SG_E_TOOBIG (nothing copied) when it is longer.
+ */
+int sg_fview_begin(struct sg_fview *v, enum sg_dir dir, void *game, const uint8_t *data, size_t len,
+                   uint8_t *copy, size_t cap);
+
+/* The receiver drops the datagram, for reason `why` (static): a REJECTED
+ * frame, counted in `stats`; returns 0. */
+int sg_fview_reject(struct sg_fview *v, struct sg_codec_stats *stats, const char *why);
+
+/* The view of `n` parsed messages over `fields` (none dropped): add(ctx,
+ * i) adds each (sg_fview_add, sg_fview_add_text). */
+void sg_fview_messages(struct sg_fview *v, struct sg_field *fields, struct sg_fmsg *pmsgs,
+                       uint32_t n, void (*add)(void *ctx, int pi), void *ctx);
+
+/* Parsed message `pi` as the view's next message: a GAME message called
+ * `name`, with `number`; a server's disconnect SG_MSG_DISCONNECT. */
+struct sg_msg *sg_fview_add(struct sg_fview *v, int pi, const char *name, int32_t number);
+
+/* The text field of parsed message `pm` (a string), or NULL. */
+const struct sg_field *sg_fview_text_field(const struct sg_fview *v, const struct sg_fmsg *pm);
+
+/*
+ * Its text, when parsed message `pm` (view message `m`) has one, kept in
+ * the pool (else `m` stays GAME): a server's print (chat or not, by the
+ * print's rule), centerprint, stufftext or other text; a client's command
+ * or chat.  A client's leave verb ends the connection.  The text field, or
+ * NULL when none was taken.
+ */
+const struct sg_field *sg_fview_add_text(struct sg_fview *v, struct sg_msg *m,
+                                         const struct sg_fmsg *pm);
+
+/* A client's command (its text just taken, `len` bytes):
  * CLIENT_COMMAND, or CHAT for a say with its text unquoted in the pool. */
 void sg_fview_client_command(struct sg_textpool *pool, struct sg_msg *m, size_t len);
 
@@ -159,28 +217,10 @@ int sg_fmsg_set_text(struct sg_textpool *pool, struct sg_frame *fr, unsigned i,
  * 0 or SG_E_UNSUPPORTED (not a message of the datagram, or an injection). */
 int sg_fmsg_drop(struct sg_frame *fr, bool *dropped, const int *msg_index, unsigned i);
 
-/* A game's text opcodes: what an injected text is written as. */
-struct sg_text_ops {
-    uint8_t print, centerprint, stufftext; /* svc_ */
-    uint8_t stringcmd;                     /* clc_ */
-    bool print_level; /* svc_print has a level byte, chat 3 else 2 (not NetQuake) */
-};
-
 /* Write the opcode (and print level) an injected text of `kind` towards
  * `dir` starts with (a kind sg_relinj_check accepts); returns its name. */
 const char *sg_text_op_write(struct sg_bmsg_writer *w, const struct sg_text_ops *ops,
                              enum sg_dir dir, enum sg_msg_kind kind);
-
-/*
- * Attach the reliable injections of `inj` waiting for the view `fr`'s
- * direction that fit: the datagram stays within `limit` bytes and the view
- * within `msgs_cap` messages.  Each is written (sg_text_op_write, the text)
- * and added to the view.  True when any was (the caller then says
- * sg_relinj_carried).
- */
-bool sg_relinj_attach(struct sg_relinj *inj, struct sg_frame *fr, unsigned msgs_cap,
-                      struct sg_bmsg_writer *w, size_t limit, const struct sg_text_ops *ops,
-                      struct sg_textpool *pool);
 
 /*
  * The view of an injected text (`kind`, opcode name `name`, view number
@@ -190,5 +230,27 @@ bool sg_relinj_attach(struct sg_relinj *inj, struct sg_frame *fr, unsigned msgs_
 void sg_fmsg_injected(struct sg_textpool *pool, struct sg_msg *m, struct sg_bmsg_writer *w,
                       enum sg_msg_kind kind, const char *name, int32_t number, const char *text,
                       size_t len);
+
+/*
+ * The codec table's filter hooks, over a session that starts with its
+ * struct sg_fview (`state`): a text changed (not a configstring), a
+ * message dropped, a text queued to be injected, and whether the frame
+ * must be encoded for an injection to ride on it.
+ */
+int sg_fview_set_text(void *state, unsigned i, const char *text, size_t len);
+int sg_fview_drop_msg(void *state, unsigned i);
+int sg_fview_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
+                    size_t len);
+bool sg_fview_must_encode(void *state, const struct sg_frame *frame);
+
+/*
+ * Encoding the view's frame: write the injections waiting for its
+ * direction that fit (the datagram within `limit` bytes, the view within
+ * msgs_cap messages) after its messages, by the game's rules; then say
+ * whether the datagram went out (`sent`): what rode on it is carried, or
+ * waits again.
+ */
+void sg_fview_inject_write(struct sg_fview *v, struct sg_bmsg_writer *w, size_t limit);
+void sg_fview_sent(struct sg_fview *v, bool sent);
 
 #endif

@@ -21,6 +21,7 @@ static int nq_create(void **state)
 
     if (!c)
         return -ENOMEM;
+    c->v.rules = &sg_nq__view_rules;
     c->unsupported_op = -1;
     c->accept_port = -1;
     sg_nq_proto_set(&c->proto, SG_NQ_PROTOCOL_NETQUAKE, 0);
@@ -38,10 +39,8 @@ static void nq_destroy(void *state)
     free(c->rel[1].buf);
     sg_nq_parsed_free(&c->parsed);
     sg_nq__level_free(c->lv);
-    free(c->msgs);
-    free(c->msg_index);
-    free(c->dropped);
-    free(c->text.buf);
+    sg_fview_free(&c->v);
+    free(c->v.text.buf);
     free(c);
 }
 
@@ -151,10 +150,10 @@ const struct sg_codec sg_nq_codec = {
     .record_end = sg_nq_record_end,
     .capture = &sg_nq_capture_impl,
     .demo_reader = &sg_nq_demo_impl,
-    .set_text = sg_nq__set_text,
-    .drop_msg = sg_nq__drop_msg,
-    .inject = sg_nq__inject,
-    .must_encode = sg_nq__must_encode,
+    .set_text = sg_fview_set_text,
+    .drop_msg = sg_fview_drop_msg,
+    .inject = sg_fview_inject,
+    .must_encode = sg_fview_must_encode,
     .dump = sg_nq__dump,
     .stats = nq_stats,
     .info = nq_info,

@@ -19,9 +19,9 @@ static const struct sg_fmsg *parsed_msg(const struct nqc *c, const struct sg_fra
 {
     int pi;
 
-    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE || frame->msgs[i].injected)
+    if (frame != &c->v.frame || frame->kind != SG_FRAME_MESSAGE || frame->msgs[i].injected)
         return NULL;
-    pi = c->msg_index[i];
+    pi = c->v.msg_index[i];
     return pi >= 0 && (uint32_t)pi < c->parsed.nmsgs ? &c->parsed.msgs[pi] : NULL;
 }
 
@@ -64,7 +64,8 @@ int sg_nq__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
         fputs("}", out);
     } else {
         fprintf(out, "%s seq=%d flags=0x%08x%s%s%s\n", kinds[frame->kind], (int)frame->sequence,
-                (unsigned)c->flags, c->why ? " (" : "", c->why ? c->why : "", c->why ? ")" : "");
+                (unsigned)c->flags, c->v.why ? " (" : "", c->v.why ? c->v.why : "",
+                c->v.why ? ")" : "");
         for (unsigned i = 0; level >= SG_DUMP_MESSAGES && i < frame->nmsgs; i++) {
             const struct sg_msg *m = &frame->msgs[i];
             fprintf(out, "  %s%s%s", m->name, m->dropped ? " (dropped)" : "",

@@ -223,14 +223,14 @@ int sg_nq__decode_ctl(struct nqc *c, enum sg_dir dir)
     int cmd = -1, err;
 
     c->stats.oob++;
-    c->frame.kind = SG_FRAME_OOB;
+    c->v.frame.kind = SG_FRAME_OOB;
     if (sg_nq__grow(c, c->copy_len) < 0)
         return -ENOMEM;
-    m = &c->msgs[0];
+    m = &c->v.msgs[0];
     memset(m, 0, sizeof(*m));
     m->kind = SG_MSG_GAME;
     m->number = -1;
-    c->frame.nmsgs = 1;
+    c->v.frame.nmsgs = 1;
     if (c->copy_len >= 4 && sg_be32(c->copy) == 0xffffffffu) {
         /* DarkPlaces' connectionless packets (getchallenge first, to any
          * server).  A DarkPlaces server (Nexuiz) answers its client's
@@ -261,7 +261,7 @@ int sg_nq__decode_ctl(struct nqc *c, enum sg_dir dir)
     c->ctl_name = m->name;
     if (cmd == 0x82 && text) {
         m->kind = SG_MSG_DISCONNECT;
-        m->text = m->command = sg_textpool_keep(&c->text, text, text_len);
+        m->text = m->command = sg_textpool_keep(&c->v.text, text, text_len);
         m->text_len = m->text ? text_len : 0;
     }
     if (dir == SG_DIR_C2S && cmd == 0x01) {

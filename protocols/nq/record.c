@@ -149,12 +149,12 @@ int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out)
 {
     struct nqc *c = state;
     int err;
-    bool rebuilt = frame == &c->frame && c->out_sent;
+    bool rebuilt = frame == &c->v.frame && c->out_sent;
     size_t head = rebuilt && c->is_reliable ? c->rel[frame->dir].last_at : 0;
     size_t len = rebuilt ? head + (c->out_len - 8) : frame->msg_len;
 
     if (frame->dir != SG_DIR_S2C || frame->kind != SG_FRAME_MESSAGE || !frame->msg ||
-        (frame == &c->frame && c->is_resend))
+        (frame == &c->v.frame && c->is_resend))
         return 0;
     if (out != c->rec_out || !c->rec_started) {
         /* (not on DP5-DP7: their entity frames are deltas against what
@@ -181,7 +181,7 @@ int sg_nq_record(void *state, const struct sg_frame *frame, FILE *out)
         err = write_block(c, out, frame->msg, frame->msg_len);
     if (err > 0) {
         c->rec_game = c->rec_game || c->rec_signon;
-        if (frame->msg == c->frame.msg && c->parsed.signon >= 3)
+        if (frame->msg == c->v.frame.msg && c->parsed.signon >= 3)
             c->rec_signon = true;
     }
     return err;

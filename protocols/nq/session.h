@@ -43,6 +43,11 @@ struct unrel {
 };
 
 struct nqc {
+    /* The filters' view of the datagram decoded last (its frame, its
+     * texts grown with the message) and the injections: first, for the
+     * shared filter hooks.  Injections ride on piece inj.q[dir].carrier
+     * when in flight. */
+    struct sg_fview v;
     struct sg_codec_stats stats;
     struct sg_nq_proto proto;
     struct rel rel[2];     /* by direction */
@@ -60,22 +65,13 @@ struct nqc {
     uint64_t lost[2], sequenced[2];
 
     /* The datagram decoded last. */
-    struct sg_frame frame;
     uint32_t flags, seq;
     bool is_reliable;       /* a DATA piece (the frame is its whole message) */
     bool is_resend;
-    const char *why;
     const char *ctl_name;
     struct sg_nq_parsed parsed;
-    struct sg_msg *msgs;
-    unsigned msgs_cap;
-    int *msg_index;
-    bool *dropped;
     uint8_t copy[MAX_DGRAM];
     size_t copy_len;
-    struct sg_textpool text; /* the frame's texts (grown with the message) */
-
-    struct sg_relinj inj;   /* injections ride on piece inj.q[dir].carrier when in flight */
 
     uint8_t out[MAX_DGRAM + 8];
     size_t out_len;
@@ -128,11 +124,8 @@ int sg_nq__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
                   const struct sg_frame **frame);
 int sg_nq__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, void *ctx,
                   bool *identical);
-int sg_nq__set_text(void *state, unsigned i, const char *text, size_t len);
-int sg_nq__drop_msg(void *state, unsigned i);
-int sg_nq__inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
-                  size_t len);
-bool sg_nq__must_encode(void *state, const struct sg_frame *frame);
+/* The filters' view: NetQuake's text opcodes and reliable rules. */
+extern const struct sg_fview_rules sg_nq__view_rules;
 
 /* oob.c: a control packet (or a DarkPlaces connectionless one) decoded as an OOB frame */
 int sg_nq__decode_ctl(struct nqc *c, enum sg_dir dir);

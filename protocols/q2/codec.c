@@ -1,7 +1,7 @@
 /*
  * The Quake 2 codec: the glue that fills the codec table (the relay hooks
  * of relay.c, the rooms of session.h), session create / destroy, decode /
- * encode and the cross-game message view for filters.
+ * encode and Quake 2's rules for the filters' view (msglist.c).
  *
  * Connectionless packets teach the session the protocol (34, 35, 36), the
  * qport and its width, the minor version, the netchan type (Q2PRO's `nc`)
@@ -35,9 +35,7 @@ void sg_q2__destroy(void *state)
         free(c->chan[d].pieces);
     }
     sg_q2_parsed_free(&c->parsed);
-    free(c->msgs);
-    free(c->msg_index);
-    free(c->dropped);
+    sg_fview_free(&c->v);
     free(c->rec_dropped);
     free(c);
 }
@@ -46,7 +44,7 @@ void sg_q2__destroy(void *state)
  * per-message arrays: they grow with the parsed list and keep their size. */
 static int msgs_room(struct q2c *c, uint32_t n)
 {
-    uint32_t cap = c->msgs_cap, want = n + SG_RELINJ_MAX;
+    uint32_t cap = c->v.msgs_cap, want = n + SG_RELINJ_MAX;
     void *p;
 
     if (want <= cap)
@@ -55,22 +53,25 @@ static int msgs_room(struct q2c *c, uint32_t n)
         cap = cap ? 2 * cap : want;
     if (cap > SG_Q2_MAX_MSGS + SG_RELINJ_MAX)
         cap = SG_Q2_MAX_MSGS + SG_RELINJ_MAX;
-    if (!(p = realloc(c->msgs, cap * sizeof(*c->msgs))))
-        return -ENOMEM;
-    c->msgs = p;
-    c->frame.msgs = c->msgs;
-    if (!(p = realloc(c->msg_index, cap * sizeof(*c->msg_index))))
-        return -ENOMEM;
-    c->msg_index = p;
-    if (!(p = realloc(c->dropped, cap * sizeof(*c->dropped))))
-        return -ENOMEM;
-    c->dropped = p;
     if (!(p = realloc(c->rec_dropped, cap * sizeof(*c->rec_dropped))))
         return -ENOMEM;
     c->rec_dropped = p;
-    c->msgs_cap = cap;
-    return 0;
+    return sg_fview_room(&c->v, cap);
 }
+
+/* The filters' view: Quake 2's text opcodes; its netchan's reliable bit
+ * settles what rode on a reliable, unfragmented datagram. */
+static const struct sg_fview_rules view_rules = {
+    .ops = {.print = SG_Q2_SVC_PRINT,
+            .centerprint = SG_Q2_SVC_CENTERPRINT,
+            .stufftext = SG_Q2_SVC_STUFFTEXT,
+            .stringcmd = SG_Q2_CLC_STRINGCMD,
+            .print_level = true},
+    .disconnect = SG_Q2_SVC_DISCONNECT,
+    .other_text = SG_MSG_SERVER_COMMAND, /* svc_layout */
+    .leave_verb = "disconnect",
+    .keep_end = true,
+};
 
 int sg_q2__create(void **state)
 {
@@ -78,9 +79,10 @@ int sg_q2__create(void **state)
 
     if (!c)
         return -ENOMEM;
+    c->v.rules = &view_rules;
     c->qport = -1;
     c->unsupported_op = -1;
-    c->text = (struct sg_textpool){.buf = c->pool, .cap = TEXT_POOL};
+    c->v.text = (struct sg_textpool){.buf = c->pool, .cap = TEXT_POOL};
     sg_q2_variant_init(&c->sv, 34, 0);
     sg_q2_variant_init(&c->cv, 34, 0);
     c->sv.known = c->cv.known = false;
@@ -106,29 +108,24 @@ static void note_error(struct q2c *c, int err, const char *what)
 
 /* ---- the cross-game view ---- */
 
-static void add_msg(struct q2c *c, int pi)
+static void add_msg(void *ctx, int pi)
 {
+    struct q2c *c = ctx;
     const struct sg_fmsg *pm = &c->parsed.msgs[pi];
-    bool s2c = c->frame.dir == SG_DIR_S2C;
-    const struct sg_field *tf =
-        pm->text >= 0 && (uint32_t)pm->text < pm->count ? &c->parsed.fields[pm->first + (uint32_t)pm->text]
-                                                        : NULL;
-    struct sg_msg *m = sg_fview_add(&c->frame, c->msg_index, pi,
-                                    !s2c             ? sg_q2_clc_name(pm->op)
+    bool s2c = c->v.frame.dir == SG_DIR_S2C;
+    struct sg_msg *m = sg_fview_add(&c->v, pi,
+                                    !s2c            ? sg_q2_clc_name(pm->op)
                                     : c->parsed.kex ? sg_q2_svc_name_kex(pm->op)
                                                     : sg_q2_svc_name(pm->op),
                                     -1);
 
-    if (s2c && pm->op == SG_Q2_SVC_DISCONNECT) {
-        m->kind = SG_MSG_DISCONNECT;
-        m->text = m->command = "";
+    if (m->kind == SG_MSG_DISCONNECT)
         return;
-    }
     if (s2c && pm->op == SG_Q2_SVC_CONFIGSTRING && pm->count >= 2) {
         const struct sg_field *sf = &c->parsed.fields[pm->first + 1];
         m->kind = SG_MSG_CONFIGSTRING;
         m->number = (int32_t)c->parsed.fields[pm->first].raw;
-        m->text = m->command = sg_textpool_keep(&c->text, sf->ptr, sf->len);
+        m->text = m->command = sg_textpool_keep(&c->v.text, sf->ptr, sf->len);
         m->text_len = m->text ? sf->len : 0;
         if (!m->text)
             m->kind = SG_MSG_GAME;
@@ -138,52 +135,10 @@ static void add_msg(struct q2c *c, int pi)
         c->parsed.fields[pm->first].type == SG_FIELD_STRING) /* the player's new userinfo */
         sg_q2__take_name(c, (const char *)c->parsed.fields[pm->first].ptr,
                          c->parsed.fields[pm->first].len);
-    if (!tf || tf->type != SG_FIELD_STRING)
-        return;
-    if (!sg_fview_text(&c->text, m, tf))
-        return;
-    if (s2c) {
-        switch (pm->op) {
-        case SG_Q2_SVC_PRINT: {
-            uint32_t level = c->parsed.fields[pm->first].raw;
-            m->number = (int32_t)level;
-            m->kind = level == SG_Q2_PRINT_CHAT ? SG_MSG_CHAT : SG_MSG_PRINT;
-            break;
-        }
-        case SG_Q2_SVC_CENTERPRINT:
-            m->kind = SG_MSG_CENTERPRINT;
-            break;
-        case SG_Q2_SVC_STUFFTEXT:
-            m->kind = SG_MSG_STUFFTEXT;
-            break;
-        default: /* layout */
-            m->kind = SG_MSG_SERVER_COMMAND;
-            break;
-        }
-        return;
-    }
-    sg_fview_client_command(&c->text, m, tf->len);
-    if (m->kind != SG_MSG_CHAT) {
-        char verb[32];
-        sg_text_verb(m->command, tf->len, verb, sizeof(verb));
-        if (strcmp(verb, "disconnect") == 0)
-            c->frame.disconnect = true;
-    }
+    sg_fview_add_text(&c->v, m, pm);
 }
-
-/* ---- reliable injections ---- */
 
 /* ---- decode ---- */
-
-static void reset_frame(struct q2c *c, enum sg_dir dir)
-{
-    sg_fview_reset(&c->frame, dir, c->msgs, &c->parsed, &c->text);
-    c->why = NULL;
-    c->oob_name = NULL;
-    c->parsed.nmsgs = 0;
-    c->parsed.nfields = 0;
-}
-
 
 int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
                      const struct sg_frame **frame)
@@ -193,17 +148,16 @@ int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
     struct sg_q2_variant *v;
     int n, err;
 
-    reset_frame(c, dir);
-    *frame = &c->frame;
+    c->oob_name = NULL;
+    c->parsed.nmsgs = 0;
+    c->parsed.nfields = 0;
+    *frame = &c->v.frame;
     c->stats.decoded++;
-    if (len > MAX_DGRAM) {
+    if (sg_fview_begin(&c->v, dir, &c->parsed, data, len, c->copy, sizeof(c->copy)) < 0) {
         note_error(c, SG_E_TOOBIG, "datagram");
         return SG_E_TOOBIG;
     }
-    memcpy(c->copy, data, len);
     c->copy_len = len;
-    c->frame.msg = c->copy;
-    c->frame.msg_len = len;
     if (len >= 4 && sg_le32(data) == 0xffffffffu)
         return sg_q2__decode_oob(c, dir);
     if (dir == SG_DIR_C2S && c->accepted)
@@ -212,26 +166,20 @@ int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
         return 0; /* rerelease (KEX): relayed untouched, not decoded (no error) */
 
     n = sg_q2__read_header(c, dir, c->copy, len, &c->hdr);
-    if (n < 0) {
-        c->frame.kind = SG_FRAME_REJECTED;
-        c->why = "runt (shorter than the header)";
-        c->stats.rejected++;
-        return 0;
-    }
+    if (n < 0)
+        return sg_fview_reject(&c->v, &c->stats, "runt (shorter than the header)");
     c->header_len = (size_t)n;
-    c->frame.sequence = (int32_t)c->hdr.seq;
-    c->frame.ack = (int32_t)c->hdr.ack;
-    if (sg_qnc_stale(&ch->rx, c->hdr.seq)) {
-        c->frame.kind = SG_FRAME_REJECTED;
-        c->why = "stale or duplicate sequence";
-        c->stats.rejected++;
-        return 0;
-    }
-    sg_relinj_ack(&c->inj, dir, c->hdr.ack, c->hdr.ack_reliable);
-    c->frame.ack_wanted = (int32_t)c->hdr.seq; /* the receiver's incoming_sequence */
+    c->v.frame.sequence = (int32_t)c->hdr.seq;
+    c->v.frame.ack = (int32_t)c->hdr.ack;
+    if (sg_qnc_stale(&ch->rx, c->hdr.seq))
+        return sg_fview_reject(&c->v, &c->stats, "stale or duplicate sequence");
+    sg_relinj_ack(&c->v.inj, dir, c->hdr.ack, c->hdr.ack_reliable);
+    c->v.carrier = c->hdr.reliable && !c->hdr.fragment; /* injections ride on whole messages */
+    c->v.seq = c->hdr.seq;
+    c->v.frame.ack_wanted = (int32_t)c->hdr.seq; /* the receiver's incoming_sequence */
     c->payload = c->copy + n;
     c->payload_len = len - (size_t)n;
-    c->frame.pieces = 1;
+    c->v.frame.pieces = 1;
     if (c->hdr.fragment) {
         if (!ch->assembling || ch->frag_seq != c->hdr.seq) {
             ch->assembling = true;
@@ -241,31 +189,25 @@ int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
             ch->pieces_len = 0;
             ch->piece_payload = 0;
         }
-        if (c->hdr.offset != ch->frag_len) {
-            c->frame.kind = SG_FRAME_REJECTED;
-            c->why = c->hdr.offset < ch->frag_len ? "out of order fragment" : "dropped fragment";
-            c->stats.rejected++;
-            return 0;
-        }
-        if (c->payload_len > SG_Q2_MAX_MSGLEN - ch->frag_len) {
-            c->frame.kind = SG_FRAME_REJECTED;
-            c->why = "oversize fragment";
-            c->stats.rejected++;
-            return 0;
-        }
+        if (c->hdr.offset != ch->frag_len)
+            return sg_fview_reject(&c->v, &c->stats,
+                                   c->hdr.offset < ch->frag_len ? "out of order fragment"
+                                                                : "dropped fragment");
+        if (c->payload_len > SG_Q2_MAX_MSGLEN - ch->frag_len)
+            return sg_fview_reject(&c->v, &c->stats, "oversize fragment");
         memcpy(ch->frag + ch->frag_len, c->payload, c->payload_len);
         ch->frag_len += c->payload_len;
         if (ch->npieces == 0)
             ch->piece_payload = c->payload_len;
         sg_q2__keep_piece(ch, c->copy, len);
         if (c->hdr.more) {
-            c->frame.kind = SG_FRAME_PARTIAL;
+            c->v.frame.kind = SG_FRAME_PARTIAL;
             return 0;
         }
         ch->assembling = false;
         c->payload = ch->frag;
         c->payload_len = ch->frag_len;
-        c->frame.pieces = (int)(ch->npieces <= MAX_PIECES ? ch->npieces : MAX_PIECES);
+        c->v.frame.pieces = (int)(ch->npieces <= MAX_PIECES ? ch->npieces : MAX_PIECES);
     } else {
         ch->npieces = 0;
     }
@@ -273,8 +215,8 @@ int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
         c->lost[dir] += c->hdr.seq - ch->rx.incoming - 1; /* skipped: lost on the way here */
     c->sequenced[dir]++;
     sg_qnc_accepted(&ch->rx, c->hdr.seq);
-    c->frame.msg = c->payload;
-    c->frame.msg_len = c->payload_len;
+    c->v.frame.msg = c->payload;
+    c->v.frame.msg_len = c->payload_len;
 
     v = dir == SG_DIR_S2C ? &c->sv : &c->cv;
     c->parsed.sequence = c->hdr.seq;
@@ -282,20 +224,18 @@ int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
     if (err == 0)
         err = msgs_room(c, c->parsed.nmsgs);
     if (c->parsed.serverdata) {
-        c->frame.new_level = true;
-        snprintf(c->frame.level, sizeof(c->frame.level), "%s", c->parsed.level);
+        c->v.frame.new_level = true;
+        snprintf(c->v.frame.level, sizeof(c->v.frame.level), "%s", c->parsed.level);
     }
     if (c->parsed.unsupported_op >= 0 && c->unsupported_op < 0)
         c->unsupported_op = c->parsed.unsupported_op;
     if (err < 0) {
         note_error(c, err, dir == SG_DIR_S2C ? "server message" : "client message");
-        c->frame.kind = SG_FRAME_RAW;
+        c->v.frame.kind = SG_FRAME_RAW;
         return err;
     }
-    memset(c->dropped, 0, sizeof(bool) * c->parsed.nmsgs);
-    for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
-        add_msg(c, (int)i);
-    c->frame.kind = SG_FRAME_MESSAGE;
+    sg_fview_messages(&c->v, c->parsed.fields, c->parsed.msgs, c->parsed.nmsgs, add_msg, c);
+    c->v.frame.kind = SG_FRAME_MESSAGE;
     c->stats.messages++;
     if (dir == SG_DIR_S2C && (c->sv.protocol == 34 || c->parsed.serverdata))
         sg_q2__level_track(&c->lvl, &c->parsed, NULL);
@@ -310,76 +250,22 @@ int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
 
 /* ---- filters ---- */
 
-static int q2_set_text(void *state, unsigned i, const char *text, size_t len)
-{
-    struct q2c *c = state;
-    int err;
-
-    if (c->frame.kind == SG_FRAME_MESSAGE && i < c->frame.nmsgs &&
-        c->msgs[i].kind == SG_MSG_CONFIGSTRING)
-        return SG_E_UNSUPPORTED;
-    err = sg_fmsg_set_text(&c->text, &c->frame, i, c->parsed.fields, c->parsed.msgs, c->msg_index,
-                           true, text, len);
-    if (err == 0)
-        c->parsed.msgs[c->msg_index[i]].changed = true;
-    return err;
-}
-
-static int q2_drop_msg(void *state, unsigned i)
-{
-    struct q2c *c = state;
-
-    return sg_fmsg_drop(&c->frame, c->dropped, c->msg_index, i);
-}
-
 /*
- * Injection, reliable without touching the netchan (as for QuakeWorld): the
- * text rides on the sender's next reliable, unfragmented datagram towards
- * `dir`, appended after its messages.  The receiver flips its reliable bit
- * for that datagram anyway, so neither peer's sequences or bits change; if
- * the datagram is lost, the receiver's acknowledgement says so and the
- * sender's resend carries the text again; it is dropped once acknowledged.
+ * Filters (msglist.h): a configstring's text is not changed; injections
+ * ride on the sender's next reliable, unfragmented datagram (as for
+ * QuakeWorld).  A recording's wish for a non-delta frame encodes the
+ * client's move too.
  */
-static int q2_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
-                     size_t len)
-{
-    struct q2c *c = state;
-
-    return sg_relinj_add(&c->inj, dir, kind, text, len);
-}
-
-static bool can_carry(const struct q2c *c, enum sg_dir dir)
-{
-    return c->hdr.reliable && !c->hdr.fragment && sg_relinj_can_carry(&c->inj, dir);
-}
-
 static bool q2_must_encode(void *state, const struct sg_frame *frame)
 {
     const struct q2c *c = state;
 
-    if (frame == &c->frame && frame->kind == SG_FRAME_MESSAGE && frame->dir == SG_DIR_C2S &&
+    if (frame == &c->v.frame && frame->kind == SG_FRAME_MESSAGE && frame->dir == SG_DIR_C2S &&
         c->want_nodelta && c->cv.protocol == 34)
         for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
             if (c->parsed.msgs[i].op == SG_Q2_CLC_MOVE && !c->parsed.msgs[i].unparsed)
                 return true;
-    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE || !can_carry(c, frame->dir))
-        return false;
-    return sg_relinj_waiting(&c->inj, frame->dir);
-}
-
-/* Attach the injections waiting for this direction that fit the datagram. */
-static void write_injections(struct q2c *c, struct sg_bmsg_writer *w)
-{
-    static const struct sg_text_ops ops = {.print = SG_Q2_SVC_PRINT,
-                                           .centerprint = SG_Q2_SVC_CENTERPRINT,
-                                           .stufftext = SG_Q2_SVC_STUFFTEXT,
-                                           .stringcmd = SG_Q2_CLC_STRINGCMD,
-                                           .print_level = true};
-
-    if (!can_carry(c, c->frame.dir))
-        return;
-    if (sg_relinj_attach(&c->inj, &c->frame, c->msgs_cap, w, INJECT_LIMIT, &ops, &c->text))
-        sg_relinj_carried(&c->inj, c->frame.dir, c->hdr.seq);
+    return sg_fview_must_encode(state, frame);
 }
 
 /* ---- encode ---- */
@@ -393,7 +279,7 @@ int sg_q2__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, vo
     int err, sent = 0;
 
     *identical = false;
-    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE)
+    if (frame != &c->v.frame || frame->kind != SG_FRAME_MESSAGE)
         return SG_E_STATE;
     /* A recording waits for a non-delta frame: the client's move asks for one
      * (lastframe -1, as a client does when it starts recording; the 34
@@ -408,7 +294,7 @@ int sg_q2__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, vo
         }
     /* The message. */
     sg_bmsg_writer_init(&w, c->body, sizeof(c->body));
-    sg_q2_write(&c->parsed, c->dropped, &w);
+    sg_q2_write(&c->parsed, c->v.dropped, &w);
     if (w.overflowed || w.len > SG_Q2_MAX_MSGLEN) {
         c->stats.reencode_errors++;
         return SG_E_OVERFLOW;
@@ -419,7 +305,7 @@ int sg_q2__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, vo
         sg_bmsg_writer_init(&o, c->out, sizeof(c->out));
         sg_qnc_write(&c->hdr, false, false, 0, &o);
         sg_bmsg_write_data(&o, c->body, w.len);
-        write_injections(c, &o);
+        sg_fview_inject_write(&c->v, &o, INJECT_LIMIT);
         if (o.overflowed) {
             c->stats.reencode_errors++;
             return SG_E_OVERFLOW;
@@ -428,8 +314,7 @@ int sg_q2__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, vo
         if (*identical)
             c->stats.reencode_identical++;
         err = emit(ctx, c->out, o.len);
-        if (err < 0) /* not sent: what rode on it waits for the next reliable datagram */
-            sg_relinj_unsent(&c->inj, frame->dir, c->hdr.seq);
+        sg_fview_sent(&c->v, err >= 0);
         return err < 0 ? err : 1;
     }
     /* A fragmented message: the same pieces when the payload came out the same. */
@@ -540,9 +425,9 @@ const struct sg_codec sg_q2_codec = {
     .record_end = sg_q2__record_end,
     .demo_reader = &sg_q2_demo_impl,
     .capture = &sg_q2_capture_impl,
-    .set_text = q2_set_text,
-    .drop_msg = q2_drop_msg,
-    .inject = q2_inject,
+    .set_text = sg_fview_set_text,
+    .drop_msg = sg_fview_drop_msg,
+    .inject = sg_fview_inject,
     .must_encode = q2_must_encode,
     .dump = sg_q2__dump,
     .stats = q2_stats,

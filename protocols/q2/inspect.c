@@ -14,7 +14,7 @@ int sg_q2__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
     static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
     long start = ftell(out);
 
-    if (frame != &c->frame)
+    if (frame != &c->v.frame)
         return SG_E_STATE;
     if (json) {
         fprintf(out, "{\"rx\":\"%s\",\"len\":%zu", kinds[frame->kind], c->copy_len);
@@ -24,8 +24,8 @@ int sg_q2__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
                     c->hdr.ack_reliable ? "true" : "false");
         if (c->hdr.has_qport)
             fprintf(out, ",\"qport\":%u", (unsigned)c->hdr.qport);
-        if (c->why)
-            fprintf(out, ",\"why\":\"%s\"", c->why);
+        if (c->v.why)
+            fprintf(out, ",\"why\":\"%s\"", c->v.why);
         if (frame->kind == SG_FRAME_OOB)
             fprintf(out, ",\"oob\":{\"type\":\"%s\"}", c->oob_name ? c->oob_name : "other");
         if (frame->kind == SG_FRAME_MESSAGE)
@@ -35,7 +35,7 @@ int sg_q2__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
             for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
                 if (i)
                     fputc(',', out);
-                sg_q2_dump_msg(out, &c->parsed, i, frame->dir, true, c->dropped[i]);
+                sg_q2_dump_msg(out, &c->parsed, i, frame->dir, true, c->v.dropped[i]);
             }
             fputc(']', out);
         }
@@ -47,13 +47,13 @@ int sg_q2__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
                     frame->ack, c->hdr.ack_reliable ? "r" : "");
         if (frame->kind == SG_FRAME_OOB)
             fprintf(out, " %s", c->oob_name ? c->oob_name : "other");
-        if (c->why)
-            fprintf(out, " (%s)", c->why);
+        if (c->v.why)
+            fprintf(out, " (%s)", c->v.why);
         fputc('\n', out);
         if (level >= SG_DUMP_MESSAGES && frame->kind == SG_FRAME_MESSAGE) {
             for (uint32_t i = 0; i < c->parsed.nmsgs; i++) {
                 fputs("  ", out);
-                if (c->dropped[i])
+                if (c->v.dropped[i])
                     fputs("(dropped) ", out);
                 if (level >= SG_DUMP_FIELDS) {
                     sg_q2_dump_msg(out, &c->parsed, i, frame->dir, false, false);

@@ -66,7 +66,7 @@ static void new_connection(struct q2c *c)
         c->chan[d].assembling = false;
         c->chan[d].npieces = 0;
     }
-    sg_relinj_restart(&c->inj);
+    sg_relinj_restart(&c->v.inj);
     c->accepted = false;
 }
 
@@ -75,7 +75,7 @@ int sg_q2__decode_oob(struct q2c *c, enum sg_dir dir)
     char text[1024];
     size_t n = c->copy_len - 4 < sizeof(text) - 1 ? c->copy_len - 4 : sizeof(text) - 1;
     char verb[32];
-    struct sg_msg *m = &c->msgs[0];
+    struct sg_msg *m = &c->v.msgs[0];
 
     memcpy(text, c->copy + 4, n);
     text[n] = 0;
@@ -83,7 +83,7 @@ int sg_q2__decode_oob(struct q2c *c, enum sg_dir dir)
         if (!text[i])
             text[i] = ' ';
     c->stats.oob++;
-    c->frame.kind = SG_FRAME_OOB;
+    c->v.frame.kind = SG_FRAME_OOB;
     if (!token(text, 0, verb, sizeof(verb)))
         verb[0] = 0;
     c->oob_name = "other";
@@ -155,7 +155,7 @@ int sg_q2__decode_oob(struct q2c *c, enum sg_dir dir)
     m->kind = SG_MSG_GAME;
     m->name = c->oob_name;
     m->number = -1;
-    c->frame.nmsgs = 1;
+    c->v.frame.nmsgs = 1;
     return 0;
 }
 

@@ -172,10 +172,10 @@ int sg_q2__record(void *state, const struct sg_frame *frame, FILE *out)
     uint32_t from = 0;
     int err;
 
-    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE || frame->dir != SG_DIR_S2C)
+    if (frame != &c->v.frame || frame->kind != SG_FRAME_MESSAGE || frame->dir != SG_DIR_S2C)
         return 0;
     if (c->sv.protocol == 35 || c->sv.protocol == 36)
-        return c->trans ? sg_q2_trans_record(c->trans, &c->parsed, c->dropped, out) : 0;
+        return c->trans ? sg_q2_trans_record(c->trans, &c->parsed, c->v.dropped, out) : 0;
     if (c->sv.protocol != 34 && c->sv.protocol != 26)
         return SG_E_UNSUPPORTED;
     if (out != c->rec_out) {
@@ -203,7 +203,7 @@ int sg_q2__record(void *state, const struct sg_frame *frame, FILE *out)
     /* svc_disconnect / svc_reconnect end the client's connection before it
      * records them: its own demos never hold them, and a player stops at them. */
     for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
-        c->rec_dropped[i] = c->dropped[i] || i < from ||
+        c->rec_dropped[i] = c->v.dropped[i] || i < from ||
                             c->parsed.msgs[i].op == SG_Q2_SVC_DISCONNECT ||
                             c->parsed.msgs[i].op == SG_Q2_SVC_RECONNECT;
     sg_bmsg_writer_init(&w, c->body, sizeof(c->body));

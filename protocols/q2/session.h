@@ -42,8 +42,11 @@ struct chan {
 };
 
 struct q2c {
+    /* The filters' view of the datagram decoded last (its frame, its
+     * texts over pool) and the injections riding on reliable datagrams:
+     * first, for the shared filter hooks. */
+    struct sg_fview v;
     struct sg_codec_stats stats;
-    struct sg_relinj inj; /* injected texts riding on reliable datagrams */
     int protocol;    /* from the connect (0 unknown) */
     bool kex;        /* a rerelease (KEX) connect (2022/2023): relayed, not decoded */
     int minor;       /* R1Q2 / Q2PRO minor from the connect */
@@ -63,25 +66,16 @@ struct q2c {
     uint64_t lost[2], sequenced[2];
 
     /* The datagram decoded last. */
-    struct sg_frame frame;
     struct sg_qnc_header hdr;
     const char *oob_name;
-    const char *why;
     struct sg_q2_parsed parsed;
-    /* Per parsed message, msgs_cap long (grown with the parsed list,
-     * msgs with room for the injections after them). */
-    struct sg_msg *msgs;
-    int *msg_index;
-    bool *dropped;
-    bool *rec_dropped;
-    uint32_t msgs_cap;
+    bool *rec_dropped; /* v.msgs_cap long */
     uint8_t copy[MAX_DGRAM];
     size_t copy_len;
     const uint8_t *payload; /* the message (copy + header, or the reassembled one) */
     size_t payload_len;
     size_t header_len;
     char pool[TEXT_POOL];
-    struct sg_textpool text; /* over pool */
     uint8_t out[MAX_DGRAM + 2048];
     uint8_t body[SG_Q2_MAX_MSGLEN + 2048];
     char describe[256];

@@ -1,8 +1,9 @@
 /*
  * The QuakeWorld codec: the registry entry (relay hooks kept from the
  * relay-only days), the glue that fills the codec table, session create /
- * destroy, decode / encode and the cross-game message view for filters
- * (the session's state: session.h; the inspector's dump: inspect.c).
+ * destroy, decode / encode and QuakeWorld's rules for the filters' view
+ * (msglist.c); the session's state: session.h; the inspector's dump:
+ * inspect.c.
  *
  * Per datagram: connectionless packets are parsed into fields and teach the
  * session the extensions offered (challenge tail) and chosen (connect lines,
@@ -101,7 +102,6 @@ static int room(void **a, uint32_t *cap, uint32_t want, uint32_t max, size_t siz
 static int lists_room(struct qwc *c, uint32_t fields, uint32_t pmsgs)
 {
     void *a;
-    uint32_t cap;
     int err;
 
     a = c->fields;
@@ -114,20 +114,9 @@ static int lists_room(struct qwc *c, uint32_t fields, uint32_t pmsgs)
     c->parsed.msgs = c->pmsgs = a;
     if (err < 0)
         return err;
-    if (c->msgs_cap >= c->pmsgs_cap + SG_RELINJ_MAX)
+    if (c->v.msgs_cap >= c->pmsgs_cap + SG_RELINJ_MAX)
         return 0;
-    cap = c->pmsgs_cap + SG_RELINJ_MAX;
-    if (!(a = realloc(c->msgs, cap * sizeof(*c->msgs))))
-        return -ENOMEM;
-    c->frame.msgs = c->msgs = a;
-    if (!(a = realloc(c->msg_index, cap * sizeof(*c->msg_index))))
-        return -ENOMEM;
-    c->msg_index = a;
-    if (!(a = realloc(c->dropped, cap * sizeof(*c->dropped))))
-        return -ENOMEM;
-    c->dropped = a;
-    c->msgs_cap = cap;
-    return 0;
+    return sg_fview_room(&c->v, c->pmsgs_cap + SG_RELINJ_MAX);
 }
 
 static void qw_destroy(void *state)
@@ -139,11 +128,18 @@ static void qw_destroy(void *state)
     sg_qw_track_destroy(c->track);
     free(c->fields);
     free(c->pmsgs);
-    free(c->msgs);
-    free(c->msg_index);
-    free(c->dropped);
+    sg_fview_free(&c->v);
     free(c);
 }
+
+/* The filters' view: QuakeWorld's text opcodes; its netchan's reliable bit
+ * settles what rode on a reliable datagram. */
+static const struct sg_fview_rules view_rules = {
+    .ops = {.print = 8, .centerprint = 26, .stufftext = 9, .stringcmd = 4, .print_level = true},
+    .disconnect = 2,
+    .other_text = SG_MSG_STUFFTEXT,
+    .leave_verb = "drop", /* ezQuake's disconnect, sent three times */
+};
 
 static int qw_create(void **state)
 {
@@ -155,9 +151,10 @@ static int qw_create(void **state)
         free(c);
         return -ENOMEM;
     }
+    c->v.rules = &view_rules;
     c->qport = -1;
     c->unsupported_op = -1;
-    c->text = (struct sg_textpool){.buf = c->pool, .cap = TEXT_POOL};
+    c->v.text = (struct sg_textpool){.buf = c->pool, .cap = TEXT_POOL};
     if (lists_room(c, QW_FIELDS_START, QW_MSGS_START) < 0) {
         qw_destroy(c);
         return -ENOMEM;
@@ -205,7 +202,6 @@ static void settle_variant(struct qwc *c)
 
 /* ---- the cross-game view ---- */
 
-/* The verb of a command ("say" of "say hi"), and where its argument starts. */
 /* The value of `key` in the info string (`info`, `len`; it may end at a
  * closing quote) into `out`, "" when absent. */
 static void copy_info_value(const char *info, size_t len, const char *key, char *out, size_t cap)
@@ -223,72 +219,35 @@ static void copy_info_value(const char *info, size_t len, const char *key, char 
         snprintf(out, cap, "%.*s", (int)(vl < cap ? vl : cap - 1), v);
 }
 
-/* The say argument without its quotes (ezQuake sends say "text"). */
-static void add_msg(struct qwc *c, int pi)
+static void add_msg(void *ctx, int pi)
 {
+    struct qwc *c = ctx;
     const struct sg_fmsg *pm = &c->pmsgs[pi];
-    bool s2c = c->frame.dir == SG_DIR_S2C;
-    const struct sg_field *tf = pm->text >= 0 ? &c->fields[pm->first + (uint32_t)pm->text] : NULL;
-    struct sg_msg *m = sg_fview_add(&c->frame, c->msg_index, pi,
-                                    s2c ? sg_qw_svc_name(pm->op) : sg_qw_clc_name(pm->op), -1);
+    bool s2c = c->v.frame.dir == SG_DIR_S2C;
+    struct sg_msg *m =
+        sg_fview_add(&c->v, pi, s2c ? sg_qw_svc_name(pm->op) : sg_qw_clc_name(pm->op), -1);
+    const struct sg_field *tf =
+        m->kind == SG_MSG_DISCONNECT ? NULL : sg_fview_add_text(&c->v, m, pm);
 
-    if (s2c && pm->op == 2) {
-        m->kind = SG_MSG_DISCONNECT;
-        m->text = m->command = "";
-        return;
-    }
-    if (!tf || tf->end == SG_BMSG_STR_END)
-        return;
-    if (!s2c && pm->op == 4) {
-        /* The client leaves with `drop` (ezQuake's disconnect, sent three times). */
-        char v[8];
-        sg_text_verb((const char *)tf->ptr, tf->len, v, sizeof(v));
-        if (strcmp(v, "drop") == 0)
-            c->frame.disconnect = true;
-    }
-    if (!sg_fview_text(&c->text, m, tf))
-        return;
-    if (s2c) {
-        if (pm->op == 8) {
-            uint32_t level = c->fields[pm->first].raw;
-            m->number = (int32_t)level;
-            m->kind = level == 3 ? SG_MSG_CHAT : SG_MSG_PRINT; /* PRINT_CHAT */
-        } else {
-            m->kind = pm->op == 26 ? SG_MSG_CENTERPRINT : SG_MSG_STUFFTEXT;
-            if (pm->op == 9 && tf->len > 16 && memcmp(tf->ptr, "fullserverinfo \"", 16) == 0)
-                copy_info_value((const char *)tf->ptr + 16, tf->len - 16, "hostname",
-                                c->hostname, sizeof(c->hostname));
-        }
-        return;
-    }
-    sg_fview_client_command(&c->text, m, tf->len); /* clc_stringcmd */
+    if (tf && s2c && pm->op == 9 && tf->len > 16 && memcmp(tf->ptr, "fullserverinfo \"", 16) == 0)
+        copy_info_value((const char *)tf->ptr + 16, tf->len - 16, "hostname", c->hostname,
+                        sizeof(c->hostname));
 }
-
-/* ---- reliable injections ---- */
 
 /* ---- decode ---- */
 
-static void reset_frame(struct qwc *c, enum sg_dir dir)
-{
-    sg_fview_reset(&c->frame, dir, c->msgs, &c->parsed, &c->text);
-    c->out_sent = false;
-    c->why = NULL;
-    c->parsed.nmsgs = 0;
-    c->parsed.nfields = 0;
-}
-
 static int decode_oob(struct qwc *c, enum sg_dir dir)
 {
-    struct sg_msg *m = &c->msgs[0];
+    struct sg_msg *m = &c->v.msgs[0];
     int err = sg_qw_oob_parse(dir, c->copy, c->copy_len, &c->oob);
 
     c->stats.oob++;
-    c->frame.kind = SG_FRAME_OOB;
+    c->v.frame.kind = SG_FRAME_OOB;
     memset(m, 0, sizeof(*m));
     m->kind = SG_MSG_GAME;
     m->name = c->oob.name;
     m->number = -1;
-    c->frame.nmsgs = 1;
+    c->v.frame.nmsgs = 1;
     switch (c->oob.kind) {
     case SG_QW_OOB_CHALLENGE:
         c->challenge = c->oob.challenge;
@@ -307,7 +266,7 @@ static int decode_oob(struct qwc *c, enum sg_dir dir)
         sg_qw_track_reset(c->track);
         /* A new connection: the receivers start over, injections wait again. */
         memset(c->chan, 0, sizeof(c->chan));
-        sg_relinj_restart(&c->inj);
+        sg_relinj_restart(&c->v.inj);
         c->accepted = false;
         break;
     case SG_QW_OOB_ACCEPT:
@@ -327,17 +286,16 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     struct qwc *c = state;
     int n, err;
 
-    reset_frame(c, dir);
-    *frame = &c->frame;
+    c->out_sent = false;
+    c->parsed.nmsgs = 0;
+    c->parsed.nfields = 0;
+    *frame = &c->v.frame;
     c->stats.decoded++;
-    if (len > SG_QW_MAX_DGRAM) {
+    if (sg_fview_begin(&c->v, dir, &c->parsed, data, len, c->copy, sizeof(c->copy)) < 0) {
         note_error(c, SG_E_TOOBIG, "datagram");
         return SG_E_TOOBIG;
     }
-    memcpy(c->copy, data, len);
     c->copy_len = len;
-    c->frame.msg = c->copy;
-    c->frame.msg_len = len;
 
     if (len >= 4 && sg_le32(data) == 0xffffffffu)
         return decode_oob(c, dir);
@@ -349,30 +307,26 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     /* The header, and the receiver's rule. */
     n = sg_qw_header_read(dir, c->copy, len, &c->hdr);
     if (n < 0) {
-        c->frame.kind = SG_FRAME_REJECTED; /* a runt: ignored by the receiver */
-        c->why = "runt (shorter than the header)";
-        c->stats.rejected++;
-        return 0;
+        /* a runt: ignored by the receiver */
+        return sg_fview_reject(&c->v, &c->stats, "runt (shorter than the header)");
     }
     c->payload_at = (size_t)n;
-    c->frame.sequence = (int32_t)c->hdr.seq;
-    c->frame.ack = (int32_t)c->hdr.ack;
+    c->v.frame.sequence = (int32_t)c->hdr.seq;
+    c->v.frame.ack = (int32_t)c->hdr.ack;
     {
         bool was = c->chan[dir].started;
         uint32_t before = c->chan[dir].incoming;
-        if (!sg_qw_chan_accept(&c->chan[dir], &c->hdr)) {
-            c->frame.kind = SG_FRAME_REJECTED;
-            c->why = "stale or duplicate sequence";
-            c->stats.rejected++;
-            return 0;
-        }
+        if (!sg_qw_chan_accept(&c->chan[dir], &c->hdr))
+            return sg_fview_reject(&c->v, &c->stats, "stale or duplicate sequence");
         if (was && c->hdr.seq - before > 1)
             c->lost[dir] += c->hdr.seq - before - 1; /* skipped: lost on the way here */
         c->sequenced[dir]++;
     }
-    c->frame.ack_wanted = (int32_t)c->hdr.seq; /* the receiver's incoming_sequence */
+    c->v.frame.ack_wanted = (int32_t)c->hdr.seq; /* the receiver's incoming_sequence */
 
-    sg_relinj_ack(&c->inj, dir, c->hdr.ack, c->hdr.ack_reliable);
+    sg_relinj_ack(&c->v.inj, dir, c->hdr.ack, c->hdr.ack_reliable);
+    c->v.carrier = c->hdr.reliable;
+    c->v.seq = c->hdr.seq;
 
     /* The messages. */
     c->parsed.ext = c->have_serverdata ? c->active : c->chosen;
@@ -383,25 +337,23 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         c->active.z_ext = c->chosen.z_ext;
         c->have_serverdata = true;
         settle_variant(c);
-        c->frame.new_level = true;
+        c->v.frame.new_level = true;
         snprintf(c->level, sizeof(c->level), "%s", c->parsed.level);
     }
     /* The level's name on every server message: a recording may start mid-level. */
     if (dir == SG_DIR_S2C && c->level[0])
-        memcpy(c->frame.level, c->level, sizeof(c->level));
+        memcpy(c->v.frame.level, c->level, sizeof(c->level));
     if (c->parsed.unsupported_op >= 0 && c->unsupported_op < 0)
         c->unsupported_op = c->parsed.unsupported_op;
     if (err < 0) {
         note_error(c, err, dir == SG_DIR_S2C ? "server message" : "client message");
-        c->frame.kind = SG_FRAME_RAW;
+        c->v.frame.kind = SG_FRAME_RAW;
         return err;
     }
-    memset(c->dropped, 0, sizeof(bool) * c->parsed.nmsgs);
-    for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
-        add_msg(c, (int)i);
-    c->frame.kind = SG_FRAME_MESSAGE;
-    c->frame.undecoded = c->parsed.unsupported_op >= 0; /* an extension relayed as raw bytes */
-    c->frame.pieces = 1;
+    sg_fview_messages(&c->v, c->fields, c->pmsgs, c->parsed.nmsgs, add_msg, c);
+    c->v.frame.kind = SG_FRAME_MESSAGE;
+    c->v.frame.undecoded = c->parsed.unsupported_op >= 0; /* an extension relayed as raw bytes */
+    c->v.frame.pieces = 1;
     c->stats.messages++;
     /* What recording needs: the client's commands and clock, the level's state. */
     if (dir == SG_DIR_C2S)
@@ -411,62 +363,18 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     return 0;
 }
 
-/* ---- filters ---- */
-
-static int qw_set_text(void *state, unsigned i, const char *text, size_t len)
-{
-    struct qwc *c = state;
-
-    return sg_fmsg_set_text(&c->text, &c->frame, i, c->fields, c->pmsgs, c->msg_index, false, text,
-                            len);
-}
-
-static int qw_drop_msg(void *state, unsigned i)
-{
-    struct qwc *c = state;
-
-    return sg_fmsg_drop(&c->frame, c->dropped, c->msg_index, i);
-}
-
 /*
- * Injection, reliable without touching the netchan: the text rides on the
- * sender's next reliable datagram towards `dir` (a QuakeWorld sender keeps
- * one reliable message in flight and sends a new one, or resends it, only
- * with the reliable bit set), appended after its messages.  The receiver
- * flips its reliable bit for that datagram anyway, so neither peer's
- * sequences or bits change; if the datagram is lost, the receiver's
- * acknowledgement says so and the sender's resend carries the text again;
- * it is dropped once acknowledged.  Until the sender sends a reliable
- * datagram the text waits (the server sends them all the time; a client
- * with each command it types).
+ * Filters (msglist.h).  Injection, reliable without touching the netchan:
+ * the text rides on the sender's next reliable datagram towards `dir` (a
+ * QuakeWorld sender keeps one reliable message in flight and sends a new
+ * one, or resends it, only with the reliable bit set), appended after its
+ * messages.  The receiver flips its reliable bit for that datagram anyway,
+ * so neither peer's sequences or bits change; if the datagram is lost, the
+ * receiver's acknowledgement says so and the sender's resend carries the
+ * text again; it is dropped once acknowledged.  Until the sender sends a
+ * reliable datagram the text waits (the server sends them all the time; a
+ * client with each command it types).
  */
-static int qw_inject(void *state, enum sg_dir dir, enum sg_msg_kind kind, const char *text,
-                     size_t len)
-{
-    struct qwc *c = state;
-
-    return sg_relinj_add(&c->inj, dir, kind, text, len);
-}
-
-static bool qw_must_encode(void *state, const struct sg_frame *frame)
-{
-    const struct qwc *c = state;
-
-    return frame->kind == SG_FRAME_MESSAGE && c->hdr.reliable &&
-           sg_relinj_can_carry(&c->inj, frame->dir) && sg_relinj_waiting(&c->inj, frame->dir);
-}
-
-/* Attach the injections waiting for this direction that fit a reliable datagram. */
-static void write_injections(struct qwc *c, struct sg_bmsg_writer *w)
-{
-    static const struct sg_text_ops ops = {
-        .print = 8, .centerprint = 26, .stufftext = 9, .stringcmd = 4, .print_level = true};
-
-    if (!c->hdr.reliable || !sg_relinj_can_carry(&c->inj, c->frame.dir))
-        return;
-    if (sg_relinj_attach(&c->inj, &c->frame, c->msgs_cap, w, SG_QW_MAX_MSGLEN, &ops, &c->text))
-        sg_relinj_carried(&c->inj, c->frame.dir, c->hdr.seq);
-}
 
 /* ---- encode ---- */
 
@@ -478,13 +386,13 @@ static int qw_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
     int err;
 
     *identical = false;
-    if (frame != &c->frame || frame->kind != SG_FRAME_MESSAGE)
+    if (frame != &c->v.frame || frame->kind != SG_FRAME_MESSAGE)
         return SG_E_STATE;
     sg_bmsg_writer_init(&w, c->out, sizeof(c->out));
     sg_qw_header_write(&c->hdr, &w);
-    sg_qw_write(&c->parsed, c->dropped, &w);
+    sg_qw_write(&c->parsed, c->v.dropped, &w);
     /* A client's move checksum covers its move only: text filters never change it. */
-    write_injections(c, &w);
+    sg_fview_inject_write(&c->v, &w, SG_QW_MAX_MSGLEN);
     if (w.overflowed) {
         c->stats.reencode_errors++;
         return SG_E_OVERFLOW;
@@ -496,8 +404,7 @@ static int qw_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
     err = emit(ctx, c->out, w.len);
     c->out_len = w.len;
     c->out_sent = err >= 0;
-    if (err < 0) /* not sent: what rode on it waits for the next reliable datagram */
-        sg_relinj_unsent(&c->inj, frame->dir, c->hdr.seq);
+    sg_fview_sent(&c->v, err >= 0);
     return err < 0 ? err : 1;
 }
 
@@ -514,7 +421,7 @@ static int qw_record(void *state, const struct sg_frame *f, FILE *out)
 {
     struct qwc *c = state;
 
-    if (f != &c->frame || f->dir != SG_DIR_S2C || f->kind != SG_FRAME_MESSAGE)
+    if (f != &c->v.frame || f->dir != SG_DIR_S2C || f->kind != SG_FRAME_MESSAGE)
         return 0;
     if (out != c->rec_out) {
         if (c->rec_out)
@@ -524,7 +431,7 @@ static int qw_record(void *state, const struct sg_frame *f, FILE *out)
     }
     return sg_qw_rec_server(&c->rec, c->track, f->new_level, c->hdr.seq,
                             c->out_sent ? c->out : c->copy, c->out_sent ? c->out_len : c->copy_len,
-                            &c->parsed, c->dropped);
+                            &c->parsed, c->v.dropped);
 }
 
 static int qw_record_end(void *state, FILE *out)
@@ -603,10 +510,10 @@ const struct sg_codec sg_qw_codec = {
     .record = qw_record,
     .record_end = qw_record_end,
     .capture = &sg_qw_capture_impl,
-    .set_text = qw_set_text,
-    .drop_msg = qw_drop_msg,
-    .inject = qw_inject,
-    .must_encode = qw_must_encode,
+    .set_text = sg_fview_set_text,
+    .drop_msg = sg_fview_drop_msg,
+    .inject = sg_fview_inject,
+    .must_encode = sg_fview_must_encode,
     .dump = sg_qw__dump,
     .stats = qw_stats,
     .describe = qw_describe,

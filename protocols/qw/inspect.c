@@ -22,7 +22,7 @@ int sg_qw__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
     static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
     long start = ftell(out);
 
-    if (frame != &c->frame)
+    if (frame != &c->v.frame)
         return SG_E_STATE;
     if (json) {
         /* The header view (doc/inspect.md, QuakeWorld). */
@@ -34,8 +34,8 @@ int sg_qw__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
             if (c->hdr.has_qport)
                 fprintf(out, ",\"qport\":%u", (unsigned)c->hdr.qport);
         }
-        if (c->why)
-            fprintf(out, ",\"why\":\"%s\"", c->why);
+        if (c->v.why)
+            fprintf(out, ",\"why\":\"%s\"", c->v.why);
         if (frame->kind == SG_FRAME_OOB) {
             fprintf(out, ",\"oob\":{\"type\":\"%s\"", c->oob.name);
             if (c->oob.kind == SG_QW_OOB_CHALLENGE || c->oob.kind == SG_QW_OOB_CONNECT)
@@ -62,7 +62,7 @@ int sg_qw__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
                 const struct sg_fmsg *pm = &c->pmsgs[i];
                 fprintf(out, "%s{\"op\":\"%s\"", i ? "," : "",
                         frame->dir == SG_DIR_S2C ? sg_qw_svc_name(pm->op) : sg_qw_clc_name(pm->op));
-                if (c->dropped[i])
+                if (c->v.dropped[i])
                     fputs(",\"removed\":true", out);
                 fputs(",\"fields\":[", out);
                 for (uint32_t k = 0; k < pm->count; k++) {
@@ -82,8 +82,8 @@ int sg_qw__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
                     frame->ack, c->hdr.ack_reliable ? "r" : "");
         if (frame->kind == SG_FRAME_OOB)
             fprintf(out, " %s", c->oob.name);
-        if (c->why)
-            fprintf(out, " (%s)", c->why);
+        if (c->v.why)
+            fprintf(out, " (%s)", c->v.why);
         fputc('\n', out);
         if (level >= SG_DUMP_MESSAGES && frame->kind == SG_FRAME_MESSAGE) {
             for (unsigned i = 0; i < frame->nmsgs; i++) {
@@ -96,7 +96,7 @@ int sg_qw__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
                     fputc('"', out);
                 }
                 if (!m->injected) {
-                    const struct sg_fmsg *pm = &c->pmsgs[c->msg_index[i]];
+                    const struct sg_fmsg *pm = &c->pmsgs[c->v.msg_index[i]];
                     if (level >= SG_DUMP_FIELDS) {
                         for (uint32_t k = 0; k < pm->count; k++) {
                             fputc(' ', out);

@@ -14,6 +14,10 @@
 #define TEXT_POOL (SG_QW_MAX_DGRAM * 2 + SG_QW_MAX_MSGS)
 
 struct qwc {
+    /* The filters' view of the datagram decoded last (its frame, its
+     * texts over pool) and the injections riding on reliable datagrams:
+     * first, for the shared filter hooks. */
+    struct sg_fview v;
     struct sg_codec_stats stats;
     struct sg_qw_ext offered, chosen, active;
     bool have_serverdata;
@@ -27,10 +31,8 @@ struct qwc {
     char first_error[160];
 
     /* The datagram decoded last. */
-    struct sg_frame frame;
     struct sg_qnc_header hdr;
     struct sg_qw_oob oob;
-    const char *why; /* REJECTED: the receiver's reason */
     struct sg_qw_parsed parsed;
     /* The parsed lists (parsed.fields, parsed.msgs): they start at a
      * datagram's usual worth, double as one needs (up to SG_QW_MAX_*) and
@@ -38,17 +40,10 @@ struct qwc {
     struct sg_field *fields; /* fields_cap */
     struct sg_fmsg *pmsgs;    /* pmsgs_cap */
     uint32_t fields_cap, pmsgs_cap;
-    struct sg_msg *msgs; /* with room for the injections after them */
-    int *msg_index;      /* parsed message of each sg_msg */
-    bool *dropped;
-    uint32_t msgs_cap;
     uint8_t copy[SG_QW_MAX_DGRAM];
     size_t copy_len;
     size_t payload_at; /* header bytes */
     char pool[TEXT_POOL];
-    struct sg_textpool text; /* over pool */
-
-    struct sg_relinj inj; /* injected texts riding on reliable datagrams */
 
     uint8_t out[SG_QW_MAX_DGRAM + 2048];
     size_t out_len;
