@@ -207,6 +207,17 @@ const char *sg_text_op_write(struct sg_bmsg_writer *w, const struct sg_text_ops 
 
 /* ---- the filters' view ---- */
 
+void sg_fview_put_msg(FILE *out, const struct sg_msg *m)
+{
+    fprintf(out, "  %s%s%s", m->name, m->dropped ? " (dropped)" : "",
+            m->injected ? " (injected)" : "");
+    if (m->text) {
+        fputs(" \"", out);
+        sg_put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
+        fputc('"', out);
+    }
+}
+
 int sg_fview_room(struct sg_fview *v, uint32_t cap)
 {
     void *p;

@@ -196,6 +196,10 @@ const struct sg_field *sg_fview_text_field(const struct sg_fview *v, const struc
 const struct sg_field *sg_fview_add_text(struct sg_fview *v, struct sg_msg *m,
                                          const struct sg_fmsg *pm);
 
+/* A view message as the inspector's text line starts: `  name`, whether
+ * it was dropped or injected, its text quoted. */
+void sg_fview_put_msg(FILE *out, const struct sg_msg *m);
+
 /* A client's command (its text just taken, `len` bytes):
  * CLIENT_COMMAND, or CHAT for a say with its text unquoted in the pool. */
 void sg_fview_client_command(struct sg_textpool *pool, struct sg_msg *m, size_t len);

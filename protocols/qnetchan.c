@@ -60,3 +60,23 @@ void sg_qnc_write(const struct sg_qnc_header *h, bool fragment, bool more, uint3
     if (fragment)
         sg_bmsg_write_u16(w, offset | (more ? 0x8000u : 0));
 }
+
+void sg_qnc_dump_head(FILE *out, const struct sg_frame *fr, size_t len,
+                      const struct sg_qnc_header *h, bool qport, bool json)
+{
+    static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
+
+    if (json) {
+        fprintf(out, "{\"rx\":\"%s\",\"len\":%zu", kinds[fr->kind], len);
+        if (fr->sequence >= 0)
+            fprintf(out, ",\"seq\":%d,\"reliable\":%s,\"ack\":%d,\"ack_reliable\":%s", fr->sequence,
+                    h->reliable ? "true" : "false", fr->ack, h->ack_reliable ? "true" : "false");
+        if (qport)
+            fprintf(out, ",\"qport\":%u", (unsigned)h->qport);
+        return;
+    }
+    fprintf(out, "%s %s len=%zu", fr->dir == SG_DIR_C2S ? "c2s" : "s2c", kinds[fr->kind], len);
+    if (fr->sequence >= 0)
+        fprintf(out, " seq=%d%s ack=%d%s", fr->sequence, h->reliable ? "r" : "", fr->ack,
+                h->ack_reliable ? "r" : "");
+}

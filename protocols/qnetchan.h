@@ -20,8 +20,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "protocols/bmsg.h"
+#include "protocols/codec.h"
 
 #define SG_QNC_REL_BIT  0x80000000u
 #define SG_QNC_FRG_BIT  0x40000000u
@@ -72,5 +74,14 @@ static inline void sg_qnc_accepted(struct sg_qnc_chan *c, uint32_t seq)
     c->started = true;
     c->incoming = seq;
 }
+
+/*
+ * The inspector's opening of a datagram's dump (doc/inspect.md): in JSON
+ * `{"rx":KIND,"len":LEN`, then for a sequenced one its sequence and
+ * reliable bits, and the qport when `qport`; as text `DIR KIND len=LEN`,
+ * then ` seq=S[r] ack=A[r]` for a sequenced one.  The caller goes on.
+ */
+void sg_qnc_dump_head(FILE *out, const struct sg_frame *fr, size_t len,
+                      const struct sg_qnc_header *h, bool qport, bool json);
 
 #endif

@@ -68,13 +68,7 @@ int sg_nq__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
                 c->v.why ? ")" : "");
         for (unsigned i = 0; level >= SG_DUMP_MESSAGES && i < frame->nmsgs; i++) {
             const struct sg_msg *m = &frame->msgs[i];
-            fprintf(out, "  %s%s%s", m->name, m->dropped ? " (dropped)" : "",
-                    m->injected ? " (injected)" : "");
-            if (m->text) {
-                fputs(" \"", out);
-                sg_put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
-                fputc('"', out);
-            }
+            sg_fview_put_msg(out, m);
             if (level >= SG_DUMP_FIELDS && (pm = parsed_msg(c, frame, i)))
                 for (uint32_t k = 0; k < pm->count; k++)
                     sg_field_put(out, &c->parsed.fields[pm->first + k], false, &sg_nq_field_style);

@@ -10,20 +10,13 @@ int sg_q2__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
                    FILE *out)
 {
     struct q2c *c = state;
-    const char *dir = frame->dir == SG_DIR_C2S ? "c2s" : "s2c";
-    static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
     long start = ftell(out);
 
     if (frame != &c->v.frame)
         return SG_E_STATE;
+    /* (the qport of the header read last, as on an OOB frame after it) */
+    sg_qnc_dump_head(out, frame, c->copy_len, &c->hdr, c->hdr.has_qport, json);
     if (json) {
-        fprintf(out, "{\"rx\":\"%s\",\"len\":%zu", kinds[frame->kind], c->copy_len);
-        if (frame->sequence >= 0)
-            fprintf(out, ",\"seq\":%d,\"reliable\":%s,\"ack\":%d,\"ack_reliable\":%s",
-                    frame->sequence, c->hdr.reliable ? "true" : "false", frame->ack,
-                    c->hdr.ack_reliable ? "true" : "false");
-        if (c->hdr.has_qport)
-            fprintf(out, ",\"qport\":%u", (unsigned)c->hdr.qport);
         if (c->v.why)
             fprintf(out, ",\"why\":\"%s\"", c->v.why);
         if (frame->kind == SG_FRAME_OOB)
@@ -41,10 +34,6 @@ int sg_q2__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
         }
         fputc('}', out);
     } else {
-        fprintf(out, "%s %s len=%zu", dir, kinds[frame->kind], c->copy_len);
-        if (frame->sequence >= 0)
-            fprintf(out, " seq=%d%s ack=%d%s", frame->sequence, c->hdr.reliable ? "r" : "",
-                    frame->ack, c->hdr.ack_reliable ? "r" : "");
         if (frame->kind == SG_FRAME_OOB)
             fprintf(out, " %s", c->oob_name ? c->oob_name : "other");
         if (c->v.why)

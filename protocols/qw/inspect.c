@@ -18,22 +18,14 @@ int sg_qw__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
                 FILE *out)
 {
     struct qwc *c = state;
-    const char *dir = frame->dir == SG_DIR_C2S ? "c2s" : "s2c";
-    static const char *const kinds[] = {"raw", "oob", "partial", "message", "rejected"};
     long start = ftell(out);
 
     if (frame != &c->v.frame)
         return SG_E_STATE;
+    /* The header view (doc/inspect.md, QuakeWorld). */
+    sg_qnc_dump_head(out, frame, c->copy_len, &c->hdr, frame->sequence >= 0 && c->hdr.has_qport,
+                     json);
     if (json) {
-        /* The header view (doc/inspect.md, QuakeWorld). */
-        fprintf(out, "{\"rx\":\"%s\",\"len\":%zu", kinds[frame->kind], c->copy_len);
-        if (frame->sequence >= 0) {
-            fprintf(out, ",\"seq\":%d,\"reliable\":%s,\"ack\":%d,\"ack_reliable\":%s",
-                    frame->sequence, c->hdr.reliable ? "true" : "false", frame->ack,
-                    c->hdr.ack_reliable ? "true" : "false");
-            if (c->hdr.has_qport)
-                fprintf(out, ",\"qport\":%u", (unsigned)c->hdr.qport);
-        }
         if (c->v.why)
             fprintf(out, ",\"why\":\"%s\"", c->v.why);
         if (frame->kind == SG_FRAME_OOB) {
@@ -76,10 +68,6 @@ int sg_qw__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
         }
         fputc('}', out);
     } else {
-        fprintf(out, "%s %s len=%zu", dir, kinds[frame->kind], c->copy_len);
-        if (frame->sequence >= 0)
-            fprintf(out, " seq=%d%s ack=%d%s", frame->sequence, c->hdr.reliable ? "r" : "",
-                    frame->ack, c->hdr.ack_reliable ? "r" : "");
         if (frame->kind == SG_FRAME_OOB)
             fprintf(out, " %s", c->oob.name);
         if (c->v.why)
@@ -88,13 +76,7 @@ int sg_qw__dump(void *state, const struct sg_frame *frame, enum sg_dump_level le
         if (level >= SG_DUMP_MESSAGES && frame->kind == SG_FRAME_MESSAGE) {
             for (unsigned i = 0; i < frame->nmsgs; i++) {
                 const struct sg_msg *m = &frame->msgs[i];
-                fprintf(out, "  %s%s%s", m->name, m->dropped ? " (dropped)" : "",
-                        m->injected ? " (injected)" : "");
-                if (m->text) {
-                    fputs(" \"", out);
-                    sg_put_escaped(out, (const uint8_t *)m->text, m->text_len, false);
-                    fputc('"', out);
-                }
+                sg_fview_put_msg(out, m);
                 if (!m->injected) {
                     const struct sg_fmsg *pm = &c->pmsgs[c->v.msg_index[i]];
                     if (level >= SG_DUMP_FIELDS) {
