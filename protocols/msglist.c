@@ -277,43 +277,6 @@ int sg_fview_reject(struct sg_fview *v, struct sg_codec_stats *stats, const char
     return 0;
 }
 
-void sg_fview_messages(struct sg_fview *v, struct sg_field *fields, struct sg_fmsg *pmsgs,
-                       uint32_t n, void (*add)(void *ctx, int pi), void *ctx)
-{
-    v->fields = fields;
-    v->pmsgs = pmsgs;
-    memset(v->dropped, 0, sizeof(bool) * n);
-    for (uint32_t i = 0; i < n; i++)
-        add(ctx, (int)i);
-}
-
-struct sg_msg *sg_fview_add(struct sg_fview *v, int pi, const char *name, int32_t number)
-{
-    struct sg_frame *fr = &v->frame;
-    struct sg_msg *m = &fr->msgs[fr->nmsgs];
-
-    memset(m, 0, sizeof(*m));
-    m->kind = SG_MSG_GAME;
-    m->name = name;
-    m->number = number;
-    v->msg_index[fr->nmsgs++] = pi;
-    if (fr->dir == SG_DIR_S2C && v->pmsgs[pi].op == v->rules->disconnect) {
-        m->kind = SG_MSG_DISCONNECT;
-        m->text = m->command = "";
-    }
-    return m;
-}
-
-const struct sg_field *sg_fview_text_field(const struct sg_fview *v, const struct sg_fmsg *pm)
-{
-    const struct sg_field *tf;
-
-    if (pm->text < 0 || (uint32_t)pm->text >= pm->count)
-        return NULL;
-    tf = &v->fields[pm->first + (uint32_t)pm->text];
-    return tf->type == SG_FIELD_STRING ? tf : NULL;
-}
-
 /* The string field `tf` as the view message's command and text (kept in
  * the pool): false when the pool is full (then the message stays GAME). */
 static bool take_text(struct sg_textpool *pool, struct sg_msg *m, const struct sg_field *tf)
@@ -326,14 +289,11 @@ static bool take_text(struct sg_textpool *pool, struct sg_msg *m, const struct s
     return true;
 }
 
-const struct sg_field *sg_fview_add_text(struct sg_fview *v, struct sg_msg *m,
-                                         const struct sg_fmsg *pm)
+const struct sg_field *sg_fview_take_text(struct sg_fview *v, struct sg_msg *m,
+                                          const struct sg_fmsg *pm, const struct sg_field *tf)
 {
     const struct sg_fview_rules *r = v->rules;
-    const struct sg_field *tf = sg_fview_text_field(v, pm);
 
-    if (!tf)
-        return NULL;
     if (v->frame.dir == SG_DIR_C2S && r->leave_verb) {
         char verb[32];
         sg_text_verb((const char *)tf->ptr, tf->len, verb, sizeof(verb));
@@ -351,7 +311,7 @@ const struct sg_field *sg_fview_add_text(struct sg_fview *v, struct sg_msg *m,
         m->number = (int32_t)level;
         m->kind = level == 3 ? SG_MSG_CHAT : SG_MSG_PRINT; /* PRINT_CHAT */
     } else if (pm->op == r->ops.print) {
-        /* no level: a chat line starts with byte 1 */
+        /* no level: a chat line starts with byte 1 (NetQuake's SV_ClientPrintf of say) */
         m->kind = tf->len > 0 && tf->ptr[0] == 1 ? SG_MSG_CHAT : SG_MSG_PRINT;
     } else if (pm->op == r->ops.centerprint) {
         m->kind = SG_MSG_CENTERPRINT;

@@ -174,17 +174,52 @@ int sg_fview_begin(struct sg_fview *v, enum sg_dir dir, void *game, const uint8_
  * frame, counted in `stats`; returns 0. */
 int sg_fview_reject(struct sg_fview *v, struct sg_codec_stats *stats, const char *why);
 
-/* The view of `n` parsed messages over `fields` (none dropped): add(ctx,
- * i) adds each (sg_fview_add, sg_fview_add_text). */
-void sg_fview_messages(struct sg_fview *v, struct sg_field *fields, struct sg_fmsg *pmsgs,
-                       uint32_t n, void (*add)(void *ctx, int pi), void *ctx);
+/* The view's messages come from `n` parsed messages over `fields`, none
+ * dropped; the game adds each (sg_fview_add, sg_fview_add_text).  (This
+ * and the next three are inline: they run for every message.) */
+static inline void sg_fview_parsed(struct sg_fview *v, struct sg_field *fields,
+                                   struct sg_fmsg *pmsgs, uint32_t n)
+{
+    v->fields = fields;
+    v->pmsgs = pmsgs;
+    memset(v->dropped, 0, sizeof(bool) * n);
+}
 
 /* Parsed message `pi` as the view's next message: a GAME message called
  * `name`, with `number`; a server's disconnect SG_MSG_DISCONNECT. */
-struct sg_msg *sg_fview_add(struct sg_fview *v, int pi, const char *name, int32_t number);
+static inline struct sg_msg *sg_fview_add(struct sg_fview *v, int pi, const char *name,
+                                          int32_t number)
+{
+    struct sg_frame *fr = &v->frame;
+    struct sg_msg *m = &fr->msgs[fr->nmsgs];
+
+    memset(m, 0, sizeof(*m));
+    m->kind = SG_MSG_GAME;
+    m->name = name;
+    m->number = number;
+    v->msg_index[fr->nmsgs++] = pi;
+    if (fr->dir == SG_DIR_S2C && v->pmsgs[pi].op == v->rules->disconnect) {
+        m->kind = SG_MSG_DISCONNECT;
+        m->text = m->command = "";
+    }
+    return m;
+}
 
 /* The text field of parsed message `pm` (a string), or NULL. */
-const struct sg_field *sg_fview_text_field(const struct sg_fview *v, const struct sg_fmsg *pm);
+static inline const struct sg_field *sg_fview_text_field(const struct sg_fview *v,
+                                                         const struct sg_fmsg *pm)
+{
+    const struct sg_field *tf;
+
+    if (pm->text < 0 || (uint32_t)pm->text >= pm->count)
+        return NULL;
+    tf = &v->fields[pm->first + (uint32_t)pm->text];
+    return tf->type == SG_FIELD_STRING ? tf : NULL;
+}
+
+/* sg_fview_add_text's work on a text field. */
+const struct sg_field *sg_fview_take_text(struct sg_fview *v, struct sg_msg *m,
+                                          const struct sg_fmsg *pm, const struct sg_field *tf);
 
 /*
  * Its text, when parsed message `pm` (view message `m`) has one, kept in
@@ -193,8 +228,13 @@ const struct sg_field *sg_fview_text_field(const struct sg_fview *v, const struc
  * or chat.  A client's leave verb ends the connection.  The text field, or
  * NULL when none was taken.
  */
-const struct sg_field *sg_fview_add_text(struct sg_fview *v, struct sg_msg *m,
-                                         const struct sg_fmsg *pm);
+static inline const struct sg_field *sg_fview_add_text(struct sg_fview *v, struct sg_msg *m,
+                                                       const struct sg_fmsg *pm)
+{
+    const struct sg_field *tf = sg_fview_text_field(v, pm);
+
+    return tf ? sg_fview_take_text(v, m, pm, tf) : NULL;
+}
 
 /* A view message as the inspector's text line starts: `  name`, whether
  * it was dropped or injected, its text quoted. */

@@ -56,9 +56,8 @@ void sg_nq__reset_netchan(struct nqc *c)
 
 /* ---- the cross-game view ---- */
 
-static void add_msg(void *ctx, int pi)
+static void add_msg(struct nqc *c, int pi)
 {
-    struct nqc *c = ctx;
     const struct sg_fmsg *pm = &c->parsed.msgs[pi];
     struct sg_msg *m = sg_fview_add(
         &c->v, pi, c->v.frame.dir == SG_DIR_S2C ? sg_nq_svc_name(pm->op) : sg_nq_clc_name(pm->op),
@@ -138,7 +137,9 @@ static int decode_message(struct nqc *c, enum sg_dir dir, const uint8_t *d, size
     }
     c->v.carrier = c->is_reliable;
     c->v.seq = c->seq;
-    sg_fview_messages(&c->v, c->parsed.fields, c->parsed.msgs, c->parsed.nmsgs, add_msg, c);
+    sg_fview_parsed(&c->v, c->parsed.fields, c->parsed.msgs, c->parsed.nmsgs);
+    for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
+        add_msg(c, (int)i);
     for (unsigned i = 0; dir == SG_DIR_C2S && i < c->v.frame.nmsgs; i++)
         if (c->v.msgs[i].kind == SG_MSG_CLIENT_COMMAND && c->v.msgs[i].command)
             take_name(c, c->v.msgs[i].command);

@@ -108,9 +108,8 @@ static void note_error(struct q2c *c, int err, const char *what)
 
 /* ---- the cross-game view ---- */
 
-static void add_msg(void *ctx, int pi)
+static void add_msg(struct q2c *c, int pi)
 {
-    struct q2c *c = ctx;
     const struct sg_fmsg *pm = &c->parsed.msgs[pi];
     bool s2c = c->v.frame.dir == SG_DIR_S2C;
     struct sg_msg *m = sg_fview_add(&c->v, pi,
@@ -234,7 +233,9 @@ int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
         c->v.frame.kind = SG_FRAME_RAW;
         return err;
     }
-    sg_fview_messages(&c->v, c->parsed.fields, c->parsed.msgs, c->parsed.nmsgs, add_msg, c);
+    sg_fview_parsed(&c->v, c->parsed.fields, c->parsed.msgs, c->parsed.nmsgs);
+    for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
+        add_msg(c, (int)i);
     c->v.frame.kind = SG_FRAME_MESSAGE;
     c->stats.messages++;
     if (dir == SG_DIR_S2C && (c->sv.protocol == 34 || c->parsed.serverdata))

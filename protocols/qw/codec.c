@@ -219,9 +219,8 @@ static void copy_info_value(const char *info, size_t len, const char *key, char 
         snprintf(out, cap, "%.*s", (int)(vl < cap ? vl : cap - 1), v);
 }
 
-static void add_msg(void *ctx, int pi)
+static void add_msg(struct qwc *c, int pi)
 {
-    struct qwc *c = ctx;
     const struct sg_fmsg *pm = &c->pmsgs[pi];
     bool s2c = c->v.frame.dir == SG_DIR_S2C;
     struct sg_msg *m =
@@ -350,7 +349,9 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         c->v.frame.kind = SG_FRAME_RAW;
         return err;
     }
-    sg_fview_messages(&c->v, c->fields, c->pmsgs, c->parsed.nmsgs, add_msg, c);
+    sg_fview_parsed(&c->v, c->fields, c->pmsgs, c->parsed.nmsgs);
+    for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
+        add_msg(c, (int)i);
     c->v.frame.kind = SG_FRAME_MESSAGE;
     c->v.frame.undecoded = c->parsed.unsupported_op >= 0; /* an extension relayed as raw bytes */
     c->v.frame.pieces = 1;
