@@ -7,10 +7,13 @@
  * count.  Writing every field back from its raw form gives the bytes that
  * came (STYLE.md "Keep the wire's own choices").
  *
- * Beside it, the pieces of the cross-game text view (struct sg_msg) the
- * three codecs share: the frame's text pool, a text message's change, and
- * an injected text's view.  What each game keeps for itself: its opcode
- * tables, its message layouts and its netchan rules.
+ * Beside it, the filters' view the three codecs share (struct sg_fview):
+ * the cross-game frame (struct sg_msg) over those lists, its text pool,
+ * the text messages found, changed, dropped and injected (relinject.c's
+ * queue), and the codec table's filter hooks themselves.  What each game
+ * keeps for itself and gives as data (struct sg_fview_rules): its text
+ * opcodes, which datagrams carry injections and how they are settled, its
+ * own messages (configstrings, userinfo, the server's info).
  */
 #ifndef SG_PROTOCOLS_MSGLIST_H
 #define SG_PROTOCOLS_MSGLIST_H
