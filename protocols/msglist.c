@@ -242,33 +242,6 @@ void sg_fview_free(struct sg_fview *v)
     free(v->dropped);
 }
 
-void sg_fview_reset(struct sg_fview *v, enum sg_dir dir, void *game)
-{
-    struct sg_frame *fr = &v->frame;
-
-    memset(fr, 0, sizeof(*fr));
-    fr->dir = dir;
-    fr->kind = SG_FRAME_RAW;
-    fr->sequence = fr->ack = fr->reliable_ack = fr->ack_wanted = -1;
-    fr->msgs = v->msgs;
-    fr->game = game;
-    v->text.used = 0;
-    v->why = NULL;
-    v->carrier = false;
-}
-
-int sg_fview_begin(struct sg_fview *v, enum sg_dir dir, void *game, const uint8_t *data, size_t len,
-                   uint8_t *copy, size_t cap)
-{
-    sg_fview_reset(v, dir, game);
-    if (len > cap)
-        return SG_E_TOOBIG;
-    memcpy(copy, data, len);
-    v->frame.msg = copy;
-    v->frame.msg_len = len;
-    return 0;
-}
-
 int sg_fview_reject(struct sg_fview *v, struct sg_codec_stats *stats, const char *why)
 {
     v->frame.kind = SG_FRAME_REJECTED;
@@ -391,7 +364,7 @@ bool sg_fview_must_encode(void *state, const struct sg_frame *frame)
     return sg_relinj_ready(&v->inj, frame->dir, v->carrier ? 0 : v->rules->patience);
 }
 
-void sg_fview_inject_write(struct sg_fview *v, struct sg_bmsg_writer *w, size_t limit)
+void sg_fview_inject_write_any(struct sg_fview *v, struct sg_bmsg_writer *w, size_t limit)
 {
     const struct sg_fview_rules *r = v->rules;
     enum sg_dir dir = v->frame.dir;

@@ -26,6 +26,7 @@
 
 #include "protocols/bmsg.h"
 #include "protocols/codec.h"
+#include "protocols/error.h"
 #include "protocols/relinject.h"
 
 /* Field kinds. */
@@ -162,16 +163,39 @@ int sg_fview_room(struct sg_fview *v, uint32_t cap);
 void sg_fview_free(struct sg_fview *v);
 
 /* A new frame's view: empty, RAW, no sequences, the parsed stream `game`,
- * no reason, not a carrier; the pool emptied. */
-void sg_fview_reset(struct sg_fview *v, enum sg_dir dir, void *game);
+ * no reason, not a carrier; the pool emptied.  (This and the next are
+ * inline, as the per-message steps below: they run for every datagram.) */
+static inline void sg_fview_reset(struct sg_fview *v, enum sg_dir dir, void *game)
+{
+    struct sg_frame *fr = &v->frame;
+
+    memset(fr, 0, sizeof(*fr));
+    fr->dir = dir;
+    fr->kind = SG_FRAME_RAW;
+    fr->sequence = fr->ack = fr->reliable_ack = fr->ack_wanted = -1;
+    fr->msgs = v->msgs;
+    fr->game = game;
+    v->text.used = 0;
+    v->why = NULL;
+    v->carrier = false;
+}
 
 /*
  * A datagram's frame begins: the view reset (sg_fview_reset), the
  * datagram copied to `copy` (`cap` bytes) as the frame's message.
  * SG_E_TOOBIG (nothing copied) when it is longer.
  */
-int sg_fview_begin(struct sg_fview *v, enum sg_dir dir, void *game, const uint8_t *data, size_t len,
-                   uint8_t *copy, size_t cap);
+static inline int sg_fview_begin(struct sg_fview *v, enum sg_dir dir, void *game,
+                                 const uint8_t *data, size_t len, uint8_t *copy, size_t cap)
+{
+    sg_fview_reset(v, dir, game);
+    if (len > cap)
+        return SG_E_TOOBIG;
+    memcpy(copy, data, len);
+    v->frame.msg = copy;
+    v->frame.msg_len = len;
+    return 0;
+}
 
 /* The receiver drops the datagram, for reason `why` (static): a REJECTED
  * frame, counted in `stats`; returns 0. */
@@ -297,7 +321,12 @@ bool sg_fview_must_encode(void *state, const struct sg_frame *frame);
  * whether the datagram went out (`sent`): what rode on it is carried, or
  * waits again.
  */
-void sg_fview_inject_write(struct sg_fview *v, struct sg_bmsg_writer *w, size_t limit);
+void sg_fview_inject_write_any(struct sg_fview *v, struct sg_bmsg_writer *w, size_t limit);
+static inline void sg_fview_inject_write(struct sg_fview *v, struct sg_bmsg_writer *w, size_t limit)
+{
+    if (v->inj.n) /* (none waiting, the usual case: not even a call) */
+        sg_fview_inject_write_any(v, w, limit);
+}
 void sg_fview_sent(struct sg_fview *v, bool sent);
 
 #endif
