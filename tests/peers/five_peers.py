@@ -3,10 +3,14 @@
 server in its default configuration (nothing set for players who share an
 address).
 
-    five_peers.py q3|qw [--seconds N]
+    five_peers.py q3|qw|q2[+pool] [--seconds N]
 
 q3: ioq3ded (OpenArena's data, no bots) and five ioquake3 clients;
-qw: mvdsv + KTX (generated placeholder data) and five ezQuake clients.
+qw: mvdsv + KTX (generated placeholder data) and five ezQuake clients;
+q2: q2proded and five Q2PRO clients (engines built from ../shared/peers/q2,
+placeholder data, cached in $SG_PEERS_CACHE: q2_peers.engines()).
++pool: the route has `upstream_source 127.0.0.2 ... 127.0.0.6`, so each
+session reaches the server from an address of its own.
 
 What a pass means: every player reaches the server from slipgate's address
 (127.0.0.1, one upstream port per session), and still all five are in the
@@ -14,8 +18,11 @@ game at once: the server's own status reply, asked directly, lists the five
 players by name (with a live ping on Quake 3), slipgate logged five
 sessions from five client ports, each with its own upstream port, all five stay for N seconds, then
 each quits normally (Quake 3: its `quit` command; QuakeWorld: each client
-leaves on its own when the server says a line, sending its `drop`) and the
-server logs each one leaving; slipgate exits 0 on SIGTERM.
+leaves on its own when the server says a line, sending its `drop`; Quake 2:
+`quit` on its console) and the server logs each one leaving; slipgate
+exits 0 on SIGTERM.  Without `upstream_source`, q2proded's default
+`sv_iplimit 3` refuses the fourth and fifth player at one address (the
+plain q2 case fails, naming the refused clients).
 
 Everything runs on 127.0.0.1 with free ports, at the clients' lowest
 settings, under time limits, and is ended by PID.
@@ -29,6 +36,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import q2_peers  # noqa: E402
 from q3_peers import (IOQ3_DIR, OA_CLIENT_BASE, QUIT_CFG, RCON_PASSWORD, VARIANTS,  # noqa: E402
                       Fail, Procs, cvars, free_udp_port, getstatus, read, run_main, slipgate_binary,
                       start_server, wait_for)
@@ -227,17 +235,25 @@ def run_q3(seconds, work, procs, pool):
 
 # --- QuakeWorld ----------------------------------------------------------
 
-def qw_players(srv_port):
-    """(name, ping) of the players mvdsv's status reply lists."""
+def status_reply(srv_port):
+    """The server's answer to an out-of-band `status` (QuakeWorld, Quake 2),
+    after its 0xff 0xff 0xff 0xff, or None."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as q:
         q.settimeout(1)
         try:
             q.sendto(b"\xff\xff\xff\xffstatus\n", ("127.0.0.1", srv_port))
-            data = q.recv(8192)
+            return q.recv(8192)[4:].decode("latin-1")
         except OSError:
             return None
+
+
+def qw_players(srv_port):
+    """(name, ping) of the players mvdsv's status reply lists."""
+    data = status_reply(srv_port)
+    if data is None:
+        return None
     out = []
-    for line in data[5:].decode("latin-1").split("\n")[1:]:
+    for line in data[1:].split("\n")[1:]:
         m = re.match(r'\d+ -?\d+ \d+ (\d+) "([^"]*)"', line)
         if m:
             out.append((m.group(2), int(m.group(1))))
@@ -322,11 +338,97 @@ def run_qw(seconds, work, procs, pool):
             f"sessions' upstream ports {upstream}; each left and the server logged it")
 
 
+# --- Quake 2 -------------------------------------------------------------
+
+def q2_players(srv_port):
+    """(name, ping) of the players q2proded's status reply lists (after
+    "print" and its serverinfo line: `score ping "name"` a player)."""
+    data = status_reply(srv_port)
+    if data is None or not data.startswith("print\n"):
+        return None
+    out = []
+    for line in data.split("\n")[2:]:
+        m = re.match(r'-?\d+ (\d+) "([^"]*)"', line)
+        if m:
+            out.append((m.group(2), int(m.group(1))))
+    return out
+
+
+def q2_seen(srv_port, pool):
+    """q2proded's `status` (rcon): a row per player with its address."""
+    text = rcon_reply(srv_port, "sgrcon status")
+    rows = re.findall(r"^ *\d+ +-?\d+ +\S+ (\S+) +\d+ (\d+\.\d+\.\d+\.\d+):\d+", text, re.M)
+    return seen_from(rows, pool, text)
+
+
+def run_q2(seconds, work, procs, pool):
+    """q2proded as built, in its default configuration but for what makes
+    it a deathmatch server with rcon (q2_peers.start_q2proded): sv_iplimit
+    3, so with the five at slipgate's one address the fourth and fifth are
+    refused; five Q2PRO clients (their default protocol, 36)."""
+    missing = [p for p in ("setpriv", "meson", "ninja", "make", "gcc") if not shutil.which(p)]
+    if missing:
+        raise Fail(f"not installed: {missing} (scripts/deps.sh --test)")
+    if os.getuid() != 0:
+        raise Fail("the Quake 2 engines run as nobody, which needs root (setpriv)")
+    b, d = q2_peers.engines()
+    os.chmod(work, 0o755)
+    srv_port, px_port = free_udp_port(), free_udp_port()
+    limit = seconds + 60
+    srv_log = os.path.join(work, "server.log")
+    q2_peers.start_q2proded(procs, b, d, q2_peers.nobody_dir(os.path.join(work, "srv")),
+                            srv_port, srv_log, limit)
+    px, px_log = start_slipgate(procs, work, write_conf(work, px_port, srv_port, "q2", pool),
+                                limit)
+    clients = []
+    for name in NAMES:
+        log = os.path.join(work, f"{name}.log")
+        p, say = q2_peers.start_q2pro_client(
+            procs, b, d, q2_peers.nobody_dir(os.path.join(work, name)), log, px_port, limit,
+            ["+set", "name", name, "+set", "allow_download", "0", "+set", "cl_maxfps", "20",
+             "+set", "r_maxfps", "10"], screen="320x240x24")
+        clients.append((name, p, log, say))
+    if not wait_for(lambda: all(f"{n} entered the game" in read(srv_log) for n in NAMES), 30,
+                    step=0.5):
+        refused = [n for n, _, log, _ in clients if "Too many connections" in read(log)]
+        raise Fail(f"not all five entered the game (refused with \"Too many connections\": "
+                   f"{refused})\n--- server\n{read(srv_log)[-2500:]}\n--- slipgate\n"
+                   f"{read(px_log)[-1500:]}")
+    upstream = check_sessions(px_log)
+
+    def alive():
+        players = q2_players(srv_port) or []
+        if sorted(n for n, _ in players) != NAMES:
+            raise Fail(f"the server's status does not list the five players: {players}\n"
+                       f"{read(srv_log)[-1500:]}")
+    alive()
+    addrs = q2_seen(srv_port, pool)
+    watch([(n, p, log) for n, p, log, _ in clients], px, px_log, seconds, alive)
+    players = q2_players(srv_port)
+    for name, p, log, say in clients:
+        say("quit")
+    for name, p, log, say in clients:
+        said = wait_for(lambda: re.search(rf"^{name}\[[\d.:]+\] disconnected", read(srv_log),
+                                          re.M), 15)
+        gone = wait_for(lambda: p.poll() is not None, 10)
+        procs.stop(p, group=True)
+        if not said or not gone:
+            raise Fail(f"{name} did not quit normally (exited: {gone}, server saw the "
+                       f"disconnect: {bool(said)}):\n{read(srv_log)[-1500:]}")
+    if q2_players(srv_port):
+        raise Fail(f"players left on the server: {q2_players(srv_port)}")
+    rc = procs.stop(px)
+    if rc != 0:
+        raise Fail(f"slipgate exited {rc} on SIGTERM:\n{read(px_log)[-2000:]}")
+    return (f"q2proded (default limits, sv_iplimit 3) listed {players} at {addrs}, "
+            f"sessions' upstream ports {upstream}; each quit and the server logged it")
+
+
 def run_case(game, seconds):
-    runs = {"q3": run_q3, "qw": run_qw}
+    runs = {"q3": run_q3, "qw": run_qw, "q2": run_q2}
     game, _, extra = game.partition("+")
     if game not in runs or extra not in ("", "pool"):
-        raise Fail(f"unknown case {game} (q3 or qw, optionally +pool)")
+        raise Fail(f"unknown case {game} (q3, qw or q2, optionally +pool)")
     if not shutil.which("xvfb-run"):
         raise Fail("xvfb-run is not installed (scripts/deps.sh --test)")
     procs = Procs()

@@ -295,6 +295,47 @@ def rcon(port, password, command):
                  ("127.0.0.1", port))
 
 
+def start_q2proded(procs, b, d, home, port, log, limit, args=()):
+    """q2proded as nobody on 127.0.0.1:port with `home` (nobody's), a
+    deathmatch with no frag or time limit, rcon password sgrcon, then
+    `args`, on map box; returns once it is ready."""
+    procs.start("q2proded", AS_NOBODY + [
+        os.path.join(b, "q2pro", "q2proded"), "+set", "basedir", d, "+set", "libdir",
+        os.path.join(b, "q2pro"), "+set", "homedir", home, "+set", "net_ip", "127.0.0.1",
+        "+set", "net_port", str(port), "+set", "deathmatch", "1", "+set", "fraglimit", "0",
+        "+set", "timelimit", "0", "+set", "rcon_password", "sgrcon"] + list(args)
+        + ["+map", "box"], log, limit)
+    if not wait_for(lambda: "Q2PRO initialized" in read(log), 20):
+        raise Fail(f"q2proded did not start:\n{read(log)[-2000:]}")
+
+
+def start_q2pro_client(procs, b, d, home, log, to, limit, args=(), screen="640x480x24"):
+    """The Q2PRO client as nobody under Xvfb with `home` (nobody's), sound
+    off, a 320x240 window, then `args`, connecting to 127.0.0.1:to; it reads
+    console commands from stdin (sys_console 1).  Returns (its process,
+    say(command))."""
+    logf = open(log, "wb")
+    env = dict(os.environ, HOME=home, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
+    cli = subprocess.Popen(
+        ["timeout", "-k", "5", str(limit)] + AS_NOBODY + [
+            "xvfb-run", "-a", "-s", f"-screen 0 {screen}", os.path.join(b, "q2pro", "q2pro"),
+            "+set", "basedir", d, "+set", "libdir", os.path.join(b, "q2pro"), "+set", "homedir",
+            home, "+set", "sys_console", "1", "+set", "s_enable", "0", "+set",
+            "vid_fullscreen", "0", "+set", "vid_geometry", "320x240"] + list(args)
+        + ["+connect", f"127.0.0.1:{to}"],
+        stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, env=env,
+        start_new_session=True)
+    procs.procs.append(("q2pro", cli, logf))
+
+    def say(cmd):
+        try:
+            cli.stdin.write((cmd + "\n").encode())
+            cli.stdin.flush()
+        except OSError:
+            pass
+    return cli, say
+
+
 def run(protocol, extra, seconds, work, b, d, slipgate, procs):
     filters = extra in ("filters", "all")
     limit = seconds + 90
@@ -309,15 +350,9 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
         with zipfile.ZipFile(pkz, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr(DOWNLOAD_PATH, dl_data)
         os.chmod(pkz, 0o644)
-    procs.start("q2proded", AS_NOBODY + [
-        os.path.join(b, "q2pro", "q2proded"), "+set", "basedir", d, "+set", "libdir",
-        os.path.join(b, "q2pro"), "+set", "homedir", srv_home, "+set", "net_ip", "127.0.0.1",
-        "+set", "net_port", str(srv_port), "+set", "deathmatch", "1", "+set", "fraglimit", "0",
-        "+set", "timelimit", "0", "+set", "rcon_password", "sgrcon", "+set", "allow_download",
-        "1" if dl_data else "0", "+set", "developer", "1" if dl_data else "0", "+map", "box"],
-        srv_log, limit)
-    if not wait_for(lambda: "Q2PRO initialized" in read(srv_log), 20):
-        raise Fail(f"q2proded did not start:\n{read(srv_log)[-2000:]}")
+    start_q2proded(procs, b, d, srv_home, srv_port, srv_log, limit,
+                   ["+set", "allow_download", "1" if dl_data else "0",
+                    "+set", "developer", "1" if dl_data else "0"])
 
     px_log, stats = os.path.join(work, "slipgate.log"), os.path.join(work, "stats.json")
     rec_dir = os.path.join(work, "demos")
@@ -343,27 +378,9 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
         raise Fail(f"slipgate did not start:\n{read(px_log)}")
 
     cl_log = os.path.join(work, "client.log")
-    logf = open(cl_log, "wb")
-    env = dict(os.environ, HOME=cl_home, SDL_AUDIODRIVER="dummy", LIBGL_ALWAYS_SOFTWARE="1")
-    cli = subprocess.Popen(
-        ["timeout", "-k", "5", str(limit)] + AS_NOBODY + [
-            "xvfb-run", "-a", "-s", "-screen 0 640x480x24", os.path.join(b, "q2pro", "q2pro"),
-            "+set", "basedir", d, "+set", "libdir", os.path.join(b, "q2pro"), "+set", "homedir",
-            cl_home, "+set", "sys_console", "1", "+set", "s_enable", "0", "+set",
-            "vid_fullscreen", "0", "+set", "vid_geometry", "320x240", "+set", "allow_download",
-            "1" if dl_data else "0", "+set", "name", "slipgate", "+set", "cl_protocol", protocol,
-            "+connect",
-            f"127.0.0.1:{px_port}"],
-        stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, env=env,
-        start_new_session=True)
-    procs.procs.append(("q2pro", cli, logf))
-
-    def say(cmd):
-        try:
-            cli.stdin.write((cmd + "\n").encode())
-            cli.stdin.flush()
-        except OSError:
-            pass
+    cli, say = start_q2pro_client(procs, b, d, cl_home, cl_log, px_port, limit, [
+        "+set", "allow_download", "1" if dl_data else "0", "+set", "name", "slipgate",
+        "+set", "cl_protocol", protocol])
 
     if not wait_for(lambda: "slipgate entered the game" in read(srv_log), 45):
         raise Fail(f"the client did not enter the game through slipgate\n--- server ---\n"
