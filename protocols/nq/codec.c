@@ -72,38 +72,10 @@ static void nq_info(void *state, struct sg_codec_info *out)
     }
 }
 
-/* The names DarkPlaces gives the protocol numbers its server speaks
- * (protocol.c, sv_protocolname) that the decoder does not read. */
-static const char *dp_protocol_name(int32_t protocol)
-{
-    switch (protocol) {
-    case 96:
-        return "DarkPlaces DP1";
-    case 97:
-        return "DarkPlaces DP2";
-    case 250:
-        return "DarkPlaces NEHAHRAMOVIE";
-    case 3500:
-        return "DarkPlaces DP3";
-    case 3501:
-        return "DarkPlaces DP4";
-    case 3505:
-        return "DarkPlaces DP8";
-    case 10000:
-        return "DarkPlaces NEHAHRABJP";
-    case 10001:
-        return "DarkPlaces NEHAHRABJP2";
-    case 10002:
-        return "DarkPlaces NEHAHRABJP3";
-    default:
-        return NULL;
-    }
-}
-
 static const char *nq_describe(void *state)
 {
     struct nqc *c = state;
-    const char *name = dp_protocol_name(c->proto.protocol);
+    const char *name = sg_nq_dp_protocol_name(c->proto.protocol);
     char raw[160] = "", relayed[64] = "";
 
     if (c->csqc_raw)

@@ -51,8 +51,17 @@ struct sg_nq_proto {
 /* Select `protocol` (and `flags`, used by 999 only); `dp` is cleared
  * (set for DP5-DP7). */
 void sg_nq_proto_set(struct sg_nq_proto *p, int32_t protocol, uint32_t flags);
-/* Is `protocol` one the decoder reads (15, 666, 999, DP5-DP7)? */
-bool sg_nq_protocol_known(int32_t protocol);
+/* Is `protocol` one the decoder reads (15, 666, 999, DP5-DP7)?  Inline:
+ * the parser asks it for every message. */
+static inline bool sg_nq_protocol_known(int32_t protocol)
+{
+    return protocol == SG_NQ_PROTOCOL_NETQUAKE || protocol == SG_NQ_PROTOCOL_FITZQUAKE ||
+           protocol == SG_NQ_PROTOCOL_RMQ || (protocol >= SG_NQ_PROTOCOL_DP5 &&
+                                              protocol <= SG_NQ_PROTOCOL_DP7);
+}
+/* The name DarkPlaces gives a protocol number its server speaks that the
+ * decoder does not read ("DarkPlaces DP3"), or NULL. */
+const char *sg_nq_dp_protocol_name(int32_t protocol);
 
 /* Fields and messages: protocols/msglist.h (each message's `at` is set;
  * fields point into the stream). */

@@ -30,44 +30,6 @@ struct fdesc {
     uint8_t kind;
 };
 
-
-bool sg_nq_protocol_known(int32_t protocol)
-{
-    return protocol == SG_NQ_PROTOCOL_NETQUAKE || protocol == SG_NQ_PROTOCOL_FITZQUAKE ||
-           protocol == SG_NQ_PROTOCOL_RMQ || (protocol >= SG_NQ_PROTOCOL_DP5 &&
-                                              protocol <= SG_NQ_PROTOCOL_DP7);
-}
-
-void sg_nq_proto_set(struct sg_nq_proto *p, int32_t protocol, uint32_t flags)
-{
-    struct sg_bmsg_sizes s;
-
-    if (protocol != SG_NQ_PROTOCOL_RMQ)
-        flags = 0;
-    s = sg_bmsg_sizes_nq(flags);
-    p->protocol = protocol;
-    p->flags = flags;
-    p->coord = s.coord;
-    p->angle = s.angle;
-    p->fitz = protocol == SG_NQ_PROTOCOL_FITZQUAKE || protocol == SG_NQ_PROTOCOL_RMQ;
-    p->dp = false;
-    p->dpn = 0;
-    if (protocol >= SG_NQ_PROTOCOL_DP5 && protocol <= SG_NQ_PROTOCOL_DP7) {
-        /* DarkPlaces 5-7 (common.c MSG_ReadCoord / MSG_ReadAngle): float
-         * coordinates, 16-bit angles, clc_move's angles 16-bit. */
-        p->dp = true;
-        p->dpn = (uint8_t)(protocol - SG_NQ_PROTOCOL_DP5 + 5);
-        p->coord = SG_BMSG_COORD_FLOAT;
-        p->angle = p->move_angle = SG_BMSG_ANGLE16;
-        return;
-    }
-    /* clc_move: MSG_ReadAngle in 15, MSG_ReadAngle16 (float with PRFL_FLOATANGLE) after. */
-    if (!p->fitz)
-        p->move_angle = s.angle;
-    else
-        p->move_angle = (flags & SG_BMSG_PRFL_FLOATANGLE) ? SG_BMSG_ANGLE_FLOAT : SG_BMSG_ANGLE16;
-}
-
 void sg_nq_parsed_free(struct sg_nq_parsed *p)
 {
     free(p->fields);
@@ -298,46 +260,6 @@ static const struct fdesc *const svc_tables[] = {
 };
 
 #define N(t) (sizeof(t) / sizeof((t)[0]))
-
-static const char *const svc_names[] = {
-    "svc_bad",          "svc_nop",           "svc_disconnect",   "svc_updatestat",
-    "svc_version",      "svc_setview",       "svc_sound",        "svc_time",
-    "svc_print",        "svc_stufftext",     "svc_setangle",     "svc_serverinfo",
-    "svc_lightstyle",   "svc_updatename",    "svc_updatefrags",  "svc_clientdata",
-    "svc_stopsound",    "svc_updatecolors",  "svc_particle",     "svc_damage",
-    "svc_spawnstatic",  "svc_spawnbinary",   "svc_spawnbaseline", "svc_temp_entity",
-    "svc_setpause",     "svc_signonnum",     "svc_centerprint",  "svc_killedmonster",
-    "svc_foundsecret",  "svc_spawnstaticsound", "svc_intermission", "svc_finale",
-    "svc_cdtrack",      "svc_sellscreen",    "svc_cutscene",     "svc_showlmp",
-    "svc_hidelmp",      "svc_skybox",        "svc_unknown",      "svc_unknown",
-    "svc_bf",           "svc_fog",           "svc_spawnbaseline2", "svc_spawnstatic2",
-    "svc_spawnstaticsound2", "svc_unknown",  "svc_unknown",      "svc_unknown",
-    "svc_unknown",      "svc_unknown",       "svc_downloaddata", "svc_updatestatubyte",
-    "svc_effect",       "svc_effect2",       "svc_precache",     "svc_spawnbaseline2",
-    "svc_spawnstatic2", "svc_entities",      "svc_csqcentities", "svc_spawnstaticsound2",
-    "svc_trailparticles", "svc_pointparticles", "svc_pointparticles1",
-};
-
-const char *sg_nq_svc_name(int op)
-{
-    if (op >= 128 && op <= 255)
-        return "svc_update";
-    if (op >= 0 && op < (int)N(svc_names))
-        return svc_names[op];
-    return "svc_unknown";
-}
-
-const char *sg_nq_clc_name(int op)
-{
-    static const char *const names[] = {"clc_bad", "clc_nop", "clc_disconnect", "clc_move",
-                                        "clc_stringcmd"};
-
-    if (op == 50)
-        return "clc_ackframe";
-    if (op == 51)
-        return "clc_ackdownloaddata";
-    return op >= 0 && op < (int)N(names) ? names[op] : "clc_unknown";
-}
 
 /* ---- sound ---- */
 
