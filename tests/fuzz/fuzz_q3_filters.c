@@ -1,6 +1,6 @@
 /*
  * fuzz_q3_filters: one Quake 3 session through the codec as the proxy
- * drives it when filters change the stream (protocols/q3/codec.c,
+ * drives it when filters change the stream (protocols/q3/codec.c, view.c,
  * renum.c): decode every datagram, let the "filters" rewrite texts, remove
  * reliable commands and inject new ones both ways, rebuild every message
  * for its receiver, dump each frame for the inspector and record the
