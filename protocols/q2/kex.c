@@ -4,7 +4,6 @@
  * fields (parse.h).
  */
 #include "protocols/q2/parse.h"
-#include <zlib.h>
 
 /* ---- rerelease (KEX) demos: protocols 2022 / 2023 ----
  *
@@ -297,9 +296,8 @@ static void kex_blast(struct ctx *c, int op, int self)
     uint32_t outlen = num(c, "uncompressed", SG_BMSG_U16);
     const uint8_t *in = data(c, "deflated", inlen);
     struct sg_q2_parsed *o = c->out;
-    z_stream z;
     uint8_t *dst;
-    int ret;
+    int zerr;
     struct ctx sub;
 
     if (!in)
@@ -313,19 +311,8 @@ static void kex_blast(struct ctx *c, int op, int self)
         return;
     }
     dst = o->zpool + o->zpool_len;
-    memset(&z, 0, sizeof(z));
-    if (inflateInit(&z) != Z_OK) {
-        fail(c, -ENOMEM);
-        return;
-    }
-    z.next_in = (Bytef *)(uintptr_t)in;
-    z.avail_in = inlen;
-    z.next_out = dst;
-    z.avail_out = outlen; /* bounded: no more than the header says (a bomb stops here) */
-    ret = inflate(&z, Z_FINISH);
-    inflateEnd(&z);
-    if (ret != Z_STREAM_END || z.total_out != outlen) {
-        fail(c, SG_E_INFLATE);
+    if ((zerr = sg_q2__zlib_uncompress(in, inlen, dst, outlen)) < 0) {
+        fail(c, zerr);
         return;
     }
     o->zpool_len += outlen;

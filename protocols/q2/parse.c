@@ -6,8 +6,6 @@
  */
 #include "protocols/q2/parse.h"
 
-#include <zlib.h>
-
 #define CS_END_OLD 2080
 #define CS_END_NEW 13630
 
@@ -68,30 +66,9 @@ int sg_q2_parsed_init(struct sg_q2_parsed *p)
     return 0;
 }
 
-/* The download's inflate stream: the client's (Q2PRO cls.download.z). */
-struct sg_q2_zdl {
-    z_stream z;
-    bool live; /* inflateInit2 done */
-    uint8_t out[16384];
-};
-
-static void zdl_reset(struct sg_q2_zdl *d)
-{
-    if (d && d->live)
-        inflateReset(&d->z);
-}
-
 void sg_q2_parsed_free(struct sg_q2_parsed *p)
 {
-    if (p->inflater) {
-        inflateEnd(p->inflater);
-        free(p->inflater);
-    }
-    if (p->zdl) {
-        if (p->zdl->live)
-            inflateEnd(&p->zdl->z);
-        free(p->zdl);
-    }
+    sg_q2__zlib_free(p);
     free(p->fields);
     free(p->msgs);
     free(p->zpool);
@@ -151,7 +128,7 @@ static void serverdata(struct ctx *c)
     const uint8_t *s;
     struct sg_q2_variant nv;
 
-    zdl_reset(c->out->zdl); /* a new level: no download goes on */
+    sg_q2__zdl_reset(c->out->zdl); /* a new level: no download goes on */
     c->out->kex = false;
     if (protocol == 2022 || protocol == 2023) {
         sg_q2__kex_serverdata(c, protocol);
@@ -309,52 +286,6 @@ static void sound(struct ctx *c)
         pos(c, NULL);
 }
 
-/*
- * A compressed download's chunk through the download's inflate stream, as
- * Q2PRO's client runs it (inflate_udp_download): Z_SYNC_FLUSH until the
- * output stops filling, the stream reset at its end.  Returns the bytes it
- * gave, or a negative error (a broken stream, more than SG_Q2_ZDL_MAX),
- * after which the stream starts again.
- */
-static int64_t zdl_inflate(struct ctx *c, const uint8_t *in, size_t n)
-{
-    struct sg_q2_parsed *o = c->out;
-    struct sg_q2_zdl *d = o->zdl;
-    int64_t total = 0;
-    int ret;
-
-    if (!d) {
-        if (!(d = o->zdl = calloc(1, sizeof(*d))))
-            return -ENOMEM;
-    }
-    if (!d->live) {
-        if (inflateInit2(&d->z, -MAX_WBITS) != Z_OK)
-            return -ENOMEM;
-        d->live = true;
-    }
-    if (n == 0)
-        return 0;
-    d->z.next_in = (Bytef *)(uintptr_t)in;
-    d->z.avail_in = (uInt)n;
-    do {
-        d->z.next_out = d->out;
-        d->z.avail_out = sizeof(d->out);
-        ret = inflate(&d->z, Z_SYNC_FLUSH);
-        if (ret != Z_OK && ret != Z_STREAM_END && ret != Z_BUF_ERROR) {
-            zdl_reset(d);
-            return SG_E_INFLATE;
-        }
-        total += (int64_t)(sizeof(d->out) - d->z.avail_out);
-        if (total > SG_Q2_ZDL_MAX) {
-            zdl_reset(d);
-            return SG_E_TOOBIG;
-        }
-    } while (d->z.avail_out == 0 && ret != Z_STREAM_END);
-    if (ret == Z_STREAM_END)
-        zdl_reset(d);
-    return total;
-}
-
 static void download(struct ctx *c, bool z)
 {
     int32_t size = snum(c, "size", SG_BMSG_S16);
@@ -363,7 +294,7 @@ static void download(struct ctx *c, bool z)
     int64_t got;
 
     if (size == -1 || c->r.overflowed) {
-        zdl_reset(c->out->zdl); /* the download ended: the client starts its stream again */
+        sg_q2__zdl_reset(c->out->zdl); /* the download ended: the client starts its stream again */
         return;
     }
     if (z && c->v->protocol == 35)
@@ -376,7 +307,7 @@ static void download(struct ctx *c, bool z)
     if (!d)
         return;
     if (z) {
-        got = zdl_inflate(c, d, (size_t)size);
+        got = sg_q2__zdl_inflate(c->out, d, (size_t)size);
         if (got < 0) {
             fail(c, (int)got);
             return;
@@ -384,7 +315,7 @@ static void download(struct ctx *c, bool z)
         value(c, "inflated", (int32_t)got);
     }
     if (percent == 100)
-        zdl_reset(c->out->zdl); /* the last chunk */
+        sg_q2__zdl_reset(c->out->zdl); /* the last chunk */
 }
 
 static void gamestate(struct ctx *c, int op)
@@ -413,9 +344,8 @@ static void zpacket(struct ctx *c, int self)
     uint32_t outlen = num(c, "uncompressed", SG_BMSG_U16);
     const uint8_t *in = data(c, "deflated", inlen);
     struct sg_q2_parsed *o = c->out;
-    z_stream *z;
     uint8_t *dst;
-    int ret;
+    int err;
     struct ctx sub;
 
     if (!in)
@@ -429,30 +359,8 @@ static void zpacket(struct ctx *c, int self)
         return;
     }
     dst = o->zpool + o->zpool_len;
-    /* One raw-deflate stream per parsed stream, set up on the first zpacket
-     * and reset for each later one (its window is allocated once). */
-    if (!o->inflater) {
-        z = calloc(1, sizeof(*z));
-        if (!z || inflateInit2(z, -MAX_WBITS) != Z_OK) {
-            free(z);
-            fail(c, -ENOMEM);
-            return;
-        }
-        o->inflater = z;
-    } else {
-        z = o->inflater;
-        if (inflateReset(z) != Z_OK) {
-            fail(c, SG_E_INFLATE);
-            return;
-        }
-    }
-    z->next_in = (Bytef *)(uintptr_t)in;
-    z->avail_in = inlen;
-    z->next_out = dst;
-    z->avail_out = outlen; /* bounded: no more than the header says (<= 32 KiB) */
-    ret = inflate(z, Z_FINISH);
-    if (ret != Z_STREAM_END) {
-        fail(c, SG_E_INFLATE);
+    if ((err = sg_q2__zpacket_inflate(o, in, inlen, dst, outlen)) < 0) {
+        fail(c, err);
         return;
     }
     o->zpool_len += outlen;

@@ -2,8 +2,9 @@
  * The Quake 2 message parser's inside, shared by its files and no one
  * else: parse.c (the stream, the server's messages), delta.c (entities
  * and the player state), kex.c (the rerelease demos' messages), clmsg.c
- * (the client's messages).  The field readers are inline here, as they
- * were in the one file: every message reads through them.
+ * (the client's messages), zlib.c (the inflate streams).  The field
+ * readers are inline here, as they were in the one file: every message
+ * reads through them.
  */
 #ifndef SG_PROTOCOLS_Q2_PARSE_H
 #define SG_PROTOCOLS_Q2_PARSE_H
@@ -290,5 +291,30 @@ void sg_q2__kex_svc(struct ctx *c, int op, int self);
 
 /* clmsg.c */
 void sg_q2__clc(struct ctx *c, int op);
+
+/* ---- zlib (zlib.c) ---- */
+
+/* A zpacket's `inlen` raw-deflate bytes inflated into `out` (`outlen`
+ * bytes at most) through the parsed stream's one inflater (made on the
+ * first zpacket, reset for each later one): 0, -ENOMEM (no inflater),
+ * SG_E_INFLATE (a broken stream). */
+int sg_q2__zpacket_inflate(struct sg_q2_parsed *o, const uint8_t *in, uint32_t inlen, uint8_t *out,
+                           uint32_t outlen);
+/* A rerelease blast's zlib-wrapped bytes (zlib's `uncompress`) inflated
+ * into exactly `outlen` bytes of `out`: 0, -ENOMEM or SG_E_INFLATE. */
+int sg_q2__zlib_uncompress(const uint8_t *in, uint32_t inlen, uint8_t *out, uint32_t outlen);
+/*
+ * A compressed download's chunk through the download's inflate stream, as
+ * Q2PRO's client runs it (inflate_udp_download): Z_SYNC_FLUSH until the
+ * output stops filling, the stream reset at its end.  Returns the bytes
+ * it gave, or a negative error (a broken stream, more than SG_Q2_ZDL_MAX),
+ * after which the stream starts again.
+ */
+int64_t sg_q2__zdl_inflate(struct sg_q2_parsed *o, const uint8_t *in, size_t n);
+/* The download's stream starts again (a new level, the download's end);
+ * `d` may be NULL. */
+void sg_q2__zdl_reset(struct sg_q2_zdl *d);
+/* The inflate streams of `p` ended and freed. */
+void sg_q2__zlib_free(struct sg_q2_parsed *p);
 
 #endif

@@ -8,26 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
-
-int sg_q2_deflate(const uint8_t *in, size_t inlen, uint8_t *out, size_t cap, size_t *outlen)
-{
-    z_stream z;
-    int ret;
-
-    memset(&z, 0, sizeof(z));
-    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 9, Z_DEFAULT_STRATEGY) !=
-        Z_OK)
-        return -ENOMEM;
-    z.next_in = (Bytef *)(uintptr_t)in;
-    z.avail_in = (uInt)inlen;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    ret = deflate(&z, Z_FINISH);
-    *outlen = cap - z.avail_out;
-    deflateEnd(&z);
-    return ret == Z_STREAM_END ? 0 : SG_E_OVERFLOW;
-}
 
 static void write_msg(const struct sg_q2_parsed *p, uint32_t i, struct sg_bmsg_writer *w)
 {
