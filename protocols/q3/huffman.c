@@ -1,42 +1,7 @@
 /*
- * Quake 3 Huffman coding: the adaptive tree, the fixed coder derived from
- * it, and the adaptive coder of the `connect` packet.
- *
- * The adaptive tree
- * -----------------
- * Both coders rest on one adaptive Huffman tree in the style of Sayood's
- * "Data Compression" (the FGK family).  The tree starts as a single leaf,
- * NYT ("not yet transmitted", symbol 256, weight 0).  Every node also sits
- * in one rank list that runs from NYT (lowest) upwards; a node's rank is
- * only its place in that list.  Nodes of equal weight that are next to each
- * other form a block, and every block has a slot naming its leader, the
- * member ranked highest.  Members of a block share the slot.
- *
- * Adding a symbol that is already in the tree increments its leaf; adding a
- * new one splits NYT into an internal node (weight 1, left child NYT) whose
- * right child is the new leaf (weight 1), both ranked just above NYT, and
- * then increments the old parent of NYT.  Incrementing a node walks up to
- * the root; at each node it
- *   1. exchanges the node with its block leader, in the tree (unless the
- *      leader is the node's own parent) and in the rank list, when a node of
- *      equal weight ranks directly above it;
- *   2. leaves its block (the node below becomes leader, or the slot is freed
- *      when the node was alone), adds 1 to its weight, then joins the block
- *      directly above when that has the new weight or opens a new slot;
- *   3. moves to its (possibly new) parent.
- * When the walk comes back down, a node that ranks directly above its own
- * parent exchanges ranks with it, and hands its leader slot to the parent
- * when it was the leader.
- *
- * Bit-exact output depends on the game's tie-breaking, so the details are
- * kept even where they look accidental: the tree exchange rewires the first
- * node's parent, then the second's, one child pointer each (for two
- * siblings this exchanges them only when the first is the right child);
- * leader slots come from a pool with a last-in first-out free list.  The
- * result is checked against real traffic: demos decode, and real connect
- * packets recompress to the captured bytes.
- * A bit is 1 for a right child and 0 for a left one; a code is sent from the
- * root down, each bit at the next position LSB first.
+ * Quake 3 Huffman coding: the fixed coder, derived from the adaptive tree
+ * (hufftree.c, which also holds the adaptive coder of the `connect`
+ * packet).
  *
  * The fixed coder
  * ---------------
@@ -54,15 +19,9 @@
  * feeds it from a 64-bit bit register.  NYT stays in the fixed tree
  * (weight 0, an 11-bit code), so a decoder can meet it in corrupt data; the
  * game then yields the value 256.
- *
- * The adaptive coder
- * ------------------
- * The connect packet's body is a 16-bit big-endian length, then per byte
- * either the byte's current code, or NYT's code followed by the byte's
- * 8 bits MSB first when the byte is new; the tree is updated after every
- * byte, identically on both sides.
  */
 #include "protocols/q3/huffman.h"
+#include "protocols/q3/hufftree.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -74,12 +33,6 @@
 #include "protocols/byteorder.h"
 #include "protocols/error.h"
 
-#define NYT      256  /* the escape leaf's symbol */
-#define INTERNAL 257  /* symbol of an internal node */
-#define NODES    513  /* NYT + one leaf and one internal node per byte value */
-#define SLOTS    768  /* leader-slot pool, as large as the game's */
-#define NONE     (-1) /* no node */
-#define FREED    (-2) /* the value of a slot on the free list */
 #ifndef SG_Q3_HUFF_LUT_BITS
 #define SG_Q3_HUFF_LUT_BITS 11 /* decoder lookahead; every fixed code fits (the longest is 11) */
 #endif
@@ -129,261 +82,6 @@ static const int msg_hdata[256] = {
 /* clang-format on */
 
 /* ------------------------------------------------------------------ */
-/* The adaptive tree                                                    */
-
-struct anode {
-    int32_t weight;
-    int16_t parent, left, right; /* tree */
-    int16_t up, down;            /* rank list: next higher, next lower */
-    int16_t slot;                /* leader slot of this node's block */
-    int16_t sym;                 /* 0..255, NYT or INTERNAL */
-};
-
-struct atree {
-    struct anode n[NODES];
-    int16_t leaf[NYT + 1]; /* symbol -> leaf, NONE if not yet in the tree */
-    int16_t slot[SLOTS];   /* leader of each block, FREED when on the free list */
-    int16_t slot_next[SLOTS];
-    int root, nodes, slots, free_slot;
-};
-
-static void atree_init(struct atree *t)
-{
-    memset(t, 0, sizeof(*t));
-    for (int i = 0; i <= NYT; i++)
-        t->leaf[i] = NONE;
-    t->n[0] = (struct anode){.weight = 0,
-                             .parent = NONE,
-                             .left = NONE,
-                             .right = NONE,
-                             .up = NONE,
-                             .down = NONE,
-                             .slot = NONE,
-                             .sym = NYT};
-    t->leaf[NYT] = 0;
-    t->root = 0;
-    t->nodes = 1;
-    t->free_slot = NONE;
-}
-
-static int slot_take(struct atree *t)
-{
-    int s = t->free_slot;
-
-    if (s != NONE) {
-        t->free_slot = t->slot_next[s];
-        return s;
-    }
-    /* Live slots never outnumber nodes, so the pool cannot run out. */
-    return t->slots++;
-}
-
-static void slot_release(struct atree *t, int s)
-{
-    t->slot[s] = FREED;
-    t->slot_next[s] = (int16_t)t->free_slot;
-    t->free_slot = s;
-}
-
-static inline int32_t weight_of(const struct atree *t, int i)
-{
-    return t->n[i].weight;
-}
-
-/* Exchange the places of subtrees `a` and `b` (see the file comment). */
-static void tree_exchange(struct atree *t, int a, int b)
-{
-    int pa = t->n[a].parent, pb = t->n[b].parent;
-
-    if (pa == NONE)
-        t->root = b;
-    else if (t->n[pa].left == a)
-        t->n[pa].left = (int16_t)b;
-    else
-        t->n[pa].right = (int16_t)b;
-
-    if (pb == NONE)
-        t->root = a;
-    else if (t->n[pb].left == b)
-        t->n[pb].left = (int16_t)a;
-    else
-        t->n[pb].right = (int16_t)a;
-
-    t->n[a].parent = (int16_t)pb;
-    t->n[b].parent = (int16_t)pa;
-}
-
-/* Exchange the ranks of `a` and `b`. */
-static void rank_exchange(struct atree *t, int a, int b)
-{
-    struct anode *na, *nb;
-    int16_t tmp;
-
-    if (a == b)
-        return;
-    if (t->n[b].up == a) { /* make `a` the lower one of an adjacent pair */
-        int c = a;
-        a = b;
-        b = c;
-    }
-    na = &t->n[a];
-    nb = &t->n[b];
-    if (na->up == b) {
-        int below = na->down, above = nb->up;
-
-        nb->down = (int16_t)below;
-        nb->up = (int16_t)a;
-        na->down = (int16_t)b;
-        na->up = (int16_t)above;
-        if (below != NONE)
-            t->n[below].up = (int16_t)b;
-        if (above != NONE)
-            t->n[above].down = (int16_t)a;
-        return;
-    }
-    tmp = na->up;
-    na->up = nb->up;
-    nb->up = tmp;
-    tmp = na->down;
-    na->down = nb->down;
-    nb->down = tmp;
-    if (na->up != NONE)
-        t->n[na->up].down = (int16_t)a;
-    if (na->down != NONE)
-        t->n[na->down].up = (int16_t)a;
-    if (nb->up != NONE)
-        t->n[nb->up].down = (int16_t)b;
-    if (nb->down != NONE)
-        t->n[nb->down].up = (int16_t)b;
-}
-
-/* Add 1 to the weight of node `i` and of all its ancestors. */
-static void atree_increment(struct atree *t, int i)
-{
-    int16_t path[NODES];
-    int depth = 0;
-
-    /* On the way up: reach the top of the block, change block, climb. */
-    while (i != NONE) {
-        struct anode *x = &t->n[i];
-
-        if (x->up != NONE && weight_of(t, x->up) == x->weight) {
-            int leader = t->slot[x->slot];
-
-            if (leader >= 0) {
-                if (leader != x->parent)
-                    tree_exchange(t, leader, i);
-                rank_exchange(t, leader, i);
-            }
-        }
-        if (x->down != NONE && weight_of(t, x->down) == x->weight)
-            t->slot[x->slot] = x->down;
-        else
-            slot_release(t, x->slot);
-        x->weight++;
-        if (x->up != NONE && weight_of(t, x->up) == x->weight) {
-            x->slot = t->n[x->up].slot;
-        } else {
-            x->slot = (int16_t)slot_take(t);
-            t->slot[x->slot] = (int16_t)i;
-        }
-        path[depth++] = (int16_t)i;
-        i = x->parent;
-    }
-
-    /* On the way down: a node ranked just above its parent trades ranks. */
-    while (depth > 0) {
-        struct anode *x;
-
-        i = path[--depth];
-        x = &t->n[i];
-        if (x->parent != NONE && x->down == x->parent) {
-            rank_exchange(t, i, x->parent);
-            if (t->slot[x->slot] == i)
-                t->slot[x->slot] = x->parent;
-        }
-    }
-}
-
-/* Count one more occurrence of byte `ch`. */
-static void atree_add(struct atree *t, int ch)
-{
-    int nyt = t->leaf[NYT], parent, inner, leaf, above;
-
-    if (t->leaf[ch] != NONE) {
-        atree_increment(t, t->leaf[ch]);
-        return;
-    }
-
-    leaf = t->nodes++;
-    inner = t->nodes++;
-    parent = t->n[nyt].parent;
-
-    /* The new internal node ranks just above NYT... */
-    above = t->n[nyt].up;
-    t->n[inner] = (struct anode){.weight = 1,
-                                 .parent = (int16_t)parent,
-                                 .left = (int16_t)nyt,
-                                 .right = (int16_t)leaf,
-                                 .up = (int16_t)above,
-                                 .down = (int16_t)nyt,
-                                 .sym = INTERNAL};
-    if (above != NONE && weight_of(t, above) == 1) {
-        t->n[inner].slot = t->n[above].slot;
-    } else {
-        t->n[inner].slot = (int16_t)slot_take(t);
-        t->slot[t->n[inner].slot] = (int16_t)inner;
-    }
-    if (above != NONE)
-        t->n[above].down = (int16_t)inner;
-
-    /* ...and the new leaf between the two, in the internal node's block. */
-    t->n[leaf] = (struct anode){.weight = 1,
-                                .parent = (int16_t)inner,
-                                .left = NONE,
-                                .right = NONE,
-                                .up = (int16_t)inner,
-                                .down = (int16_t)nyt,
-                                .slot = t->n[inner].slot,
-                                .sym = (int16_t)ch};
-    t->n[inner].down = (int16_t)leaf;
-    t->n[nyt].up = (int16_t)leaf;
-
-    /* The internal node takes NYT's place in the tree. */
-    if (parent == NONE)
-        t->root = inner;
-    else if (t->n[parent].left == nyt)
-        t->n[parent].left = (int16_t)inner;
-    else
-        t->n[parent].right = (int16_t)inner;
-    t->n[nyt].parent = (int16_t)inner;
-    t->leaf[ch] = (int16_t)leaf;
-
-    if (parent != NONE)
-        atree_increment(t, parent);
-}
-
-/* The code of leaf `i`, root first, as bits[0..len); returns len. */
-static int atree_path(const struct atree *t, int i, uint8_t *bits)
-{
-    int len = 0;
-
-    while (t->n[i].parent != NONE) {
-        int p = t->n[i].parent;
-
-        bits[len++] = t->n[p].right == i;
-        i = p;
-    }
-    for (int k = 0; k < len / 2; k++) {
-        uint8_t b = bits[k];
-
-        bits[k] = bits[len - 1 - k];
-        bits[len - 1 - k] = b;
-    }
-    return len;
-}
-
-/* ------------------------------------------------------------------ */
 /* The fixed coder                                                      */
 
 struct sg_q3_huff {
@@ -427,10 +125,10 @@ static void fixed_build(void)
     struct atree t;
     uint8_t bits[NODES];
 
-    atree_init(&t);
+    sg_q3__atree_init(&t);
     for (int ch = 0; ch < 256; ch++)
         for (int k = 0; k < msg_hdata[ch]; k++)
-            atree_add(&t, ch);
+            sg_q3__atree_add(&t, ch);
 
     for (int i = 0; i < t.nodes; i++) {
         h->child[i][0] = t.n[i].left;
@@ -438,7 +136,7 @@ static void fixed_build(void)
         h->sym[i] = t.n[i].sym;
     }
     for (int s = 0; s <= NYT; s++) {
-        int len = atree_path(&t, t.leaf[s], bits);
+        int len = sg_q3__atree_path(&t, t.leaf[s], bits);
         uint32_t code = 0;
 
         for (int k = 0; k < len; k++)
@@ -838,100 +536,4 @@ int sg_q3_huff_encode(const struct sg_q3_huff *h, uint8_t *out, size_t cap, size
     }
     *bit = pos;
     return ret;
-}
-
-/* ------------------------------------------------------------------ */
-/* Adaptive coder                                                       */
-
-static inline int get_bit(const uint8_t *in, size_t len, size_t *pos)
-{
-    size_t p = (*pos)++;
-
-    return (p >> 3) < len ? (in[p >> 3] >> (p & 7)) & 1 : 0;
-}
-
-static inline bool put_bit(uint8_t *out, size_t cap, size_t *pos, int b)
-{
-    size_t p = *pos;
-
-    if ((p >> 3) >= cap)
-        return false;
-    if (!(p & 7))
-        out[p >> 3] = 0;
-    out[p >> 3] |= (uint8_t)(b << (p & 7));
-    *pos = p + 1;
-    return true;
-}
-
-int sg_q3_huff_adaptive_decompress(const uint8_t *in, size_t in_len, uint8_t *out, size_t cap)
-{
-    struct atree t;
-    size_t want, pos = 16;
-
-    if (in_len == 0)
-        return 0;
-    if (in_len < 2)
-        return SG_E_TRUNCATED;
-    want = (size_t)in[0] << 8 | in[1];
-    if (want > cap)
-        want = cap;
-
-    atree_init(&t);
-    for (size_t j = 0; j < want; j++) {
-        int node = t.root, ch;
-
-        /* The game stops once a symbol would start past the end. */
-        if ((pos >> 3) > in_len) {
-            memset(out + j, 0, want - j);
-            break;
-        }
-        while (node != NONE && t.n[node].sym == INTERNAL)
-            node = get_bit(in, in_len, &pos) ? t.n[node].right : t.n[node].left;
-        ch = node == NONE ? 0 : t.n[node].sym;
-        if (ch == NYT) {
-            ch = 0;
-            for (int k = 0; k < 8; k++)
-                ch = ch << 1 | get_bit(in, in_len, &pos);
-        }
-        out[j] = (uint8_t)ch;
-        atree_add(&t, ch);
-    }
-    return (int)want;
-}
-
-int sg_q3_huff_adaptive_compress(const uint8_t *in, size_t in_len, uint8_t *out, size_t cap)
-{
-    struct atree t;
-    uint8_t path[NODES];
-    size_t pos = 16;
-
-    if (in_len == 0)
-        return 0;
-    if (in_len > 0xffff)
-        return SG_E_TOOBIG;
-    if (cap < 2)
-        return SG_E_OVERFLOW;
-    out[0] = (uint8_t)(in_len >> 8);
-    out[1] = (uint8_t)in_len;
-
-    atree_init(&t);
-    for (size_t i = 0; i < in_len; i++) {
-        int ch = in[i], fresh = t.leaf[ch] == NONE;
-        int len = atree_path(&t, fresh ? t.leaf[NYT] : t.leaf[ch], path);
-
-        for (int k = 0; k < len; k++)
-            if (!put_bit(out, cap, &pos, path[k]))
-                return SG_E_OVERFLOW;
-        for (int k = 7; fresh && k >= 0; k--)
-            if (!put_bit(out, cap, &pos, (ch >> k) & 1))
-                return SG_E_OVERFLOW;
-        atree_add(&t, ch);
-    }
-
-    /* The game counts one byte past the last bit written. */
-    if ((pos >> 3) >= cap)
-        return SG_E_OVERFLOW;
-    if (!(pos & 7))
-        out[pos >> 3] = 0;
-    return (int)(pos >> 3) + 1;
 }
