@@ -1,3 +1,7 @@
+/*
+ * slipgate's error codes (error.h): their sentences and names, and the
+ * error of a failed write.
+ */
 #include "protocols/error.h"
 
 #include <errno.h>

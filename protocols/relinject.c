@@ -1,3 +1,7 @@
+/*
+ * Injected texts riding on the next reliable datagram (relinject.h): the
+ * queue of each direction and when an injection counts as delivered.
+ */
 #include "protocols/relinject.h"
 
 #include <errno.h>

@@ -1,3 +1,7 @@
+/*
+ * The games' text helpers (text.h): escaped text for dumps, and the
+ * command words, quoted arguments and chat texts the filters read.
+ */
 #include "protocols/text.h"
 
 #include "protocols/json.h"
