@@ -292,36 +292,11 @@ static void kex_sound(struct ctx *c)
  * their own (svc_configstring / svc_spawnbaseline) that name the blast. */
 static void kex_blast(struct ctx *c, int op, int self)
 {
-    uint32_t inlen = num(c, "compressed", SG_BMSG_U16);
-    uint32_t outlen = num(c, "uncompressed", SG_BMSG_U16);
-    const uint8_t *in = data(c, "deflated", inlen);
     struct sg_q2_parsed *o = c->out;
-    uint8_t *dst;
-    int zerr;
     struct ctx sub;
 
-    if (!in)
+    if (!sg_q2__inflated(c, self, true, UINT32_MAX, &sub))
         return;
-    if (c->parent >= 0) {
-        fail(c, SG_E_MALFORMED);
-        return;
-    }
-    if (SG_Q2_ZPOOL - o->zpool_len < outlen) {
-        fail(c, SG_E_TOOBIG);
-        return;
-    }
-    dst = o->zpool + o->zpool_len;
-    if ((zerr = sg_q2__zlib_uncompress(in, inlen, dst, outlen)) < 0) {
-        fail(c, zerr);
-        return;
-    }
-    o->zpool_len += outlen;
-    memset(&sub, 0, sizeof(sub));
-    sg_bmsg_reader_init(&sub.r, dst, outlen);
-    sub.v = c->v;
-    sub.out = o;
-    sub.dir = c->dir;
-    sub.parent = self;
     while (sub.r.pos < sub.r.end && !sub.r.overflowed) {
         struct sg_fmsg *m;
         uint32_t k;

@@ -340,37 +340,11 @@ static int parse_stream(struct ctx *c);
 
 static void zpacket(struct ctx *c, int self)
 {
-    uint32_t inlen = num(c, "compressed", SG_BMSG_U16);
-    uint32_t outlen = num(c, "uncompressed", SG_BMSG_U16);
-    const uint8_t *in = data(c, "deflated", inlen);
-    struct sg_q2_parsed *o = c->out;
-    uint8_t *dst;
-    int err;
     struct ctx sub;
 
-    if (!in)
+    if (!sg_q2__inflated(c, self, false, SG_Q2_MAX_MSGLEN, &sub))
         return;
-    if (c->parent >= 0 || outlen > SG_Q2_MAX_MSGLEN) {
-        fail(c, SG_E_MALFORMED); /* recursively entered, or too large */
-        return;
-    }
-    if (SG_Q2_ZPOOL - o->zpool_len < outlen) {
-        fail(c, SG_E_TOOBIG);
-        return;
-    }
-    dst = o->zpool + o->zpool_len;
-    if ((err = sg_q2__zpacket_inflate(o, in, inlen, dst, outlen)) < 0) {
-        fail(c, err);
-        return;
-    }
-    o->zpool_len += outlen;
     /* The contents, as messages of their own. */
-    memset(&sub, 0, sizeof(sub));
-    sg_bmsg_reader_init(&sub.r, dst, outlen);
-    sub.v = c->v;
-    sub.out = o;
-    sub.dir = c->dir;
-    sub.parent = self;
     if (parse_stream(&sub) < 0)
         fail(c, sub.err ? sub.err : SG_E_MALFORMED);
 }

@@ -294,15 +294,18 @@ void sg_q2__clc(struct ctx *c, int op);
 
 /* ---- zlib (zlib.c) ---- */
 
-/* A zpacket's `inlen` raw-deflate bytes inflated into `out` (`outlen`
- * bytes at most) through the parsed stream's one inflater (made on the
- * first zpacket, reset for each later one): 0, -ENOMEM (no inflater),
- * SG_E_INFLATE (a broken stream). */
-int sg_q2__zpacket_inflate(struct sg_q2_parsed *o, const uint8_t *in, uint32_t inlen, uint8_t *out,
-                           uint32_t outlen);
-/* A rerelease blast's zlib-wrapped bytes (zlib's `uncompress`) inflated
- * into exactly `outlen` bytes of `out`: 0, -ENOMEM or SG_E_INFLATE. */
-int sg_q2__zlib_uncompress(const uint8_t *in, uint32_t inlen, uint8_t *out, uint32_t outlen);
+/*
+ * A compressed body at the reader (u16 compressed length, u16 uncompressed
+ * length, the deflated bytes): a zpacket's raw deflate through the parsed
+ * stream's one inflater (made on the first zpacket, reset for each later
+ * one), or a rerelease blast's zlib-wrapped data (`wrapped`, zlib's
+ * `uncompress`: exactly the uncompressed length), inflated into the
+ * stream's pool, no more than the header's length and `most` bytes.  On
+ * success `sub` reads the inflated bytes as a stream of message `self`;
+ * false when it failed (c's error set: not in a compressed body, too
+ * large, the pool full, a broken stream).
+ */
+bool sg_q2__inflated(struct ctx *c, int self, bool wrapped, uint32_t most, struct ctx *sub);
 /*
  * A compressed download's chunk through the download's inflate stream, as
  * Q2PRO's client runs it (inflate_udp_download): Z_SYNC_FLUSH until the

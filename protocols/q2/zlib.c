@@ -26,7 +26,9 @@ static int finish(z_stream *z, const uint8_t *in, uint32_t inlen, uint8_t *out, 
     return inflate(z, Z_FINISH);
 }
 
-int sg_q2__zpacket_inflate(struct sg_q2_parsed *o, const uint8_t *in, uint32_t inlen, uint8_t *out,
+/* A zpacket's raw deflate through the parsed stream's one inflater: 0,
+ * -ENOMEM (no inflater), SG_E_INFLATE (a broken stream). */
+static int zpacket_inflate(struct sg_q2_parsed *o, const uint8_t *in, uint32_t inlen, uint8_t *out,
                            uint32_t outlen)
 {
     z_stream *z;
@@ -51,7 +53,9 @@ int sg_q2__zpacket_inflate(struct sg_q2_parsed *o, const uint8_t *in, uint32_t i
     return 0;
 }
 
-int sg_q2__zlib_uncompress(const uint8_t *in, uint32_t inlen, uint8_t *out, uint32_t outlen)
+/* A rerelease blast's zlib-wrapped data (zlib's `uncompress`), exactly
+ * `outlen` bytes of it: 0, -ENOMEM or SG_E_INFLATE. */
+static int zlib_uncompress(const uint8_t *in, uint32_t inlen, uint8_t *out, uint32_t outlen)
 {
     z_stream z;
     int ret;
@@ -65,6 +69,42 @@ int sg_q2__zlib_uncompress(const uint8_t *in, uint32_t inlen, uint8_t *out, uint
     if (ret != Z_STREAM_END || z.total_out != outlen)
         return SG_E_INFLATE;
     return 0;
+}
+
+bool sg_q2__inflated(struct ctx *c, int self, bool wrapped, uint32_t most, struct ctx *sub)
+{
+    uint32_t inlen = num(c, "compressed", SG_BMSG_U16);
+    uint32_t outlen = num(c, "uncompressed", SG_BMSG_U16);
+    const uint8_t *in = data(c, "deflated", inlen);
+    struct sg_q2_parsed *o = c->out;
+    uint8_t *dst;
+    int err;
+
+    if (!in)
+        return false;
+    if (c->parent >= 0 || outlen > most) {
+        fail(c, SG_E_MALFORMED); /* recursively entered, or too large */
+        return false;
+    }
+    if (SG_Q2_ZPOOL - o->zpool_len < outlen) {
+        fail(c, SG_E_TOOBIG);
+        return false;
+    }
+    dst = o->zpool + o->zpool_len;
+    err = wrapped ? zlib_uncompress(in, inlen, dst, outlen)
+                  : zpacket_inflate(o, in, inlen, dst, outlen);
+    if (err < 0) {
+        fail(c, err);
+        return false;
+    }
+    o->zpool_len += outlen;
+    memset(sub, 0, sizeof(*sub));
+    sg_bmsg_reader_init(&sub->r, dst, outlen);
+    sub->v = c->v;
+    sub->out = o;
+    sub->dir = c->dir;
+    sub->parent = self;
+    return true;
 }
 
 /* The download's inflate stream: the client's (Q2PRO cls.download.z). */
