@@ -2,13 +2,15 @@
  * Quake 3 delta field tables: entityState_t and playerState_t as the wire
  * sees them (msg.c netField_t entityStateFields / playerStateFields).
  *
- * A state is kept as an array of 32-bit words in wire-table order, so the
- * index of a field is its position in the table, not in the game's struct;
- * floats are kept as their IEEE bit patterns (the game compares and copies
- * them as ints too).  `bits` is the wire width: 0 means float (1 + 13 bits
- * "integral" or 1 + 32 bits "full"), negative means signed (sign-extended
- * on read).  The order matters: a delta sends `lc` = 1 + index of the last
- * changed field, then one "changed" bit per field below lc.
+ * A state is kept as an array of 32-bit words indexed by the enums below
+ * (the order of protocol 68's wire tables); a table entry names the word
+ * it fills (`slot`), so a variant's table (variant.h) may order, narrow or
+ * leave out fields while the state keeps its meaning.  Floats are kept as
+ * their IEEE bit patterns (the game compares and copies them as ints too).
+ * `bits` is the wire width: 0 means float (1 + 13 bits "integral" or 1 + 32
+ * bits "full"), negative means signed (sign-extended on read).  The order
+ * matters: a delta sends `lc` = 1 + wire position of the last changed
+ * field, then one "changed" bit per field below lc.
  */
 #ifndef SG_PROTOCOLS_Q3_FIELDS_H
 #define SG_PROTOCOLS_Q3_FIELDS_H
@@ -24,6 +26,7 @@
 struct sg_q3_netfield {
     const char *name; /* the game's name, e.g. "pos.trBase[0]" */
     int bits;         /* 0 = float; < 0 = signed integer of -bits */
+    int slot;         /* the state word it fills: enum sg_q3_es_field / sg_q3_ps_field */
 };
 
 /* entityState_t fields, wire order. */
@@ -145,7 +148,9 @@ enum sg_q3_ps_array {
 };
 #define SG_Q3_PS_ARRAY_LEN 16 /* MAX_STATS = MAX_PERSISTANT = MAX_WEAPONS = MAX_POWERUPS */
 
-/* Immutable tables, indexed by the enums above. */
+/* Protocol 68's tables (every variant in variant.c uses them), indexed by
+ * the enums above; entry i has slot i.  Code that decodes or encodes takes
+ * its tables from the variant (variant.h), not from these names. */
 extern const struct sg_q3_netfield sg_q3_entity_fields[SG_Q3_ES_NUM_FIELDS];
 extern const struct sg_q3_netfield sg_q3_player_fields[SG_Q3_PS_NUM_FIELDS];
 
