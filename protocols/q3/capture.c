@@ -471,6 +471,7 @@ static int q3_capture_datagram(void *flow, enum sg_dir sdir, const uint8_t *data
     /* Server messages: the full parse, as the client reads them, and the recording. */
     if (f->rx == SG_Q3_RX_MESSAGE && dir == SG_Q3_S2C) {
         fl->st->protocol = fl->nc->protocol;
+        sg_q3_state_set_variant(fl->st, sg_q3_variant_of(fl->nc->wire));
         parse_err = sg_q3_parse_server_message(fl->st, f->sequence, f->msg, f->msg_len, &fl->sv);
         if (parse_err == SG_E_NODELTA)
             parse_err = 0;

@@ -107,6 +107,7 @@ static void server_message(struct q3c *c, struct sg_frame *f)
     const char *info;
 
     c->st->protocol = c->nc.protocol ? c->nc.protocol : c->st->protocol;
+    sg_q3_state_set_variant(c->st, sg_q3_variant_of(c->nc.wire)); /* the netchan's choice */
     c->parse_err =
         sg_q3_parse_server_message(c->st, c->qf.sequence, c->qf.msg, c->qf.msg_len, &c->sv);
     if (c->parse_err < 0)

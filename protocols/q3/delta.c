@@ -1,6 +1,7 @@
 /*
  * Quake 3 entity and playerstate delta records: read, write, apply, make.
- * The wire layout is drawn in delta.h.  Reads go through the bounded bit
+ * The wire layout is drawn in delta.h; the field tables and the entity
+ * number width are the variant's (variant.h), passed in by the caller.  Reads go through the bounded bit
  * reader; the caller checks its overflow flag once per message.
  */
 #include "protocols/q3/delta.h"
@@ -93,8 +94,10 @@ static int32_t float_result(int32_t value, uint8_t form)
     return value;
 }
 
-int sg_q3_delta_entity_read(struct sg_q3_msg *m, int number, struct sg_q3_entity_delta *rec)
+int sg_q3_delta_entity_read(struct sg_q3_msg *m, const struct sg_q3_variant *v, int number,
+                            struct sg_q3_entity_delta *rec)
 {
+    const struct sg_q3_netfield *fields = v->entity_fields;
     int lc;
 
     memset(rec, 0, sizeof(*rec));
@@ -113,13 +116,13 @@ int sg_q3_delta_entity_read(struct sg_q3_msg *m, int number, struct sg_q3_entity
     lc = sg_q3_msg_read_byte(m);
     if (m->overflowed)
         return SG_E_OVERFLOW;
-    if (lc < 0 || lc > SG_Q3_ES_NUM_FIELDS)
+    if (lc < 0 || lc > v->num_entity_fields)
         return SG_E_MALFORMED;
     rec->lc = (uint8_t)lc;
 
     /* one changed bit per field below lc, then its value */
     for (int i = 0; i < lc; i++) {
-        int bits = sg_q3_entity_fields[i].bits;
+        int bits = fields[i].bits;
 
         if (sg_q3_msg_read_bits(m, 1) == 0)
             continue;
@@ -141,11 +144,13 @@ int sg_q3_delta_entity_read(struct sg_q3_msg *m, int number, struct sg_q3_entity
     return 0;
 }
 
-void sg_q3_delta_entity_write(struct sg_q3_msg *m, const struct sg_q3_entity_delta *rec)
+void sg_q3_delta_entity_write(struct sg_q3_msg *m, const struct sg_q3_variant *v,
+                              const struct sg_q3_entity_delta *rec)
 {
-    int lc = rec->lc > SG_Q3_ES_NUM_FIELDS ? SG_Q3_ES_NUM_FIELDS : rec->lc;
+    const struct sg_q3_netfield *fields = v->entity_fields;
+    int lc = rec->lc > v->num_entity_fields ? v->num_entity_fields : rec->lc;
 
-    sg_q3_msg_write_bits(m, rec->number, SG_Q3_GENTITYNUM_BITS);
+    sg_q3_msg_write_bits(m, rec->number, v->gentitynum_bits);
     if (rec->kind == SG_Q3_ENT_REMOVE) {
         sg_q3_msg_write_bits(m, 1, 1);
         return;
@@ -160,7 +165,7 @@ void sg_q3_delta_entity_write(struct sg_q3_msg *m, const struct sg_q3_entity_del
 
     /* fields in table order, each in its recorded form */
     for (int i = 0; i < lc; i++) {
-        int bits = sg_q3_entity_fields[i].bits;
+        int bits = fields[i].bits;
         uint8_t form = rec->form[i];
 
         if (form == SG_Q3_FORM_SAME) {
@@ -180,12 +185,14 @@ void sg_q3_delta_entity_write(struct sg_q3_msg *m, const struct sg_q3_entity_del
     }
 }
 
-void sg_q3_delta_entity_apply(const struct sg_q3_entity *from, const struct sg_q3_entity_delta *rec,
-                              struct sg_q3_entity *to)
+void sg_q3_delta_entity_apply(const struct sg_q3_variant *v, const struct sg_q3_entity *from,
+                              const struct sg_q3_entity_delta *rec, struct sg_q3_entity *to)
 {
+    const struct sg_q3_netfield *fields = v->entity_fields;
+
     if (rec->kind == SG_Q3_ENT_REMOVE) {
         memset(to, 0, sizeof(*to));
-        to->number = SG_Q3_ENTITYNUM_NONE;
+        to->number = v->entitynum_none;
         return;
     }
     *to = *from;
@@ -194,29 +201,32 @@ void sg_q3_delta_entity_apply(const struct sg_q3_entity *from, const struct sg_q
         return;
 
     /* sent fields replace the base's words */
-    for (int i = 0; i < rec->lc && i < SG_Q3_ES_NUM_FIELDS; i++) {
-        int bits = sg_q3_entity_fields[i].bits;
+    for (int i = 0; i < rec->lc && i < v->num_entity_fields; i++) {
+        int bits = fields[i].bits;
+        int32_t *w = &to->f[fields[i].slot];
 
         if (rec->form[i] == SG_Q3_FORM_SAME)
             continue;
         if (bits == 0)
-            to->f[i] = float_result(rec->value[i], rec->form[i]);
+            *w = float_result(rec->value[i], rec->form[i]);
         else
-            to->f[i] = rec->form[i] == SG_Q3_FORM_ZERO ? 0 : wire_int(rec->value[i], bits);
+            *w = rec->form[i] == SG_Q3_FORM_ZERO ? 0 : wire_int(rec->value[i], bits);
     }
 }
 
-bool sg_q3_delta_entity_make(const struct sg_q3_entity *from, const struct sg_q3_entity *to,
-                             bool force, struct sg_q3_entity_delta *rec)
+bool sg_q3_delta_entity_make(const struct sg_q3_variant *v, const struct sg_q3_entity *from,
+                             const struct sg_q3_entity *to, bool force,
+                             struct sg_q3_entity_delta *rec)
 {
+    const struct sg_q3_netfield *fields = v->entity_fields;
     int lc = 0;
 
     memset(rec, 0, sizeof(*rec));
-    rec->number = (uint16_t)(to->number & (SG_Q3_MAX_GENTITIES - 1));
+    rec->number = (uint16_t)(to->number & (v->max_gentities - 1));
 
-    /* lc: one past the last field that differs */
-    for (int i = 0; i < SG_Q3_ES_NUM_FIELDS; i++) {
-        if (from->f[i] != to->f[i])
+    /* lc: one past the wire position of the last field that differs */
+    for (int i = 0; i < v->num_entity_fields; i++) {
+        if (from->f[fields[i].slot] != to->f[fields[i].slot])
             lc = i + 1;
     }
     if (lc == 0) {
@@ -228,46 +238,49 @@ bool sg_q3_delta_entity_make(const struct sg_q3_entity *from, const struct sg_q3
 
     /* each differing field in the form the game picks */
     for (int i = 0; i < lc; i++) {
-        int bits = sg_q3_entity_fields[i].bits;
-        int32_t v = to->f[i];
+        int bits = fields[i].bits;
+        int32_t w = to->f[fields[i].slot];
 
-        if (from->f[i] == v)
+        if (from->f[fields[i].slot] == w)
             continue;
         if (bits == 0) {
-            rec->form[i] = float_form(v, true);
-            rec->value[i] = float_result(v, rec->form[i]);
-        } else if (v == 0) {
+            rec->form[i] = float_form(w, true);
+            rec->value[i] = float_result(w, rec->form[i]);
+        } else if (w == 0) {
             rec->form[i] = SG_Q3_FORM_ZERO;
         } else {
             rec->form[i] = SG_Q3_FORM_INT;
-            rec->value[i] = wire_int(v, bits);
+            rec->value[i] = wire_int(w, bits);
         }
     }
     return true;
 }
 
-void sg_q3_delta_entity_make_remove(int number, struct sg_q3_entity_delta *rec)
+void sg_q3_delta_entity_make_remove(const struct sg_q3_variant *v, int number,
+                                    struct sg_q3_entity_delta *rec)
 {
     memset(rec, 0, sizeof(*rec));
-    rec->number = (uint16_t)(number & (SG_Q3_MAX_GENTITIES - 1));
+    rec->number = (uint16_t)(number & (v->max_gentities - 1));
     rec->kind = SG_Q3_ENT_REMOVE;
 }
 
-int sg_q3_delta_player_read(struct sg_q3_msg *m, struct sg_q3_player_delta *rec)
+int sg_q3_delta_player_read(struct sg_q3_msg *m, const struct sg_q3_variant *v,
+                            struct sg_q3_player_delta *rec)
 {
+    const struct sg_q3_netfield *fields = v->player_fields;
     int lc;
 
     memset(rec, 0, sizeof(*rec));
     lc = sg_q3_msg_read_byte(m);
     if (m->overflowed)
         return SG_E_OVERFLOW;
-    if (lc < 0 || lc > SG_Q3_PS_NUM_FIELDS)
+    if (lc < 0 || lc > v->num_player_fields)
         return SG_E_MALFORMED;
     rec->lc = (uint8_t)lc;
 
     /* fields: changed bit, then the value (no zero bit here) */
     for (int i = 0; i < lc; i++) {
-        int bits = sg_q3_player_fields[i].bits;
+        int bits = fields[i].bits;
 
         if (sg_q3_msg_read_bits(m, 1) == 0)
             continue;
@@ -304,13 +317,15 @@ int sg_q3_delta_player_read(struct sg_q3_msg *m, struct sg_q3_player_delta *rec)
     return 0;
 }
 
-void sg_q3_delta_player_write(struct sg_q3_msg *m, const struct sg_q3_player_delta *rec)
+void sg_q3_delta_player_write(struct sg_q3_msg *m, const struct sg_q3_variant *v,
+                              const struct sg_q3_player_delta *rec)
 {
-    int lc = rec->lc > SG_Q3_PS_NUM_FIELDS ? SG_Q3_PS_NUM_FIELDS : rec->lc;
+    const struct sg_q3_netfield *fields = v->player_fields;
+    int lc = rec->lc > v->num_player_fields ? v->num_player_fields : rec->lc;
 
     sg_q3_msg_write_byte(m, lc);
     for (int i = 0; i < lc; i++) {
-        int bits = sg_q3_player_fields[i].bits;
+        int bits = fields[i].bits;
 
         if (rec->form[i] == SG_Q3_FORM_SAME) {
             sg_q3_msg_write_bits(m, 0, 1);
@@ -343,24 +358,27 @@ void sg_q3_delta_player_write(struct sg_q3_msg *m, const struct sg_q3_player_del
     }
 }
 
-void sg_q3_delta_player_apply(const struct sg_q3_player *from, const struct sg_q3_player_delta *rec,
-                              struct sg_q3_player *to)
+void sg_q3_delta_player_apply(const struct sg_q3_variant *v, const struct sg_q3_player *from,
+                              const struct sg_q3_player_delta *rec, struct sg_q3_player *to)
 {
+    const struct sg_q3_netfield *fields = v->player_fields;
+
     if (from)
         *to = *from;
     else
         memset(to, 0, sizeof(*to));
 
     /* sent fields */
-    for (int i = 0; i < rec->lc && i < SG_Q3_PS_NUM_FIELDS; i++) {
-        int bits = sg_q3_player_fields[i].bits;
+    for (int i = 0; i < rec->lc && i < v->num_player_fields; i++) {
+        int bits = fields[i].bits;
+        int32_t *w = &to->f[fields[i].slot];
 
         if (rec->form[i] == SG_Q3_FORM_SAME)
             continue;
         if (bits == 0)
-            to->f[i] = float_result(rec->value[i], rec->form[i]);
+            *w = float_result(rec->value[i], rec->form[i]);
         else
-            to->f[i] = rec->form[i] == SG_Q3_FORM_ZERO ? 0 : wire_int(rec->value[i], bits);
+            *w = rec->form[i] == SG_Q3_FORM_ZERO ? 0 : wire_int(rec->value[i], bits);
     }
 
     /* sent array elements */
@@ -379,10 +397,11 @@ void sg_q3_delta_player_apply(const struct sg_q3_player *from, const struct sg_q
     }
 }
 
-void sg_q3_delta_player_make(const struct sg_q3_player *from, const struct sg_q3_player *to,
-                             struct sg_q3_player_delta *rec)
+void sg_q3_delta_player_make(const struct sg_q3_variant *v, const struct sg_q3_player *from,
+                             const struct sg_q3_player *to, struct sg_q3_player_delta *rec)
 {
     static const struct sg_q3_player zero;
+    const struct sg_q3_netfield *fields = v->player_fields;
     int lc = 0;
 
     if (!from)
@@ -390,23 +409,23 @@ void sg_q3_delta_player_make(const struct sg_q3_player *from, const struct sg_q3
     memset(rec, 0, sizeof(*rec));
 
     /* fields: lc, then the differing ones */
-    for (int i = 0; i < SG_Q3_PS_NUM_FIELDS; i++) {
-        if (from->f[i] != to->f[i])
+    for (int i = 0; i < v->num_player_fields; i++) {
+        if (from->f[fields[i].slot] != to->f[fields[i].slot])
             lc = i + 1;
     }
     rec->lc = (uint8_t)lc;
     for (int i = 0; i < lc; i++) {
-        int bits = sg_q3_player_fields[i].bits;
-        int32_t v = to->f[i];
+        int bits = fields[i].bits;
+        int32_t w = to->f[fields[i].slot];
 
-        if (from->f[i] == v)
+        if (from->f[fields[i].slot] == w)
             continue;
         if (bits == 0) {
-            rec->form[i] = float_form(v, false);
-            rec->value[i] = float_result(v, rec->form[i]);
+            rec->form[i] = float_form(w, false);
+            rec->value[i] = float_result(w, rec->form[i]);
         } else {
             rec->form[i] = SG_Q3_FORM_INT;
-            rec->value[i] = wire_int(v, bits);
+            rec->value[i] = wire_int(w, bits);
         }
     }
 

@@ -2,7 +2,7 @@
  * Quake 3 delta coding of entityState_t and playerState_t
  * (MSG_ReadDeltaEntity / MSG_WriteDeltaEntity and the playerstate pair).
  *
- * Entity delta, after the 10-bit entity number:
+ * Entity delta, after the entity number (10 bits in protocol 68):
  *
  *     1 bit   remove            1 = entity leaves the snapshot; nothing follows
  *     1 bit   has delta         0 = identical to the base ("no change" form)
@@ -19,6 +19,9 @@
  * persistant, ammo, powerups: 1 bit sent, 16-bit mask, one value per mask
  * bit (16-bit signed shorts; powerups 32-bit longs).
  *
+ * Every function takes the variant (variant.h) whose field tables and
+ * entity number width the stream uses.
+ *
  * A record below keeps exactly what was sent (lc, per-field form, masks)
  * so writing it back gives the same bits; `make` builds the record the
  * game's own writer would send for two full states.
@@ -31,14 +34,15 @@
 
 #include "protocols/q3/fields.h"
 #include "protocols/q3/msg.h"
+#include "protocols/q3/variant.h"
 
-/* A full entity: 32-bit words in wire-table order (floats as bit patterns). */
+/* A full entity: 32-bit words by enum sg_q3_es_field (floats as bit patterns). */
 struct sg_q3_entity {
-    int32_t number; /* SG_Q3_ENTITYNUM_NONE after a remove */
+    int32_t number; /* the variant's entitynum_none after a remove */
     int32_t f[SG_Q3_ES_NUM_FIELDS];
 };
 
-/* A full playerstate: table fields plus the four arrays. */
+/* A full playerstate: words by enum sg_q3_ps_field, plus the four arrays. */
 struct sg_q3_player {
     int32_t f[SG_Q3_PS_NUM_FIELDS];
     int32_t a[SG_Q3_PS_NUM_ARRAYS][SG_Q3_PS_ARRAY_LEN];
@@ -58,7 +62,8 @@ enum sg_q3_ent_kind {
     SG_Q3_ENT_REMOVE,
 };
 
-/* One entity update as sent. value[i] is the resulting word for a sent field. */
+/* One entity update as sent.  form[i] / value[i] are the field at wire
+ * position i of the variant's table; value[i] is the word a sent field gives. */
 struct sg_q3_entity_delta {
     uint16_t number;
     uint8_t kind; /* enum sg_q3_ent_kind */
@@ -83,37 +88,43 @@ struct sg_q3_player_delta {
  * `number`.  Returns 0, or SG_E_MALFORMED for lc beyond the table.
  * Overflow is left in m->overflowed for the caller to check.
  */
-int sg_q3_delta_entity_read(struct sg_q3_msg *m, int number, struct sg_q3_entity_delta *rec);
+int sg_q3_delta_entity_read(struct sg_q3_msg *m, const struct sg_q3_variant *v, int number,
+                            struct sg_q3_entity_delta *rec);
 
 /* Write an entity update, number included, exactly as recorded. */
-void sg_q3_delta_entity_write(struct sg_q3_msg *m, const struct sg_q3_entity_delta *rec);
+void sg_q3_delta_entity_write(struct sg_q3_msg *m, const struct sg_q3_variant *v,
+                              const struct sg_q3_entity_delta *rec);
 
 /* to = from + rec, as the game applies it (to may not alias from). */
-void sg_q3_delta_entity_apply(const struct sg_q3_entity *from, const struct sg_q3_entity_delta *rec,
-                              struct sg_q3_entity *to);
+void sg_q3_delta_entity_apply(const struct sg_q3_variant *v, const struct sg_q3_entity *from,
+                              const struct sg_q3_entity_delta *rec, struct sg_q3_entity *to);
 
 /*
  * The update the game's writer sends for from -> to (to->number is used).
  * Returns false when it would send nothing (no change and !force).
  */
-bool sg_q3_delta_entity_make(const struct sg_q3_entity *from, const struct sg_q3_entity *to,
-                             bool force, struct sg_q3_entity_delta *rec);
+bool sg_q3_delta_entity_make(const struct sg_q3_variant *v, const struct sg_q3_entity *from,
+                             const struct sg_q3_entity *to, bool force,
+                             struct sg_q3_entity_delta *rec);
 
 /* A remove record for entity `number`. */
-void sg_q3_delta_entity_make_remove(int number, struct sg_q3_entity_delta *rec);
+void sg_q3_delta_entity_make_remove(const struct sg_q3_variant *v, int number,
+                                    struct sg_q3_entity_delta *rec);
 
 /* Read a playerstate update.  Returns 0 or SG_E_MALFORMED (lc too big). */
-int sg_q3_delta_player_read(struct sg_q3_msg *m, struct sg_q3_player_delta *rec);
+int sg_q3_delta_player_read(struct sg_q3_msg *m, const struct sg_q3_variant *v,
+                            struct sg_q3_player_delta *rec);
 
 /* Write a playerstate update exactly as recorded. */
-void sg_q3_delta_player_write(struct sg_q3_msg *m, const struct sg_q3_player_delta *rec);
+void sg_q3_delta_player_write(struct sg_q3_msg *m, const struct sg_q3_variant *v,
+                              const struct sg_q3_player_delta *rec);
 
 /* to = from + rec; `from` NULL means the all-zero state. */
-void sg_q3_delta_player_apply(const struct sg_q3_player *from, const struct sg_q3_player_delta *rec,
-                              struct sg_q3_player *to);
+void sg_q3_delta_player_apply(const struct sg_q3_variant *v, const struct sg_q3_player *from,
+                              const struct sg_q3_player_delta *rec, struct sg_q3_player *to);
 
 /* The update the game's writer sends for from -> to; `from` NULL = zero state. */
-void sg_q3_delta_player_make(const struct sg_q3_player *from, const struct sg_q3_player *to,
-                             struct sg_q3_player_delta *rec);
+void sg_q3_delta_player_make(const struct sg_q3_variant *v, const struct sg_q3_player *from,
+                             const struct sg_q3_player *to, struct sg_q3_player_delta *rec);
 
 #endif

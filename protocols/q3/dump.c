@@ -19,6 +19,7 @@
 struct out {
     FILE *f;
     bool json;
+    const struct sg_q3_variant *v; /* the message's: its field tables name the fields */
 };
 
 /* Raw bytes as a quoted string: JSON under json.h's rule, or C-escaped text. */
@@ -88,11 +89,13 @@ static void put_value(struct out *o, int bits, uint8_t form, int32_t value)
 }
 
 /* Fields sent in a delta: name=value pairs (text) or an object (JSON). */
-static void put_fields(struct out *o, const struct sg_q3_netfield *table, int lc,
+static void put_fields(struct out *o, const struct sg_q3_netfield *table, int count, int lc,
                        const uint8_t *form, const int32_t *value)
 {
     bool first = true;
 
+    if (lc > count)
+        lc = count; /* the writer sends no more either */
     if (o->json)
         fputs(",\"fields\":{", o->f);
     for (int i = 0; i < lc; i++) {
@@ -121,7 +124,7 @@ static void put_entity(struct out *o, const struct sg_q3_entity_delta *e)
             return;
         }
         fprintf(o->f, ",\"lc\":%u", e->lc);
-        put_fields(o, sg_q3_entity_fields, e->lc, e->form, e->value);
+        put_fields(o, o->v->entity_fields, o->v->num_entity_fields, e->lc, e->form, e->value);
         fputc('}', o->f);
         return;
     }
@@ -130,7 +133,7 @@ static void put_entity(struct out *o, const struct sg_q3_entity_delta *e)
         return;
     }
     fprintf(o->f, " #%u{lc=%u", e->number, e->lc);
-    put_fields(o, sg_q3_entity_fields, e->lc, e->form, e->value);
+    put_fields(o, o->v->entity_fields, o->v->num_entity_fields, e->lc, e->form, e->value);
     fputc('}', o->f);
 }
 
@@ -167,7 +170,7 @@ static void put_arrays(struct out *o, const struct sg_q3_player_delta *ps)
 static void put_player(struct out *o, const struct sg_q3_player_delta *ps)
 {
     fprintf(o->f, o->json ? ",\"ps\":{\"lc\":%u" : " ps{lc=%u", ps->lc);
-    put_fields(o, sg_q3_player_fields, ps->lc, ps->form, ps->value);
+    put_fields(o, o->v->player_fields, o->v->num_player_fields, ps->lc, ps->form, ps->value);
     put_arrays(o, ps);
     fputc('}', o->f);
 }
@@ -307,7 +310,7 @@ static void put_op(struct out *o, const struct sg_q3_svmsg *msg, const struct sg
 int sg_q3_dump_message(FILE *f, enum sg_q3_dump_format format, const struct sg_q3_svmsg *msg,
                        size_t len, int err)
 {
-    struct out o = {f, format == SG_Q3_DUMP_JSON};
+    struct out o = {f, format == SG_Q3_DUMP_JSON, sg_q3_svmsg_variant(msg)};
 
     if (o.json)
         fprintf(f, "{\"seq\":%d,\"len\":%zu,\"ack\":%d,\"ops\":[", msg->sequence, len,

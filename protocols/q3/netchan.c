@@ -255,10 +255,20 @@ static void scramble(const struct sg_q3_netchan *nc, enum sg_q3_dir dir, int32_t
 
 /* ---- the leading part of server messages ---- */
 
-/* Up to two views to update while walking; either may be NULL. */
+/* Up to two views to update while walking (either may be NULL), and the
+ * variant whose limits and entity table the walk follows. */
 struct views {
     struct sg_q3_view *a, *b;
+    const struct sg_q3_variant *v;
 };
+
+/* The variant a session's messages are walked with: its wire's, else 68's. */
+static const struct sg_q3_variant *walk_variant(const struct sg_q3_netchan *nc)
+{
+    const struct sg_q3_variant *v = sg_q3_variant_of(nc->wire);
+
+    return v ? v : &sg_q3_variant_68;
+}
 
 static void views_server_command(struct views vs, int32_t seq, const char *text)
 {
@@ -298,16 +308,16 @@ static int walk_gamestate(struct sg_q3_msg *m, struct sg_q3_svkeys *out, struct 
         if (op == SG_Q3_SVC_CONFIGSTRING) {
             int index = sg_q3_msg_read_short(m);
 
-            if (index < 0 || index >= SG_Q3_MAX_CONFIGSTRINGS)
+            if (index < 0 || index >= vs.v->max_configstrings)
                 return m->overflowed ? SG_E_OVERFLOW : SG_E_MALFORMED;
             sg_q3_msg_read_string(m, str, sizeof(str), NULL);
             ncs++;
         } else if (op == SG_Q3_SVC_BASELINE) {
-            int number = sg_q3_msg_read_bits(m, SG_Q3_GENTITYNUM_BITS);
+            int number = sg_q3_msg_read_bits(m, vs.v->gentitynum_bits);
 
-            if (number < 0 || number >= SG_Q3_MAX_GENTITIES)
+            if (number < 0 || number >= vs.v->max_gentities)
                 return m->overflowed ? SG_E_OVERFLOW : SG_E_MALFORMED;
-            err = sg_q3_delta_entity_read(m, number, &rec);
+            err = sg_q3_delta_entity_read(m, vs.v, number, &rec);
             if (err < 0)
                 return err;
             nbl++;
@@ -409,7 +419,7 @@ static int walk_server_message(const uint8_t *msg, size_t len, struct sg_q3_svke
 
 int sg_q3_svkeys_parse(const uint8_t *msg, size_t len, struct sg_q3_svkeys *out)
 {
-    struct views none = {NULL, NULL};
+    struct views none = {NULL, NULL, &sg_q3_variant_68};
 
     return walk_server_message(msg, len, out, none);
 }
@@ -584,7 +594,7 @@ static int decode_content(struct sg_q3_netchan *nc, struct sg_q3_frame *f)
     struct sg_q3_view *server = &nc->view[SG_Q3_SIDE_SERVER];
 
     if (f->dir == SG_Q3_S2C) {
-        struct views vs = {server, nc->split_views ? NULL : client};
+        struct views vs = {server, nc->split_views ? NULL : client, walk_variant(nc)};
 
         return walk_server_message(f->msg, f->msg_len, &f->u.sv, vs);
     }
@@ -837,7 +847,7 @@ int sg_q3_netchan_encode(struct sg_q3_netchan *nc, enum sg_q3_dir dir, int32_t s
         scramble(nc, dir, sequence,
                  dir == SG_Q3_S2C ? &receiver->client_cmds : &receiver->server_cmds, buf, len);
     if (dir == SG_Q3_S2C) {
-        struct views vs = {receiver, NULL};
+        struct views vs = {receiver, NULL, walk_variant(nc)};
 
         walk_server_message(msg, len, NULL, vs);
     } else {

@@ -250,7 +250,8 @@ void sg_q3_xor_client_message(uint8_t *msg, size_t len, int32_t challenge, int32
 
 /*
  * Walk a server message (XOR removed) up to its first snapshot, download
- * or voip op.  Returns 0, SG_E_MALFORMED or SG_E_OVERFLOW.
+ * or voip op, in protocol 68's variant (a session walks its own wire's).
+ * Returns 0, SG_E_MALFORMED or SG_E_OVERFLOW.
  */
 int sg_q3_svkeys_parse(const uint8_t *msg, size_t len, struct sg_q3_svkeys *out);
 

@@ -8,7 +8,7 @@
  *  - the message ends with svc_EOF read strictly before the last byte
  *    (the reader's overflow flag), else SG_E_OVERFLOW;
  *  - unknown ops, svc_configstring / svc_baseline outside a gamestate,
- *    configstring index outside 0..1023, more than MAX_GAMESTATE_CHARS of
+ *    configstring index outside the variant's (0..1023 in 68), more than MAX_GAMESTATE_CHARS of
  *    configstrings, an areamask over 32 bytes, lc beyond a field table and
  *    a download chunk over MAX_MSGLEN are SG_E_MALFORMED;
  *  - strings stop at the game's limits (1024 / 8192 bytes, the last one
@@ -33,6 +33,7 @@
 /* Parsing context for one message; kept by the state between messages. */
 struct parse {
     struct sg_q3_state *st;
+    const struct sg_q3_variant *v; /* the state's, for this message */
     struct sg_q3_msg m;
     struct sg_q3_svmsg *out;
     uint8_t str[SG_Q3_MAX_MSGLEN + 1]; /* raw bytes of the string being read */
@@ -110,7 +111,7 @@ static int parse_gs_configstring(struct parse *p, int item, int *data_count)
 
     if (p->m.overflowed)
         return SG_E_OVERFLOW;
-    if (index < 0 || index >= SG_Q3_MAX_CONFIGSTRINGS)
+    if (index < 0 || index >= p->v->max_configstrings)
         return SG_E_MALFORMED;
     err = read_string(p, SG_Q3_BIG_INFO_STRING, &ref);
     if (err < 0)
@@ -131,22 +132,22 @@ static int parse_gs_baseline(struct parse *p, int item)
 {
     static const struct sg_q3_entity null_entity;
     struct sg_q3_state *st = p->st;
-    int number = sg_q3_msg_read_bits(&p->m, SG_Q3_GENTITYNUM_BITS);
+    int number = sg_q3_msg_read_bits(&p->m, p->v->gentitynum_bits);
     int ei;
     int err;
 
     /* The NYT escape makes a "10-bit" read return up to 1027: bound it. */
-    if (number < 0 || number >= SG_Q3_MAX_GENTITIES)
+    if (number < 0 || number >= p->v->max_gentities)
         return p->m.overflowed ? SG_E_OVERFLOW : SG_E_MALFORMED;
     ei = sg_q3_svmsg_add_ent(p->out);
     if (ei < 0)
         return ei;
-    err = sg_q3_delta_entity_read(&p->m, number, &p->out->ents[ei]);
+    err = sg_q3_delta_entity_read(&p->m, p->v, number, &p->out->ents[ei]);
     if (err < 0)
         return err;
     p->out->items[item].index = (uint16_t)number;
     p->out->items[item].ent = (uint32_t)ei;
-    sg_q3_delta_entity_apply(&null_entity, &p->out->ents[ei], &st->baselines[number]);
+    sg_q3_delta_entity_apply(p->v, &null_entity, &p->out->ents[ei], &st->baselines[number]);
     st->baseline_used[number >> 3] |= (uint8_t)(1u << (number & 7));
     return 0;
 }
@@ -209,10 +210,10 @@ static bool old_slot(const struct sg_q3_state *st, const struct sg_q3_snapshot *
 }
 
 /* Append an entity to the ring as part of the new frame. */
-static int keep_new(struct sg_q3_state *st, struct sg_q3_snapshot *frame,
-                    const struct sg_q3_entity *e)
+static int keep_new(struct sg_q3_state *st, const struct sg_q3_variant *v,
+                    struct sg_q3_snapshot *frame, const struct sg_q3_entity *e)
 {
-    if (e->number == SG_Q3_ENTITYNUM_NONE)
+    if (e->number == v->entitynum_none)
         return 0; /* removed */
     if (sg_q3__state_push_new(st, e) < 0)
         return -ENOMEM;
@@ -241,6 +242,7 @@ static int parse_entities(struct parse *p, const struct sg_q3_snapshot *old,
                           struct sg_q3_snapshot *frame, uint32_t *num_ents)
 {
     struct sg_q3_state *st = p->st;
+    const struct sg_q3_variant *v = p->v;
     int oldindex = 0, last = -1;
     struct sg_q3_parse_slot os = {0, 0};
     bool have_old = old_slot(st, old, 0, &os);
@@ -251,15 +253,15 @@ static int parse_entities(struct parse *p, const struct sg_q3_snapshot *old,
     frame->num_entities = 0;
     for (;;) {
         struct sg_q3_entity to;
-        int newnum = sg_q3_msg_read_bits(&p->m, SG_Q3_GENTITYNUM_BITS);
+        int newnum = sg_q3_msg_read_bits(&p->m, v->gentitynum_bits);
         int ei;
 
         if (p->m.overflowed)
             return SG_E_OVERFLOW;
-        if (newnum == SG_Q3_ENTITYNUM_NONE)
+        if (newnum == v->entitynum_none)
             break;
         /* The NYT escape makes a "10-bit" read return up to 1027: bound it. */
-        if (newnum < 0 || newnum >= SG_Q3_MAX_GENTITIES || newnum <= last)
+        if (newnum < 0 || newnum >= v->max_gentities || newnum <= last)
             return SG_E_MALFORMED;
         last = newnum;
 
@@ -273,22 +275,22 @@ static int parse_entities(struct parse *p, const struct sg_q3_snapshot *old,
         ei = sg_q3_svmsg_add_ent(p->out);
         if (ei < 0)
             return ei;
-        err = sg_q3_delta_entity_read(&p->m, newnum, &p->out->ents[ei]);
+        err = sg_q3_delta_entity_read(&p->m, v, newnum, &p->out->ents[ei]);
         if (err < 0)
             return err;
         if (have_old && os.number == newnum) {
             const struct sg_q3_entity *from = sg_q3__state_ref_entity(st, os.ref);
 
-            sg_q3_delta_entity_apply(from, &p->out->ents[ei], &to);
+            sg_q3_delta_entity_apply(v, from, &p->out->ents[ei], &to);
             /* unchanged by the update: share the old state */
-            if (to.number != SG_Q3_ENTITYNUM_NONE && memcmp(&to, from, sizeof(to)) == 0)
+            if (to.number != v->entitynum_none && memcmp(&to, from, sizeof(to)) == 0)
                 keep_old(st, frame, os);
-            else if ((err = keep_new(st, frame, &to)) < 0)
+            else if ((err = keep_new(st, v, frame, &to)) < 0)
                 return err;
             have_old = old_slot(st, old, ++oldindex, &os);
         } else {
-            sg_q3_delta_entity_apply(&st->baselines[newnum], &p->out->ents[ei], &to);
-            if ((err = keep_new(st, frame, &to)) < 0)
+            sg_q3_delta_entity_apply(v, &st->baselines[newnum], &p->out->ents[ei], &to);
+            if ((err = keep_new(st, v, frame, &to)) < 0)
                 return err;
         }
     }
@@ -311,18 +313,18 @@ static bool base_usable(const struct sg_q3_state *st, const struct sg_q3_snapsho
 }
 
 /* Keep a valid frame: forget skipped message numbers, store it in the ring. */
-static void commit_snapshot(struct sg_q3_state *st, const struct sg_q3_snapshot *frame)
+static void commit_snapshot(struct sg_q3_state *st, int backup, const struct sg_q3_snapshot *frame)
 {
     int32_t n = sg_q3_seqadd(st->snap_message_num, 1);
 
-    if (sg_q3_seqdiff(frame->message_num, n) >= SG_Q3_PACKET_BACKUP)
-        n = sg_q3_seqadd(frame->message_num, -(SG_Q3_PACKET_BACKUP - 1));
-    for (int k = 1; k < SG_Q3_PACKET_BACKUP && sg_q3_seqdiff(n, frame->message_num) < 0;
+    if (sg_q3_seqdiff(frame->message_num, n) >= backup)
+        n = sg_q3_seqadd(frame->message_num, -(backup - 1));
+    for (int k = 1; k < backup && sg_q3_seqdiff(n, frame->message_num) < 0;
          k++, n = sg_q3_seqadd(n, 1))
-        st->snapshots[n & SG_Q3_PACKET_MASK].valid = false;
+        st->snapshots[n & (backup - 1)].valid = false;
     st->snap_valid = true;
     st->snap_message_num = frame->message_num;
-    st->snapshots[frame->message_num & SG_Q3_PACKET_MASK] = *frame;
+    st->snapshots[frame->message_num & (backup - 1)] = *frame;
     st->snapshots_valid++;
 }
 
@@ -352,7 +354,7 @@ static int parse_snapshot(struct parse *p, int opi)
     s->delta_message_num = s->delta_num ? frame.delta_num : -1;
     frame.snap_flags = s->snap_flags = (uint8_t)sg_q3_msg_read_byte(&p->m);
     if (frame.delta_num > 0) {
-        old = &st->snapshots[frame.delta_num & SG_Q3_PACKET_MASK];
+        old = &st->snapshots[frame.delta_num & (p->v->packet_backup - 1)];
         valid = base_usable(st, old, frame.delta_num);
     }
 
@@ -367,10 +369,10 @@ static int parse_snapshot(struct parse *p, int opi)
     memcpy(frame.areamask, s->areamask, (size_t)len);
 
     /* playerstate, then the entities */
-    err = sg_q3_delta_player_read(&p->m, &s->ps);
+    err = sg_q3_delta_player_read(&p->m, p->v, &s->ps);
     if (err < 0)
         return err;
-    sg_q3_delta_player_apply(old ? &old->ps : NULL, &s->ps, &frame.ps);
+    sg_q3_delta_player_apply(p->v, old ? &old->ps : NULL, &s->ps, &frame.ps);
     s->first_ent = p->out->num_ents;
     err = parse_entities(p, old, &frame, &p->out->snaps[si].num_ents);
     s = &p->out->snaps[si];
@@ -387,7 +389,7 @@ static int parse_snapshot(struct parse *p, int opi)
         st->snapshots_nodelta++;
         return 0;
     }
-    commit_snapshot(st, &frame);
+    commit_snapshot(st, p->v->packet_backup, &frame);
     return 0;
 }
 
@@ -490,6 +492,7 @@ int sg_q3_parse_server_message(struct sg_q3_state *st, int32_t sequence, const u
     int err = 0;
 
     sg_q3_svmsg_reset(out);
+    out->variant = st->variant;
     out->sequence = sequence;
     st->messages++;
     if (len > SG_Q3_MAX_MSGLEN) {
@@ -500,6 +503,7 @@ int sg_q3_parse_server_message(struct sg_q3_state *st, int32_t sequence, const u
         return -ENOMEM;
     p = st->parse_scratch;
     p->st = st;
+    p->v = st->variant;
     p->out = out;
     memcpy(p->msg, data, len);
     memset(p->msg + len, 0, 8);

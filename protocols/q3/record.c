@@ -19,15 +19,17 @@ int sg_q3_record_gamestate(const struct sg_q3_state *st, int32_t command_seq,
                            struct sg_q3_svmsg *out)
 {
     static const struct sg_q3_entity null_entity;
+    const struct sg_q3_variant *v = st->variant;
     int opi = sg_q3_svmsg_add_op(out, SG_Q3_SVC_GAMESTATE);
     uint32_t first = out->num_items;
     int err = 0;
 
     if (opi < 0)
         return opi;
+    out->variant = v;
 
     /* configstrings, then baselines */
-    for (int i = 0; i < SG_Q3_MAX_CONFIGSTRINGS && !err; i++) {
+    for (int i = 0; i < v->max_configstrings && !err; i++) {
         int it;
 
         if (!st->cs[i])
@@ -39,7 +41,7 @@ int sg_q3_record_gamestate(const struct sg_q3_state *st, int32_t command_seq,
         out->items[it].index = (uint16_t)i;
         err = sg_q3_svmsg_add_bytes(out, st->cs[i], strlen(st->cs[i]), &out->items[it].text);
     }
-    for (int n = 0; n < SG_Q3_MAX_GENTITIES && !err; n++) {
+    for (int n = 0; n < v->max_gentities && !err; n++) {
         int it, ei;
 
         if (!sg_q3_state_baseline_used(st, n))
@@ -51,7 +53,7 @@ int sg_q3_record_gamestate(const struct sg_q3_state *st, int32_t command_seq,
         out->items[it].op = SG_Q3_SVC_BASELINE;
         out->items[it].index = (uint16_t)n;
         out->items[it].ent = (uint32_t)ei;
-        sg_q3_delta_entity_make(&null_entity, &st->baselines[n], true, &out->ents[ei]);
+        sg_q3_delta_entity_make(v, &null_entity, &st->baselines[n], true, &out->ents[ei]);
         out->ents[ei].number = (uint16_t)n;
     }
     if (err)
@@ -69,6 +71,7 @@ int sg_q3_record_gamestate(const struct sg_q3_state *st, int32_t command_seq,
 static int emit_entities(const struct sg_q3_state *st, const struct sg_q3_snapshot *snap,
                          const struct sg_q3_snapshot *base, struct sg_q3_svmsg *out)
 {
+    const struct sg_q3_variant *v = st->variant;
     int ni = 0, oi = 0;
     int nn = snap->num_entities, on = base ? base->num_entities : 0;
 
@@ -81,15 +84,15 @@ static int emit_entities(const struct sg_q3_state *st, const struct sg_q3_snapsh
 
         /* same entity: delta if changed; new: from its baseline; gone: remove */
         if (newnum == oldnum) {
-            emit = sg_q3_delta_entity_make(oe, ne, false, &rec);
+            emit = sg_q3_delta_entity_make(v, oe, ne, false, &rec);
             ni++;
             oi++;
         } else if (newnum < oldnum) {
-            emit = sg_q3_delta_entity_make(&st->baselines[newnum & (SG_Q3_MAX_GENTITIES - 1)], ne,
+            emit = sg_q3_delta_entity_make(v, &st->baselines[newnum & (v->max_gentities - 1)], ne,
                                            true, &rec);
             ni++;
         } else {
-            sg_q3_delta_entity_make_remove(oldnum, &rec);
+            sg_q3_delta_entity_make_remove(v, oldnum, &rec);
             emit = true;
             oi++;
         }
@@ -113,7 +116,7 @@ int sg_q3_record_snapshot(const struct sg_q3_state *st, const struct sg_q3_snaps
 
     /* the game reads a delta from message number 0 or below as no delta
      * (CL_ParseSnapshot: deltaNum <= 0 is an uncompressed frame) */
-    if (base && (delta <= 0 || delta >= SG_Q3_PACKET_BACKUP || base->message_num <= 0 ||
+    if (base && (delta <= 0 || delta >= st->variant->packet_backup || base->message_num <= 0 ||
                  st->parse_entities_num - base->parse_entities_num >
                      (uint32_t)(SG_Q3_MAX_PARSE_ENTITIES - SG_Q3_MAX_SNAPSHOT_ENTITIES)))
         return -EINVAL;
@@ -124,6 +127,7 @@ int sg_q3_record_snapshot(const struct sg_q3_state *st, const struct sg_q3_snaps
     if (si < 0)
         return si;
     out->ops[opi].u.snap = (uint32_t)si;
+    out->variant = st->variant;
     s = &out->snaps[si];
 
     /* header and playerstate */
@@ -134,7 +138,7 @@ int sg_q3_record_snapshot(const struct sg_q3_state *st, const struct sg_q3_snaps
     memcpy(s->areamask, snap->areamask, sizeof(s->areamask));
     s->message_num = snap->message_num;
     s->delta_message_num = base ? base->message_num : -1;
-    sg_q3_delta_player_make(base ? &base->ps : NULL, &snap->ps, &s->ps);
+    sg_q3_delta_player_make(st->variant, base ? &base->ps : NULL, &snap->ps, &s->ps);
     s->first_ent = out->num_ents;
 
     /* the entities */
@@ -190,6 +194,7 @@ static int rebuild(struct sg_q3_recorder *rec, const struct sg_q3_state *st,
     int err = 0;
 
     sg_q3_svmsg_reset(out);
+    out->variant = st->variant;
     out->sequence = msg->sequence;
     out->reliable_ack = msg->reliable_ack;
     for (uint32_t i = 0; i < msg->num_ops && !err; i++) {
@@ -248,17 +253,21 @@ void sg_q3_recorder_finish(struct sg_q3_recorder *rec)
     sg_q3_svmsg_finish(&rec->scratch);
 }
 
-/* Remember that the file now holds frame `num`. */
-static void mark(struct sg_q3_recorder *rec, int32_t num)
+/* Remember that the file now holds frame `num` (a ring of the variant's packet backup). */
+static void mark(struct sg_q3_recorder *rec, const struct sg_q3_state *st, int32_t num)
 {
-    rec->have[num & SG_Q3_PACKET_MASK] = num;
-    rec->have_valid[num & SG_Q3_PACKET_MASK] = true;
+    int32_t mask = st->variant->packet_backup - 1;
+
+    rec->have[num & mask] = num;
+    rec->have_valid[num & mask] = true;
 }
 
 /* Does the file hold frame `num`? */
-static bool holds(const struct sg_q3_recorder *rec, int32_t num)
+static bool holds(const struct sg_q3_recorder *rec, const struct sg_q3_state *st, int32_t num)
 {
-    return rec->have_valid[num & SG_Q3_PACKET_MASK] && rec->have[num & SG_Q3_PACKET_MASK] == num;
+    int32_t mask = st->variant->packet_backup - 1;
+
+    return rec->have_valid[num & mask] && rec->have[num & mask] == num;
 }
 
 int sg_q3_recorder_feed(struct sg_q3_recorder *rec, const struct sg_q3_state *st,
@@ -275,7 +284,7 @@ int sg_q3_recorder_feed(struct sg_q3_recorder *rec, const struct sg_q3_state *st
         memset(rec->have_valid, 0, sizeof(rec->have_valid));
         rec->started = true;
         if (frame && s->status == 0)
-            mark(rec, s->message_num);
+            mark(rec, st, s->message_num);
         err = sg_q3_demo_write(rec->w, msg->sequence, raw, len);
         rec->written += err == 0;
         return err < 0 ? err : 1;
@@ -293,12 +302,12 @@ int sg_q3_recorder_feed(struct sg_q3_recorder *rec, const struct sg_q3_state *st
         rec->started = true;
         rec->written += 2;
         rec->rewritten++;
-        mark(rec, s->message_num);
+        mark(rec, st, s->message_num);
         return 1;
     }
 
     /* started: raw, unless the snapshot's base is not in the file */
-    if (frame && s->delta_num != 0 && !holds(rec, s->delta_message_num)) {
+    if (frame && s->delta_num != 0 && !holds(rec, st, s->delta_message_num)) {
         err = rebuild(rec, st, msg, frame);
         rec->rewritten += err == 0;
     } else {
@@ -308,6 +317,6 @@ int sg_q3_recorder_feed(struct sg_q3_recorder *rec, const struct sg_q3_state *st
         return err;
     rec->written++;
     if (frame && s->status == 0)
-        mark(rec, s->message_num);
+        mark(rec, st, s->message_num);
     return 1;
 }

@@ -145,6 +145,14 @@ done:
 
 /* ---- the spectator ---- */
 
+/* The variant the spectator's netchan speaks (its rings' sizes); 68's until known. */
+static const struct sg_q3_variant *spec_variant(const struct q3spec *sp)
+{
+    const struct sg_q3_variant *v = sg_q3_variant_of(sp->nc.wire);
+
+    return v ? v : &sg_q3_variant_68;
+}
+
 static void rel_clear(struct q3spec *sp)
 {
     for (int i = 0; i < SG_Q3_MAX_RELIABLE_COMMANDS; i++) {
@@ -264,11 +272,12 @@ static void q3s_watch(void *spec, const struct sg_spect_src *watched)
  * SG_E_STATE when it would overflow the window the client keeps. */
 static int rel_add(struct q3spec *sp, const char *text)
 {
+    int cmds = spec_variant(sp)->max_reliable_commands;
     int32_t seq = sp->rel_seq + 1;
-    char **slot = &sp->rel[seq & (SG_Q3_MAX_RELIABLE_COMMANDS - 1)];
+    char **slot = &sp->rel[seq & (cmds - 1)];
     char *copy;
 
-    if (seq - sp->rel_ack > SG_Q3_MAX_RELIABLE_COMMANDS)
+    if (seq - sp->rel_ack > cmds)
         return SG_E_STATE; /* the game drops such a client: "Server command overflow" */
     if (!(copy = strdup(text)))
         return -ENOMEM;
@@ -282,11 +291,12 @@ static int rel_add(struct q3spec *sp, const char *text)
 static int begin_message(struct q3spec *sp)
 {
     struct sg_q3_svmsg *m = &sp->out;
+    int32_t mask = spec_variant(sp)->max_reliable_commands - 1;
 
     sg_q3_svmsg_reset(m);
     m->reliable_ack = sp->client_cmd;
     for (int32_t i = sp->rel_ack + 1; i <= sp->rel_seq; i++) {
-        const char *text = sp->rel[i & (SG_Q3_MAX_RELIABLE_COMMANDS - 1)];
+        const char *text = sp->rel[i & mask];
         int op = sg_q3_svmsg_add_op(m, SG_Q3_SVC_SERVERCOMMAND);
         int err;
 
@@ -339,7 +349,7 @@ static int send_gamestate(struct q3spec *sp, const struct sg_q3_state *st, uint6
     n = send_message(sp, emit, ctx);
     if (n < 0)
         return n;
-    sp->sent[sp->out_seq & SG_Q3_PACKET_MASK] = (struct sent){.seq = sp->out_seq};
+    sp->sent[sp->out_seq & (spec_variant(sp)->packet_backup - 1)] = (struct sent){.seq = sp->out_seq};
     sp->gs_seq = sp->out_seq;
     sp->gs_ms = now_ms ? now_ms : 1;
     sp->stage = STAGE_PRIMED;
@@ -350,18 +360,18 @@ static int send_gamestate(struct q3spec *sp, const struct sg_q3_state *st, uint6
 static const struct sg_q3_snapshot *
 acked_base(const struct q3spec *sp, const struct sg_q3_state *st, const struct sg_q3_snapshot *snap)
 {
-    const struct sent *s = &sp->sent[sp->delta_msg & SG_Q3_PACKET_MASK];
+    int backup = spec_variant(sp)->packet_backup;
+    const struct sent *s = &sp->sent[sp->delta_msg & (backup - 1)];
     const struct sg_q3_snapshot *base;
     int32_t d = sp->out_seq + 1 - sp->delta_msg;
 
-    if (sp->delta_msg <= 0 || s->seq != sp->delta_msg || !s->snap || d <= 0 ||
-        d >= SG_Q3_PACKET_BACKUP)
+    if (sp->delta_msg <= 0 || s->seq != sp->delta_msg || !s->snap || d <= 0 || d >= backup)
         return NULL;
     base = sg_q3_state_snapshot(st, s->watched_msg);
     if (!base || base == snap)
         return NULL;
     d = sg_q3_seqdiff(snap->message_num, base->message_num);
-    return d > 0 && d < SG_Q3_PACKET_BACKUP ? base : NULL;
+    return d > 0 && d < st->variant->packet_backup ? base : NULL;
 }
 
 /* SV_WriteSnapshotToClient for the watched player's frame `snap`. */
@@ -400,7 +410,7 @@ static int send_snapshot(struct q3spec *sp, const struct sg_q3_state *st,
     n = send_message(sp, emit, ctx);
     if (n < 0)
         return n;
-    sp->sent[sp->out_seq & SG_Q3_PACKET_MASK] =
+    sp->sent[sp->out_seq & (spec_variant(sp)->packet_backup - 1)] =
         (struct sent){.seq = sp->out_seq, .watched_msg = snap->message_num, .snap = true};
     return n;
 }

@@ -33,7 +33,23 @@ struct sg_q3_state *sg_q3_state_create(int protocol)
     if (!st)
         return NULL;
     st->protocol = protocol;
+    st->variant = sg_q3_variant_for_protocol(protocol);
     return st;
+}
+
+struct sg_q3_state *sg_q3_state_create_variant(const struct sg_q3_variant *v)
+{
+    struct sg_q3_state *st = sg_q3_state_create(v->protocol);
+
+    if (st)
+        st->variant = v;
+    return st;
+}
+
+void sg_q3_state_set_variant(struct sg_q3_state *st, const struct sg_q3_variant *v)
+{
+    if (v)
+        st->variant = v;
 }
 
 void sg_q3_state_destroy(struct sg_q3_state *st)
@@ -121,7 +137,7 @@ void sg_q3_state_clear_gamestate(struct sg_q3_state *st)
 
 const char *sg_q3_state_configstring(const struct sg_q3_state *st, int index)
 {
-    if (index < 0 || index >= SG_Q3_MAX_CONFIGSTRINGS || !st->cs[index])
+    if (index < 0 || index >= st->variant->max_configstrings || !st->cs[index])
         return "";
     return st->cs[index];
 }
@@ -130,7 +146,7 @@ int sg_q3_state_set_configstring(struct sg_q3_state *st, int index, const char *
 {
     char *copy;
 
-    if (index < 0 || index >= SG_Q3_MAX_CONFIGSTRINGS)
+    if (index < 0 || index >= st->variant->max_configstrings)
         return -EINVAL;
     copy = malloc(len + 1);
     if (!copy)
@@ -205,7 +221,7 @@ static int apply_cs(struct sg_q3_state *st, const struct tokens *t)
     size_t n = 0;
     int index = atoi(argv_at(t, 1));
 
-    if (index < 0 || index >= SG_Q3_MAX_CONFIGSTRINGS)
+    if (index < 0 || index >= st->variant->max_configstrings)
         return 0; /* the game drops the connection; we keep the old value */
     value[0] = 0;
     for (int i = 2; i < t->argc; i++) {
@@ -282,7 +298,7 @@ static int execute(struct sg_q3_state *st, const char *text)
 
 int sg_q3_state_server_command(struct sg_q3_state *st, int32_t seq, const char *text)
 {
-    int index = seq & (SG_Q3_MAX_RELIABLE_COMMANDS - 1);
+    int index = seq & (st->variant->max_reliable_commands - 1);
     size_t len = strlen(text);
     char *copy;
     int err;
@@ -305,14 +321,14 @@ const char *sg_q3_state_command(const struct sg_q3_state *st, int32_t seq)
 {
     int32_t age = sg_q3_seqdiff(st->server_command_seq, seq);
 
-    if (age < 0 || age >= SG_Q3_MAX_RELIABLE_COMMANDS)
+    if (age < 0 || age >= st->variant->max_reliable_commands)
         return NULL;
-    return st->commands[seq & (SG_Q3_MAX_RELIABLE_COMMANDS - 1)];
+    return st->commands[seq & (st->variant->max_reliable_commands - 1)];
 }
 
 const struct sg_q3_snapshot *sg_q3_state_snapshot(const struct sg_q3_state *st, int32_t message_num)
 {
-    const struct sg_q3_snapshot *s = &st->snapshots[message_num & SG_Q3_PACKET_MASK];
+    const struct sg_q3_snapshot *s = &st->snapshots[message_num & (st->variant->packet_backup - 1)];
 
     if (!s->valid || s->message_num != message_num)
         return NULL;
@@ -332,7 +348,7 @@ const struct sg_q3_snapshot *sg_q3_state_latest(const struct sg_q3_state *st)
 
 bool sg_q3_state_baseline_used(const struct sg_q3_state *st, int number)
 {
-    if (number < 0 || number >= SG_Q3_MAX_GENTITIES)
+    if (number < 0 || number >= st->variant->max_gentities)
         return false;
     return (st->baseline_used[number >> 3] >> (number & 7)) & 1;
 }

@@ -5,14 +5,18 @@
  *  - the gamestate: configstrings (the game's view of the strings, updated
  *    by "cs" / "bcs0-2" server commands), entity baselines, clientNum,
  *    checksumFeed;
- *  - the last PACKET_BACKUP (32) snapshots by message number, each with its
+ *  - the last PACKET_BACKUP (32 in every variant today) snapshots by message number, each with its
  *    playerstate and a window into the parse-entities ring (2048 entities),
  *    exactly as cl.snapshots / cl.parseEntities, so deltas resolve the
  *    same way they do in the game, stale frames included.  A ring slot
  *    holds a reference into a pool of entity states that snapshots share
  *    while an entity does not change (most entities, most of the time),
  *    so a session keeps a few hundred states, not 2048 copies;
- *  - the last 64 reliable server commands (clc.serverCommands).
+ *  - the last MAX_RELIABLE_COMMANDS (64) reliable server commands
+ *    (clc.serverCommands).
+ *
+ * The limits (configstrings, entity numbers, the rings' sizes) are the
+ * state's variant's (variant.h); the arrays are sized by their maxima.
  *
  * Nothing here is global: a caller creates one state per stream and hands
  * it to the parser (parse.c) for every message in order.
@@ -68,6 +72,11 @@ struct sg_q3_parse_slot {
 struct sg_q3_state {
     int protocol; /* 66, 67, 68, 71; informational */
 
+    /* The variant the stream speaks: its field tables and limits are the
+     * ones the parser, the recorder and the lookups below use (never NULL;
+     * the arrays here are sized by the SG_Q3_* maxima, which bound it). */
+    const struct sg_q3_variant *variant;
+
     /* gamestate */
     bool have_gamestate;
     char *cs[SG_Q3_MAX_CONFIGSTRINGS];                  /* NULL = unset */
@@ -98,8 +107,17 @@ struct sg_q3_state {
     uint64_t messages, gamestates, snapshots_valid, snapshots_nodelta, errors;
 };
 
-/* Allocate a zeroed state; NULL on allocation failure.  Free with _destroy. */
+/* Allocate a zeroed state for a stream of protocol `protocol`, whose
+ * variant is sg_q3_variant_for_protocol's; NULL on allocation failure.
+ * Free with _destroy. */
 struct sg_q3_state *sg_q3_state_create(int protocol);
+
+/* The same for variant `v` (protocol: v->protocol). */
+struct sg_q3_state *sg_q3_state_create_variant(const struct sg_q3_variant *v);
+
+/* The stream turned out to speak `v` (a session's netchan decides between
+ * the two 71s); NULL keeps the current one. */
+void sg_q3_state_set_variant(struct sg_q3_state *st, const struct sg_q3_variant *v);
 
 /* Free a state and its strings; accepts NULL. */
 void sg_q3_state_destroy(struct sg_q3_state *st);
@@ -121,7 +139,7 @@ int sg_q3_state_set_configstring(struct sg_q3_state *st, int index, const char *
  */
 int sg_q3_state_server_command(struct sg_q3_state *st, int32_t seq, const char *text);
 
-/* Stored server command `seq`, or NULL if outside the 64-command window. */
+/* Stored server command `seq`, or NULL if outside the variant's command window. */
 const char *sg_q3_state_command(const struct sg_q3_state *st, int32_t seq);
 
 /* The latest valid snapshot (the game's cl.snap), or NULL before one. */

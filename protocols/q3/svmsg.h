@@ -12,11 +12,12 @@
  *   svc_serverCommand  long sequence, string text
  *   svc_gamestate      long commandSequence,
  *                      { byte svc_configstring, short index, bigstring
- *                      | byte svc_baseline, 10 bits number, entity delta from zero } ...,
+ *                      | byte svc_baseline, number, entity delta from zero } ...,
  *                      byte svc_EOF, long clientNum, long checksumFeed
  *   svc_snapshot       long serverTime, byte deltaNum (0 = none), byte snapFlags,
  *                      byte areamask length, areamask bytes, playerstate delta,
- *                      { 10 bits number, entity delta } ..., 10 bits 1023
+ *                      { number, entity delta } ..., ENTITYNUM_NONE
+ *   (entity numbers in the variant's gentitynum_bits: 10, and 1023, in 68)
  *   svc_download       short block, [block 0: long size, size < 0: string error],
  *                      short length, bytes
  *   svc_voipSpeex/Opus short sender, byte generation, long sequence, byte frames,
@@ -107,6 +108,11 @@ struct sg_q3_op {
 };
 
 struct sg_q3_svmsg {
+    /* The variant it is coded in: the field tables and entity number width
+     * of its records (the parser sets its state's; init: protocol 68's;
+     * NULL, in a zeroed struct, reads as protocol 68's).  Kept by reset. */
+    const struct sg_q3_variant *variant;
+
     int32_t sequence;     /* message sequence (netchan or demo block) */
     int32_t reliable_ack; /* reliableAcknowledge */
 
@@ -132,8 +138,11 @@ struct sg_q3_svmsg {
     struct sg_q3_bytes tail;
 };
 
-/* Initialise an empty message (no allocation yet). */
+/* Initialise an empty message (no allocation yet), in protocol 68's variant. */
 void sg_q3_svmsg_init(struct sg_q3_svmsg *msg);
+
+/* The message's variant (protocol 68's where none is set). */
+const struct sg_q3_variant *sg_q3_svmsg_variant(const struct sg_q3_svmsg *msg);
 
 /* Free the pools; accepts NULL and a zeroed struct. */
 void sg_q3_svmsg_finish(struct sg_q3_svmsg *msg);
@@ -180,7 +189,8 @@ struct sg_q3_state;
  * Decode one server message (`len` bytes at `data`, Huffman coded, XOR
  * already removed) carried by message `sequence`, as the client does, into
  * `out` (reset first), updating `st`: gamestate, configstrings, server
- * commands, snapshots.  Returns 0, or a negative error (SG_E_OVERFLOW,
+ * commands, snapshots; `out` takes the state's variant, whose field tables
+ * and limits the decode follows.  Returns 0, or a negative error (SG_E_OVERFLOW,
  * SG_E_MALFORMED, SG_E_TOOBIG, -ENOMEM); `out` then holds the ops decoded
  * before the error.  A snapshot whose base frame is missing is not an
  * error: it is decoded, flagged with status SG_E_NODELTA, and not kept.
@@ -192,8 +202,9 @@ int sg_q3_parse_server_message(struct sg_q3_state *st, int32_t sequence, const u
 /*
  * Encode `msg` into `buf` (`cap` bytes; at most SG_Q3_MAX_MSGLEN are
  * useful): the same bits as the message it was decoded from, including
- * the original length and padding when the content is unchanged.  Returns
- * the length in bytes, or SG_E_OVERFLOW.  Needs no stream state.
+ * the original length and padding when the content is unchanged, coded
+ * with the message's variant (sg_q3_svmsg_variant).  Returns the length in
+ * bytes, or SG_E_OVERFLOW.  Needs no stream state.
  */
 int sg_q3_write_server_message(const struct sg_q3_svmsg *msg, uint8_t *buf, size_t cap);
 

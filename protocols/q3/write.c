@@ -2,7 +2,8 @@
  * Quake 3 server message encoder: writes a decoded message (svmsg.h) back
  * to the wire, op by op, exactly as recorded: the same ops in the same
  * order, entity and playerstate records with their lc, per-field forms and
- * masks, strings with their raw bytes (and no terminator when the game had
+ * masks (in the message's variant's field tables and entity number
+ * width), strings with their raw bytes (and no terminator when the game had
  * cut them), then svc_EOF.  The length is the game's cursize, the byte
  * after the last bit; when the end bit is the one the message was decoded
  * with, the original tail (padding bits and any bytes after them) is put
@@ -24,8 +25,8 @@ static void write_string(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg, str
 }
 
 /* svc_gamestate body: command sequence, items, svc_EOF, clientNum, checksumFeed. */
-static void write_gamestate(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg,
-                            const struct sg_q3_op *op)
+static void write_gamestate(struct sg_q3_msg *m, const struct sg_q3_variant *v,
+                            const struct sg_q3_svmsg *msg, const struct sg_q3_op *op)
 {
     sg_q3_msg_write_long(m, op->u.gamestate.command_seq);
     for (uint32_t i = 0; i < op->u.gamestate.num_items; i++) {
@@ -40,7 +41,7 @@ static void write_gamestate(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg,
             sg_q3_msg_write_short(m, it->index);
             write_string(m, msg, it->text);
         } else if (it->ent < msg->num_ents) {
-            sg_q3_delta_entity_write(m, &msg->ents[it->ent]);
+            sg_q3_delta_entity_write(m, v, &msg->ents[it->ent]);
         }
     }
     sg_q3_msg_write_byte(m, SG_Q3_SVC_EOF);
@@ -49,18 +50,18 @@ static void write_gamestate(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg,
 }
 
 /* svc_snapshot body: header, areamask, playerstate, entities, end marker. */
-static void write_snapshot(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg,
-                           const struct sg_q3_snap *s)
+static void write_snapshot(struct sg_q3_msg *m, const struct sg_q3_variant *v,
+                           const struct sg_q3_svmsg *msg, const struct sg_q3_snap *s)
 {
     sg_q3_msg_write_long(m, s->server_time);
     sg_q3_msg_write_byte(m, s->delta_num);
     sg_q3_msg_write_byte(m, s->snap_flags);
     sg_q3_msg_write_byte(m, s->areamask_len);
     sg_q3_msg_write_data(m, s->areamask, s->areamask_len);
-    sg_q3_delta_player_write(m, &s->ps);
+    sg_q3_delta_player_write(m, v, &s->ps);
     for (uint32_t i = 0; i < s->num_ents && s->first_ent + i < msg->num_ents; i++)
-        sg_q3_delta_entity_write(m, &msg->ents[s->first_ent + i]);
-    sg_q3_msg_write_bits(m, SG_Q3_ENTITYNUM_NONE, SG_Q3_GENTITYNUM_BITS);
+        sg_q3_delta_entity_write(m, v, &msg->ents[s->first_ent + i]);
+    sg_q3_msg_write_bits(m, v->entitynum_none, v->gentitynum_bits);
 }
 
 /* svc_download body. */
@@ -93,7 +94,8 @@ static void write_voip(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg,
 }
 
 /* One op: its byte, then its body. */
-static void write_op(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg, const struct sg_q3_op *op)
+static void write_op(struct sg_q3_msg *m, const struct sg_q3_variant *v,
+                     const struct sg_q3_svmsg *msg, const struct sg_q3_op *op)
 {
     sg_q3_msg_write_byte(m, op->type);
     switch (op->type) {
@@ -102,11 +104,11 @@ static void write_op(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg, const s
         write_string(m, msg, op->u.cmd.text);
         break;
     case SG_Q3_SVC_GAMESTATE:
-        write_gamestate(m, msg, op);
+        write_gamestate(m, v, msg, op);
         break;
     case SG_Q3_SVC_SNAPSHOT:
         if (op->u.snap < msg->num_snaps)
-            write_snapshot(m, msg, &msg->snaps[op->u.snap]);
+            write_snapshot(m, v, msg, &msg->snaps[op->u.snap]);
         break;
     case SG_Q3_SVC_DOWNLOAD:
         write_download(m, msg, op);
@@ -122,6 +124,7 @@ static void write_op(struct sg_q3_msg *m, const struct sg_q3_svmsg *msg, const s
 
 int sg_q3_write_server_message(const struct sg_q3_svmsg *msg, uint8_t *buf, size_t cap)
 {
+    const struct sg_q3_variant *v = sg_q3_svmsg_variant(msg);
     struct sg_q3_msg m;
     size_t len, start;
     const uint8_t *tail;
@@ -130,7 +133,7 @@ int sg_q3_write_server_message(const struct sg_q3_svmsg *msg, uint8_t *buf, size
     sg_q3_msg_init_write(&m, buf, cap);
     sg_q3_msg_write_long(&m, msg->reliable_ack);
     for (uint32_t i = 0; i < msg->num_ops; i++)
-        write_op(&m, msg, &msg->ops[i]);
+        write_op(&m, v, msg, &msg->ops[i]);
     sg_q3_msg_write_byte(&m, SG_Q3_SVC_EOF);
     if (m.overflowed)
         return SG_E_OVERFLOW;

@@ -11,6 +11,8 @@
 #include "protocols/q3/proto.h"
 #include "q3_util.h"
 
+#define V (&sg_q3_variant_68)
+
 /* Small deterministic PRNG (xorshift32). */
 static uint32_t rng = 0x12345678u;
 static uint32_t rnd(void)
@@ -68,22 +70,22 @@ static int entity_roundtrip(void)
             if (rnd() % 4 == 0)
                 to.f[i] = random_field(sg_q3_entity_fields[i].bits);
 
-        if (!sg_q3_delta_entity_make(&from, &to, force, &rec)) {
+        if (!sg_q3_delta_entity_make(V, &from, &to, force, &rec)) {
             CHECK(!force && memcmp(&from, &to, sizeof(from)) == 0);
             continue;
         }
         sg_q3_msg_init_write(&m, buf, sizeof(buf));
-        sg_q3_delta_entity_write(&m, &rec);
+        sg_q3_delta_entity_write(&m, V, &rec);
         CHECK(!m.overflowed);
         size_t bits = m.bit, len = m.size;
 
         sg_q3_msg_init_read(&m, buf, len);
         number = sg_q3_msg_read_bits(&m, SG_Q3_GENTITYNUM_BITS);
         CHECK(number == to.number);
-        CHECK(sg_q3_delta_entity_read(&m, number, &back) == 0);
+        CHECK(sg_q3_delta_entity_read(&m, V, number, &back) == 0);
         CHECK(m.bit == bits);
         CHECK(memcmp(&rec, &back, sizeof(rec)) == 0);
-        sg_q3_delta_entity_apply(&from, &back, &got);
+        sg_q3_delta_entity_apply(V, &from, &back, &got);
         CHECK(memcmp(&got, &to, sizeof(to)) == 0);
     }
     return 0;
@@ -112,17 +114,17 @@ static int player_roundtrip(void)
                 if (rnd() % 8 == 0)
                     to.a[a][i] = random_field(a == SG_Q3_PS_POWERUPS ? 32 : -16);
 
-        sg_q3_delta_player_make(from_null ? NULL : &from, &to, &rec);
+        sg_q3_delta_player_make(V, from_null ? NULL : &from, &to, &rec);
         sg_q3_msg_init_write(&m, buf, sizeof(buf));
-        sg_q3_delta_player_write(&m, &rec);
+        sg_q3_delta_player_write(&m, V, &rec);
         CHECK(!m.overflowed);
         size_t bits = m.bit, len = m.size;
 
         sg_q3_msg_init_read(&m, buf, len);
-        CHECK(sg_q3_delta_player_read(&m, &back) == 0);
+        CHECK(sg_q3_delta_player_read(&m, V, &back) == 0);
         CHECK(m.bit == bits);
         CHECK(memcmp(&rec, &back, sizeof(rec)) == 0);
-        sg_q3_delta_player_apply(from_null ? NULL : &from, &back, &got);
+        sg_q3_delta_player_apply(V, from_null ? NULL : &from, &back, &got);
         CHECK(memcmp(&got, &to, sizeof(to)) == 0);
     }
     return 0;
@@ -138,7 +140,7 @@ static int form_of(float f)
     from.f[SG_Q3_ES_ORIGIN0] = sg_q3_float_to_bits(1.25f); /* so 0.0 differs */
     to = from;
     to.f[SG_Q3_ES_ORIGIN0] = sg_q3_float_to_bits(f);
-    if (!sg_q3_delta_entity_make(&from, &to, false, &rec))
+    if (!sg_q3_delta_entity_make(V, &from, &to, false, &rec))
         return -1;
     return rec.form[SG_Q3_ES_ORIGIN0];
 }
@@ -170,25 +172,25 @@ static int special_forms(void)
     memset(&e, 0, sizeof(e));
     e.number = 42;
     e.f[SG_Q3_ES_ETYPE] = 3;
-    CHECK(!sg_q3_delta_entity_make(&e, &e, false, &rec));
-    CHECK(sg_q3_delta_entity_make(&e, &e, true, &rec));
+    CHECK(!sg_q3_delta_entity_make(V, &e, &e, false, &rec));
+    CHECK(sg_q3_delta_entity_make(V, &e, &e, true, &rec));
     CHECK(rec.kind == SG_Q3_ENT_NOCHANGE && rec.number == 42);
     sg_q3_msg_init_write(&m, buf, sizeof(buf));
-    sg_q3_delta_entity_write(&m, &rec);
+    sg_q3_delta_entity_write(&m, V, &rec);
     CHECK(m.bit > 10); /* 10 number bits (2 raw + one code), then 0, 0 */
     sg_q3_msg_init_read(&m, buf, m.size);
     CHECK(sg_q3_msg_read_bits(&m, 10) == 42);
-    CHECK(sg_q3_delta_entity_read(&m, 42, &back) == 0 && back.kind == SG_Q3_ENT_NOCHANGE);
+    CHECK(sg_q3_delta_entity_read(&m, V, 42, &back) == 0 && back.kind == SG_Q3_ENT_NOCHANGE);
 
-    sg_q3_delta_entity_make_remove(42, &rec);
+    sg_q3_delta_entity_make_remove(V, 42, &rec);
     sg_q3_msg_init_write(&m, buf, sizeof(buf));
-    sg_q3_delta_entity_write(&m, &rec);
+    sg_q3_delta_entity_write(&m, V, &rec);
     sg_q3_msg_init_read(&m, buf, m.size);
     CHECK(sg_q3_msg_read_bits(&m, 10) == 42);
-    CHECK(sg_q3_delta_entity_read(&m, 42, &back) == 0 && back.kind == SG_Q3_ENT_REMOVE);
+    CHECK(sg_q3_delta_entity_read(&m, V, 42, &back) == 0 && back.kind == SG_Q3_ENT_REMOVE);
     {
         struct sg_q3_entity out;
-        sg_q3_delta_entity_apply(&e, &back, &out);
+        sg_q3_delta_entity_apply(V, &e, &back, &out);
         CHECK(out.number == SG_Q3_ENTITYNUM_NONE && out.f[SG_Q3_ES_ETYPE] == 0);
     }
     return 0;
@@ -207,12 +209,12 @@ static int bad_lc(void)
     sg_q3_msg_write_bits(&m, 1, 1);
     sg_q3_msg_write_byte(&m, SG_Q3_ES_NUM_FIELDS + 1);
     sg_q3_msg_init_read(&m, buf, m.size + 4);
-    CHECK(sg_q3_delta_entity_read(&m, 1, &rec) == SG_E_MALFORMED);
+    CHECK(sg_q3_delta_entity_read(&m, V, 1, &rec) == SG_E_MALFORMED);
 
     sg_q3_msg_init_write(&m, buf, sizeof(buf));
     sg_q3_msg_write_byte(&m, SG_Q3_PS_NUM_FIELDS + 1);
     sg_q3_msg_init_read(&m, buf, m.size + 4);
-    CHECK(sg_q3_delta_player_read(&m, &ps) == SG_E_MALFORMED);
+    CHECK(sg_q3_delta_player_read(&m, V, &ps) == SG_E_MALFORMED);
     return 0;
 }
 
