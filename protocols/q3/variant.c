@@ -4,6 +4,7 @@
 #include "protocols/q3/variant.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "protocols/q3/proto.h"
 
@@ -121,6 +122,49 @@ bool sg_q3_variant_decoded(int protocol)
         if (holds(variants[i], protocol))
             return true;
     return false;
+}
+
+/* Does `table` (count entries) fill distinct state words below `words`, in legal widths? */
+static bool table_valid(const struct sg_q3_netfield *table, int count, int words)
+{
+    uint64_t seen = 0;
+
+    _Static_assert(SG_Q3_ES_NUM_FIELDS <= 64 && SG_Q3_PS_NUM_FIELDS <= 64, "slot mask too small");
+    if (!table || count < 0 || count > words)
+        return false;
+    for (int i = 0; i < count; i++) {
+        int slot = table[i].slot, bits = table[i].bits;
+
+        if (slot < 0 || slot >= words || (seen >> slot) & 1 || bits < -32 || bits > 32 ||
+            !table[i].name)
+            return false;
+        seen |= (uint64_t)1 << slot;
+    }
+    return true;
+}
+
+static bool power_of_two(int n)
+{
+    return n > 0 && (n & (n - 1)) == 0;
+}
+
+bool sg_q3_variant_valid(const struct sg_q3_variant *v)
+{
+    if (!v || !table_valid(v->entity_fields, v->num_entity_fields, SG_Q3_ES_NUM_FIELDS) ||
+        !table_valid(v->player_fields, v->num_player_fields, SG_Q3_PS_NUM_FIELDS))
+        return false;
+    if (v->gentitynum_bits < 1 || v->gentitynum_bits > SG_Q3_GENTITYNUM_BITS ||
+        v->max_gentities != 1 << v->gentitynum_bits || v->entitynum_none != v->max_gentities - 1)
+        return false;
+    if (v->max_configstrings < 1 || v->max_configstrings > SG_Q3_MAX_CONFIGSTRINGS)
+        return false;
+    if (!power_of_two(v->max_reliable_commands) ||
+        v->max_reliable_commands > SG_Q3_MAX_RELIABLE_COMMANDS)
+        return false;
+    if (!power_of_two(v->packet_backup) || v->packet_backup > SG_Q3_PACKET_BACKUP)
+        return false;
+    return v->protocol_min <= v->protocol && v->protocol <= v->protocol_max && v->demo_exts &&
+           v->demo_read_exts <= v->protocol_max - v->protocol_min + 1;
 }
 
 const char *sg_q3_variant_demo_ext(int protocol)

@@ -107,6 +107,16 @@ enum sg_q3_wire sg_q3_variant_by_checksum(int protocol, bool checksum);
  */
 const struct sg_q3_variant *sg_q3_variant_for_protocol(int protocol);
 
+/*
+ * Does `v` fit the decoder: field tables whose entries fill distinct state
+ * words (slot) within the SG_Q3_*_NUM_FIELDS maxima, widths within 32
+ * bits (0: float); limits within proto.h's
+ * maxima, the rings' sizes powers of two, max_gentities = 1 << bits and
+ * entitynum_none = max_gentities - 1?  The descriptors here all do (the
+ * unit tests check); a new one should be checked the same way.
+ */
+bool sg_q3_variant_valid(const struct sg_q3_variant *v);
+
 /* Does slipgate decode Quake 3 protocol `p` (does a variant's range hold it)? */
 bool sg_q3_variant_decoded(int protocol);
 
