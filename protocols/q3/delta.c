@@ -189,6 +189,7 @@ void sg_q3_delta_entity_apply(const struct sg_q3_variant *v, const struct sg_q3_
                               const struct sg_q3_entity_delta *rec, struct sg_q3_entity *to)
 {
     const struct sg_q3_netfield *fields = v->entity_fields;
+    int n;
 
     if (rec->kind == SG_Q3_ENT_REMOVE) {
         memset(to, 0, sizeof(*to));
@@ -200,8 +201,10 @@ void sg_q3_delta_entity_apply(const struct sg_q3_variant *v, const struct sg_q3_
     if (rec->kind == SG_Q3_ENT_NOCHANGE)
         return;
 
-    /* sent fields replace the base's words */
-    for (int i = 0; i < rec->lc && i < v->num_entity_fields; i++) {
+    /* sent fields replace the base's words (the bound in a local: the
+     * stores below could, for the compiler, change it) */
+    n = rec->lc < v->num_entity_fields ? rec->lc : v->num_entity_fields;
+    for (int i = 0; i < n; i++) {
         int bits = fields[i].bits;
         int32_t *w = &to->f[fields[i].slot];
 
@@ -362,6 +365,7 @@ void sg_q3_delta_player_apply(const struct sg_q3_variant *v, const struct sg_q3_
                               const struct sg_q3_player_delta *rec, struct sg_q3_player *to)
 {
     const struct sg_q3_netfield *fields = v->player_fields;
+    int n = rec->lc < v->num_player_fields ? rec->lc : v->num_player_fields;
 
     if (from)
         *to = *from;
@@ -369,7 +373,7 @@ void sg_q3_delta_player_apply(const struct sg_q3_variant *v, const struct sg_q3_
         memset(to, 0, sizeof(*to));
 
     /* sent fields */
-    for (int i = 0; i < rec->lc && i < v->num_player_fields; i++) {
+    for (int i = 0; i < n; i++) {
         int bits = fields[i].bits;
         int32_t *w = &to->f[fields[i].slot];
 

@@ -210,10 +210,10 @@ static bool old_slot(const struct sg_q3_state *st, const struct sg_q3_snapshot *
 }
 
 /* Append an entity to the ring as part of the new frame. */
-static int keep_new(struct sg_q3_state *st, const struct sg_q3_variant *v,
-                    struct sg_q3_snapshot *frame, const struct sg_q3_entity *e)
+static int keep_new(struct sg_q3_state *st, int num_none, struct sg_q3_snapshot *frame,
+                    const struct sg_q3_entity *e)
 {
-    if (e->number == v->entitynum_none)
+    if (e->number == num_none)
         return 0; /* removed */
     if (sg_q3__state_push_new(st, e) < 0)
         return -ENOMEM;
@@ -243,6 +243,9 @@ static int parse_entities(struct parse *p, const struct sg_q3_snapshot *old,
 {
     struct sg_q3_state *st = p->st;
     const struct sg_q3_variant *v = p->v;
+    /* the limits in locals: the calls below could, for the compiler, change *v */
+    const int num_bits = v->gentitynum_bits, num_none = v->entitynum_none;
+    const int max_num = v->max_gentities;
     int oldindex = 0, last = -1;
     struct sg_q3_parse_slot os = {0, 0};
     bool have_old = old_slot(st, old, 0, &os);
@@ -253,15 +256,15 @@ static int parse_entities(struct parse *p, const struct sg_q3_snapshot *old,
     frame->num_entities = 0;
     for (;;) {
         struct sg_q3_entity to;
-        int newnum = sg_q3_msg_read_bits(&p->m, v->gentitynum_bits);
+        int newnum = sg_q3_msg_read_bits(&p->m, num_bits);
         int ei;
 
         if (p->m.overflowed)
             return SG_E_OVERFLOW;
-        if (newnum == v->entitynum_none)
+        if (newnum == num_none)
             break;
         /* The NYT escape makes a "10-bit" read return up to 1027: bound it. */
-        if (newnum < 0 || newnum >= v->max_gentities || newnum <= last)
+        if (newnum < 0 || newnum >= max_num || newnum <= last)
             return SG_E_MALFORMED;
         last = newnum;
 
@@ -283,14 +286,14 @@ static int parse_entities(struct parse *p, const struct sg_q3_snapshot *old,
 
             sg_q3_delta_entity_apply(v, from, &p->out->ents[ei], &to);
             /* unchanged by the update: share the old state */
-            if (to.number != v->entitynum_none && memcmp(&to, from, sizeof(to)) == 0)
+            if (to.number != num_none && memcmp(&to, from, sizeof(to)) == 0)
                 keep_old(st, frame, os);
-            else if ((err = keep_new(st, v, frame, &to)) < 0)
+            else if ((err = keep_new(st, num_none, frame, &to)) < 0)
                 return err;
             have_old = old_slot(st, old, ++oldindex, &os);
         } else {
             sg_q3_delta_entity_apply(v, &st->baselines[newnum], &p->out->ents[ei], &to);
-            if ((err = keep_new(st, v, frame, &to)) < 0)
+            if ((err = keep_new(st, num_none, frame, &to)) < 0)
                 return err;
         }
     }

@@ -19,10 +19,6 @@ void sg_q3_svmsg_init(struct sg_q3_svmsg *msg)
     msg->variant = &sg_q3_variant_68;
 }
 
-const struct sg_q3_variant *sg_q3_svmsg_variant(const struct sg_q3_svmsg *msg)
-{
-    return msg->variant ? msg->variant : &sg_q3_variant_68;
-}
 
 void sg_q3_svmsg_finish(struct sg_q3_svmsg *msg)
 {

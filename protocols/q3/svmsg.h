@@ -142,7 +142,10 @@ struct sg_q3_svmsg {
 void sg_q3_svmsg_init(struct sg_q3_svmsg *msg);
 
 /* The message's variant (protocol 68's where none is set). */
-const struct sg_q3_variant *sg_q3_svmsg_variant(const struct sg_q3_svmsg *msg);
+static inline const struct sg_q3_variant *sg_q3_svmsg_variant(const struct sg_q3_svmsg *msg)
+{
+    return msg->variant ? msg->variant : &sg_q3_variant_68;
+}
 
 /* Free the pools; accepts NULL and a zeroed struct. */
 void sg_q3_svmsg_finish(struct sg_q3_svmsg *msg);
