@@ -7,12 +7,18 @@
  * playerState_t field tables, the limits (entity number bits,
  * configstrings, reliable commands, snapshot backup), the netchan quirks
  * (the payload XOR of 1.32 / 68, the 32-bit checksum that ioquake3 71 puts
- * after the header) and the demo file extension.  Today the netchan (wire
- * choice, XOR, checksum) and the demo reader's extensions take their answers
- * from a descriptor; the message parser and writer still use the fixed
- * tables and limits of fields.h and proto.h, which every descriptor here
- * shares (they point at those same tables).  Moving the parser and writer
- * onto the descriptor is the step that lets a variant differ there.
+ * after the header) and the demo file extension.  The netchan (wire
+ * choice, XOR, checksum), the demo reader's extensions and the whole
+ * message layer take their answers from a descriptor: the parser and the
+ * writer (svmsg.h; a message carries its variant), the delta coder
+ * (delta.h), the stream state (state.h: each state has one), the recorder,
+ * the dump, the netchan's walk of server messages and the spectator's
+ * rings.  The variant pointer is handed down once per message, never
+ * looked up per field.  A table entry names the state word it fills
+ * (fields.h `slot`), so a variant's tables may order, narrow or leave out
+ * fields.  Still fixed for all variants: the op numbers, the playerstate
+ * arrays, the usercmd, the netchan's 64-command key rings, the
+ * parse-entities ring and the meaning of configstring numbers.
  *
  * Three descriptors exist:
  *   - "protocol 68": Quake 3 1.29-1.32 (66, 67, 68; 69 and 70 are taken as
@@ -27,7 +33,8 @@
  *
  * The fixed-size state arrays (state.h, delta.h) are sized by the SG_Q3_*
  * maxima in proto.h and fields.h; a descriptor's limits must not exceed
- * them (variant.c checks this at compile time for the descriptors there).
+ * them (variant.c checks this at compile time for the descriptors there,
+ * sg_q3_variant_valid at run time for any).
  */
 #ifndef SG_PROTOCOLS_Q3_VARIANT_H
 #define SG_PROTOCOLS_Q3_VARIANT_H
