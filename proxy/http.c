@@ -330,7 +330,11 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     struct sg_http *h = cls;
     char line[512];
 
+    /* libmicrohttpd's own format string */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
     vsnprintf(line, sizeof(line), fmt, ap);
+#pragma GCC diagnostic pop
     line[strcspn(line, "\n")] = '\0';
     if (sg_warn_count(&h->warn_mhd, uv_now(h->owner.ctx->loop)))
         sg_log(h->owner.ctx->log, SG_LOG_DEBUG, NULL, 0, "http: %s", line);

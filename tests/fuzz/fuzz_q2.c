@@ -117,11 +117,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mode = fuzz_u8(&in);
     FUZZ_CHECK(c->create(&st) == 0);
     if (mode & 3) {
-        static const char *const tails[4] = {"", "", " 1390 1905", " 1390 %d 1 1026"};
-        char conn[256], tail[64];
+        char conn[256], tail[64] = "";
         const struct sg_frame *f;
         int proto = 33 + (mode & 3);
-        snprintf(tail, sizeof(tail), tails[mode & 3], (mode & 4) ? 1 : 0);
+        if ((mode & 3) == 2)
+            snprintf(tail, sizeof(tail), " 1390 1905");
+        else if ((mode & 3) == 3)
+            snprintf(tail, sizeof(tail), " 1390 %d 1 1026", (mode & 4) ? 1 : 0);
         int n = snprintf(conn, sizeof(conn),
                          "\xff\xff\xff\xff" "connect %d 4660 1234 \"\\name\\fuzz\"%s\n", proto,
                          tail);
