@@ -7,6 +7,7 @@
 #include "protocols/nq/session.h"
 
 #include "protocols/byteorder.h"
+#include "protocols/codecinfo.h"
 #include "protocols/error.h"
 #include "protocols/nq/oob.h"
 
@@ -46,9 +47,7 @@ static void nq_destroy(void *state)
 
 void sg_nq__note_error(struct nqc *c, int err, const char *what)
 {
-    c->stats.errors++;
-    if (!c->first_error[0])
-        snprintf(c->first_error, sizeof(c->first_error), "%s: %s", what, sg_strerror(err));
+    sg_codec_note_error(&c->stats, c->first_error, sizeof(c->first_error), err, what);
 }
 
 /* ---- the registry entry ---- */
@@ -64,12 +63,7 @@ static void nq_info(void *state, struct sg_codec_info *out)
 {
     const struct nqc *c = state;
 
-    memset(out, 0, sizeof(*out));
-    snprintf(out->player, sizeof(out->player), "%s", c->player);
-    for (int d = 0; d < 2; d++) {
-        out->lost[d] = c->lost[d];
-        out->sequenced[d] = c->sequenced[d];
-    }
+    sg_codec_info_net(out, c->player, c->lost, c->sequenced);
 }
 
 static const char *nq_describe(void *state)

@@ -16,6 +16,7 @@
 #include "protocols/q2/session.h"
 
 #include "protocols/byteorder.h"
+#include "protocols/codecinfo.h"
 #include "protocols/error.h"
 
 #include <errno.h>
@@ -101,9 +102,7 @@ int sg_q2__create(void **state)
 
 static void note_error(struct q2c *c, int err, const char *what)
 {
-    c->stats.errors++;
-    if (!c->first_error[0])
-        snprintf(c->first_error, sizeof(c->first_error), "%s: %s", what, sg_strerror(err));
+    sg_codec_note_error(&c->stats, c->first_error, sizeof(c->first_error), err, what);
 }
 
 /* ---- the cross-game view ---- */
@@ -367,12 +366,7 @@ static void q2_info(void *state, struct sg_codec_info *out)
 {
     const struct q2c *c = state;
 
-    memset(out, 0, sizeof(*out));
-    snprintf(out->player, sizeof(out->player), "%s", c->player);
-    for (int d = 0; d < 2; d++) {
-        out->lost[d] = c->lost[d];
-        out->sequenced[d] = c->sequenced[d];
-    }
+    sg_codec_info_net(out, c->player, c->lost, c->sequenced);
 }
 
 const char *sg_q2__describe(void *state)
@@ -389,13 +383,7 @@ const char *sg_q2__describe(void *state)
                      "Quake 2 protocol %d (minor %d), qport %d, netchan %s%s", c->protocol,
                      c->minor, c->qport, c->nctype == 1 ? "new" : "old",
                      c->zlib ? ", zlib" : "");
-
-    if (c->unsupported_op >= 0 && n > 0 && (size_t)n < sizeof(c->describe))
-        n += snprintf(c->describe + n, sizeof(c->describe) - (size_t)n,
-                      ", relayed undecoded: opcode %d", c->unsupported_op);
-    if (c->first_error[0] && n > 0 && (size_t)n < sizeof(c->describe))
-        snprintf(c->describe + n, sizeof(c->describe) - (size_t)n, ", first error: %s",
-                 c->first_error);
+    sg_codec_describe_tail(c->describe, sizeof(c->describe), n, c->unsupported_op, c->first_error);
     return c->describe;
 }
 

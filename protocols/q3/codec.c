@@ -16,6 +16,7 @@
  */
 #include "protocols/q3/session.h"
 
+#include "protocols/codecinfo.h"
 #include "protocols/error.h"
 #include "protocols/q3/huffman.h"
 #include "protocols/q3/inspect.h"
@@ -71,9 +72,7 @@ static void q3_destroy(void *state)
 
 static void note_error(struct q3c *c, int err, const char *what)
 {
-    c->stats.errors++;
-    if (!c->first_error[0])
-        snprintf(c->first_error, sizeof(c->first_error), "%s: %s", what, sg_strerror(err));
+    sg_codec_note_error(&c->stats, c->first_error, sizeof(c->first_error), err, what);
 }
 
 /* The server's name and level (server info) and the player's own name (its

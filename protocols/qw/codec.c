@@ -15,6 +15,7 @@
 #include "protocols/qw/session.h"
 
 #include "protocols/byteorder.h"
+#include "protocols/codecinfo.h"
 #include "protocols/relinject.h"
 #include "protocols/seqwin.h"
 #include "protocols/error.h"
@@ -187,9 +188,7 @@ static int parse(struct qwc *c, enum sg_dir dir, const uint8_t *d, size_t len)
 
 static void note_error(struct qwc *c, int err, const char *what)
 {
-    c->stats.errors++;
-    if (!c->first_error[0])
-        snprintf(c->first_error, sizeof(c->first_error), "%s: %s", what, sg_strerror(err));
+    sg_codec_note_error(&c->stats, c->first_error, sizeof(c->first_error), err, what);
 }
 
 /* The extensions the decoder uses: serverdata's, else the client's choice. */
@@ -456,14 +455,9 @@ static void qw_info(void *state, struct sg_codec_info *out)
 {
     struct qwc *c = state;
 
-    memset(out, 0, sizeof(*out));
+    sg_codec_info_net(out, c->player, c->lost, c->sequenced);
     snprintf(out->hostname, sizeof(out->hostname), "%s", c->hostname);
     snprintf(out->map, sizeof(out->map), "%s", c->level);
-    snprintf(out->player, sizeof(out->player), "%s", c->player);
-    for (int d = 0; d < 2; d++) {
-        out->lost[d] = c->lost[d];
-        out->sequenced[d] = c->sequenced[d];
-    }
 }
 
 static const char *qw_describe(void *state)
@@ -473,12 +467,7 @@ static const char *qw_describe(void *state)
     int n = snprintf(c->describe, sizeof(c->describe),
                      "QuakeWorld 28, qport %d, FTE 0x%x FTE2 0x%x MVD1 0x%x z_ext %u", c->qport,
                      (unsigned)e->fte, (unsigned)e->fte2, (unsigned)e->mvd1, (unsigned)c->chosen.z_ext);
-    if (c->unsupported_op >= 0 && n > 0 && (size_t)n < sizeof(c->describe))
-        n += snprintf(c->describe + n, sizeof(c->describe) - (size_t)n,
-                      ", relayed undecoded: opcode %d", c->unsupported_op);
-    if (c->first_error[0] && n > 0 && (size_t)n < sizeof(c->describe))
-        snprintf(c->describe + n, sizeof(c->describe) - (size_t)n, ", first error: %s",
-                 c->first_error);
+    sg_codec_describe_tail(c->describe, sizeof(c->describe), n, c->unsupported_op, c->first_error);
     return c->describe;
 }
 
