@@ -23,7 +23,10 @@
 #include <stdio.h>
 
 #include "protocols/bmsg.h"
+#include "protocols/byteorder.h"
 #include "protocols/codec.h"
+#include "protocols/msglist.h"
+#include "protocols/relinject.h"
 
 #define SG_QNC_REL_BIT  0x80000000u
 #define SG_QNC_FRG_BIT  0x40000000u
@@ -73,6 +76,65 @@ static inline void sg_qnc_accepted(struct sg_qnc_chan *c, uint32_t seq)
 {
     c->started = true;
     c->incoming = seq;
+}
+
+/* Accept `seq`: the sequences skipped since the last one accepted are lost
+ * on the way here (`*lost`), `seq` one more that came in order
+ * (`*sequenced`). */
+static inline void sg_qnc_take(struct sg_qnc_chan *c, uint32_t seq, uint64_t *lost,
+                               uint64_t *sequenced)
+{
+    if (c->started && seq - c->incoming > 1)
+        *lost += seq - c->incoming - 1;
+    (*sequenced)++;
+    sg_qnc_accepted(c, seq);
+}
+
+/*
+ * A datagram's decode opens, for the filters' view (msglist.h): counted in
+ * `stats`, copied to `copy` (`cap` bytes; sg_fview_begin) and its length
+ * kept in `*copy_len`.  1 when it is connectionless (first word
+ * 0xffffffff), 0 when sequenced, SG_E_TOOBIG (nothing kept) when longer
+ * than `cap`.  (Inline with the next: they run for every datagram.)
+ */
+static inline int sg_qnc_open(struct sg_fview *v, struct sg_codec_stats *stats, enum sg_dir dir,
+                              void *game, const uint8_t *data, size_t len, uint8_t *copy,
+                              size_t cap, size_t *copy_len)
+{
+    stats->decoded++;
+    if (sg_fview_begin(v, dir, game, data, len, copy, cap) < 0)
+        return SG_E_TOOBIG;
+    *copy_len = len;
+    return len >= 4 && sg_le32(data) == 0xffffffffu;
+}
+
+/*
+ * The receiver's rule, told to the filters' view: `n` is sg_qnc_read's
+ * result for header `h`, `ch` the receiver of the frame's direction.  A
+ * runt or a stale / duplicate sequence makes the frame REJECTED (counted in
+ * `stats`) and gives false.  Else the frame takes the sequences, the
+ * injections their acknowledgement, and `carrier` says whether injections
+ * may ride on this datagram; the sequence is not yet accepted (sg_qnc_take).
+ */
+static inline bool sg_qnc_view(struct sg_fview *v, struct sg_codec_stats *stats, int n,
+                               const struct sg_qnc_chan *ch, const struct sg_qnc_header *h,
+                               bool carrier)
+{
+    if (n < 0) {
+        sg_fview_reject(v, stats, "runt (shorter than the header)");
+        return false;
+    }
+    v->frame.sequence = (int32_t)h->seq;
+    v->frame.ack = (int32_t)h->ack;
+    if (sg_qnc_stale(ch, h->seq)) {
+        sg_fview_reject(v, stats, "stale or duplicate sequence");
+        return false;
+    }
+    sg_relinj_ack(&v->inj, v->frame.dir, h->ack, h->ack_reliable);
+    v->carrier = carrier;
+    v->seq = h->seq;
+    v->frame.ack_wanted = (int32_t)h->seq; /* the receiver's incoming_sequence */
+    return true;
 }
 
 /*

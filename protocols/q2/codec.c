@@ -100,9 +100,10 @@ int sg_q2__create(void **state)
     return 0;
 }
 
-static void note_error(struct q2c *c, int err, const char *what)
+static int note_error(struct q2c *c, int err, const char *what)
 {
     sg_codec_note_error(&c->stats, c->first_error, sizeof(c->first_error), err, what);
+    return err;
 }
 
 /* ---- the cross-game view ---- */
@@ -150,31 +151,20 @@ int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
     c->parsed.nmsgs = 0;
     c->parsed.nfields = 0;
     *frame = &c->v.frame;
-    c->stats.decoded++;
-    if (sg_fview_begin(&c->v, dir, &c->parsed, data, len, c->copy, sizeof(c->copy)) < 0) {
-        note_error(c, SG_E_TOOBIG, "datagram");
-        return SG_E_TOOBIG;
-    }
-    c->copy_len = len;
-    if (len >= 4 && sg_le32(data) == 0xffffffffu)
-        return sg_q2__decode_oob(c, dir);
+    n = sg_qnc_open(&c->v, &c->stats, dir, &c->parsed, data, len, c->copy, sizeof(c->copy),
+                    &c->copy_len);
+    if (n != 0)
+        return n < 0 ? note_error(c, n, "datagram") : sg_q2__decode_oob(c, dir);
     if (dir == SG_DIR_C2S && c->accepted)
         c->established = true;
     if (c->kex)
         return 0; /* rerelease (KEX): relayed untouched, not decoded (no error) */
 
     n = sg_q2__read_header(c, dir, c->copy, len, &c->hdr);
-    if (n < 0)
-        return sg_fview_reject(&c->v, &c->stats, "runt (shorter than the header)");
+    /* injections ride on whole messages */
+    if (!sg_qnc_view(&c->v, &c->stats, n, &ch->rx, &c->hdr, c->hdr.reliable && !c->hdr.fragment))
+        return 0; /* a runt, a stale sequence: the receiver drops it */
     c->header_len = (size_t)n;
-    c->v.frame.sequence = (int32_t)c->hdr.seq;
-    c->v.frame.ack = (int32_t)c->hdr.ack;
-    if (sg_qnc_stale(&ch->rx, c->hdr.seq))
-        return sg_fview_reject(&c->v, &c->stats, "stale or duplicate sequence");
-    sg_relinj_ack(&c->v.inj, dir, c->hdr.ack, c->hdr.ack_reliable);
-    c->v.carrier = c->hdr.reliable && !c->hdr.fragment; /* injections ride on whole messages */
-    c->v.seq = c->hdr.seq;
-    c->v.frame.ack_wanted = (int32_t)c->hdr.seq; /* the receiver's incoming_sequence */
     c->payload = c->copy + n;
     c->payload_len = len - (size_t)n;
     c->v.frame.pieces = 1;
@@ -209,10 +199,7 @@ int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
     } else {
         ch->npieces = 0;
     }
-    if (ch->rx.started && c->hdr.seq - ch->rx.incoming > 1)
-        c->lost[dir] += c->hdr.seq - ch->rx.incoming - 1; /* skipped: lost on the way here */
-    c->sequenced[dir]++;
-    sg_qnc_accepted(&ch->rx, c->hdr.seq);
+    sg_qnc_take(&ch->rx, c->hdr.seq, &c->lost[dir], &c->sequenced[dir]);
     c->v.frame.msg = c->payload;
     c->v.frame.msg_len = c->payload_len;
 

@@ -186,9 +186,10 @@ static int parse(struct qwc *c, enum sg_dir dir, const uint8_t *d, size_t len)
     }
 }
 
-static void note_error(struct qwc *c, int err, const char *what)
+static int note_error(struct qwc *c, int err, const char *what)
 {
     sg_codec_note_error(&c->stats, c->first_error, sizeof(c->first_error), err, what);
+    return err;
 }
 
 /* The extensions the decoder uses: serverdata's, else the client's choice. */
@@ -273,9 +274,7 @@ static int decode_oob(struct qwc *c, enum sg_dir dir)
     default:
         break;
     }
-    if (err < 0)
-        note_error(c, err, "connectionless packet");
-    return err;
+    return err < 0 ? note_error(c, err, "connectionless packet") : err;
 }
 
 static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
@@ -288,43 +287,21 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
     c->parsed.nmsgs = 0;
     c->parsed.nfields = 0;
     *frame = &c->v.frame;
-    c->stats.decoded++;
-    if (sg_fview_begin(&c->v, dir, &c->parsed, data, len, c->copy, sizeof(c->copy)) < 0) {
-        note_error(c, SG_E_TOOBIG, "datagram");
-        return SG_E_TOOBIG;
-    }
-    c->copy_len = len;
-
-    if (len >= 4 && sg_le32(data) == 0xffffffffu)
-        return decode_oob(c, dir);
+    n = sg_qnc_open(&c->v, &c->stats, dir, &c->parsed, data, len, c->copy, sizeof(c->copy),
+                    &c->copy_len);
+    if (n != 0)
+        return n < 0 ? note_error(c, n, "datagram") : decode_oob(c, dir);
 
     /* Admission: sequenced traffic from the client after the server's accept. */
     if (dir == SG_DIR_C2S && c->accepted)
         c->established = true;
 
-    /* The header, and the receiver's rule. */
+    /* The header, and the receiver's rule (a runt, a stale sequence: dropped). */
     n = sg_qw_header_read(dir, c->copy, len, &c->hdr);
-    if (n < 0) {
-        /* a runt: ignored by the receiver */
-        return sg_fview_reject(&c->v, &c->stats, "runt (shorter than the header)");
-    }
+    if (!sg_qnc_view(&c->v, &c->stats, n, &c->chan[dir], &c->hdr, c->hdr.reliable))
+        return 0;
     c->payload_at = (size_t)n;
-    c->v.frame.sequence = (int32_t)c->hdr.seq;
-    c->v.frame.ack = (int32_t)c->hdr.ack;
-    {
-        bool was = c->chan[dir].started;
-        uint32_t before = c->chan[dir].incoming;
-        if (!sg_qw_chan_accept(&c->chan[dir], &c->hdr))
-            return sg_fview_reject(&c->v, &c->stats, "stale or duplicate sequence");
-        if (was && c->hdr.seq - before > 1)
-            c->lost[dir] += c->hdr.seq - before - 1; /* skipped: lost on the way here */
-        c->sequenced[dir]++;
-    }
-    c->v.frame.ack_wanted = (int32_t)c->hdr.seq; /* the receiver's incoming_sequence */
-
-    sg_relinj_ack(&c->v.inj, dir, c->hdr.ack, c->hdr.ack_reliable);
-    c->v.carrier = c->hdr.reliable;
-    c->v.seq = c->hdr.seq;
+    sg_qnc_take(&c->chan[dir], c->hdr.seq, &c->lost[dir], &c->sequenced[dir]);
 
     /* The messages. */
     c->parsed.ext = c->have_serverdata ? c->active : c->chosen;
