@@ -329,4 +329,27 @@ static inline void sg_fview_inject_write(struct sg_fview *v, struct sg_bmsg_writ
 }
 void sg_fview_sent(struct sg_fview *v, bool sent);
 
+/* The encoded datagram `out` (`len` bytes) goes out: `*identical` when it
+ * is the `copy` that came (`copy_len` bytes; counted in `stats`), emitted,
+ * then sg_fview_sent.  Returns emit's result. */
+static inline int sg_fview_emit(struct sg_fview *v, struct sg_codec_stats *stats,
+                                const uint8_t *out, size_t len, const uint8_t *copy,
+                                size_t copy_len, sg_emit_fn emit, void *ctx, bool *identical)
+{
+    int err;
+
+    *identical = len == copy_len && memcmp(out, copy, len) == 0;
+    if (*identical)
+        stats->reencode_identical++;
+    err = emit(ctx, out, len);
+    sg_fview_sent(v, err >= 0);
+    return err;
+}
+
+/* The codec table's filter entries of a game whose session starts with its
+ * struct sg_fview (QuakeWorld, NetQuake, Quake 2); must_encode apart, as a
+ * game may add its own reasons. */
+#define SG_FVIEW_FILTER_HOOKS                                                                      \
+    .set_text = sg_fview_set_text, .drop_msg = sg_fview_drop_msg, .inject = sg_fview_inject
+
 #endif

@@ -297,11 +297,8 @@ int sg_q2__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, vo
             c->stats.reencode_errors++;
             return SG_E_OVERFLOW;
         }
-        *identical = o.len == c->copy_len && memcmp(c->out, c->copy, o.len) == 0;
-        if (*identical)
-            c->stats.reencode_identical++;
-        err = emit(ctx, c->out, o.len);
-        sg_fview_sent(&c->v, err >= 0);
+        err = sg_fview_emit(&c->v, &c->stats, c->out, o.len, c->copy, c->copy_len, emit, ctx,
+                            identical);
         return err < 0 ? err : 1;
     }
     /* A fragmented message: the same pieces when the payload came out the same. */
@@ -401,9 +398,7 @@ const struct sg_codec sg_q2_codec = {
     .record_end = sg_q2__record_end,
     .demo_reader = &sg_q2_demo_impl,
     .capture = &sg_q2_capture_impl,
-    .set_text = sg_fview_set_text,
-    .drop_msg = sg_fview_drop_msg,
-    .inject = sg_fview_inject,
+    SG_FVIEW_FILTER_HOOKS,
     .must_encode = q2_must_encode,
     .dump = sg_q2__dump,
     .stats = q2_stats,

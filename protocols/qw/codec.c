@@ -375,13 +375,10 @@ static int qw_encode(void *state, const struct sg_frame *frame, sg_emit_fn emit,
         return SG_E_OVERFLOW;
     }
     c->stats.reencoded++;
-    *identical = w.len == c->copy_len && memcmp(c->out, c->copy, w.len) == 0;
-    if (*identical)
-        c->stats.reencode_identical++;
-    err = emit(ctx, c->out, w.len);
+    err = sg_fview_emit(&c->v, &c->stats, c->out, w.len, c->copy, c->copy_len, emit, ctx,
+                        identical);
     c->out_len = w.len;
     c->out_sent = err >= 0;
-    sg_fview_sent(&c->v, err >= 0);
     return err < 0 ? err : 1;
 }
 
@@ -477,9 +474,7 @@ const struct sg_codec sg_qw_codec = {
     .record = qw_record,
     .record_end = qw_record_end,
     .capture = &sg_qw_capture_impl,
-    .set_text = sg_fview_set_text,
-    .drop_msg = sg_fview_drop_msg,
-    .inject = sg_fview_inject,
+    SG_FVIEW_FILTER_HOOKS,
     .must_encode = sg_fview_must_encode,
     .dump = sg_qw__dump,
     .stats = qw_stats,
