@@ -14,6 +14,14 @@ void sg_codec_note_error(struct sg_codec_stats *stats, char *first, size_t cap, 
         snprintf(first, cap, "%s: %s", what, sg_strerror(err));
 }
 
+int sg_codec_unparsed(struct sg_codec_stats *stats, char *first, size_t cap, enum sg_dir dir,
+                      int err)
+{
+    sg_codec_note_error(stats, first, cap, err,
+                        dir == SG_DIR_S2C ? "server message" : "client message");
+    return err;
+}
+
 void sg_codec_describe_tail(char *buf, size_t cap, int n, int unsupported_op, const char *first)
 {
     if (unsupported_op >= 0 && n > 0 && (size_t)n < cap)

@@ -12,6 +12,11 @@
 void sg_codec_note_error(struct sg_codec_stats *stats, char *first, size_t cap, int err,
                          const char *what);
 
+/* A game message that did not parse (`err`), in direction `dir`: noted as
+ * above ("server message" / "client message"); returns `err`. */
+int sg_codec_unparsed(struct sg_codec_stats *stats, char *first, size_t cap, enum sg_dir dir,
+                      int err);
+
 /* The tail of a description whose first `n` bytes `buf` (`cap`) holds:
  * ", relayed undecoded: opcode N" when `unsupported_op` >= 0, then
  * ", first error: ..." when `first` is not empty.  Nothing when `n` says

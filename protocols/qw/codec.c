@@ -320,11 +320,8 @@ static int qw_decode(void *state, enum sg_dir dir, const uint8_t *data, size_t l
         memcpy(c->v.frame.level, c->level, sizeof(c->level));
     if (c->parsed.unsupported_op >= 0 && c->unsupported_op < 0)
         c->unsupported_op = c->parsed.unsupported_op;
-    if (err < 0) {
-        note_error(c, err, dir == SG_DIR_S2C ? "server message" : "client message");
-        c->v.frame.kind = SG_FRAME_RAW;
-        return err;
-    }
+    if (err < 0) /* the frame stays RAW */
+        return sg_codec_unparsed(&c->stats, c->first_error, sizeof(c->first_error), dir, err);
     sg_fview_parsed(&c->v, c->fields, c->pmsgs, c->parsed.nmsgs);
     for (uint32_t i = 0; i < c->parsed.nmsgs; i++)
         add_msg(c, (int)i);
