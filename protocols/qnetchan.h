@@ -12,7 +12,10 @@
  *   both words little-endian; 0xffffffff as first word: connectionless.
  *
  * The words are kept as they came, so writing a header back gives the
- * bytes that came, bits the receiver ignores included.
+ * bytes that came, bits the receiver ignores included.  Below the header,
+ * the receiver's rule as both games' decode tell it to the filters' view
+ * (msglist.h): the datagram opened, a runt or stale one rejected, the loss
+ * counted.
  */
 #ifndef SG_PROTOCOLS_QNETCHAN_H
 #define SG_PROTOCOLS_QNETCHAN_H
