@@ -32,11 +32,3 @@ int sg_qw_header_write(const struct sg_qnc_header *h, struct sg_bmsg_writer *w)
     sg_qnc_write(h, false, false, 0, w);
     return w->overflowed ? SG_E_OVERFLOW : 0;
 }
-
-bool sg_qw_chan_accept(struct sg_qnc_chan *c, const struct sg_qnc_header *h)
-{
-    if (sg_qnc_stale(c, h->seq))
-        return false;
-    sg_qnc_accepted(c, h->seq);
-    return true;
-}

@@ -127,10 +127,6 @@ const char *sg_qw_clc_name(int op);
 int sg_qw_header_read(enum sg_dir dir, const uint8_t *data, size_t len, struct sg_qnc_header *h);
 int sg_qw_header_write(const struct sg_qnc_header *h, struct sg_bmsg_writer *w);
 
-/* Does the receiver accept `h` (and note it)?  Its rule: a sequence not
- * above the last accepted one is dropped (mvdsv Netchan_Process). */
-bool sg_qw_chan_accept(struct sg_qnc_chan *c, const struct sg_qnc_header *h);
-
 /* ---- connectionless (oob.c) ---- */
 
 /*
