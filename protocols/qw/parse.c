@@ -7,6 +7,7 @@
  * cl_parse.c / cl_ents.c / com_msg.c read them (the receiver's view).
  */
 #include "protocols/qw/qw.h"
+#include "protocols/qw/bits.h"
 
 #include "protocols/error.h"
 
@@ -162,22 +163,6 @@ static void bits_table(struct ctx *c, const struct bdesc *t, size_t n, uint32_t 
 #define N(t) (sizeof(t) / sizeof((t)[0]))
 
 /* ---- entity deltas, player info, user commands ---- */
-
-#define U_ANGLE1    (1u << 0)
-#define U_ANGLE3    (1u << 1)
-#define U_MODEL     (1u << 2)
-#define U_COLORMAP  (1u << 3)
-#define U_SKIN      (1u << 4)
-#define U_EFFECTS   (1u << 5)
-#define U_EVENMORE  (1u << 7)
-#define U_ORIGIN1   (1u << 9)
-#define U_ORIGIN2   (1u << 10)
-#define U_ORIGIN3   (1u << 11)
-#define U_ANGLE2    (1u << 12)
-#define U_FRAME     (1u << 13)
-#define U_MOREBITS  (1u << 15)
-#define U_FTE_TRANS   (1u << 1)
-#define U_FTE_YETMORE (1u << 7)
 
 /* CL_ParseDelta's read order (origins and angles interleaved). */
 static const struct bdesc entity_fields[] = {

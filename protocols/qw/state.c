@@ -20,6 +20,7 @@
  *     delta base is not in the file.
  */
 #include "protocols/qw/qw.h"
+#include "protocols/qw/bits.h"
 
 #include "protocols/byteorder.h"
 #include "protocols/error.h"
@@ -35,23 +36,6 @@
 #define PARSE_ENTS   (FRAMES * 32)
 #define MAX_FRAME_ENTS 512
 #define PREAMBLE_MSG 1400 /* payload bytes of one preamble datagram */
-
-#define U_ORIGIN1  (1u << 9)
-#define U_ORIGIN2  (1u << 10)
-#define U_ORIGIN3  (1u << 11)
-#define U_ANGLE2   (1u << 12)
-#define U_FRAME    (1u << 13)
-#define U_REMOVE   (1u << 14)
-#define U_MOREBITS (1u << 15)
-#define U_ANGLE1   (1u << 0)
-#define U_ANGLE3   (1u << 1)
-#define U_MODEL    (1u << 2)
-#define U_COLORMAP (1u << 3)
-#define U_SKIN     (1u << 4)
-#define U_EFFECTS  (1u << 5)
-#define U_EVENMORE (1u << 7)
-#define U_FTE_TRANS   (1u << 1)
-#define U_FTE_YETMORE (1u << 7)
 
 struct qent {
     uint16_t number;
