@@ -94,13 +94,15 @@ static void cut(char *s, size_t *len, size_t from, size_t to)
     *len -= to - from;
 }
 
-int sg_info_remove(char *s, size_t *len, const char *key, size_t key_len)
+/* Cut every pair of `key` from offset `from` on; how many were cut. */
+static int cut_key_from(char *s, size_t *len, const char *key, size_t key_len, size_t from)
 {
     struct sg_info_iter it;
     struct sg_info_pair p;
     int removed = 0;
 
     sg_info_iter_init(&it, s, *len);
+    it.pos = from;
     while (sg_info_next(&it, &p) > 0) {
         if (!key_is(&p, key, key_len))
             continue;
@@ -111,6 +113,13 @@ int sg_info_remove(char *s, size_t *len, const char *key, size_t key_len)
         it.pos = p.start;
         removed++;
     }
+    return removed;
+}
+
+int sg_info_remove(char *s, size_t *len, const char *key, size_t key_len)
+{
+    int removed = cut_key_from(s, len, key, key_len, 0);
+
     if (removed)
         s[*len] = '\0'; /* within the old bytes */
     return removed;
@@ -168,17 +177,8 @@ int sg_info_set(char *s, size_t *len, size_t cap, const char *key, size_t key_le
         size_t vstart = (size_t)(first.value - s), vend = vstart + first.value_len;
 
         /* later duplicates go first (they lie after the first pair) */
-        if (dups) {
-            sg_info_iter_init(&it, s, *len);
-            it.pos = first.end;
-            while (sg_info_next(&it, &p) > 0) {
-                if (!key_is(&p, key, key_len))
-                    continue;
-                cut(s, len, p.start, p.end);
-                it.len = *len;
-                it.pos = p.start;
-            }
-        }
+        if (dups)
+            cut_key_from(s, len, key, key_len, first.end);
         memmove(s + vstart + value_len, s + vend, *len - vend);
         memcpy(s + vstart, value, value_len);
         *len = *len - first.value_len + value_len;
