@@ -229,17 +229,39 @@ static int nq_demo_info(FILE *in, const char *name, FILE *out)
 
 const struct sg_field_style sg_nq_field_style = {.lead = " ", .data_text = true};
 
+/* Open `in` as a demo for a command that reports on stderr: 0, or 1 (not a
+ * NetQuake demo, said). */
+static int open_or_say(struct dem *d, FILE *in, const char *name)
+{
+    if (sg_nq__dem_open(d, in) >= 0)
+        return 0;
+    fprintf(stderr, "slipgate demo: %s: not a NetQuake demo (no cd-track line)\n", name);
+    return 1;
+}
+
+/* Open `in` and copy its cd-track line to `out`: 0, 1 (not a demo, said),
+ * or -EIO. */
+static int open_copy_track(struct dem *d, FILE *in, const char *name, FILE *out)
+{
+    int rc = open_or_say(d, in, name);
+
+    if (rc)
+        return rc;
+    if (fwrite(d->track, 1, d->track_len, out) != d->track_len) {
+        sg_nq__dem_close(d);
+        return -EIO;
+    }
+    return 0;
+}
+
 static int nq_demo_dump(FILE *in, const char *name, bool json, FILE *out)
 {
     struct dem d;
     uint64_t errors = 0;
-    int rc = sg_nq__dem_open(&d, in);
+    int rc = open_or_say(&d, in, name);
 
-    (void)name;
-    if (rc < 0) {
-        fprintf(stderr, "slipgate demo: %s: not a NetQuake demo (no cd-track line)\n", name);
-        return 1;
-    }
+    if (rc)
+        return rc;
     if (json)
         fprintf(out, "{\"cdtrack\":%d}\n", track_number(&d));
     else
@@ -313,16 +335,10 @@ static int nq_demo_reencode(FILE *in, const char *name, FILE *out, FILE *report)
     uint64_t msgs = 0, identical = 0, errors = 0;
     uint8_t *wbuf = NULL;
     size_t wcap = 0;
-    int rc = sg_nq__dem_open(&d, in);
+    int rc = open_copy_track(&d, in, name, out);
 
-    if (rc < 0) {
-        fprintf(stderr, "slipgate demo: %s: not a NetQuake demo (no cd-track line)\n", name);
-        return 1;
-    }
-    if (fwrite(d.track, 1, d.track_len, out) != d.track_len) {
-        sg_nq__dem_close(&d);
-        return -EIO;
-    }
+    if (rc)
+        return rc;
     while ((rc = sg_nq__dem_next(&d)) > 0) {
         struct sg_bmsg_writer w;
         uint8_t hdr[16];
@@ -421,16 +437,10 @@ static int nq_demo_cut(FILE *in, const char *name, FILE *out, int32_t from_ms, i
     uint64_t pre = 0, kept = 0, errors = 0;
     bool in_pre = true, signon_done = false, any_signon = false, have_time = false;
     int64_t now = 0;
-    int rc = sg_nq__dem_open(&d, in);
+    int rc = open_copy_track(&d, in, name, out);
 
-    if (rc < 0) {
-        fprintf(stderr, "slipgate demo: %s: not a NetQuake demo (no cd-track line)\n", name);
-        return 1;
-    }
-    if (fwrite(d.track, 1, d.track_len, out) != d.track_len) {
-        sg_nq__dem_close(&d);
-        return -EIO;
-    }
+    if (rc)
+        return rc;
     while ((rc = sg_nq__dem_next(&d)) > 0) {
         uint8_t hdr[16];
         int64_t t;
