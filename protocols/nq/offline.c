@@ -254,6 +254,29 @@ static int open_copy_track(struct dem *d, FILE *in, const char *name, FILE *out)
     return 0;
 }
 
+/* Write one block: its length, the view angles the block came with, `body`. */
+static int write_block(const struct dem *d, const uint8_t *body, size_t len, FILE *out)
+{
+    uint8_t hdr[16];
+
+    sg_put_le32(hdr, (uint32_t)len);
+    memcpy(hdr + 4, d->angles, 12);
+    if (fwrite(hdr, 1, 16, out) != 16 || fwrite(body, 1, len, out) != len)
+        return -EIO;
+    return 0;
+}
+
+/* The end of a command's writing: `rc` (< 0: an error, the demo closed), or
+ * -EIO when `out` cannot be flushed (closed too), else 0 (still open). */
+static int flush_or_close(struct dem *d, int rc, FILE *out)
+{
+    if (rc >= 0 && fflush(out) != 0)
+        rc = -EIO;
+    if (rc < 0)
+        sg_nq__dem_close(d);
+    return rc < 0 ? rc : 0;
+}
+
 static int nq_demo_dump(FILE *in, const char *name, bool json, FILE *out)
 {
     struct dem d;
@@ -341,7 +364,6 @@ static int nq_demo_reencode(FILE *in, const char *name, FILE *out, FILE *report)
         return rc;
     while ((rc = sg_nq__dem_next(&d)) > 0) {
         struct sg_bmsg_writer w;
-        uint8_t hdr[16];
         const uint8_t *body;
         size_t body_len;
         int err = dem_parse(&d);
@@ -373,22 +395,12 @@ static int nq_demo_reencode(FILE *in, const char *name, FILE *out, FILE *report)
             else
                 errors++;
         }
-        sg_put_le32(hdr, (uint32_t)body_len);
-        memcpy(hdr + 4, d.angles, 12);
-        if (fwrite(hdr, 1, 16, out) != 16 || fwrite(body, 1, body_len, out) != body_len) {
-            rc = -EIO;
+        if ((rc = write_block(&d, body, body_len, out)) < 0)
             break;
-        }
     }
     free(wbuf);
-    if (rc < 0) {
-        sg_nq__dem_close(&d);
+    if ((rc = flush_or_close(&d, rc, out)) < 0)
         return rc;
-    }
-    if (fflush(out) != 0) {
-        sg_nq__dem_close(&d);
-        return -EIO;
-    }
     fprintf(report, "%" PRIu64 " blocks, %" PRIu64 " messages, %" PRIu64
                     " blocks byte-identical%s\n",
             d.blocks, msgs, identical,
@@ -442,7 +454,6 @@ static int nq_demo_cut(FILE *in, const char *name, FILE *out, int32_t from_ms, i
     if (rc)
         return rc;
     while ((rc = sg_nq__dem_next(&d)) > 0) {
-        uint8_t hdr[16];
         int64_t t;
         bool timed;
 
@@ -466,21 +477,11 @@ static int nq_demo_cut(FILE *in, const char *name, FILE *out, int32_t from_ms, i
         } else {
             kept++;
         }
-        sg_put_le32(hdr, d.len);
-        memcpy(hdr + 4, d.angles, 12);
-        if (fwrite(hdr, 1, 16, out) != 16 || fwrite(d.buf, 1, d.len, out) != d.len) {
-            rc = -EIO;
+        if ((rc = write_block(&d, d.buf, d.len, out)) < 0)
             break;
-        }
     }
-    if (rc < 0) {
-        sg_nq__dem_close(&d);
+    if ((rc = flush_or_close(&d, rc, out)) < 0)
         return rc;
-    }
-    if (fflush(out) != 0) {
-        sg_nq__dem_close(&d);
-        return -EIO;
-    }
     fprintf(report,
             "%" PRIu64 " blocks read: %" PRIu64 " of the preamble (serverinfo and signon), %" PRIu64
             " in [%" PRId32 ", %" PRId32 "] ms written%s\n",
