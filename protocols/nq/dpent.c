@@ -206,9 +206,37 @@ static void close_msg(struct sg_nq__ctx *c, uint32_t mi)
     m->count = c->out->nfields - m->first;
 }
 
+/*
+ * Try message `mi` as ending at `q`: its bytes from the reader's position
+ * as one field `name` (with `end_word`, then the u16 0 that ends a CSQC
+ * update list), the rest of the datagram parsed from there.  1: kept; 0:
+ * the rest did not parse, all undone, try a later end; -1: stop trying
+ * (out of memory, or the trials spent).
+ */
+static int try_end(struct sg_nq__ctx *c, uint32_t mi, const char *name, size_t q, bool end_word)
+{
+    size_t save = c->r.pos;
+    uint32_t nf = c->out->nfields;
+
+    sg_nq__data(c, name, q - save);
+    if (end_word) {
+        sg_nq__num(c, "end", SG_BMSG_U16);
+        q += 2;
+    }
+    close_msg(c, mi);
+    if ((!end_word && q == c->r.end) || sg_nq__try_rest(c, q)) {
+        c->out->csqc_raw++;
+        return 1;
+    }
+    c->out->nfields = nf;
+    c->r.pos = save;
+    return c->err == -ENOMEM || c->out->trials >= SG_NQ__TRIALS ? -1 : 0;
+}
+
 void sg_nq__dp_csqc(struct sg_nq__ctx *c, uint32_t mi)
 {
     const uint8_t *d = c->r.data;
+    int r;
 
     for (;;) {
         size_t at = c->r.pos;
@@ -222,21 +250,11 @@ void sg_nq__dp_csqc(struct sg_nq__ctx *c, uint32_t mi)
         for (size_t q = at + 2; q + 2 <= c->r.end && !c->r.overflowed; q++) {
             if (d[q] != 0 || d[q + 1] != 0 || (q + 2 < c->r.end && !svc_op(c, d[q + 2])))
                 continue;
-            {
-                size_t save = c->r.pos;
-                uint32_t nf = c->out->nfields;
-                sg_nq__data(c, "updates", q - save);
-                sg_nq__num(c, "end", SG_BMSG_U16);
-                close_msg(c, mi);
-                if (sg_nq__try_rest(c, q + 2)) {
-                    c->out->csqc_raw++;
-                    return;
-                }
-                c->out->nfields = nf;
-                c->r.pos = save;
-                if (c->err == -ENOMEM || c->out->trials >= SG_NQ__TRIALS)
-                    break;
-            }
+            r = try_end(c, mi, "updates", q, true);
+            if (r > 0)
+                return;
+            if (r < 0)
+                break;
         }
         break;
     }
@@ -249,21 +267,15 @@ void sg_nq__dp_csqc(struct sg_nq__ctx *c, uint32_t mi)
 
 void sg_nq__dp_opaque(struct sg_nq__ctx *c, uint32_t mi, const char *name)
 {
-    size_t save = c->r.pos;
+    int r;
 
-    for (size_t q = save; q <= c->r.end && !c->r.overflowed; q++) {
-        uint32_t nf = c->out->nfields;
+    for (size_t q = c->r.pos; q <= c->r.end && !c->r.overflowed; q++) {
         if (q < c->r.end && (c->dir != SG_DIR_S2C || !svc_op(c, c->r.data[q])))
             continue;
-        sg_nq__data(c, name, q - save);
-        close_msg(c, mi);
-        if (q == c->r.end || sg_nq__try_rest(c, q)) {
-            c->out->csqc_raw++;
+        r = try_end(c, mi, name, q, false);
+        if (r > 0)
             return;
-        }
-        c->out->nfields = nf;
-        c->r.pos = save;
-        if (c->err == -ENOMEM || c->out->trials >= SG_NQ__TRIALS)
+        if (r < 0)
             break;
     }
     c->out->msgs[mi].unparsed = true;
