@@ -340,6 +340,30 @@ static void put_end(FILE *f, bool json, const struct sg_q3_demo_reader *r, int e
                 sg_errname(end), r->partial);
 }
 
+int sg_q3_dump_next(struct sg_q3_demo_reader *r, struct sg_q3_state *st, uint8_t *buf,
+                    size_t *len, struct sg_q3_svmsg *msg, int *perr,
+                    struct sg_q3_dump_stats *stats)
+{
+    int32_t seq;
+    int err = sg_q3_demo_read(r, &seq, buf, len);
+
+    if (err <= 0) {
+        stats->end = err;
+        return err;
+    }
+    *perr = sg_q3_parse_server_message(st, seq, buf, *len, msg);
+    if (*perr == -ENOMEM)
+        return -ENOMEM;
+    stats->messages++;
+    stats->decode_errors += *perr < 0;
+    stats->gamestates += sg_q3_svmsg_count(msg, SG_Q3_SVC_GAMESTATE);
+    for (uint32_t i = 0; i < msg->num_snaps; i++) {
+        stats->snapshots++;
+        stats->nodelta += msg->snaps[i].status == SG_E_NODELTA;
+    }
+    return err;
+}
+
 int sg_q3_dump_demo(FILE *out, enum sg_q3_dump_format format, struct sg_q3_demo_reader *r,
                     struct sg_q3_dump_stats *stats)
 {
@@ -360,31 +384,19 @@ int sg_q3_dump_demo(FILE *out, enum sg_q3_dump_format format, struct sg_q3_demo_
 
     /* every message, in file order, through one stream state */
     for (;;) {
-        int32_t seq;
         size_t len;
         int perr;
 
-        err = sg_q3_demo_read(r, &seq, buf, &len);
+        err = sg_q3_dump_next(r, st, buf, &len, &msg, &perr, stats);
+        if (err == -ENOMEM)
+            goto out;
         if (err <= 0)
             break;
-        perr = sg_q3_parse_server_message(st, seq, buf, len, &msg);
-        if (perr == -ENOMEM) {
-            err = perr;
-            goto out;
-        }
-        stats->messages++;
-        stats->decode_errors += perr < 0;
-        stats->gamestates += sg_q3_svmsg_count(&msg, SG_Q3_SVC_GAMESTATE);
-        for (uint32_t i = 0; i < msg.num_snaps; i++) {
-            stats->snapshots++;
-            stats->nodelta += msg.snaps[i].status == SG_E_NODELTA;
-        }
         if (sg_q3_dump_message(out, format, &msg, len, perr) < 0) {
             err = -EIO;
             goto out;
         }
     }
-    stats->end = err;
     put_end(out, format == SG_Q3_DUMP_JSON, r, err);
     err = ferror(out) ? -EIO : 0;
 out:

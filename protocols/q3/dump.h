@@ -46,6 +46,17 @@ struct sg_q3_dump_stats {
 };
 
 /*
+ * Read the next message of `r` into `buf` (SG_Q3_MAX_MSGLEN bytes) and parse
+ * it through `st` into `msg`, counted in `stats`: the reader's result (> 0 a
+ * message, its length in *len and the parse's result in *perr; 0 the end
+ * marker and < 0 what ended the file, both kept in stats->end), or -ENOMEM
+ * (not counted) when the parse ran out of memory.
+ */
+int sg_q3_dump_next(struct sg_q3_demo_reader *r, struct sg_q3_state *st, uint8_t *buf,
+                    size_t *len, struct sg_q3_svmsg *msg, int *perr,
+                    struct sg_q3_dump_stats *stats);
+
+/*
  * Decode every message of `r` with a fresh stream state and print one line
  * per message to `out`, then a last line for the end of the file: text
  * "# end marker" / "# end <error name> partial=<bytes>", JSON

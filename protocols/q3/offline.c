@@ -59,10 +59,9 @@ static int q3_demo_probe(const uint8_t *head, size_t len)
 
 /* Everything `info` reports about one file. */
 struct info {
-    uint64_t messages, gamestates, snapshots, decode_errors, nodelta;
+    struct sg_q3_dump_stats n; /* messages, snapshots, errors, how the file ended */
     int32_t first_time, last_time;
     bool have_time;
-    int end;
     size_t partial;
 };
 
@@ -93,29 +92,21 @@ static int scan(struct sg_q3_demo_reader *r, struct sg_q3_state *st, struct info
         return -ENOMEM;
     sg_q3_svmsg_init(&msg);
     for (;;) {
-        int32_t seq;
         size_t len;
         int perr;
 
-        err = sg_q3_demo_read(r, &seq, buf, &len);
+        err = sg_q3_dump_next(r, st, buf, &len, &msg, &perr, &in->n);
         if (err <= 0)
             break;
-        perr = sg_q3_parse_server_message(st, seq, buf, len, &msg);
-        in->messages++;
-        in->decode_errors += perr < 0;
-        in->gamestates += sg_q3_svmsg_count(&msg, SG_Q3_SVC_GAMESTATE);
         for (uint32_t i = 0; i < msg.num_snaps; i++) {
             const struct sg_q3_snap *s = &msg.snaps[i];
 
-            in->snapshots++;
-            in->nodelta += s->status == SG_E_NODELTA;
             if (!in->have_time)
                 in->first_time = s->server_time;
             in->last_time = s->server_time;
             in->have_time = true;
         }
     }
-    in->end = err;
     in->partial = r->partial;
     sg_q3_svmsg_finish(&msg);
     free(buf);
@@ -166,7 +157,7 @@ static int q3_demo_info(FILE *f, const char *path, FILE *out)
         sg_q3_info_value(serverinfo, "com_protocol", proto, sizeof(proto)); /* ioquake3 */
     sg_q3_info_value(sg_q3_state_configstring(st, SG_Q3_CS_SYSTEMINFO), "fs_game", fsgame,
                      sizeof(fsgame));
-    errors = in.decode_errors + in.nodelta + (in.end != 0);
+    errors = in.n.decode_errors + in.n.nodelta + (in.n.end != 0);
 
     fprintf(out, "file:         %s\n", path);
     fprintf(out, "protocol:     %s (file name: %d)\n", proto[0] ? proto : "?", r.protocol);
@@ -182,14 +173,14 @@ static int q3_demo_info(FILE *f, const char *path, FILE *out)
     else
         fprintf(out, "duration:     ? (no snapshots)\n");
     fprintf(out, "messages:     %" PRIu64 " (%" PRIu64 " gamestates, %" PRIu64 " snapshots)\n",
-            in.messages, in.gamestates, in.snapshots);
+            in.n.messages, in.n.gamestates, in.n.snapshots);
     fprintf(out, "errors:       %" PRIu64, errors);
-    if (in.decode_errors)
-        fprintf(out, ", %" PRIu64 " messages failed to decode", in.decode_errors);
-    if (in.nodelta)
-        fprintf(out, ", %" PRIu64 " snapshots with a missing delta base", in.nodelta);
-    if (in.end)
-        fprintf(out, ", file ends without end marker (%s, %zu stray bytes)", sg_errname(in.end),
+    if (in.n.decode_errors)
+        fprintf(out, ", %" PRIu64 " messages failed to decode", in.n.decode_errors);
+    if (in.n.nodelta)
+        fprintf(out, ", %" PRIu64 " snapshots with a missing delta base", in.n.nodelta);
+    if (in.n.end)
+        fprintf(out, ", file ends without end marker (%s, %zu stray bytes)", sg_errname(in.n.end),
                 in.partial);
     fprintf(out, "\n");
 
