@@ -221,12 +221,10 @@ static void put_gamestate(struct out *o, const struct sg_q3_svmsg *msg, const st
                     : " cmdseq=%d client=%d feed=%d",
             op->u.gamestate.command_seq, op->u.gamestate.client_num, op->u.gamestate.checksum_feed);
     for (uint32_t i = 0; i < op->u.gamestate.num_items; i++) {
-        uint32_t k = op->u.gamestate.first_item + i;
-        const struct sg_q3_gs_item *it;
+        const struct sg_q3_gs_item *it = sg_q3_gs_item(msg, op, i);
 
-        if (k >= msg->num_items)
+        if (!it)
             break;
-        it = &msg->items[k];
         if (o->json && i)
             fputc(',', o->f);
         if (it->op == SG_Q3_SVC_CONFIGSTRING) {

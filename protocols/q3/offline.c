@@ -202,20 +202,32 @@ static int q3_demo_dump(FILE *f, const char *path, bool json, FILE *out)
     return (stats.decode_errors || stats.nodelta || stats.end) ? 1 : 0;
 }
 
-/* `demo reencode`: decode + encode every message into `outf`. */
-static int q3_demo_reencode(FILE *f, const char *path, FILE *outf, FILE *out)
+/* Decode and encode every message of `f` into `outf`, or with `span` only
+ * the server time [span[0], span[1]]: 0, or the error; the counts in *cs. */
+static int transcode(FILE *f, const char *path, FILE *outf, const int32_t *span,
+                     struct sg_q3_demo_stats *cs)
 {
     struct sg_q3_demo_reader r;
     struct sg_q3_demo_writer w;
-    struct sg_q3_demo_stats cs;
     int err, ferr;
 
     sg_q3_demo_reader_init(&r, f, sg_q3_demo_protocol_from_name(path));
     sg_q3_demo_writer_init(&w, outf);
-    err = sg_q3_demo_reencode(&r, &w, &cs);
+    err = span ? sg_q3_demo_cut(&r, &w, span[0], span[1], cs) : sg_q3_demo_reencode(&r, &w, cs);
     ferr = sg_q3_demo_writer_finish(&w);
     if (err < 0 || ferr < 0)
         return err < 0 ? err : ferr;
+    return 0;
+}
+
+/* `demo reencode`: decode + encode every message into `outf`. */
+static int q3_demo_reencode(FILE *f, const char *path, FILE *outf, FILE *out)
+{
+    struct sg_q3_demo_stats cs;
+    int err = transcode(f, path, outf, NULL, &cs);
+
+    if (err < 0)
+        return err;
     fprintf(out,
             "%" PRIu64 " messages, %" PRIu64 " byte-identical, %" PRIu64 " failed to decode%s\n",
             cs.messages, cs.identical, cs.decode_errors,
@@ -226,22 +238,16 @@ static int q3_demo_reencode(FILE *f, const char *path, FILE *outf, FILE *out)
 /* `demo cut`: the span [from, to] of server time as a playable demo. */
 static int q3_demo_cut(FILE *f, const char *path, FILE *outf, int32_t from, int32_t to, FILE *out)
 {
-    struct sg_q3_demo_reader r;
-    struct sg_q3_demo_writer w;
     struct sg_q3_demo_stats cs;
-    int err, ferr;
+    int32_t span[2] = {from, to};
+    int err = transcode(f, path, outf, span, &cs);
 
-    sg_q3_demo_reader_init(&r, f, sg_q3_demo_protocol_from_name(path));
-    sg_q3_demo_writer_init(&w, outf);
-    err = sg_q3_demo_cut(&r, &w, from, to, &cs);
-    ferr = sg_q3_demo_writer_finish(&w);
-    if (err < 0 || ferr < 0)
-        return err < 0 ? err : ferr;
+    if (err < 0)
+        return err;
     fprintf(out, "wrote %" PRIu64 " messages (%" PRIu64 " re-encoded) from %" PRIu64 " read%s\n",
             cs.written, cs.rewritten, cs.messages, cs.started ? "" : "; no snapshot in that span");
     return !cs.started || cs.decode_errors ? 1 : 0;
 }
-
 
 const struct sg_demo_impl sg_q3_demo_impl = {
     .extensions = sg_q3_variant_read_exts,

@@ -147,6 +147,16 @@ static inline const struct sg_q3_variant *sg_q3_svmsg_variant(const struct sg_q3
     return msg->variant ? msg->variant : &sg_q3_variant_68;
 }
 
+/* Item `i` of gamestate `op`, or NULL past the message's items (a parser
+ * that stopped early leaves fewer than the op counts). */
+static inline const struct sg_q3_gs_item *sg_q3_gs_item(const struct sg_q3_svmsg *msg,
+                                                        const struct sg_q3_op *op, uint32_t i)
+{
+    uint32_t k = op->u.gamestate.first_item + i;
+
+    return k < msg->num_items ? &msg->items[k] : NULL;
+}
+
 /* Free the pools; accepts NULL and a zeroed struct. */
 void sg_q3_svmsg_finish(struct sg_q3_svmsg *msg);
 

@@ -30,12 +30,10 @@ static void write_gamestate(struct sg_q3_msg *m, const struct sg_q3_variant *v,
 {
     sg_q3_msg_write_long(m, op->u.gamestate.command_seq);
     for (uint32_t i = 0; i < op->u.gamestate.num_items; i++) {
-        uint32_t k = op->u.gamestate.first_item + i;
-        const struct sg_q3_gs_item *it;
+        const struct sg_q3_gs_item *it = sg_q3_gs_item(msg, op, i);
 
-        if (k >= msg->num_items)
+        if (!it)
             break;
-        it = &msg->items[k];
         sg_q3_msg_write_byte(m, it->op);
         if (it->op == SG_Q3_SVC_CONFIGSTRING) {
             sg_q3_msg_write_short(m, it->index);
