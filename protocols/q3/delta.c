@@ -94,11 +94,125 @@ static int32_t float_result(int32_t value, uint8_t form)
     return value;
 }
 
+/*
+ * The sent fields, the same for entities and the player state but for
+ * entities' zero bit (`zero_bit`: after the changed bit, 0 sends the field
+ * as zero on its own).  Inline: each caller's constant `zero_bit` folds.
+ */
+
+/* Read lc (at most `max`) and the fields below it into form[] / value[]. */
+static inline int read_fields(struct sg_q3_msg *m, const struct sg_q3_netfield *fields, int max,
+                              bool zero_bit, uint8_t *lc_out, uint8_t *form, int32_t *value)
+{
+    int lc = sg_q3_msg_read_byte(m);
+
+    if (m->overflowed)
+        return SG_E_OVERFLOW;
+    if (lc < 0 || lc > max)
+        return SG_E_MALFORMED;
+    *lc_out = (uint8_t)lc;
+
+    /* one changed bit per field below lc, then its value */
+    for (int i = 0; i < lc; i++) {
+        int bits = fields[i].bits;
+
+        if (sg_q3_msg_read_bits(m, 1) == 0)
+            continue;
+        if (zero_bit && sg_q3_msg_read_bits(m, 1) == 0) {
+            form[i] = SG_Q3_FORM_ZERO;
+            continue;
+        }
+        if (bits == 0) {
+            read_float_value(m, &form[i], &value[i]);
+        } else {
+            form[i] = SG_Q3_FORM_INT;
+            value[i] = sg_q3_msg_read_bits(m, bits);
+            /* Only the NYT code (corrupt data) reads past a field's width:
+             * the game takes the value, but no writer can send it again. */
+            if (wire_int(value[i], bits) != value[i])
+                return SG_E_MALFORMED;
+        }
+    }
+    return 0;
+}
+
+/* Write the fields below lc, each in its recorded form. */
+static inline void write_fields(struct sg_q3_msg *m, const struct sg_q3_netfield *fields, int lc,
+                                bool zero_bit, const uint8_t *form, const int32_t *value)
+{
+    for (int i = 0; i < lc; i++) {
+        int bits = fields[i].bits;
+
+        if (form[i] == SG_Q3_FORM_SAME) {
+            sg_q3_msg_write_bits(m, 0, 1);
+            continue;
+        }
+        sg_q3_msg_write_bits(m, 1, 1);
+        if (zero_bit) {
+            if (form[i] == SG_Q3_FORM_ZERO) {
+                sg_q3_msg_write_bits(m, 0, 1);
+                continue;
+            }
+            sg_q3_msg_write_bits(m, 1, 1);
+        }
+        if (bits == 0)
+            write_float_value(m, form[i], value[i]);
+        else
+            sg_q3_msg_write_bits(m, form[i] == SG_Q3_FORM_ZERO ? 0 : value[i], bits);
+    }
+}
+
+/* The sent fields below n replace the base's words in f[]. */
+static inline void apply_fields(const struct sg_q3_netfield *fields, int n, const uint8_t *form,
+                                const int32_t *value, int32_t *f)
+{
+    for (int i = 0; i < n; i++) {
+        int bits = fields[i].bits;
+        int32_t *w = &f[fields[i].slot];
+
+        if (form[i] == SG_Q3_FORM_SAME)
+            continue;
+        if (bits == 0)
+            *w = float_result(value[i], form[i]);
+        else
+            *w = form[i] == SG_Q3_FORM_ZERO ? 0 : wire_int(value[i], bits);
+    }
+}
+
+/* lc (one past the wire position of the last field that differs), and each
+ * differing field below it in the form the game picks. */
+static inline int make_fields(const struct sg_q3_netfield *fields, int nfields, bool zero_bit,
+                              const int32_t *from, const int32_t *to, uint8_t *form,
+                              int32_t *value)
+{
+    int lc = 0;
+
+    for (int i = 0; i < nfields; i++) {
+        if (from[fields[i].slot] != to[fields[i].slot])
+            lc = i + 1;
+    }
+    for (int i = 0; i < lc; i++) {
+        int bits = fields[i].bits;
+        int32_t w = to[fields[i].slot];
+
+        if (from[fields[i].slot] == w)
+            continue;
+        if (bits == 0) {
+            form[i] = float_form(w, zero_bit);
+            value[i] = float_result(w, form[i]);
+        } else if (zero_bit && w == 0) {
+            form[i] = SG_Q3_FORM_ZERO;
+        } else {
+            form[i] = SG_Q3_FORM_INT;
+            value[i] = wire_int(w, bits);
+        }
+    }
+    return lc;
+}
+
 int sg_q3_delta_entity_read(struct sg_q3_msg *m, const struct sg_q3_variant *v, int number,
                             struct sg_q3_entity_delta *rec)
 {
-    const struct sg_q3_netfield *fields = v->entity_fields;
-    int lc;
 
     memset(rec, 0, sizeof(*rec));
     rec->number = (uint16_t)number;
@@ -113,41 +227,13 @@ int sg_q3_delta_entity_read(struct sg_q3_msg *m, const struct sg_q3_variant *v, 
         return 0;
     }
     rec->kind = SG_Q3_ENT_DELTA;
-    lc = sg_q3_msg_read_byte(m);
-    if (m->overflowed)
-        return SG_E_OVERFLOW;
-    if (lc < 0 || lc > v->num_entity_fields)
-        return SG_E_MALFORMED;
-    rec->lc = (uint8_t)lc;
-
-    /* one changed bit per field below lc, then its value */
-    for (int i = 0; i < lc; i++) {
-        int bits = fields[i].bits;
-
-        if (sg_q3_msg_read_bits(m, 1) == 0)
-            continue;
-        if (sg_q3_msg_read_bits(m, 1) == 0) {
-            rec->form[i] = SG_Q3_FORM_ZERO;
-            continue;
-        }
-        if (bits == 0) {
-            read_float_value(m, &rec->form[i], &rec->value[i]);
-        } else {
-            rec->form[i] = SG_Q3_FORM_INT;
-            rec->value[i] = sg_q3_msg_read_bits(m, bits);
-            /* Only the NYT code (corrupt data) reads past a field's width:
-             * the game takes the value, but no writer can send it again. */
-            if (wire_int(rec->value[i], bits) != rec->value[i])
-                return SG_E_MALFORMED;
-        }
-    }
-    return 0;
+    return read_fields(m, v->entity_fields, v->num_entity_fields, true, &rec->lc, rec->form,
+                       rec->value);
 }
 
 void sg_q3_delta_entity_write(struct sg_q3_msg *m, const struct sg_q3_variant *v,
                               const struct sg_q3_entity_delta *rec)
 {
-    const struct sg_q3_netfield *fields = v->entity_fields;
     int lc = rec->lc > v->num_entity_fields ? v->num_entity_fields : rec->lc;
 
     sg_q3_msg_write_bits(m, rec->number, v->gentitynum_bits);
@@ -164,31 +250,12 @@ void sg_q3_delta_entity_write(struct sg_q3_msg *m, const struct sg_q3_variant *v
     sg_q3_msg_write_byte(m, lc);
 
     /* fields in table order, each in its recorded form */
-    for (int i = 0; i < lc; i++) {
-        int bits = fields[i].bits;
-        uint8_t form = rec->form[i];
-
-        if (form == SG_Q3_FORM_SAME) {
-            sg_q3_msg_write_bits(m, 0, 1);
-            continue;
-        }
-        sg_q3_msg_write_bits(m, 1, 1);
-        if (form == SG_Q3_FORM_ZERO) {
-            sg_q3_msg_write_bits(m, 0, 1);
-            continue;
-        }
-        sg_q3_msg_write_bits(m, 1, 1);
-        if (bits == 0)
-            write_float_value(m, form, rec->value[i]);
-        else
-            sg_q3_msg_write_bits(m, rec->value[i], bits);
-    }
+    write_fields(m, v->entity_fields, lc, true, rec->form, rec->value);
 }
 
 void sg_q3_delta_entity_apply(const struct sg_q3_variant *v, const struct sg_q3_entity *from,
                               const struct sg_q3_entity_delta *rec, struct sg_q3_entity *to)
 {
-    const struct sg_q3_netfield *fields = v->entity_fields;
     int n;
 
     if (rec->kind == SG_Q3_ENT_REMOVE) {
@@ -204,58 +271,26 @@ void sg_q3_delta_entity_apply(const struct sg_q3_variant *v, const struct sg_q3_
     /* sent fields replace the base's words (the bound in a local: the
      * stores below could, for the compiler, change it) */
     n = rec->lc < v->num_entity_fields ? rec->lc : v->num_entity_fields;
-    for (int i = 0; i < n; i++) {
-        int bits = fields[i].bits;
-        int32_t *w = &to->f[fields[i].slot];
-
-        if (rec->form[i] == SG_Q3_FORM_SAME)
-            continue;
-        if (bits == 0)
-            *w = float_result(rec->value[i], rec->form[i]);
-        else
-            *w = rec->form[i] == SG_Q3_FORM_ZERO ? 0 : wire_int(rec->value[i], bits);
-    }
+    apply_fields(v->entity_fields, n, rec->form, rec->value, to->f);
 }
 
 bool sg_q3_delta_entity_make(const struct sg_q3_variant *v, const struct sg_q3_entity *from,
                              const struct sg_q3_entity *to, bool force,
                              struct sg_q3_entity_delta *rec)
 {
-    const struct sg_q3_netfield *fields = v->entity_fields;
     int lc = 0;
 
     memset(rec, 0, sizeof(*rec));
     rec->number = (uint16_t)(to->number & (v->max_gentities - 1));
 
-    /* lc: one past the wire position of the last field that differs */
-    for (int i = 0; i < v->num_entity_fields; i++) {
-        if (from->f[fields[i].slot] != to->f[fields[i].slot])
-            lc = i + 1;
-    }
+    lc = make_fields(v->entity_fields, v->num_entity_fields, true, from->f, to->f, rec->form,
+                     rec->value);
     if (lc == 0) {
         rec->kind = SG_Q3_ENT_NOCHANGE;
         return force;
     }
     rec->kind = SG_Q3_ENT_DELTA;
     rec->lc = (uint8_t)lc;
-
-    /* each differing field in the form the game picks */
-    for (int i = 0; i < lc; i++) {
-        int bits = fields[i].bits;
-        int32_t w = to->f[fields[i].slot];
-
-        if (from->f[fields[i].slot] == w)
-            continue;
-        if (bits == 0) {
-            rec->form[i] = float_form(w, true);
-            rec->value[i] = float_result(w, rec->form[i]);
-        } else if (w == 0) {
-            rec->form[i] = SG_Q3_FORM_ZERO;
-        } else {
-            rec->form[i] = SG_Q3_FORM_INT;
-            rec->value[i] = wire_int(w, bits);
-        }
-    }
     return true;
 }
 
@@ -270,34 +305,15 @@ void sg_q3_delta_entity_make_remove(const struct sg_q3_variant *v, int number,
 int sg_q3_delta_player_read(struct sg_q3_msg *m, const struct sg_q3_variant *v,
                             struct sg_q3_player_delta *rec)
 {
-    const struct sg_q3_netfield *fields = v->player_fields;
-    int lc;
+
+    int err;
 
     memset(rec, 0, sizeof(*rec));
-    lc = sg_q3_msg_read_byte(m);
-    if (m->overflowed)
-        return SG_E_OVERFLOW;
-    if (lc < 0 || lc > v->num_player_fields)
-        return SG_E_MALFORMED;
-    rec->lc = (uint8_t)lc;
-
     /* fields: changed bit, then the value (no zero bit here) */
-    for (int i = 0; i < lc; i++) {
-        int bits = fields[i].bits;
-
-        if (sg_q3_msg_read_bits(m, 1) == 0)
-            continue;
-        if (bits == 0) {
-            read_float_value(m, &rec->form[i], &rec->value[i]);
-        } else {
-            rec->form[i] = SG_Q3_FORM_INT;
-            rec->value[i] = sg_q3_msg_read_bits(m, bits);
-            /* Only the NYT code (corrupt data) reads past a field's width:
-             * the game takes the value, but no writer can send it again. */
-            if (wire_int(rec->value[i], bits) != rec->value[i])
-                return SG_E_MALFORMED;
-        }
-    }
+    err = read_fields(m, v->player_fields, v->num_player_fields, false, &rec->lc, rec->form,
+                      rec->value);
+    if (err < 0)
+        return err;
 
     /* the arrays: one bit for all, then per array a bit, a mask and values */
     rec->arrays = sg_q3_msg_read_bits(m, 1) != 0;
@@ -323,23 +339,10 @@ int sg_q3_delta_player_read(struct sg_q3_msg *m, const struct sg_q3_variant *v,
 void sg_q3_delta_player_write(struct sg_q3_msg *m, const struct sg_q3_variant *v,
                               const struct sg_q3_player_delta *rec)
 {
-    const struct sg_q3_netfield *fields = v->player_fields;
     int lc = rec->lc > v->num_player_fields ? v->num_player_fields : rec->lc;
 
     sg_q3_msg_write_byte(m, lc);
-    for (int i = 0; i < lc; i++) {
-        int bits = fields[i].bits;
-
-        if (rec->form[i] == SG_Q3_FORM_SAME) {
-            sg_q3_msg_write_bits(m, 0, 1);
-            continue;
-        }
-        sg_q3_msg_write_bits(m, 1, 1);
-        if (bits == 0)
-            write_float_value(m, rec->form[i], rec->value[i]);
-        else
-            sg_q3_msg_write_bits(m, rec->form[i] == SG_Q3_FORM_ZERO ? 0 : rec->value[i], bits);
-    }
+    write_fields(m, v->player_fields, lc, false, rec->form, rec->value);
 
     /* arrays exactly as recorded */
     sg_q3_msg_write_bits(m, rec->arrays ? 1 : 0, 1);
@@ -364,7 +367,6 @@ void sg_q3_delta_player_write(struct sg_q3_msg *m, const struct sg_q3_variant *v
 void sg_q3_delta_player_apply(const struct sg_q3_variant *v, const struct sg_q3_player *from,
                               const struct sg_q3_player_delta *rec, struct sg_q3_player *to)
 {
-    const struct sg_q3_netfield *fields = v->player_fields;
     int n = rec->lc < v->num_player_fields ? rec->lc : v->num_player_fields;
 
     if (from)
@@ -373,17 +375,7 @@ void sg_q3_delta_player_apply(const struct sg_q3_variant *v, const struct sg_q3_
         memset(to, 0, sizeof(*to));
 
     /* sent fields */
-    for (int i = 0; i < n; i++) {
-        int bits = fields[i].bits;
-        int32_t *w = &to->f[fields[i].slot];
-
-        if (rec->form[i] == SG_Q3_FORM_SAME)
-            continue;
-        if (bits == 0)
-            *w = float_result(rec->value[i], rec->form[i]);
-        else
-            *w = rec->form[i] == SG_Q3_FORM_ZERO ? 0 : wire_int(rec->value[i], bits);
-    }
+    apply_fields(v->player_fields, n, rec->form, rec->value, to->f);
 
     /* sent array elements */
     if (!rec->arrays)
@@ -405,7 +397,6 @@ void sg_q3_delta_player_make(const struct sg_q3_variant *v, const struct sg_q3_p
                              const struct sg_q3_player *to, struct sg_q3_player_delta *rec)
 {
     static const struct sg_q3_player zero;
-    const struct sg_q3_netfield *fields = v->player_fields;
     int lc = 0;
 
     if (!from)
@@ -413,25 +404,9 @@ void sg_q3_delta_player_make(const struct sg_q3_variant *v, const struct sg_q3_p
     memset(rec, 0, sizeof(*rec));
 
     /* fields: lc, then the differing ones */
-    for (int i = 0; i < v->num_player_fields; i++) {
-        if (from->f[fields[i].slot] != to->f[fields[i].slot])
-            lc = i + 1;
-    }
+    lc = make_fields(v->player_fields, v->num_player_fields, false, from->f, to->f, rec->form,
+                     rec->value);
     rec->lc = (uint8_t)lc;
-    for (int i = 0; i < lc; i++) {
-        int bits = fields[i].bits;
-        int32_t w = to->f[fields[i].slot];
-
-        if (from->f[fields[i].slot] == w)
-            continue;
-        if (bits == 0) {
-            rec->form[i] = float_form(w, false);
-            rec->value[i] = float_result(w, rec->form[i]);
-        } else {
-            rec->form[i] = SG_Q3_FORM_INT;
-            rec->value[i] = wire_int(w, bits);
-        }
-    }
 
     /* arrays: a mask of the differing elements */
     for (int a = 0; a < SG_Q3_PS_NUM_ARRAYS; a++) {
