@@ -49,14 +49,7 @@ static void entity_delta(struct ctx *c, uint64_t bits)
 
     if (!bits)
         return;
-    if (bits & U_MODEL)
-        num(c, "model", mk);
-    if (bits & U_MODEL2)
-        num(c, "model2", mk);
-    if (bits & U_MODEL3)
-        num(c, "model3", mk);
-    if (bits & U_MODEL4)
-        num(c, "model4", mk);
+    entity_models(c, bits, mk);
     if (bits & U_FRAME8)
         num(c, "frame", SG_BMSG_U8);
     if (bits & U_FRAME16)
@@ -81,15 +74,10 @@ static void entity_delta(struct ctx *c, uint64_t bits)
         pos(c, on);
     }
     if (bits & U_SOUND) {
-        if (es & SG_Q2_ES_EXTENSIONS) {
-            uint32_t w = num(c, "sound", SG_BMSG_U16);
-            if (w & 0x4000)
-                num(c, "loop_volume", SG_BMSG_U8);
-            if (w & 0x8000)
-                num(c, "loop_attenuation", SG_BMSG_U8);
-        } else {
+        if (es & SG_Q2_ES_EXTENSIONS)
+            sound_loop(c);
+        else
             num(c, "sound", SG_BMSG_U8);
-        }
     }
     if (bits & U_EVENT)
         num(c, "event", SG_BMSG_U8);
@@ -136,20 +124,21 @@ static void three(struct ctx *c, const char *a, const char *b, const char *d, ui
     num(c, d, kind);
 }
 
+const char *const sg_q2__stat_names[64] = {
+    "stat0",  "stat1",  "stat2",  "stat3",  "stat4",  "stat5",  "stat6",  "stat7",
+    "stat8",  "stat9",  "stat10", "stat11", "stat12", "stat13", "stat14", "stat15",
+    "stat16", "stat17", "stat18", "stat19", "stat20", "stat21", "stat22", "stat23",
+    "stat24", "stat25", "stat26", "stat27", "stat28", "stat29", "stat30", "stat31",
+    "stat32", "stat33", "stat34", "stat35", "stat36", "stat37", "stat38", "stat39",
+    "stat40", "stat41", "stat42", "stat43", "stat44", "stat45", "stat46", "stat47",
+    "stat48", "stat49", "stat50", "stat51", "stat52", "stat53", "stat54", "stat55",
+    "stat56", "stat57", "stat58", "stat59", "stat60", "stat61", "stat62", "stat63",
+};
+
 static void stats(struct ctx *c)
 {
     uint64_t statbits = 0;
     int n = 32;
-    static const char *const sn[64] = {
-        "stat0",  "stat1",  "stat2",  "stat3",  "stat4",  "stat5",  "stat6",  "stat7",
-        "stat8",  "stat9",  "stat10", "stat11", "stat12", "stat13", "stat14", "stat15",
-        "stat16", "stat17", "stat18", "stat19", "stat20", "stat21", "stat22", "stat23",
-        "stat24", "stat25", "stat26", "stat27", "stat28", "stat29", "stat30", "stat31",
-        "stat32", "stat33", "stat34", "stat35", "stat36", "stat37", "stat38", "stat39",
-        "stat40", "stat41", "stat42", "stat43", "stat44", "stat45", "stat46", "stat47",
-        "stat48", "stat49", "stat50", "stat51", "stat52", "stat53", "stat54", "stat55",
-        "stat56", "stat57", "stat58", "stat59", "stat60", "stat61", "stat62", "stat63",
-    };
 
     if (c->v->ps & SG_Q2_PS_EXTENSIONS_2) {
         /* MSG_ReadVarInt64: 7 bits a byte, at most 10 bytes. */
@@ -175,7 +164,7 @@ static void stats(struct ctx *c)
     if (n < 64)
         statbits &= (1ull << n) - 1;
     for (; statbits; statbits &= statbits - 1) /* the set bits, lowest first */
-        num(c, sn[__builtin_ctzll(statbits)], SG_BMSG_S16);
+        num(c, sg_q2__stat_names[__builtin_ctzll(statbits)], SG_BMSG_S16);
 }
 
 static void blend(struct ctx *c)

@@ -93,14 +93,7 @@ static void kex_entity_delta(struct ctx *c, int n, uint64_t bits, bool solid_non
     uint8_t mk = (bits & U_MODEL16) ? SG_BMSG_U16 : SG_BMSG_U8;
     bool hi;
 
-    if (bits & U_MODEL)
-        num(c, "model", mk);
-    if (bits & U_MODEL2)
-        num(c, "model2", mk);
-    if (bits & U_MODEL3)
-        num(c, "model3", mk);
-    if (bits & U_MODEL4)
-        num(c, "model4", mk);
+    entity_models(c, bits, mk);
     if (bits & U_FRAME8)
         num(c, "frame", SG_BMSG_U8);
     else if (bits & U_FRAME16)
@@ -131,13 +124,8 @@ static void kex_entity_delta(struct ctx *c, int n, uint64_t bits, bool solid_non
         num(c, "angle1", SG_BMSG_FLOAT);
     if (bits & U_ANGLE3)
         num(c, "angle2", SG_BMSG_FLOAT);
-    if (bits & U_SOUND) {
-        uint32_t w = num(c, "sound", SG_BMSG_U16);
-        if (w & 0x4000)
-            num(c, "loop_volume", SG_BMSG_U8);
-        if (w & 0x8000)
-            num(c, "loop_attenuation", SG_BMSG_U8);
-    }
+    if (bits & U_SOUND)
+        sound_loop(c);
     if (bits & U_EVENT)
         num(c, "event", SG_BMSG_U8);
     if (bits & U_ALPHA)
@@ -216,20 +204,10 @@ static void kex_playerstate(struct ctx *c)
         num(c, "fov", SG_BMSG_U8);
     if (flags & PS_RDFLAGS)
         num(c, "rdflags", SG_BMSG_U8);
-    static const char *const sn[64] = {
-        "stat0",  "stat1",  "stat2",  "stat3",  "stat4",  "stat5",  "stat6",  "stat7",
-        "stat8",  "stat9",  "stat10", "stat11", "stat12", "stat13", "stat14", "stat15",
-        "stat16", "stat17", "stat18", "stat19", "stat20", "stat21", "stat22", "stat23",
-        "stat24", "stat25", "stat26", "stat27", "stat28", "stat29", "stat30", "stat31",
-        "stat32", "stat33", "stat34", "stat35", "stat36", "stat37", "stat38", "stat39",
-        "stat40", "stat41", "stat42", "stat43", "stat44", "stat45", "stat46", "stat47",
-        "stat48", "stat49", "stat50", "stat51", "stat52", "stat53", "stat54", "stat55",
-        "stat56", "stat57", "stat58", "stat59", "stat60", "stat61", "stat62", "stat63",
-    };
     for (int half = 0; half < 2; half++) {
         sb = num(c, half ? "statbits2" : "statbits", SG_BMSG_S32);
         for (; sb; sb &= sb - 1)
-            num(c, sn[32 * half + __builtin_ctz(sb)], SG_BMSG_S16);
+            num(c, sg_q2__stat_names[32 * half + __builtin_ctz(sb)], SG_BMSG_S16);
     }
     if (flags & PS_KEX_DAMAGE_BLEND) {
         num(c, "damage_blend0", SG_BMSG_U8);

@@ -158,6 +158,36 @@ static SG_Q2__READER int32_t snum(struct ctx *c, const char *name, uint8_t kind)
     }
 }
 
+/* ---- what the classic and the rerelease entity / player deltas share ---- */
+
+/* An entity's models (model, model2..4 by their bits), each of `kind`. */
+static SG_Q2__READER void entity_models(struct ctx *c, uint64_t bits, uint8_t kind)
+{
+    if (bits & U_MODEL)
+        num(c, "model", kind);
+    if (bits & U_MODEL2)
+        num(c, "model2", kind);
+    if (bits & U_MODEL3)
+        num(c, "model3", kind);
+    if (bits & U_MODEL4)
+        num(c, "model4", kind);
+}
+
+/* A 16-bit sound word with the looping sound's bytes it announces (Q2PRO's
+ * extensions and the rerelease): 0x4000 a volume, 0x8000 an attenuation. */
+static SG_Q2__READER void sound_loop(struct ctx *c)
+{
+    uint32_t w = num(c, "sound", SG_BMSG_U16);
+
+    if (w & 0x4000)
+        num(c, "loop_volume", SG_BMSG_U8);
+    if (w & 0x8000)
+        num(c, "loop_attenuation", SG_BMSG_U8);
+}
+
+/* The stats' field names, stat0..stat63 (delta.c). */
+extern const char *const sg_q2__stat_names[64];
+
 /* A string as Q2PRO reads it: bytes up to a 0 (consumed), or up to the end
  * of the message (then `end` is SG_BMSG_STR_END: written back without the 0). */
 static SG_Q2__READER const uint8_t *str(struct ctx *c, const char *name, uint32_t *len)
