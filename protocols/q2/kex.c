@@ -252,14 +252,8 @@ static void kex_sound(struct ctx *c)
     uint32_t flags = num(c, "flags", SG_BMSG_U8);
 
     num(c, "index", SG_BMSG_U16);
-    if (flags & 0x01)
-        num(c, "volume", SG_BMSG_U8);
-    if (flags & 0x02)
-        num(c, "attenuation", SG_BMSG_U8);
-    if (flags & 0x10)
-        num(c, "offset", SG_BMSG_U8);
-    if (flags & 0x08) /* channel in the low 3 bits; SND_KEX_LARGE_ENT: a 29-bit entity */
-        num(c, "entchan", (flags & 0x40) ? SG_BMSG_S32 : SG_BMSG_U16);
+    /* entchan: the channel in the low 3 bits; SND_KEX_LARGE_ENT, a 29-bit entity */
+    sound_opts(c, flags, (flags & 0x40) ? SG_BMSG_S32 : SG_BMSG_U16);
     if (flags & 0x04)
         kex_pos(c, NULL, c->v->kex != 2022);
 }

@@ -274,14 +274,7 @@ static void sound(struct ctx *c)
     uint32_t flags = num(c, "flags", SG_BMSG_U8);
 
     num(c, "index", c->v->extended && (flags & 0x20) ? SG_BMSG_U16 : SG_BMSG_U8);
-    if (flags & 0x01)
-        num(c, "volume", SG_BMSG_U8);
-    if (flags & 0x02)
-        num(c, "attenuation", SG_BMSG_U8);
-    if (flags & 0x10)
-        num(c, "offset", SG_BMSG_U8);
-    if (flags & 0x08)
-        num(c, "entchan", SG_BMSG_U16);
+    sound_opts(c, flags, SG_BMSG_U16);
     if (flags & 0x04)
         pos(c, NULL);
 }

@@ -185,6 +185,21 @@ static SG_Q2__READER void sound_loop(struct ctx *c)
         num(c, "loop_attenuation", SG_BMSG_U8);
 }
 
+/* svc_sound after its flags and index: volume (0x01), attenuation (0x02),
+ * offset (0x10) and the entity and channel (0x08) as `entchan` of
+ * `entchan_kind`; the position (0x04) is each protocol's own. */
+static SG_Q2__READER void sound_opts(struct ctx *c, uint32_t flags, uint8_t entchan_kind)
+{
+    if (flags & 0x01)
+        num(c, "volume", SG_BMSG_U8);
+    if (flags & 0x02)
+        num(c, "attenuation", SG_BMSG_U8);
+    if (flags & 0x10)
+        num(c, "offset", SG_BMSG_U8);
+    if (flags & 0x08)
+        num(c, "entchan", entchan_kind);
+}
+
 /* The stats' field names, stat0..stat63 (delta.c). */
 extern const char *const sg_q2__stat_names[64];
 
