@@ -361,12 +361,9 @@ int sg_nq__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, vo
     sg_put_be32(c->out, (uint32_t)(body + 8) | c->flags);
     sg_put_be32(c->out + 4, c->seq);
     c->stats.reencoded++;
-    *identical = body + 8 == c->copy_len && memcmp(c->out, c->copy, c->copy_len) == 0;
-    if (*identical)
-        c->stats.reencode_identical++;
-    err = emit(ctx, c->out, body + 8);
+    err = sg_fview_emit(&c->v, &c->stats, c->out, body + 8, c->copy, c->copy_len, emit, ctx,
+                        identical);
     c->out_sent = err >= 0;
     c->out_len = body + 8;
-    sg_fview_sent(&c->v, err >= 0);
     return err < 0 ? err : 1;
 }
