@@ -21,13 +21,8 @@
 enum {
     K_COORD = SG_NQ__COORD,
     K_ANGLE = SG_NQ__ANGLE,
-    K_STRING = 210,
-    K_END = 0xff,
-};
-
-struct fdesc {
-    const char *name;
-    uint8_t kind;
+    K_STRING = SG_FK_STRING,
+    K_END = SG_FK_END,
 };
 
 void sg_nq_parsed_free(struct sg_nq_parsed *p)
@@ -41,10 +36,12 @@ void sg_nq_parsed_free(struct sg_nq_parsed *p)
 
 /* ---- fields ---- */
 
-static struct sg_field *push(struct sg_nq__ctx *c, const char *name, uint8_t type)
+/* Keep *f as field `name` (the list grown, up to SG_NQ_MAX_FIELDS): its
+ * place in the list, or NULL (the reader failed, c->err set). */
+static struct sg_field *keep(struct sg_nq__ctx *c, const char *name, const struct sg_field *f)
 {
     struct sg_nq_parsed *o = c->out;
-    struct sg_field *f;
+    struct sg_field *k;
 
     if (o->nfields >= o->fields_cap) {
         uint32_t cap = o->fields_cap ? o->fields_cap * 2 : 256;
@@ -63,11 +60,9 @@ static struct sg_field *push(struct sg_nq__ctx *c, const char *name, uint8_t typ
         o->fields = n;
         o->fields_cap = cap;
     }
-    f = &o->fields[o->nfields++];
-    memset(f, 0, sizeof(*f));
-    f->name = name;
-    f->type = type;
-    return f;
+    k = &o->fields[o->nfields++];
+    sg_field_keep(k, name, f);
+    return k;
 }
 
 static uint8_t resolve(const struct sg_nq__ctx *c, uint8_t kind)
@@ -81,57 +76,27 @@ static uint8_t resolve(const struct sg_nq__ctx *c, uint8_t kind)
 
 static uint32_t num(struct sg_nq__ctx *c, const char *name, uint8_t kind)
 {
-    struct sg_field *f;
-    uint32_t raw;
+    struct sg_field f;
 
-    if (c->r.overflowed)
+    if (!sg_fread_num(&c->r, resolve(c, kind), &f) || !keep(c, name, &f))
         return 0;
-    kind = resolve(c, kind);
-    if (sg_bmsg_read_num(&c->r, kind, &raw) < 0)
-        return 0;
-    f = push(c, name, SG_FIELD_NUM);
-    if (!f)
-        return 0;
-    f->num = kind;
-    f->raw = raw;
-    return raw;
+    return f.raw;
 }
 
-/* A string as QuakeSpasm reads it (bytes up to NUL, 0xff kept, 2047 at most).
- * Returns its field, or NULL. */
+/* A string as QuakeSpasm reads it.  Returns its field, or NULL. */
 static struct sg_field *str(struct sg_nq__ctx *c, const char *name)
 {
-    char buf[2048];
-    enum sg_bmsg_str_end end;
-    size_t at = c->r.pos, n;
-    struct sg_field *f;
+    struct sg_field f;
 
-    if (c->r.overflowed)
-        return NULL;
-    n = sg_bmsg_read_string(&c->r, buf, sizeof(buf), 0, &end);
-    if (end == SG_BMSG_STR_END)
-        return NULL; /* the message ended inside it */
-    f = push(c, name, SG_FIELD_STRING);
-    if (!f)
-        return NULL;
-    f->end = (uint8_t)end;
-    f->ptr = c->r.data + at;
-    f->len = (uint32_t)n;
-    return f;
+    return sg_fread_str(&c->r, &f) ? keep(c, name, &f) : NULL;
 }
 
 static void data(struct sg_nq__ctx *c, const char *name, size_t n)
 {
-    size_t at = c->r.pos;
-    struct sg_field *f;
+    struct sg_field f;
 
-    if (c->r.overflowed || sg_bmsg_skip(&c->r, n) < 0)
-        return;
-    f = push(c, name, SG_FIELD_DATA);
-    if (!f)
-        return;
-    f->ptr = c->r.data + at;
-    f->len = (uint32_t)n;
+    if (sg_fread_data(&c->r, n, &f))
+        keep(c, name, &f);
 }
 
 uint32_t sg_nq__num(struct sg_nq__ctx *c, const char *name, uint8_t kind)
@@ -149,14 +114,11 @@ void sg_nq__data(struct sg_nq__ctx *c, const char *name, size_t n)
     data(c, name, n);
 }
 
-static void table(struct sg_nq__ctx *c, const struct fdesc *t)
+/* A fixed message's fields. */
+static void table(struct sg_nq__ctx *c, const struct sg_fdesc *t)
 {
-    for (; t->kind != K_END; t++) {
-        if (t->kind == K_STRING)
-            str(c, t->name);
-        else
-            num(c, t->name, t->kind);
-    }
+    for (; t->kind != K_END; t++)
+        t->kind == K_STRING ? (void)str(c, t->name) : (void)num(c, t->name, t->kind);
 }
 
 static void coords(struct sg_nq__ctx *c, const char *n0, const char *n1, const char *n2)
@@ -168,79 +130,85 @@ static void coords(struct sg_nq__ctx *c, const char *n0, const char *n1, const c
 
 /* ---- fixed messages ---- */
 
-static const struct fdesc f_none[] = {{NULL, K_END}};
-static const struct fdesc f_updatestat[] = {{"stat", SG_BMSG_U8}, {"value", SG_BMSG_S32}, {NULL, K_END}};
-static const struct fdesc f_long[] = {{"version", SG_BMSG_S32}, {NULL, K_END}};
-static const struct fdesc f_entity[] = {{"entity", SG_BMSG_S16}, {NULL, K_END}};
-static const struct fdesc f_time[] = {{"time", SG_BMSG_FLOAT}, {NULL, K_END}};
-static const struct fdesc f_text[] = {{"text", K_STRING}, {NULL, K_END}};
-static const struct fdesc f_angles[] = {
+static const struct sg_fdesc f_none[] = {{NULL, K_END}};
+static const struct sg_fdesc f_updatestat[] = {
+    {"stat", SG_BMSG_U8}, {"value", SG_BMSG_S32}, {NULL, K_END}};
+static const struct sg_fdesc f_long[] = {{"version", SG_BMSG_S32}, {NULL, K_END}};
+static const struct sg_fdesc f_entity[] = {{"entity", SG_BMSG_S16}, {NULL, K_END}};
+static const struct sg_fdesc f_time[] = {{"time", SG_BMSG_FLOAT}, {NULL, K_END}};
+static const struct sg_fdesc f_text[] = {{"text", K_STRING}, {NULL, K_END}};
+static const struct sg_fdesc f_angles[] = {
     {"angle0", K_ANGLE}, {"angle1", K_ANGLE}, {"angle2", K_ANGLE}, {NULL, K_END}};
-static const struct fdesc f_lightstyle[] = {{"style", SG_BMSG_U8}, {"map", K_STRING}, {NULL, K_END}};
-static const struct fdesc f_updatename[] = {{"player", SG_BMSG_U8}, {"name", K_STRING}, {NULL, K_END}};
-static const struct fdesc f_updatefrags[] = {
+static const struct sg_fdesc f_lightstyle[] = {
+    {"style", SG_BMSG_U8}, {"map", K_STRING}, {NULL, K_END}};
+static const struct sg_fdesc f_updatename[] = {
+    {"player", SG_BMSG_U8}, {"name", K_STRING}, {NULL, K_END}};
+static const struct sg_fdesc f_updatefrags[] = {
     {"player", SG_BMSG_U8}, {"frags", SG_BMSG_S16}, {NULL, K_END}};
-static const struct fdesc f_stopsound[] = {{"channel", SG_BMSG_U16}, {NULL, K_END}};
-static const struct fdesc f_updatecolors[] = {
+static const struct sg_fdesc f_stopsound[] = {{"channel", SG_BMSG_U16}, {NULL, K_END}};
+static const struct sg_fdesc f_updatecolors[] = {
     {"player", SG_BMSG_U8}, {"colors", SG_BMSG_U8}, {NULL, K_END}};
-static const struct fdesc f_particle[] = {
+static const struct sg_fdesc f_particle[] = {
     {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD}, {"dir0", SG_BMSG_S8},
     {"dir1", SG_BMSG_S8}, {"dir2", SG_BMSG_S8}, {"count", SG_BMSG_U8}, {"color", SG_BMSG_U8},
     {NULL, K_END}};
-static const struct fdesc f_damage[] = {
+static const struct sg_fdesc f_damage[] = {
     {"armor", SG_BMSG_U8}, {"blood", SG_BMSG_U8}, {"origin0", K_COORD},
     {"origin1", K_COORD},  {"origin2", K_COORD},  {NULL, K_END}};
-static const struct fdesc f_byte[] = {{"value", SG_BMSG_U8}, {NULL, K_END}};
-static const struct fdesc f_staticsound[] = {
+static const struct sg_fdesc f_byte[] = {{"value", SG_BMSG_U8}, {NULL, K_END}};
+static const struct sg_fdesc f_staticsound[] = {
     {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD}, {"sound", SG_BMSG_U8},
     {"volume", SG_BMSG_U8}, {"attenuation", SG_BMSG_U8}, {NULL, K_END}};
-static const struct fdesc f_staticsound2[] = {
+static const struct sg_fdesc f_staticsound2[] = {
     {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD}, {"sound", SG_BMSG_U16},
     {"volume", SG_BMSG_U8}, {"attenuation", SG_BMSG_U8}, {NULL, K_END}};
-static const struct fdesc f_cdtrack[] = {{"track", SG_BMSG_U8}, {"loop", SG_BMSG_U8}, {NULL, K_END}};
-static const struct fdesc f_fog[] = {
+static const struct sg_fdesc f_cdtrack[] = {
+    {"track", SG_BMSG_U8}, {"loop", SG_BMSG_U8}, {NULL, K_END}};
+static const struct sg_fdesc f_fog[] = {
     {"density", SG_BMSG_U8}, {"red", SG_BMSG_U8}, {"green", SG_BMSG_U8}, {"blue", SG_BMSG_U8},
     {"time", SG_BMSG_S16}, {NULL, K_END}};
 
 /* DarkPlaces' messages on 15 (cl_parse.c, the Quake protocol's sizes). */
-static const struct fdesc f_showlmp[] = {
+static const struct sg_fdesc f_showlmp[] = {
     {"slot", K_STRING}, {"picture", K_STRING}, {"x", SG_BMSG_S16}, {"y", SG_BMSG_S16},
     {NULL, K_END}};
-static const struct fdesc f_statubyte[] = {{"stat", SG_BMSG_U8}, {"value", SG_BMSG_U8}, {NULL, K_END}};
-static const struct fdesc f_effect[] = {
+static const struct sg_fdesc f_statubyte[] = {
+    {"stat", SG_BMSG_U8}, {"value", SG_BMSG_U8}, {NULL, K_END}};
+static const struct sg_fdesc f_effect[] = {
     {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD}, {"model", SG_BMSG_U8},
     {"startframe", SG_BMSG_U8}, {"framecount", SG_BMSG_U8}, {"framerate", SG_BMSG_U8},
     {NULL, K_END}};
-static const struct fdesc f_effect2[] = {
+static const struct sg_fdesc f_effect2[] = {
     {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD}, {"model", SG_BMSG_U16},
     {"startframe", SG_BMSG_U16}, {"framecount", SG_BMSG_U8}, {"framerate", SG_BMSG_U8},
     {NULL, K_END}};
-static const struct fdesc f_precache[] = {{"index", SG_BMSG_U16}, {"name", K_STRING}, {NULL, K_END}};
-static const struct fdesc f_static_large[] = {
+static const struct sg_fdesc f_precache[] = {
+    {"index", SG_BMSG_U16}, {"name", K_STRING}, {NULL, K_END}};
+static const struct sg_fdesc f_static_large[] = {
     {"model", SG_BMSG_U16}, {"frame", SG_BMSG_U16}, {"colormap", SG_BMSG_U8},
     {"skin", SG_BMSG_U8},   {"origin0", K_COORD},   {"angle0", K_ANGLE},
     {"origin1", K_COORD},   {"angle1", K_ANGLE},    {"origin2", K_COORD},
     {"angle2", K_ANGLE},    {NULL, K_END}};
-static const struct fdesc f_baseline_large[] = {
+static const struct sg_fdesc f_baseline_large[] = {
     {"entity", SG_BMSG_U16}, {"model", SG_BMSG_U16}, {"frame", SG_BMSG_U16},
     {"colormap", SG_BMSG_U8}, {"skin", SG_BMSG_U8},  {"origin0", K_COORD},
     {"angle0", K_ANGLE},     {"origin1", K_COORD},   {"angle1", K_ANGLE},
     {"origin2", K_COORD},    {"angle2", K_ANGLE},    {NULL, K_END}};
-static const struct fdesc f_trailparticles[] = {
+static const struct sg_fdesc f_trailparticles[] = {
     {"entity", SG_BMSG_S16}, {"effect", SG_BMSG_S16}, {"start0", K_COORD}, {"start1", K_COORD},
     {"start2", K_COORD},     {"end0", K_COORD},       {"end1", K_COORD},   {"end2", K_COORD},
     {NULL, K_END}};
-static const struct fdesc f_pointparticles[] = {
+static const struct sg_fdesc f_pointparticles[] = {
     {"effect", SG_BMSG_S16}, {"origin0", K_COORD},   {"origin1", K_COORD},
     {"origin2", K_COORD},    {"velocity0", K_COORD}, {"velocity1", K_COORD},
     {"velocity2", K_COORD},  {"count", SG_BMSG_S16}, {NULL, K_END}};
-static const struct fdesc f_pointparticles1[] = {
+static const struct sg_fdesc f_pointparticles1[] = {
     {"effect", SG_BMSG_S16}, {"origin0", K_COORD}, {"origin1", K_COORD}, {"origin2", K_COORD},
     {NULL, K_END}};
 
 /* DarkPlaces' opcodes on 15 (none of them is a message of id's 15, 666 or
  * 999); 50 (downloaddata) and 58 (csqcentities) are paragraphs below. */
-static const struct fdesc *const svc_dp_tables[] = {
+static const struct sg_fdesc *const svc_dp_tables[] = {
     [35] = f_showlmp,      [36] = f_text,          [51] = f_statubyte,
     [52] = f_effect,       [53] = f_effect2,       [54] = f_precache,
     [55] = f_baseline_large, [56] = f_static_large, [59] = f_staticsound2,
@@ -248,7 +216,7 @@ static const struct fdesc *const svc_dp_tables[] = {
 };
 
 /* Indexed by svc opcode; NULL: a paragraph below or not a message. */
-static const struct fdesc *const svc_tables[] = {
+static const struct sg_fdesc *const svc_tables[] = {
     [1] = f_none,         [3] = f_updatestat,    [4] = f_long,         [5] = f_entity,
     [7] = f_time,         [8] = f_text,          [9] = f_text,         [10] = f_angles,
     [12] = f_lightstyle,  [13] = f_updatename,   [14] = f_updatefrags, [16] = f_stopsound,

@@ -9,10 +9,12 @@
 
 #include "protocols/nq/nq.h"
 
+#include "protocols/fieldread.h"
+
 /* Pseudo-kinds of sg_nq__num resolved through the protocol. */
 enum {
-    SG_NQ__COORD = 200, /* MSG_ReadCoord */
-    SG_NQ__ANGLE,       /* MSG_ReadAngle */
+    SG_NQ__COORD = SG_FK_COORD, /* MSG_ReadCoord */
+    SG_NQ__ANGLE = SG_FK_ANGLE, /* MSG_ReadAngle */
 };
 
 /* One parse in progress (a stream, or the rest of one tried after a
