@@ -175,10 +175,8 @@ static void blend(struct ctx *c)
             if (b & (1u << i))
                 num(c, i < 4 ? "blend" : "damage_blend", SG_BMSG_U8);
     } else {
-        num(c, "blend0", SG_BMSG_U8);
-        num(c, "blend1", SG_BMSG_U8);
-        num(c, "blend2", SG_BMSG_U8);
-        num(c, "blend3", SG_BMSG_U8);
+        static const char *const names[4] = {"blend0", "blend1", "blend2", "blend3"};
+        rgba(c, names);
     }
 }
 

@@ -210,10 +210,9 @@ static void kex_playerstate(struct ctx *c)
             num(c, sg_q2__stat_names[32 * half + __builtin_ctz(sb)], SG_BMSG_S16);
     }
     if (flags & PS_KEX_DAMAGE_BLEND) {
-        num(c, "damage_blend0", SG_BMSG_U8);
-        num(c, "damage_blend1", SG_BMSG_U8);
-        num(c, "damage_blend2", SG_BMSG_U8);
-        num(c, "damage_blend3", SG_BMSG_U8);
+        static const char *const names[4] = {"damage_blend0", "damage_blend1", "damage_blend2",
+                                             "damage_blend3"};
+        rgba(c, names);
     }
     if (flags & PS_KEX_TEAM_ID)
         num(c, "team_id", SG_BMSG_U8);

@@ -200,6 +200,14 @@ static SG_Q2__READER void sound_opts(struct ctx *c, uint32_t flags, uint8_t entc
         num(c, "entchan", entchan_kind);
 }
 
+/* Four bytes: a colour and its alpha (the player's blend, the rerelease's
+ * damage blend), as names[0..3]. */
+static SG_Q2__READER void rgba(struct ctx *c, const char *const names[4])
+{
+    for (int i = 0; i < 4; i++)
+        num(c, names[i], SG_BMSG_U8);
+}
+
 /* The stats' field names, stat0..stat63 (delta.c). */
 extern const char *const sg_q2__stat_names[64];
 
