@@ -183,22 +183,24 @@ static void blend(struct ctx *c)
 /* MSG_ReadFog. */
 static void fog(struct ctx *c)
 {
+    static const struct flagged t[] = {
+        {0x01, "fog_r", SG_BMSG_U8},
+        {0x01, "fog_g", SG_BMSG_U8},
+        {0x01, "fog_b", SG_BMSG_U8},
+        {0x02, "fog_density", SG_BMSG_U16},
+        {0x02, "fog_sky_factor", SG_BMSG_U16},
+        {0x04, "heightfog_density", SG_BMSG_U16},
+        {0x08, "heightfog_falloff", SG_BMSG_U16},
+        {0x10, "heightfog_start_r", SG_BMSG_U8},
+        {0x10, "heightfog_start_g", SG_BMSG_U8},
+        {0x10, "heightfog_start_b", SG_BMSG_U8},
+        {0x20, "heightfog_end_r", SG_BMSG_U8},
+        {0x20, "heightfog_end_g", SG_BMSG_U8},
+        {0x20, "heightfog_end_b", SG_BMSG_U8},
+    };
     uint32_t b = num(c, "fogbits", SG_BMSG_U8);
 
-    if (b & 0x01)
-        three(c, "fog_r", "fog_g", "fog_b", SG_BMSG_U8);
-    if (b & 0x02) {
-        num(c, "fog_density", SG_BMSG_U16);
-        num(c, "fog_sky_factor", SG_BMSG_U16);
-    }
-    if (b & 0x04)
-        num(c, "heightfog_density", SG_BMSG_U16);
-    if (b & 0x08)
-        num(c, "heightfog_falloff", SG_BMSG_U16);
-    if (b & 0x10)
-        three(c, "heightfog_start_r", "heightfog_start_g", "heightfog_start_b", SG_BMSG_U8);
-    if (b & 0x20)
-        three(c, "heightfog_end_r", "heightfog_end_g", "heightfog_end_b", SG_BMSG_U8);
+    flagged(c, b, t, sizeof(t) / sizeof(t[0]));
     if (b & 0x40)
         ext_coord(c, "heightfog_start_dist");
     if (b & 0x80)

@@ -373,41 +373,28 @@ static void kex_svc(struct ctx *c, int op, int self)
         break;
     }
     case SVC_KEX_FOG: {
+        static const struct flagged t[] = {
+            {0x01, "density", SG_BMSG_FLOAT},
+            {0x01, "skyfactor", SG_BMSG_U8},
+            {0x02, "r", SG_BMSG_U8},
+            {0x04, "g", SG_BMSG_U8},
+            {0x08, "b", SG_BMSG_U8},
+            {0x10, "time", SG_BMSG_U16},
+            {0x20, "heightfog_falloff", SG_BMSG_FLOAT},
+            {0x40, "heightfog_density", SG_BMSG_FLOAT},
+            {0x100, "heightfog_start_r", SG_BMSG_U8},
+            {0x200, "heightfog_start_g", SG_BMSG_U8},
+            {0x400, "heightfog_start_b", SG_BMSG_U8},
+            {0x800, "heightfog_start_dist", SG_BMSG_S32},
+            {0x1000, "heightfog_end_r", SG_BMSG_U8},
+            {0x2000, "heightfog_end_g", SG_BMSG_U8},
+            {0x4000, "heightfog_end_b", SG_BMSG_U8},
+            {0x8000, "heightfog_end_dist", SG_BMSG_S32},
+        };
         uint32_t b = num(c, "fogbits", SG_BMSG_U8);
         if (b & 0x80)
             b |= num(c, "fogbits2", SG_BMSG_U8) << 8;
-        if (b & 0x01) {
-            num(c, "density", SG_BMSG_FLOAT);
-            num(c, "skyfactor", SG_BMSG_U8);
-        }
-        if (b & 0x02)
-            num(c, "r", SG_BMSG_U8);
-        if (b & 0x04)
-            num(c, "g", SG_BMSG_U8);
-        if (b & 0x08)
-            num(c, "b", SG_BMSG_U8);
-        if (b & 0x10)
-            num(c, "time", SG_BMSG_U16);
-        if (b & 0x20)
-            num(c, "heightfog_falloff", SG_BMSG_FLOAT);
-        if (b & 0x40)
-            num(c, "heightfog_density", SG_BMSG_FLOAT);
-        if (b & 0x100)
-            num(c, "heightfog_start_r", SG_BMSG_U8);
-        if (b & 0x200)
-            num(c, "heightfog_start_g", SG_BMSG_U8);
-        if (b & 0x400)
-            num(c, "heightfog_start_b", SG_BMSG_U8);
-        if (b & 0x800)
-            num(c, "heightfog_start_dist", SG_BMSG_S32);
-        if (b & 0x1000)
-            num(c, "heightfog_end_r", SG_BMSG_U8);
-        if (b & 0x2000)
-            num(c, "heightfog_end_g", SG_BMSG_U8);
-        if (b & 0x4000)
-            num(c, "heightfog_end_b", SG_BMSG_U8);
-        if (b & 0x8000)
-            num(c, "heightfog_end_dist", SG_BMSG_S32);
+        flagged(c, b, t, sizeof(t) / sizeof(t[0]));
         break;
     }
     case SVC_KEX_POI:

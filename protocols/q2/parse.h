@@ -208,6 +208,21 @@ static SG_Q2__READER void rgba(struct ctx *c, const char *const names[4])
         num(c, names[i], SG_BMSG_U8);
 }
 
+/* A number read when its bit is set: a message's optional fields as a table. */
+struct flagged {
+    uint32_t bit;
+    const char *name;
+    uint8_t kind;
+};
+
+/* The fields of table t[0..n) whose bit is in `bits`, in the table's order. */
+static SG_Q2__READER void flagged(struct ctx *c, uint32_t bits, const struct flagged *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (bits & t[i].bit)
+            num(c, t[i].name, t[i].kind);
+}
+
 /* The stats' field names, stat0..stat63 (delta.c). */
 extern const char *const sg_q2__stat_names[64];
 

@@ -1702,7 +1702,8 @@ static void kex_frame_block(struct kb *b, int protocol, int32_t frame)
     kb8(b, 0);       /* end of entities */
 }
 
-/* Block 1: a frame, a locprint, a sound from entity 5000 (SND_KEX_LARGE_ENT). */
+/* Block 1: a frame, a locprint, a sound from entity 5000 (SND_KEX_LARGE_ENT),
+ * a fog with a second bits byte. */
 static void kex_block1(struct kb *b, int protocol)
 {
     kex_frame_block(b, protocol, 10);
@@ -1716,6 +1717,14 @@ static void kex_block1(struct kb *b, int protocol)
     kb8(b, 0x48);    /* SND_ENT | SND_KEX_LARGE_ENT */
     kb16(b, 300);    /* index */
     kb32(b, 5000u << 3 | 2); /* entity 5000, channel 2 */
+    kb8(b, 27);      /* svc_fog */
+    kb8(b, 0x83);    /* density and sky factor, r, a second bits byte */
+    kb8(b, 0x88);    /* heightfog start and end distances */
+    kbf(b, 0.5f);
+    kb8(b, 7);
+    kb8(b, 200);
+    kb32(b, (uint32_t)-100);
+    kb32(b, 5000);
 }
 
 static size_t kex_file(uint8_t *out, int protocol)
@@ -1789,10 +1798,10 @@ static void kex_check(int protocol)
     }
     kex_block1(&b1, protocol);
     CHECK_EQ(sg_q2_parse(SG_DIR_S2C, &v, b1.d, b1.n, &p), 0);
-    CHECK_EQ(p.nmsgs, 3);
+    CHECK_EQ(p.nmsgs, 4);
     CHECK_EQ(p.frames, 1);
     CHECK_EQ(p.frame, 10);
-    if (p.nmsgs == 3) {
+    if (p.nmsgs == 4) {
         CHECK(kfloat(kfield(&p, 0, "origin1")) == -64.0f);
         CHECK(kfield(&p, 0, "stat32") && kfield(&p, 0, "stat32")->raw == 7);
         CHECK(kfield(&p, 0, "team_id") && kfield(&p, 0, "team_id")->raw == 3);
@@ -1822,6 +1831,16 @@ static void kex_check(int protocol)
         f = kfield(&p, 2, "entchan");
         CHECK(f && f->num == SG_BMSG_S32 && f->raw >> 3 == 5000 && (f->raw & 7) == 2);
         CHECK(kfield(&p, 2, "index") && kfield(&p, 2, "index")->raw == 300);
+        /* the fog: only the fields its two bits bytes name, in the wire's order */
+        CHECK_EQ(p.msgs[3].count, 7); /* fogbits, fogbits2 and five */
+        CHECK(kfloat(kfield(&p, 3, "density")) == 0.5f);
+        CHECK(kfield(&p, 3, "skyfactor") && kfield(&p, 3, "skyfactor")->raw == 7);
+        CHECK(kfield(&p, 3, "r") && kfield(&p, 3, "r")->raw == 200);
+        CHECK(!kfield(&p, 3, "g") && !kfield(&p, 3, "heightfog_start_r"));
+        f = kfield(&p, 3, "heightfog_start_dist");
+        CHECK(f && (int32_t)f->raw == -100);
+        f = kfield(&p, 3, "heightfog_end_dist");
+        CHECK(f && f->raw == 5000 && f == &p.fields[p.msgs[3].first + 6]);
     }
     kex_frame_block(&b2, protocol, 11);
     CHECK_EQ(sg_q2_parse(SG_DIR_S2C, &v, b2.d, b2.n, &p), 0);
