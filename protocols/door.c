@@ -3,6 +3,9 @@
  */
 #include "protocols/door.h"
 
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -35,4 +38,33 @@ size_t sg_door_oob_print(uint8_t *out, size_t cap, const char *head, const char 
         return len;
     }
     return 0;
+}
+
+int sg_door_put(uint8_t *out, size_t cap, const void *bytes, size_t n)
+{
+    if (cap < n || n > INT32_MAX)
+        return -ENOSPC;
+    memcpy(out, bytes, n);
+    return (int)n;
+}
+
+bool sg_door_starts(const uint8_t *d, size_t len, const void *prefix, size_t n)
+{
+    return len >= n && memcmp(d, prefix, n) == 0;
+}
+
+int sg_door_oob_printf(uint8_t *out, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (cap < 5)
+        return -ENOSPC;
+    memcpy(out, "\xff\xff\xff\xff", 4);
+    va_start(ap, fmt);
+    n = vsnprintf((char *)out + 4, cap - 4, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n + 1 > cap - 4)
+        return -ENOSPC;
+    return 4 + n + 1;
 }

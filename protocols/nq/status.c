@@ -8,6 +8,7 @@
  */
 #include "protocols/byteorder.h"
 #include "protocols/codec.h"
+#include "protocols/door.h"
 #include "protocols/nq/oob.h"
 
 #include <errno.h>
@@ -57,15 +58,10 @@ static const char dp_heartbeat[] = "\xff\xff\xff\xffheartbeat DarkPlaces\n";
 static int dp_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, size_t status_len,
                                uint32_t sequence)
 {
-    size_t n = sizeof(dp_heartbeat) - 1;
-
     (void)status;
     (void)status_len;
     (void)sequence;
-    if (cap < n)
-        return -ENOSPC;
-    memcpy(out, dp_heartbeat, n);
-    return (int)n;
+    return sg_door_put(out, cap, dp_heartbeat, sizeof(dp_heartbeat) - 1);
 }
 
 const struct sg_codec_master sg_nq_master = {

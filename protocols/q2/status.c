@@ -5,6 +5,7 @@
  * server/sv_main.c, SVC_Status), read by oob.c for the route's page.
  */
 #include "protocols/codec.h"
+#include "protocols/door.h"
 #include "protocols/error.h"
 #include "protocols/q2/q2.h"
 
@@ -16,19 +17,12 @@ static const char q2_reply[] = "\xff\xff\xff\xffprint\n";
 
 static int q2_status_query(uint8_t *out, size_t cap)
 {
-    size_t n = sizeof(q2_query) - 1;
-
-    if (cap < n)
-        return -ENOSPC;
-    memcpy(out, q2_query, n);
-    return (int)n;
+    return sg_door_put(out, cap, q2_query, sizeof(q2_query) - 1);
 }
 
 static bool q2_status_is_reply(const uint8_t *data, size_t len)
 {
-    size_t n = sizeof(q2_reply) - 1;
-
-    return len >= n && memcmp(data, q2_reply, n) == 0;
+    return sg_door_starts(data, len, q2_reply, sizeof(q2_reply) - 1);
 }
 
 const struct sg_codec_status sg_q2_status = {
@@ -65,12 +59,7 @@ static int q2_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, 
 
 static int q2_master_shutdown(uint8_t *out, size_t cap)
 {
-    size_t n = sizeof(q2_shutdown) - 1;
-
-    if (cap < n)
-        return -ENOSPC;
-    memcpy(out, q2_shutdown, n);
-    return (int)n;
+    return sg_door_put(out, cap, q2_shutdown, sizeof(q2_shutdown) - 1);
 }
 
 const struct sg_codec_master sg_q2_master = {

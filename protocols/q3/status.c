@@ -5,28 +5,20 @@
  * (ioquake3 server/sv_main.c, SVC_Status).
  */
 #include "protocols/codec.h"
+#include "protocols/door.h"
 
-#include <errno.h>
-#include <string.h>
 
 static const char q3_query[] = "\xff\xff\xff\xffgetstatus\n";
 static const char q3_reply[] = "\xff\xff\xff\xffstatusResponse";
 
 static int q3_status_query(uint8_t *out, size_t cap)
 {
-    size_t n = sizeof(q3_query) - 1;
-
-    if (cap < n)
-        return -ENOSPC;
-    memcpy(out, q3_query, n);
-    return (int)n;
+    return sg_door_put(out, cap, q3_query, sizeof(q3_query) - 1);
 }
 
 static bool q3_status_is_reply(const uint8_t *data, size_t len)
 {
-    size_t n = sizeof(q3_reply) - 1;
-
-    return len >= n && memcmp(data, q3_reply, n) == 0;
+    return sg_door_starts(data, len, q3_reply, sizeof(q3_reply) - 1);
 }
 
 const struct sg_codec_status sg_q3_status = {
@@ -44,26 +36,18 @@ const struct sg_codec_status sg_q3_status = {
  */
 static const char q3_heartbeat[] = "\xff\xff\xff\xffheartbeat QuakeArena-1\n";
 
-static int put(uint8_t *out, size_t cap, const char *text, size_t n)
-{
-    if (cap < n)
-        return -ENOSPC;
-    memcpy(out, text, n);
-    return (int)n;
-}
-
 static int q3_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, size_t status_len,
                                uint32_t sequence)
 {
     (void)status;
     (void)status_len;
     (void)sequence;
-    return put(out, cap, q3_heartbeat, sizeof(q3_heartbeat) - 1);
+    return sg_door_put(out, cap, q3_heartbeat, sizeof(q3_heartbeat) - 1);
 }
 
 static int q3_master_shutdown(uint8_t *out, size_t cap)
 {
-    return put(out, cap, q3_heartbeat, sizeof(q3_heartbeat) - 1);
+    return sg_door_put(out, cap, q3_heartbeat, sizeof(q3_heartbeat) - 1);
 }
 
 const struct sg_codec_master sg_q3_master = {

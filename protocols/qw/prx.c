@@ -28,6 +28,7 @@
  */
 #include "protocols/byteorder.h"
 #include "protocols/codec.h"
+#include "protocols/door.h"
 #include "protocols/error.h"
 #include "protocols/info.h"
 #include "protocols/qw/qw.h"
@@ -77,15 +78,7 @@ static int prx_classify(const uint8_t *data, size_t len)
 
 static int prx_challenge_reply(int32_t challenge, uint8_t *out, size_t cap)
 {
-    int n;
-
-    if (cap < 5)
-        return -ENOSPC;
-    memcpy(out, "\xff\xff\xff\xff", 4);
-    n = snprintf((char *)out + 4, cap - 4, "c%ld", (long)challenge);
-    if (n < 0 || (size_t)n + 1 > cap - 4)
-        return -ENOSPC;
-    return 4 + n + 1; /* the NUL ends the number */
+    return sg_door_oob_printf(out, cap, "c%ld", (long)challenge); /* the NUL ends the number */
 }
 
 /* One decimal number (atoi-like, optional sign), skipping spaces first. */
@@ -214,10 +207,7 @@ static int prx_getchallenge(uint8_t *out, size_t cap)
 {
     static const char q[] = "\xff\xff\xff\xffgetchallenge\n";
 
-    if (cap < sizeof(q) - 1)
-        return -ENOSPC;
-    memcpy(out, q, sizeof(q) - 1);
-    return (int)(sizeof(q) - 1);
+    return sg_door_put(out, cap, q, sizeof(q) - 1);
 }
 
 static int prx_challenge_parse(const uint8_t *data, size_t len, int32_t *challenge)
@@ -267,15 +257,7 @@ static int prx_connect_build(const struct sg_route_by_req *req, int32_t challeng
 
 static int prx_print(const char *text, uint8_t *out, size_t cap)
 {
-    int n;
-
-    if (cap < 5)
-        return -ENOSPC;
-    memcpy(out, "\xff\xff\xff\xff", 4);
-    n = snprintf((char *)out + 4, cap - 4, "n%s\n", text);
-    if (n < 0 || (size_t)n + 1 > cap - 4)
-        return -ENOSPC;
-    return 4 + n + 1; /* a NUL ends the string, as servers send it */
+    return sg_door_oob_printf(out, cap, "n%s\n", text);
 }
 
 static int prx_pingstatus_reply(const struct sg_route_by_ping *pings, size_t n, uint8_t *out,
@@ -301,10 +283,7 @@ static int prx_ping_query(uint8_t *out, size_t cap)
 {
     static const char q[] = "\xff\xff\xff\xffk\n";
 
-    if (cap < sizeof(q) - 1)
-        return -ENOSPC;
-    memcpy(out, q, sizeof(q) - 1);
-    return (int)(sizeof(q) - 1);
+    return sg_door_put(out, cap, q, sizeof(q) - 1);
 }
 
 /* A server answers 'k' with the one byte 'l' (A2A_ACK, mvdsv SVC_Ping; qwfwd
@@ -320,19 +299,12 @@ static int prx_status_reply(const char *name, uint8_t *out, size_t cap)
 {
     char host[64];
     size_t i;
-    int n;
 
     /* The route's name as the hostname, without the separators infostrings forbid. */
     for (i = 0; name[i] && i < sizeof(host) - 1; i++)
         host[i] = name[i] == '\\' || name[i] == '"' || name[i] == '\n' ? '_' : name[i];
     host[i] = '\0';
-    if (cap < 5)
-        return -ENOSPC;
-    memcpy(out, "\xff\xff\xff\xff", 4);
-    n = snprintf((char *)out + 4, cap - 4, "n\\*version\\qwfwd slipgate\\hostname\\%s\n", host);
-    if (n < 0 || (size_t)n + 1 > cap - 4)
-        return -ENOSPC;
-    return 4 + n + 1; /* a NUL ends the string, as servers send it */
+    return sg_door_oob_printf(out, cap, "n\\*version\\qwfwd slipgate\\hostname\\%s\n", host);
 }
 
 static int prx_ping_reply(uint8_t *out, size_t cap)

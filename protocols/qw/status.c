@@ -5,27 +5,24 @@
  * sv_main.c, SVC_Status).
  */
 #include "protocols/codec.h"
+#include "protocols/door.h"
 #include "protocols/error.h"
 
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 
 static const char qw_query[] = "\xff\xff\xff\xffstatus\n";
 
+static const char qw_reply[] = "\xff\xff\xff\xffn"; /* A2C_PRINT */
+
 static int qw_status_query(uint8_t *out, size_t cap)
 {
-    size_t n = sizeof(qw_query) - 1;
-
-    if (cap < n)
-        return -ENOSPC;
-    memcpy(out, qw_query, n);
-    return (int)n;
+    return sg_door_put(out, cap, qw_query, sizeof(qw_query) - 1);
 }
 
 static bool qw_status_is_reply(const uint8_t *data, size_t len)
 {
-    return len >= 5 && memcmp(data, "\xff\xff\xff\xffn", 5) == 0;
+    return sg_door_starts(data, len, qw_reply, sizeof(qw_reply) - 1);
 }
 
 const struct sg_codec_status sg_qw_status = {
@@ -66,10 +63,7 @@ static int qw_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, 
 
 static int qw_master_shutdown(uint8_t *out, size_t cap)
 {
-    if (cap < 2)
-        return -ENOSPC;
-    memcpy(out, "C\n", 2);
-    return 2;
+    return sg_door_put(out, cap, "C\n", 2);
 }
 
 const struct sg_codec_master sg_qw_master = {
