@@ -1,5 +1,6 @@
 /* The codec registry: every game slipgate knows (decoders first, then relay-only games). */
 #include "protocols/codec.h"
+#include "protocols/door.h"
 
 #include <string.h>
 #include <strings.h>
@@ -147,4 +148,18 @@ int sg_msg_kind_parse(const char *name)
         if (strcmp(kind_names[i], name) == 0)
             return i;
     return -1;
+}
+
+int sg_codec_status_query(const struct sg_codec_status *st, uint8_t *out, size_t cap)
+{
+    if (st->query)
+        return st->query(out, cap);
+    return sg_door_put(out, cap, st->query_text, strlen(st->query_text));
+}
+
+bool sg_codec_status_is_reply(const struct sg_codec_status *st, const uint8_t *data, size_t len)
+{
+    if (st->is_reply)
+        return st->is_reply(data, len);
+    return sg_door_starts(data, len, st->reply_text, strlen(st->reply_text));
 }

@@ -234,14 +234,20 @@ struct sg_codec_server {
 
 /*
  * A game's connectionless status query, for `slipgate doctor` and a
- * route's readiness probe (no state, no I/O).  `query` writes the datagram
- * into `out` (`cap` bytes) and returns its length, or -ENOSPC; `is_reply`
- * tells whether a datagram from the server is this game's answer to it.
+ * route's readiness probe (no state, no I/O).  Most games' query is fixed
+ * text and their answer starts with fixed text: `query_text` and
+ * `reply_text` say so.  A game whose query is binary gives `query` and
+ * `is_reply` instead: `query` writes the datagram into `out` (`cap` bytes)
+ * and returns its length, or -ENOSPC; `is_reply` tells whether a datagram
+ * from the server is this game's answer to it.  Callers use
+ * sg_codec_status_query() and sg_codec_status_is_reply(), which take either.
  */
 struct sg_codec_status {
     const char *what; /* "getstatus", "status", "CCREQ_SERVER_INFO": for messages */
     int (*query)(uint8_t *out, size_t cap);
     bool (*is_reply)(const uint8_t *data, size_t len);
+    const char *query_text; /* "\xff\xff\xff\xffstatus\n", with query NULL */
+    const char *reply_text; /* what an answer starts with, with is_reply NULL */
     /*
      * Read an answer `is_reply` accepted (`data` borrowed for the call):
      * 0 with *out filled in, or SG_E_MALFORMED (an answer cut short or not
@@ -693,6 +699,11 @@ const char *sg_codec_demo_unreadable(const char *ext, const char **exts);
 const char *sg_codec_demo_unreadable_at(int i, const char **exts);
 /* The first game with a capture decoder (what an unclaimed capture flow is decoded as), or NULL. */
 const struct sg_codec *sg_codec_capture_default(void);
+
+/* The status query of `st` written into `out` (`cap` bytes): its length, or -ENOSPC. */
+int sg_codec_status_query(const struct sg_codec_status *st, uint8_t *out, size_t cap);
+/* Is `data` (`len` bytes, from the server) the answer to the status query of `st`? */
+bool sg_codec_status_is_reply(const struct sg_codec_status *st, const uint8_t *data, size_t len);
 
 /* Does `c` decode (or only relay)? */
 static inline bool sg_codec_decodes(const struct sg_codec *c)

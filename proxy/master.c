@@ -198,7 +198,7 @@ static void on_status(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf, const str
 
     (void)flags;
     if (nread <= 0 || !m->waiting || m->closing || !from_server(m, from) ||
-        !m->game->status->is_reply((const uint8_t *)buf->base, (size_t)nread))
+        !sg_codec_status_is_reply(m->game->status, (const uint8_t *)buf->base, (size_t)nread))
         return;
     m->waiting = false;
     uv_timer_stop(&m->wait);
@@ -253,7 +253,7 @@ static void beat(struct sg_master *m)
     if (m->waiting) /* one query at a time: its answer sends the heartbeat */
         return;
     err = m->status_open ? 0 : open_status(m);
-    n = err < 0 ? err : m->game->status->query(q, sizeof(q));
+    n = err < 0 ? err : sg_codec_status_query(m->game->status, q, sizeof(q));
     if (n >= 0) {
         b = uv_buf_init((char *)q, (unsigned)n);
         err = uv_udp_try_send(&m->status, &b, 1, (const struct sockaddr *)&m->server);

@@ -799,9 +799,11 @@ static const struct sg_codec_status *probe_reply_of(const struct sg_route *r, co
                                                     size_t len)
 {
     if (r->game)
-        return r->game->status && r->game->status->is_reply(data, len) ? r->game->status : NULL;
+        return r->game->status && sg_codec_status_is_reply(r->game->status, data, len)
+                   ? r->game->status
+                   : NULL;
     for (int i = 0; sg_codecs[i]; i++)
-        if (sg_codecs[i]->status && sg_codecs[i]->status->is_reply(data, len))
+        if (sg_codecs[i]->status && sg_codec_status_is_reply(sg_codecs[i]->status, data, len))
             return sg_codecs[i]->status;
     return NULL;
 }
@@ -890,7 +892,7 @@ static void probe_tick(struct sg_route *r, uint64_t now)
         const struct sg_codec *c = sg_codecs[i];
         if (!c->status || (r->game && c != r->game))
             continue;
-        if ((n = c->status->query(q, sizeof(q))) > 0)
+        if ((n = sg_codec_status_query(c->status, q, sizeof(q))) > 0)
             (void)sg_udp_send(&r->probe, q, (size_t)n, (struct sockaddr *)&r->server_addr);
     }
 }

@@ -15,20 +15,10 @@
 static const char q2_query[] = "\xff\xff\xff\xffstatus\n";
 static const char q2_reply[] = "\xff\xff\xff\xffprint\n";
 
-static int q2_status_query(uint8_t *out, size_t cap)
-{
-    return sg_door_put(out, cap, q2_query, sizeof(q2_query) - 1);
-}
-
-static bool q2_status_is_reply(const uint8_t *data, size_t len)
-{
-    return sg_door_starts(data, len, q2_reply, sizeof(q2_reply) - 1);
-}
-
 const struct sg_codec_status sg_q2_status = {
     .what = "status",
-    .query = q2_status_query,
-    .is_reply = q2_status_is_reply,
+    .query_text = q2_query,
+    .reply_text = q2_reply,
     .parse = sg_q2_status_parse,
 };
 
@@ -48,7 +38,7 @@ static int q2_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, 
     size_t head = sizeof(q2_heartbeat) - 1, skip = sizeof(q2_reply) - 1;
 
     (void)sequence;
-    if (!status || !q2_status_is_reply(status, status_len))
+    if (!status || !sg_door_starts(status, status_len, q2_reply, sizeof(q2_reply) - 1))
         return SG_E_MALFORMED;
     if (cap < head + status_len - skip)
         return -ENOSPC;

@@ -11,20 +11,10 @@
 static const char q3_query[] = "\xff\xff\xff\xffgetstatus\n";
 static const char q3_reply[] = "\xff\xff\xff\xffstatusResponse";
 
-static int q3_status_query(uint8_t *out, size_t cap)
-{
-    return sg_door_put(out, cap, q3_query, sizeof(q3_query) - 1);
-}
-
-static bool q3_status_is_reply(const uint8_t *data, size_t len)
-{
-    return sg_door_starts(data, len, q3_reply, sizeof(q3_reply) - 1);
-}
-
 const struct sg_codec_status sg_q3_status = {
     .what = "getstatus",
-    .query = q3_status_query,
-    .is_reply = q3_status_is_reply,
+    .query_text = q3_query,
+    .reply_text = q3_reply,
 };
 
 /*

@@ -15,20 +15,10 @@ static const char qw_query[] = "\xff\xff\xff\xffstatus\n";
 
 static const char qw_reply[] = "\xff\xff\xff\xffn"; /* A2C_PRINT */
 
-static int qw_status_query(uint8_t *out, size_t cap)
-{
-    return sg_door_put(out, cap, qw_query, sizeof(qw_query) - 1);
-}
-
-static bool qw_status_is_reply(const uint8_t *data, size_t len)
-{
-    return sg_door_starts(data, len, qw_reply, sizeof(qw_reply) - 1);
-}
-
 const struct sg_codec_status sg_qw_status = {
     .what = "status",
-    .query = qw_status_query,
-    .is_reply = qw_status_is_reply,
+    .query_text = qw_query,
+    .reply_text = qw_reply,
 };
 
 /*
@@ -45,7 +35,7 @@ static int qw_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, 
     int players = 0, n;
     size_t i = 5;
 
-    if (!status || !qw_status_is_reply(status, status_len))
+    if (!status || !sg_door_starts(status, status_len, qw_reply, sizeof(qw_reply) - 1))
         return SG_E_MALFORMED;
     while (i < status_len && status[i] != '\n') /* the serverinfo */
         i++;

@@ -187,7 +187,7 @@ static void check_server(struct doctor *dr, uv_loop_t *loop, const struct sg_rou
     int sent_len[16], nsent = 0;
     for (int g = 0; g < ngames; g++) {
         uint8_t q[64];
-        int n = games[g]->status->query(q, sizeof(q));
+        int n = sg_codec_status_query(games[g]->status, q, sizeof(q));
         bool dup = false;
         if (n <= 0)
             continue;
@@ -221,7 +221,7 @@ static void check_server(struct doctor *dr, uv_loop_t *loop, const struct sg_rou
         }
         reads++;
         for (int g = 0; g < ngames; g++) {
-            if (games[g]->status->is_reply(buf, (size_t)n)) {
+            if (sg_codec_status_is_reply(games[g]->status, buf, (size_t)n)) {
                 say(dr, OK, "route %s: server %s answered a %s status query (%s) in %lld ms",
                     r->name, a, games[g]->name, games[g]->status->what,
                     (long long)(now_ms() - start));

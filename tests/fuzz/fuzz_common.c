@@ -215,7 +215,7 @@ void fuzz_status(const uint8_t *d, size_t n)
         FUZZ_CHECK(memchr(sv.map, 0, sizeof(sv.map)) != NULL);
         FUZZ_CHECK(sv.players >= -1 && sv.max_players >= -1);
         if (err == 0)
-            FUZZ_CHECK(st->is_reply(d, n));
+            FUZZ_CHECK(sg_codec_status_is_reply(st, d, n));
         else
             FUZZ_CHECK(!sv.hostname[0] && !sv.map[0] && sv.players == -1 &&
                        sv.max_players == -1);

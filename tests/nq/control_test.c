@@ -167,9 +167,9 @@ static void test_server_info_good(void)
 
     /* The hooks: the query (header, command, "QUAKE", version 3), the answer recognised. */
     CHECK(sg_nq_codec.status->parse == sg_nq_server_info_parse);
-    k = sg_nq_codec.status->query(q, sizeof(q));
+    k = sg_codec_status_query(sg_nq_codec.status, q, sizeof(q));
     CHECK(k == 12 && memcmp(q, "\x80\x00\x00\x0c\x02QUAKE\0\x03", 12) == 0);
-    CHECK(sg_nq_codec.status->is_reply(d, n));
+    CHECK(sg_codec_status_is_reply(sg_nq_codec.status, d, n));
 
     CHECK_EQ(read_info(d, n, &sv), 0);
     CHECK(strcmp(sv.hostname, "Slip Gate") == 0 && strcmp(sv.map, "e1m1") == 0);

@@ -46,9 +46,9 @@ static void case_good(void)
 
     /* The hooks: the query, the answer recognised and read. */
     CHECK(sg_q2_codec.status->parse == sg_q2_status_parse);
-    n = sg_q2_codec.status->query(q, sizeof(q));
+    n = sg_codec_status_query(sg_q2_codec.status, q, sizeof(q));
     CHECK(n == 11 && memcmp(q, OOB "status\n", 11) == 0);
-    CHECK(sg_q2_codec.status->is_reply((const uint8_t *)good, sizeof(good) - 1));
+    CHECK(sg_codec_status_is_reply(sg_q2_codec.status, (const uint8_t *)good, sizeof(good) - 1));
 
     CHECK_EQ(parse(good, sizeof(good) - 1, &sv), 0);
     CHECK(strcmp(sv.hostname, "Slip Gate") == 0);
