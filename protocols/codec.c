@@ -163,3 +163,20 @@ bool sg_codec_status_is_reply(const struct sg_codec_status *st, const uint8_t *d
         return st->is_reply(data, len);
     return sg_door_starts(data, len, st->reply_text, strlen(st->reply_text));
 }
+
+int sg_codec_heartbeat(const struct sg_codec_master *m, uint8_t *out, size_t cap,
+                       const uint8_t *status, size_t status_len, uint32_t sequence)
+{
+    if (m->heartbeat)
+        return m->heartbeat(out, cap, status, status_len, sequence);
+    return sg_door_put(out, cap, m->heartbeat_text, strlen(m->heartbeat_text));
+}
+
+int sg_codec_master_shutdown(const struct sg_codec_master *m, uint8_t *out, size_t cap)
+{
+    if (m->shutdown)
+        return m->shutdown(out, cap);
+    if (!m->shutdown_text)
+        return 0;
+    return sg_door_put(out, cap, m->shutdown_text, strlen(m->shutdown_text));
+}

@@ -368,7 +368,10 @@ struct sg_codec_route_by {
  * level changes; the master's queries then reach the server through
  * slipgate like any client's.  A game whose heartbeat carries the server's
  * status (`needs_status`) gets the server's answer to the codec's status
- * query (struct sg_codec_status) in `status`; the others get NULL.
+ * query (struct sg_codec_status) in `status`; the others get NULL.  A
+ * heartbeat or a shutdown message that is fixed text is the game's data
+ * (`heartbeat_text`, `shutdown_text`); callers use sg_codec_heartbeat() and
+ * sg_codec_master_shutdown(), which take either form.
  */
 struct sg_codec_master {
     const char *what;    /* "heartbeat QuakeArena-1": for messages */
@@ -383,6 +386,8 @@ struct sg_codec_master {
                      uint32_t sequence);
     /* The game's "going down" message to its masters; NULL: none. */
     int (*shutdown)(uint8_t *out, size_t cap);
+    const char *heartbeat_text; /* the heartbeat, with heartbeat NULL */
+    const char *shutdown_text;  /* the "going down" message, with shutdown NULL (both NULL: none) */
 };
 
 
@@ -704,6 +709,13 @@ const struct sg_codec *sg_codec_capture_default(void);
 int sg_codec_status_query(const struct sg_codec_status *st, uint8_t *out, size_t cap);
 /* Is `data` (`len` bytes, from the server) the answer to the status query of `st`? */
 bool sg_codec_status_is_reply(const struct sg_codec_status *st, const uint8_t *data, size_t len);
+
+/* The heartbeat of `m` written into `out` (as sg_codec_master.heartbeat). */
+int sg_codec_heartbeat(const struct sg_codec_master *m, uint8_t *out, size_t cap,
+                       const uint8_t *status, size_t status_len, uint32_t sequence);
+/* The "going down" message of `m` written into `out`: its length, 0 when
+ * the game has none, or -ENOSPC. */
+int sg_codec_master_shutdown(const struct sg_codec_master *m, uint8_t *out, size_t cap);
 
 /* Does `c` decode (or only relay)? */
 static inline bool sg_codec_decodes(const struct sg_codec *c)

@@ -166,7 +166,7 @@ static void send_all(struct sg_master *m, const uint8_t *data, size_t len, const
 static void heartbeat(struct sg_master *m, const uint8_t *status, size_t status_len)
 {
     uint8_t out[HEARTBEAT_MAX];
-    int n = m->hb->heartbeat(out, sizeof(out), status, status_len, m->sequence + 1);
+    int n = sg_codec_heartbeat(m->hb, out, sizeof(out), status, status_len, m->sequence + 1);
 
     if (n < 0) {
         sg_log(m->owner.ctx->log, SG_LOG_WARN, m->name, 0,
@@ -374,8 +374,8 @@ static void say_shutdown(struct sg_master *m)
     uint8_t out[64];
     int n;
 
-    if (m->owner.ctx->worker == 0 && m->n > 0 && m->hb->shutdown &&
-        (n = m->hb->shutdown(out, sizeof(out))) > 0)
+    if (m->owner.ctx->worker == 0 && m->n > 0 &&
+        (n = sg_codec_master_shutdown(m->hb, out, sizeof(out))) > 0)
         send_all(m, out, (size_t)n, "shutdown message");
 }
 

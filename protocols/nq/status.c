@@ -8,7 +8,6 @@
  */
 #include "protocols/byteorder.h"
 #include "protocols/codec.h"
-#include "protocols/door.h"
 #include "protocols/nq/oob.h"
 
 #include <errno.h>
@@ -55,17 +54,8 @@ const struct sg_codec_status sg_nq_status = {
  */
 static const char dp_heartbeat[] = "\xff\xff\xff\xffheartbeat DarkPlaces\n";
 
-static int dp_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, size_t status_len,
-                               uint32_t sequence)
-{
-    (void)status;
-    (void)status_len;
-    (void)sequence;
-    return sg_door_put(out, cap, dp_heartbeat, sizeof(dp_heartbeat) - 1);
-}
-
 const struct sg_codec_master sg_nq_master = {
     .what = "heartbeat DarkPlaces",
     .interval_ms = 120 * 1000,
-    .heartbeat = dp_master_heartbeat,
+    .heartbeat_text = dp_heartbeat,
 };

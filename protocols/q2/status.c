@@ -47,15 +47,10 @@ static int q2_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, 
     return (int)(head + status_len - skip);
 }
 
-static int q2_master_shutdown(uint8_t *out, size_t cap)
-{
-    return sg_door_put(out, cap, q2_shutdown, sizeof(q2_shutdown) - 1);
-}
-
 const struct sg_codec_master sg_q2_master = {
     .what = "heartbeat",
     .interval_ms = 300 * 1000,
     .needs_status = true,
     .heartbeat = q2_master_heartbeat,
-    .shutdown = q2_master_shutdown,
+    .shutdown_text = q2_shutdown,
 };

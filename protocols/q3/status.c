@@ -5,7 +5,6 @@
  * (ioquake3 server/sv_main.c, SVC_Status).
  */
 #include "protocols/codec.h"
-#include "protocols/door.h"
 
 
 static const char q3_query[] = "\xff\xff\xff\xffgetstatus\n";
@@ -26,23 +25,9 @@ const struct sg_codec_status sg_q3_status = {
  */
 static const char q3_heartbeat[] = "\xff\xff\xff\xffheartbeat QuakeArena-1\n";
 
-static int q3_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, size_t status_len,
-                               uint32_t sequence)
-{
-    (void)status;
-    (void)status_len;
-    (void)sequence;
-    return sg_door_put(out, cap, q3_heartbeat, sizeof(q3_heartbeat) - 1);
-}
-
-static int q3_master_shutdown(uint8_t *out, size_t cap)
-{
-    return sg_door_put(out, cap, q3_heartbeat, sizeof(q3_heartbeat) - 1);
-}
-
 const struct sg_codec_master sg_q3_master = {
     .what = "heartbeat QuakeArena-1",
     .interval_ms = 300 * 1000,
-    .heartbeat = q3_master_heartbeat,
-    .shutdown = q3_master_shutdown,
+    .heartbeat_text = q3_heartbeat,
+    .shutdown_text = q3_heartbeat,
 };

@@ -51,15 +51,10 @@ static int qw_master_heartbeat(uint8_t *out, size_t cap, const uint8_t *status, 
     return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
 }
 
-static int qw_master_shutdown(uint8_t *out, size_t cap)
-{
-    return sg_door_put(out, cap, "C\n", 2);
-}
-
 const struct sg_codec_master sg_qw_master = {
     .what = "heartbeat (S2M_HEARTBEAT)",
     .interval_ms = 300 * 1000,
     .needs_status = true,
     .heartbeat = qw_master_heartbeat,
-    .shutdown = qw_master_shutdown,
+    .shutdown_text = "C\n", /* S2M_SHUTDOWN */
 };
