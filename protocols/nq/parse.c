@@ -780,19 +780,16 @@ bool sg_nq__try_rest(struct sg_nq__ctx *c, size_t at)
 {
     struct sg_nq_parsed *o = c->out;
     struct sg_nq_proto saved_proto = *c->p;
-    uint32_t nf = o->nfields, nm = o->nmsgs, raw = o->csqc_raw;
-    bool serverinfo = o->serverinfo, disconnect = o->disconnect;
-    int signon = o->signon, unsupported = o->unsupported_op;
-    char level[sizeof(o->level)];
+    struct sg_nq_parsed saved = *o; /* the lists' lengths and all the parser learnt */
+    uint32_t nm = o->nmsgs;
     struct sg_nq__ctx t = {.p = c->p, .out = o, .dir = c->dir, .base = c->base + at};
 
     if (o->trials >= SG_NQ__TRIALS || at > c->r.end)
         return false;
     o->trials++;
-    memcpy(level, o->level, sizeof(level));
     sg_bmsg_reader_init(&t.r, c->r.data + at, c->r.end - at);
     sg_nq__stream(&t);
-    if (t.err == 0 && !t.r.overflowed && o->unsupported_op == unsupported) {
+    if (t.err == 0 && !t.r.overflowed && o->unsupported_op == saved.unsupported_op) {
         uint32_t i = nm;
         while (i < o->nmsgs && !o->msgs[i].unparsed)
             i++;
@@ -803,15 +800,15 @@ bool sg_nq__try_rest(struct sg_nq__ctx *c, size_t at)
     }
     if (t.err == -ENOMEM)
         c->err = -ENOMEM;
+    /* All back as it was, but the lists' storage (the try may have moved
+     * it) and the count of tries. */
     *c->p = saved_proto;
-    o->nfields = nf;
-    o->nmsgs = nm;
-    o->csqc_raw = raw;
-    o->serverinfo = serverinfo;
-    o->disconnect = disconnect;
-    o->signon = signon;
-    o->unsupported_op = unsupported;
-    memcpy(o->level, level, sizeof(level));
+    saved.fields = o->fields;
+    saved.fields_cap = o->fields_cap;
+    saved.msgs = o->msgs;
+    saved.msgs_cap = o->msgs_cap;
+    saved.trials = o->trials;
+    *o = saved;
     return false;
 }
 
