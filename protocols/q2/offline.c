@@ -3,12 +3,9 @@
  * dump|reencode`), behind the codec table's demo reader (codec.h, struct
  * sg_demo_impl).
  *
- * A .dm2 is a run of blocks: int32 length, then that many bytes of server
- * messages (one datagram's payload, netchan header stripped); a length of
- * -1 (0xffffffff) ends the file; a length of 0 separates levels in some
- * multi-level recordings (seed DM2 §2.2).  The messages are read with the
- * layout the file's serverdata names: 34 (and 26, 3.05's), Q2PRO's
- * extended demo protocols 3434..3436, or a raw 35/36 stream.
+ * The container's blocks come from demo.c; each block's messages are
+ * read with the layout the file's serverdata names: 34 (and 26, 3.05's),
+ * Q2PRO's extended demo protocols 3434..3436, or a raw 35/36 stream.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,59 +16,9 @@
 
 #include "protocols/byteorder.h"
 #include "protocols/error.h"
+#include "protocols/q2/demo.h"
 #include "protocols/q2/q2.h"
 #include "protocols/text.h"
-
-static bool known_protocol(int32_t p)
-{
-    return p == 26 || p == 34 || p == 35 || p == 36 || (p >= 3434 && p <= 3436) || p == 2022 ||
-           p == 2023;
-}
-
-/* The first block: a length the game accepts, starting with svc_serverdata
- * (every writer starts with it) and a protocol number it knows. */
-static int q2_demo_probe(const uint8_t *head, size_t len)
-{
-    int32_t length;
-
-    if (len < 4)
-        return SG_DEMO_PROBE_UNKNOWN;
-    length = (int32_t)sg_le32(head);
-    if (length <= 0 || length > SG_Q2_MAX_MSGLEN)
-        return SG_DEMO_PROBE_NO;
-    if (len < 9)
-        return len < SG_DEMO_HEAD_MAX && len < 4 + (size_t)length ? SG_DEMO_PROBE_NO
-                                                                   : SG_DEMO_PROBE_UNKNOWN;
-    if (head[4] != SG_Q2_SVC_SERVERDATA || length < 5)
-        return SG_DEMO_PROBE_NO;
-    return known_protocol((int32_t)sg_le32(head + 5)) ? SG_DEMO_PROBE_YES : SG_DEMO_PROBE_NO;
-}
-
-/* ---- reading blocks ---- */
-
-enum { BLOCK_MSG = 1, BLOCK_END = 0 };
-
-/* One block into buf: BLOCK_MSG (len set), BLOCK_END (the -1 marker), or a
- * negative error: SG_E_TRUNCATED for a file that ends without the marker
- * (or inside a block), SG_E_TOOBIG for a length out of range. */
-static int read_block(FILE *f, uint8_t *buf, size_t *len)
-{
-    uint8_t h[4];
-    int32_t n;
-    size_t got = fread(h, 1, 4, f);
-
-    if (got != 4)
-        return SG_E_TRUNCATED;
-    n = (int32_t)sg_le32(h);
-    if (n == -1)
-        return BLOCK_END;
-    if (n < 0 || n > SG_Q2_MAX_MSGLEN)
-        return SG_E_TOOBIG;
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-        return SG_E_TRUNCATED;
-    *len = (size_t)n;
-    return BLOCK_MSG;
-}
 
 struct walk {
     struct sg_q2_parsed p;
@@ -159,7 +106,7 @@ static int q2_demo_info(FILE *f, const char *path, FILE *out)
 
     if (walk_init(&w) < 0)
         return -ENOMEM;
-    while ((r = read_block(f, w.buf, &len)) == BLOCK_MSG)
+    while ((r = sg_q2__dm2_block(f, w.buf, &len)) == SG_Q2__DM2_MSG)
         walk_block(&w, len);
     w.end = r;
     errors = w.errors + (w.end != 0);
@@ -257,7 +204,7 @@ static int q2_demo_dump(FILE *f, const char *path, bool json, FILE *out)
     (void)path;
     if (walk_init(&w) < 0)
         return -ENOMEM;
-    while ((r = read_block(f, w.buf, &len)) == BLOCK_MSG) {
+    while ((r = sg_q2__dm2_block(f, w.buf, &len)) == SG_Q2__DM2_MSG) {
         int err = walk_block(&w, len);
         if (json)
             fprintf(out, "{\"block\":%" PRIu64 ",\"len\":%zu%s}\n", w.blocks - 1, len,
@@ -272,7 +219,7 @@ static int q2_demo_dump(FILE *f, const char *path, bool json, FILE *out)
         }
     }
     w.end = r;
-    if (r != BLOCK_END)
+    if (r != SG_Q2__DM2_END)
         fprintf(out, json ? "{\"end\":\"%s\"}\n" : "#end %s\n", sg_errname(r));
     r = (w.errors || w.end) ? 1 : 0;
     walk_free(&w);
@@ -291,7 +238,7 @@ static int q2_demo_reencode(FILE *f, const char *path, FILE *outf, FILE *out)
     (void)path;
     if (walk_init(&w) < 0)
         return -ENOMEM;
-    while ((r = read_block(f, w.buf, &len)) == BLOCK_MSG) {
+    while ((r = sg_q2__dm2_block(f, w.buf, &len)) == SG_Q2__DM2_MSG) {
         struct sg_bmsg_writer wr;
         int err = walk_block(&w, len);
 
@@ -316,7 +263,7 @@ static int q2_demo_reencode(FILE *f, const char *path, FILE *outf, FILE *out)
         }
     }
     w.end = r;
-    if (r == BLOCK_END) {
+    if (r == SG_Q2__DM2_END) {
         sg_put_le32(h, 0xffffffffu);
         if (fwrite(h, 1, 4, outf) != 4) {
             walk_free(&w);
@@ -335,7 +282,7 @@ static const char *const q2_demo_exts[] = {"dm2", NULL};
 
 const struct sg_demo_impl sg_q2_demo_impl = {
     .extensions = q2_demo_exts,
-    .probe = q2_demo_probe,
+    .probe = sg_q2__dm2_probe,
     .info = q2_demo_info,
     .dump = q2_demo_dump,
     .reencode = q2_demo_reencode,

@@ -22,10 +22,10 @@
  *         data`), which players skip.
  *
  * (The QWD seed §3, PROTOCOLS.md C7; ezQuake cl_demo.c CL_GetDemoMessage is
- * the reader these rules follow.)  Every message is decoded by the live
- * codec's parser (parse.c, with the MVD forms) and written back from its
- * fields; block headers are kept as they came, with the length of what was
- * written.  A file that ends inside a block, or a block no player reads
+ * the reader these rules follow; demo.c walks the blocks.)  Every message
+ * is decoded by the live codec's parser (parse.c, with the MVD forms) and
+ * written back from its fields; block headers are kept as they came, with
+ * the length of what was written.  A file that ends inside a block, or a block no player reads
  * (an unknown type, a length out of range), stops the walk with its offset.
  */
 #include <errno.h>
@@ -34,134 +34,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "protocols/byteorder.h"
 #include "protocols/codec.h"
 #include "protocols/error.h"
 #include "protocols/info.h"
+#include "protocols/qw/demo.h"
 #include "protocols/qw/qw.h"
 #include "protocols/text.h"
-
-enum { DEM_CMD, DEM_READ, DEM_SET, DEM_MULTIPLE, DEM_SINGLE, DEM_STATS, DEM_ALL, DEM_TYPES };
-
-static const char *const dem_names[DEM_TYPES + 1] = {"cmd",    "read",  "set", "multiple",
-                                                     "single", "stats", "all", "bad"};
-
-#define CMD_BYTES   36              /* usercmd_t (24) + 3 float view angles */
-#define MAX_BLOCK   SG_QW_MAX_DGRAM /* the longest message block taken */
-#define MAX_FILE    (512u << 20)
-#define HIDDEN_HEAD 6 /* long len, short type */
-
-/* One block of the file. */
-struct block {
-    size_t offset;       /* of its first byte */
-    size_t index;        /* 0, 1, ... */
-    int type;            /* DEM_* */
-    unsigned to;         /* single / stats: the player */
-    uint32_t mask;       /* multiple: the players */
-    double time;         /* seconds since the start (mvd) or the recorded time (qwd) */
-    const uint8_t *head; /* bytes before the payload (time, type, mask, length) */
-    size_t head_len;
-    bool has_len;        /* `long len` is the last 4 bytes of head */
-    const uint8_t *data; /* payload */
-    size_t len;
-};
-
-struct rd {
-    const uint8_t *buf;
-    size_t len, pos, count;
-    bool mvd;
-    uint64_t mvd_ms;
-    char why[160]; /* after a -1 from next_block */
-    size_t bad_at;
-};
-
-/* The next block: 1, 0 at a clean end, or -1 with r->why and r->bad_at. */
-static int next_block(struct rd *r, struct block *b)
-{
-    const uint8_t *p = r->buf + r->pos;
-    size_t left = r->len - r->pos, need;
-    unsigned c;
-
-    memset(b, 0, sizeof(*b));
-    b->offset = r->pos;
-    b->index = r->count;
-    r->bad_at = r->pos;
-    if (left == 0)
-        return 0;
-    need = r->mvd ? 2 : 5;
-    if (left < need)
-        goto cut;
-    if (r->mvd) {
-        r->mvd_ms += p[0];
-        b->time = (double)r->mvd_ms / 1000.0;
-        c = p[1];
-        b->type = (int)(c & 7);
-        b->to = c >> 3;
-    } else {
-        uint32_t t = sg_le32(p);
-        float f;
-
-        memcpy(&f, &t, sizeof(f));
-        b->time = f;
-        c = p[4];
-        b->type = c <= DEM_SET ? (int)c : DEM_TYPES;
-    }
-    switch (b->type) {
-    case DEM_CMD:
-        need += CMD_BYTES;
-        break;
-    case DEM_SET:
-        need += 8;
-        break;
-    case DEM_MULTIPLE:
-        need += 4;
-        __attribute__((fallthrough));
-    case DEM_READ:
-    case DEM_SINGLE:
-    case DEM_STATS:
-    case DEM_ALL:
-        if (left < need + 4)
-            goto cut;
-        if (b->type == DEM_MULTIPLE)
-            b->mask = sg_le32(p + need - 4);
-        b->len = sg_le32(p + need);
-        if (b->len > MAX_BLOCK) {
-            snprintf(r->why, sizeof(r->why),
-                     "block #%zu (%s) says %zu bytes; no player reads more than %d", b->index,
-                     dem_names[b->type], b->len, MAX_BLOCK);
-            return -1;
-        }
-        need += 4;
-        b->has_len = true;
-        break;
-    default:
-        snprintf(r->why, sizeof(r->why), "block #%zu has type %u, which no player reads", b->index,
-                 c & (r->mvd ? 7u : 0xffu));
-        return -1;
-    }
-    b->head = p;
-    b->head_len = need;
-    if (!b->has_len)
-        b->len = need - (r->mvd ? 2 : 5);
-    if (left < need + (b->has_len ? b->len : 0))
-        goto cut;
-    if (b->has_len) {
-        b->data = p + need;
-    } else {
-        b->head_len = r->mvd ? 2 : 5;
-        b->data = p + b->head_len;
-    }
-    r->pos += b->head_len + b->len;
-    r->count++;
-    return 1;
-cut:
-    snprintf(r->why, sizeof(r->why),
-             "the file ends inside block #%zu (%zu of its bytes there, %zu needed at least)",
-             b->index, left, need + (b->has_len ? b->len : 0));
-    return -1;
-}
 
 /* ---- decoding a block ---- */
 
@@ -262,109 +142,11 @@ static void decode_block(struct dec *d, const struct block *b)
 
 /* ---- the file ---- */
 
-static int slurp(FILE *in, uint8_t **buf, size_t *len)
-{
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *b = malloc(cap);
-
-    if (!b)
-        return -ENOMEM;
-    for (;;) {
-        size_t got;
-        if (n == cap) {
-            uint8_t *nb;
-            if (cap >= MAX_FILE) {
-                free(b);
-                return -EFBIG;
-            }
-            cap *= 2;
-            nb = realloc(b, cap);
-            if (!nb) {
-                free(b);
-                return -ENOMEM;
-            }
-            b = nb;
-        }
-        got = fread(b + n, 1, cap - n, in);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(in)) {
-        free(b);
-        return -EIO;
-    }
-    *buf = b;
-    *len = n;
-    return 0;
-}
-
-/*
- * Probes: walk the first blocks of each format.  The first block decides
- * NO; a file cut inside it, or a later block that makes no sense, is
- * UNKNOWN (a file named .qwd / .mvd is then read, and the reader tells
- * where it stops); three good blocks (or a good file's end) are YES.
- */
-static int probe_as(const uint8_t *head, size_t len, bool mvd)
-{
-    struct rd r = {.buf = head, .len = len, .mvd = mvd};
-    struct block b;
-    double first = 0;
-
-    for (int i = 0; i < 3; i++) {
-        bool bad = false;
-        int rc = next_block(&r, &b);
-
-        if (rc == 0)
-            return i ? SG_DEMO_PROBE_YES : SG_DEMO_PROBE_UNKNOWN;
-        if (rc < 0) {
-            bool cut = strncmp(r.why, "the file ends", 13) == 0;
-            return cut || i ? SG_DEMO_PROBE_UNKNOWN : SG_DEMO_PROBE_NO;
-        }
-        if (mvd) {
-            /* an .mvd has no client moves, and its messages start with an svc opcode */
-            bad =
-                b.type == DEM_CMD || (b.has_len && b.len > 0 && (b.data[0] == 0 || b.data[0] > 94));
-        } else {
-            bad = !isfinite(b.time) || b.time < 0 || b.time > 1e7 || (i && b.time < first - 1.0) ||
-                  (b.type == DEM_READ && b.len < 8 &&
-                   !(b.len >= 4 && sg_le32(b.data) == 0xffffffffu));
-            first = b.time;
-        }
-        if (bad)
-            return i ? SG_DEMO_PROBE_UNKNOWN : SG_DEMO_PROBE_NO;
-    }
-    return SG_DEMO_PROBE_YES;
-}
-
-static int qw_demo_probe(const uint8_t *head, size_t len)
-{
-    int m = probe_as(head, len, true), q = probe_as(head, len, false);
-
-    if (m == SG_DEMO_PROBE_YES || q == SG_DEMO_PROBE_YES)
-        return SG_DEMO_PROBE_YES;
-    return m == SG_DEMO_PROBE_UNKNOWN || q == SG_DEMO_PROBE_UNKNOWN ? SG_DEMO_PROBE_UNKNOWN
-                                                                    : SG_DEMO_PROBE_NO;
-}
-
-/* .mvd by its name, .qwd by its name, else by its first bytes. */
-static bool is_mvd(const char *name, const uint8_t *buf, size_t len)
-{
-    const char *dot = strrchr(name, '.');
-
-    if (dot && strcasecmp(dot + 1, "mvd") == 0)
-        return true;
-    if (dot && strcasecmp(dot + 1, "qwd") == 0)
-        return false;
-    return probe_as(buf, len < SG_DEMO_HEAD_MAX ? len : SG_DEMO_HEAD_MAX, true) ==
-           SG_DEMO_PROBE_YES;
-}
-
 /* An opened file: its bytes, format, reader and decoder. */
 struct file {
     uint8_t *buf;
     size_t len;
-    struct rd r;
+    struct sg_qw__demo_rd r;
     struct dec d;
 };
 
@@ -373,12 +155,12 @@ static int file_open(struct file *f, FILE *in, const char *name)
     int err;
 
     memset(f, 0, sizeof(*f));
-    err = slurp(in, &f->buf, &f->len);
+    err = sg_qw__demo_slurp(in, &f->buf, &f->len);
     if (err < 0)
         return err;
     f->r.buf = f->buf;
     f->r.len = f->len;
-    f->r.mvd = is_mvd(name, f->buf, f->len);
+    f->r.mvd = sg_qw__demo_is_mvd(name, f->buf, f->len);
     err = dec_init(&f->d, f->r.mvd);
     if (err < 0) {
         dec_free(&f->d);
@@ -419,12 +201,13 @@ static void put_block(FILE *out, const struct block *b, const struct dec *d, boo
 {
     if (json && !isfinite(b->time)) /* a .qwd's float time may be anything: JSON has no NaN */
         fprintf(out, "{\"block\":%zu,\"offset\":%zu,\"time\":null,\"type\":\"%s\"", b->index,
-                b->offset, dem_names[b->type]);
+                b->offset, sg_qw__dem_names[b->type]);
     else if (json)
         fprintf(out, "{\"block\":%zu,\"offset\":%zu,\"time\":%.3f,\"type\":\"%s\"", b->index,
-                b->offset, b->time, dem_names[b->type]);
+                b->offset, b->time, sg_qw__dem_names[b->type]);
     else
-        fprintf(out, "#%zu @%zu t=%.3f %s", b->index, b->offset, b->time, dem_names[b->type]);
+        fprintf(out, "#%zu @%zu t=%.3f %s", b->index, b->offset, b->time,
+                sg_qw__dem_names[b->type]);
     if (b->type == DEM_SINGLE || b->type == DEM_STATS)
         fprintf(out, json ? ",\"to\":%u" : " to=%u", b->to);
     if (b->type == DEM_MULTIPLE)
@@ -529,7 +312,7 @@ static int qw_demo_dump(FILE *in, const char *name, bool json, FILE *out)
 
     if (err < 0)
         return err;
-    while ((rc = next_block(&f.r, &b)) > 0) {
+    while ((rc = sg_qw__demo_next(&f.r, &b)) > 0) {
         decode_block(&f.d, &b);
         errors += f.d.err != 0;
         messages += f.d.kind == PL_MESSAGES ? f.d.p.nmsgs : 0;
@@ -692,7 +475,7 @@ static int qw_demo_info(FILE *in, const char *name, FILE *out)
     if (err < 0)
         return err;
     memset(&fa, 0, sizeof(fa));
-    while ((rc = next_block(&f.r, &b)) > 0) {
+    while ((rc = sg_qw__demo_next(&f.r, &b)) > 0) {
         fa.blocks[b.type]++;
         if (!fa.have_time)
             fa.first = b.time;
@@ -749,7 +532,7 @@ static int qw_demo_info(FILE *in, const char *name, FILE *out)
     n = 0;
     for (int t = 0; t < DEM_TYPES; t++)
         if (fa.blocks[t])
-            fprintf(out, "%s%s %" PRIu64, n++ ? ", " : " (", dem_names[t], fa.blocks[t]);
+            fprintf(out, "%s%s %" PRIu64, n++ ? ", " : " (", sg_qw__dem_names[t], fa.blocks[t]);
     fprintf(out, "%s\n", n ? ")" : "");
     fprintf(out, "messages:     %" PRIu64 " (%" PRIu64 " serverdata", fa.messages, fa.serverdata);
     if (fa.hidden)
@@ -784,7 +567,7 @@ static int qw_demo_reencode(FILE *in, const char *name, FILE *outf, FILE *out)
         free(wbuf);
         return err;
     }
-    while ((rc = next_block(&f.r, &b)) > 0) {
+    while ((rc = sg_qw__demo_next(&f.r, &b)) > 0) {
         const uint8_t *data = b.data;
         size_t len = b.len;
         uint8_t lenb[4];
@@ -847,7 +630,7 @@ static const char *const qw_demo_exts[] = {"qwd", "mvd", NULL};
 
 const struct sg_demo_impl sg_qw_demo_impl = {
     .extensions = qw_demo_exts,
-    .probe = qw_demo_probe,
+    .probe = sg_qw__demo_probe,
     .info = qw_demo_info,
     .dump = qw_demo_dump,
     .reencode = qw_demo_reencode,
