@@ -1,11 +1,13 @@
 /*
  * Quake 2 connectionless packets: each named, and what they teach the
  * session (the protocol, the qport and its width, the minor version, the
- * netchan type, zlib, the challenge); and the server's answer to a
- * "status" query read for the route's page.
+ * netchan type, zlib, the challenge); the server's answer to a "status"
+ * query read for the route's page; and the door (what a refused client is
+ * told).
  */
 #include "protocols/q2/session.h"
 
+#include "protocols/door.h"
 #include "protocols/error.h"
 #include "protocols/info.h"
 
@@ -240,4 +242,31 @@ malformed:
     memset(out, 0, sizeof(*out));
     out->players = out->max_players = -1;
     return SG_E_MALFORMED;
+}
+
+/* ---- the door ---- */
+
+size_t sg_q2_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
+{
+    static const char *const texts[] = {
+        "Your IP address is banned from this server.\nConnection refused.\n", NULL};
+
+    if (!sg_q2_is_connect(data, len))
+        return 0;
+    return sg_door_oob_print(out, cap, "print\n", texts, false);
+}
+
+/* Quake 2 (SV_DirectConnect) answers a connect with no free slot so. */
+size_t sg_q2_full_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
+{
+    static const char *const texts[] = {"Server is full.\n", NULL};
+
+    if (!sg_q2_is_connect(data, len) && !sg_door_oob_is(data, len, "getchallenge", false))
+        return 0;
+    return sg_door_oob_print(out, cap, "print\n", texts, false);
+}
+
+bool sg_q2_is_admin(const uint8_t *data, size_t len)
+{
+    return sg_door_oob_is(data, len, "rcon", false);
 }

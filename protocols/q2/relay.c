@@ -16,7 +16,6 @@
 #include "protocols/codec.h"
 #include "protocols/q2/q2.h"
 #include "protocols/byteorder.h"
-#include "protocols/door.h"
 #include "protocols/seqwin.h"
 
 #include <string.h>
@@ -120,31 +119,4 @@ bool sg_q2_client_follows(const union sg_relay_state *rs, const void *state, con
         return false;
     }
     return sg_seqwin_follows(st->seq.have, st->seq.last, sg_le32(d), Q2_SEQ_MASK, why, whylen);
-}
-
-/* ---- the door ---- */
-
-size_t sg_q2_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
-{
-    static const char *const texts[] = {
-        "Your IP address is banned from this server.\nConnection refused.\n", NULL};
-
-    if (!sg_q2_is_connect(data, len))
-        return 0;
-    return sg_door_oob_print(out, cap, "print\n", texts, false);
-}
-
-/* Quake 2 (SV_DirectConnect) answers a connect with no free slot so. */
-size_t sg_q2_full_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
-{
-    static const char *const texts[] = {"Server is full.\n", NULL};
-
-    if (!sg_q2_is_connect(data, len) && !sg_door_oob_is(data, len, "getchallenge", false))
-        return 0;
-    return sg_door_oob_print(out, cap, "print\n", texts, false);
-}
-
-bool sg_q2_is_admin(const uint8_t *data, size_t len)
-{
-    return sg_door_oob_is(data, len, "rcon", false);
 }

@@ -1,6 +1,6 @@
 /*
- * The QuakeWorld codec: the registry entry (relay hooks kept from the
- * relay-only days), the glue that fills the codec table, session create /
+ * The QuakeWorld codec: the registry entry (its relay hooks: relay.c),
+ * the glue that fills the codec table, session create /
  * destroy, decode / encode and QuakeWorld's rules for the filters' view
  * (msglist.c); the session's state: session.h; the inspector's dump:
  * inspect.c.
@@ -17,7 +17,6 @@
 #include "protocols/byteorder.h"
 #include "protocols/codecinfo.h"
 #include "protocols/relinject.h"
-#include "protocols/seqwin.h"
 #include "protocols/error.h"
 #include "protocols/info.h"
 #include "protocols/text.h"
@@ -26,52 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- relay hooks ---- */
-
-static bool qw_is_connect(const uint8_t *d, size_t n)
-{
-    static const char cn[] = "\xff\xff\xff\xff"
-                             "connect 28 ";
-
-    return n >= sizeof(cn) - 1 && memcmp(d, cn, sizeof(cn) - 1) == 0;
-}
-
-/* The relay hooks' state: the client's sequence (NAT rebinding, seqwin.h). */
-struct qw_rs {
-    struct sg_seqwin seq;
-};
-
-_Static_assert(sizeof(struct qw_rs) <= sizeof(union sg_relay_state), "qw_rs fits");
-
-#define QW_SEQ_MASK 0x7fffffffu /* bit 31: the datagram carries reliable data */
-
-static int qw_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, bool learn)
-{
-    struct qw_rs *st = (struct qw_rs *)rs->bytes;
-
-    if (learn && qw_is_connect(d, n))
-        sg_seqwin_reset(&st->seq); /* a new connection: sequences restart */
-    if (n < 10 || sg_le32(d) == 0xffffffffu)
-        return -1;
-    if (learn)
-        sg_seqwin_learn(&st->seq, sg_le32(d), QW_SEQ_MASK);
-    return sg_le16(d + 8);
-}
-
-/* A new port moves the session only with a sequence that continues the client's. */
-static bool qw_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
-                              size_t n, char *why, size_t whylen)
-{
-    const struct qw_rs *st = (const struct qw_rs *)rs->bytes;
-
-    (void)state;
-    if (n < 10 || sg_le32(d) == 0xffffffffu) {
-        snprintf(why, whylen, "not a sequenced datagram");
-        return false;
-    }
-    return sg_seqwin_follows(st->seq.have, st->seq.last, sg_le32(d), QW_SEQ_MASK, why, whylen);
-}
 
 /* ---- state ---- */
 
@@ -456,13 +409,13 @@ extern const struct sg_codec_route_by sg_qw_route_by; /* prx.c */
 const struct sg_codec sg_qw_codec = {
     .name = "qw",
     .description = "QuakeWorld (protocol 28, FTE/MVD extensions): decoded, re-encoded, filtered",
-    .probe = qw_is_connect,
-    .is_connect = qw_is_connect,
+    .probe = sg_qw_is_connect,
+    .is_connect = sg_qw_is_connect,
     .banned_reply = sg_qw_banned_reply,
     .full_reply = sg_qw_full_reply,
     .is_admin = sg_qw_is_admin,
-    .client_qport = qw_client_qport,
-    .client_follows = qw_client_follows,
+    .client_qport = sg_qw_client_qport,
+    .client_follows = sg_qw_client_follows,
     .create = qw_create,
     .destroy = qw_destroy,
     .decode = qw_decode,

@@ -127,6 +127,18 @@ const char *sg_qw_clc_name(int op);
 int sg_qw_header_read(enum sg_dir dir, const uint8_t *data, size_t len, struct sg_qnc_header *h);
 int sg_qw_header_write(const struct sg_qnc_header *h, struct sg_bmsg_writer *w);
 
+/* ---- relay hooks (relay.c) ---- */
+
+/* Is `d` (`n` bytes) a QuakeWorld client's connect (protocol 28)? */
+bool sg_qw_is_connect(const uint8_t *d, size_t n);
+/* The qport of a client's datagram (its sequence learnt with `learn`; a
+ * connect restarts the sequence), or -1 for none. */
+int sg_qw_client_qport(union sg_relay_state *rs, const uint8_t *d, size_t n, bool learn);
+/* Does datagram `d` continue the client's sequence (a NAT rebinding)?  If
+ * not, says why into `why`. */
+bool sg_qw_client_follows(const union sg_relay_state *rs, const void *state, const uint8_t *d,
+                          size_t n, char *why, size_t whylen);
+
 /* ---- connectionless (oob.c) ---- */
 
 /*
