@@ -61,6 +61,14 @@ struct qwc {
 };
 
 /* inspect.c */
+/* Room for `fields` fields and `pmsgs` messages in the parsed lists, and
+ * for each message's view beside them (codec.c): 0 or -ENOMEM. */
+int sg_qw__lists_room(struct qwc *c, uint32_t fields, uint32_t pmsgs);
+/* The codec table's decode and encode (netchan.c). */
+int sg_qw__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
+                  const struct sg_frame **frame);
+int sg_qw__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, void *ctx,
+                  bool *identical);
 int sg_qw__dump(void *state, const struct sg_frame *frame, enum sg_dump_level level, bool json,
                 FILE *out);
 
