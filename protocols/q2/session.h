@@ -190,13 +190,11 @@ struct sg_q2_trans {
 };
 
 
-/* codec.c */
+/* codec.c: the session's life; room for `n` parsed messages (and the
+ * injections after them) in the per-message arrays (0 or -ENOMEM). */
 int sg_q2__create(void **state);
 void sg_q2__destroy(void *state);
-int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
-                  const struct sg_frame **frame);
-int sg_q2__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, void *ctx,
-                  bool *identical);
+int sg_q2__msgs_room(struct q2c *c, uint32_t n);
 const char *sg_q2__describe(void *state);
 
 /* state.c: the level, followed from the messages the client accepted; an
@@ -211,7 +209,13 @@ void sg_q2__level_track(struct level *l, const struct sg_q2_parsed *p, const boo
 int sg_q2__decode_oob(struct q2c *c, enum sg_dir dir);
 void sg_q2__take_name(struct q2c *c, const char *info, size_t len);
 
-/* netchan.c */
+/* netchan.c: the codec table's decode, must_encode and encode; the header
+ * read by the session's rules; a fragmented message's datagrams kept. */
+int sg_q2__decode(void *state, enum sg_dir dir, const uint8_t *data, size_t len,
+                  const struct sg_frame **frame);
+bool sg_q2__must_encode(void *state, const struct sg_frame *frame);
+int sg_q2__encode(void *state, const struct sg_frame *frame, sg_emit_fn emit, void *ctx,
+                  bool *identical);
 int sg_q2__read_header(struct q2c *c, enum sg_dir dir, const uint8_t *d, size_t n, struct sg_qnc_header *h);
 void sg_q2__keep_piece(struct chan *ch, const uint8_t *d, size_t n);
 
