@@ -63,7 +63,9 @@ void sg_route__session_remove(struct sg_route *r, struct sg_session *s)
  * and recording, and the listener answers the new address from now on.
  * A late datagram from the address the session just left goes into the
  * session without moving it back, unless the new address has been quiet
- * for REBIND_QUIET_MS.  Two players behind one NAT have different qports.
+ * for REBIND_QUIET_MS.  Two players behind one NAT have different qports;
+ * where they drew the same one and a datagram continues both streams,
+ * neither session moves.
  *
  * The qport alone is not enough: anyone sending from the player's IP (the
  * same NAT, or a spoofer) could take the session away.  The game's
@@ -96,7 +98,7 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
                                             const uint8_t *data, size_t len, bool *refused)
 {
     char was[SG_ADDR_STRLEN], why[160];
-    struct sg_session *s = sg_table_host_chain(&r->table, from), *no = NULL;
+    struct sg_session *s = sg_table_host_chain(&r->table, from), *no = NULL, *take = NULL;
     uint64_t now = uv_now(r->ctx->loop);
 
     *refused = false;
@@ -120,8 +122,24 @@ struct sg_session *sg_route__session_rebind(struct sg_route *r, const struct soc
             no = s;
             continue;
         }
-
+        if (take) {
+            /* Two players of one host with one qport, and the datagram continues
+             * both streams: which one moved cannot be told, and a wrong guess
+             * would send one player's game to the other.  Neither moves. */
+            snprintf(why, sizeof(why),
+                     "it would continue two sessions of that host with qport %d (sessions %llu "
+                     "and %llu)",
+                     (int)take->qport, (unsigned long long)take->sum.id,
+                     (unsigned long long)s->sum.id);
+            refuse_move(r, take, from, why, now);
+            *refused = true;
+            return NULL;
+        }
+        take = s;
+    }
+    if (take) {
         /* Re-key the session under its new address. */
+        s = take;
         memcpy(&s->prev_client, &s->client, sizeof(s->prev_client));
         sg_table_rekey(&r->table, s, from);
         snprintf(was, sizeof(was), "%s", s->sum.client);

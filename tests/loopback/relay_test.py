@@ -2724,6 +2724,45 @@ def case_qport_forged_q2(h):
                  lambda seq, q: struct.pack('<IIB', seq | 0x80000000, seq, q & 0xff), 200)
 
 
+def case_qport_ambiguous_qw(h):
+    """Two players of one host with the same qport (two clients started in
+    the same second can draw it): a datagram from a third port of the host
+    with that qport and a sequence that continues both streams moves
+    neither session (which player moved cannot be told, and a wrong guess
+    would send one player's game to the other): dropped as a refused move,
+    saying why; both players play on from their own ports."""
+    srv = h.echo(V4)
+    px = h.proxy(args=['-v', '-l', '127.0.0.1:$P0', '-s', srv.addr, '-p', 'qw'])
+    dest = (V4, px.ports[0])
+    a, b = h.client(V4), h.client(V4)
+    qport = 4242
+    roundtrip(a, dest, qw_connect(qport), what='A connect: ')
+    roundtrip(b, dest, qw_connect(qport), what='B connect: ')
+    for k in range(3):
+        roundtrip(a, dest, qw_header(k, qport) + b'a-move', what='A in game: ')
+        roundtrip(b, dest, qw_header(k, qport) + b'b-move', what='B in game: ')
+    check(len(srv.sources()) == 2, 'the server saw %d sources, expected 2' % len(srv.sources()))
+    m = h.client(V4)
+    m.send(qw_header(3, qport) + b'm-move', dest)
+    why = r'refused: it would continue two sessions of that host with qport %d' % qport
+    check(px.wait_for_log(why, 2.0) is not None, 'no "%s" line' % why)
+    expect_silence(m, 0.2, 'the third port')
+    check(not [d for _, _, d in srv.snapshot() if d.endswith(b'm-move')],
+          'the ambiguous datagram reached the server')
+    roundtrip(a, dest, qw_header(3, qport) + b'a-move', what='A after it: ')
+    roundtrip(b, dest, qw_header(3, qport) + b'b-move', what='B after it: ')
+    check(px.count_log(r'client moved from') == 0, 'a session moved')
+    st = stop_ok(px)
+    route = stats_route(st, 'default')
+    check(route['counters']['drops'].get('rebind') == 1,
+          'stats: drops.rebind %r, expected 1' % route['counters']['drops'].get('rebind'))
+    check(len(route['sessions']) == 2, 'stats: %d sessions, expected 2' % len(route['sessions']))
+    check(len(session_for(route, a.port)) == 1 and len(session_for(route, b.port)) == 1,
+          'stats: the sessions are not named after A\'s and B\'s own ports')
+    print('qport %d on two sessions of one host: a third port\'s datagram moved neither'
+          % qport)
+
+
 def case_workers_spread(h):
     """64 clients through `-w 2`: every client keeps one session (one upstream
     source, every echo back: run_concurrent's checks), the sessions spread
