@@ -325,11 +325,71 @@ static void case_full(void)
           memcmp(out + 5, "Server is full.\n", 17) == 0);
 }
 
+/* Every game's status query and master messages in whichever form it gives
+ * them (fixed text or a function): each one whole, and the fixed ones as
+ * the game's servers send them. */
+static void case_status_master(void)
+{
+    static const struct {
+        const char *game, *query, *reply, *heartbeat, *shutdown;
+    } want[] = {
+        {"q3", "\xff\xff\xff\xffgetstatus\n", "\xff\xff\xff\xffstatusResponse\n\\x\\y\n",
+         "\xff\xff\xff\xffheartbeat QuakeArena-1\n", "\xff\xff\xff\xffheartbeat QuakeArena-1\n"},
+        {"qw", "\xff\xff\xff\xffstatus\n", "\xff\xff\xff\xffn\\x\\y\n", NULL, "C\n"},
+        {"q2", "\xff\xff\xff\xffstatus\n", "\xff\xff\xff\xffprint\n\\x\\y\n", NULL,
+         "\xff\xff\xff\xffshutdown"},
+        {"nq", NULL, NULL, "\xff\xff\xff\xffheartbeat DarkPlaces\n", ""},
+    };
+    uint8_t out[256];
+    int n;
+
+    for (int i = 0; sg_codecs[i]; i++) {
+        const struct sg_codec_status *st = sg_codecs[i]->status;
+        const struct sg_codec_master *m = sg_codecs[i]->master;
+        if (st) {
+            CHECKF((st->query != NULL) != (st->query_text != NULL), "%s: one query form",
+                   sg_codecs[i]->name);
+            CHECKF((st->is_reply != NULL) != (st->reply_text != NULL), "%s: one reply form",
+                   sg_codecs[i]->name);
+        }
+        if (m)
+            CHECKF((m->heartbeat != NULL) != (m->heartbeat_text != NULL),
+                   "%s: one heartbeat form", sg_codecs[i]->name);
+    }
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const struct sg_codec *c = sg_codec_find(want[i].game);
+        CHECK(c && c->status && c->master);
+        if (!c || !c->status || !c->master)
+            continue;
+        if (want[i].query) {
+            size_t q = strlen(want[i].query), r = strlen(want[i].reply);
+            n = sg_codec_status_query(c->status, out, sizeof(out));
+            CHECKF(n == (int)q && memcmp(out, want[i].query, q) == 0, "%s: query", c->name);
+            CHECKF(sg_codec_status_query(c->status, out, q - 1) == -ENOSPC, "%s: query room",
+                   c->name);
+            CHECKF(sg_codec_status_is_reply(c->status, (const uint8_t *)want[i].reply, r),
+                   "%s: reply", c->name);
+            CHECKF(!sg_codec_status_is_reply(c->status, (const uint8_t *)want[i].query, 5),
+                   "%s: a query is no reply", c->name);
+        }
+        if (want[i].heartbeat) {
+            size_t h = strlen(want[i].heartbeat);
+            n = sg_codec_heartbeat(c->master, out, sizeof(out), NULL, 0, 1);
+            CHECKF(n == (int)h && memcmp(out, want[i].heartbeat, h) == 0, "%s: heartbeat",
+                   c->name);
+        }
+        n = sg_codec_master_shutdown(c->master, out, sizeof(out));
+        CHECKF(n == (int)strlen(want[i].shutdown) && memcmp(out, want[i].shutdown, (size_t)n) == 0,
+               "%s: shutdown (%d bytes)", c->name, n);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
         {"cidr", case_cidr}, {"until", case_until}, {"bad", case_bad},   {"file", case_file},
         {"list", case_list}, {"games", case_games}, {"full", case_full},
+        {"status_master", case_status_master},
     };
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }
