@@ -1,8 +1,9 @@
 /*
  * The Quake 2 codec's session, shared by its rooms and no one else: the
  * state one session keeps (struct q2c) and what each room offers the
- * others: codec.c (the codec table, decode / encode, the filters' view),
- * oob.c (connectionless packets), netchan.c (headers, fragments),
+ * others: codec.c (the codec table, the session's life), oob.c
+ * (connectionless packets), netchan.c (headers, fragments, decode /
+ * encode),
  * state.c (the level a mid-level recording needs), record.c (.dm2
  * recording), inspect.c (the inspector's dump), capture.c (`slipgate pcap
  * decode`).

@@ -3,7 +3,7 @@
  * the capture decoder behind the codec table (codec.h, struct
  * sg_capture_impl) that `slipgate pcap decode` feeds with each flow.
  *
- * Each flow runs the live codec (codec.c): every datagram is decoded, and
+ * Each flow runs the live codec (netchan.c): every datagram is decoded, and
  * every whole message is rebuilt from its decoded form and compared with
  * the bytes that came, as `reencode always` does live; a rebuild that
  * differs is an error.  Per datagram the rest of one line: the header, what

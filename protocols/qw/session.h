@@ -1,7 +1,7 @@
 /*
- * The QuakeWorld codec's session, shared by codec.c (the codec table,
- * decode / encode, the filters' view) and inspect.c (the inspector's
- * dump), and no one else.
+ * The QuakeWorld codec's session, shared by codec.c (the codec table, the
+ * session's life), netchan.c (decode / encode) and inspect.c (the
+ * inspector's dump), and no one else.
  */
 #ifndef SG_PROTOCOLS_QW_SESSION_H
 #define SG_PROTOCOLS_QW_SESSION_H
