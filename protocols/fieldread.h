@@ -34,7 +34,10 @@ struct sg_fdesc {
     uint8_t kind; /* a bmsg kind, or SG_FK_* */
 };
 
-/* Field *f kept at *k as `name`. */
+/* Field *f kept at *k as `name`, member by member: *f was just stored
+ * member by member, and a whole-struct copy of it (`*k = *f`) reads it back
+ * in wider loads than those stores, which stalls the store forwarding
+ * (measured: nq_bench's decode 390 -> 227 MB/s). */
 static inline void sg_field_keep(struct sg_field *k, const char *name, const struct sg_field *f)
 {
     k->name = name;
