@@ -2557,6 +2557,20 @@ def case_flood_log_bounded(h):
 
 # ------------------------------------------------- NAT rebinding (qport)
 
+def two_players(h, srv, dest, connect, header, qa, qb):
+    """Players A and B of one host (qports qa, qb) connect through `dest` and
+    send three in-game datagrams each (sequences 0-2); the server sees two
+    sources.  Their client sockets."""
+    a, b = h.client(V4), h.client(V4)
+    roundtrip(a, dest, connect(qa), what='A connect: ')
+    roundtrip(b, dest, connect(qb), what='B connect: ')
+    for k in range(3):
+        roundtrip(a, dest, header(k, qa) + b'a-move', what='A in game: ')
+        roundtrip(b, dest, header(k, qb) + b'b-move', what='B in game: ')
+    check(len(srv.sources()) == 2, 'the server saw %d sources, expected 2' % len(srv.sources()))
+    return a, b
+
+
 def qport_rebind(h, protocol, connect, header, qports):
     """Clients that change source port mid-game keep their session when
     their datagrams carry the same qport (header(seq, qport) builds one);
@@ -2565,14 +2579,8 @@ def qport_rebind(h, protocol, connect, header, qports):
     px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr]
                  + (['-p', protocol] if protocol != 'auto' else []))
     dest = (V4, px.ports[0])
-    a1, b = h.client(V4), h.client(V4)
     qa, qb = qports
-    roundtrip(a1, dest, connect(qa), what='A connect: ')
-    roundtrip(b, dest, connect(qb), what='B connect: ')
-    for k in range(3):
-        roundtrip(a1, dest, header(k, qa) + b'a-move', what='A in game: ')
-        roundtrip(b, dest, header(k, qb) + b'b-move', what='B in game: ')
-    check(len(srv.sources()) == 2, 'the server saw %d sources, expected 2' % len(srv.sources()))
+    a1, b = two_players(h, srv, dest, connect, header, qa, qb)
     up_a = {src for _, src, d in srv.snapshot() if d.endswith(b'a-move')}
 
     # A's NAT picks a new port: same host, same qport.
@@ -2734,14 +2742,8 @@ def case_qport_ambiguous_qw(h):
     srv = h.echo(V4)
     px = h.proxy(args=['-v', '-l', '127.0.0.1:$P0', '-s', srv.addr, '-p', 'qw'])
     dest = (V4, px.ports[0])
-    a, b = h.client(V4), h.client(V4)
     qport = 4242
-    roundtrip(a, dest, qw_connect(qport), what='A connect: ')
-    roundtrip(b, dest, qw_connect(qport), what='B connect: ')
-    for k in range(3):
-        roundtrip(a, dest, qw_header(k, qport) + b'a-move', what='A in game: ')
-        roundtrip(b, dest, qw_header(k, qport) + b'b-move', what='B in game: ')
-    check(len(srv.sources()) == 2, 'the server saw %d sources, expected 2' % len(srv.sources()))
+    a, b = two_players(h, srv, dest, qw_connect, qw_header, qport, qport)
     m = h.client(V4)
     m.send(qw_header(3, qport) + b'm-move', dest)
     why = r'refused: it would continue two sessions of that host with qport %d' % qport
