@@ -97,6 +97,19 @@ size_t sg_addr_host_key(const struct sockaddr *sa, unsigned char key[16])
     return 0;
 }
 
+size_t sg_addr_source_key(const struct sockaddr *sa, int prefix6, unsigned char key[16])
+{
+    size_t n = sg_addr_host_key(sa, key);
+
+    if (n == 16 && prefix6 >= 0 && prefix6 < 128) {
+        size_t whole = (size_t)prefix6 / 8;
+        if (prefix6 % 8)
+            key[whole++] &= (unsigned char)(0xffu << (8 - prefix6 % 8));
+        memset(key + whole, 0, 16 - whole);
+    }
+    return n;
+}
+
 int sg_addr_resolve(uv_loop_t *loop, const char *spec, bool passive, struct sockaddr_storage *out,
                     char *why, size_t whycap)
 {

@@ -32,6 +32,14 @@ bool sg_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
  * 4 bytes for IPv4 and IPv4-mapped IPv6, 16 for IPv6.  Returns the length.
  */
 size_t sg_addr_host_key(const struct sockaddr *sa, unsigned char key[16]);
+/*
+ * The bytes that identify a source for the per-source limits: as
+ * sg_addr_host_key, but an IPv6 address (not IPv4-mapped) is cut to its
+ * first `prefix6` bits (the rest zero), since one IPv6 host commonly holds
+ * a whole /64 and could otherwise change address at will.  Returns the
+ * length (4 or 16; 0 for an unknown family).
+ */
+size_t sg_addr_source_key(const struct sockaddr *sa, int prefix6, unsigned char key[16]);
 
 /*
  * Resolve "host:port" (the config's ADDR syntax; "*" or empty host means the

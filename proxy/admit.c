@@ -77,7 +77,7 @@ void sg_admit_slot_give(struct sg_route *r)
 static bool rate_allow(struct sg_route *r, const struct sockaddr *sa)
 {
     unsigned char key[16];
-    size_t keylen = sg_addr_host_key(sa, key);
+    size_t keylen = sg_addr_source_key(sa, (int)r->conf.source_prefix_v6, key);
     double rate = (double)r->conf.new_sessions_per_source;
     uint64_t now = uv_now(r->ctx->loop);
     unsigned char h[crypto_shorthash_BYTES];
@@ -160,9 +160,10 @@ void sg_admit_warn_session_limit(struct sg_route *r, uint64_t n, const char *las
 void sg_admit_warn_rate_limit(struct sg_route *r, uint64_t n, const char *last)
 {
     sg_log(r->ctx->log, SG_LOG_WARN, r->conf.name, 0,
-           "new-session rate limit (%lld per second per source): %llu datagram(s) from new "
-           "clients dropped%s%s",
-           (long long)r->conf.new_sessions_per_source, (unsigned long long)n,
+           "new-session rate limit (%lld per second per source, an IPv6 source being its "
+           "/%lld): %llu datagram(s) from new clients dropped%s%s",
+           (long long)r->conf.new_sessions_per_source, (long long)r->conf.source_prefix_v6,
+           (unsigned long long)n,
            last ? "; the last from " : "", last ? last : "");
 }
 

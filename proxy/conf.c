@@ -436,6 +436,14 @@ static const struct sg_conf_directive route_directives[] = {
      .max = 1000000,
      .argname = "N",
      .help = "new sessions per second one source IP may open (default 10)"},
+    {.name = "source_prefix_v6",
+     .type = SG_CONF_INT,
+     .offset = offsetof(struct sg_route_conf, source_prefix_v6),
+     .min = 32,
+     .max = 128,
+     .argname = "BITS",
+     .help = "the per-source limits count an IPv6 source by its first BITS bits: one "
+             "host commonly holds a whole /64 (default 64; 128: each address)"},
     {.name = "socket_buffer",
      .type = SG_CONF_SIZE,
      .offset = offsetof(struct sg_route_conf, socket_buffer),
@@ -634,6 +642,7 @@ static void route_defaults(struct sg_route_conf *rc)
     rc->handshake_timeout_ms = 5000;
     rc->max_sessions = 1024;
     rc->new_sessions_per_source = 10;
+    rc->source_prefix_v6 = 64;
     rc->nq_accept_low = 1024;
     rc->nq_accept_high = 65535;
     rc->anonymize = -1; /* the top level's */

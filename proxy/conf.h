@@ -70,6 +70,7 @@ struct sg_route_conf {
     int64_t handshake_timeout_ms; /* a session not yet established ends after this long */
     int64_t max_sessions;
     int64_t new_sessions_per_source; /* per second, per source IP */
+    int64_t source_prefix_v6;        /* an IPv6 source is its first this many bits */
     int64_t socket_buffer;           /* listener's SO_RCVBUF/SO_SNDBUF; 0 = the system's */
     int reencode;                    /* enum sg_reencode */
     int undecodable;                 /* enum sg_undecodable */

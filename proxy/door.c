@@ -8,7 +8,8 @@
  *     "banned" answer goes back when the game has one (codec hook
  *     banned_reply), never longer than what the client sent and at most
  *     once a second per address (and SG_DOOR_REPLIES a second per route),
- *     so slipgate amplifies nothing; one log line per address a minute;
+ *     so slipgate amplifies nothing; one log line per address a minute
+ *     (an IPv6 address: per source_prefix_v6 prefix, as every per-source limit);
  *   - while the proxy drains (SIGTERM with drain_timeout), a new client's
  *     first handshake datagrams get the game's "server is full" answer
  *     (codec hook full_reply) under the same rules (sg_route__door_draining);
@@ -49,16 +50,25 @@ static size_t seen_slot(const struct sg_route *r, const uint8_t key[16])
     return (size_t)(h ^ (h >> 29)) & (SG_DOOR_SEEN - 1);
 }
 
-/* The address's entry (a colliding older one is taken over), or NULL without memory. */
+/* The source's entry (a colliding older one is taken over), or NULL without memory. */
 static struct sg_door_seen *seen(struct sg_route *r, const struct sockaddr *from)
 {
     struct sg_door_seen *e;
-    uint8_t key[16];
+    uint8_t key[16] = {0};
+    size_t n;
 
     if (!r->door_seen && !(r->door_seen = calloc(SG_DOOR_SEEN, sizeof(*r->door_seen))))
         return NULL;
-    if (!sg_ban_addr_key(from, key))
+    /* an IPv6 source is its prefix (source_prefix_v6): a banned /64 that
+     * changes address at will still gets one answer a second and one log
+     * line a minute; IPv4 in its mapped form, apart from every IPv6 key */
+    if ((n = sg_addr_source_key(from, (int)r->conf.source_prefix_v6, key)) == 0)
         return NULL;
+    if (n == 4) {
+        memmove(key + 12, key, 4);
+        memset(key, 0, 4);
+        key[10] = key[11] = 0xff;
+    }
     e = &r->door_seen[seen_slot(r, key)];
     if (!e->used || memcmp(e->key, key, 16) != 0) {
         memset(e, 0, sizeof(*e));

@@ -363,7 +363,7 @@ static struct sg_rb_source *rb_source(struct sg_route *r, const struct sockaddr 
                                       uint64_t now)
 {
     unsigned char key[16], h[crypto_shorthash_BYTES];
-    size_t keylen = sg_addr_host_key(from, key), start;
+    size_t keylen = sg_addr_source_key(from, (int)r->conf.source_prefix_v6, key), start;
     struct sg_rb_source *victim = NULL;
 
     crypto_shorthash(h, key, keylen, r->hash_key);
@@ -1613,6 +1613,7 @@ int sg_route_update(struct sg_route *r, const struct sg_route_conf *rc)
     r->conf.handshake_timeout_ms = rc->handshake_timeout_ms;
     r->conf.max_sessions = rc->max_sessions;
     r->conf.new_sessions_per_source = rc->new_sessions_per_source;
+    r->conf.source_prefix_v6 = rc->source_prefix_v6;
     r->conf.ready_probe = rc->ready_probe; /* readiness probe */
     r->conf.ready_probe_timeout_ms = rc->ready_probe_timeout_ms;
     r->conf.page_probe = rc->page_probe;

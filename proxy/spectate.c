@@ -337,7 +337,7 @@ static struct sg_spect_bucket *bucket_of(struct sg_spectate *sp, const struct so
                                          uint64_t now)
 {
     unsigned char key[16], h[crypto_shorthash_BYTES];
-    size_t n = sg_addr_host_key(from, key);
+    size_t n = sg_addr_source_key(from, sp->prefix6, key);
     struct sg_spect_bucket *b;
     uint64_t who;
 
@@ -644,6 +644,7 @@ int sg_spectate_update(struct sg_spectate *sp, const struct sg_route_conf *rc)
         sp->password = pw;
     }
     sp->max = rc->max_spectators;
+    sp->prefix6 = (int)rc->source_prefix_v6;
     sg_log(sp->owner.ctx->log, SG_LOG_INFO, sp->owner.name, 0,
            "spectators reloaded: %lld at most, %s (%zu watching stay)", (long long)sp->max,
            sp->password ? "password" : "no password", sp->n);
@@ -668,6 +669,7 @@ int sg_spectate_create(const struct sg_spectate_owner *owner, const struct sg_co
     sp->max = rc->max_spectators;
     sp->timeout_ms = rc->idle_timeout_ms;
     sp->delay_ms = rc->spectate_delay_ms;
+    sp->prefix6 = (int)rc->source_prefix_v6;
     randombytes_buf(sp->key, sizeof(sp->key));
     if (rc->spectate_password && !(sp->password = strdup(rc->spectate_password))) {
         free(sp);

@@ -85,6 +85,7 @@ struct sg_spectate {
     char *password;               /* `spectate_password`, or NULL */
     int64_t max, timeout_ms;
     int64_t delay_ms;                /* spectate_delay: 0 live */
+    int prefix6;                     /* source_prefix_v6: the buckets' IPv6 sources */
     struct sg_spect_delayq *delayqs; /* with a delay: every decoding session's stream, kept */
     unsigned char key[16];           /* the challenges it gives: a keyed hash of the address */
     uint64_t left[16];               /* sessions whose player left (a ring): never watched again */
@@ -98,8 +99,9 @@ struct sg_spectate {
      * up in one line when the window ends (a flood must not flood the log) */
     uint64_t refusals_since_ms, refusals_quiet;
     unsigned refusals_logged;
-    /* handshake answers per source address (IP, any port) in the current
-     * second, by a keyed hash of the address (SG_SPECT_HELLO_PER_SECOND) */
+    /* handshake answers per source address (IP, any port; IPv6 by its
+     * first `prefix6` bits) in the current second, by a keyed hash of the
+     * address (SG_SPECT_HELLO_PER_SECOND) */
     struct sg_spect_bucket {
         uint64_t since_ms;
         uint32_t n;

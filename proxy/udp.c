@@ -225,10 +225,12 @@ int sg_udp_bind_shared(const struct sockaddr *local)
  * The reuseport group's socket for a datagram, from its source address
  * alone (classic BPF; man 7 socket, SO_ATTACH_REUSEPORT_CBPF).  The program
  * runs with the packet's data at the UDP payload; the IP header is read
- * through SKF_NET_OFF.  The source address (IPv4: 4 bytes at 12; IPv6: 16
- * at 8, folded by XOR into one word) is mixed (xor-shift, multiply,
- * xor-shift) and taken modulo the number of sockets.  Anything else returns
- * an index past the group, and the kernel picks by its own hash.
+ * through SKF_NET_OFF.  The source address (IPv4: 4 bytes at 12; IPv6: its
+ * first 8 bytes at 8, the /64, folded by XOR into one word, so that the
+ * addresses of one /64 share a loop as they share a per-source limit) is
+ * mixed (xor-shift, multiply, xor-shift) and taken modulo the number of
+ * sockets.  Anything else returns an index past the group, and the kernel
+ * picks by its own hash.
  */
 int sg_udp_steer_by_source(int fd, unsigned n)
 {
@@ -237,29 +239,23 @@ int sg_udp_steer_by_source(int fd, unsigned n)
         /* 0 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, NET(0)),
         /* 1 */ BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, 4),
         /* 2 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6, 3, 0),  /* IPv6: to 6 */
-        /* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 4, 0, 21), /* not IPv4: to 25 */
+        /* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 4, 0, 15), /* not IPv4: to 19 */
         /* 4 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, NET(12)),
-        /* 5 */ BPF_JUMP(BPF_JMP | BPF_JA, 10, 0, 0), /* to 16 */
+        /* 5 */ BPF_JUMP(BPF_JMP | BPF_JA, 4, 0, 0), /* to 10 */
         /* 6 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, NET(8)),
         /* 7 */ BPF_STMT(BPF_MISC | BPF_TAX, 0),
         /* 8 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, NET(12)),
         /* 9 */ BPF_STMT(BPF_ALU | BPF_XOR | BPF_X, 0),
         /* 10 */ BPF_STMT(BPF_MISC | BPF_TAX, 0),
-        /* 11 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, NET(16)),
+        /* 11 */ BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, 16),
         /* 12 */ BPF_STMT(BPF_ALU | BPF_XOR | BPF_X, 0),
-        /* 13 */ BPF_STMT(BPF_MISC | BPF_TAX, 0),
-        /* 14 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, NET(20)),
-        /* 15 */ BPF_STMT(BPF_ALU | BPF_XOR | BPF_X, 0),
-        /* 16 */ BPF_STMT(BPF_MISC | BPF_TAX, 0),
-        /* 17 */ BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, 16),
-        /* 18 */ BPF_STMT(BPF_ALU | BPF_XOR | BPF_X, 0),
-        /* 19 */ BPF_STMT(BPF_ALU | BPF_MUL | BPF_K, 0x45d9f3b),
-        /* 20 */ BPF_STMT(BPF_MISC | BPF_TAX, 0),
-        /* 21 */ BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, 16),
-        /* 22 */ BPF_STMT(BPF_ALU | BPF_XOR | BPF_X, 0),
-        /* 23 */ BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, n),
-        /* 24 */ BPF_STMT(BPF_RET | BPF_A, 0),
-        /* 25 */ BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),
+        /* 13 */ BPF_STMT(BPF_ALU | BPF_MUL | BPF_K, 0x45d9f3b),
+        /* 14 */ BPF_STMT(BPF_MISC | BPF_TAX, 0),
+        /* 15 */ BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, 16),
+        /* 16 */ BPF_STMT(BPF_ALU | BPF_XOR | BPF_X, 0),
+        /* 17 */ BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, n),
+        /* 18 */ BPF_STMT(BPF_RET | BPF_A, 0),
+        /* 19 */ BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),
     };
 #undef NET
     struct sock_fprog prog = {.len = (unsigned short)(sizeof(code) / sizeof(code[0])),

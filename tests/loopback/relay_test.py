@@ -684,7 +684,7 @@ def case_rate_warning(h):
     for c in clients:
         c.send(b'x', dest)
     ok = sum(1 for c in clients if c.recv_one(0.3) is not None)
-    rx = r'(?i)warn\b.*\[rw\].*new-session rate limit \(3 per second per source\)'
+    rx = r'(?i)warn\b.*\[rw\].*new-session rate limit \(3 per second per source[,)]'
     check(px.wait_for_log(rx, 1.0) is not None, 'no rate limit warning')
     check(px.count_log(rx) == 1, '%d rate limit warnings, expected 1 (rate-limited)'
           % px.count_log(rx))
@@ -2836,17 +2836,18 @@ def case_workers_rebind(h):
 def case_workers_rebind_v6(h):
     """The same over IPv6 (the steering program's other branch): 4 players
     on [::1] change port 8 times each under `-w 4` and keep their session,
-    on the loop the steering function names for ::1 (2 of 4, not 0: a
-    program that failed to read the address would give 0)."""
+    on the loop the steering function names for ::1 (its /64 is zero: loop
+    0; that the branch reads the /64 is shown by source_test.py's
+    source_prefix_v6, whose two /64s steer to two loops)."""
     require_ipv6()
     workers_rebind(h, V6, [V6] * 4, both_loops=False, nworkers=4)
 
 
 def steer_worker(host, n):
     """The loop slipgate's steering program (proxy/udp.c) picks for a client
-    address among n: the address (IPv6: its four words XORed) mixed by
-    xor-shift 16, multiply by 0x45d9f3b, xor-shift 16, modulo n."""
-    a = socket.inet_pton(socket.AF_INET6 if ':' in host else socket.AF_INET, host)
+    address among n: the address (IPv6: the two words of its /64 XORed)
+    mixed by xor-shift 16, multiply by 0x45d9f3b, xor-shift 16, modulo n."""
+    a = socket.inet_pton(socket.AF_INET6 if ':' in host else socket.AF_INET, host)[:8]
     x = 0
     for i in range(0, len(a), 4):
         x ^= int.from_bytes(a[i:i + 4], 'big')

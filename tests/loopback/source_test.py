@@ -17,8 +17,8 @@ import sys
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import V4, V6, check, main, require_ipv6  # noqa: E402
-from relay_test import roundtrip, route_block, stop_ok  # noqa: E402
+from harness import V4, V6, check, main, parse_hostport, require_ipv6  # noqa: E402
+from relay_test import roundtrip, route_block, stats_route, steer_worker, stop_ok  # noqa: E402
 
 
 def read(path):
@@ -170,6 +170,77 @@ def case_upstream_source_bad(h):
           % server_hosts(srv, c))
     stop_ok(px)
     print('bad addresses refused by file, line and column; the reload kept 127.0.0.2')
+
+
+V6_NET1 = ['2001:db8:1:1::%x' % i for i in range(1, 7)]  # one /64
+V6_NET2 = '2001:db8:1:2::1'                              # the next /64
+
+
+def in_netns(case):
+    """Run `case` again in a user and network namespace of its own (unshare
+    -rn), with lo up; True here when this is that run."""
+    if os.environ.get('SG_IN_NETNS') == '1':
+        subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True, timeout=5)
+        return True
+    unshare, ip = shutil.which('unshare'), shutil.which('ip')
+    check(unshare and ip, 'needs unshare and ip (util-linux, iproute2)')
+    env = dict(os.environ, SG_IN_NETNS='1')
+    r = subprocess.run([unshare, '-rn', sys.executable, os.path.abspath(__file__), case],
+                       env=env, timeout=50)
+    check(r.returncode == 0, 'the case in its network namespace failed (%d)' % r.returncode)
+    return False
+
+
+def first_contacts(h, hosts, dest):
+    """One new client from each host sends one datagram; the hosts answered."""
+    clients = [h.client(a) for a in hosts]
+    for c in clients:
+        c.send(('from %s' % c.host).encode(), dest)
+    return [c.host for c in clients if c.recv_one(0.5) is not None]
+
+
+def case_source_prefix_v6(h):
+    """One IPv6 host commonly holds a whole /64: the per-source limit counts
+    an IPv6 source by its /64.  In a network namespace with six addresses
+    of one /64 and one of the next on lo, `new_sessions_per_source 2` lets
+    two of the six open a session in the same second (on two worker loops
+    together: the loops steer a /64 to one of them; each address to its own
+    loop would let four in), and the other /64 its own, each /64 on the
+    loop the steering program names for it (the two /64s on two loops);
+    with `source_prefix_v6 128` all six open theirs."""
+    if not in_netns('source_prefix_v6'):
+        return
+    for a in V6_NET1 + [V6_NET2]:
+        subprocess.run(['ip', '-6', 'addr', 'add', a + '/128', 'dev', 'lo', 'nodad'],
+                       check=True, timeout=5)
+    srv = h.echo(V6)
+    px = h.proxy(config='workers 2\n' + route_block('p64', '[::1]:$P0', srv.addr,
+                                                     new_sessions_per_source=2, max_sessions=100))
+    dest = (V6, px.ports[0])
+    got = first_contacts(h, V6_NET1, dest)
+    check(len(got) == 2, 'one /64, 2 new sessions a second: %d of 6 opened (%r)'
+          % (len(got), got))
+    other = first_contacts(h, [V6_NET2], dest)
+    check(other == [V6_NET2], 'the next /64 was refused too: %r' % other)
+    st = stop_ok(px)
+    r = stats_route(st, 'p64')
+    rl = r['counters']['drops']['rate_limit']
+    check(rl == 4, 'drops.rate_limit %r, expected 4' % rl)
+    # Worker w of 2 numbers its sessions w+1, w+3, ...
+    loops = {}
+    for x in r.get('sessions') or []:
+        a = parse_hostport(x['client'])[0]
+        loops[a] = ((x['id'] - 1) % 2, steer_worker(a, 2))
+    check(len(loops) == 3 and all(on == want for on, want in loops.values())
+          and len({want for _, want in loops.values()}) == 2,
+          'sessions by address, (loop, steered to): %r' % loops)
+    px2 = h.proxy(config=route_block('p128', '[::1]:$P0', srv.addr, new_sessions_per_source=2,
+                                     max_sessions=100, source_prefix_v6=128), name='p128')
+    each = first_contacts(h, V6_NET1, (V6, px2.ports[0]))
+    check(len(each) == 6, 'source_prefix_v6 128: %d of 6 addresses opened a session (%r)'
+          % (len(each), each))
+    stop_ok(px2)
+    print('one /64: 2 of 6 in a second, the next /64 its own; with /128: 6 of 6')
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith('case_')}

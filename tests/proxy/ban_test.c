@@ -1,6 +1,8 @@
 /*
- * proxy/ban.c: the rule parser, the ban file reader and the CIDR matcher.
+ * proxy/ban.c: the rule parser, the ban file reader and the CIDR matcher;
+ * and proxy/addr.c's source key, the other prefix the proxy cuts addresses to.
  */
+#include "proxy/addr.h"
 #include "proxy/ban.h"
 
 #include "protocols/codec.h"
@@ -384,12 +386,49 @@ static void case_status_master(void)
     }
 }
 
+/* The per-source limits' key: IPv4 (and IPv4-mapped) whole, IPv6 cut to its prefix. */
+static void case_source_key(void)
+{
+    static const struct {
+        const char *a, *b;
+        int prefix;
+        bool same;
+    } t[] = {
+        {"2001:db8:1:2::1", "2001:db8:1:2:ffff:eeee:dddd:cccc", 64, true},
+        {"2001:db8:1:2::1", "2001:db8:1:3::1", 64, false},
+        {"2001:db8:1:2::1", "2001:db8:1:3::1", 56, true},
+        {"2001:db8:1:2::1", "2001:db8:1:102::1", 56, false},
+        {"2001:db8:1:2::1", "2001:db8:1:f::1", 60, true}, /* a nibble: byte 7 cut in half */
+        {"2001:db8:1:2::1", "2001:db8:1:12::1", 60, false},
+        {"2001:db8:1:2::1", "2001:db8:1:2::2", 128, false},
+        {"2001:db8:1:2::1", "2001:db8:1:2::1", 128, true},
+        {"::ffff:10.0.0.1", "::ffff:10.0.0.2", 64, false}, /* IPv4-mapped: one address */
+    };
+    unsigned char ka[16], kb[16];
+
+    for (size_t i = 0; i < UNIT_COUNT(t); i++) {
+        struct sockaddr_storage a = v6(t[i].a), b = v6(t[i].b);
+        size_t na = sg_addr_source_key((struct sockaddr *)&a, t[i].prefix, ka);
+        size_t nb = sg_addr_source_key((struct sockaddr *)&b, t[i].prefix, kb);
+        bool same = na == nb && memcmp(ka, kb, na) == 0;
+        CHECKF(same == t[i].same, "%s ~ %s /%d: %s", t[i].a, t[i].b, t[i].prefix,
+               same ? "one source" : "two sources");
+    }
+    /* The key is the prefix itself, the rest zero; IPv4 is its 4 bytes. */
+    struct sockaddr_storage a = v6("2001:db8:1:2:3:4:5:6"), b = v4("10.1.2.3");
+    static const unsigned char want[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2};
+    CHECK(sg_addr_source_key((struct sockaddr *)&a, 64, ka) == 16);
+    CHECK(memcmp(ka, want, 16) == 0);
+    CHECK(sg_addr_source_key((struct sockaddr *)&b, 64, kb) == 4);
+    CHECK(kb[0] == 10 && kb[1] == 1 && kb[2] == 2 && kb[3] == 3);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_case cases[] = {
         {"cidr", case_cidr}, {"until", case_until}, {"bad", case_bad},   {"file", case_file},
         {"list", case_list}, {"games", case_games}, {"full", case_full},
-        {"status_master", case_status_master},
+        {"status_master", case_status_master}, {"source_key", case_source_key},
     };
     return unit_main(argc, argv, cases, UNIT_COUNT(cases), NULL, NULL);
 }
