@@ -73,10 +73,11 @@ size_t sg_nq_banned_reply(const uint8_t *data, size_t len, uint8_t *out, size_t 
     return reject(texts, out, cap);
 }
 
-/* NetQuake (net_dgrm.c) rejects a connect request with no free slot so. */
+/* NetQuake (net_dgrm.c) rejects a connect request with no free slot so;
+ * a plain 12-byte request (the answer is never longer) gets "Full.". */
 size_t sg_nq_full_reply(const uint8_t *data, size_t len, uint8_t *out, size_t cap)
 {
-    static const char *const texts[] = {"Server is full.\n", NULL};
+    static const char *const texts[] = {"Server is full.\n", "Full.\n", NULL};
 
     if (!sg_nq_is_connect_request(data, len))
         return 0;

@@ -17,10 +17,12 @@ slipgate binary ($SLIPGATE) between an echo server and scripted clients on
                       gets nothing (counted as drops.shutdown), /metrics'
                       slipgate_draining goes from 0 to 1, and once the
                       session ends (idle_timeout) slipgate exits 0 by itself
-    drain_full_reply  draining, with a Quake 3 and a QuakeWorld route: a new
-                      Quake 3 client's getchallenge gets ioquake3's
-                      "print\nServer is full.\n", a new QuakeWorld client's
-                      connect mvdsv's 'n' print "server is full"; a second
+    drain_full_reply  draining, with a Quake 3, a QuakeWorld and a NetQuake
+                      route: a new Quake 3 client's getchallenge gets
+                      ioquake3's "print\nServer is full.\n", a new QuakeWorld
+                      client's connect mvdsv's 'n' print "server is full", a
+                      NetQuake connect request a CCREP_REJECT "Full." as
+                      long as itself; a second
                       datagram within the second gets nothing, nor does one
                       shorter than the answer; all counted as
                       drops.shutdown; the live session keeps working
@@ -220,6 +222,8 @@ def case_drain_session(h):
 OOB = b'\xff\xff\xff\xff'
 Q3_FULL = OOB + b'print\nServer is full.\n'
 QW_FULL = OOB + b'n\nserver is full\n\n'
+NQ_CONNECT = b'\x80\x00\x00\x0c\x01QUAKE\x00\x03'  # CCREQ_CONNECT, protocol 3
+NQ_FULL = b'\x80\x00\x00\x0c\x82Full.\n\x00'     # CCREP_REJECT, as long as the request
 
 
 def silent(c, what, timeout=0.3):
@@ -232,11 +236,12 @@ def case_drain_full_reply(h):
     conf = ('http 127.0.0.1:$P0\ndrain_timeout 20s\n'
             'route q3 {\n    listen 127.0.0.1:$P1\n    server %s\n    protocol q3\n}\n'
             'route qw {\n    listen 127.0.0.1:$P2\n    server %s\n    protocol qw\n}\n'
-            % (srv.addr, srv.addr))
+            'route nq {\n    listen 127.0.0.1:$P3\n    server %s\n    protocol nq\n}\n'
+            % (srv.addr, srv.addr, srv.addr))
     px = h.proxy(conf)
     px.http = px.ports[0]
     px.wait_for_log(r'http: serving on', 5)
-    q3, qw = (V4, px.ports[1]), (V4, px.ports[2])
+    q3, qw, nq = (V4, px.ports[1]), (V4, px.ports[2]), (V4, px.ports[3])
     live = h.client(V4)
     live.send(b'hello 0', q3)
     got = live.recv_one(2.0)
@@ -267,6 +272,13 @@ def case_drain_full_reply(h):
     w.send(OOB + b'connect 28 1234 5678 "\\name\\player"\n', qw)
     silent(w, 'a second QuakeWorld connect within the second')
 
+    # NetQuake: a plain connect request gets a reject as long as itself.
+    q = h.client(V4)
+    q.send(NQ_CONNECT, nq)
+    got = q.recv_one(1.0)
+    check(got is not None and got[0] == NQ_FULL and got[1] == nq,
+          'NetQuake connect while draining: expected %r from %r, got %r' % (NQ_FULL, nq, got))
+
     # The live session goes on.
     for i in range(1, 4):
         live.send(b'hello %d' % i, q3)
@@ -280,11 +292,11 @@ def case_drain_full_reply(h):
     st = px.stats()
     drops = {r['name']: r.get('counters', {}).get('drops', {}).get('shutdown', 0)
              for r in st['routes']}
-    check(drops.get('q3', 0) >= 3 and drops.get('qw', 0) >= 2,
-          'drops.shutdown %r, expected at least 3 (q3) and 2 (qw)' % drops)
+    check(drops.get('q3', 0) >= 3 and drops.get('qw', 0) >= 2 and drops.get('nq', 0) >= 1,
+          'drops.shutdown %r, expected at least 3 (q3), 2 (qw) and 1 (nq)' % drops)
     check(sum(r['sessions_total'] for r in st['routes']) == 1,
           'sessions_total %r: a newcomer got a session' % [r['sessions_total'] for r in st['routes']])
-    print('Quake 3 and QuakeWorld newcomers answered once; drops.shutdown %r' % drops)
+    print('Quake 3, QuakeWorld and NetQuake newcomers answered once; drops.shutdown %r' % drops)
 
 
 def case_ready_probe(h):

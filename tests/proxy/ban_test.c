@@ -317,8 +317,11 @@ static void case_full(void)
     n = q2->full_reply(q2c, sizeof(q2c) - 1, out, sizeof(q2c) - 1);
     CHECK(n == sizeof(q3full) - 1 && memcmp(out, q3full, n) == 0);
     /* NetQuake: CCREP_REJECT "Server is full.\n" (22 bytes) is longer than a
-     * 12-byte CCREQ_CONNECT, so a plain connect gets silence. */
-    CHECK(nq->full_reply(nqc, sizeof(nqc), out, sizeof(nqc)) == 0);
+     * 12-byte CCREQ_CONNECT, so a plain connect gets the short "Full.\n";
+     * a longer one (a ProQuake connect) the whole text. */
+    n = nq->full_reply(nqc, sizeof(nqc), out, sizeof(nqc));
+    CHECK(n == 12 && memcmp(out, "\x80\x00\x00\x0c\x82" "Full.\n", 12) == 0);
+    CHECK(nq->full_reply(nqc, sizeof(nqc), out, sizeof(nqc) - 1) == 0);
     memset(big, 0, sizeof(big));
     memcpy(big, nqc, sizeof(nqc));
     big[3] = sizeof(big);
