@@ -991,7 +991,9 @@ static void on_sweep(uv_timer_t *t)
         next = s->next;
         if (s->closing)
             continue;
-        if (now - s->last_active >= (uint64_t)r->conf.idle_timeout_ms)
+        if (s->left_ms && now - s->left_ms >= SG_SESSION_LEFT_MS)
+            sg_session_close(s, "client left");
+        else if (now - s->last_active >= (uint64_t)r->conf.idle_timeout_ms)
             sg_session_close(s, "idle");
         else if (s->stage != SG_STAGE_ESTABLISHED &&
                  now - s->created >= (uint64_t)r->conf.handshake_timeout_ms)

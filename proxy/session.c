@@ -664,6 +664,11 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
         f = &s->raw_frame;
     }
 
+    /* The client leaves (its disconnect, every copy): the route's sweep ends
+     * the session SG_SESSION_LEFT_MS later, unless the client says more. */
+    if (dir == SG_DIR_C2S)
+        s->left_ms = f && f->disconnect ? (s->left_ms ? s->left_ms : now_ms) : 0;
+
     /* Muted (HTTP API): the client's chat never reaches the server. */
     if (s->muted && dir == SG_DIR_C2S && !sent && s->codec && s->codec->drop_msg &&
         f->kind == SG_FRAME_MESSAGE) {

@@ -81,6 +81,10 @@ enum sg_session_stage {
 
 /* A warning repeated at most once per SG_WARN_INTERVAL_MS, with a count. */
 #define SG_WARN_INTERVAL_MS 10000
+/* A session whose client left (its disconnect decoded, nothing from it
+ * since) ends this long after, not at idle_timeout: the server's last
+ * words still reach the client, a reconnect from the same port keeps it. */
+#define SG_SESSION_LEFT_MS 1000
 struct sg_warn_limit {
     bool logged;      /* a warning went out */
     uint64_t last_ms; /* uv_now() when it did */
@@ -222,6 +226,7 @@ struct sg_session {
     struct sockaddr_storage server; /* the server this session talks to */
     struct sg_udp upstream; /* connected to `server` */
     uint64_t last_active;   /* uv_now() of the last datagram either way */
+    uint64_t left_ms;       /* uv_now() of the client's decoded disconnect; 0: none since */
     uint64_t created;       /* uv_now() when it started */
     enum sg_session_stage stage;
     struct sg_session *wprev, *wnext; /* the route's waiting list of its stage (not ESTABLISHED) */

@@ -2633,6 +2633,49 @@ def qw_header(seq, qport):
     return struct.pack('<IIH', seq, seq, qport)
 
 
+def case_client_left(h):
+    """A QuakeWorld client's `drop` (clc_stringcmd, ezQuake's disconnect,
+    sent three times) ends its session about a second later, reason
+    "client left", not at idle_timeout (60 s here); a client that says
+    more after its drop (a reconnect from the same port) keeps its
+    session."""
+    srv = h.echo(V4)
+    px = h.proxy(args=['-l', '127.0.0.1:$P0', '-s', srv.addr, '-p', 'qw',
+                       '+set', 'idle_timeout', '60s', '+set', 'handshake_timeout', '60s'])
+    dest = (V4, px.ports[0])
+    drop = b'\x04drop\x00'
+    gone, back = h.client(V4), h.client(V4)
+    roundtrip(gone, dest, qw_connect(700))
+    roundtrip(back, dest, qw_connect(701))
+    for k in range(1, 4):
+        roundtrip(gone, dest, qw_header(k, 700) + b'\x01')  # clc_nop
+        roundtrip(back, dest, qw_header(k, 701) + b'\x01')
+    mark = px.log_mark()
+    t0 = time.monotonic()
+    for k in range(4, 7):
+        gone.send(qw_header(k, 700) + drop, dest)
+        back.send(qw_header(k, 701) + drop, dest)
+    for c in (gone, back):
+        check(len(c.recv(0.3)) == 3, 'the drops were not relayed (three echoes)')
+    roundtrip(back, dest, qw_connect(701))  # it comes back at once
+    end = px.wait_for_log(r'session end reason=client left client=127\.0\.0\.1:%d\b'
+                          % gone.port, 4.0, start=mark)
+    check(end is not None, 'no "session end reason=client left" for the client that dropped:\n'
+          + '\n'.join(px.log_lines(mark)))
+    took = end[0] - t0
+    check(0.9 <= took <= 3.0, 'the session ended %.2f s after the drop, expected 1-2 s' % took)
+    time.sleep(1.5)
+    ends = [m.string for m in px.session_ends(mark)]
+    check(len(ends) == 1, 'sessions ended: %r (the one that came back must stay)' % ends)
+    roundtrip(back, dest, qw_header(7, 701) + b'\x01', what='the client that came back: ')
+    st = stop_ok(px)
+    ss = stats_route(st, 'default').get('sessions') or []
+    left = [x for x in ss if x.get('end_reason') == 'client left']
+    check(len(left) == 1 and left[0].get('client') == '127.0.0.1:%d' % gone.port,
+          'stats: sessions ended as "client left": %r' % left)
+    print('dropped: ended %.2f s after its drop; came back: kept its session' % took)
+
+
 def case_qport_qw(h):
     """QuakeWorld (qw route, and auto from its connect): the 16-bit qport
     at bytes 8-9 of a client's datagram keeps its session across a new
