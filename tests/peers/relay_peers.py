@@ -1821,7 +1821,7 @@ def play_nq_demos(work, plays, qs_base, procs):
 # Both: `slipgate demo info` reads the .dem with 0 errors, the player moved
 # in it, and it plays to its end in DarkPlaces (`-benchmark`) and in
 # quakespasm (`timedemo`), as nq+all's demos (play_nq_demos).
-NQ_ENDING_CASES = ("kill9", "sigterm", "midrecord", "pcaprecord")
+NQ_ENDING_CASES = ("kill9", "sigterm", "midrecord", "pcaprecord", "drain")
 
 # midrecord: slipgate starts without recording (NQ_PLAIN_CONF); half-way
 # through the game the record filter comes with a SIGHUP reload
@@ -1904,9 +1904,73 @@ def run_nq_pcaprecord(work, data, maker, slipgate, procs):
           f"{played}")
 
 
+def run_nq_drain(seconds, work, data, slipgate, procs):
+    """A draining slipgate in front of quakespasm's server: the player in
+    the game plays on; a second DarkPlaces client's connect request gets
+    the reject slipgate answers for the game (its console shows "Full.",
+    and it stops trying instead of waiting for its timeout); the player
+    then leaves as players do, and slipgate, its last session over, exits
+    0 by itself."""
+    limit = seconds + 120
+    for name in ("in", "late"):
+        shutil.copytree(os.path.join(data, "nq-base"), os.path.join(work, f"nq-{name}"),
+                        symlinks=True)
+    srv_port, px_port = free_udp_port(), free_udp_port()
+    srv, srv_log = nq_all_start_server(work, "in", srv_port, limit, procs)
+    px_log = os.path.join(work, "slipgate.log")
+    px = procs.start("slipgate", [slipgate, "-l", f"127.0.0.1:{px_port}", "-s",
+                                  f"127.0.0.1:{srv_port}", "-p", "nq", "+set", "drain_timeout",
+                                  "120s"], px_log, limit)
+    if not wait_for(lambda: "listening on" in read(px_log), 10):
+        raise Fail(f"slipgate did not start:\n{read(px_log)}")
+    cli, cli_log = nq_all_start_client(work, "in", px_port, limit, procs)
+    if not wait_for(lambda: "peers entered the game" in read(srv_log), 60):
+        raise Fail(f"the client did not enter the game through slipgate\n--- server ---\n"
+                   f"{read(srv_log)[-1500:]}\n--- slipgate ---\n{read(px_log)[-2000:]}")
+    os.kill(Procs.children(px.pid)[0], signal.SIGTERM)
+    if not wait_for(lambda: "draining: no new session" in read(px_log), 5):
+        raise Fail(f"slipgate did not start draining:\n{read(px_log)[-2000:]}")
+    # developer 1: DarkPlaces prints the reason of a refused connect
+    with open(os.path.join(work, "nq-late", "id1", "autoexec.cfg"), "w") as f:
+        f.write("set developer 1\n")
+    late, late_log = nq_all_start_client(work, "late", px_port, limit, procs)
+    if not wait_for(lambda: re.search(r"^Full\.$", read(late_log), re.M), 20):
+        raise Fail(f"the late client did not show the refusal:\n{read(late_log)[-1500:]}")
+    time.sleep(seconds / 2)  # past DarkPlaces' 10 s wait for a reply, had it kept trying
+    if "Connect: Waiting" in read(late_log) or "Connect: Failed" in read(late_log):
+        raise Fail(f"the late client kept trying after the refusal:\n{read(late_log)[-1500:]}")
+    if "Client peers removed" in read(srv_log) or cli.poll() is not None:
+        raise Fail(f"the player left the game while slipgate drained:\n{read(srv_log)[-1500:]}")
+    if read(srv_log).count("peers entered the game") != 1:
+        raise Fail(f"the server saw a second player enter:\n{read(srv_log)[-1500:]}")
+    procs.stop(late, signal.SIGTERM, 5, group=True)
+    # The player leaves: the last session ends, the drain with it.
+    with open(os.path.join(work, "nq-in", "id1", NQ_QUIT_CFG), "w") as f:
+        f.write("disconnect\nquit\n")
+    left = wait_for(lambda: "Client peers removed" in read(srv_log), 20)
+    exited = wait_for(lambda: cli.poll() is not None, 20)
+    if not left or not exited:
+        raise Fail(f"the player did not leave normally (the server saw it leave: {left}, "
+                   f"DarkPlaces exited: {exited}):\n{read(srv_log)[-1500:]}")
+    if not wait_for(lambda: px.poll() is not None, 30):
+        raise Fail(f"slipgate did not exit once its last session ended:\n"
+                   f"{read(px_log)[-2000:]}")
+    if px.returncode != 0 or "drained (no session left)" not in read(px_log):
+        raise Fail(f"slipgate exited {px.returncode}, not 0 after the drain:\n"
+                   f"{read(px_log)[-2000:]}")
+    nq_console(srv, "quit")
+    procs.stop(srv, signal.SIGTERM, 10)
+    print("PASS relay_peers@nq+drain: the player played on while slipgate drained; a late "
+          "DarkPlaces client was refused (\"Full.\" in its console, no retries); the player "
+          "quit and slipgate exited 0 by itself")
+
+
 def run_nq_ending(case, seconds, work, data, maker, slipgate, procs):
     if case == "pcaprecord":
         run_nq_pcaprecord(work, data, maker, slipgate, procs)
+        return
+    if case == "drain":
+        run_nq_drain(seconds, work, data, slipgate, procs)
         return
     limit = seconds + 120
     name = "end"
