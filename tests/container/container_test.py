@@ -21,9 +21,10 @@ Usage: container_test.py CASE
                   seconds, /ready 200; SIGTERM: /ready 503 at once, the
                   player goes on (the session's packets rise both ways, the
                   server lists the player with a live ping), then quits
-                  (its own `quit`); the container exits 0 once the session
-                  ends (idle_timeout), the demo ended at the client's
-                  disconnect; in the volume it reads with 0 errors and
+                  (its own `quit`); its session ends a second after the
+                  client's disconnect (reason "client left", well before
+                  idle_timeout), the container exits 0, the demo ended at
+                  the client's disconnect; in the volume it reads with 0 errors and
                   plays to its end in ioquake3
 
 Environment: SLIPGATE (the binary, for `demo info`), SG_BUILD_ROOT (the
@@ -409,6 +410,9 @@ def case_ioq3ded(h):
         check(rc == 0, 'the container exited %s, expected 0 once the session ended\n%s'
               % (rc, log[-3000:]))
         check('drained (no session left)' in log, 'no "drained" line:\n' + log[-3000:])
+        check(re.search(r'session end reason=client left', log),
+              'the session did not end at the client\'s disconnect (the container exited '
+              '%.1f s after its quit):\n%s' % (ended, log[-3000:]))
         check(re.search(r'demo \S+ finished .*; the client disconnected', log),
               'the recording did not end at the client\'s disconnect:\n' + log[-3000:])
         demo, size, info = volume_demo(exe, demos, 'dm_*')
