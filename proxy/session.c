@@ -664,10 +664,17 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
         f = &s->raw_frame;
     }
 
-    /* The client leaves (its disconnect, every copy): the route's sweep ends
-     * the session SG_SESSION_LEFT_MS later, unless the client says more. */
-    if (dir == SG_DIR_C2S)
-        s->left_ms = f && f->disconnect ? (s->left_ms ? s->left_ms : now_ms) : 0;
+    /* The client leaves (its disconnect): the route's sweep ends the session
+     * SG_SESSION_LEFT_MS later, unless the client says more (a new message or
+     * a connectionless packet; a repeated copy of its last datagram, which
+     * the netchan rejects as a duplicate, is not more). */
+    if (dir == SG_DIR_C2S && f) {
+        if (f->disconnect)
+            s->left_ms = s->left_ms ? s->left_ms : now_ms;
+        else if (f->kind == SG_FRAME_MESSAGE || f->kind == SG_FRAME_PARTIAL ||
+                 f->kind == SG_FRAME_OOB)
+            s->left_ms = 0;
+    }
 
     /* Muted (HTTP API): the client's chat never reaches the server. */
     if (s->muted && dir == SG_DIR_C2S && !sent && s->codec && s->codec->drop_msg &&

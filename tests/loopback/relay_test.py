@@ -2635,7 +2635,8 @@ def qw_header(seq, qport):
 
 def case_client_left(h):
     """A QuakeWorld client's `drop` (clc_stringcmd, ezQuake's disconnect,
-    sent three times) ends its session about a second later, reason
+    sent three times; here once as three copies of one datagram, which the
+    netchan takes as duplicates) ends its session about a second later, reason
     "client left", not at idle_timeout (60 s here); a client that says
     more after its drop (a reconnect from the same port) keeps its
     session."""
@@ -2653,7 +2654,7 @@ def case_client_left(h):
     mark = px.log_mark()
     t0 = time.monotonic()
     for k in range(4, 7):
-        gone.send(qw_header(k, 700) + drop, dest)
+        gone.send(qw_header(4, 700) + drop, dest)  # one datagram three times (Q2PRO's way)
         back.send(qw_header(k, 701) + drop, dest)
     for c in (gone, back):
         check(len(c.recv(0.3)) == 3, 'the drops were not relayed (three echoes)')

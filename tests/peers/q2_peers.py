@@ -458,6 +458,10 @@ def run(protocol, extra, seconds, work, b, d, slipgate, procs):
         if recording and not wait_for(lambda: "; the client disconnected" in read(px_log), 10):
             raise Fail(f"slipgate did not end the demo at the client's disconnect:\n"
                        f"{read(px_log)[-2000:]}")
+        # its session ends a second after the disconnect, not at idle_timeout
+        if not wait_for(lambda: "session end reason=client left" in read(px_log), 5):
+            raise Fail(f"slipgate did not end the session at the client's disconnect:\n"
+                       f"{read(px_log)[-2000:]}")
         say("quit")
         if not wait_for(lambda: cli.poll() is not None, 10):
             raise Fail(f"the client did not quit:\n{read(cl_log)[-1500:]}")
