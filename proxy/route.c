@@ -991,7 +991,7 @@ static void on_sweep(uv_timer_t *t)
         next = s->next;
         if (s->closing)
             continue;
-        if (s->left_ms && now - s->left_ms >= SG_SESSION_LEFT_MS)
+        if (s->left_ms && now - s->last_active >= SG_SESSION_LEFT_MS)
             sg_session_close(s, "client left");
         else if (now - s->last_active >= (uint64_t)r->conf.idle_timeout_ms)
             sg_session_close(s, "idle");

@@ -665,7 +665,8 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
     }
 
     /* The client leaves (its disconnect): the route's sweep ends the session
-     * SG_SESSION_LEFT_MS later, unless the client says more (a new message or
+     * once SG_SESSION_LEFT_MS pass with no datagram either way, unless the
+     * client says more first (a new message or
      * a connectionless packet; a repeated copy of its last datagram, which
      * the netchan rejects as a duplicate, is not more). */
     if (dir == SG_DIR_C2S && f) {

@@ -81,10 +81,13 @@ enum sg_session_stage {
 
 /* A warning repeated at most once per SG_WARN_INTERVAL_MS, with a count. */
 #define SG_WARN_INTERVAL_MS 10000
-/* A session whose client left (its disconnect decoded, nothing from it
- * since) ends this long after, not at idle_timeout: the server's last
- * words still reach the client, a reconnect from the same port keeps it. */
-#define SG_SESSION_LEFT_MS 1000
+/* A session whose client left (its disconnect decoded, nothing new from it
+ * since) ends once this long passes with no datagram either way, not at
+ * idle_timeout: what the server still sends (its "zombie" seconds) is
+ * relayed to the end, and a reconnect from the same port keeps it.  Five
+ * seconds: a stream with a hole in it (loss, a replay's lock-step wait) is
+ * not taken for its end. */
+#define SG_SESSION_LEFT_MS 5000
 struct sg_warn_limit {
     bool logged;      /* a warning went out */
     uint64_t last_ms; /* uv_now() when it did */

@@ -21,7 +21,7 @@ Usage: container_test.py CASE
                   seconds, /ready 200; SIGTERM: /ready 503 at once, the
                   player goes on (the session's packets rise both ways, the
                   server lists the player with a live ping), then quits
-                  (its own `quit`); its session ends a second after the
+                  (its own `quit`); its session ends a few seconds after the
                   client's disconnect (reason "client left", well before
                   idle_timeout), the container exits 0, the demo ended at
                   the client's disconnect; in the volume it reads with 0 errors and

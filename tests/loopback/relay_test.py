@@ -2636,8 +2636,9 @@ def qw_header(seq, qport):
 def case_client_left(h):
     """A QuakeWorld client's `drop` (clc_stringcmd, ezQuake's disconnect,
     sent three times; here once as three copies of one datagram, which the
-    netchan takes as duplicates) ends its session about a second later, reason
-    "client left", not at idle_timeout (60 s here); a client that says
+    netchan takes as duplicates) ends its session once five seconds pass
+    with nothing either way (the echoes of the drops are the server's last
+    words), reason "client left", not at idle_timeout (60 s here); a client that says
     more after its drop (a reconnect from the same port) keeps its
     session."""
     srv = h.echo(V4)
@@ -2660,12 +2661,11 @@ def case_client_left(h):
         check(len(c.recv(0.3)) == 3, 'the drops were not relayed (three echoes)')
     roundtrip(back, dest, qw_connect(701))  # it comes back at once
     end = px.wait_for_log(r'session end reason=client left client=127\.0\.0\.1:%d\b'
-                          % gone.port, 4.0, start=mark)
+                          % gone.port, 8.0, start=mark)
     check(end is not None, 'no "session end reason=client left" for the client that dropped:\n'
           + '\n'.join(px.log_lines(mark)))
     took = end[0] - t0
-    check(0.9 <= took <= 3.0, 'the session ended %.2f s after the drop, expected 1-2 s' % took)
-    time.sleep(1.5)
+    check(4.9 <= took <= 7.5, 'the session ended %.2f s after the drop, expected 5-6 s' % took)
     ends = [m.string for m in px.session_ends(mark)]
     check(len(ends) == 1, 'sessions ended: %r (the one that came back must stay)' % ends)
     roundtrip(back, dest, qw_header(7, 701) + b'\x01', what='the client that came back: ')
