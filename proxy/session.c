@@ -666,9 +666,8 @@ static void process(struct sg_session *s, enum sg_dir dir, const uint8_t *data, 
 
     /* The client leaves (its disconnect): the route's sweep ends the session
      * once SG_SESSION_LEFT_MS pass with no datagram either way, unless the
-     * client says more first (a new message or
-     * a connectionless packet; a repeated copy of its last datagram, which
-     * the netchan rejects as a duplicate, is not more). */
+     * client says more first (a new message or a connectionless packet; a
+     * copy of its last datagram, rejected as a duplicate, is not more). */
     if (dir == SG_DIR_C2S && f) {
         if (f->disconnect)
             s->left_ms = s->left_ms ? s->left_ms : now_ms;
