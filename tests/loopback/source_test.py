@@ -97,6 +97,21 @@ def case_upstream_source_v6(h):
     print('IPv6 sources %s' % got)
 
 
+def in_netns(case):
+    """Run `case` again in a user and network namespace of its own (unshare
+    -rn), with lo up; True here when this is that run."""
+    if os.environ.get('SG_IN_NETNS') == '1':
+        subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True, timeout=5)
+        return True
+    unshare, ip = shutil.which('unshare'), shutil.which('ip')
+    check(unshare and ip, 'needs unshare and ip (util-linux, iproute2)')
+    env = dict(os.environ, SG_IN_NETNS='1')
+    r = subprocess.run([unshare, '-rn', sys.executable, os.path.abspath(__file__), case],
+                       env=env, timeout=50)
+    check(r.returncode == 0, 'the case in its network namespace failed (%d)' % r.returncode)
+    return False
+
+
 def case_upstream_source_one_port(h):
     """Sockets bound to given addresses may be given one port by the kernel:
     in a private network namespace (unshare -rn) whose ephemeral range is two
@@ -105,15 +120,8 @@ def case_upstream_source_one_port(h):
     socket: the sessions the server sees come from distinct ports (the .3
     one takes the port .2 does not hold; a third, with no port left, is
     refused), every echo of those comes back."""
-    if os.environ.get('SG_IN_NETNS') != '1':
-        unshare, ip = shutil.which('unshare'), shutil.which('ip')
-        check(unshare and ip, 'needs unshare and ip (util-linux, iproute2)')
-        env = dict(os.environ, SG_IN_NETNS='1')
-        r = subprocess.run([unshare, '-rn', sys.executable, os.path.abspath(__file__),
-                            'upstream_source_one_port'], env=env, timeout=25)
-        check(r.returncode == 0, 'the case in its network namespace failed (%d)' % r.returncode)
+    if not in_netns('upstream_source_one_port'):
         return
-    subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True, timeout=5)
     srv = h.echo(V4)
     conf = route_block('one', '127.0.0.1:$P0', srv.addr, upstream_source='127.0.0.2 127.0.0.3')
     px = h.proxy(config=conf)
@@ -174,21 +182,6 @@ def case_upstream_source_bad(h):
 
 V6_NET1 = ['2001:db8:1:1::%x' % i for i in range(1, 7)]  # one /64
 V6_NET2 = '2001:db8:1:2::1'                              # the next /64
-
-
-def in_netns(case):
-    """Run `case` again in a user and network namespace of its own (unshare
-    -rn), with lo up; True here when this is that run."""
-    if os.environ.get('SG_IN_NETNS') == '1':
-        subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True, timeout=5)
-        return True
-    unshare, ip = shutil.which('unshare'), shutil.which('ip')
-    check(unshare and ip, 'needs unshare and ip (util-linux, iproute2)')
-    env = dict(os.environ, SG_IN_NETNS='1')
-    r = subprocess.run([unshare, '-rn', sys.executable, os.path.abspath(__file__), case],
-                       env=env, timeout=50)
-    check(r.returncode == 0, 'the case in its network namespace failed (%d)' % r.returncode)
-    return False
 
 
 def first_contacts(h, hosts, dest):

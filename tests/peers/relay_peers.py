@@ -1908,6 +1908,19 @@ def run_nq_pcaprecord(work, data, maker, slipgate, procs):
           f"{played}")
 
 
+def nq_player_leaves(work, name, srv_log, cli):
+    """The DarkPlaces player of game `name` leaves as players do (its next
+    round runs peersquit.cfg: `disconnect`, then `quit`): the server sees it
+    go and DarkPlaces exits."""
+    with open(os.path.join(work, f"nq-{name}", "id1", NQ_QUIT_CFG), "w") as f:
+        f.write("disconnect\nquit\n")
+    left = wait_for(lambda: "Client peers removed" in read(srv_log), 20)
+    exited = wait_for(lambda: cli.poll() is not None, 20)
+    if not left or not exited:
+        raise Fail(f"the player did not leave normally (the server saw it leave: {left}, "
+                   f"DarkPlaces exited: {exited}):\n{read(srv_log)[-1500:]}")
+
+
 def run_nq_drain(seconds, work, data, slipgate, procs):
     """A draining slipgate in front of quakespasm's server: the player in
     the game plays on; a second DarkPlaces client's connect request gets
@@ -1949,13 +1962,7 @@ def run_nq_drain(seconds, work, data, slipgate, procs):
         raise Fail(f"the server saw a second player enter:\n{read(srv_log)[-1500:]}")
     procs.stop(late, signal.SIGTERM, 5, group=True)
     # The player leaves: the last session ends, the drain with it.
-    with open(os.path.join(work, "nq-in", "id1", NQ_QUIT_CFG), "w") as f:
-        f.write("disconnect\nquit\n")
-    left = wait_for(lambda: "Client peers removed" in read(srv_log), 20)
-    exited = wait_for(lambda: cli.poll() is not None, 20)
-    if not left or not exited:
-        raise Fail(f"the player did not leave normally (the server saw it leave: {left}, "
-                   f"DarkPlaces exited: {exited}):\n{read(srv_log)[-1500:]}")
+    nq_player_leaves(work, "in", srv_log, cli)
     if not wait_for(lambda: px.poll() is not None, 30):
         raise Fail(f"slipgate did not exit once its last session ended:\n"
                    f"{read(px_log)[-2000:]}")
@@ -2025,13 +2032,7 @@ def run_nq_ending(case, seconds, work, data, maker, slipgate, procs):
 
     if case == "midrecord":
         # The player leaves as players do: the demo ends at its disconnect.
-        with open(os.path.join(work, f"nq-{name}", "id1", NQ_QUIT_CFG), "w") as f:
-            f.write("disconnect\nquit\n")
-        left = wait_for(lambda: "Client peers removed" in read(srv_log), 20)
-        exited = wait_for(lambda: cli.poll() is not None, 20)
-        if not left or not exited:
-            raise Fail(f"the client did not leave normally (the server saw it leave: {left}, "
-                       f"DarkPlaces exited: {exited}):\n{read(srv_log)[-1500:]}")
+        nq_player_leaves(work, name, srv_log, cli)
         if not wait_for(lambda: "; the client disconnected" in read(px_log), 10):
             raise Fail(f"slipgate did not end the demo at the client's disconnect:\n"
                        f"{read(px_log)[-2000:]}")
